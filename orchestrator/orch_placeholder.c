@@ -1,0 +1,2 @@
+/* placeholder: replaced by the orchestrator implementation */
+#include "common.h"

@@ -1,0 +1,2 @@
+/* placeholder: replaced by the persistence implementation */
+#include "store.h"

@@ -1,0 +1,248 @@
+/* store.h -- the one public header of the persistence module.
+ *
+ * What it is: everything cerea-sandbox keeps on disk, under one data directory: an SQLite database
+ * (WAL, synchronous=FULL) holding chats, files, turns, runs, run files (artifacts), the per-chat
+ * event log, idempotency keys and settings; and a content-addressed blob store
+ * (DATA/blobs/ab/abcdef...) holding file contents by sha256.
+ *
+ * How writes work: one writer thread owns the write connection.  Every write below is queued to
+ * it; it takes whatever is queued, runs it all in ONE transaction (group commit), commits, and
+ * only then completes each write's callback on the loop thread (through a uv_async_t).  So a
+ * callback with rc == 0 means the write is durable.  A write that fails rolls back alone (a
+ * savepoint per write), the others of its group still commit.  Blob contents are written by the
+ * writer thread too (temp file, fsync, rename, directory fsync) before the row that references
+ * them.  Reads run synchronously on the caller's (loop) thread on a separate read connection;
+ * they see every write whose callback has run.
+ *
+ * What it is not: it knows nothing of HTTP, of the run state machine or of mount rules; the
+ * orchestrator decides, this module records.  The file-naming rules (one place: naming.c) are
+ * here because uniqueness is a property of the stored set.
+ *
+ * Ownership: records returned by reads are owned by the caller and freed with the matching
+ * _free function.  Inputs to writes are copied before the call returns, except large blob data
+ * passed with store_file_add, which is borrowed until its callback (documented there).
+ *
+ * Errors: 0 or a negative SBX_* code.  SQLite errors become SBX_EDB / SBX_EIO / SBX_EFULL /
+ * SBX_ECORRUPT / SBX_EBUSY once, here, with SQLite's message kept in struct sbx_error.
+ */
+#ifndef SBX_STORE_H
+#define SBX_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common.h"
+
+struct store;
+
+#define STORE_ID_LEN 32 /* ids are 32 lower-case hex chars (128 random bits) */
+typedef char store_id[STORE_ID_LEN + 1];
+
+/* ---- open / close ---------------------------------------------------------------------------- */
+
+/* Opens (creating when absent) DATA/cerea.db and DATA/blobs/, runs the migrations up to the
+ * current schema version, starts the writer thread.
+ * Errors: SBX_EPERM / SBX_EIO (directory not writable, with the path), SBX_ECORRUPT, SBX_EDB. */
+int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err);
+/* Finishes every queued write (their callbacks run), stops the writer, finalizes statements,
+ * closes the connections and handles.  Synchronous; the loop must not be running it elsewhere. */
+void store_close(struct store *st);
+int store_schema_version(struct store *st);
+
+typedef void (*store_done_cb)(int rc, const struct sbx_error *err, void *ud);
+
+/* ---- ids, hashing ---------------------------------------------------------------------------- */
+int store_new_id(store_id out); /* random 128-bit id as hex */
+/* sha256 of data as 64 lower-case hex chars + NUL. */
+void store_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* ---- chats ------------------------------------------------------------------------------------ */
+struct store_chat {
+  store_id id;
+  char token_hash[65]; /* sha256 hex of the page token; the token itself is never stored */
+  char *title;         /* may be NULL */
+  int64_t created_at;  /* wall ms */
+};
+int store_chat_create(struct store *st, const struct store_chat *chat, store_done_cb cb, void *ud);
+int store_chat_set_title(struct store *st, const char *chat_id, const char *title, store_done_cb cb,
+                         void *ud);
+/* SBX_ENOENT when absent. */
+int store_chat_get(struct store *st, const char *chat_id, struct store_chat *out);
+void store_chat_free(struct store_chat *c); /* frees members, not c */
+/* Every chat, newest first, at most `limit` (for the app's chat list). */
+int store_chat_list(struct store *st, size_t limit, struct store_chat **out, size_t *n);
+void store_chat_list_free(struct store_chat *v, size_t n);
+
+/* ---- files ------------------------------------------------------------------------------------
+ * A named, versioned file of a chat.  Naming rules (naming.c):
+ *  - names are NFC-normalized; NUL, control characters, "..", "." segments, absolute paths,
+ *    backslashes and names longer than STORE_NAME_MAX bytes are refused (SBX_ENAME with detail);
+ *  - attachment and knowledge names are one segment (no '/'); output names may hold '/';
+ *  - attachment/knowledge: same name + same content -> the existing file (created = 0);
+ *    same name + other content -> "name (N).ext", N the next free number found by one query;
+ *  - tool/output: an existing name -> its next version (same content as the latest -> the latest,
+ *    created = 0). */
+#define STORE_NAME_MAX 255
+enum store_source { STORE_SRC_ATTACHMENT = 0, STORE_SRC_KNOWLEDGE, STORE_SRC_TOOL, STORE_SRC_OUTPUT };
+const char *store_source_name(enum store_source s);
+int store_source_parse(const char *s, enum store_source *out); /* SBX_EINVAL when unknown */
+
+struct store_file {
+  store_id id;
+  store_id chat_id;
+  char *name;
+  int version;               /* 1, 2, ... per (chat, name) */
+  enum store_source source;
+  char sha256[65];
+  uint64_t size;
+  int mounted;               /* decided by the orchestrator at upload */
+  char *left_out_reason;     /* NULL when mounted */
+  store_id text_of;          /* "" or the id of the file this is the extracted text of */
+  store_id run_id;           /* "" or the run that produced it (output files) */
+  char *kind;                /* "file" / "figure" for output files; NULL otherwise */
+  int64_t created_at;
+  int64_t expires_at;        /* 0: kept; else retention deadline (artifacts) */
+};
+void store_file_free(struct store_file *f);
+
+struct store_file_in {
+  const char *chat_id;
+  const char *name;          /* as given; normalized and checked here */
+  enum store_source source;
+  int mounted;
+  const char *left_out_reason; /* may be NULL */
+  const char *text_of;       /* may be NULL */
+  const char *run_id;        /* may be NULL */
+  const char *kind;          /* may be NULL */
+  int64_t expires_at;
+  const void *data;          /* BORROWED until cb runs */
+  size_t size;
+};
+/* Result of store_file_add, passed to its callback. */
+struct store_file_added {
+  int created;               /* 1: a new file or version; 0: same content already there */
+  struct store_file file;    /* owned by the store; valid during the callback only */
+};
+typedef void (*store_file_cb)(int rc, const struct sbx_error *err,
+                              const struct store_file_added *res, void *ud);
+/* Stores the blob (if new) and the file row, applying the naming rules.  Errors via cb (rc):
+ * SBX_ENAME (bad name, detail says why), SBX_ENOENT (no such chat), SBX_EIO, SBX_EDB.  Returns
+ * nonzero (and never calls cb) only when the write could not even be queued (SBX_ENOMEM). */
+int store_file_add(struct store *st, const struct store_file_in *in, store_file_cb cb, void *ud);
+/* Validates and NFC-normalizes a name for a source without storing anything; *out owned.
+ * SBX_ENAME with detail. Exposed for the orchestrator's early 400s and for tests. */
+int store_name_normalize(const char *name, enum store_source src, char **out,
+                         struct sbx_error *err);
+
+int store_file_get(struct store *st, const char *file_id, struct store_file *out);
+/* Every file of a chat (all versions when all_versions, else the latest of each name), oldest
+ * first. */
+int store_file_list(struct store *st, const char *chat_id, int all_versions,
+                    struct store_file **out, size_t *n);
+void store_file_list_free(struct store_file *v, size_t n);
+/* Path of a blob on disk (for streaming with tp_respond_file); owned by caller. */
+char *store_blob_path(struct store *st, const char *sha256);
+/* Reads a whole blob (used for small files and tests).  SBX_ENOENT, SBX_EIO. */
+int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len);
+uint64_t store_blob_bytes(struct store *st); /* bytes held in the blob store */
+
+/* ---- turns ------------------------------------------------------------------------------------ */
+enum store_turn_state { STORE_TURN_OPEN = 0, STORE_TURN_FINISHED };
+struct store_turn {
+  store_id id;
+  store_id chat_id;
+  int state;                 /* enum store_turn_state, the orchestrator's enum value */
+  char *answer;              /* NULL until finished */
+  int64_t created_at, finished_at;
+};
+int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb cb, void *ud);
+int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out);
+void store_turn_free(struct store_turn *t);
+
+/* ---- runs -------------------------------------------------------------------------------------
+ * The whole run object.  JSON-shaped parts (error, notes, remounted) are stored as JSON text the
+ * orchestrator produces and parses; the store does not look inside. */
+struct store_run {
+  store_id id;
+  store_id chat_id;
+  store_id turn_id;          /* "" when none */
+  char *code;
+  char *origin;              /* "tool" | "auto" | "user" */
+  char *state;               /* the orchestrator's state name */
+  char *status;              /* NULL until done */
+  int timeout_s;
+  int attempts;
+  char *stdout_text, *stderr_text;
+  int stdout_truncated, stderr_truncated;
+  char *error_json;          /* NULL or {"type","message","traceback"} */
+  char *notes_json;          /* NULL or [..] */
+  char *remounted_json;      /* NULL or [..] */
+  int restarted;
+  int files_unlisted, figures_dropped;
+  char *result_hash;         /* sha256 of the canonical result body (idempotent results) */
+  char *idempotency_key;     /* NULL when none */
+  int64_t seq;               /* order of creation within the chat */
+  int64_t created_at, started_at, finished_at; /* wall ms; 0 when not yet */
+};
+void store_run_free(struct store_run *r);
+/* Inserts or replaces the whole row (the orchestrator keeps the truth in memory and persists each
+ * change).  When idempotency_key is set and another run of the chat has it, fails with
+ * SBX_EEXIST and puts that run's id in existing_id (via cb's err->msg). */
+int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud);
+int store_run_get(struct store *st, const char *run_id, struct store_run *out);
+int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,
+                             store_id out_run_id); /* SBX_ENOENT when none */
+/* Runs not done (state != "done"), oldest first: the orchestrator reloads them at start. */
+int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n);
+/* Latest runs (admin views), newest first, optionally of one chat (NULL: all). */
+int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
+                   size_t *n);
+void store_run_list_free(struct store_run *v, size_t n);
+
+/* Files a run produced, in the order they were written: (run, position) -> file id. */
+int store_run_file_put(struct store *st, const char *run_id, int position, const char *file_id,
+                       store_done_cb cb, void *ud);
+int store_run_files(struct store *st, const char *run_id, struct store_file **out, size_t *n);
+
+/* ---- per-chat event log (stream resumption) ---------------------------------------------------
+ * seq is chosen by the orchestrator (per-chat counter, starts after store_event_last_seq). */
+struct store_event {
+  int64_t seq;
+  char *type;
+  char *payload; /* JSON text */
+};
+int store_event_append(struct store *st, const char *chat_id, int64_t seq, const char *type,
+                       const char *payload, store_done_cb cb, void *ud);
+int store_event_last_seq(struct store *st, const char *chat_id, int64_t *out);
+/* Events with seq > after_seq, oldest first, at most limit. */
+int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, size_t limit,
+                      struct store_event **out, size_t *n);
+void store_event_list_free(struct store_event *v, size_t n);
+
+/* ---- settings (runtime settings an operator changes; survive restarts) ------------------------ */
+int store_setting_put(struct store *st, const char *key, const char *value, store_done_cb cb,
+                      void *ud);
+/* *out owned; SBX_ENOENT when unset. */
+int store_setting_get(struct store *st, const char *key, char **out);
+
+/* ---- retention ------------------------------------------------------------------------------- */
+/* One bounded sweep step, queued to the writer: deletes at most `budget` files whose expires_at
+ * is in (0, now_ms], then blobs nothing references any more (their files unlinked after commit).
+ * cb gets how many were removed through *removed (may be NULL). */
+typedef void (*store_sweep_cb)(int rc, const struct sbx_error *err, size_t removed, void *ud);
+int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb cb, void *ud);
+/* Sets a new expiry for every kept artifact from its creation time (retention setting changed). */
+int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb cb, void *ud);
+
+/* ---- statistics ------------------------------------------------------------------------------ */
+struct store_stats {
+  uint64_t commits, writes, write_errors;
+  uint64_t max_group;        /* largest group committed at once */
+  uint64_t blob_bytes;
+};
+void store_get_stats(struct store *st, struct store_stats *out);
+/* Health check: a trivial read; 0 when the database answers. */
+int store_ping(struct store *st, struct sbx_error *err);
+
+#endif

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Debian packages: build tools and libraries of the orchestrator, test and benchmark tools, the
+# browser for end-to-end tests, and the Debian Python packages the offline office wheels are built
+# from.  Installs only what is missing.
+set -euo pipefail
+pkgs=(
+  build-essential cmake pkg-config git curl ca-certificates
+  libuv1-dev libnghttp2-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev openssl
+  libhttp-parser-dev check libsubunit-dev
+  brotli gzip
+  nghttp2-client nghttp2-server wrk valgrind
+  bubblewrap
+  chromium
+  python3 python3-openpyxl python3-et-xmlfile python3-xlsxwriter python3-pypdf
+)
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "apt: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "apt: all ${#pkgs[@]} packages present"
+fi

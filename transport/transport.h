@@ -1,0 +1,179 @@
+/* transport.h -- the one public header of the transport module.
+ *
+ * What it is: the HTTP server the orchestrator stands on.  One libuv listener per address (TCP
+ * 127.0.0.1:PORT or unix:PATH); each accepted connection is sniffed (0x16 -> TLS, the HTTP/2
+ * preface -> h2c, else HTTP/1.1) and handed to a protocol peer (HTTP/1.1 over http-parser,
+ * HTTP/2 over nghttp2).  Every protocol delivers requests through the same handler API below, so
+ * a handler never knows whether it answers an HTTP/1.1 request or an HTTP/2 stream.  Static files
+ * (with precompressed variants, ranges, ETags) and Server-Sent Events are served here too.
+ *
+ * What it is not: it knows nothing of chats, runs or JSON bodies (the orchestrator parses them),
+ * and nothing of SQLite.
+ *
+ * Ownership: a struct tp_req is owned by the transport.  A handler either answers before
+ * returning, or calls tp_req_hold() and answers later (long polls, `wait_s`); a held request must
+ * be released with tp_req_release() exactly once, after answering or after its on_close callback
+ * ran.  When the peer goes away, the request's close callback (tp_req_on_close) runs; after it the
+ * request may still be answered (the answer is dropped) but must still be released.
+ *
+ * Errors: functions return 0 or a negative SBX_* code (common.h), with detail in struct sbx_error
+ * where one is taken.
+ */
+#ifndef SBX_TRANSPORT_H
+#define SBX_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common.h"
+
+struct tp_server;
+struct tp_req;
+
+enum tp_protocol { TP_PROTO_HTTP1 = 0, TP_PROTO_H2C, TP_PROTO_H2 /* over TLS */ };
+
+/* ---- server -------------------------------------------------------------------------------- */
+
+struct tp_limits {
+  size_t max_header_bytes;       /* all header lines together; 431 past it (default 16 KiB) */
+  size_t max_headers;            /* header count; 431 past it (default 100) */
+  size_t max_request_line;       /* method + target + version; 414 past it (default 8 KiB) */
+  size_t default_body_limit;     /* body limit of routes that set none (default 1 MiB) */
+  uint64_t header_timeout_ms;    /* whole request head must arrive within (default 10 s) */
+  uint64_t idle_timeout_ms;      /* keep-alive connection with no request (default 60 s) */
+  uint64_t handshake_timeout_ms; /* TLS handshake / protocol sniff (default 10 s) */
+  uint32_t h2_max_concurrent_streams; /* advertised and enforced, <= 100 (default 100) */
+  size_t sse_queue_bytes;        /* per event stream; past it sends fail with SBX_EAGAIN (256 KiB) */
+  size_t h2_outbound_queue_bytes;/* per HTTP/2 session before reads pause (default 1 MiB) */
+  uint32_t max_connections;      /* accepted at once; past it new ones are closed (default 50000) */
+};
+/* Fills every field with its default. */
+void tp_limits_default(struct tp_limits *l);
+
+struct tp_config {
+  struct tp_limits limits;
+  const char *tls_cert_file; /* PEM; both or neither */
+  const char *tls_key_file;
+  const char *server_name;   /* "Server:" header value; NULL: "cerea-sandbox" */
+};
+
+/* Creates a server on `loop` (borrowed; must outlive the server).  Copies cfg.
+ * Errors: SBX_ENOMEM; SBX_ETLS with detail when the certificate or key cannot be read or do not
+ * match. */
+int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server **out,
+                  struct sbx_error *err);
+
+/* Starts listening on "ADDR:PORT" (IPv4, IPv6 in brackets) or "unix:PATH".  May be called several
+ * times for several listeners.  Port 0 picks a free port: tp_server_port() tells which.
+ * Errors: SBX_EINVAL (bad address), SBX_EADDRINUSE, SBX_EPERM, SBX_EIO, with detail. */
+int tp_server_listen(struct tp_server *s, const char *addr, struct sbx_error *err);
+int tp_server_port(const struct tp_server *s); /* the first TCP listener's port, or -1 */
+
+/* Stops accepting, lets in-flight responses finish up to `drain_ms`, closes every connection and
+ * handle, then calls `cb` (may be NULL).  After cb the server is freed; the loop has no handle of
+ * ours left.  Safe once; later calls are ignored. */
+typedef void (*tp_closed_cb)(struct tp_server *s, void *ud);
+void tp_server_close(struct tp_server *s, uint64_t drain_ms, tp_closed_cb cb, void *ud);
+
+/* ---- routing ---------------------------------------------------------------------------------
+ * Patterns are paths with `{name}` segments ("/v1/chats/{chat}/files") and an optional trailing
+ * `{name*}` that takes the rest of the path, slashes included ("/v1/runs/{run}/files/{name*}").
+ * Parameters are percent-decoded.  Exact literal routes win over parametrised ones; a path that
+ * matches a pattern with another method gets 405 with Allow.  Unmatched paths get 404 (JSON error
+ * body).  body_limit 0 means the server default; a body past it is refused with 413 before the
+ * handler runs. */
+typedef void (*tp_handler_cb)(struct tp_req *req, void *ud);
+int tp_route(struct tp_server *s, const char *method, const char *pattern, size_t body_limit,
+             tp_handler_cb cb, void *ud);
+
+/* Serves files under `dir` at URL prefix `prefix` ("/pyodide/").  Content types by extension
+ * (.wasm application/wasm, .mjs text/javascript, ...); ETag + If-None-Match; Range; when
+ * FILE.br / FILE.gz exist and the client accepts them, they are sent with Content-Encoding.
+ * `cache_control` for every response of the mount (NULL: "no-cache").  Never redirects.  Paths
+ * with `..`, NUL or backslashes are refused (404).  A directory request serves index.html. */
+int tp_static_mount(struct tp_server *s, const char *prefix, const char *dir,
+                    const char *cache_control);
+
+/* Extra response headers for every response whose path starts with `prefix` (static or not), in
+ * registration order: e.g. COOP/COEP for the app, a CSP for the kernel worker script.  `headers`
+ * is "Name: value\r\n"-joined text, copied. */
+int tp_path_headers(struct tp_server *s, const char *prefix, const char *headers);
+
+/* ---- requests -------------------------------------------------------------------------------- */
+
+enum tp_protocol tp_req_protocol(const struct tp_req *r);
+const char *tp_req_method(const struct tp_req *r);
+const char *tp_req_path(const struct tp_req *r);   /* decoded path, no query */
+const char *tp_req_target(const struct tp_req *r); /* raw target as received */
+/* Route parameter by name, percent-decoded; NULL when absent. */
+const char *tp_req_param(const struct tp_req *r, const char *name);
+/* First query parameter by name, percent-decoded ('+' is a space); NULL when absent. */
+const char *tp_req_query(const struct tp_req *r, const char *name);
+/* Header by case-insensitive name; NULL when absent. */
+const char *tp_req_header(const struct tp_req *r, const char *name);
+/* The buffered body (NUL-terminated for convenience; may hold NULs: use len). */
+const char *tp_req_body(const struct tp_req *r, size_t *len);
+/* Peer address text ("127.0.0.1:53122" or "unix"). */
+const char *tp_req_peer(const struct tp_req *r);
+
+/* Keeps the request alive past the handler's return (see ownership above). */
+void tp_req_hold(struct tp_req *r);
+void tp_req_release(struct tp_req *r);
+/* Called once when the peer is gone (connection closed, stream reset) before an answer ended. */
+typedef void (*tp_req_close_cb)(struct tp_req *r, void *ud);
+void tp_req_on_close(struct tp_req *r, tp_req_close_cb cb, void *ud);
+/* Per-request user pointer, for handlers. */
+void tp_req_set_data(struct tp_req *r, void *data);
+void *tp_req_get_data(const struct tp_req *r);
+
+/* ---- responses ------------------------------------------------------------------------------
+ * `headers` is NULL or "Name: value\r\n"-joined text; Content-Length / Date / Server are added.
+ * One answer per request: a second one fails with SBX_ESTATE. */
+int tp_respond(struct tp_req *r, int status, const char *headers, const void *body, size_t len);
+/* {"error":{"code":code,"message":message}} with Content-Type application/json. */
+int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message);
+
+/* Streamed answer: start (headers; no Content-Length unless given in headers -> chunked on
+ * HTTP/1.1), write pieces, end.  tp_stream_write copies the data; it fails with SBX_EAGAIN when
+ * more than the SSE queue limit is pending: wait for the drain callback. */
+typedef void (*tp_drain_cb)(struct tp_req *r, void *ud);
+int tp_stream_start(struct tp_req *r, int status, const char *headers);
+int tp_stream_write(struct tp_req *r, const void *data, size_t len);
+int tp_stream_end(struct tp_req *r);
+void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud);
+
+/* Sends a file from disk as the answer (streamed, Range honoured when `allow_range`).  The
+ * orchestrator uses it for blobs.  Errors: SBX_ENOENT, SBX_EIO (then nothing was sent). */
+int tp_respond_file(struct tp_req *r, const char *path, const char *content_type,
+                    const char *extra_headers, int allow_range);
+
+/* ---- Server-Sent Events ----------------------------------------------------------------------
+ * tp_sse_start answers 200 text/event-stream (no-cache, X-Accel-Buffering: no) and holds the
+ * request.  tp_sse_send encodes one event in one write: "id: ID\nevent: EVENT\ndata: ..." with a
+ * `data:` line per line of data.  Heartbeat comments (": hb") go out every heartbeat_ms while the
+ * stream is idle.  Sends fail with SBX_EAGAIN when the stream's queue is over the limit and with
+ * SBX_ECLOSED once the peer is gone.  End with tp_stream_end(). */
+int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms);
+int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data,
+                size_t len);
+/* Encodes an event into buf (exposed for tests and for replay). */
+int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
+                  size_t len);
+
+/* ---- metrics --------------------------------------------------------------------------------- */
+struct tp_stats {
+  uint64_t connections_open;
+  uint64_t connections_total[3];  /* by enum tp_protocol */
+  uint64_t connections_open_by_proto[3];
+  uint64_t requests_total;
+  uint64_t responses_by_class[6]; /* [1]..[5]: 1xx..5xx */
+  uint64_t bytes_in, bytes_out;
+  uint64_t sse_streams_open;
+  uint64_t protocol_errors;
+};
+void tp_server_stats(const struct tp_server *s, struct tp_stats *out);
+/* Appends the transport's metrics in Prometheus text format. */
+int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out);
+
+#endif
