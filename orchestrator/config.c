@@ -1,0 +1,248 @@
+/* config.c -- the orchestrator's settings: defaults, an optional KEY=VALUE config file, the
+ * environment, each value validated with an error that names the setting, the value and what is
+ * allowed.
+ *
+ * Precedence (lowest first): defaults, config file (--config or CEREA_CONFIG), environment, command
+ * line (main.c calls orch_config_set with the same names).  What it does not do: runtime settings an
+ * operator changes later (retention from the admin page) are persisted by the store and applied
+ * by the server; this file only parses and checks.
+ */
+#include "orch.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *orch_exec_mode_name(enum orch_exec_mode m) {
+  switch (m) {
+  case ORCH_EXEC_BROWSER: return "browser";
+  case ORCH_EXEC_SERVER: return "server";
+  case ORCH_EXEC_OFF: return "off";
+  }
+  return "?";
+}
+
+static int set_str(char **slot, const char *v) {
+  char *d = sbx_strdup(v);
+  if (d == NULL)
+    return SBX_ENOMEM;
+  sbx_free(*slot);
+  *slot = d;
+  return 0;
+}
+
+int orch_config_defaults(struct orch_config *c) {
+  memset(c, 0, sizeof(*c));
+  c->exec_mode = ORCH_EXEC_BROWSER;
+  c->time_limit_s = 60;
+  c->paused_wait_ms = 120000;
+  c->page_grace_ms = 10000;
+  c->pypi_disabled = 0;
+  c->retention_days = 30;
+  if (set_str(&c->data_dir, "./var") != 0)
+    return SBX_ENOMEM;
+  return 0;
+}
+
+void orch_config_free(struct orch_config *c) {
+  for (size_t i = 0; i < c->n_listen; i++)
+    sbx_free(c->listen[i]);
+  sbx_free(c->data_dir);
+  sbx_free(c->tls_cert);
+  sbx_free(c->tls_key);
+  sbx_free(c->api_key);
+  sbx_free(c->static_dir);
+  memset(c, 0, sizeof(*c));
+}
+
+/* Strict integer: digits only (optional leading '-'), no trailing garbage, within [lo, hi]. */
+static int parse_int(const char *v, long long lo, long long hi, long long *out) {
+  if (v == NULL || *v == '\0')
+    return SBX_EINVAL;
+  const char *p = v;
+  if (*p == '-')
+    p++;
+  if (*p == '\0')
+    return SBX_EINVAL;
+  for (; *p; p++)
+    if (!isdigit((unsigned char)*p))
+      return SBX_EINVAL;
+  errno = 0;
+  long long x = strtoll(v, NULL, 10);
+  if (errno != 0 || x < lo || x > hi)
+    return SBX_EINVAL;
+  *out = x;
+  return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+  static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off", ""};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(yes); i++)
+    if (strcasecmp(v, yes[i]) == 0)
+      return *out = 1, 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(no); i++)
+    if (strcasecmp(v, no[i]) == 0)
+      return *out = 0, 0;
+  return SBX_EINVAL;
+}
+
+int orch_config_set(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
+  long long n;
+  if (v == NULL)
+    return sbx_error_set(err, SBX_EINVAL, "%s: missing value", key);
+  if (strcmp(key, "CHAT_CODE_EXECUTION") == 0) {
+    if (strcmp(v, "browser") == 0)
+      c->exec_mode = ORCH_EXEC_BROWSER;
+    else if (strcmp(v, "server") == 0)
+      c->exec_mode = ORCH_EXEC_SERVER;
+    else if (strcmp(v, "off") == 0)
+      c->exec_mode = ORCH_EXEC_OFF;
+    else
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CHAT_CODE_EXECUTION=%s: expected browser, server or off", v);
+    return 0;
+  }
+  if (strcmp(key, "CODE_TIME_LIMIT_S") == 0) {
+    if (parse_int(v, 1, ORCH_TIME_LIMIT_MAX_S, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CODE_TIME_LIMIT_S=%s: expected whole seconds from 1 to %d", v,
+                           ORCH_TIME_LIMIT_MAX_S);
+    c->time_limit_s = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "CODE_PAUSED_WAIT_MS") == 0 || strcmp(key, "PAGE_GRACE_MS") == 0) {
+    if (parse_int(v, 0, 24LL * 3600 * 1000, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "%s=%s: expected milliseconds from 0 to 86400000", key, v);
+    if (key[0] == 'C')
+      c->paused_wait_ms = (uint64_t)n;
+    else
+      c->page_grace_ms = (uint64_t)n;
+    return 0;
+  }
+  if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
+    if (parse_bool(v, &c->pypi_disabled) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false", v);
+    return 0;
+  }
+  if (strcmp(key, "ARTIFACT_RETENTION_DAYS") == 0) {
+    if (parse_int(v, 1, 36500, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "ARTIFACT_RETENTION_DAYS=%s: expected whole days from 1 to 36500", v);
+    c->retention_days = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "CEREA_LISTEN") == 0) {
+    if (*v == '\0')
+      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: empty address");
+    if (strncmp(v, "unix:", 5) != 0 && strrchr(v, ':') == NULL)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_LISTEN=%s: expected ADDR:PORT or unix:PATH", v);
+    if (c->n_listen == ORCH_MAX_LISTEN)
+      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: at most %d listeners", ORCH_MAX_LISTEN);
+    c->listen[c->n_listen] = sbx_strdup(v);
+    if (c->listen[c->n_listen] == NULL)
+      return SBX_ENOMEM;
+    c->n_listen++;
+    return 0;
+  }
+  char **slot = NULL;
+  if (strcmp(key, "CEREA_DATA_DIR") == 0)
+    slot = &c->data_dir;
+  else if (strcmp(key, "CEREA_TLS_CERT") == 0)
+    slot = &c->tls_cert;
+  else if (strcmp(key, "CEREA_TLS_KEY") == 0)
+    slot = &c->tls_key;
+  else if (strcmp(key, "CEREA_STATIC_DIR") == 0)
+    slot = &c->static_dir;
+  else if (strcmp(key, "CEREA_API_KEY") == 0) {
+    if (strlen(v) < 16)
+      return sbx_error_set(err, SBX_EINVAL, "CEREA_API_KEY: at least 16 characters");
+    slot = &c->api_key;
+  }
+  if (slot == NULL)
+    return sbx_error_set(err, SBX_ENOENT, "%s: unknown setting", key);
+  if (*v == '\0')
+    return sbx_error_set(err, SBX_EINVAL, "%s: empty value", key);
+  return set_str(slot, v) == 0 ? 0 : SBX_ENOMEM;
+}
+
+static const char *known_keys[] = {
+    "CHAT_CODE_EXECUTION", "CODE_TIME_LIMIT_S", "CODE_PAUSED_WAIT_MS", "PAGE_GRACE_MS",
+    "CHAT_PYODIDE_PYPI_DISABLED", "ARTIFACT_RETENTION_DAYS", "CEREA_LISTEN", "CEREA_DATA_DIR",
+    "CEREA_TLS_CERT", "CEREA_TLS_KEY", "CEREA_API_KEY", "CEREA_STATIC_DIR",
+};
+
+int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(known_keys); i++) {
+    const char *v = getenv(known_keys[i]);
+    if (v == NULL)
+      continue;
+    if (strcmp(known_keys[i], "CHAT_PYODIDE_PYPI_DISABLED") == 0 && *v == '\0')
+      continue;
+    int rc = orch_config_set(c, known_keys[i], v, err);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s))
+    s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1]))
+    *--e = '\0';
+  return s;
+}
+
+int orch_config_load_file(struct orch_config *c, const char *path, struct sbx_error *err) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return sbx_error_set(err, errno == ENOENT ? SBX_ENOENT : SBX_EIO, "config file %s: %s", path,
+                         strerror(errno));
+  char line[4096];
+  int lineno = 0, rc = 0;
+  while (fgets(line, sizeof(line), f) != NULL) {
+    lineno++;
+    char *s = trim(line);
+    if (*s == '\0' || *s == '#')
+      continue;
+    char *eq = strchr(s, '=');
+    if (eq == NULL) {
+      rc = sbx_error_set(err, SBX_EINVAL, "%s:%d: expected KEY=VALUE", path, lineno);
+      break;
+    }
+    *eq = '\0';
+    char *key = trim(s), *val = trim(eq + 1);
+    size_t vl = strlen(val);
+    if (vl >= 2 && (val[0] == '"' || val[0] == '\'') && val[vl - 1] == val[0]) {
+      val[vl - 1] = '\0';
+      val++;
+    }
+    struct sbx_error e;
+    sbx_error_clear(&e);
+    rc = orch_config_set(c, key, val, &e);
+    if (rc != 0) {
+      sbx_error_set(err, rc, "%s:%d: %s", path, lineno, e.msg);
+      break;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
+  if ((c->tls_cert == NULL) != (c->tls_key == NULL))
+    return sbx_error_set(err, SBX_EINVAL,
+                         "TLS needs both a certificate and a key (--tls-cert and --tls-key)");
+  if (c->time_limit_s < 1 || c->time_limit_s > ORCH_TIME_LIMIT_MAX_S)
+    return sbx_error_set(err, SBX_EINVAL, "CODE_TIME_LIMIT_S must be 1..%d",
+                         ORCH_TIME_LIMIT_MAX_S);
+  if (c->data_dir == NULL || *c->data_dir == '\0')
+    return sbx_error_set(err, SBX_EINVAL, "no data directory");
+  return 0;
+}

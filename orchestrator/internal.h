@@ -1,0 +1,183 @@
+/* internal.h -- what the orchestrator's own files share: the domain objects (chat, page, run,
+ * event stream), their state machines' step functions, mount manifests, auth, JSON helpers and the
+ * server object.  Not for other modules (they use orch.h).
+ *
+ * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
+ * owns its live runs (queue in creation order), its pages and its event streams.  A done run is
+ * dropped from memory once its waiters were answered; the store keeps it.
+ */
+#ifndef ORCH_INTERNAL_H
+#define ORCH_INTERNAL_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "orch.h"
+#include "store.h"
+
+struct tp_req;
+struct tp_server;
+struct orch_chat;
+
+#define ORCH_MIB (1024u * 1024u)
+#define ORCH_UPLOAD_MAX (50u * ORCH_MIB)          /* 413 beyond */
+#define ORCH_MOUNT_FILE_MAX (20ull * ORCH_MIB)    /* stored, not mounted beyond */
+#define ORCH_MOUNT_TOTAL_MAX (100ull * ORCH_MIB)  /* a file taking the total past it: left out */
+#define ORCH_OUT_CHARS 8000
+#define ORCH_FILES_LISTED 200
+#define ORCH_FIGURES 20
+#define ORCH_PAGE_ID_MAX 64
+#define ORCH_WATCHDOG_GRACE_MS 15000  /* beyond the time limit before the watchdog ends a run */
+#define ORCH_CANCEL_GRACE_MS 5000     /* a running run told to cancel ends after this at most */
+#define ORCH_WAIT_S_MAX 600
+
+/* ---- runs (run.c) ---------------------------------------------------------------------------- */
+enum orch_run_state {
+  ORCH_RUN_QUEUED = 0,
+  ORCH_RUN_DISPATCHED,
+  ORCH_RUN_RUNNING,
+  ORCH_RUN_PAUSED,
+  ORCH_RUN_DONE,
+  ORCH_RUN__COUNT
+};
+enum orch_run_status {
+  ORCH_RUN_STATUS_NONE = 0,
+  ORCH_RUN_STATUS_OK,
+  ORCH_RUN_STATUS_ERROR,
+  ORCH_RUN_STATUS_TIMEOUT,
+  ORCH_RUN_STATUS_CRASHED,
+  ORCH_RUN_STATUS_CANCELLED,
+  ORCH_RUN_STATUS_REJECTED,
+  ORCH_RUN_STATUS_ABANDONED,
+};
+enum orch_run_due { ORCH_RUN_DUE_NONE = 0, ORCH_RUN_DUE_ABANDONED, ORCH_RUN_DUE_WATCHDOG, ORCH_RUN_DUE_CANCELLED };
+
+struct orch_run {
+  char id[STORE_ID_LEN + 1];
+  enum orch_run_state state;   /* written by run_set_state() only */
+  enum orch_run_status status; /* set when DONE */
+  int attempts;                /* dispatches so far; the current attempt is `attempts` */
+  int timeout_s;
+  char page_id[ORCH_PAGE_ID_MAX + 1]; /* page of the current attempt ("" when none) */
+  uint64_t state_since_ms;
+  uint64_t wait_deadline_ms;     /* PAUSED: abandoned at */
+  uint64_t watchdog_deadline_ms; /* DISPATCHED/RUNNING: timeout/crashed at */
+  uint64_t cancel_deadline_ms;   /* cancel requested: cancelled at */
+
+  /* Server side (chat.c, api_*.c); unused by the pure state machine. */
+  struct orch_chat *chat;
+  struct sbx_list chat_link;   /* in chat->runs, creation order */
+  struct sbx_list waiters;     /* struct orch_waiter */
+  struct sbx_list uploads;     /* struct orch_upload: output files of the current attempt */
+  size_t upload_bytes;
+  struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
+  int finishing;               /* a result is being made durable */
+  int restart_sent;            /* the page was told to restart its kernel */
+};
+
+const char *orch_run_state_name(enum orch_run_state s);
+const char *orch_run_status_name(enum orch_run_status s);
+int orch_run_status_parse(const char *s, enum orch_run_status *out);
+int orch_run_state_parse(const char *s, enum orch_run_state *out);
+int orch_run_transition_allowed(enum orch_run_state from, enum orch_run_state to);
+void orch_run_init(struct orch_run *run, const char *id, int timeout_s);
+/* Steps.  Each returns 0, SBX_ESTATE when the run is not in a state the step applies to,
+ * SBX_ECONFLICT for a stale attempt. */
+int orch_run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
+int orch_run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
+int orch_run_pause(struct orch_run *run, uint64_t wait_ms);
+int orch_run_finish(struct orch_run *run, enum orch_run_status status);
+/* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set, SBX_EAGAIN
+ * (the page must be told).  Done: SBX_ESTATE. */
+int orch_run_request_cancel(struct orch_run *run, uint64_t grace_ms);
+/* 0 when a result for `attempt` may be accepted now; SBX_ECONFLICT otherwise. */
+int orch_run_check_result(const struct orch_run *run, int attempt);
+/* Applies a deadline that has passed (finishing the run) and says which. */
+enum orch_run_due orch_run_tick(struct orch_run *run);
+
+/* ---- pages (page.c) -------------------------------------------------------------------------- */
+enum orch_page_state {
+  ORCH_PAGE_NEW = 0, /* only while being attached */
+  ORCH_PAGE_VISIBLE,
+  ORCH_PAGE_HIDDEN,
+  ORCH_PAGE_GRACE,   /* event stream dropped; the same page id may come back */
+  ORCH_PAGE_GONE,
+  ORCH_PAGE__COUNT
+};
+enum orch_kernel_state { ORCH_KERNEL_UNKNOWN = 0, ORCH_KERNEL_LOADING, ORCH_KERNEL_READY, ORCH_KERNEL_BUSY, ORCH_KERNEL_DEAD };
+
+struct orch_stream;
+struct orch_page {
+  char id[ORCH_PAGE_ID_MAX + 1];
+  enum orch_page_state state;  /* written by page_set_state() only */
+  int visible;                 /* last presence reported (kept through GRACE) */
+  enum orch_kernel_state kernel;
+  uint64_t visible_seq;        /* order of becoming visible: the highest is the active page */
+  uint64_t grace_deadline_ms;  /* GRACE: gone at */
+  uint64_t attached_at_ms;
+  struct orch_chat *chat;
+  struct sbx_list chat_link;
+  struct orch_stream *stream;  /* NULL in GRACE */
+};
+const char *orch_page_state_name(enum orch_page_state s);
+const char *orch_kernel_state_name(enum orch_kernel_state k);
+int orch_kernel_state_parse(const char *s, enum orch_kernel_state *out);
+int orch_page_transition_allowed(enum orch_page_state from, enum orch_page_state to);
+void orch_page_init(struct orch_page *p, const char *id);
+/* Steps: attach (NEW or GRACE -> VISIBLE/HIDDEN), presence, stream dropped, grace over. */
+int orch_page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);
+int orch_page_presence(struct orch_page *p, int visible, uint64_t *visible_counter);
+int orch_page_drop(struct orch_page *p, uint64_t grace_ms);
+/* GRACE past its deadline -> GONE (1); otherwise 0. */
+int orch_page_tick(struct orch_page *p);
+int orch_page_can_run(const struct orch_page *p); /* attached and visible */
+
+/* ---- mount manifests (manifest.c) ------------------------------------------------------------ */
+struct orch_mount_entry {
+  const struct store_file *file; /* borrowed from the input list */
+};
+struct orch_left_out {
+  const struct store_file *file;
+  const char *reason;            /* static text */
+};
+struct orch_manifest {
+  struct orch_mount_entry *mounts;
+  size_t n_mounts;
+  struct orch_left_out *left_out;
+  size_t n_left_out;
+  uint64_t total_bytes;
+};
+extern const char ORCH_REASON_FILE_CAP[];
+extern const char ORCH_REASON_TOTAL_CAP[];
+/* files: the latest version of each name, oldest first (store_file_list(.., 0, ..)); code: the
+ * run's code (NULL: no code names anything).  The manifest borrows from files. */
+int orch_manifest_compute(const struct store_file *files, size_t n, const char *code,
+                          struct orch_manifest *out);
+void orch_manifest_free(struct orch_manifest *m);
+/* 1 when a file is only mounted when the run's code names it (images a run drew or tools saved). */
+int orch_manifest_is_drawn_image(const struct store_file *f);
+/* Upload-time decision for a new file (or a new version of `name`): NULL when it would be mounted,
+ * else the reason it is left out. */
+const char *orch_manifest_admit(const struct store_file *files, size_t n, const char *name,
+                                enum store_source src, const char *kind, uint64_t size);
+
+/* ---- auth (auth.c) --------------------------------------------------------------------------- */
+enum orch_cred { ORCH_CRED_NONE = 0, ORCH_CRED_BAD, ORCH_CRED_API, ORCH_CRED_PAGE };
+struct orch_auth {
+  enum orch_cred kind;
+  char chat_id[STORE_ID_LEN + 1]; /* ORCH_CRED_PAGE: the chat the token names */
+  char token_hash[65];
+};
+/* A new page token "<chat_id>.<64 hex>" and its sha256 hex. */
+int orch_token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]);
+/* Classifies the credential of a request: Authorization: Bearer X, or ?token=X when
+ * allow_query.  api_key_hash is the sha256 hex of the API key. */
+void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
+                    struct orch_auth *out);
+/* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
+int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
+int orch_ct_streq(const char *a, const char *b);
+/* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
+int orch_api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
+
+#endif

@@ -1,0 +1,73 @@
+/* orch.h -- the one public header of the orchestrator module: its settings and the server object
+ * main.c starts and stops.
+ *
+ * What it is for: main.c (and integration harnesses) build a struct orch_config from defaults, a
+ * config file, the environment and the command line, then run one struct orch on a libuv loop.
+ * What it is not: the domain model (chats, pages, runs) is internal (internal.h); nothing here
+ * knows of HTTP details.
+ *
+ * Errors: 0 or a negative SBX_* code with detail in struct sbx_error.
+ */
+#ifndef ORCH_H
+#define ORCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common.h"
+
+/* ---- settings (config.c) --------------------------------------------------------------------- */
+enum orch_exec_mode { ORCH_EXEC_BROWSER = 0, ORCH_EXEC_SERVER, ORCH_EXEC_OFF };
+const char *orch_exec_mode_name(enum orch_exec_mode m);
+
+#define ORCH_MAX_LISTEN 8
+#define ORCH_TIME_LIMIT_MAX_S 300
+
+struct orch_config {
+  enum orch_exec_mode exec_mode; /* CHAT_CODE_EXECUTION: browser (default) | server | off */
+  int time_limit_s;              /* CODE_TIME_LIMIT_S: 1..300, default 60 */
+  uint64_t paused_wait_ms;       /* CODE_PAUSED_WAIT_MS: default 120000 */
+  uint64_t page_grace_ms;        /* PAGE_GRACE_MS: default 10000 */
+  int pypi_disabled;             /* CHAT_PYODIDE_PYPI_DISABLED: true|false, default false */
+  int retention_days;            /* ARTIFACT_RETENTION_DAYS: 1..36500, default 30 */
+  char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */
+  size_t n_listen;
+  char *data_dir;                /* CEREA_DATA_DIR / --data; default ./var */
+  char *tls_cert, *tls_key;      /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
+  char *api_key;                 /* CEREA_API_KEY; NULL: read or generated in the data dir */
+  char *static_dir;              /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */
+};
+
+/* Defaults for every field (no allocation besides the default strings). */
+int orch_config_defaults(struct orch_config *c);
+void orch_config_free(struct orch_config *c);
+/* Sets one setting by its environment name ("CODE_TIME_LIMIT_S") after validating it.
+ * SBX_EINVAL with a message naming the setting, the value and what is allowed;
+ * SBX_ENOENT for an unknown name. */
+int orch_config_set(struct orch_config *c, const char *key, const char *value,
+                    struct sbx_error *err);
+/* Reads KEY=VALUE lines ('#' comments, blank lines, optional quotes).  Errors name the line. */
+int orch_config_load_file(struct orch_config *c, const char *path, struct sbx_error *err);
+/* Applies every known setting present in the environment. */
+int orch_config_load_env(struct orch_config *c, struct sbx_error *err);
+/* Cross-field checks (TLS cert and key both or neither). */
+int orch_config_validate(const struct orch_config *c, struct sbx_error *err);
+
+/* ---- the server ------------------------------------------------------------------------------ */
+struct orch;
+
+/* Opens the store in cfg->data_dir, loads or generates the API key (printing a generated one
+ * once on stderr), reloads unfinished runs, creates the HTTP server with every route and static
+ * mount, and listens on every cfg->listen address.  cfg is borrowed for the life of the orch.
+ * Errors: SBX_EPERM/SBX_EIO (data dir), SBX_EADDRINUSE (port in use), SBX_ENOENT (static tree
+ * missing), SBX_ETLS, SBX_EDB, with a one-line message in err. */
+int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
+             struct sbx_error *err);
+/* The first TCP listener's port (tests listen on port 0). */
+int orch_port(const struct orch *o);
+/* Stops listening, drains, closes the store; cb runs when every handle is closed and o is freed. */
+typedef void (*orch_closed_cb)(void *ud);
+void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
+
+#endif

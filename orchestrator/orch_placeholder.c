@@ -1,2 +1,0 @@
-/* placeholder: replaced by the orchestrator implementation */
-#include "common.h"

@@ -1,0 +1,133 @@
+/* page.c -- the page state machine: one kernel host (a browser tab or a headless host) attached
+ * to a chat through its event stream.
+ *
+ * What it is for: the scheduler needs to know, for each chat, which page may run code now (the
+ * active page: attached, visible, most recently made visible) and when a page that dropped its
+ * stream is gone for good.  Every change goes through page_set_state(), which asserts the allowed
+ * previous states and traces.  The grace deadline is a plain value read by orch_page_tick() with the
+ * common clock, so tests use a fake clock.
+ *
+ * What it does not do: it does not pause runs or send events (chat.c reacts to the steps), and it
+ * does not own the stream (api_events.c does).  The kernel state is a reported fact, not a life
+ * this file drives.
+ *
+ *            attach(visible)                 presence(hidden)
+ *   NEW ─────────────────────▶ VISIBLE ◀───────────────────────▶ HIDDEN
+ *    └─ attach(hidden) ─────────────────────────────────────────▶  │
+ *                               │  ▲ attach (same page id,           │
+ *                stream dropped │  │ within the grace)               │ stream dropped
+ *                               ▼  │                                 ▼
+ *                              GRACE ◀───────────────────────────────┘
+ *                               │ PAGE_GRACE_MS over
+ *                               ▼
+ *                              GONE (final; the object is freed)
+ *
+ *   from             to               step
+ *   NEW, GRACE       VISIBLE/HIDDEN   orch_page_attach
+ *   VISIBLE/HIDDEN   HIDDEN/VISIBLE   orch_page_presence (a report of the same state changes nothing)
+ *   VISIBLE, HIDDEN  GRACE            orch_page_drop
+ *   GRACE            GONE             orch_page_tick (deadline passed)
+ *   VISIBLE, HIDDEN  VISIBLE/HIDDEN   orch_page_attach (a second stream replaces the first)
+ */
+#include "internal.h"
+
+#include <string.h>
+
+static const char *page_state_names[] = {"new", "visible", "hidden", "grace", "gone"};
+static const char *kernel_names[] = {"unknown", "loading", "ready", "busy", "dead"};
+
+const char *orch_page_state_name(enum orch_page_state s) {
+  return (unsigned)s < SBX_ARRAY_SIZE(page_state_names) ? page_state_names[s] : "?";
+}
+const char *orch_kernel_state_name(enum orch_kernel_state k) {
+  return (unsigned)k < SBX_ARRAY_SIZE(kernel_names) ? kernel_names[k] : "?";
+}
+int orch_kernel_state_parse(const char *s, enum orch_kernel_state *out) {
+  for (unsigned i = 1; s != NULL && i < SBX_ARRAY_SIZE(kernel_names); i++)
+    if (strcmp(s, kernel_names[i]) == 0)
+      return *out = (enum orch_kernel_state)i, 0;
+  return SBX_EINVAL;
+}
+
+#define B(s) (1u << (s))
+static const unsigned page_allowed_from[ORCH_PAGE__COUNT] = {
+    [ORCH_PAGE_NEW] = 0,
+    [ORCH_PAGE_VISIBLE] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
+    [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
+};
+
+int orch_page_transition_allowed(enum orch_page_state from, enum orch_page_state to) {
+  if ((unsigned)from >= ORCH_PAGE__COUNT || (unsigned)to >= ORCH_PAGE__COUNT)
+    return 0;
+  return (page_allowed_from[to] & B(from)) != 0;
+}
+#undef B
+
+static int page_set_state(struct orch_page *p, enum orch_page_state to) {
+  if (!orch_page_transition_allowed(p->state, to)) {
+    sbx_log(SBX_LOG_WARN, "page", "page %s: refused %s -> %s", p->id,
+            orch_page_state_name(p->state), orch_page_state_name(to));
+    return SBX_ESTATE;
+  }
+  if (p->state != to)
+    SBX_TRACE_STATE("page", "page", p->id, orch_page_state_name(p->state), orch_page_state_name(to));
+  p->state = to;
+  p->grace_deadline_ms = 0;
+  return 0;
+}
+
+void orch_page_init(struct orch_page *p, const char *id) {
+  memset(p, 0, sizeof(*p));
+  snprintf(p->id, sizeof(p->id), "%s", id);
+  p->state = ORCH_PAGE_NEW;
+  p->kernel = ORCH_KERNEL_UNKNOWN;
+  SBX_LIST_INIT(&p->chat_link);
+}
+
+static int become(struct orch_page *p, int visible, uint64_t *counter) {
+  int was_visible = p->state == ORCH_PAGE_VISIBLE;
+  int rc = page_set_state(p, visible ? ORCH_PAGE_VISIBLE : ORCH_PAGE_HIDDEN);
+  if (rc != 0)
+    return rc;
+  p->visible = visible ? 1 : 0;
+  if (visible && !was_visible)
+    p->visible_seq = ++*counter;
+  return 0;
+}
+
+int orch_page_attach(struct orch_page *p, int visible, uint64_t *counter) {
+  if (p->state == ORCH_PAGE_GONE)
+    return SBX_ESTATE;
+  if (p->state == ORCH_PAGE_NEW || p->state == ORCH_PAGE_GRACE)
+    p->attached_at_ms = sbx_now_mono_ms();
+  return become(p, visible, counter);
+}
+
+int orch_page_presence(struct orch_page *p, int visible, uint64_t *counter) {
+  if (p->state == ORCH_PAGE_GRACE) {
+    p->visible = visible ? 1 : 0; /* remembered for the reconnect */
+    return 0;
+  }
+  if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
+    return SBX_ESTATE;
+  return become(p, visible, counter);
+}
+
+int orch_page_drop(struct orch_page *p, uint64_t grace_ms) {
+  if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
+    return SBX_ESTATE;
+  int rc = page_set_state(p, ORCH_PAGE_GRACE);
+  if (rc == 0)
+    p->grace_deadline_ms = sbx_now_mono_ms() + grace_ms;
+  return rc;
+}
+
+int orch_page_tick(struct orch_page *p) {
+  if (p->state != ORCH_PAGE_GRACE || sbx_now_mono_ms() < p->grace_deadline_ms)
+    return 0;
+  return page_set_state(p, ORCH_PAGE_GONE) == 0;
+}
+
+int orch_page_can_run(const struct orch_page *p) { return p->state == ORCH_PAGE_VISIBLE; }

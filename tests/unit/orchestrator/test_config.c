@@ -1,0 +1,162 @@
+/* test_config.c -- settings (config.c): defaults, each setting's valid and invalid values with
+ * the message naming it, the config file (comments, quotes, errors with line numbers), the
+ * environment, cross-field checks. */
+#include "orch.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+START_TEST(test_defaults) {
+  struct orch_config c;
+  ck_assert_int_eq(orch_config_defaults(&c), 0);
+  ck_assert_int_eq(c.exec_mode, ORCH_EXEC_BROWSER);
+  ck_assert_int_eq(c.time_limit_s, 60);
+  ck_assert_uint_eq(c.paused_wait_ms, 120000);
+  ck_assert_uint_eq(c.page_grace_ms, 10000);
+  ck_assert_int_eq(c.pypi_disabled, 0);
+  ck_assert_int_eq(c.retention_days, 30);
+  ck_assert_str_eq(c.data_dir, "./var");
+  ck_assert_ptr_null(c.api_key);
+  ck_assert_int_eq(orch_config_validate(&c, NULL), 0);
+  orch_config_free(&c);
+}
+END_TEST
+
+struct vcase { const char *key, *value; int ok; const char *msg_has; };
+static const struct vcase vcases[] = {
+    {"CHAT_CODE_EXECUTION", "browser", 1, NULL},
+    {"CHAT_CODE_EXECUTION", "server", 1, NULL},
+    {"CHAT_CODE_EXECUTION", "off", 1, NULL},
+    {"CHAT_CODE_EXECUTION", "Browser", 0, "expected browser, server or off"},
+    {"CHAT_CODE_EXECUTION", "", 0, "CHAT_CODE_EXECUTION"},
+    {"CODE_TIME_LIMIT_S", "300", 1, NULL},
+    {"CODE_TIME_LIMIT_S", "1", 1, NULL},
+    {"CODE_TIME_LIMIT_S", "301", 0, "from 1 to 300"},
+    {"CODE_TIME_LIMIT_S", "0", 0, "CODE_TIME_LIMIT_S=0"},
+    {"CODE_TIME_LIMIT_S", "60s", 0, "whole seconds"},
+    {"CODE_TIME_LIMIT_S", "-5", 0, "CODE_TIME_LIMIT_S"},
+    {"CODE_PAUSED_WAIT_MS", "120000", 1, NULL},
+    {"CODE_PAUSED_WAIT_MS", "abc", 0, "milliseconds"},
+    {"PAGE_GRACE_MS", "0", 1, NULL},
+    {"PAGE_GRACE_MS", "99999999999", 0, "PAGE_GRACE_MS"},
+    {"CHAT_PYODIDE_PYPI_DISABLED", "true", 1, NULL},
+    {"CHAT_PYODIDE_PYPI_DISABLED", "FALSE", 1, NULL},
+    {"CHAT_PYODIDE_PYPI_DISABLED", "maybe", 0, "true or false"},
+    {"ARTIFACT_RETENTION_DAYS", "30", 1, NULL},
+    {"ARTIFACT_RETENTION_DAYS", "0", 0, "from 1 to 36500"},
+    {"CEREA_LISTEN", "127.0.0.1:0", 1, NULL},
+    {"CEREA_LISTEN", "unix:/tmp/x.sock", 1, NULL},
+    {"CEREA_LISTEN", "localhost", 0, "ADDR:PORT"},
+    {"CEREA_API_KEY", "0123456789abcdef", 1, NULL},
+    {"CEREA_API_KEY", "short", 0, "16 characters"},
+    {"CEREA_DATA_DIR", "", 0, "empty"},
+    {"NOT_A_SETTING", "1", 0, "unknown setting"},
+};
+
+START_TEST(test_values) {
+  const struct vcase *v = &vcases[_i];
+  struct orch_config c;
+  orch_config_defaults(&c);
+  struct sbx_error e;
+  sbx_error_clear(&e);
+  int rc = orch_config_set(&c, v->key, v->value, &e);
+  ck_assert_msg((rc == 0) == v->ok, "%s=%s rc %d", v->key, v->value, rc);
+  if (!v->ok)
+    ck_assert_msg(strstr(e.msg, v->msg_has) != NULL, "message [%s] lacks [%s]", e.msg, v->msg_has);
+  orch_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_effects) {
+  struct orch_config c;
+  orch_config_defaults(&c);
+  ck_assert_int_eq(orch_config_set(&c, "CHAT_CODE_EXECUTION", "off", NULL), 0);
+  ck_assert_int_eq(c.exec_mode, ORCH_EXEC_OFF);
+  ck_assert_int_eq(orch_config_set(&c, "CODE_TIME_LIMIT_S", "300", NULL), 0);
+  ck_assert_int_eq(c.time_limit_s, 300);
+  ck_assert_int_eq(orch_config_set(&c, "CODE_TIME_LIMIT_S", "301", NULL), SBX_EINVAL);
+  ck_assert_int_eq(c.time_limit_s, 300); /* unchanged on error */
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LISTEN", "127.0.0.1:1", NULL), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LISTEN", "127.0.0.1:2", NULL), 0);
+  ck_assert_uint_eq(c.n_listen, 2);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_TLS_CERT", "/x.pem", NULL), 0);
+  struct sbx_error e;
+  ck_assert_int_eq(orch_config_validate(&c, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "--tls-key"));
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_TLS_KEY", "/k.pem", NULL), 0);
+  ck_assert_int_eq(orch_config_validate(&c, NULL), 0);
+  orch_config_free(&c);
+}
+END_TEST
+
+static char *write_tmp(const char *text) {
+  static char path[64];
+  snprintf(path, sizeof(path), "/tmp/orch-config-XXXXXX");
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+  close(fd);
+  return path;
+}
+
+START_TEST(test_file) {
+  struct orch_config c;
+  orch_config_defaults(&c);
+  char *p = write_tmp("# settings\n\nCODE_TIME_LIMIT_S = 120\nCHAT_CODE_EXECUTION=\"off\"\n"
+                      "  ARTIFACT_RETENTION_DAYS='7'  \n");
+  ck_assert_int_eq(orch_config_load_file(&c, p, NULL), 0);
+  unlink(p);
+  ck_assert_int_eq(c.time_limit_s, 120);
+  ck_assert_int_eq(c.exec_mode, ORCH_EXEC_OFF);
+  ck_assert_int_eq(c.retention_days, 7);
+  struct sbx_error e;
+  p = write_tmp("CODE_TIME_LIMIT_S=60\nCODE_TIME_LIMIT_S=900\n");
+  ck_assert_int_eq(orch_config_load_file(&c, p, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, ":2: CODE_TIME_LIMIT_S=900"));
+  unlink(p);
+  p = write_tmp("just words\n");
+  ck_assert_int_eq(orch_config_load_file(&c, p, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, ":1: expected KEY=VALUE"));
+  unlink(p);
+  ck_assert_int_eq(orch_config_load_file(&c, "/nonexistent/cfg", &e), SBX_ENOENT);
+  orch_config_free(&c);
+}
+END_TEST
+
+START_TEST(test_env) {
+  struct orch_config c;
+  orch_config_defaults(&c);
+  setenv("CODE_PAUSED_WAIT_MS", "5000", 1);
+  setenv("CHAT_PYODIDE_PYPI_DISABLED", "true", 1);
+  ck_assert_int_eq(orch_config_load_env(&c, NULL), 0);
+  ck_assert_uint_eq(c.paused_wait_ms, 5000);
+  ck_assert_int_eq(c.pypi_disabled, 1);
+  setenv("CODE_TIME_LIMIT_S", "nope", 1);
+  struct sbx_error e;
+  ck_assert_int_eq(orch_config_load_env(&c, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "CODE_TIME_LIMIT_S=nope"));
+  unsetenv("CODE_TIME_LIMIT_S");
+  unsetenv("CODE_PAUSED_WAIT_MS");
+  unsetenv("CHAT_PYODIDE_PYPI_DISABLED");
+  orch_config_free(&c);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("config");
+  TCase *tc = tcase_create("settings");
+  tcase_add_test(tc, test_defaults);
+  tcase_add_loop_test(tc, test_values, 0, (int)SBX_ARRAY_SIZE(vcases));
+  tcase_add_test(tc, test_effects);
+  tcase_add_test(tc, test_file);
+  tcase_add_test(tc, test_env);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,222 @@
+/* test_run.c -- the run state machine (run.c) under a fake clock: every allowed and every
+ * forbidden transition of the table, each step's effect (attempts, deadlines), stale attempts,
+ * the pause wait, the watchdog and the cancel grace. */
+#include "internal.h"
+
+#include <check.h>
+#include <string.h>
+
+static uint64_t fake_now = 1000000;
+static uint64_t fake_mono(void *ud) { (void)ud; return fake_now; }
+static uint64_t fake_wall(void *ud) { (void)ud; return 1700000000000ull + fake_now; }
+
+static void setup(void) {
+  fake_now = 1000000;
+  sbx_clock_set_fake(fake_mono, fake_wall, NULL);
+  sbx_log_set_level(SBX_LOG_ERROR);
+}
+static void teardown(void) { sbx_clock_set_fake(NULL, NULL, NULL); }
+
+/* Drives a fresh run into `s` through the public steps. */
+static void reach(struct orch_run *r, enum orch_run_state s) {
+  orch_run_init(r, "r1", 60);
+  switch (s) {
+  case ORCH_RUN_QUEUED: break;
+  case ORCH_RUN_DISPATCHED: ck_assert_int_eq(orch_run_dispatch(r, "p", 1000), 0); break;
+  case ORCH_RUN_RUNNING:
+    ck_assert_int_eq(orch_run_dispatch(r, "p", 1000), 0);
+    ck_assert_int_eq(orch_run_started(r, 1, 1000), 0);
+    break;
+  case ORCH_RUN_PAUSED: ck_assert_int_eq(orch_run_pause(r, 5000), 0); break;
+  case ORCH_RUN_DONE: ck_assert_int_eq(orch_run_finish(r, ORCH_RUN_STATUS_OK), 0); break;
+  default: ck_abort();
+  }
+  ck_assert_int_eq(r->state, s);
+}
+
+/* Performs the step that leads to `to` (the one the table names); returns its rc. */
+static int step_to(struct orch_run *r, enum orch_run_state to) {
+  switch (to) {
+  case ORCH_RUN_DISPATCHED: return orch_run_dispatch(r, "p2", 1000);
+  case ORCH_RUN_RUNNING: return orch_run_started(r, r->attempts, 1000);
+  case ORCH_RUN_PAUSED: return orch_run_pause(r, 5000);
+  case ORCH_RUN_DONE: return orch_run_finish(r, ORCH_RUN_STATUS_ERROR);
+  default: return SBX_ESTATE; /* nothing leads back to QUEUED */
+  }
+}
+
+static const int expected[ORCH_RUN__COUNT][ORCH_RUN__COUNT] = {
+    /* to:        Q  D  R  P  X */
+    /* QUEUED */ {0, 1, 0, 1, 1},
+    /* DISP   */ {0, 0, 1, 1, 1},
+    /* RUNNING*/ {0, 0, 0, 1, 1},
+    /* PAUSED */ {0, 1, 0, 0, 1},
+    /* DONE   */ {0, 0, 0, 0, 0},
+};
+
+START_TEST(test_transition_table) {
+  for (int f = 0; f < ORCH_RUN__COUNT; f++)
+    for (int t = 0; t < ORCH_RUN__COUNT; t++)
+      ck_assert_msg(orch_run_transition_allowed(f, t) == expected[f][t], "%s -> %s",
+                    orch_run_state_name(f), orch_run_state_name(t));
+  ck_assert_int_eq(orch_run_transition_allowed(ORCH_RUN__COUNT, 0), 0);
+}
+END_TEST
+
+/* Every (from, to) pair through the steps: allowed ones land in `to`, forbidden ones change
+ * nothing and fail.  (A step that repeats its own state, like pause on PAUSED, is idempotent.) */
+START_TEST(test_every_step_pair) {
+  for (int f = 0; f < ORCH_RUN__COUNT; f++)
+    for (int t = 0; t < ORCH_RUN__COUNT; t++) {
+      struct orch_run r;
+      reach(&r, f);
+      int attempts = r.attempts;
+      int rc = step_to(&r, t);
+      if (expected[f][t]) {
+        ck_assert_msg(rc == 0, "%s -> %s rc %d", orch_run_state_name(f), orch_run_state_name(t), rc);
+        ck_assert_int_eq(r.state, t);
+      } else if (f == t && (t == ORCH_RUN_PAUSED || t == ORCH_RUN_RUNNING)) {
+        ck_assert_int_eq(rc, 0); /* same report twice */
+        ck_assert_int_eq(r.state, f);
+      } else {
+        ck_assert_msg(rc != 0, "%s -> %s should fail", orch_run_state_name(f), orch_run_state_name(t));
+        ck_assert_int_eq(r.state, f);
+        ck_assert_int_eq(r.attempts, attempts);
+      }
+    }
+}
+END_TEST
+
+START_TEST(test_attempts_and_stale) {
+  struct orch_run r;
+  orch_run_init(&r, "r1", 10);
+  ck_assert_int_eq(r.attempts, 0);
+  ck_assert_int_eq(orch_run_dispatch(&r, "pageA", 1000), 0);
+  ck_assert_int_eq(r.attempts, 1);
+  ck_assert_str_eq(r.page_id, "pageA");
+  ck_assert_int_eq(orch_run_started(&r, 2, 1000), SBX_ECONFLICT); /* no such attempt yet */
+  ck_assert_int_eq(orch_run_started(&r, 1, 1000), 0);
+  ck_assert_int_eq(orch_run_check_result(&r, 1), 0);
+  ck_assert_int_eq(orch_run_pause(&r, 5000), 0);
+  ck_assert_str_eq(r.page_id, "");
+  ck_assert_int_eq(orch_run_check_result(&r, 1), SBX_ECONFLICT); /* paused: nobody runs it */
+  ck_assert_int_eq(orch_run_dispatch(&r, "pageB", 1000), 0);
+  ck_assert_int_eq(r.attempts, 2);
+  ck_assert_int_eq(orch_run_check_result(&r, 1), SBX_ECONFLICT); /* the stale attempt */
+  ck_assert_int_eq(orch_run_started(&r, 1, 1000), SBX_ECONFLICT);
+  ck_assert_int_eq(orch_run_check_result(&r, 2), 0);
+  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_OK), 0);
+  ck_assert_str_eq(orch_run_status_name(r.status), "ok");
+  ck_assert_int_eq(orch_run_check_result(&r, 2), SBX_ECONFLICT); /* done: hashes decide */
+  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_OK), SBX_ESTATE);
+  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_NONE), SBX_EINVAL);
+}
+END_TEST
+
+START_TEST(test_pause_wait_abandons) {
+  struct orch_run r;
+  orch_run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
+  ck_assert_int_eq(orch_run_pause(&r, 120000), 0);
+  fake_now += 119999;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(r.state, ORCH_RUN_PAUSED);
+  fake_now += 1;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_ABANDONED);
+  ck_assert_int_eq(r.state, ORCH_RUN_DONE);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_ABANDONED);
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+}
+END_TEST
+
+START_TEST(test_resume_clears_wait) {
+  struct orch_run r;
+  orch_run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch_run_pause(&r, 1000), 0);
+  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
+  fake_now += 5000; /* past the old wait, within the watchdog */
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(r.state, ORCH_RUN_DISPATCHED);
+}
+END_TEST
+
+START_TEST(test_watchdog) {
+  struct orch_run r;
+  /* Never started: crashed (the kernel never answered). */
+  orch_run_init(&r, "r1", 10);
+  ck_assert_int_eq(orch_run_dispatch(&r, "p", 2000), 0);
+  fake_now += 11999;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  fake_now += 1;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CRASHED);
+  /* Started and silent: timeout, counted from `started`. */
+  orch_run_init(&r, "r2", 10);
+  ck_assert_int_eq(orch_run_dispatch(&r, "p", 2000), 0);
+  fake_now += 5000;
+  ck_assert_int_eq(orch_run_started(&r, 1, 2000), 0);
+  fake_now += 11999;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  fake_now += 1;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_TIMEOUT);
+}
+END_TEST
+
+START_TEST(test_cancel) {
+  struct orch_run r;
+  orch_run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), 0); /* queued: at once */
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
+  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), SBX_ESTATE);
+  orch_run_init(&r, "r2", 60);
+  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
+  ck_assert_int_eq(orch_run_started(&r, 1, 1000), 0);
+  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), SBX_EAGAIN);
+  ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
+  fake_now += 4999;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  fake_now += 1;
+  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_CANCELLED);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
+  /* Paused: at once too. */
+  orch_run_init(&r, "r3", 60);
+  ck_assert_int_eq(orch_run_pause(&r, 1000), 0);
+  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_DONE);
+}
+END_TEST
+
+START_TEST(test_names) {
+  enum orch_run_status st;
+  ck_assert_int_eq(orch_run_status_parse("abandoned", &st), 0);
+  ck_assert_int_eq(st, ORCH_RUN_STATUS_ABANDONED);
+  ck_assert_int_eq(orch_run_status_parse("none", &st), SBX_EINVAL);
+  ck_assert_int_eq(orch_run_status_parse("OK", &st), SBX_EINVAL);
+  enum orch_run_state s;
+  ck_assert_int_eq(orch_run_state_parse("paused", &s), 0);
+  ck_assert_int_eq(s, ORCH_RUN_PAUSED);
+  ck_assert_int_eq(orch_run_state_parse("gone", &s), SBX_EINVAL);
+  ck_assert_str_eq(orch_run_state_name(99), "?");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("run");
+  TCase *tc = tcase_create("state machine");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_transition_table);
+  tcase_add_test(tc, test_every_step_pair);
+  tcase_add_test(tc, test_attempts_and_stale);
+  tcase_add_test(tc, test_pause_wait_abandons);
+  tcase_add_test(tc, test_resume_clears_wait);
+  tcase_add_test(tc, test_watchdog);
+  tcase_add_test(tc, test_cancel);
+  tcase_add_test(tc, test_names);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
