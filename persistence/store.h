@@ -242,6 +242,9 @@ struct store_stats {
   uint64_t blob_bytes;
 };
 void store_get_stats(struct store *st, struct store_stats *out);
+/* Most writes committed in one transaction (default 4096; 1 = one transaction per write, what
+ * bench/store compares group commit against).  Thread-safe. */
+void store_set_group_max(struct store *st, size_t n);
 /* Health check: a trivial read; 0 when the database answers. */
 int store_ping(struct store *st, struct sbx_error *err);
 

@@ -1,0 +1,190 @@
+/* chats.c -- chats and turns: their writes (through the writer) and reads (read connection).
+ * The page token is never stored, only its sha256 (computed by the orchestrator).
+ * What it does not do: check tokens or decide anything about turns. */
+#include "internal.h"
+
+#include <string.h>
+
+/* ---- chats --------------------------------------------------------------------------------- */
+
+static int chat_create_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *s = st->ws[ST_CHAT_INSERT];
+  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, op->s[1], -1, SQLITE_STATIC);
+  st__bind_text(s, 3, op->s[2]);
+  sqlite3_bind_int64(s, 4, op->i[0]);
+  return st__step_done(st->wdb, s, "chat insert", err);
+}
+
+int store_chat_create(struct store *st, const struct store_chat *chat, store_done_cb cb, void *ud) {
+  if (chat == NULL || strlen(chat->id) == 0 || strlen(chat->token_hash) != 64)
+    return SBX_EINVAL;
+  struct st_simple *op = st__simple_new(chat_create_exec, cb, ud);
+  if (op == NULL || st__simple_str(op, 0, chat->id) || st__simple_str(op, 1, chat->token_hash) ||
+      st__simple_str(op, 2, chat->title)) {
+    st__simple_discard(op);
+    return SBX_ENOMEM;
+  }
+  op->i[0] = chat->created_at;
+  return st__submit(st, &op->w);
+}
+
+static int chat_title_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *s = st->ws[ST_CHAT_SET_TITLE];
+  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  st__bind_text(s, 2, op->s[1]);
+  int rc = st__step_done(st->wdb, s, "chat title", err);
+  if (rc == 0 && sqlite3_changes(st->wdb) == 0)
+    rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[0]);
+  return rc;
+}
+
+int store_chat_set_title(struct store *st, const char *chat_id, const char *title, store_done_cb cb,
+                         void *ud) {
+  if (chat_id == NULL)
+    return SBX_EINVAL;
+  struct st_simple *op = st__simple_new(chat_title_exec, cb, ud);
+  if (op == NULL || st__simple_str(op, 0, chat_id) || st__simple_str(op, 1, title)) {
+    st__simple_discard(op);
+    return SBX_ENOMEM;
+  }
+  return st__submit(st, &op->w);
+}
+
+void store_chat_free(struct store_chat *c) {
+  if (c == NULL)
+    return;
+  sbx_free(c->title);
+  c->title = NULL;
+}
+
+void store_chat_list_free(struct store_chat *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    store_chat_free(&v[i]);
+  sbx_free(v);
+}
+
+static int chat_from_row(sqlite3_stmt *s, struct store_chat *c) {
+  int oom = 0;
+  memset(c, 0, sizeof *c);
+  st__col_id(s, 0, c->id);
+  st__col_hex(s, 1, c->token_hash);
+  c->title = st__col_dup(s, 2, &oom);
+  c->created_at = sqlite3_column_int64(s, 3);
+  return oom ? SBX_ENOMEM : 0;
+}
+
+int store_chat_get(struct store *st, const char *chat_id, struct store_chat *out) {
+  sqlite3_stmt *s = st->rs[ST_CHAT_GET];
+  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  int r = rc == SQLITE_ROW ? chat_from_row(s, out)
+          : rc == SQLITE_DONE ? SBX_ENOENT
+                              : st__translate(st->rdb, rc, "chat get", NULL);
+  st__reset(s);
+  return r;
+}
+
+int store_chat_list(struct store *st, size_t limit, struct store_chat **out, size_t *n) {
+  sqlite3_stmt *s = st->rs[ST_CHAT_LIST];
+  struct store_chat *v = NULL;
+  size_t len = 0;
+  int rc, r = 0;
+  *out = NULL;
+  *n = 0;
+  if (limit == 0)
+    return 0;
+  if (limit > 100000)
+    limit = 100000;
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)limit);
+  if ((v = sbx_calloc(limit < 64 ? limit : 64, sizeof *v)) == NULL) {
+    st__reset(s);
+    return SBX_ENOMEM;
+  }
+  size_t cap = limit < 64 ? limit : 64;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (len == cap) {
+      struct store_chat *nv = sbx_realloc(v, cap * 2 * sizeof *nv);
+      if (nv == NULL) {
+        r = SBX_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap *= 2;
+    }
+    if ((r = chat_from_row(s, &v[len])) != 0)
+      break;
+    len++;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = st__translate(st->rdb, rc, "chat list", NULL);
+  st__reset(s);
+  if (r != 0) {
+    store_chat_list_free(v, len);
+    return r;
+  }
+  *out = v;
+  *n = len;
+  return 0;
+}
+
+/* ---- turns --------------------------------------------------------------------------------- */
+
+static int turn_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *s = st->ws[ST_TURN_PUT];
+  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, op->s[1], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, op->i[0]);
+  st__bind_text(s, 4, op->s[2]);
+  sqlite3_bind_int64(s, 5, op->i[1]);
+  sqlite3_bind_int64(s, 6, op->i[2]);
+  int rc = st__step_done(st->wdb, s, "turn put", err);
+  if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
+    rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[1]);
+  return rc;
+}
+
+int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb cb, void *ud) {
+  if (t == NULL || !t->id[0] || !t->chat_id[0])
+    return SBX_EINVAL;
+  struct st_simple *op = st__simple_new(turn_put_exec, cb, ud);
+  if (op == NULL || st__simple_str(op, 0, t->id) || st__simple_str(op, 1, t->chat_id) ||
+      st__simple_str(op, 2, t->answer)) {
+    st__simple_discard(op);
+    return SBX_ENOMEM;
+  }
+  op->i[0] = t->state;
+  op->i[1] = t->created_at;
+  op->i[2] = t->finished_at;
+  return st__submit(st, &op->w);
+}
+
+int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out) {
+  sqlite3_stmt *s = st->rs[ST_TURN_GET];
+  sqlite3_bind_text(s, 1, turn_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s), r = 0, oom = 0;
+  memset(out, 0, sizeof *out);
+  if (rc == SQLITE_ROW) {
+    st__col_id(s, 0, out->id);
+    st__col_id(s, 1, out->chat_id);
+    out->state = sqlite3_column_int(s, 2);
+    out->answer = st__col_dup(s, 3, &oom);
+    out->created_at = sqlite3_column_int64(s, 4);
+    out->finished_at = sqlite3_column_int64(s, 5);
+    r = oom ? SBX_ENOMEM : 0;
+  } else {
+    r = rc == SQLITE_DONE ? SBX_ENOENT : st__translate(st->rdb, rc, "turn get", NULL);
+  }
+  st__reset(s);
+  return r;
+}
+
+void store_turn_free(struct store_turn *t) {
+  if (t == NULL)
+    return;
+  sbx_free(t->answer);
+  t->answer = NULL;
+}

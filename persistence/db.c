@@ -1,0 +1,370 @@
+/* db.c -- opening and closing the store: the SQLite connections and their pragmas, the schema
+ * migrations (forward only, by PRAGMA user_version), the prepared-statement table, and the ONE
+ * place where SQLite result codes become SBX_* codes (SQLite's own message is kept in the
+ * struct sbx_error).
+ *
+ * What it does not do: run writes (writer.c) or know what any table means beyond creating it.
+ *
+ * Connections: the write connection belongs to the writer thread after store_open returns; the
+ * read connection belongs to the loop thread.  Both are WAL, synchronous=FULL, foreign keys on,
+ * busy timeout 5 s.  The read connection is query_only.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- error translation ---------------------------------------------------------------------- */
+
+int st__translate(sqlite3 *db, int rc, const char *what, struct sbx_error *err) {
+  int code;
+  switch (rc & 0xff) {
+  case SQLITE_OK:
+  case SQLITE_DONE:
+  case SQLITE_ROW:
+    return 0;
+  case SQLITE_NOMEM:
+    code = SBX_ENOMEM;
+    break;
+  case SQLITE_IOERR:
+  case SQLITE_CANTOPEN:
+    code = SBX_EIO;
+    break;
+  case SQLITE_FULL:
+    code = SBX_EFULL;
+    break;
+  case SQLITE_CORRUPT:
+  case SQLITE_NOTADB:
+    code = SBX_ECORRUPT;
+    break;
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+    code = SBX_EBUSY;
+    break;
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+    code = SBX_EPERM;
+    break;
+  case SQLITE_CONSTRAINT:
+    code = SBX_ECONFLICT;
+    break;
+  default:
+    code = SBX_EDB;
+    break;
+  }
+  const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return sbx_error_set(err, code, "%s: %s (sqlite %d)", what ? what : "sqlite", msg, rc);
+}
+
+int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err) {
+  int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+  return rc == SQLITE_OK ? 0 : st__translate(db, rc, sql, err);
+}
+
+void st__reset(sqlite3_stmt *s) {
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+}
+
+int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err) {
+  int rc = sqlite3_step(s);
+  int out = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : st__translate(db, rc, what, err);
+  st__reset(s);
+  return out;
+}
+
+int st__bind_text(sqlite3_stmt *s, int i, const char *v) {
+  return v ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
+}
+
+char *st__col_dup(sqlite3_stmt *s, int i, int *oom) {
+  const unsigned char *t = sqlite3_column_text(s, i);
+  if (t == NULL)
+    return NULL;
+  char *d = sbx_strndup((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+  if (d == NULL)
+    *oom = 1;
+  return d;
+}
+
+static void col_fixed(sqlite3_stmt *s, int i, char *out, size_t cap) {
+  const unsigned char *t = sqlite3_column_text(s, i);
+  size_t n = t ? (size_t)sqlite3_column_bytes(s, i) : 0;
+  if (n >= cap)
+    n = cap - 1;
+  if (n)
+    memcpy(out, t, n);
+  out[n] = '\0';
+}
+
+void st__col_id(sqlite3_stmt *s, int i, store_id out) { col_fixed(s, i, out, sizeof(store_id)); }
+void st__col_hex(sqlite3_stmt *s, int i, char out[65]) { col_fixed(s, i, out, 65); }
+
+/* ---- migrations ------------------------------------------------------------------------------
+ * migrations[v - 1] takes the schema from version v - 1 to v.  Forward only: a database newer
+ * than this code is refused (SBX_ECORRUPT with the versions), never "downgraded". */
+static const char *const migrations[] = {
+    /* 1: the domain model */
+    "CREATE TABLE chats(id TEXT PRIMARY KEY, token_hash TEXT NOT NULL, title TEXT,"
+    " created_at INTEGER NOT NULL);"
+    "CREATE TABLE blobs(sha256 TEXT PRIMARY KEY, size INTEGER NOT NULL,"
+    " created_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE files(id TEXT PRIMARY KEY,"
+    " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL, version INTEGER NOT NULL, source INTEGER NOT NULL,"
+    " sha256 TEXT NOT NULL REFERENCES blobs(sha256), size INTEGER NOT NULL,"
+    " mounted INTEGER NOT NULL, left_out_reason TEXT, text_of TEXT NOT NULL, run_id TEXT NOT NULL,"
+    " kind TEXT, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL DEFAULT 0,"
+    " dup_stem TEXT NOT NULL, dup_ext TEXT NOT NULL, dup_n INTEGER NOT NULL,"
+    " UNIQUE(chat_id, name, version));"
+    "CREATE INDEX files_dup ON files(chat_id, dup_stem, dup_ext, dup_n);"
+    "CREATE INDEX files_sha ON files(sha256);"
+    "CREATE TABLE turns(id TEXT PRIMARY KEY,"
+    " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, state INTEGER NOT NULL,"
+    " answer TEXT, created_at INTEGER NOT NULL, finished_at INTEGER NOT NULL);"
+    "CREATE TABLE runs(id TEXT PRIMARY KEY,"
+    " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, turn_id TEXT NOT NULL,"
+    " code TEXT NOT NULL, origin TEXT NOT NULL, state TEXT NOT NULL, status TEXT,"
+    " timeout_s INTEGER NOT NULL, attempts INTEGER NOT NULL, stdout_text TEXT, stderr_text TEXT,"
+    " stdout_truncated INTEGER NOT NULL, stderr_truncated INTEGER NOT NULL, error_json TEXT,"
+    " notes_json TEXT, remounted_json TEXT, restarted INTEGER NOT NULL,"
+    " files_unlisted INTEGER NOT NULL, figures_dropped INTEGER NOT NULL, result_hash TEXT,"
+    " idempotency_key TEXT, seq INTEGER NOT NULL, created_at INTEGER NOT NULL,"
+    " started_at INTEGER NOT NULL, finished_at INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX runs_idem ON runs(chat_id, idempotency_key)"
+    " WHERE idempotency_key IS NOT NULL;"
+    "CREATE INDEX runs_chat ON runs(chat_id, created_at);"
+    "CREATE TABLE run_files(run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " position INTEGER NOT NULL, file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,"
+    " PRIMARY KEY(run_id, position)) WITHOUT ROWID;"
+    "CREATE TABLE events(chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,"
+    " PRIMARY KEY(chat_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;",
+    /* 2: indexes for the start-up reload and the retention sweep, and for cascading deletes of
+     * swept files through run_files */
+    "CREATE INDEX runs_unfinished ON runs(created_at) WHERE state <> 'done';"
+    "CREATE INDEX files_expiry ON files(expires_at) WHERE expires_at > 0;"
+    "CREATE INDEX run_files_file ON run_files(file_id);",
+};
+
+int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
+  if (rc != SQLITE_OK)
+    return st__translate(db, rc, "PRAGMA user_version", err);
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    *out = sqlite3_column_int(s, 0);
+    rc = SQLITE_OK;
+  }
+  int r = st__translate(db, rc, "PRAGMA user_version", err);
+  sqlite3_finalize(s);
+  return r;
+}
+
+int st__migrate(sqlite3 *db, int target, struct sbx_error *err) {
+  int cur = 0, rc;
+  if (target > (int)SBX_ARRAY_SIZE(migrations))
+    return sbx_error_set(err, SBX_EINVAL, "no migration to schema version %d", target);
+  if ((rc = st__user_version(db, &cur, err)) != 0)
+    return rc;
+  if (cur > (int)SBX_ARRAY_SIZE(migrations))
+    return sbx_error_set(err, SBX_ECORRUPT,
+                         "database schema version %d is newer than this program's %d", cur,
+                         (int)SBX_ARRAY_SIZE(migrations));
+  for (int v = cur + 1; v <= target; v++) {
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v);
+    if ((rc = st__exec(db, "BEGIN IMMEDIATE", err)) != 0)
+      return rc;
+    if ((rc = st__exec(db, migrations[v - 1], err)) != 0 ||
+        (rc = st__exec(db, pragma, err)) != 0 || (rc = st__exec(db, "COMMIT", err)) != 0) {
+      struct sbx_error ignored;
+      st__exec(db, "ROLLBACK", &ignored);
+      if (err)
+        sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, err->msg);
+      return rc;
+    }
+    sbx_log(SBX_LOG_DEBUG, ST_MOD, "schema migrated to version %d", v);
+  }
+  return 0;
+}
+
+int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err) {
+  sqlite3 *db = NULL;
+  int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                          SQLITE_OPEN_NOMUTEX, NULL);
+  if (rc != SQLITE_OK) {
+    int r = st__translate(db, rc, path, err);
+    sqlite3_close(db);
+    return r;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  sqlite3_busy_timeout(db, 5000);
+  /* journal_mode answers with a row; WAL must stick (it does not on some file systems). */
+  sqlite3_stmt *s = NULL;
+  rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *mode = (const char *)sqlite3_column_text(s, 0);
+    if (mode == NULL || strcmp(mode, "wal") != 0) {
+      sbx_error_set(err, SBX_EDB, "%s: could not switch to WAL (journal_mode %s)", path,
+                    mode ? mode : "?");
+      sqlite3_finalize(s);
+      sqlite3_close(db);
+      return SBX_EDB;
+    }
+    rc = SQLITE_OK;
+  }
+  if (rc != SQLITE_OK) {
+    int r = st__translate(db, rc, "PRAGMA journal_mode", err);
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return r;
+  }
+  sqlite3_finalize(s);
+  if ((rc = st__exec(db, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;", err)) != 0) {
+    sqlite3_close(db);
+    return rc;
+  }
+  *out = db;
+  return 0;
+}
+
+static const char *const stmt_sql[ST_STMT_COUNT] = {
+#define ST_STMT_SQL(name, sql) sql,
+    ST_STMTS(ST_STMT_SQL)
+#undef ST_STMT_SQL
+};
+
+static int prepare_all(sqlite3 *db, sqlite3_stmt **v, struct sbx_error *err) {
+  for (int i = 0; i < ST_STMT_COUNT; i++) {
+    int rc = sqlite3_prepare_v3(db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &v[i], NULL);
+    if (rc != SQLITE_OK)
+      return st__translate(db, rc, stmt_sql[i], err);
+  }
+  return 0;
+}
+
+static void finalize_all(sqlite3_stmt **v) {
+  for (int i = 0; i < ST_STMT_COUNT; i++) {
+    sqlite3_finalize(v[i]);
+    v[i] = NULL;
+  }
+}
+
+static char *path_join(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *p = sbx_malloc(la + lb + 2);
+  if (p) {
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+  }
+  return p;
+}
+
+static int ensure_dir(const char *path, struct sbx_error *err) {
+  if (mkdir(path, 0700) == 0 || errno == EEXIST) {
+    if (access(path, W_OK | X_OK) == 0)
+      return 0;
+  }
+  int e = errno;
+  return sbx_error_set(err, (e == EACCES || e == EPERM || e == EROFS) ? SBX_EPERM : SBX_EIO,
+                       "%s: %s", path, strerror(e));
+}
+
+static void close_dbs(struct store *st) {
+  finalize_all(st->ws);
+  finalize_all(st->rs);
+  if (st->wdb && sqlite3_close(st->wdb) != SQLITE_OK)
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "write connection did not close: %s", sqlite3_errmsg(st->wdb));
+  if (st->rdb && sqlite3_close(st->rdb) != SQLITE_OK)
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "read connection did not close: %s", sqlite3_errmsg(st->rdb));
+  st->wdb = st->rdb = NULL;
+}
+
+static void store_free(struct store *st) {
+  close_dbs(st);
+  sbx_free(st->dir);
+  sbx_free(st->db_path);
+  sbx_free(st->blob_dir);
+  sbx_free(st);
+}
+
+int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err) {
+  int rc;
+  *out = NULL;
+  if (loop == NULL || data_dir == NULL || *data_dir == '\0')
+    return sbx_error_set(err, SBX_EINVAL, "store_open: loop and data directory are required");
+  struct store *st = sbx_calloc(1, sizeof *st);
+  if (st == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+  st->loop = loop;
+  st->group_max = ST_GROUP_MAX_DEFAULT;
+  SBX_LIST_INIT(&st->queue);
+  SBX_LIST_INIT(&st->done);
+  st->dir = sbx_strdup(data_dir);
+  st->db_path = path_join(data_dir, "cerea.db");
+  st->blob_dir = path_join(data_dir, "blobs");
+  if (!st->dir || !st->db_path || !st->blob_dir) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+    goto out;
+  }
+  if ((rc = ensure_dir(st->dir, err)) != 0 || (rc = ensure_dir(st->blob_dir, err)) != 0)
+    goto out;
+  if ((rc = st__open_conn(st->db_path, &st->wdb, err)) != 0)
+    goto out;
+  if ((rc = st__migrate(st->wdb, ST_SCHEMA_VERSION, err)) != 0)
+    goto out;
+  if ((rc = st__user_version(st->wdb, &st->schema_version, err)) != 0)
+    goto out;
+  if ((rc = st__open_conn(st->db_path, &st->rdb, err)) != 0)
+    goto out;
+  if ((rc = st__exec(st->rdb, "PRAGMA query_only = ON", err)) != 0)
+    goto out;
+  if ((rc = prepare_all(st->wdb, st->ws, err)) != 0 || (rc = prepare_all(st->rdb, st->rs, err)) != 0)
+    goto out;
+  sqlite3_stmt *s = st->rs[ST_BLOB_TOTAL];
+  if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+    rc = st__translate(st->rdb, rc, "blob total", err);
+    st__reset(s);
+    goto out;
+  }
+  st->stats.blob_bytes = (uint64_t)sqlite3_column_int64(s, 0);
+  st__reset(s);
+  if ((rc = st__writer_start(st, err)) != 0)
+    goto out;
+  *out = st;
+  return 0;
+out:
+  store_free(st);
+  return rc;
+}
+
+void store_close(struct store *st) {
+  if (st == NULL)
+    return;
+  st->closing = 1;
+  st__writer_stop(st); /* every queued write finishes and its callback runs */
+  store_free(st);
+}
+
+int store_schema_version(struct store *st) { return st->schema_version; }
+
+int store_new_id(store_id out) {
+  unsigned char b[16];
+  int rc = sbx_random(b, sizeof b);
+  if (rc != 0)
+    return rc;
+  sbx_hex(b, sizeof b, out);
+  return 0;
+}
+
+int store_ping(struct store *st, struct sbx_error *err) {
+  return st__step_done(st->rdb, st->rs[ST_PING], "ping", err);
+}

@@ -1,0 +1,230 @@
+/* internal.h -- what the files of the persistence module share, and nothing outside it includes
+ * (except its own tests and bench/store, which poke at the internals on purpose).
+ *
+ * Layout of the module, one job per file:
+ *   db.c       open/close, pragmas, migrations, the prepared-statement table, SQLite error
+ *              translation (the ONE place SQLite codes become SBX_* codes), column helpers
+ *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
+ *              callbacks on the loop thread through a uv_async_t
+ *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
+ *   naming.c   NFC normalization and the refusal rules; "name (N).ext" splitting
+ *   files.c    store_file_*: the naming rules applied against the stored set
+ *   chats.c    chats and turns
+ *   runs.c     runs and run files
+ *   events.c   the per-chat event log
+ *   settings.c runtime settings
+ *   sweep.c    retention: bounded sweep steps, retention changes
+ */
+#ifndef SBX_STORE_INTERNAL_H
+#define SBX_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+#define ST_MOD "store"
+#define ST_SCHEMA_VERSION 2
+#define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
+
+/* ---- prepared statements ------------------------------------------------------------------
+ * One table; every statement is prepared on both connections at open (the writer uses the
+ * write ones on its thread, reads use the read ones on the loop thread) and finalized at close. */
+#define ST_STMTS(X)                                                                                \
+  X(BEGIN, "BEGIN IMMEDIATE")                                                                      \
+  X(COMMIT, "COMMIT")                                                                              \
+  X(ROLLBACK, "ROLLBACK")                                                                          \
+  X(SAVEPOINT, "SAVEPOINT w")                                                                      \
+  X(RELEASE, "RELEASE w")                                                                          \
+  X(ROLLBACK_TO, "ROLLBACK TO w")                                                                  \
+  X(PING, "SELECT 1")                                                                              \
+  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)")    \
+  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1")                                   \
+  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1")                 \
+  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1")                                              \
+  X(CHAT_LIST, "SELECT id, token_hash, title, created_at FROM chats "                              \
+               "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                    \
+  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1")                                       \
+  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)")                 \
+  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs")                                        \
+  X(FILE_INSERT, "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "   \
+                 "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "      \
+                 "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, " \
+                 "?14, ?15, ?16, ?17)")                                                            \
+  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1")                                  \
+  X(FILE_SAME_CONTENT, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "              \
+                       "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "  \
+                       "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "         \
+                       "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1")          \
+  X(FILE_DUP_MAX, "SELECT COALESCE(MAX(dup_n), 0), COALESCE(MAX(name = ?4), 0) FROM files "        \
+                  "WHERE chat_id = ?1 AND dup_stem = ?2 AND dup_ext = ?3")                         \
+  X(FILE_LATEST, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "            \
+                 "ORDER BY version DESC LIMIT 1")                                                  \
+  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid")         \
+  X(FILE_LIST_LATEST, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "    \
+                      "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "    \
+                      "AND g.version > f.version) ORDER BY rowid")                                 \
+  X(TURN_PUT, "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "            \
+              "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, " \
+              "answer = excluded.answer, finished_at = excluded.finished_at")                      \
+  X(TURN_GET, "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns WHERE id = ?1") \
+  X(RUN_PUT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "  \
+             "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 THEN ?22 "  \
+             "ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) END, ?23, ?24, " \
+             "?25) ON CONFLICT(id) DO UPDATE SET turn_id = excluded.turn_id, code = excluded.code, " \
+             "origin = excluded.origin, state = excluded.state, status = excluded.status, "        \
+             "timeout_s = excluded.timeout_s, attempts = excluded.attempts, stdout_text = "        \
+             "excluded.stdout_text, stderr_text = excluded.stderr_text, stdout_truncated = "       \
+             "excluded.stdout_truncated, stderr_truncated = excluded.stderr_truncated, error_json " \
+             "= excluded.error_json, notes_json = excluded.notes_json, remounted_json = "          \
+             "excluded.remounted_json, restarted = excluded.restarted, files_unlisted = "          \
+             "excluded.files_unlisted, figures_dropped = excluded.figures_dropped, result_hash = " \
+             "excluded.result_hash, idempotency_key = excluded.idempotency_key, seq = CASE WHEN "  \
+             "?22 > 0 THEN ?22 ELSE runs.seq END, started_at = excluded.started_at, finished_at = " \
+             "excluded.finished_at WHERE runs.chat_id = excluded.chat_id")                         \
+  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                         \
+  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                     \
+  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \
+  X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                      \
+                    "ORDER BY created_at, rowid")                                                  \
+  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?1") \
+  X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                          \
+                   "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                \
+  X(RUN_FILE_PUT, "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "           \
+                  "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id")        \
+  X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "      \
+               "WHERE r.run_id = ?1 ORDER BY r.position")                                          \
+  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1")                                              \
+  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload) VALUES(?1, ?2, ?3, ?4)")        \
+  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1")                     \
+  X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "          \
+                 "ORDER BY seq LIMIT ?3")                                                          \
+  X(SETTING_PUT, "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                \
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value")                          \
+  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1")                                      \
+  X(SWEEP_EXPIRED, "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "               \
+                   "ORDER BY expires_at LIMIT ?2")                                                 \
+  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1")                                                \
+  X(SWEEP_UNREFERENCED, "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "  \
+                        "f WHERE f.sha256 = b.sha256) LIMIT ?1")                                   \
+  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1")                                            \
+  X(RETENTION_APPLY, "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "        \
+                     "ELSE 0 END WHERE source = 3")
+
+#define ST_FILE_COLS                                                                               \
+  "id, chat_id, name, version, source, sha256, size, mounted, left_out_reason, text_of, run_id, "  \
+  "kind, created_at, expires_at"
+#define ST_FILE_COLS_F                                                                             \
+  "f.id, f.chat_id, f.name, f.version, f.source, f.sha256, f.size, f.mounted, f.left_out_reason, " \
+  "f.text_of, f.run_id, f.kind, f.created_at, f.expires_at"
+#define ST_RUN_COLS                                                                                \
+  "id, chat_id, turn_id, code, origin, state, status, timeout_s, attempts, stdout_text, "          \
+  "stderr_text, stdout_truncated, stderr_truncated, error_json, notes_json, remounted_json, "      \
+  "restarted, files_unlisted, figures_dropped, result_hash, idempotency_key, seq, created_at, "    \
+  "started_at, finished_at"
+
+enum st_stmt_id {
+#define ST_STMT_ENUM(name, sql) ST_##name,
+  ST_STMTS(ST_STMT_ENUM)
+#undef ST_STMT_ENUM
+      ST_STMT_COUNT
+};
+
+/* ---- writes -------------------------------------------------------------------------------
+ * Every write is a struct st_write embedded first in an op struct holding its copied inputs.
+ *   exec         writer thread, inside the group's transaction and the write's own savepoint;
+ *                returns 0 or an SBX_* code (with err filled); a failure rolls back this write only
+ *   after_commit writer thread, only when the group committed (e.g. unlink swept blob files)
+ *   done         loop thread, after the commit (or the failure): calls the user's callback
+ *   release      loop thread: frees the op */
+struct st_write;
+typedef int (*st_exec_fn)(struct store *st, struct st_write *w, struct sbx_error *err);
+typedef void (*st_op_fn)(struct store *st, struct st_write *w);
+
+struct st_write {
+  struct sbx_list link;
+  st_exec_fn exec;
+  st_op_fn after_commit; /* may be NULL */
+  st_op_fn done;
+  st_op_fn release;
+  int rc;
+  struct sbx_error err;
+  int64_t blob_delta; /* bytes added to (or removed from) the blob store once committed */
+};
+
+/* Thin ops with a plain store_done_cb: one allocation, inputs copied into `strs`. */
+struct st_simple {
+  struct st_write w;
+  store_done_cb cb;
+  void *ud;
+  int64_t i[8];
+  char *s[8];
+};
+
+struct store {
+  uv_loop_t *loop;
+  char *dir, *db_path, *blob_dir;
+  sqlite3 *wdb, *rdb;
+  sqlite3_stmt *ws[ST_STMT_COUNT], *rs[ST_STMT_COUNT];
+  int schema_version;
+
+  /* writer thread */
+  pthread_t thread;
+  int thread_started;
+  pthread_mutex_t mu;     /* guards queue, done, stopping, stats, group_max */
+  pthread_cond_t cv;
+  struct sbx_list queue;  /* submitted, not yet taken */
+  struct sbx_list done;   /* finished, callbacks not yet run */
+  int stopping;
+  size_t group_max;
+  struct store_stats stats;
+  uv_async_t *async;      /* freed in its close callback */
+  size_t inflight;        /* loop thread only: submitted, callback not yet run */
+  int closing;            /* loop thread only */
+};
+
+/* db.c */
+int st__translate(sqlite3 *db, int rc, const char *what, struct sbx_error *err);
+int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err);
+int st__migrate(sqlite3 *db, int target, struct sbx_error *err);
+int st__user_version(sqlite3 *db, int *out, struct sbx_error *err);
+int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
+/* Step a statement expecting SQLITE_DONE; resets it. */
+int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err);
+void st__reset(sqlite3_stmt *s);
+int st__bind_text(sqlite3_stmt *s, int i, const char *v); /* NULL binds NULL */
+char *st__col_dup(sqlite3_stmt *s, int i, int *oom);     /* NULL for SQL NULL */
+void st__col_id(sqlite3_stmt *s, int i, store_id out);
+void st__col_hex(sqlite3_stmt *s, int i, char out[65]);
+
+/* writer.c */
+int st__writer_start(struct store *st, struct sbx_error *err);
+void st__writer_stop(struct store *st); /* drains, joins, runs every pending callback */
+int st__submit(struct store *st, struct st_write *w);
+struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
+/* Copies into op->s[idx]; 0 or SBX_ENOMEM. NULL stays NULL. */
+int st__simple_str(struct st_simple *op, int idx, const char *v);
+void st__simple_discard(struct st_simple *op);
+
+/* blobs.c */
+/* Writer thread: makes sure a blob with this content exists on disk and in the blobs table.
+ * *added gets the bytes newly stored (0 when it was there). */
+int st__blob_put(struct store *st, const char *sha, const void *data, size_t len, int64_t *added,
+                 struct sbx_error *err);
+char *st__blob_path(const struct store *st, const char *sha);
+int st__fsync_dir(const char *dir);
+
+/* naming.c */
+/* NFC of valid UTF-8 (refuses invalid UTF-8); *out owned. SBX_ENAME / SBX_ENOMEM. */
+int st__nfc(const char *in, size_t len, char **out, size_t *outlen, struct sbx_error *err);
+/* Splits a normalized one-segment name into stem, extension and duplicate number:
+ * "report (3).pdf" -> ("report", ".pdf", 3); "report.pdf" -> ("report", ".pdf", 1). Owned. */
+int st__name_split(const char *name, char **stem, char **ext, int *n);
+/* stem + " (n)" + ext, or SBX_ENAME when longer than STORE_NAME_MAX. */
+int st__name_join(const char *stem, const char *ext, int n, char **out, struct sbx_error *err);
+
+/* records */
+int st__file_from_row(sqlite3_stmt *s, struct store_file *f); /* 0 or SBX_ENOMEM */
+int st__file_rows(sqlite3 *db, sqlite3_stmt *s, struct store_file **out, size_t *n);
+
+#endif

@@ -1,0 +1,306 @@
+/* runs.c -- runs (the whole run object, one row, replaced on every change the orchestrator
+ * persists) and run files (which files a run produced, in the order they were written).
+ *
+ * Idempotency: a run put with an idempotency key another run of the chat already holds fails
+ * with SBX_EEXIST and that run's id as the error detail (err->msg is exactly the 32-char id).
+ * What it does not do: know the run state machine; `state` and `status` are the orchestrator's
+ * names, stored as given.  JSON-shaped fields are stored as the text the orchestrator made.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+void store_run_free(struct store_run *r) {
+  if (r == NULL)
+    return;
+  char **strs[] = {&r->code,        &r->origin,     &r->state,          &r->status,
+                   &r->stdout_text, &r->stderr_text, &r->error_json,    &r->notes_json,
+                   &r->remounted_json, &r->result_hash, &r->idempotency_key};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(strs); i++) {
+    sbx_free(*strs[i]);
+    *strs[i] = NULL;
+  }
+}
+
+void store_run_list_free(struct store_run *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    store_run_free(&v[i]);
+  sbx_free(v);
+}
+
+/* Deep copy; on failure dst holds nothing (freed). */
+static int run_copy(struct store_run *dst, const struct store_run *src) {
+  *dst = *src;
+  const char *in[] = {src->code,        src->origin,     src->state,          src->status,
+                      src->stdout_text, src->stderr_text, src->error_json,    src->notes_json,
+                      src->remounted_json, src->result_hash, src->idempotency_key};
+  char **out[] = {&dst->code,        &dst->origin,     &dst->state,          &dst->status,
+                  &dst->stdout_text, &dst->stderr_text, &dst->error_json,    &dst->notes_json,
+                  &dst->remounted_json, &dst->result_hash, &dst->idempotency_key};
+  int oom = 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(in); i++) {
+    *out[i] = NULL;
+    if (in[i] && !oom && (*out[i] = sbx_strdup(in[i])) == NULL)
+      oom = 1;
+  }
+  if (oom) {
+    store_run_free(dst);
+    return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+static int run_from_row(sqlite3_stmt *s, struct store_run *r) {
+  int oom = 0;
+  memset(r, 0, sizeof *r);
+  st__col_id(s, 0, r->id);
+  st__col_id(s, 1, r->chat_id);
+  st__col_id(s, 2, r->turn_id);
+  r->code = st__col_dup(s, 3, &oom);
+  r->origin = st__col_dup(s, 4, &oom);
+  r->state = st__col_dup(s, 5, &oom);
+  r->status = st__col_dup(s, 6, &oom);
+  r->timeout_s = sqlite3_column_int(s, 7);
+  r->attempts = sqlite3_column_int(s, 8);
+  r->stdout_text = st__col_dup(s, 9, &oom);
+  r->stderr_text = st__col_dup(s, 10, &oom);
+  r->stdout_truncated = sqlite3_column_int(s, 11);
+  r->stderr_truncated = sqlite3_column_int(s, 12);
+  r->error_json = st__col_dup(s, 13, &oom);
+  r->notes_json = st__col_dup(s, 14, &oom);
+  r->remounted_json = st__col_dup(s, 15, &oom);
+  r->restarted = sqlite3_column_int(s, 16);
+  r->files_unlisted = sqlite3_column_int(s, 17);
+  r->figures_dropped = sqlite3_column_int(s, 18);
+  r->result_hash = st__col_dup(s, 19, &oom);
+  r->idempotency_key = st__col_dup(s, 20, &oom);
+  r->seq = sqlite3_column_int64(s, 21);
+  r->created_at = sqlite3_column_int64(s, 22);
+  r->started_at = sqlite3_column_int64(s, 23);
+  r->finished_at = sqlite3_column_int64(s, 24);
+  if (oom) {
+    store_run_free(r);
+    return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+/* ---- store_run_put ------------------------------------------------------------------------- */
+
+struct run_op {
+  struct st_write w;
+  store_done_cb cb;
+  void *ud;
+  struct store_run r;
+};
+
+static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct run_op *op = (struct run_op *)w;
+  const struct store_run *r = &op->r;
+  sqlite3 *db = st->wdb;
+  sqlite3_stmt *s;
+  int rc;
+  if (r->idempotency_key) {
+    s = st->ws[ST_RUN_BY_IDEM];
+    sqlite3_bind_text(s, 1, r->chat_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, r->idempotency_key, -1, SQLITE_STATIC);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(s, 0), r->id) != 0) {
+      rc = sbx_error_set(err, SBX_EEXIST, "%s", (const char *)sqlite3_column_text(s, 0));
+      st__reset(s);
+      return rc;
+    }
+    st__reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      return st__translate(db, rc, "idempotency lookup", err);
+  }
+  s = st->ws[ST_CHAT_EXISTS];
+  sqlite3_bind_text(s, 1, r->chat_id, -1, SQLITE_STATIC);
+  rc = sqlite3_step(s);
+  st__reset(s);
+  if (rc == SQLITE_DONE)
+    return sbx_error_set(err, SBX_ENOENT, "no chat %s", r->chat_id);
+  if (rc != SQLITE_ROW)
+    return st__translate(db, rc, "chat lookup", err);
+  s = st->ws[ST_RUN_PUT];
+  sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, r->chat_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, r->turn_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, r->code ? r->code : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, r->origin ? r->origin : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 6, r->state ? r->state : "", -1, SQLITE_STATIC);
+  st__bind_text(s, 7, r->status);
+  sqlite3_bind_int(s, 8, r->timeout_s);
+  sqlite3_bind_int(s, 9, r->attempts);
+  st__bind_text(s, 10, r->stdout_text);
+  st__bind_text(s, 11, r->stderr_text);
+  sqlite3_bind_int(s, 12, r->stdout_truncated);
+  sqlite3_bind_int(s, 13, r->stderr_truncated);
+  st__bind_text(s, 14, r->error_json);
+  st__bind_text(s, 15, r->notes_json);
+  st__bind_text(s, 16, r->remounted_json);
+  sqlite3_bind_int(s, 17, r->restarted);
+  sqlite3_bind_int(s, 18, r->files_unlisted);
+  sqlite3_bind_int(s, 19, r->figures_dropped);
+  st__bind_text(s, 20, r->result_hash);
+  st__bind_text(s, 21, r->idempotency_key);
+  sqlite3_bind_int64(s, 22, r->seq);
+  sqlite3_bind_int64(s, 23, r->created_at);
+  sqlite3_bind_int64(s, 24, r->started_at);
+  sqlite3_bind_int64(s, 25, r->finished_at);
+  if ((rc = st__step_done(db, s, "run put", err)) != 0)
+    return rc;
+  if (sqlite3_changes(db) == 0) /* the upsert's WHERE: a run never moves to another chat */
+    return sbx_error_set(err, SBX_ECONFLICT, "run %s belongs to another chat", r->id);
+  return 0;
+}
+
+static void run_put_done(struct store *st, struct st_write *w) {
+  struct run_op *op = (struct run_op *)w;
+  if (op->cb)
+    op->cb(w->rc, w->rc ? &w->err : NULL, op->ud);
+}
+
+static void run_put_release(struct store *st, struct st_write *w) {
+  struct run_op *op = (struct run_op *)w;
+  store_run_free(&op->r);
+  sbx_free(op);
+}
+
+int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud) {
+  if (r == NULL || !r->id[0] || !r->chat_id[0])
+    return SBX_EINVAL;
+  struct run_op *op = sbx_calloc(1, sizeof *op);
+  if (op == NULL)
+    return SBX_ENOMEM;
+  if (run_copy(&op->r, r) != 0) {
+    sbx_free(op);
+    return SBX_ENOMEM;
+  }
+  SBX_LIST_INIT(&op->w.link);
+  op->w.exec = run_put_exec;
+  op->w.done = run_put_done;
+  op->w.release = run_put_release;
+  op->cb = cb;
+  op->ud = ud;
+  return st__submit(st, &op->w);
+}
+
+/* ---- reads --------------------------------------------------------------------------------- */
+
+int store_run_get(struct store *st, const char *run_id, struct store_run *out) {
+  sqlite3_stmt *s = st->rs[ST_RUN_GET];
+  sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  int r = rc == SQLITE_ROW ? run_from_row(s, out)
+          : rc == SQLITE_DONE ? SBX_ENOENT
+                              : st__translate(st->rdb, rc, "run get", NULL);
+  st__reset(s);
+  return r;
+}
+
+int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,
+                             store_id out_run_id) {
+  sqlite3_stmt *s = st->rs[ST_RUN_BY_IDEM];
+  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s), r = 0;
+  if (rc == SQLITE_ROW)
+    st__col_id(s, 0, out_run_id);
+  else
+    r = rc == SQLITE_DONE ? SBX_ENOENT : st__translate(st->rdb, rc, "idempotency", NULL);
+  st__reset(s);
+  return r;
+}
+
+static int run_rows(struct store *st, sqlite3_stmt *s, struct store_run **out, size_t *n) {
+  struct store_run *v = NULL;
+  size_t len = 0, cap = 0;
+  int rc, r = 0;
+  *out = NULL;
+  *n = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (len == cap) {
+      size_t nc = cap ? cap * 2 : 16;
+      struct store_run *nv = sbx_realloc(v, nc * sizeof *nv);
+      if (nv == NULL) {
+        r = SBX_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = nc;
+    }
+    if ((r = run_from_row(s, &v[len])) != 0)
+      break;
+    len++;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = st__translate(st->rdb, rc, "runs", NULL);
+  st__reset(s);
+  if (r != 0) {
+    store_run_list_free(v, len);
+    return r;
+  }
+  *out = v;
+  *n = len;
+  return 0;
+}
+
+int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n) {
+  return run_rows(st, st->rs[ST_RUN_UNFINISHED], out, n);
+}
+
+int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
+                   size_t *n) {
+  sqlite3_stmt *s = st->rs[chat_id ? ST_RUN_LIST_CHAT : ST_RUN_LIST_ALL];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)SBX_MIN(limit, (size_t)INT64_MAX));
+  if (chat_id)
+    sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
+  return run_rows(st, s, out, n);
+}
+
+/* ---- run files ----------------------------------------------------------------------------- */
+
+static int run_file_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *s = st->ws[ST_RUN_CHAT_OF];
+  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  st__reset(s);
+  if (rc == SQLITE_DONE)
+    return sbx_error_set(err, SBX_ENOENT, "no run %s", op->s[0]);
+  if (rc != SQLITE_ROW)
+    return st__translate(st->wdb, rc, "run lookup", err);
+  s = st->ws[ST_FILE_EXISTS];
+  sqlite3_bind_text(s, 1, op->s[1], -1, SQLITE_STATIC);
+  rc = sqlite3_step(s);
+  st__reset(s);
+  if (rc == SQLITE_DONE)
+    return sbx_error_set(err, SBX_ENOENT, "no file %s", op->s[1]);
+  if (rc != SQLITE_ROW)
+    return st__translate(st->wdb, rc, "file lookup", err);
+  s = st->ws[ST_RUN_FILE_PUT];
+  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, op->i[0]);
+  sqlite3_bind_text(s, 3, op->s[1], -1, SQLITE_STATIC);
+  return st__step_done(st->wdb, s, "run file put", err);
+}
+
+int store_run_file_put(struct store *st, const char *run_id, int position, const char *file_id,
+                       store_done_cb cb, void *ud) {
+  if (run_id == NULL || file_id == NULL || position < 0)
+    return SBX_EINVAL;
+  struct st_simple *op = st__simple_new(run_file_exec, cb, ud);
+  if (op == NULL || st__simple_str(op, 0, run_id) || st__simple_str(op, 1, file_id)) {
+    st__simple_discard(op);
+    return SBX_ENOMEM;
+  }
+  op->i[0] = position;
+  return st__submit(st, &op->w);
+}
+
+int store_run_files(struct store *st, const char *run_id, struct store_file **out, size_t *n) {
+  sqlite3_stmt *s = st->rs[ST_RUN_FILES];
+  sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
+  return st__file_rows(st->rdb, s, out, n);
+}

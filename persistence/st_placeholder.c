@@ -1,2 +1,0 @@
-/* placeholder: replaced by the persistence implementation */
-#include "store.h"

@@ -1,0 +1,304 @@
+/* writer.c -- the one writer: a thread that owns the write connection and commits queued writes
+ * in groups.
+ *
+ * Loop thread: st__submit() puts a write on the queue (mutex-protected) and wakes the writer.
+ * Writer thread: takes everything queued (at most group_max), BEGIN IMMEDIATE, then for each
+ * write SAVEPOINT / exec / RELEASE (or ROLLBACK TO + RELEASE when that write failed, so it rolls
+ * back alone), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
+ * group to the done list and pokes the loop through a uv_async_t.  Loop thread (on_async): runs
+ * each write's callback, then frees it.  So a callback with rc == 0 always follows a durable
+ * commit.  If SQLite abandons the whole transaction (an I/O error can do that), the writes of the
+ * group that had succeeded fail too, with that error, and the rest go on in a new transaction.
+ *
+ * The async handle is referenced only while writes are in flight, so a loop with nothing else to
+ * do returns from uv_run once every callback has run.  Writes must be submitted from the loop
+ * thread.  What this file does not do: know what any write means (the ops do).
+ *
+ * Writer state, one per store:
+ *
+ *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group done)──▶ WAITING
+ *                 │
+ *                 └──(stopping and queue empty)──▶ STOPPED (thread exits; store_close joins)
+ */
+#include "internal.h"
+
+#include <string.h>
+
+static void on_async_close(uv_handle_t *h) { sbx_free(h); }
+
+static void run_completions(struct store *st) {
+  struct sbx_list local, *it, *tmp;
+  SBX_LIST_INIT(&local);
+  pthread_mutex_lock(&st->mu);
+  SBX_LIST_FOREACH_SAFE(it, tmp, &st->done) {
+    sbx_list_remove(it);
+    sbx_list_insert_tail(&local, it);
+  }
+  pthread_mutex_unlock(&st->mu);
+  SBX_LIST_FOREACH_SAFE(it, tmp, &local) {
+    struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
+    sbx_list_remove(it);
+    w->done(st, w);
+    w->release(st, w);
+    if (--st->inflight == 0 && st->async)
+      uv_unref((uv_handle_t *)st->async);
+  }
+}
+
+static void on_async(uv_async_t *h) { run_completions(h->data); }
+
+static int step_ctl(struct store *st, enum st_stmt_id id, struct sbx_error *err) {
+  return st__step_done(st->wdb, st->ws[id], sqlite3_sql(st->ws[id]), err);
+}
+
+static void fail_all(struct sbx_list *l, int rc, const struct sbx_error *err) {
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, l) {
+    struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
+    if (w->rc == 0) {
+      w->rc = rc;
+      w->err = *err;
+    }
+  }
+}
+
+static void move_all(struct sbx_list *to, struct sbx_list *from) {
+  struct sbx_list *it, *tmp;
+  SBX_LIST_FOREACH_SAFE(it, tmp, from) {
+    sbx_list_remove(it);
+    sbx_list_insert_tail(to, it);
+  }
+}
+
+/* Runs one group; every write ends with rc and err set, and the committed ones had their
+ * after_commit hook run.  Returns the number of commits made. */
+static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *finished) {
+  struct sbx_list txn; /* writes of the open transaction */
+  struct sbx_error e;
+  int commits = 0, open = 0, rc;
+  SBX_LIST_INIT(&txn);
+  while (!SBX_LIST_EMPTY(group) || open) {
+    if (!open && !SBX_LIST_EMPTY(group)) {
+      if ((rc = step_ctl(st, ST_BEGIN, &e)) != 0) {
+        fail_all(group, rc, &e);
+        move_all(finished, group);
+        break;
+      }
+      open = 1;
+    }
+    if (SBX_LIST_EMPTY(group)) {
+      /* commit what the transaction holds */
+      rc = step_ctl(st, ST_COMMIT, &e);
+      if (rc != 0) {
+        if (!sqlite3_get_autocommit(st->wdb)) {
+          struct sbx_error ignored;
+          step_ctl(st, ST_ROLLBACK, &ignored);
+        }
+        fail_all(&txn, rc, &e);
+      } else {
+        commits++;
+        struct sbx_list *it;
+        SBX_LIST_FOREACH(it, &txn) {
+          struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
+          if (w->rc == 0 && w->after_commit)
+            w->after_commit(st, w);
+        }
+      }
+      move_all(finished, &txn);
+      open = 0;
+      continue;
+    }
+    struct st_write *w = SBX_CONTAINER_OF(group->next, struct st_write, link);
+    sbx_list_remove(&w->link);
+    sbx_list_insert_tail(&txn, &w->link);
+    if ((rc = step_ctl(st, ST_SAVEPOINT, &w->err)) == 0) {
+      rc = w->exec(st, w, &w->err);
+      if (rc != 0 && !sqlite3_get_autocommit(st->wdb)) {
+        struct sbx_error ignored;
+        if (step_ctl(st, ST_ROLLBACK_TO, &ignored) != 0 || step_ctl(st, ST_RELEASE, &ignored) != 0)
+          /* the savepoint could not be undone: give the whole transaction up */
+          step_ctl(st, ST_ROLLBACK, &ignored);
+      } else if (rc == 0 && (rc = step_ctl(st, ST_RELEASE, &w->err)) != 0) {
+        struct sbx_error ignored;
+        step_ctl(st, ST_ROLLBACK, &ignored);
+      }
+    }
+    w->rc = rc;
+    if (rc != 0 && w->err.code == 0)
+      sbx_error_set(&w->err, rc, "%s", sbx_strerror(rc));
+    if (sqlite3_get_autocommit(st->wdb)) {
+      /* SQLite rolled the whole transaction back (or we had to): every earlier write of it is
+       * lost; they fail with this write's error and the rest of the group starts afresh. */
+      e = w->err;
+      if (e.code == 0)
+        sbx_error_set(&e, SBX_EDB, "transaction rolled back");
+      fail_all(&txn, rc ? rc : SBX_EDB, &e);
+      move_all(finished, &txn);
+      open = 0;
+    }
+  }
+  return commits;
+}
+
+static void *writer_main(void *arg) {
+  struct store *st = arg;
+  struct sbx_list group, finished;
+  SBX_LIST_INIT(&group);
+  SBX_LIST_INIT(&finished);
+  pthread_mutex_lock(&st->mu);
+  for (;;) {
+    while (SBX_LIST_EMPTY(&st->queue) && !st->stopping)
+      pthread_cond_wait(&st->cv, &st->mu);
+    if (SBX_LIST_EMPTY(&st->queue))
+      break; /* stopping, nothing left */
+    size_t n = 0;
+    while (!SBX_LIST_EMPTY(&st->queue) && n < st->group_max) {
+      struct sbx_list *it = st->queue.next;
+      sbx_list_remove(it);
+      sbx_list_insert_tail(&group, it);
+      n++;
+    }
+    pthread_mutex_unlock(&st->mu);
+
+    int commits = run_group(st, &group, &finished);
+
+    pthread_mutex_lock(&st->mu);
+    uint64_t errors = 0;
+    int64_t delta = 0;
+    struct sbx_list *it;
+    SBX_LIST_FOREACH(it, &finished) {
+      struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
+      if (w->rc != 0)
+        errors++;
+      else
+        delta += w->blob_delta;
+    }
+    st->stats.commits += (uint64_t)commits;
+    st->stats.writes += n;
+    st->stats.write_errors += errors;
+    if (n > st->stats.max_group)
+      st->stats.max_group = n;
+    st->stats.blob_bytes = (uint64_t)((int64_t)st->stats.blob_bytes + delta);
+    move_all(&st->done, &finished);
+    pthread_mutex_unlock(&st->mu);
+    uv_async_send(st->async);
+    pthread_mutex_lock(&st->mu);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return NULL;
+}
+
+int st__writer_start(struct store *st, struct sbx_error *err) {
+  st->async = sbx_malloc(sizeof *st->async);
+  if (st->async == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "writer: out of memory");
+  int rc = uv_async_init(st->loop, st->async, on_async);
+  if (rc != 0) {
+    sbx_free(st->async);
+    st->async = NULL;
+    return sbx_error_set(err, sbx_from_uv(rc), "writer: uv_async_init: %s", uv_strerror(rc));
+  }
+  st->async->data = st;
+  uv_unref((uv_handle_t *)st->async);
+  pthread_mutex_init(&st->mu, NULL);
+  pthread_cond_init(&st->cv, NULL);
+  if ((rc = pthread_create(&st->thread, NULL, writer_main, st)) != 0) {
+    pthread_cond_destroy(&st->cv);
+    pthread_mutex_destroy(&st->mu);
+    uv_close((uv_handle_t *)st->async, on_async_close);
+    st->async = NULL;
+    return sbx_error_set(err, SBX_EIO, "writer: pthread_create: %s", strerror(rc));
+  }
+  st->thread_started = 1;
+  return 0;
+}
+
+void st__writer_stop(struct store *st) {
+  if (!st->thread_started)
+    return;
+  pthread_mutex_lock(&st->mu);
+  st->stopping = 1;
+  pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
+  pthread_join(st->thread, NULL);
+  st->thread_started = 0;
+  run_completions(st);
+  pthread_cond_destroy(&st->cv);
+  pthread_mutex_destroy(&st->mu);
+  uv_close((uv_handle_t *)st->async, on_async_close);
+  st->async = NULL;
+}
+
+int st__submit(struct store *st, struct st_write *w) {
+  if (st->closing) {
+    w->release(st, w);
+    return SBX_ECLOSED;
+  }
+  w->rc = 0;
+  sbx_error_clear(&w->err);
+  if (st->inflight++ == 0)
+    uv_ref((uv_handle_t *)st->async);
+  pthread_mutex_lock(&st->mu);
+  sbx_list_insert_tail(&st->queue, &w->link);
+  pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
+  return 0;
+}
+
+void store_set_group_max(struct store *st, size_t n) {
+  pthread_mutex_lock(&st->mu);
+  st->group_max = n ? n : 1;
+  pthread_mutex_unlock(&st->mu);
+}
+
+void store_get_stats(struct store *st, struct store_stats *out) {
+  pthread_mutex_lock(&st->mu);
+  *out = st->stats;
+  pthread_mutex_unlock(&st->mu);
+}
+
+uint64_t store_blob_bytes(struct store *st) {
+  struct store_stats s;
+  store_get_stats(st, &s);
+  return s.blob_bytes;
+}
+
+/* ---- simple ops -------------------------------------------------------------------------- */
+
+static void simple_done(struct store *st, struct st_write *w) {
+  struct st_simple *op = (struct st_simple *)w;
+  if (op->cb)
+    op->cb(w->rc, w->rc ? &w->err : NULL, op->ud);
+}
+
+static void simple_release(struct store *st, struct st_write *w) {
+  st__simple_discard((struct st_simple *)w);
+}
+
+struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud) {
+  struct st_simple *op = sbx_calloc(1, sizeof *op);
+  if (op == NULL)
+    return NULL;
+  SBX_LIST_INIT(&op->w.link);
+  op->w.exec = exec;
+  op->w.done = simple_done;
+  op->w.release = simple_release;
+  op->cb = cb;
+  op->ud = ud;
+  return op;
+}
+
+int st__simple_str(struct st_simple *op, int idx, const char *v) {
+  if (v == NULL)
+    return 0;
+  op->s[idx] = sbx_strdup(v);
+  return op->s[idx] ? 0 : SBX_ENOMEM;
+}
+
+void st__simple_discard(struct st_simple *op) {
+  if (op == NULL)
+    return;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(op->s); i++)
+    sbx_free(op->s[i]);
+  sbx_free(op);
+}

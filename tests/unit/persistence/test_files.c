@@ -1,0 +1,294 @@
+/* test_files.c -- files.c: the naming rules against the stored set (same content, "name (N).ext"
+ * with N from one query, 1,000 duplicates, versions of tool/output names), refusals through the
+ * callback, reads, and fail-at-N allocation leaving the store consistent. */
+#include "helpers.h"
+
+#define CHAT "c0000000000000000000000000000001"
+
+START_TEST(test_attachment_duplicates) {
+  struct tctx t;
+  struct added a, b, c, d;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "AAA", &a), 0);
+  ck_assert_int_eq(a.created, 1);
+  ck_assert_str_eq(a.f.name, "report.pdf");
+  ck_assert_int_eq(a.f.version, 1);
+  /* same name, same content: the same file, no copy */
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "AAA", &b), 0);
+  ck_assert_int_eq(b.created, 0);
+  ck_assert_str_eq(b.f.id, a.f.id);
+  store_file_free(&b.f);
+  /* other content: the next free name */
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "BBB", &b), 0);
+  ck_assert_int_eq(b.created, 1);
+  ck_assert_str_eq(b.f.name, "report (2).pdf");
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "CCC", &c), 0);
+  ck_assert_str_eq(c.f.name, "report (3).pdf");
+  /* the content of "report (2).pdf" uploaded as report.pdf again: that file */
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "BBB", &d), 0);
+  ck_assert_int_eq(d.created, 0);
+  ck_assert_str_eq(d.f.id, b.f.id);
+  store_file_free(&d.f);
+  /* an explicit "report (3).pdf" with new content is numbered past the family */
+  ck_assert_int_eq(t_add(&t, CHAT, "report (3).pdf", STORE_SRC_ATTACHMENT, "DDD", &d), 0);
+  ck_assert_str_eq(d.f.name, "report (4).pdf");
+  store_file_free(&d.f);
+  /* an unused name in the family is taken as given */
+  ck_assert_int_eq(t_add(&t, CHAT, "report (9).pdf", STORE_SRC_ATTACHMENT, "EEE", &d), 0);
+  ck_assert_str_eq(d.f.name, "report (9).pdf");
+  store_file_free(&d.f);
+  ck_assert_int_eq(t_add(&t, CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "FFF", &d), 0);
+  ck_assert_str_eq(d.f.name, "report (10).pdf");
+  store_file_free(&d.f);
+  /* several dots, no extension, hidden files, double extensions */
+  static const struct { const char *in, *second; } names[] = {
+      {"my.data.v2.csv", "my.data.v2 (2).csv"}, {"Makefile", "Makefile (2)"},
+      {".bashrc", ".bashrc (2)"},               {"logs.tar.gz", "logs (2).tar.gz"},
+      {"\xe6\x8a\xa5\xe5\x91\x8a.pdf", "\xe6\x8a\xa5\xe5\x91\x8a (2).pdf"},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++) {
+    ck_assert_int_eq(t_add(&t, CHAT, names[i].in, STORE_SRC_ATTACHMENT, "one", &d), 0);
+    ck_assert_str_eq(d.f.name, names[i].in);
+    store_file_free(&d.f);
+    ck_assert_int_eq(t_add(&t, CHAT, names[i].in, STORE_SRC_ATTACHMENT, "two", &d), 0);
+    ck_assert_str_eq(d.f.name, names[i].second);
+    store_file_free(&d.f);
+  }
+  /* unicode: a decomposed name is the same name as its NFC form */
+  ck_assert_int_eq(t_add(&t, CHAT, "caf\xc3\xa9.txt", STORE_SRC_ATTACHMENT, "x", &d), 0);
+  struct added e;
+  ck_assert_int_eq(t_add(&t, CHAT, "cafe\xcc\x81.txt", STORE_SRC_ATTACHMENT, "x", &e), 0);
+  ck_assert_int_eq(e.created, 0);
+  ck_assert_str_eq(e.f.id, d.f.id);
+  store_file_free(&d.f);
+  store_file_free(&e.f);
+  store_file_free(&a.f);
+  store_file_free(&b.f);
+  store_file_free(&c.f);
+  t_close(&t);
+}
+END_TEST
+
+#define NDUP 1000
+struct many {
+  int called, failed;
+  char last[64];
+};
+static void on_many(int rc, const struct sbx_error *err, const struct store_file_added *res,
+                    void *ud) {
+  struct many *m = ud;
+  m->called++;
+  if (rc != 0) {
+    m->failed++;
+    return;
+  }
+  snprintf(m->last, sizeof m->last, "%s", res->file.name);
+}
+
+START_TEST(test_thousand_duplicates) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  static char data[NDUP][16];
+  struct many m = {0};
+  for (int i = 0; i < NDUP; i++) {
+    snprintf(data[i], sizeof data[i], "content %d", i);
+    struct store_file_in in = {.chat_id = CHAT, .name = "data.csv", .data = data[i],
+                               .size = strlen(data[i]), .mounted = 1};
+    ck_assert_int_eq(store_file_add(t.st, &in, on_many, &m), 0);
+  }
+  t_wait(&t);
+  ck_assert_int_eq(m.called, NDUP);
+  ck_assert_int_eq(m.failed, 0);
+  ck_assert_str_eq(m.last, "data (1000).csv");
+  /* the next one costs exactly one run of the numbering query, however many exist */
+  sqlite3_stmt *q = t.st->ws[ST_FILE_DUP_MAX];
+  int before = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_RUN, 0);
+  int steps_before = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+  struct added a;
+  ck_assert_int_eq(t_add(&t, CHAT, "data.csv", STORE_SRC_ATTACHMENT, "one more", &a), 0);
+  ck_assert_str_eq(a.f.name, "data (1001).csv");
+  ck_assert_int_eq(sqlite3_stmt_status(q, SQLITE_STMTSTATUS_RUN, 0) - before, 1);
+  ck_assert_int_eq(sqlite3_stmt_status(q, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0) - steps_before, 0);
+  store_file_free(&a.f);
+  struct store_file *v;
+  size_t n;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 0, &v, &n), 0);
+  ck_assert_uint_eq(n, NDUP + 1);
+  ck_assert_str_eq(v[0].name, "data.csv");
+  ck_assert_str_eq(v[1].name, "data (2).csv");
+  store_file_list_free(v, n);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_versions) {
+  struct tctx t;
+  struct added a, b, c;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  ck_assert_int_eq(t_add(&t, CHAT, "figure-1.png", STORE_SRC_OUTPUT, "v1", &a), 0);
+  ck_assert_int_eq(a.f.version, 1);
+  ck_assert_int_eq(t_add(&t, CHAT, "figure-1.png", STORE_SRC_OUTPUT, "v2", &b), 0);
+  ck_assert_int_eq(b.created, 1);
+  ck_assert_int_eq(b.f.version, 2);
+  ck_assert_str_eq(b.f.name, "figure-1.png");
+  ck_assert_str_ne(b.f.id, a.f.id);
+  /* same content as the latest: the latest */
+  ck_assert_int_eq(t_add(&t, CHAT, "figure-1.png", STORE_SRC_OUTPUT, "v2", &c), 0);
+  ck_assert_int_eq(c.created, 0);
+  ck_assert_str_eq(c.f.id, b.f.id);
+  store_file_free(&c.f);
+  /* same content as an OLDER version: a new version (the latest is what mounts) */
+  ck_assert_int_eq(t_add(&t, CHAT, "figure-1.png", STORE_SRC_OUTPUT, "v1", &c), 0);
+  ck_assert_int_eq(c.created, 1);
+  ck_assert_int_eq(c.f.version, 3);
+  store_file_free(&c.f);
+  ck_assert_int_eq(t_add(&t, CHAT, "plots/sub/a.png", STORE_SRC_OUTPUT, "p", &c), 0);
+  ck_assert_str_eq(c.f.name, "plots/sub/a.png");
+  store_file_free(&c.f);
+  ck_assert_int_eq(t_add(&t, CHAT, "summary.docx", STORE_SRC_TOOL, "t1", &c), 0);
+  store_file_free(&c.f);
+  ck_assert_int_eq(t_add(&t, CHAT, "summary.docx", STORE_SRC_TOOL, "t2", &c), 0);
+  ck_assert_int_eq(c.f.version, 2);
+  store_file_free(&c.f);
+  /* latest of each name, oldest first; all versions */
+  struct store_file *v;
+  size_t n;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 0, &v, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  ck_assert_str_eq(v[0].name, "figure-1.png");
+  ck_assert_int_eq(v[0].version, 3);
+  ck_assert_str_eq(v[1].name, "plots/sub/a.png");
+  ck_assert_str_eq(v[2].name, "summary.docx");
+  store_file_list_free(v, n);
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 1, &v, &n), 0);
+  ck_assert_uint_eq(n, 6);
+  store_file_list_free(v, n);
+  ck_assert_int_eq(store_file_list(t.st, "nochat", 1, &v, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  store_file_free(&a.f);
+  store_file_free(&b.f);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_refusals_and_fields) {
+  struct tctx t;
+  struct added a;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  ck_assert_int_eq(t_add(&t, CHAT, "a/b.txt", STORE_SRC_ATTACHMENT, "x", &a), SBX_ENAME);
+  ck_assert_ptr_nonnull(strstr(a.msg, "one path segment"));
+  ck_assert_int_eq(t_add(&t, CHAT, "../etc/passwd", STORE_SRC_OUTPUT, "x", &a), SBX_ENAME);
+  ck_assert_int_eq(t_add(&t, "c0000000000000000000000000000009", "x.txt", STORE_SRC_ATTACHMENT,
+                         "x", &a),
+                   SBX_ENOENT);
+  ck_assert_ptr_nonnull(strstr(a.msg, "no chat"));
+  struct store_file_in bad = {0};
+  ck_assert_int_eq(store_file_add(t.st, &bad, on_added, &a), SBX_EINVAL);
+  /* every field round-trips */
+  struct store_file_in in = {.chat_id = CHAT, .name = "big.bin", .source = STORE_SRC_OUTPUT,
+                             .mounted = 0, .left_out_reason = "over 20 MB",
+                             .text_of = "f0000000000000000000000000000001",
+                             .run_id = "r0000000000000000000000000000001", .kind = "figure",
+                             .expires_at = 12345, .data = "payload", .size = 7};
+  memset(&a, 0, sizeof a);
+  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
+  t_wait(&t);
+  ck_assert_int_eq(a.rc, 0);
+  struct store_file f;
+  ck_assert_int_eq(store_file_get(t.st, a.f.id, &f), 0);
+  ck_assert_str_eq(f.name, "big.bin");
+  ck_assert_str_eq(f.chat_id, CHAT);
+  ck_assert_int_eq(f.source, STORE_SRC_OUTPUT);
+  ck_assert_int_eq(f.mounted, 0);
+  ck_assert_str_eq(f.left_out_reason, "over 20 MB");
+  ck_assert_str_eq(f.text_of, "f0000000000000000000000000000001");
+  ck_assert_str_eq(f.run_id, "r0000000000000000000000000000001");
+  ck_assert_str_eq(f.kind, "figure");
+  ck_assert_int_eq(f.expires_at, 12345);
+  ck_assert_uint_eq(f.size, 7);
+  char sha[65];
+  store_sha256_hex("payload", 7, sha);
+  ck_assert_str_eq(f.sha256, sha);
+  ck_assert_int_gt(f.created_at, 0);
+  store_file_free(&f);
+  store_file_free(&a.f);
+  ck_assert_int_eq(store_file_get(t.st, "nope", &f), SBX_ENOENT);
+  /* an empty file is a file */
+  ck_assert_int_eq(t_add(&t, CHAT, "empty.txt", STORE_SRC_ATTACHMENT, "", &a), 0);
+  ck_assert_uint_eq(a.f.size, 0);
+  store_file_free(&a.f);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_alloc_fail_at_n) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  int ok = 0;
+  uint64_t n;
+  for (n = 1; n < 200; n++) {
+    char data[32];
+    snprintf(data, sizeof data, "data %llu", (unsigned long long)n);
+    struct added a = {0};
+    struct store_file_in in = {.chat_id = CHAT, .name = "oom.txt", .data = data,
+                               .size = strlen(data), .kind = "file", .left_out_reason = "r"};
+    sbx_alloc_fail_at(n, 0);
+    int rc = store_file_add(t.st, &in, on_added, &a);
+    if (rc == 0)
+      t_wait(&t);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc != 0) {
+      ck_assert_int_eq(rc, SBX_ENOMEM);
+      ck_assert_int_eq(a.called, 0);
+      continue;
+    }
+    ck_assert_int_eq(a.called, 1);
+    ck_assert_msg(a.rc == 0 || a.rc == SBX_ENOMEM, "rc %d", a.rc);
+    if (a.rc == 0) {
+      ok++;
+      store_file_free(&a.f);
+    }
+    if (used < n)
+      break; /* the whole write ran without reaching the injected failure */
+  }
+  ck_assert_uint_lt(n, 200);
+  /* consistent: exactly the acknowledged files exist, each with its blob */
+  struct store_file *v;
+  size_t cnt;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 1, &v, &cnt), 0);
+  ck_assert_uint_eq(cnt, (size_t)ok);
+  for (size_t i = 0; i < cnt; i++) {
+    char *data;
+    size_t len;
+    ck_assert_int_eq(store_blob_read(t.st, v[i].sha256, &data, &len), 0);
+    ck_assert_uint_eq(len, v[i].size);
+    sbx_free(data);
+  }
+  store_file_list_free(v, cnt);
+  t_close(&t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("files");
+  TCase *tc = tcase_create("files");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_attachment_duplicates);
+  tcase_add_test(tc, test_thousand_duplicates);
+  tcase_add_test(tc, test_versions);
+  tcase_add_test(tc, test_refusals_and_fields);
+  tcase_add_test(tc, test_alloc_fail_at_n);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

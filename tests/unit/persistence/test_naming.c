@@ -1,0 +1,210 @@
+/* test_naming.c -- naming.c: NFC normalization (400 generated vectors checked against Python's
+ * unicodedata plus hand-picked cases), the refusal table, and the "stem (N).ext" split. */
+#include "helpers.h"
+
+#include "nfc_vectors.h"
+
+START_TEST(test_nfc_vectors) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(nfc_vectors); i++) {
+    char *out = NULL;
+    size_t n;
+    struct sbx_error err = {0};
+    int rc = st__nfc(nfc_vectors[i].in, strlen(nfc_vectors[i].in), &out, &n, &err);
+    ck_assert_msg(rc == 0, "vector %zu: %s", i, err.msg);
+    ck_assert_msg(strcmp(out, nfc_vectors[i].nfc) == 0, "vector %zu: NFC differs", i);
+    ck_assert_uint_eq(n, strlen(nfc_vectors[i].nfc));
+    sbx_free(out);
+  }
+}
+END_TEST
+
+static const struct {
+  const char *in;
+  enum store_source src;
+  const char *out; /* NULL: refused */
+  const char *why; /* substring of the detail when refused */
+} cases[] = {
+    {"report.pdf", STORE_SRC_ATTACHMENT, "report.pdf", NULL},
+    {"e\xcc\x81t\xc3\xa9.txt", STORE_SRC_ATTACHMENT, "\xc3\xa9t\xc3\xa9.txt", NULL}, /* e+U+0301 */
+    {"\xe2\x84\xab", STORE_SRC_ATTACHMENT, "\xc3\x85", NULL},                     /* Angstrom sign */
+    {"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", STORE_SRC_KNOWLEDGE, "\xea\xb0\x81", NULL}, /* jamo */
+    {"\xe6\x8a\xa5\xe5\x91\x8a.xlsx", STORE_SRC_ATTACHMENT, "\xe6\x8a\xa5\xe5\x91\x8a.xlsx", NULL},
+    {"\xf0\x9f\x93\x8a chart.png", STORE_SRC_OUTPUT, "\xf0\x9f\x93\x8a chart.png", NULL},
+    {"my.report.v2.final.pdf", STORE_SRC_ATTACHMENT, "my.report.v2.final.pdf", NULL},
+    {"Makefile", STORE_SRC_ATTACHMENT, "Makefile", NULL},
+    {".bashrc", STORE_SRC_ATTACHMENT, ".bashrc", NULL},
+    {"...", STORE_SRC_ATTACHMENT, "...", NULL},
+    {"plots/a.png", STORE_SRC_OUTPUT, "plots/a.png", NULL},
+    {"plots/sub/a.png", STORE_SRC_TOOL, "plots/sub/a.png", NULL},
+    {"plots/.hidden", STORE_SRC_OUTPUT, "plots/.hidden", NULL},
+    {"", STORE_SRC_ATTACHMENT, NULL, "empty"},
+    {"a\x01" "b", STORE_SRC_ATTACHMENT, NULL, "U+0001"},
+    {"a\tb", STORE_SRC_ATTACHMENT, NULL, "U+0009"},
+    {"a\nb", STORE_SRC_OUTPUT, NULL, "U+000A"},
+    {"a\x7f", STORE_SRC_ATTACHMENT, NULL, "U+007F"},
+    {"a\xc2\x85", STORE_SRC_ATTACHMENT, NULL, "U+0085"},                 /* C1 NEL */
+    {"gpj.\xe2\x80\xae" "exe", STORE_SRC_ATTACHMENT, NULL, "U+202E"},       /* RTLO spoof */
+    {"\xef\xbb\xbf" "a", STORE_SRC_ATTACHMENT, NULL, "U+FEFF"},
+    {"a/b.txt", STORE_SRC_ATTACHMENT, NULL, "one path segment"},
+    {"a/b.txt", STORE_SRC_KNOWLEDGE, NULL, "one path segment"},
+    {"/etc/passwd", STORE_SRC_OUTPUT, NULL, "absolute"},
+    {"/x", STORE_SRC_ATTACHMENT, NULL, "absolute"},
+    {"../x", STORE_SRC_OUTPUT, NULL, "'..'"},
+    {"a/../b", STORE_SRC_OUTPUT, NULL, "'..'"},
+    {"a/..", STORE_SRC_OUTPUT, NULL, "'..'"},
+    {"./a", STORE_SRC_OUTPUT, NULL, "'.'"},
+    {".", STORE_SRC_ATTACHMENT, NULL, "'.'"},
+    {"..", STORE_SRC_ATTACHMENT, NULL, "'..'"},
+    {"a//b", STORE_SRC_OUTPUT, NULL, "empty path segment"},
+    {"a/", STORE_SRC_OUTPUT, NULL, "empty path segment"},
+    {"a\\b", STORE_SRC_ATTACHMENT, NULL, "backslash"},
+    {"..\\..\\x", STORE_SRC_OUTPUT, NULL, "backslash"},
+    {"\xff.txt", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},
+    {"\xc0\xaf", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},          /* overlong '/' */
+    {"\xed\xa0\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},      /* surrogate */
+    {"\xf4\x90\x80\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},  /* > U+10FFFF */
+    {"abc\xe2\x82", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},       /* truncated */
+};
+
+START_TEST(test_rules_table) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
+    char *out = (char *)1;
+    struct sbx_error err = {0};
+    int rc = store_name_normalize(cases[i].in, cases[i].src, &out, &err);
+    if (cases[i].out) {
+      ck_assert_msg(rc == 0, "case %zu: %s", i, err.msg);
+      ck_assert_str_eq(out, cases[i].out);
+      sbx_free(out);
+    } else {
+      ck_assert_msg(rc == SBX_ENAME, "case %zu accepted", i);
+      ck_assert_ptr_null(out);
+      ck_assert_msg(strstr(err.msg, cases[i].why) != NULL, "case %zu: detail \"%s\"", i, err.msg);
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_length) {
+  char name[600];
+  char *out;
+  struct sbx_error err = {0};
+  memset(name, 'a', 255);
+  name[255] = '\0';
+  ck_assert_int_eq(store_name_normalize(name, STORE_SRC_ATTACHMENT, &out, &err), 0);
+  sbx_free(out);
+  name[255] = 'a';
+  name[256] = '\0';
+  ck_assert_int_eq(store_name_normalize(name, STORE_SRC_ATTACHMENT, &out, &err), SBX_ENAME);
+  ck_assert_ptr_nonnull(strstr(err.msg, "longer than 255"));
+  /* 128 x "e + U+0301" is 384 bytes in, 256 bytes of NFC out: refused after normalizing */
+  char *p = name;
+  for (int i = 0; i < 128; i++)
+    p += sprintf(p, "e\xcc\x81");
+  ck_assert_int_eq(store_name_normalize(name, STORE_SRC_ATTACHMENT, &out, &err), SBX_ENAME);
+  /* 85 x "e + U+0301" is 255 bytes in, 170 out: accepted */
+  name[85 * 3] = '\0';
+  ck_assert_int_eq(store_name_normalize(name, STORE_SRC_ATTACHMENT, &out, &err), 0);
+  ck_assert_uint_eq(strlen(out), 170);
+  sbx_free(out);
+  ck_assert_int_eq(store_name_normalize(NULL, STORE_SRC_ATTACHMENT, &out, &err), SBX_ENAME);
+  ck_assert_int_eq(store_name_normalize("a", (enum store_source)9, &out, &err), SBX_EINVAL);
+}
+END_TEST
+
+static const struct {
+  const char *name, *stem, *ext;
+  int n;
+} splits[] = {
+    {"report.pdf", "report", ".pdf", 1},
+    {"report (3).pdf", "report", ".pdf", 3},
+    {"report (2)", "report", "", 2},
+    {"report (1).pdf", "report (1)", ".pdf", 1},
+    {"report (03).pdf", "report (03)", ".pdf", 1},
+    {"report(2).pdf", "report(2)", ".pdf", 1},
+    {" (2).pdf", " (2)", ".pdf", 1},
+    {"a.tar.gz", "a", ".tar.gz", 1},
+    {"a (4).tar.gz", "a", ".tar.gz", 4},
+    {".tar.gz", ".tar", ".gz", 1},
+    {"my.report.v2.pdf", "my.report.v2", ".pdf", 1},
+    {"Makefile", "Makefile", "", 1},
+    {".bashrc", ".bashrc", "", 1},
+    {"name.", "name.", "", 1},
+    {"plots/fig (2).png", "plots/fig", ".png", 2},
+    {"v1.2/readme", "v1.2/readme", "", 1},
+    {"x (1234567890).txt", "x (1234567890)", ".txt", 1},
+};
+
+START_TEST(test_split) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(splits); i++) {
+    char *stem, *ext;
+    int n;
+    ck_assert_int_eq(st__name_split(splits[i].name, &stem, &ext, &n), 0);
+    ck_assert_msg(strcmp(stem, splits[i].stem) == 0, "%s: stem %s", splits[i].name, stem);
+    ck_assert_msg(strcmp(ext, splits[i].ext) == 0, "%s: ext %s", splits[i].name, ext);
+    ck_assert_msg(n == splits[i].n, "%s: n %d", splits[i].name, n);
+    sbx_free(stem);
+    sbx_free(ext);
+  }
+  char *out;
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__name_join("report", ".pdf", 2, &out, &err), 0);
+  ck_assert_str_eq(out, "report (2).pdf");
+  sbx_free(out);
+  char big[300];
+  memset(big, 'b', 250);
+  big[250] = '\0';
+  ck_assert_int_eq(st__name_join(big, ".pdf", 2, &out, &err), SBX_ENAME);
+  ck_assert_ptr_null(out);
+}
+END_TEST
+
+START_TEST(test_sources) {
+  enum store_source s;
+  ck_assert_int_eq(store_source_parse("output", &s), 0);
+  ck_assert_int_eq(s, STORE_SRC_OUTPUT);
+  ck_assert_int_eq(store_source_parse("knowledge", &s), 0);
+  ck_assert_int_eq(s, STORE_SRC_KNOWLEDGE);
+  ck_assert_int_eq(store_source_parse("Output", &s), SBX_EINVAL);
+  ck_assert_int_eq(store_source_parse(NULL, &s), SBX_EINVAL);
+  ck_assert_str_eq(store_source_name(STORE_SRC_TOOL), "tool");
+}
+END_TEST
+
+START_TEST(test_nfc_oom) {
+  for (uint64_t n = 1;; n++) {
+    char *out = NULL;
+    size_t len;
+    struct sbx_error err = {0};
+    sbx_alloc_fail_at(n, 0);
+    int rc = st__nfc("e\xcc\x81", 3, &out, &len, &err);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc == 0) {
+      ck_assert_str_eq(out, "\xc3\xa9");
+      sbx_free(out);
+      ck_assert_uint_lt(used, n); /* no injected failure was hit: done */
+      break;
+    }
+    ck_assert_int_eq(rc, SBX_ENOMEM);
+    ck_assert_ptr_null(out);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("naming");
+  TCase *tc = tcase_create("naming");
+  tcase_add_test(tc, test_nfc_vectors);
+  tcase_add_test(tc, test_rules_table);
+  tcase_add_test(tc, test_length);
+  tcase_add_test(tc, test_split);
+  tcase_add_test(tc, test_sources);
+  tcase_add_test(tc, test_nfc_oom);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
