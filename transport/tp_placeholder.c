@@ -1,0 +1,2 @@
+/* placeholder: replaced by the transport implementation */
+#include "transport.h"
