@@ -1,0 +1,105 @@
+/* handlers.c -- test routes shared by the transport suites. */
+#include "handlers.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int th_poll_closed;
+
+static void h_hello(struct tp_req *r, void *ud) {
+  tp_respond(r, 200, "Content-Type: text/plain\r\n", "hello", 5);
+}
+
+static void h_echo(struct tp_req *r, void *ud) {
+  size_t n;
+  const char *b = tp_req_body(r, &n);
+  tp_respond(r, 200, "Content-Type: application/octet-stream\r\n", b, n);
+}
+
+static void h_item(struct tp_req *r, void *ud) {
+  char out[256];
+  const char *q = tp_req_query(r, "q");
+  int n = snprintf(out, sizeof(out), "id=%s q=%s", tp_req_param(r, "id"), q ? q : "-");
+  tp_respond(r, 200, NULL, out, (size_t)n);
+}
+
+static void h_files(struct tp_req *r, void *ud) {
+  const char *name = tp_req_param(r, "name");
+  tp_respond(r, 200, NULL, name, strlen(name));
+}
+
+static void h_chunks(struct tp_req *r, void *ud) {
+  tp_stream_start(r, 200, "Content-Type: text/plain\r\n");
+  tp_stream_write(r, "one,", 4);
+  tp_stream_write(r, "two,", 4);
+  tp_stream_write(r, "three", 5);
+  tp_stream_end(r);
+}
+
+static void on_hold_timer(uv_timer_t *t) {
+  struct tp_req *r = t->data;
+  tp_respond(r, 200, NULL, "late", 4);
+  tp_req_release(r);
+  uv_close((uv_handle_t *)t, (uv_close_cb)free);
+}
+
+static void h_hold(struct tp_req *r, void *ud) {
+  struct tp_server *s = ud;
+  uv_timer_t *t = malloc(sizeof(*t));
+  uv_timer_init(s->loop, t);
+  t->data = r;
+  tp_req_hold(r);
+  uv_timer_start(t, on_hold_timer, 30, 0);
+}
+
+static void on_poll_close(struct tp_req *r, void *ud) {
+  th_poll_closed++;
+  tp_req_release(r);
+}
+
+static void h_poll(struct tp_req *r, void *ud) {
+  tp_req_hold(r);
+  tp_req_on_close(r, on_poll_close, NULL);
+}
+
+static void h_sse(struct tp_req *r, void *ud) {
+  tp_sse_start(r, NULL, 0);
+  tp_sse_send(r, "run", "1", "line1\nline2", 11);
+  tp_sse_send(r, NULL, NULL, "x", 1);
+  tp_stream_end(r);
+  tp_req_release(r);
+}
+
+static void on_sse_close(struct tp_req *r, void *ud) { tp_req_release(r); }
+
+static void h_sse_open(struct tp_req *r, void *ud) {
+  tp_sse_start(r, NULL, 50);
+  tp_req_on_close(r, on_sse_close, NULL);
+  tp_sse_send(r, "hello", "7", "{}", 2);
+}
+
+static void h_nodelay(struct tp_req *r, void *ud) {
+  int fd = -1, v = 0;
+  socklen_t l = sizeof(v);
+  uv_fileno((uv_handle_t *)&r->conn->h.handle, &fd);
+  getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &l);
+  tp_respond(r, 200, NULL, v ? "1" : "0", 1);
+}
+
+void th_add_routes(struct tp_server *s) {
+  tp_route(s, "GET", "/hello", 0, h_hello, NULL);
+  tp_route(s, "POST", "/echo", 16, h_echo, NULL);
+  tp_route(s, "GET", "/items/{id}", 0, h_item, NULL);
+  tp_route(s, "GET", "/files/{name*}", 0, h_files, NULL);
+  tp_route(s, "GET", "/chunks", 0, h_chunks, NULL);
+  tp_route(s, "GET", "/hold", 0, h_hold, s);
+  tp_route(s, "GET", "/poll", 0, h_poll, NULL);
+  tp_route(s, "GET", "/sse", 0, h_sse, NULL);
+  tp_route(s, "GET", "/sse-open", 0, h_sse_open, NULL);
+  tp_route(s, "GET", "/nodelay", 0, h_nodelay, NULL);
+}

@@ -1,0 +1,11 @@
+/* handlers.h -- the routes every transport test server carries (see handlers.c). */
+#ifndef TP_TEST_HANDLERS_H
+#define TP_TEST_HANDLERS_H
+#include "transport.h"
+/* GET /hello, POST /echo (limit 16), GET /items/{id}, GET /files/{name*}, GET /chunks,
+ * GET /hold (answers after 30 ms), GET /poll (held until the client goes: counts on_close),
+ * GET /sse (two events then end), GET /sse-open (stays open, heartbeats every 50 ms),
+ * GET /nodelay (answers "1" when TCP_NODELAY is set on the socket). */
+void th_add_routes(struct tp_server *s);
+extern int th_poll_closed; /* on_close calls seen by /poll */
+#endif

@@ -1,0 +1,181 @@
+/* test_static.c -- transport/static.c: MIME types (application/wasm), ETag and If-None-Match
+ * (304), Range (206, suffix, open-ended, 416, If-Range), precompressed .br/.gz chosen by
+ * Accept-Encoding, index.html for a directory without a redirect, per-path headers, refusals of
+ * `..` and encoded traversal, 405 for other methods. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char dir[256];
+
+static void put(const char *name, const char *content) {
+  char p[512];
+  snprintf(p, sizeof(p), "%s/%s", dir, name);
+  FILE *f = fopen(p, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(content, f);
+  fclose(f);
+}
+
+static void make_tree(void) {
+  snprintf(dir, sizeof(dir), "/tmp/tp-static-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  put("a.txt", "0123456789");
+  put("m.wasm", "\0asm");
+  put("app.js", "console.log(1)");
+  put("app.js.gz", "GZ");
+  put("app.js.br", "BR");
+  put("only.css", "body{}");
+  put("only.css.gz", "GZCSS");
+  char p[512];
+  snprintf(p, sizeof(p), "%s/sub", dir);
+  mkdir(p, 0755);
+  put("sub/index.html", "<p>index</p>");
+  put("../tp-secret.txt", "secret");
+}
+
+static char etag[128];
+
+static char *get(struct th *t, const char *req, int *st) { return th_request(t->port, req, st); }
+
+static void client_static(struct th *t) {
+  int st;
+  char *r = get(t, "GET /static/a.txt HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Type: text/plain"));
+  ck_assert_ptr_nonnull(strstr(r, "Cache-Control: public, max-age=31536000, immutable"));
+  ck_assert_ptr_nonnull(strstr(r, "Accept-Ranges: bytes"));
+  ck_assert_ptr_nonnull(strstr(r, "Cross-Origin-Embedder-Policy: require-corp"));
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\n0123456789"));
+  char *e = strstr(r, "ETag: ");
+  ck_assert_ptr_nonnull(e);
+  sscanf(e + 6, "%127[^\r]", etag);
+  free(r);
+
+  char req[512];
+  snprintf(req, sizeof(req), "GET /static/a.txt HTTP/1.1\r\nIf-None-Match: \"x\", %s\r\n\r\n", etag);
+  r = get(t, req, &st);
+  ck_assert_int_eq(st, 304);
+  ck_assert_ptr_nonnull(strstr(r, etag));
+  free(r);
+  r = get(t, "GET /static/a.txt HTTP/1.1\r\nIf-None-Match: \"other\"\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  free(r);
+
+  struct {
+    const char *range;
+    int status;
+    const char *body, *cr;
+  } ranges[] = {
+      {"bytes=2-4", 206, "\r\n\r\n234", "Content-Range: bytes 2-4/10"},
+      {"bytes=7-", 206, "\r\n\r\n789", "Content-Range: bytes 7-9/10"},
+      {"bytes=-2", 206, "\r\n\r\n89", "Content-Range: bytes 8-9/10"},
+      {"bytes=5-100", 206, "\r\n\r\n56789", "Content-Range: bytes 5-9/10"},
+      {"bytes=10-", 416, "", "Content-Range: bytes */10"},
+      {"bytes=4-2", 200, "\r\n\r\n0123456789", "Content-Length: 10"},
+      {"bytes=0-1,3-4", 200, "\r\n\r\n0123456789", "Content-Length: 10"},
+      {"items=0-1", 200, "\r\n\r\n0123456789", "Content-Length: 10"},
+  };
+  for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+    snprintf(req, sizeof(req), "GET /static/a.txt HTTP/1.1\r\nRange: %s\r\n\r\n", ranges[i].range);
+    r = get(t, req, &st);
+    ck_assert_msg(st == ranges[i].status, "%s: %d", ranges[i].range, st);
+    ck_assert_msg(strstr(r, ranges[i].body) && strstr(r, ranges[i].cr), "%s: %s", ranges[i].range, r);
+    free(r);
+  }
+  /* If-Range with a stale validator: the whole file. */
+  r = get(t, "GET /static/a.txt HTTP/1.1\r\nRange: bytes=0-1\r\nIf-Range: \"old\"\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  free(r);
+
+  r = get(t, "GET /static/m.wasm HTTP/1.1\r\n\r\n", &st);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Type: application/wasm"));
+  free(r);
+
+  /* Precompressed variants. */
+  r = get(t, "GET /static/app.js HTTP/1.1\r\nAccept-Encoding: gzip, deflate, br\r\n\r\n", &st);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Encoding: br"));
+  ck_assert_ptr_nonnull(strstr(r, "Vary: Accept-Encoding"));
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nBR"));
+  free(r);
+  r = get(t, "GET /static/app.js HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n", &st);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Encoding: gzip"));
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nGZ"));
+  free(r);
+  r = get(t, "GET /static/app.js HTTP/1.1\r\nAccept-Encoding: br;q=0, gzip\r\n\r\n", &st);
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nGZ"));
+  free(r);
+  r = get(t, "GET /static/app.js HTTP/1.1\r\n\r\n", &st);
+  ck_assert_ptr_null(strstr(r, "Content-Encoding"));
+  ck_assert_ptr_nonnull(strstr(r, "Vary: Accept-Encoding"));
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nconsole.log(1)"));
+  free(r);
+  r = get(t, "GET /static/only.css HTTP/1.1\r\nAccept-Encoding: br\r\n\r\n", &st);
+  ck_assert_ptr_null(strstr(r, "Content-Encoding"));
+  free(r);
+
+  /* Directory: index.html, never a redirect. */
+  r = get(t, "GET /static/sub HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  ck_assert_ptr_nonnull(strstr(r, "<p>index</p>"));
+  free(r);
+  r = get(t, "GET /static/sub/ HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  free(r);
+
+  /* Refusals. */
+  const char *bad[] = {"GET /static/../tp-secret.txt HTTP/1.1\r\n\r\n",
+                       "GET /static/%2e%2e/tp-secret.txt HTTP/1.1\r\n\r\n",
+                       "GET /static/sub/..%2f..%2ftp-secret.txt HTTP/1.1\r\n\r\n",
+                       "GET /static/a.txt%5c HTTP/1.1\r\n\r\n",
+                       "GET /static/missing.txt HTTP/1.1\r\n\r\n"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    r = get(t, bad[i], &st);
+    ck_assert_msg(st == 404, "%s: %d", bad[i], st);
+    ck_assert_ptr_null(strstr(r, "secret"));
+    free(r);
+  }
+  r = get(t, "GET /static/a%00.txt HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 400);
+  free(r);
+  r = get(t, "POST /static/a.txt HTTP/1.1\r\nContent-Length: 0\r\n\r\n", &st);
+  ck_assert_int_eq(st, 405);
+  ck_assert_ptr_nonnull(strstr(r, "Allow: GET, HEAD"));
+  free(r);
+  th_head_response = 1;
+  r = get(t, "HEAD /static/a.txt HTTP/1.1\r\n\r\n", &st);
+  th_head_response = 0;
+  ck_assert_ptr_null(strstr(r, "0123456789"));
+  ck_assert_int_eq(st, 200);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Length: 10"));
+  free(r);
+}
+
+START_TEST(test_static_files) {
+  make_tree();
+  struct th t;
+  th_init(&t, NULL);
+  ck_assert_int_eq(tp_static_mount(t.srv, "/static/", dir, "public, max-age=31536000, immutable"), 0);
+  ck_assert_int_eq(tp_path_headers(t.srv, "/static/", "Cross-Origin-Embedder-Policy: require-corp\r\n"), 0);
+  ck_assert_int_eq(tp_path_headers(t.srv, "/static/", "no-crlf"), SBX_EINVAL);
+  th_run(&t, client_static);
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s' /tmp/tp-secret.txt", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+Suite *static_suite(void);
+Suite *static_suite(void) {
+  Suite *s = suite_create("static");
+  TCase *tc = tcase_create("static");
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, test_static_files);
+  suite_add_tcase(s, tc);
+  return s;
+}

@@ -1,0 +1,382 @@
+/* conn.c -- the socket layer: accepts a connection, sets TCP_NODELAY, sniffs its first bytes
+ * (0x16 -> TLS, the 24-byte HTTP/2 preface -> h2c, else HTTP/1.1), runs TLS through memory BIOs,
+ * owns the connection's one timer and its write path, and closes it.  It knows no HTTP: the
+ * protocol peers (http1.c, http2.c) plug in through struct tp_proto_ops.
+ */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+static const char *conn_state_name(enum conn_state s) {
+  static const char *n[] = {"SNIFF", "TLS_HANDSHAKE", "HTTP1", "H2", "CLOSING"};
+  return n[s];
+}
+
+static void conn_set_state(struct tp_conn *c, enum conn_state st) {
+  switch (st) {
+  case CONN_TLS_HANDSHAKE:
+    assert(c->state == CONN_SNIFF);
+    break;
+  case CONN_HTTP1:
+  case CONN_H2:
+    assert(c->state == CONN_SNIFF || c->state == CONN_TLS_HANDSHAKE);
+    break;
+  case CONN_CLOSING:
+    assert(c->state != CONN_CLOSING);
+    break;
+  default:
+    assert(0);
+  }
+  if (SBX_LOG_ENABLED(SBX_LOG_TRACE)) {
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
+    SBX_TRACE_STATE(TP_MOD, "conn", id, conn_state_name(c->state), conn_state_name(st));
+  }
+  c->state = st;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
+  struct tp_conn *c = h->data;
+  struct tp_server *s = c->srv;
+  if (s->rbuf_busy) { /* cannot happen with one loop thread; be safe anyway */
+    buf->base = NULL;
+    buf->len = 0;
+    return;
+  }
+  s->rbuf_busy = 1;
+  buf->base = s->rbuf;
+  buf->len = TP_READ_BUF;
+}
+
+static void on_timer(uv_timer_t *t) {
+  struct tp_conn *c = t->data;
+  if (c->state == CONN_SNIFF || c->state == CONN_TLS_HANDSHAKE) {
+    tp__conn_close(c, "handshake timeout");
+    return;
+  }
+  if (c->ops && c->ops->on_timeout)
+    c->ops->on_timeout(c);
+  else
+    tp__conn_close(c, "timeout");
+}
+
+void tp__conn_timer(struct tp_conn *c, uint64_t ms) {
+  if (c->state == CONN_CLOSING)
+    return;
+  if (ms == 0)
+    uv_timer_stop(&c->timer);
+  else
+    uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+void tp__conn_read_stop(struct tp_conn *c) {
+  if (c->reading && c->state != CONN_CLOSING) {
+    uv_read_stop(&c->h.stream);
+    c->reading = 0;
+  }
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
+void tp__conn_read_start(struct tp_conn *c) {
+  if (!c->reading && c->state != CONN_CLOSING) {
+    if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+      c->reading = 1;
+  }
+}
+
+void tp__conn_set_proto(struct tp_conn *c, enum conn_state st) {
+  conn_set_state(c, st);
+  struct tp_stats *stats = &c->srv->stats;
+  if (st == CONN_HTTP1)
+    c->proto = TP_PROTO_HTTP1;
+  else
+    c->proto = c->tls ? TP_PROTO_H2 : TP_PROTO_H2C;
+  stats->connections_total[c->proto]++;
+  stats->connections_open_by_proto[c->proto]++;
+}
+
+/* Plain bytes, after TLS if any: sniff them first, then hand them to the protocol peer. */
+static int conn_plain(struct tp_conn *c, const char *p, size_t n) {
+  if (c->state == CONN_CLOSING)
+    return 0;
+  if (c->ops)
+    return c->ops->feed(c, p, n);
+  /* Sniff for the h2 preface (plain, or inside TLS without ALPN h2). */
+  size_t take = SBX_MIN(n, sizeof(c->sniff) - c->sniff_len);
+  memcpy(c->sniff + c->sniff_len, p, take);
+  c->sniff_len += take;
+  if (memcmp(c->sniff, H2_PREFACE, c->sniff_len) == 0 && c->sniff_len < 24) {
+    return 0; /* so far it is a preface: wait for the rest */
+  }
+  /* Decide; hand the sniffed bytes plus the rest of this read to the peer. */
+  int h2 = c->sniff_len == 24 && memcmp(c->sniff, H2_PREFACE, 24) == 0;
+  char tmp[24];
+  size_t sl = c->sniff_len;
+  memcpy(tmp, c->sniff, sl);
+  c->sniff_len = 0;
+  int rc;
+  if (h2) {
+    tp__conn_set_proto(c, CONN_H2);
+    rc = tp__h2_start(c, tmp, sl);
+  } else {
+    tp__conn_set_proto(c, CONN_HTTP1);
+    rc = tp__h1_start(c, tmp, sl);
+  }
+  if (rc == 0 && n > take && c->state != CONN_CLOSING)
+    rc = c->ops->feed(c, p + take, n - take);
+  return rc;
+}
+
+static int conn_tls_plain(struct tp_conn *c, const char *p, size_t n) {
+  if (c->state == CONN_TLS_HANDSHAKE) {
+    /* First plaintext after the handshake: choose by ALPN. */
+    if (tp__tls_alpn_h2(c->tls)) {
+      tp__conn_set_proto(c, CONN_H2);
+      int rc = tp__h2_start(c, NULL, 0);
+      if (rc != 0)
+        return rc;
+    } else {
+      tp__conn_set_proto(c, CONN_HTTP1);
+      int rc = tp__h1_start(c, NULL, 0);
+      if (rc != 0)
+        return rc;
+    }
+  }
+  if (n == 0 || c->state == CONN_CLOSING)
+    return 0;
+  return c->ops->feed(c, p, n);
+}
+
+static int conn_flush_tls_output(struct tp_conn *c);
+
+static void conn_data(struct tp_conn *c, const char *p, size_t n) {
+  int rc = 0;
+  c->srv->stats.bytes_in += n;
+  if (c->state == CONN_SNIFF && c->sniff_len == 0 && n > 0 && (unsigned char)p[0] == 0x16) {
+    if (c->srv->ssl_ctx == NULL) {
+      tp__conn_close(c, "TLS client on a plain listener");
+      return;
+    }
+    c->tls = tp__tls_new(c->srv->ssl_ctx);
+    if (c->tls == NULL) {
+      tp__conn_close(c, "out of memory");
+      return;
+    }
+    conn_set_state(c, CONN_TLS_HANDSHAKE);
+  }
+  c->in_feed++;
+  if (c->tls) {
+    rc = tp__tls_feed(c, p, n, conn_tls_plain);
+    if (rc >= 0 && c->state != CONN_CLOSING)
+      rc = conn_flush_tls_output(c) < 0 ? -1 : 0;
+    if (rc == 0 && c->state == CONN_TLS_HANDSHAKE && tp__tls_handshake_done(c->tls))
+      rc = conn_tls_plain(c, NULL, 0); /* handshake finished without app data yet */
+  } else {
+    rc = conn_plain(c, p, n);
+  }
+  c->in_feed--;
+  if (rc != 0 && c->state != CONN_CLOSING) {
+    c->srv->stats.protocol_errors++;
+    tp__conn_close(c, c->tls && c->state == CONN_TLS_HANDSHAKE ? "TLS handshake failed"
+                                                                : "protocol error");
+  }
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  struct tp_conn *c = st->data;
+  if (buf->base == c->srv->rbuf)
+    c->srv->rbuf_busy = 0;
+  if (nread > 0) {
+    conn_data(c, buf->base, (size_t)nread);
+    return;
+  }
+  if (nread == 0 || c->state == CONN_CLOSING)
+    return;
+  if (nread == UV_EOF && c->ops && c->ops->on_eof) {
+    c->ops->on_eof(c);
+    return;
+  }
+  tp__conn_close(c, nread == UV_EOF ? "eof" : uv_strerror((int)nread));
+}
+
+/* ---- writes ---------------------------------------------------------------------------------- */
+
+struct wreq {
+  uv_write_t w;
+  struct tp_conn *c;
+  size_t len;
+  char data[];
+};
+
+static void on_write(uv_write_t *w, int status) {
+  struct wreq *wr = (struct wreq *)w;
+  struct tp_conn *c = wr->c;
+  c->wpending -= wr->len;
+  sbx_free(wr);
+  if (c->state == CONN_CLOSING)
+    return;
+  if (status < 0) {
+    tp__conn_close(c, "write failed");
+    return;
+  }
+  if (c->close_when_done && c->wpending == 0) {
+    tp__conn_close(c, "done");
+    return;
+  }
+  if (c->ops && c->ops->on_written)
+    c->ops->on_written(c);
+}
+
+static int conn_write_raw(struct tp_conn *c, char *owned_or_null, const uv_buf_t *bufs, unsigned n) {
+  size_t total = 0;
+  for (unsigned i = 0; i < n; i++)
+    total += bufs[i].len;
+  if (total == 0)
+    return 0;
+  struct wreq *wr = sbx_malloc(sizeof(*wr) + total);
+  if (wr == NULL)
+    return SBX_ENOMEM;
+  size_t off = 0;
+  for (unsigned i = 0; i < n; i++) {
+    memcpy(wr->data + off, bufs[i].base, bufs[i].len);
+    off += bufs[i].len;
+  }
+  (void)owned_or_null;
+  wr->c = c;
+  wr->len = total;
+  uv_buf_t b = uv_buf_init(wr->data, (unsigned)total);
+  int rc = uv_write(&wr->w, &c->h.stream, &b, 1, on_write);
+  if (rc != 0) {
+    sbx_free(wr);
+    return sbx_from_uv(rc);
+  }
+  c->wpending += total;
+  c->srv->stats.bytes_out += total;
+  return 0;
+}
+
+static int conn_flush_tls_output(struct tp_conn *c) {
+  char *out;
+  size_t len;
+  int rc = tp__tls_take_output(c->tls, &out, &len);
+  if (rc != 0)
+    return rc;
+  if (len == 0)
+    return 0;
+  uv_buf_t b = uv_buf_init(out, (unsigned)len);
+  rc = conn_write_raw(c, NULL, &b, 1);
+  sbx_free(out);
+  return rc;
+}
+
+int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n) {
+  if (c->state == CONN_CLOSING)
+    return SBX_ECLOSED;
+  if (c->tls == NULL)
+    return conn_write_raw(c, NULL, bufs, n);
+  char *out;
+  size_t len;
+  int rc = tp__tls_encrypt(c->tls, bufs, n, &out, &len);
+  if (rc != 0)
+    return rc;
+  uv_buf_t b = uv_buf_init(out, (unsigned)len);
+  rc = conn_write_raw(c, NULL, &b, 1);
+  sbx_free(out);
+  return rc;
+}
+
+/* ---- accept, close --------------------------------------------------------------------------- */
+
+static void on_conn_handle_closed(uv_handle_t *h) {
+  struct tp_conn *c = h->data;
+  if (--c->closing_handles > 0)
+    return;
+  struct tp_server *s = c->srv;
+  if (c->pdata && c->destroy)
+    c->destroy(c->pdata);
+  if (c->tls)
+    tp__tls_free(c->tls);
+  sbx_free(c);
+  s->handles_open--;
+  tp__server_conn_gone(s);
+}
+
+void tp__conn_close(struct tp_conn *c, const char *why) {
+  if (c->state == CONN_CLOSING)
+    return;
+  if (SBX_LOG_ENABLED(SBX_LOG_DEBUG))
+    sbx_log(SBX_LOG_DEBUG, TP_MOD, "conn %llu %s closed: %s", (unsigned long long)c->id, c->peer,
+            why);
+  int had_proto = c->state == CONN_HTTP1 || c->state == CONN_H2;
+  conn_set_state(c, CONN_CLOSING);
+  struct tp_server *s = c->srv;
+  if (had_proto)
+    s->stats.connections_open_by_proto[c->proto]--;
+  s->stats.connections_open--;
+  if (c->ops) {
+    c->destroy = c->ops->destroy;
+    if (c->ops->on_close)
+      c->ops->on_close(c);
+  }
+  c->ops = NULL;
+  sbx_list_remove(&c->node);
+  s->handles_open++; /* the server is freed only after this connection's close callbacks */
+  uv_timer_stop(&c->timer);
+  c->closing_handles = 2;
+  uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+  uv_close(&c->h.handle, on_conn_handle_closed);
+}
+
+void tp__conn_accept(struct tp_listener *l) {
+  struct tp_server *s = l->srv;
+  struct tp_conn *c = sbx_calloc(1, sizeof(*c));
+  if (c == NULL)
+    return; /* the connection stays in the backlog; libuv retries on the next accept */
+  c->srv = s;
+  c->id = ++s->next_id;
+  if (l->is_unix)
+    uv_pipe_init(s->loop, &c->h.pipe, 0);
+  else
+    uv_tcp_init(s->loop, &c->h.tcp);
+  c->h.handle.data = c;
+  uv_timer_init(s->loop, &c->timer);
+  c->timer.data = c;
+  SBX_LIST_INIT(&c->node);
+  sbx_list_insert_tail(&s->conns, &c->node);
+  s->stats.connections_open++;
+  if (uv_accept(&l->h.stream, &c->h.stream) != 0) {
+    tp__conn_close(c, "accept failed");
+    return;
+  }
+  if (s->state != SRV_RUNNING || s->stats.connections_open > s->cfg.limits.max_connections) {
+    tp__conn_close(c, "over the connection limit");
+    return;
+  }
+  if (l->is_unix) {
+    snprintf(c->peer, sizeof(c->peer), "unix");
+  } else {
+    uv_tcp_nodelay(&c->h.tcp, 1);
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    char ip[64] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) == 0) {
+      if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof(ip));
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+      } else {
+        uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+      }
+    }
+    snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
+  }
+  tp__conn_timer(c, s->cfg.limits.handshake_timeout_ms);
+  tp__conn_read_start(c);
+}

@@ -1,0 +1,702 @@
+/* req.c -- the request/response API every handler uses, whatever the protocol: accessors,
+ * hold/release, buffered, streamed and file answers, Server-Sent Events, and the dispatch of a
+ * complete request to its route, a static mount, 404 or 405.  It writes no bytes itself: the
+ * protocol peer behind r->ops (http1.c, http2.c) frames them.
+ */
+#include "internal.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *req_state_name(enum req_state s) {
+  static const char *n[] = {"HEAD_IN", "BODY_IN", "HANDLING", "RESPONDING", "DONE"};
+  return n[s];
+}
+
+void tp__req_set_state(struct tp_req *r, enum req_state st) {
+  switch (st) {
+  case REQ_BODY_IN:
+    assert(r->state == REQ_HEAD_IN);
+    break;
+  case REQ_HANDLING:
+    assert(r->state == REQ_HEAD_IN || r->state == REQ_BODY_IN);
+    break;
+  case REQ_RESPONDING:
+    assert(r->state <= REQ_HANDLING);
+    break;
+  case REQ_DONE:
+    assert(r->state != REQ_DONE);
+    break;
+  default:
+    assert(0);
+  }
+  if (SBX_LOG_ENABLED(SBX_LOG_TRACE)) {
+    char id[32];
+    snprintf(id, sizeof(id), "%p", (void *)r);
+    SBX_TRACE_STATE(TP_MOD, "req", id, req_state_name(r->state), req_state_name(st));
+  }
+  r->state = st;
+}
+
+struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum tp_protocol p) {
+  struct tp_req *r = sbx_calloc(1, sizeof(*r));
+  if (r == NULL)
+    return NULL;
+  r->srv = c->srv;
+  r->conn = c;
+  r->ops = ops;
+  r->proto = p;
+  r->refs = 1;
+  r->file_fd = -1;
+  snprintf(r->peer, sizeof(r->peer), "%s", c->peer);
+  SBX_LIST_INIT(&r->sse_node);
+  sbx_buf_init(&r->body, c->srv->cfg.limits.default_body_limit);
+  return r;
+}
+
+void tp__req_ref(struct tp_req *r) { r->refs++; }
+
+static void req_free(struct tp_req *r) {
+  if (r->file_fd >= 0)
+    close(r->file_fd);
+  sbx_list_remove(&r->sse_node);
+  sbx_free(r->method);
+  sbx_free(r->target);
+  sbx_free(r->path);
+  sbx_free(r->query);
+  for (size_t i = 0; i < r->nhdrs; i++) {
+    sbx_free(r->hdrs[i].name);
+    sbx_free(r->hdrs[i].value);
+  }
+  sbx_free(r->hdrs);
+  for (size_t i = 0; i < r->nparams; i++) {
+    sbx_free(r->params[i].name);
+    sbx_free(r->params[i].value);
+  }
+  sbx_buf_free(&r->body);
+  sbx_free(r);
+}
+
+void tp__req_unref(struct tp_req *r) {
+  assert(r->refs > 0);
+  if (--r->refs == 0)
+    req_free(r);
+}
+
+static void sse_forget(struct tp_req *r) {
+  if (r->sse) {
+    r->sse = 0;
+    sbx_list_remove(&r->sse_node);
+    r->srv->stats.sse_streams_open--;
+  }
+}
+
+void tp__req_peer_gone(struct tp_req *r) {
+  if (r->gone)
+    return;
+  r->gone = 1;
+  r->conn = NULL;
+  sse_forget(r);
+  if (r->file_fd >= 0) {
+    close(r->file_fd);
+    r->file_fd = -1;
+  }
+  if (r->state != REQ_DONE && r->close_cb) {
+    tp_req_close_cb cb = r->close_cb;
+    r->close_cb = NULL;
+    tp__req_ref(r);
+    cb(r, r->close_ud);
+    tp__req_unref(r);
+  }
+}
+
+int tp__req_add_header(struct tp_req *r, const char *n, size_t nl, const char *v, size_t vl) {
+  if (r->nhdrs == r->hcap) {
+    size_t cap = r->hcap ? r->hcap * 2 : 16;
+    struct tp_kv *nh = sbx_realloc(r->hdrs, cap * sizeof(*nh));
+    if (nh == NULL)
+      return SBX_ENOMEM;
+    r->hdrs = nh;
+    r->hcap = cap;
+  }
+  char *name = sbx_strndup(n, nl), *value = sbx_strndup(v, vl);
+  if (!name || !value) {
+    sbx_free(name);
+    sbx_free(value);
+    return SBX_ENOMEM;
+  }
+  r->hdrs[r->nhdrs].name = name;
+  r->hdrs[r->nhdrs].value = value;
+  r->nhdrs++;
+  return 0;
+}
+
+int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size_t tl) {
+  r->method = sbx_strdup(m);
+  r->target = sbx_strndup(target, tl);
+  if (!r->method || !r->target)
+    return SBX_ENOMEM;
+  r->is_head = strcmp(m, "HEAD") == 0;
+  const char *q = memchr(target, '?', tl);
+  size_t pl = q ? (size_t)(q - target) : tl;
+  if (pl == 0 || target[0] != '/')
+    return SBX_EINVAL; /* only origin-form targets are served */
+  r->path = tp__pct_decode(target, pl, 0);
+  if (r->path == NULL)
+    return SBX_EINVAL;
+  if (q) {
+    r->query = sbx_strndup(q + 1, tl - pl - 1);
+    if (!r->query)
+      return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+void tp__req_route(struct tp_req *r) {
+  struct tp_server *s = r->srv;
+  size_t tl = strlen(r->target);
+  const char *q = memchr(r->target, '?', tl);
+  char *raw = sbx_strndup(r->target, q ? (size_t)(q - r->target) : tl);
+  if (raw == NULL) {
+    r->route_status = 500;
+    return;
+  }
+  r->route = tp__route_match(s, r->method, raw, r, r->allow, sizeof(r->allow), &r->route_status);
+  sbx_free(raw);
+  if (r->route) {
+    r->body_limit = r->route->body_limit;
+    return;
+  }
+  if (r->route_status == 404) {
+    /* The longest static mount prefix that holds the path. */
+    size_t best = 0;
+    for (size_t i = 0; i < s->nmounts; i++) {
+      size_t pl = strlen(s->mounts[i].prefix);
+      if (strncmp(r->path, s->mounts[i].prefix, pl) == 0 && pl > best) {
+        best = pl;
+        r->mount = &s->mounts[i];
+      }
+    }
+    if (r->mount) {
+      if (strcmp(r->method, "GET") == 0 || r->is_head) {
+        r->route_status = 1;
+      } else {
+        r->route_status = 405;
+        snprintf(r->allow, sizeof(r->allow), "GET, HEAD");
+      }
+    }
+  }
+  r->body_limit = s->cfg.limits.default_body_limit;
+}
+
+void tp__req_dispatch(struct tp_req *r) {
+  struct tp_server *s = r->srv;
+  s->stats.requests_total++;
+  tp__req_set_state(r, REQ_HANDLING);
+  tp__req_ref(r); /* the handler may end the request; keep it until we are done looking */
+  if (r->route) {
+    r->route->cb(r, r->route->ud);
+  } else if (r->route_status == 1) {
+    tp__static_serve(r, r->mount);
+  } else if (r->route_status == 405) {
+    char h[96];
+    snprintf(h, sizeof(h), "Allow: %s\r\n", r->allow);
+    static const char body[] =
+        "{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"method not allowed\"}}";
+    tp_respond(r, 405, h, body, sizeof(body) - 1);
+  } else if (r->route_status == 404) {
+    tp_respond_error(r, 404, "not_found", "no such path");
+  } else {
+    tp_respond_error(r, 500, "internal", "routing failed");
+  }
+  if (r->state == REQ_HANDLING && r->refs <= 2 && !r->gone) {
+    /* Returned without answering and without holding: answer for it rather than hang. */
+    sbx_log(SBX_LOG_WARN, TP_MOD, "handler for %s %s returned without answering", r->method,
+            r->path);
+    r->auto_answered = 1;
+    tp_respond_error(r, 500, "internal", "the handler did not answer");
+  }
+  tp__req_unref(r);
+}
+
+/* ---- accessors ------------------------------------------------------------------------------- */
+
+enum tp_protocol tp_req_protocol(const struct tp_req *r) { return r->proto; }
+const char *tp_req_method(const struct tp_req *r) { return r->method; }
+const char *tp_req_path(const struct tp_req *r) { return r->path; }
+const char *tp_req_target(const struct tp_req *r) { return r->target; }
+const char *tp_req_peer(const struct tp_req *r) {
+  return r->peer;
+}
+
+const char *tp_req_param(const struct tp_req *r, const char *name) {
+  for (size_t i = 0; i < r->nparams; i++)
+    if (strcmp(r->params[i].name, name) == 0)
+      return r->params[i].value;
+  return NULL;
+}
+
+const char *tp_req_query(const struct tp_req *r, const char *name) {
+  if (r->query == NULL)
+    return NULL;
+  /* Decoded on demand and cached as a pseudo-parameter so the pointer stays valid. */
+  char key[128];
+  int kl = snprintf(key, sizeof(key), "?%s", name);
+  if (kl < 0 || (size_t)kl >= sizeof(key))
+    return NULL;
+  const char *hit = tp_req_param(r, key);
+  if (hit)
+    return hit;
+  size_t nl = strlen(name);
+  const char *p = r->query;
+  while (*p) {
+    const char *amp = strchr(p, '&');
+    size_t seg = amp ? (size_t)(amp - p) : strlen(p);
+    const char *eq = memchr(p, '=', seg);
+    size_t kn = eq ? (size_t)(eq - p) : seg;
+    char *k = tp__pct_decode(p, kn, 1);
+    int match = k && strlen(k) == nl && memcmp(k, name, nl) == 0;
+    sbx_free(k);
+    if (match) {
+      char *v = eq ? tp__pct_decode(eq + 1, seg - kn - 1, 1) : sbx_strdup("");
+      struct tp_req *mr = (struct tp_req *)r;
+      if (v == NULL || mr->nparams == SBX_ARRAY_SIZE(mr->params)) {
+        sbx_free(v);
+        return NULL;
+      }
+      mr->params[mr->nparams].name = sbx_strdup(key);
+      if (mr->params[mr->nparams].name == NULL) {
+        sbx_free(v);
+        return NULL;
+      }
+      mr->params[mr->nparams].value = v;
+      mr->nparams++;
+      return v;
+    }
+    if (!amp)
+      break;
+    p = amp + 1;
+  }
+  return NULL;
+}
+
+const char *tp_req_header(const struct tp_req *r, const char *name) {
+  for (size_t i = 0; i < r->nhdrs; i++)
+    if (strcasecmp(r->hdrs[i].name, name) == 0)
+      return r->hdrs[i].value;
+  return NULL;
+}
+
+const char *tp_req_body(const struct tp_req *r, size_t *len) {
+  if (len)
+    *len = r->body.len;
+  return r->body.data ? r->body.data : "";
+}
+
+void tp_req_hold(struct tp_req *r) { tp__req_ref(r); }
+void tp_req_release(struct tp_req *r) { tp__req_unref(r); }
+
+void tp_req_on_close(struct tp_req *r, tp_req_close_cb cb, void *ud) {
+  r->close_cb = cb;
+  r->close_ud = ud;
+}
+void tp_req_set_data(struct tp_req *r, void *data) { r->data = data; }
+void *tp_req_get_data(const struct tp_req *r) { return r->data; }
+
+/* ---- responses ------------------------------------------------------------------------------- */
+
+/* Builds the header block: the caller's headers, per-path headers, Date, Server, and
+ * Content-Length when known. */
+static int build_headers(struct tp_req *r, struct sbx_buf *b, const char *headers, int64_t clen) {
+  struct tp_server *s = r->srv;
+  int rc = 0;
+  if (headers)
+    rc |= sbx_buf_append(b, headers, strlen(headers));
+  for (size_t i = 0; i < s->nphdrs; i++)
+    if (r->path && strncmp(r->path, s->phdrs[i].prefix, strlen(s->phdrs[i].prefix)) == 0)
+      rc |= sbx_buf_append(b, s->phdrs[i].headers, strlen(s->phdrs[i].headers));
+  rc |= sbx_buf_appendf(b, "Date: %s\r\nServer: %s\r\n", tp__http_date(s), s->server_name);
+  if (clen >= 0)
+    rc |= sbx_buf_appendf(b, "Content-Length: %lld\r\n", (long long)clen);
+  return rc ? SBX_ETOOBIG : 0;
+}
+
+static int64_t header_clen(const char *headers) {
+  if (!headers)
+    return -1;
+  const char *p = headers;
+  while (*p) {
+    if (strncasecmp(p, "Content-Length:", 15) == 0)
+      return strtoll(p + 15, NULL, 10);
+    p = strstr(p, "\r\n");
+    if (!p)
+      break;
+    p += 2;
+  }
+  return -1;
+}
+
+static int send_head(struct tp_req *r, int status, const char *headers, int64_t clen,
+                     int has_body) {
+  struct sbx_buf b;
+  sbx_buf_init(&b, 64 * 1024);
+  int rc = build_headers(r, &b, headers, clen);
+  if (rc == 0) {
+    tp__count_status(r->srv, status);
+    r->status = status;
+    rc = r->ops->head(r, status, b.data, b.len, clen, has_body);
+  }
+  sbx_buf_free(&b);
+  return rc;
+}
+
+static int answer_check(struct tp_req *r) {
+  if (r->state == REQ_RESPONDING || r->state == REQ_DONE)
+    return SBX_ESTATE;
+  if (r->gone || r->conn == NULL) {
+    if (r->state != REQ_DONE)
+      tp__req_set_state(r, REQ_DONE);
+    return SBX_ECLOSED;
+  }
+  return 0;
+}
+
+static int finish(struct tp_req *r) {
+  tp__req_set_state(r, REQ_DONE);
+  return r->ops->end(r); /* may drop the peer's reference */
+}
+
+int tp_respond(struct tp_req *r, int status, const char *headers, const void *body, size_t len) {
+  int rc = answer_check(r);
+  if (rc != 0)
+    return rc;
+  int no_body = r->is_head || status == 204 || status == 304 || (status >= 100 && status < 200);
+  tp__req_set_state(r, REQ_RESPONDING);
+  rc = send_head(r, status, headers, (status == 204 || status == 304) ? -1 : (int64_t)len,
+                 !no_body && len > 0);
+  if (rc == 0 && !no_body && len > 0)
+    rc = r->ops->data(r, body, len);
+  int rc2 = finish(r);
+  return rc ? rc : rc2;
+}
+
+int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message) {
+  struct sbx_buf b;
+  sbx_buf_init(&b, 8192);
+  /* code and message are ours, but escape quotes and backslashes anyway */
+  int rc = sbx_buf_appendf(&b, "{\"error\":{\"code\":\"%s\",\"message\":\"", code);
+  for (const char *p = message; rc == 0 && *p; p++) {
+    if (*p == '"' || *p == '\\')
+      rc = sbx_buf_appendf(&b, "\\%c", *p);
+    else if ((unsigned char)*p < 0x20)
+      rc = sbx_buf_appendf(&b, "\\u%04x", *p);
+    else
+      rc = sbx_buf_append(&b, p, 1);
+  }
+  if (rc == 0)
+    rc = sbx_buf_append(&b, "\"}}", 3);
+  if (rc == 0)
+    rc = tp_respond(r, status, "Content-Type: application/json\r\n", b.data, b.len);
+  sbx_buf_free(&b);
+  return rc;
+}
+
+int tp__respond_simple(struct tp_req *r, int status, const char *code, const char *msg,
+                       int close_conn) {
+  (void)close_conn; /* the protocol peer decides about the connection */
+  return tp_respond_error(r, status, code, msg);
+}
+
+int tp_stream_start(struct tp_req *r, int status, const char *headers) {
+  int rc = answer_check(r);
+  if (rc != 0)
+    return rc;
+  tp__req_set_state(r, REQ_RESPONDING);
+  /* A Content-Length the caller gives stays in its headers (no second one, no chunking). */
+  rc = send_head(r, status, headers, header_clen(headers) >= 0 ? -2 : -1, !r->is_head);
+  if (r->conn)
+    r->last_write_ms = uv_now(r->srv->loop);
+  return rc;
+}
+
+int tp_stream_write(struct tp_req *r, const void *data, size_t len) {
+  if (r->state != REQ_RESPONDING)
+    return r->state == REQ_DONE ? SBX_ECLOSED : SBX_ESTATE;
+  if (r->gone || r->conn == NULL)
+    return SBX_ECLOSED;
+  size_t q = r->ops->queued(r);
+  if (q > 0 && q + len > r->srv->cfg.limits.sse_queue_bytes) {
+    r->blocked = 1;
+    return SBX_EAGAIN;
+  }
+  if (r->is_head || len == 0)
+    return 0;
+  r->last_write_ms = uv_now(r->srv->loop);
+  return r->ops->data(r, data, len);
+}
+
+int tp_stream_end(struct tp_req *r) {
+  if (r->state != REQ_RESPONDING)
+    return r->state == REQ_DONE ? SBX_ECLOSED : SBX_ESTATE;
+  sse_forget(r);
+  if (r->gone || r->conn == NULL) {
+    tp__req_set_state(r, REQ_DONE);
+    return SBX_ECLOSED;
+  }
+  return finish(r);
+}
+
+void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud) {
+  r->drain_cb = cb;
+  r->drain_ud = ud;
+}
+
+/* Sends the next file chunks while the protocol's queue is below the low-water mark. */
+static void file_pump(struct tp_req *r) {
+  char *buf = NULL;
+  while (r->file_fd >= 0 && r->conn && r->ops->queued(r) < TP_LOW_WATER) {
+    if (r->file_left == 0) {
+      close(r->file_fd);
+      r->file_fd = -1;
+      finish(r);
+      break;
+    }
+    if (buf == NULL && (buf = sbx_malloc(TP_FILE_CHUNK)) == NULL)
+      break; /* try again on the next drain */
+    size_t want = (size_t)SBX_MIN((uint64_t)TP_FILE_CHUNK, r->file_left);
+    ssize_t n = pread(r->file_fd, buf, want, (off_t)r->file_off);
+    if (n <= 0) {
+      /* The file shrank or failed under us: the length promised cannot be kept; cut. */
+      sbx_log(SBX_LOG_WARN, TP_MOD, "file read failed mid-response: %s",
+              n < 0 ? strerror(errno) : "short file");
+      close(r->file_fd);
+      r->file_fd = -1;
+      if (r->conn)
+        tp__conn_close(r->conn, "file read failed");
+      break;
+    }
+    r->file_off += (uint64_t)n;
+    r->file_left -= (uint64_t)n;
+    if (r->ops->data(r, buf, (size_t)n) != 0)
+      break;
+  }
+  sbx_free(buf);
+}
+
+void tp__req_drained(struct tp_req *r) {
+  if (r->file_fd >= 0) {
+    tp__req_ref(r);
+    file_pump(r);
+    tp__req_unref(r);
+    return;
+  }
+  if (r->blocked && r->drain_cb && r->ops->queued(r) <= r->srv->cfg.limits.sse_queue_bytes / 2) {
+    r->blocked = 0;
+    tp__req_ref(r);
+    r->drain_cb(r, r->drain_ud);
+    tp__req_unref(r);
+  }
+}
+
+/* Internal: serves an open fd's [off, off+len) with the given status and headers. */
+int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, uint64_t off,
+                   uint64_t len);
+int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, uint64_t off,
+                   uint64_t len) {
+  int rc = answer_check(r);
+  if (rc != 0) {
+    close(fd);
+    return rc;
+  }
+  tp__req_set_state(r, REQ_RESPONDING);
+  rc = send_head(r, status, headers, (int64_t)len, !r->is_head && len > 0);
+  if (rc != 0 || r->is_head || len == 0) {
+    close(fd);
+    int rc2 = finish(r);
+    return rc ? rc : rc2;
+  }
+  r->file_fd = fd;
+  r->file_off = off;
+  r->file_left = len;
+  tp__req_ref(r);
+  file_pump(r);
+  tp__req_unref(r);
+  return 0;
+}
+
+/* Parses "bytes=a-b" against `size`: 1 one range (start/len set), 0 no usable range (serve all),
+ * -1 unsatisfiable (416). */
+int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len);
+int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len) {
+  if (h == NULL || strncmp(h, "bytes=", 6) != 0)
+    return 0;
+  const char *p = h + 6;
+  if (strchr(p, ','))
+    return 0; /* several ranges: answer with the whole file */
+  char *end;
+  if (*p == '-') {
+    if (p[1] < '0' || p[1] > '9')
+      return 0;
+    unsigned long long n = strtoull(p + 1, &end, 10);
+    if (*end != '\0')
+      return 0;
+    if (n == 0 || size == 0)
+      return -1;
+    if (n > size)
+      n = size;
+    *start = size - n;
+    *len = n;
+    return 1;
+  }
+  if (*p < '0' || *p > '9')
+    return 0;
+  unsigned long long a = strtoull(p, &end, 10);
+  if (*end != '-')
+    return 0;
+  p = end + 1;
+  unsigned long long b;
+  if (*p == '\0') {
+    b = size ? size - 1 : 0;
+  } else {
+    if (*p < '0' || *p > '9')
+      return 0;
+    b = strtoull(p, &end, 10);
+    if (*end != '\0' || b < a)
+      return 0;
+  }
+  if (a >= size)
+    return -1;
+  if (b >= size)
+    b = size - 1;
+  *start = a;
+  *len = b - a + 1;
+  return 1;
+}
+
+int tp_respond_file(struct tp_req *r, const char *path, const char *content_type,
+                    const char *extra_headers, int allow_range) {
+  if (r->state == REQ_RESPONDING || r->state == REQ_DONE)
+    return SBX_ESTATE;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT || errno == ENOTDIR ? SBX_ENOENT : SBX_EIO;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return S_ISDIR(st.st_mode) ? SBX_ENOENT : SBX_EIO;
+  }
+  uint64_t size = (uint64_t)st.st_size, start = 0, len = size;
+  int status = 200;
+  struct sbx_buf h;
+  sbx_buf_init(&h, 16 * 1024);
+  int rc = 0;
+  if (content_type)
+    rc |= sbx_buf_appendf(&h, "Content-Type: %s\r\n", content_type);
+  if (extra_headers)
+    rc |= sbx_buf_append(&h, extra_headers, strlen(extra_headers));
+  if (allow_range) {
+    rc |= sbx_buf_appendf(&h, "Accept-Ranges: bytes\r\n");
+    int pr = tp__parse_range(tp_req_header(r, "Range"), size, &start, &len);
+    if (pr < 0) {
+      close(fd);
+      rc |= sbx_buf_appendf(&h, "Content-Range: bytes */%llu\r\n", (unsigned long long)size);
+      rc = rc ? SBX_ENOMEM : tp_respond(r, 416, h.data, NULL, 0);
+      sbx_buf_free(&h);
+      return rc;
+    }
+    if (pr > 0) {
+      status = 206;
+      rc |= sbx_buf_appendf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n",
+                            (unsigned long long)start, (unsigned long long)(start + len - 1),
+                            (unsigned long long)size);
+    }
+  }
+  if (rc != 0) {
+    close(fd);
+    sbx_buf_free(&h);
+    return SBX_ENOMEM;
+  }
+  rc = tp__respond_fd(r, fd, status, h.data, start, len);
+  sbx_buf_free(&h);
+  return rc;
+}
+
+/* ---- Server-Sent Events ---------------------------------------------------------------------- */
+
+int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
+                  size_t len) {
+  size_t mark = buf->len;
+  int rc = 0;
+  /* A field value with a line break would end the field early: refuse it. */
+  if ((id && strpbrk(id, "\r\n")) || (event && strpbrk(event, "\r\n")))
+    return SBX_EINVAL;
+  if (id)
+    rc |= sbx_buf_appendf(buf, "id: %s\n", id);
+  if (event)
+    rc |= sbx_buf_appendf(buf, "event: %s\n", event);
+  /* One data: line per line; \r\n, \r and \n all end a line (the SSE grammar). */
+  size_t i = 0;
+  for (;;) {
+    size_t j = i;
+    while (j < len && data[j] != '\n' && data[j] != '\r')
+      j++;
+    rc |= sbx_buf_append(buf, "data: ", 6);
+    rc |= sbx_buf_append(buf, data + i, j - i);
+    rc |= sbx_buf_append(buf, "\n", 1);
+    if (j >= len)
+      break;
+    if (data[j] == '\r' && j + 1 < len && data[j + 1] == '\n')
+      j++;
+    i = j + 1;
+  }
+  rc |= sbx_buf_append(buf, "\n", 1);
+  if (rc != 0) {
+    buf->len = mark;
+    if (buf->data)
+      buf->data[mark] = '\0';
+    return SBX_ETOOBIG;
+  }
+  return 0;
+}
+
+int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms) {
+  struct sbx_buf h;
+  sbx_buf_init(&h, 16 * 1024);
+  int rc = sbx_buf_appendf(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+                               "X-Accel-Buffering: no\r\n");
+  if (rc == 0 && extra_headers)
+    rc = sbx_buf_append(&h, extra_headers, strlen(extra_headers));
+  if (rc == 0)
+    rc = tp_stream_start(r, 200, h.data);
+  sbx_buf_free(&h);
+  if (rc != 0)
+    return rc;
+  tp_req_hold(r);
+  r->sse = 1;
+  r->hb_ms = heartbeat_ms;
+  sbx_list_insert_tail(&r->srv->sse_reqs, &r->sse_node);
+  r->srv->stats.sse_streams_open++;
+  tp__cron_want(r->srv, heartbeat_ms);
+  return 0;
+}
+
+int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data,
+                size_t len) {
+  if (r->gone || r->conn == NULL)
+    return SBX_ECLOSED;
+  if (!r->sse)
+    return r->state == REQ_DONE ? SBX_ECLOSED : SBX_ESTATE;
+  struct sbx_buf b;
+  sbx_buf_init(&b, r->srv->cfg.limits.sse_queue_bytes + 4096);
+  int rc = tp_sse_encode(&b, event, id, data ? data : "", data ? len : 0);
+  if (rc == 0)
+    rc = tp_stream_write(r, b.data, b.len); /* one event, one write */
+  sbx_buf_free(&b);
+  return rc;
+}

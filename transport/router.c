@@ -1,0 +1,263 @@
+/* router.c -- path patterns ("/v1/chats/{chat}/files", a trailing "{name*}" for the rest of the
+ * path), matching a request's method and path against them, percent-decoding, and the small
+ * tables every file needs (status texts, MIME types).  It does not run handlers (req.c).
+ *
+ * Matching is on the raw path split at '/', each segment decoded afterwards, so "%2F" inside a
+ * parameter stays inside it.  Literal routes (no parameter) are tried first, then parametrised
+ * ones in registration order.  A path that matches some route with another method gives 405 with
+ * the Allow list.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+char *tp__pct_decode(const char *s, size_t n, int plus) {
+  char *out = sbx_malloc(n + 1);
+  if (out == NULL)
+    return NULL;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '%') {
+      int h, l;
+      if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 || (l = hexval(s[i + 2])) < 0) {
+        sbx_free(out);
+        return NULL;
+      }
+      c = (char)(h * 16 + l);
+      i += 2;
+      if (c == '\0') {
+        sbx_free(out);
+        return NULL;
+      }
+    } else if (c == '+' && plus) {
+      c = ' ';
+    } else if (c == '\0') {
+      sbx_free(out);
+      return NULL;
+    }
+    out[o++] = c;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+int tp__route_compile(struct tp_route *rt) {
+  const char *p = rt->pattern + 1;
+  size_t cap = 1;
+  for (const char *q = p; *q; q++)
+    if (*q == '/')
+      cap++;
+  rt->segs = sbx_calloc(cap, sizeof(char *));
+  if (rt->segs == NULL)
+    return SBX_ENOMEM;
+  rt->literal = 1;
+  for (;;) {
+    const char *slash = strchr(p, '/');
+    size_t sl = slash ? (size_t)(slash - p) : strlen(p);
+    char *seg = sbx_strndup(p, sl);
+    if (seg == NULL)
+      return SBX_ENOMEM;
+    rt->segs[rt->nsegs++] = seg;
+    if (sl >= 2 && seg[0] == '{' && seg[sl - 1] == '}') {
+      rt->literal = 0;
+      if (sl >= 3 && seg[sl - 2] == '*') {
+        if (slash)
+          return SBX_EINVAL; /* {name*} only as the last segment */
+        rt->rest = 1;
+      }
+    } else if (strchr(seg, '{') || strchr(seg, '}')) {
+      return SBX_EINVAL;
+    }
+    if (!slash)
+      break;
+    p = slash + 1;
+  }
+  return 0;
+}
+
+void tp__route_free(struct tp_route *rt) {
+  for (size_t i = 0; i < rt->nsegs; i++)
+    sbx_free(rt->segs[i]);
+  sbx_free(rt->segs);
+  sbx_free(rt->method);
+  sbx_free(rt->pattern);
+}
+
+static void params_clear(struct tp_req *r) {
+  for (size_t i = 0; i < r->nparams; i++) {
+    sbx_free(r->params[i].name);
+    sbx_free(r->params[i].value);
+  }
+  r->nparams = 0;
+}
+
+static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl) {
+  if (r == NULL)
+    return 0;
+  if (r->nparams == SBX_ARRAY_SIZE(r->params))
+    return -1;
+  size_t nl = strlen(seg) - 2;
+  if (seg[nl] == '*')
+    nl--;
+  char *name = sbx_strndup(seg + 1, nl);
+  char *val = tp__pct_decode(v, vl, 0);
+  if (!name || !val) {
+    sbx_free(name);
+    sbx_free(val);
+    return -1;
+  }
+  r->params[r->nparams].name = name;
+  r->params[r->nparams].value = val;
+  r->nparams++;
+  return 0;
+}
+
+/* Does `rt` match the raw `path`?  Fills r's params when r is given. */
+static int route_matches(const struct tp_route *rt, const char *path, struct tp_req *r) {
+  const char *p = path + 1;
+  for (size_t i = 0; i < rt->nsegs; i++) {
+    const char *seg = rt->segs[i];
+    size_t sl = strlen(seg);
+    int param = sl >= 2 && seg[0] == '{' && seg[sl - 1] == '}';
+    if (param && rt->rest && i == rt->nsegs - 1) {
+      if (*p == '\0' || add_param(r, seg, p, strlen(p)) != 0)
+        goto no;
+      return 1;
+    }
+    const char *slash = strchr(p, '/');
+    size_t pl = slash ? (size_t)(slash - p) : strlen(p);
+    if (param) {
+      if (pl == 0 || add_param(r, seg, p, pl) != 0)
+        goto no;
+    } else {
+      char *dec = tp__pct_decode(p, pl, 0);
+      int eq = dec && strcmp(dec, seg) == 0;
+      sbx_free(dec);
+      if (!eq)
+        goto no;
+    }
+    if (i == rt->nsegs - 1)
+      return slash == NULL ? 1 : (r ? (params_clear(r), 0) : 0);
+    if (!slash)
+      goto no;
+    p = slash + 1;
+  }
+no:
+  if (r)
+    params_clear(r);
+  return 0;
+}
+
+const struct tp_route *tp__route_match(const struct tp_server *s, const char *method,
+                                       const char *path, struct tp_req *r, char *allow,
+                                       size_t allow_len, int *status) {
+  if (path[0] != '/') {
+    *status = 404;
+    return NULL;
+  }
+  int is_head = strcmp(method, "HEAD") == 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < s->nroutes; i++) {
+      const struct tp_route *rt = &s->routes[i];
+      if (rt->literal != (pass == 0))
+        continue;
+      if (strcmp(rt->method, method) != 0 && !(is_head && strcmp(rt->method, "GET") == 0))
+        continue;
+      if (route_matches(rt, path, r)) {
+        *status = 0;
+        return rt;
+      }
+    }
+  }
+  /* No route for this method: does the path exist for another one? */
+  size_t used = 0;
+  allow[0] = '\0';
+  for (size_t i = 0; i < s->nroutes; i++) {
+    const struct tp_route *rt = &s->routes[i];
+    if (!route_matches(rt, path, NULL))
+      continue;
+    if (strstr(allow, rt->method))
+      continue;
+    int n = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", rt->method);
+    if (n > 0 && (size_t)n < allow_len - used)
+      used += (size_t)n;
+  }
+  *status = used ? 405 : 404;
+  return NULL;
+}
+
+const char *tp__status_text(int st) {
+  switch (st) {
+  case 100: return "Continue";
+  case 200: return "OK";
+  case 201: return "Created";
+  case 202: return "Accepted";
+  case 204: return "No Content";
+  case 206: return "Partial Content";
+  case 301: return "Moved Permanently";
+  case 302: return "Found";
+  case 304: return "Not Modified";
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 408: return "Request Timeout";
+  case 409: return "Conflict";
+  case 411: return "Length Required";
+  case 412: return "Precondition Failed";
+  case 413: return "Content Too Large";
+  case 414: return "URI Too Long";
+  case 416: return "Range Not Satisfiable";
+  case 417: return "Expectation Failed";
+  case 429: return "Too Many Requests";
+  case 431: return "Request Header Fields Too Large";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 502: return "Bad Gateway";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
+  default: return "Unknown";
+  }
+}
+
+const char *tp__mime_type(const char *path) {
+  static const struct {
+    const char *ext, *type;
+  } t[] = {
+      {".html", "text/html; charset=utf-8"},  {".htm", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"}, {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},    {".json", "application/json"},
+      {".map", "application/json"},           {".wasm", "application/wasm"},
+      {".svg", "image/svg+xml"},              {".png", "image/png"},
+      {".jpg", "image/jpeg"},                 {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},                  {".webp", "image/webp"},
+      {".ico", "image/x-icon"},               {".txt", "text/plain; charset=utf-8"},
+      {".md", "text/markdown; charset=utf-8"}, {".py", "text/x-python; charset=utf-8"},
+      {".pdf", "application/pdf"},            {".zip", "application/zip"},
+      {".whl", "application/zip"},            {".tar", "application/x-tar"},
+      {".woff2", "font/woff2"},               {".woff", "font/woff"},
+      {".xml", "application/xml"},            {".csv", "text/csv; charset=utf-8"},
+  };
+  const char *dot = strrchr(path, '.');
+  const char *slash = strrchr(path, '/');
+  if (dot && (!slash || dot > slash))
+    for (size_t i = 0; i < SBX_ARRAY_SIZE(t); i++)
+      if (strcasecmp(dot, t[i].ext) == 0)
+        return t[i].type;
+  return "application/octet-stream";
+}

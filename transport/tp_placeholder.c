@@ -1,2 +1,0 @@
-/* placeholder: replaced by the transport implementation */
-#include "transport.h"
