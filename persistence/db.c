@@ -269,8 +269,11 @@ static char *path_join(const char *a, const char *b) {
 }
 
 static int ensure_dir(const char *path, struct sbx_error *err) {
+  struct stat sb;
   if (mkdir(path, 0700) == 0 || errno == EEXIST) {
-    if (access(path, W_OK | X_OK) == 0)
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+      errno = ENOTDIR;
+    else if (access(path, W_OK | X_OK) == 0)
       return 0;
   }
   int e = errno;

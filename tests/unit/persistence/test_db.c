@@ -1,0 +1,239 @@
+/* test_db.c -- db.c: opening (pragmas, errors with the path), each migration from the version
+ * before it with data kept, a failing migration rolled back, a newer or foreign database refused,
+ * the error translation table, ids, and fail-at-N allocation through store_open. */
+#include <sys/stat.h>
+
+#include "helpers.h"
+
+static sqlite3 *raw_open(const char *dir) {
+  char path[512];
+  sqlite3 *db;
+  snprintf(path, sizeof path, "%s/cerea.db", dir);
+  ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+  return db;
+}
+
+static int raw_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  int v = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  return v;
+}
+
+START_TEST(test_open_fresh) {
+  struct tctx t;
+  t_open(&t);
+  ck_assert_int_eq(store_schema_version(t.st), ST_SCHEMA_VERSION);
+  ck_assert_int_eq(store_ping(t.st, NULL), 0);
+  ck_assert_int_eq(raw_int(t.st->rdb, "PRAGMA foreign_keys"), 1);
+  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA synchronous"), 2); /* FULL */
+  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA busy_timeout"), 5000);
+  store_id a, b;
+  ck_assert_int_eq(store_new_id(a), 0);
+  ck_assert_int_eq(store_new_id(b), 0);
+  ck_assert_uint_eq(strlen(a), STORE_ID_LEN);
+  ck_assert_uint_eq(strspn(a, "0123456789abcdef"), STORE_ID_LEN);
+  ck_assert_str_ne(a, b);
+  t_close_keep(&t);
+  sqlite3 *db = raw_open(t.dir);
+  ck_assert_int_eq(raw_int(db, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
+  sqlite3_close(db);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+START_TEST(test_migration_0_to_1) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
+  ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 1);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
+                               "IN ('chats','blobs','files','turns','runs','run_files','events',"
+                               "'settings')"),
+                   8);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_unfinished'"),
+                   0);
+  /* again: nothing to do */
+  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
+  ck_assert_int_eq(st__migrate(db, 99, &err), SBX_EINVAL);
+  sqlite3_close(db);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+START_TEST(test_migration_1_to_2) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
+  /* data written by a version-1 program */
+  ck_assert_int_eq(
+      sqlite3_exec(db,
+                   "INSERT INTO chats VALUES('c1', 'h', 'title', 1);"
+                   "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
+                   " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
+                   " seq, created_at, started_at, finished_at) VALUES"
+                   " ('r1', 'c1', '', 'print(1)', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 1, 10, 0, 0),"
+                   " ('r2', 'c1', '', 'print(2)', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 11, 0, 0);",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  struct tctx o = t;
+  t_reopen(&o);
+  ck_assert_int_eq(store_schema_version(o.st), 2);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                      "('runs_unfinished','files_expiry','run_files_file')"),
+                   3);
+  struct store_run *v;
+  size_t n;
+  ck_assert_int_eq(store_run_list_unfinished(o.st, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].id, "r1");
+  ck_assert_str_eq(v[0].code, "print(1)");
+  store_run_list_free(v, n);
+  struct store_chat c;
+  ck_assert_int_eq(store_chat_get(o.st, "c1", &c), 0);
+  ck_assert_str_eq(c.title, "title");
+  store_chat_free(&c);
+  t_close(&o);
+}
+END_TEST
+
+START_TEST(test_migration_failure_rolls_back) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
+  /* something in the way of migration 2 */
+  ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE run_files_file(x)", NULL, NULL, NULL), SQLITE_OK);
+  int rc = st__migrate(db, 2, &err);
+  ck_assert_int_eq(rc, SBX_EDB);
+  ck_assert_ptr_nonnull(strstr(err.msg, "schema version 2"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "run_files_file"));
+  ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 1);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'files_expiry'"), 0);
+  sqlite3_close(db);
+  /* store_open reports it too */
+  uv_loop_t loop;
+  struct store *st = NULL;
+  uv_loop_init(&loop);
+  ck_assert_int_eq(store_open(&loop, t.dir, &st, &err), SBX_EDB);
+  ck_assert_ptr_null(st);
+  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+START_TEST(test_refusals) {
+  struct tctx t;
+  struct sbx_error err = {0};
+  uv_loop_t loop;
+  struct store *st = NULL;
+  uv_loop_init(&loop);
+  /* newer schema */
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+  sqlite3_close(db);
+  ck_assert_int_eq(store_open(&loop, t.dir, &st, &err), SBX_ECORRUPT);
+  ck_assert_ptr_nonnull(strstr(err.msg, "newer"));
+  t_rmrf(t.dir);
+  /* not a database */
+  t_mkdir(&t);
+  char path[512];
+  snprintf(path, sizeof path, "%s/cerea.db", t.dir);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 200; i++)
+    fputs("this is not an SQLite database ", f);
+  fclose(f);
+  ck_assert_int_eq(store_open(&loop, t.dir, &st, &err), SBX_ECORRUPT);
+  ck_assert_ptr_nonnull(strstr(err.msg, "not a database"));
+  t_rmrf(t.dir);
+  /* data directory that cannot be made */
+  ck_assert_int_eq(store_open(&loop, "/proc/sbx-nope/data", &st, &err) < 0, 1);
+  ck_assert_ptr_nonnull(strstr(err.msg, "/proc/sbx-nope/data"));
+  t_mkdir(&t);
+  snprintf(path, sizeof path, "%s/file", t.dir);
+  f = fopen(path, "w");
+  fclose(f);
+  ck_assert_int_eq(store_open(&loop, path, &st, &err), SBX_EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, path));
+  ck_assert_int_eq(store_open(&loop, "", &st, &err), SBX_EINVAL);
+  ck_assert_ptr_null(st);
+  t_rmrf(t.dir);
+  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+START_TEST(test_translate) {
+  static const struct { int sqlite, sbx; } map[] = {
+      {SQLITE_NOMEM, SBX_ENOMEM},       {SQLITE_IOERR_FSYNC, SBX_EIO}, {SQLITE_FULL, SBX_EFULL},
+      {SQLITE_CORRUPT, SBX_ECORRUPT},   {SQLITE_NOTADB, SBX_ECORRUPT}, {SQLITE_BUSY, SBX_EBUSY},
+      {SQLITE_LOCKED, SBX_EBUSY},       {SQLITE_READONLY, SBX_EPERM},
+      {SQLITE_CONSTRAINT_UNIQUE, SBX_ECONFLICT}, {SQLITE_ERROR, SBX_EDB},
+      {SQLITE_MISMATCH, SBX_EDB},       {SQLITE_OK, 0},                {SQLITE_DONE, 0},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(map); i++) {
+    struct sbx_error err = {0};
+    ck_assert_int_eq(st__translate(NULL, map[i].sqlite, "what", &err), map[i].sbx);
+    if (map[i].sbx) {
+      ck_assert_int_eq(err.code, map[i].sbx);
+      ck_assert_ptr_nonnull(strstr(err.msg, "what: "));
+    }
+  }
+}
+END_TEST
+
+START_TEST(test_open_alloc_fail_at_n) {
+  struct tctx t;
+  t_mkdir(&t);
+  uint64_t n;
+  for (n = 1; n < 100; n++) {
+    uv_loop_t loop;
+    struct store *st = NULL;
+    struct sbx_error err = {0};
+    uv_loop_init(&loop);
+    sbx_alloc_fail_at(n, 0);
+    int rc = store_open(&loop, t.dir, &st, &err);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc == 0)
+      store_close(st);
+    else
+      ck_assert_msg(rc == SBX_ENOMEM, "n %llu: %s", (unsigned long long)n, err.msg);
+    ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    if (rc == 0 && used < n)
+      break;
+  }
+  ck_assert_uint_lt(n, 100);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("db");
+  TCase *tc = tcase_create("db");
+  tcase_add_test(tc, test_open_fresh);
+  tcase_add_test(tc, test_migration_0_to_1);
+  tcase_add_test(tc, test_migration_1_to_2);
+  tcase_add_test(tc, test_migration_failure_rolls_back);
+  tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_translate);
+  tcase_add_test(tc, test_open_alloc_fail_at_n);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

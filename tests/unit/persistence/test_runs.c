@@ -1,0 +1,237 @@
+/* test_runs.c -- runs.c: the whole run row round-trips, put replaces, seq is assigned when 0,
+ * idempotency keys (conflict names the other run), unknown chat, a run never moves chats, the
+ * unfinished list for start-up, newest-first lists, and run files in the order written. */
+#include "helpers.h"
+
+#define CHAT "c0000000000000000000000000000001"
+#define CHAT2 "c0000000000000000000000000000002"
+
+static struct store_run mk(const char *id, const char *chat, const char *state, int64_t at) {
+  struct store_run r = {0};
+  snprintf(r.id, sizeof r.id, "%s", id);
+  snprintf(r.chat_id, sizeof r.chat_id, "%s", chat);
+  r.code = "print('hi')";
+  r.origin = "tool";
+  r.state = (char *)state;
+  r.timeout_s = 60;
+  r.created_at = at;
+  return r;
+}
+
+static int put(struct tctx *t, const struct store_run *r, struct done *d) {
+  memset(d, 0, sizeof *d);
+  ck_assert_int_eq(store_run_put(t->st, r, on_done, d), 0);
+  t_wait(t);
+  ck_assert_int_eq(d->called, 1);
+  return d->rc;
+}
+
+START_TEST(test_run_roundtrip) {
+  struct tctx t;
+  struct done d;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "queued", 100);
+  snprintf(r.turn_id, sizeof r.turn_id, "t0000000000000000000000000000001");
+  r.idempotency_key = "key-1";
+  ck_assert_int_eq(put(&t, &r, &d), 0);
+  struct store_run g;
+  ck_assert_int_eq(store_run_get(t.st, r.id, &g), 0);
+  ck_assert_str_eq(g.state, "queued");
+  ck_assert_ptr_null(g.status);
+  ck_assert_int_eq(g.seq, 1);
+  ck_assert_str_eq(g.turn_id, r.turn_id);
+  store_run_free(&g);
+  /* the finished run: every field */
+  r.state = "done";
+  r.status = "ok";
+  r.attempts = 2;
+  r.stdout_text = "hi\n";
+  r.stderr_text = "";
+  r.stdout_truncated = 1;
+  r.stderr_truncated = 0;
+  r.error_json = "{\"type\":\"ValueError\"}";
+  r.notes_json = "[\"n\"]";
+  r.remounted_json = "[\"a.csv\"]";
+  r.restarted = 1;
+  r.files_unlisted = 3;
+  r.figures_dropped = 4;
+  r.result_hash = "abc";
+  r.started_at = 101;
+  r.finished_at = 102;
+  ck_assert_int_eq(put(&t, &r, &d), 0);
+  ck_assert_int_eq(store_run_get(t.st, r.id, &g), 0);
+  ck_assert_str_eq(g.state, "done");
+  ck_assert_str_eq(g.status, "ok");
+  ck_assert_int_eq(g.attempts, 2);
+  ck_assert_str_eq(g.stdout_text, "hi\n");
+  ck_assert_str_eq(g.stderr_text, "");
+  ck_assert_int_eq(g.stdout_truncated, 1);
+  ck_assert_str_eq(g.error_json, r.error_json);
+  ck_assert_str_eq(g.notes_json, r.notes_json);
+  ck_assert_str_eq(g.remounted_json, r.remounted_json);
+  ck_assert_int_eq(g.restarted, 1);
+  ck_assert_int_eq(g.files_unlisted, 3);
+  ck_assert_int_eq(g.figures_dropped, 4);
+  ck_assert_str_eq(g.result_hash, "abc");
+  ck_assert_str_eq(g.idempotency_key, "key-1");
+  ck_assert_int_eq(g.seq, 1); /* kept on update */
+  ck_assert_int_eq(g.created_at, 100);
+  ck_assert_int_eq(g.started_at, 101);
+  ck_assert_int_eq(g.finished_at, 102);
+  ck_assert_int_eq(g.timeout_s, 60);
+  store_run_free(&g);
+  ck_assert_int_eq(store_run_get(t.st, "nope", &g), SBX_ENOENT);
+  store_id got;
+  ck_assert_int_eq(store_run_by_idempotency(t.st, CHAT, "key-1", got), 0);
+  ck_assert_str_eq(got, r.id);
+  ck_assert_int_eq(store_run_by_idempotency(t.st, CHAT, "key-2", got), SBX_ENOENT);
+  /* another run with the same key: refused, naming the first */
+  struct store_run r2 = mk("r0000000000000000000000000000002", CHAT, "queued", 110);
+  r2.idempotency_key = "key-1";
+  ck_assert_int_eq(put(&t, &r2, &d), SBX_EEXIST);
+  ck_assert_str_eq(d.msg, r.id);
+  /* no key: fine; seq continues */
+  r2.idempotency_key = NULL;
+  ck_assert_int_eq(put(&t, &r2, &d), 0);
+  ck_assert_int_eq(store_run_get(t.st, r2.id, &g), 0);
+  ck_assert_int_eq(g.seq, 2);
+  store_run_free(&g);
+  /* unknown chat; moving a run to another chat */
+  struct store_run r3 = mk("r0000000000000000000000000000003", "c-none", "queued", 1);
+  ck_assert_int_eq(put(&t, &r3, &d), SBX_ENOENT);
+  t_chat(&t, CHAT2);
+  struct store_run moved = mk(r.id, CHAT2, "queued", 1);
+  ck_assert_int_eq(put(&t, &moved, &d), SBX_ECONFLICT);
+  struct store_run none = {0};
+  ck_assert_int_eq(store_run_put(t.st, &none, on_done, &d), SBX_EINVAL);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_run_lists) {
+  struct tctx t;
+  struct done d;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  t_chat(&t, CHAT2);
+  const char *states[] = {"queued", "done", "paused", "running", "done"};
+  for (int i = 0; i < 5; i++) {
+    char id[40];
+    snprintf(id, sizeof id, "r%031d", i);
+    struct store_run r = mk(id, i % 2 ? CHAT2 : CHAT, states[i], 100 + i);
+    ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
+  }
+  t_wait(&t);
+  struct store_run *v;
+  size_t n;
+  ck_assert_int_eq(store_run_list_unfinished(t.st, &v, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  ck_assert_str_eq(v[0].state, "queued"); /* oldest first */
+  ck_assert_str_eq(v[1].state, "paused");
+  ck_assert_str_eq(v[2].state, "running");
+  store_run_list_free(v, n);
+  ck_assert_int_eq(store_run_list(t.st, NULL, 2, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].id, "r0000000000000000000000000000004"); /* newest first */
+  store_run_list_free(v, n);
+  ck_assert_int_eq(store_run_list(t.st, CHAT2, 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].id, "r0000000000000000000000000000003");
+  ck_assert_str_eq(v[1].id, "r0000000000000000000000000000001");
+  store_run_list_free(v, n);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_run_files) {
+  struct tctx t;
+  struct done d;
+  struct added a, b;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "running", 1);
+  ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(t_add(&t, CHAT, "z-last.csv", STORE_SRC_OUTPUT, "z", &a), 0);
+  ck_assert_int_eq(t_add(&t, CHAT, "figure-1.png", STORE_SRC_OUTPUT, "png", &b), 0);
+  /* written order: figure first, then the csv */
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_run_file_put(t.st, r.id, 0, b.f.id, on_done, &d), 0);
+  ck_assert_int_eq(store_run_file_put(t.st, r.id, 1, a.f.id, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.called, 2);
+  ck_assert_int_eq(d.rc, 0);
+  struct store_file *v;
+  size_t n;
+  ck_assert_int_eq(store_run_files(t.st, r.id, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].name, "figure-1.png");
+  ck_assert_str_eq(v[1].name, "z-last.csv");
+  store_file_list_free(v, n);
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_run_file_put(t.st, "r-none", 0, a.f.id, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, SBX_ENOENT);
+  ck_assert_int_eq(store_run_file_put(t.st, r.id, 2, "f-none", on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, SBX_ENOENT);
+  ck_assert_ptr_nonnull(strstr(d.msg, "no file"));
+  ck_assert_int_eq(store_run_file_put(t.st, r.id, -1, a.f.id, on_done, &d), SBX_EINVAL);
+  ck_assert_int_eq(store_run_files(t.st, "r-none", &v, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  store_file_free(&a.f);
+  store_file_free(&b.f);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_run_alloc_fail_at_n) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  uint64_t n;
+  for (n = 1; n < 200; n++) {
+    struct done d = {0};
+    struct store_run r = mk("r0000000000000000000000000000001", CHAT, "done", 1);
+    r.status = "ok";
+    r.stdout_text = "out";
+    r.notes_json = "[]";
+    sbx_alloc_fail_at(n, 0);
+    int rc = store_run_put(t.st, &r, on_done, &d);
+    if (rc == 0)
+      t_wait(&t);
+    struct store_run g;
+    int grc = store_run_get(t.st, r.id, &g);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc != 0)
+      ck_assert_int_eq(rc, SBX_ENOMEM);
+    else
+      ck_assert_int_eq(d.rc, 0);
+    ck_assert_msg(grc == 0 || grc == SBX_ENOMEM || grc == SBX_ENOENT, "get %d", grc);
+    if (grc == 0)
+      store_run_free(&g);
+    if (rc == 0 && grc == 0 && used < n)
+      break;
+  }
+  ck_assert_uint_lt(n, 200);
+  t_close(&t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("runs");
+  TCase *tc = tcase_create("runs");
+  tcase_add_test(tc, test_run_roundtrip);
+  tcase_add_test(tc, test_run_lists);
+  tcase_add_test(tc, test_run_files);
+  tcase_add_test(tc, test_run_alloc_fail_at_n);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
