@@ -72,6 +72,7 @@ struct orch_run {
   size_t upload_bytes;
   struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
   int finishing;               /* a result is being made durable */
+  char inflight_hash[65];      /* that result's hash (a resend gets the same answer) */
   int restart_sent;            /* the page was told to restart its kernel */
 };
 
@@ -179,5 +180,158 @@ int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char 
 int orch_ct_streq(const char *a, const char *b);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch_api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
+
+/* ---- string-keyed hash map (map.c) -----------------------------------------------------------
+ * Open addressing; keys are borrowed (they live in the value, e.g. chat->id). */
+struct orch_map {
+  const char **keys;
+  void **vals;
+  size_t cap, len, tombs;
+};
+void orch_map_init(struct orch_map *m);
+void orch_map_free(struct orch_map *m);
+void *orch_map_get(const struct orch_map *m, const char *key);
+int orch_map_put(struct orch_map *m, const char *key, void *val); /* SBX_ENOMEM */
+void orch_map_del(struct orch_map *m, const char *key);
+/* Iteration: for (size_t i = 0; orch_map_next(m, &i, &k, &v);) */
+int orch_map_next(const struct orch_map *m, size_t *i, const char **key, void **val);
+
+/* ---- metrics (metrics.c) ---------------------------------------------------------------------- */
+#define ORCH_DUR_BUCKETS 12
+struct orch_metrics {
+  uint64_t runs_created, runs_by_status[8], runs_dispatched, attempts_redispatched;
+  uint64_t dur_buckets[ORCH_DUR_BUCKETS + 1]; /* cumulative counts filled at render */
+  double dur_sum_s;
+  uint64_t dur_count;
+  uint64_t events_sent, events_replayed, results_accepted, results_refused;
+  uint64_t uploads, upload_bytes;
+};
+void orch_metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
+
+/* ---- the server (server.c) and the chat scheduler (chat.c) ------------------------------------ */
+struct orch_chat {
+  char id[STORE_ID_LEN + 1];
+  char token_hash[65];
+  struct orch *o;
+  struct sbx_list runs;      /* live runs (not done), creation order */
+  struct sbx_list pages;     /* struct orch_page */
+  struct sbx_list streams;   /* struct orch_stream */
+  int64_t event_seq;         /* last event seq assigned */
+  uint64_t visible_counter;
+};
+
+struct orch_stream {
+  struct tp_req *req;
+  struct orch_chat *chat;
+  struct orch_page *page;    /* NULL once detached */
+  int64_t last_seq;          /* last event seq written to this stream */
+  int lagging;               /* a send hit the queue limit: catch up from the store on drain */
+  int replaying;             /* replay from the store in progress: live events wait */
+  struct sbx_list chat_link;
+};
+
+struct orch_waiter {          /* a request waiting for a run to end (wait_s) */
+  struct orch *o;
+  struct tp_req *req;
+  uv_timer_t timer;
+  struct orch_run *run;      /* NULL once detached */
+  struct sbx_list link;
+  int status_code;           /* HTTP status of the eventual answer (200/201) */
+};
+
+struct orch_upload {          /* an output file uploaded for the current attempt */
+  struct sbx_list link;
+  char *name;                /* normalized */
+  char sha256[65];
+  char *data;
+  size_t size;
+  int attempt;
+  char file_id[STORE_ID_LEN + 1]; /* set once stored */
+};
+
+struct orch {
+  uv_loop_t *loop;
+  const struct orch_config *cfg;
+  struct store *st;
+  struct tp_server *tp;
+  char *api_key;
+  char api_key_hash[65];
+  char *static_dir;          /* build/www or --static */
+  struct orch_map chats;     /* id -> struct orch_chat */
+  struct orch_map runs;      /* id -> live struct orch_run */
+  uv_timer_t cron;
+  int retention_days;        /* runtime setting (admin), starts from cfg */
+  int64_t run_seq;
+  uint64_t pending_upload_bytes;
+  struct orch_metrics m;
+  int closing;
+  orch_closed_cb close_cb;
+  void *close_ud;
+};
+
+/* chat.c */
+/* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
+int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
+struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
+struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id);
+struct orch_page *orch_chat_active_page(struct orch_chat *c);
+/* Dispatches the head run when a page can take it, pauses it when none can. */
+void orch_chat_pump(struct orch_chat *c);
+/* A page's visibility or attachment changed: pause what it ran when it cannot run any more. */
+void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p);
+/* A live run: persist its record (fire and forget, logged on failure). */
+void orch_run_persist(struct orch *o, struct orch_run *run);
+/* Ends a live run (already DONE in the state machine): persist, wake waiters, free, pump. */
+void orch_run_settle(struct orch *o, struct orch_run *run, store_done_cb extra_cb, void *extra_ud);
+/* Mirrors state/status/attempts into run->rec. */
+void orch_run_sync_rec(struct orch_run *run);
+void orch_run_free(struct orch_run *run);
+/* Housekeeping tick: run deadlines, page grace. */
+void orch_chat_tick(struct orch_chat *c);
+/* Copies a stored run record (deep). */
+int orch_rec_copy(struct store_run *dst, const struct store_run *src);
+void orch_rec_clear(struct store_run *r);
+
+/* events.c */
+/* Appends an event to the chat's log (durable) then sends it to every stream of the chat.
+ * payload is stolen. */
+int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload);
+/* Sends events after `after_seq` from the store to one stream (replay / catch-up). */
+void orch_stream_catch_up(struct orch_stream *s);
+
+/* json.c */
+json_t *orch_run_json(struct orch *o, const struct store_run *rec);
+json_t *orch_file_json(const struct store_file *f, int exec_on);
+json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
+char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */
+
+/* api.c: shared handler helpers */
+void orch_api_json(struct tp_req *req, int status, json_t *body); /* steals body */
+void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
+json_t *orch_api_body_object(struct tp_req *req);
+/* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure. */
+struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
+                                int page_allowed, int query_token_allowed);
+/* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
+ * *live is the live run or NULL; rec is filled (owned by the caller: orch_rec_clear). */
+int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
+                 struct store_run *rec, struct orch_chat **chat);
+int orch_api_valid_id(const char *s);
+
+void orch_routes_static(struct orch *o);
+void orch_routes_chats(struct orch *o);
+void orch_routes_files(struct orch *o);
+void orch_routes_runs(struct orch *o);
+void orch_routes_events(struct orch *o);
+void orch_routes_page(struct orch *o);
+void orch_routes_health(struct orch *o);
+int orch_metrics_render(struct orch *o, struct sbx_buf *out);
+
+/* wait_s waiters (api_runs.c) */
+void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
+                     uint64_t wait_ms);
+void orch_waiters_wake(struct orch *o, struct orch_run *run);
 
 #endif

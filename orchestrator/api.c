@@ -1,0 +1,160 @@
+/* api.c -- helpers every API handler uses: JSON answers, error answers in the one shape
+ * {"error":{"code","message"}}, JSON bodies, and the access checks that decide 401 / 403 / 404.
+ *
+ * Access rules: no credential or a malformed one -> 401.  The API key reaches everything.  A page
+ * token reaches only its chat: on a chat's own URL another chat's token gets 403; on a run or file
+ * URL another chat's objects are 404 (their existence is not revealed).  What it does not do:
+ * decide what a handler does with the object.
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+void orch_api_json(struct tp_req *req, int status, json_t *body) {
+  size_t len = 0;
+  char *text = body ? orch_json_dump(body, &len) : NULL;
+  json_decref(body);
+  if (text == NULL) {
+    tp_respond_error(req, 500, "internal", "out of memory");
+    return;
+  }
+  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", text, len);
+  sbx_free(text);
+}
+
+void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  tp_respond_error(req, status, code, msg);
+}
+
+json_t *orch_api_body_object(struct tp_req *req) {
+  size_t len = 0;
+  const char *body = tp_req_body(req, &len);
+  json_error_t je;
+  json_t *j = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+  if (j == NULL) {
+    if (body == NULL || len == 0)
+      orch_api_error(req, 400, "malformed_json", "a JSON object body is required");
+    else
+      orch_api_error(req, 400, "malformed_json", "malformed JSON at line %d column %d: %s", je.line,
+                     je.column, je.text);
+    return NULL;
+  }
+  if (!json_is_object(j)) {
+    json_decref(j);
+    orch_api_error(req, 400, "malformed_json", "the body must be a JSON object");
+    return NULL;
+  }
+  return j;
+}
+
+int orch_api_valid_id(const char *s) {
+  if (s == NULL || strlen(s) != STORE_ID_LEN)
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+      return 0;
+  return 1;
+}
+
+static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
+  orch_auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
+                 o->api_key_hash, a);
+}
+
+static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
+  if (a->kind == ORCH_CRED_NONE) {
+    orch_api_error(req, 401, "unauthorized", "missing credential (Authorization: Bearer ...)");
+    return 1;
+  }
+  if (a->kind == ORCH_CRED_BAD) {
+    orch_api_error(req, 401, "unauthorized", "wrong credential");
+    return 1;
+  }
+  return 0;
+}
+
+struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
+                                int page_allowed, int query_ok) {
+  struct orch_auth a;
+  read_auth(o, req, query_ok, &a);
+  if (deny_missing(req, &a))
+    return NULL;
+  if (a.kind == ORCH_CRED_PAGE && !page_allowed) {
+    orch_api_error(req, 403, "forbidden", "this call needs the API key, not a page token");
+    return NULL;
+  }
+  if (a.kind == ORCH_CRED_PAGE && (!orch_api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
+    orch_api_error(req, 403, "forbidden", "this page token belongs to another chat");
+    return NULL;
+  }
+  struct orch_chat *c = NULL;
+  int rc = orch_api_valid_id(chat_id) ? orch_chat_get(o, chat_id, &c) : SBX_ENOENT;
+  if (rc == SBX_ENOENT) {
+    if (a.kind == ORCH_CRED_PAGE)
+      orch_api_error(req, 401, "unauthorized", "wrong credential");
+    else
+      orch_api_error(req, 404, "not_found", "no chat %s", chat_id);
+    return NULL;
+  }
+  if (rc != 0) {
+    orch_api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
+    return NULL;
+  }
+  if (!orch_auth_allows(&a, c->id, c->token_hash)) {
+    orch_api_error(req, 401, "unauthorized", "wrong credential");
+    return NULL;
+  }
+  return c;
+}
+
+int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
+                 struct store_run *rec, struct orch_chat **chat) {
+  struct orch_auth a;
+  read_auth(o, req, 0, &a);
+  *live = NULL;
+  memset(rec, 0, sizeof(*rec));
+  if (deny_missing(req, &a))
+    return 1;
+  struct orch_run *run = orch_api_valid_id(run_id) ? orch_map_get(&o->runs, run_id) : NULL;
+  int rc = 0;
+  if (run != NULL)
+    rc = orch_rec_copy(rec, &run->rec);
+  else if (!orch_api_valid_id(run_id))
+    rc = SBX_ENOENT;
+  else {
+    struct store_run tmp;
+    rc = store_run_get(o->st, run_id, &tmp);
+    if (rc == 0) {
+      rc = orch_rec_copy(rec, &tmp);
+      store_run_free(&tmp);
+    }
+  }
+  if (rc == SBX_ENOENT) {
+    orch_api_error(req, 404, "not_found", "no run %s", run_id);
+    return 1;
+  }
+  if (rc != 0) {
+    orch_api_error(req, 500, "internal", "cannot load run: %s", sbx_strerror(rc));
+    return 1;
+  }
+  struct orch_chat *c = NULL;
+  if (orch_chat_get(o, rec->chat_id, &c) != 0 || !orch_auth_allows(&a, c->id, c->token_hash)) {
+    orch_rec_clear(rec);
+    if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
+      orch_api_error(req, 401, "unauthorized", "wrong credential");
+    else
+      orch_api_error(req, 404, "not_found", "no run %s", run_id);
+    return 1;
+  }
+  *live = run;
+  if (chat)
+    *chat = c;
+  return 0;
+}

@@ -1,0 +1,173 @@
+/* api_events.c -- how a page attaches: its event stream, and its presence reports.
+ *
+ * GET /v1/chats/{chat}/events?page_id=P[&visible=0|1][&token=T]  (SSE; Last-Event-ID resumes)
+ *   Attaches page P to the chat (a second stream of the same page replaces the first), replays
+ *   what it missed when Last-Event-ID is given, and lets the scheduler dispatch to it.  A page
+ *   reconnecting WITHOUT Last-Event-ID lost its place: a run it held is re-dispatched as a new
+ *   attempt.  When the stream drops, the page enters its grace period (page.c).
+ * POST /v1/chats/{chat}/presence {page_id, visible, kernel}
+ *   Foreground/background and kernel state; hidden pauses the run the page holds.
+ * What it does not do: send events (events.c) or decide dispatch (chat.c).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HEARTBEAT_MS 15000
+
+static int page_id_ok(const char *s) {
+  if (s == NULL || *s == '\0' || strlen(s) > ORCH_PAGE_ID_MAX)
+    return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '-' || *s == '_' || *s == '.'))
+      return 0;
+  return 1;
+}
+
+static void detach(struct orch_stream *s, int page_dropped) {
+  struct orch_chat *c = s->chat;
+  struct orch_page *p = s->page;
+  sbx_list_remove(&s->chat_link);
+  s->page = NULL;
+  if (p != NULL && p->stream == s) {
+    p->stream = NULL;
+    if (page_dropped && orch_page_drop(p, c->o->cfg->page_grace_ms) == 0)
+      orch_chat_page_changed(c, p);
+  }
+}
+
+static void on_stream_closed(struct tp_req *req, void *ud) {
+  struct orch_stream *s = ud;
+  detach(s, 1);
+  tp_req_release(req);
+  sbx_free(s);
+}
+
+static int parse_visible(const char *q, int dflt) {
+  if (q == NULL)
+    return dflt;
+  return !(strcmp(q, "0") == 0 || strcmp(q, "false") == 0 || strcmp(q, "hidden") == 0);
+}
+
+static void on_events(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 1);
+  if (c == NULL)
+    return;
+  const char *pid = tp_req_query(req, "page_id");
+  if (!page_id_ok(pid)) {
+    orch_api_error(req, 400, "invalid_field",
+                   "page_id: 1 to %d characters of A-Z a-z 0-9 - _ . (?page_id=...)", ORCH_PAGE_ID_MAX);
+    return;
+  }
+  const char *lei = tp_req_header(req, "last-event-id");
+  if (lei == NULL)
+    lei = tp_req_query(req, "last_event_id");
+  long long last = -1;
+  if (lei != NULL) {
+    char *end;
+    last = strtoll(lei, &end, 10);
+    if (end == lei || *end || last < 0) {
+      orch_api_error(req, 400, "invalid_field", "Last-Event-ID: a non-negative event number");
+      return;
+    }
+    if (last > c->event_seq)
+      last = c->event_seq;
+  }
+  struct orch_stream *s = sbx_calloc(1, sizeof(*s));
+  struct orch_page *p = orch_chat_page(c, pid);
+  int fresh_page = p == NULL;
+  if (fresh_page)
+    p = sbx_calloc(1, sizeof(*p));
+  if (s == NULL || p == NULL) {
+    sbx_free(s);
+    if (fresh_page)
+      sbx_free(p);
+    orch_api_error(req, 500, "internal", "out of memory");
+    return;
+  }
+  if (tp_sse_start(req, "Cache-Control: no-store\r\n", HEARTBEAT_MS) != 0) {
+    sbx_free(s);
+    if (fresh_page)
+      sbx_free(p);
+    return;
+  }
+  if (fresh_page) {
+    orch_page_init(p, pid);
+    p->chat = c;
+    sbx_list_insert_tail(&c->pages, &p->chat_link);
+  } else if (p->stream != NULL) {
+    /* The same page opened a second stream: the newer one wins. */
+    struct orch_stream *old = p->stream;
+    detach(old, 0);
+    tp_stream_end(old->req);
+    tp_req_release(old->req);
+    sbx_free(old);
+  }
+  s->req = req;
+  s->chat = c;
+  s->page = p;
+  s->last_seq = last >= 0 ? last : c->event_seq;
+  p->stream = s;
+  sbx_list_insert_tail(&c->streams, &s->chat_link);
+  tp_req_on_close(req, on_stream_closed, s);
+
+  int visible = parse_visible(tp_req_query(req, "visible"), p->state == ORCH_PAGE_NEW ? 1 : p->visible);
+  orch_page_attach(p, visible, &c->visible_counter);
+  if (last >= 0) {
+    orch_stream_catch_up(s);
+  } else {
+    /* Without Last-Event-ID the page may have missed the `run` it holds: dispatch it again. */
+    struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
+    if (head && !head->finishing && strcmp(head->page_id, p->id) == 0 &&
+        (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
+        orch_run_pause(head, o->cfg->paused_wait_ms) == 0)
+      orch_run_persist(o, head);
+  }
+  orch_chat_page_changed(c, p);
+}
+
+static void on_presence(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  if (c == NULL)
+    return;
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL)
+    return;
+  const char *pid = json_string_value(json_object_get(body, "page_id"));
+  json_t *jv = json_object_get(body, "visible");
+  json_t *jk = json_object_get(body, "kernel");
+  enum orch_kernel_state k = ORCH_KERNEL_UNKNOWN;
+  struct orch_page *p;
+  if (!page_id_ok(pid))
+    orch_api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .", ORCH_PAGE_ID_MAX);
+  else if (jv && !json_is_boolean(jv))
+    orch_api_error(req, 400, "invalid_field", "visible: true or false");
+  else if (jk && !json_is_null(jk) && (!json_is_string(jk) || orch_kernel_state_parse(json_string_value(jk), &k) != 0))
+    orch_api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
+  else if ((p = orch_chat_page(c, pid)) == NULL)
+    orch_api_error(req, 409, "not_attached", "page %s has no event stream on this chat", pid);
+  else {
+    if (k != ORCH_KERNEL_UNKNOWN)
+      p->kernel = k;
+    if (jv)
+      orch_page_presence(p, json_is_true(jv), &c->visible_counter);
+    json_t *j = json_object();
+    json_object_set_new(j, "page_id", json_string(p->id));
+    json_object_set_new(j, "state", json_string(orch_page_state_name(p->state)));
+    json_object_set_new(j, "kernel", json_string(orch_kernel_state_name(p->kernel)));
+    orch_chat_page_changed(c, p);
+    json_object_set_new(j, "active", json_boolean(orch_chat_active_page(c) == p));
+    orch_api_json(req, 200, j);
+  }
+  json_decref(body);
+}
+
+void orch_routes_events(struct orch *o) {
+  tp_route(o->tp, "GET", "/v1/chats/{chat}/events", 0, on_events, o);
+  tp_route(o->tp, "POST", "/v1/chats/{chat}/presence", 16 * 1024, on_presence, o);
+}

@@ -1,0 +1,66 @@
+/* api_health.c -- operator and page-facing read-only endpoints: /healthz (is the database
+ * answering), /metrics (Prometheus text), /v1/config (public: what a page needs to know before
+ * it attaches: execution mode, PyPI, time limit, limits).  What it does not do: admin writes
+ * (issue 7's admin settings live in api_admin.c).
+ */
+#include "internal.h"
+#include "transport.h"
+
+static void on_healthz(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  int rc = store_ping(o->st, &err);
+  json_t *j = json_object();
+  json_object_set_new(j, "status", json_string(rc == 0 ? "ok" : "degraded"));
+  json_t *db = json_object();
+  json_object_set_new(db, "ok", json_boolean(rc == 0));
+  json_object_set_new(db, "schema_version", json_integer(store_schema_version(o->st)));
+  if (rc != 0)
+    json_object_set_new(db, "error", json_string(err.msg[0] ? err.msg : sbx_strerror(rc)));
+  json_object_set_new(j, "database", db);
+  json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
+  json_object_set_new(j, "live_runs", json_integer((json_int_t)o->runs.len));
+  orch_api_json(req, rc == 0 ? 200 : 503, j);
+}
+
+static void on_metrics(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct sbx_buf b;
+  sbx_buf_init(&b, 4u << 20);
+  if (orch_metrics_render(o, &b) != 0) {
+    sbx_buf_free(&b);
+    orch_api_error(req, 500, "internal", "metrics too large");
+    return;
+  }
+  tp_respond(req, 200, "Content-Type: text/plain; version=0.0.4\r\nCache-Control: no-store\r\n",
+             b.data ? b.data : "", b.len);
+  sbx_buf_free(&b);
+}
+
+static void on_config(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  json_t *j = json_object();
+  json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
+  json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));
+  json_object_set_new(j, "time_limit_s", json_integer(o->cfg->time_limit_s));
+  json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->cfg->paused_wait_ms));
+  json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->cfg->page_grace_ms));
+  json_object_set_new(j, "retention_days", json_integer(o->retention_days));
+  json_t *lim = json_object();
+  json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
+  json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
+  json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
+  json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
+  json_object_set_new(lim, "upload_bytes", json_integer(ORCH_UPLOAD_MAX));
+  json_object_set_new(lim, "mount_file_bytes", json_integer((json_int_t)ORCH_MOUNT_FILE_MAX));
+  json_object_set_new(lim, "mount_total_bytes", json_integer((json_int_t)ORCH_MOUNT_TOTAL_MAX));
+  json_object_set_new(j, "limits", lim);
+  orch_api_json(req, 200, j);
+}
+
+void orch_routes_health(struct orch *o) {
+  tp_route(o->tp, "GET", "/healthz", 0, on_healthz, o);
+  tp_route(o->tp, "GET", "/metrics", 0, on_metrics, o);
+  tp_route(o->tp, "GET", "/v1/config", 0, on_config, o);
+}

@@ -1,0 +1,457 @@
+/* api_page.c -- what a page reports about a run it was sent: started, output files, result.
+ *
+ * POST /v1/runs/{run}/started {attempt, page_id}   -> 200; a stale attempt -> 409
+ * PUT  /v1/runs/{run}/files/{name*}[?attempt=N]    -> 201 {name, size, sha256}; the name is the
+ *      path under /mnt/output (may hold '/'), checked by the store's naming rules (400); kept in
+ *      memory with the attempt until the result (a stale attempt's files never become artifacts).
+ * POST /v1/runs/{run}/result {attempt, status, ...} -> 200 the run object, once durable:
+ *      each listed file (uploaded first, same size and sha256) is stored as an output file of the
+ *      chat (the next version of its name, source output, kind file|figure, expires after the
+ *      retention), recorded as the run's file in order, then the run is stored done.  The same
+ *      body again -> the same answer; a different one -> 409 (result_hash); a stale attempt -> 409.
+ * What it does not do: decide what a status means for the kernel (the page already replaced it).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define UPLOADS_MAX_BYTES_TOTAL (1024ull * 1024 * 1024) /* across runs: 503 beyond */
+#define UPLOADS_MAX_BYTES_RUN (200ull * 1024 * 1024)
+
+static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, struct orch_chat **c,
+                    struct store_run *rec) {
+  if (orch_api_run(o, req, tp_req_param(req, "run"), run, rec, c) != 0)
+    return -1;
+  return 0;
+}
+
+static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int attempt) {
+  if (run == NULL || run->state == ORCH_RUN_DONE) {
+    orch_api_error(req, 409, "conflict", "the run has ended");
+    return 1;
+  }
+  if (attempt != run->attempts || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING)) {
+    o->m.results_refused++;
+    orch_api_error(req, 409, "stale_attempt", "attempt %d is not the current attempt of this run (%d, %s)",
+                   attempt, run->attempts, orch_run_state_name(run->state));
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- started ------------------------------------------------------------------------------ */
+
+static void on_started(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct orch_chat *c;
+  struct store_run rec;
+  if (live_run(o, req, &run, &c, &rec) != 0)
+    return;
+  orch_rec_clear(&rec);
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL)
+    return;
+  json_t *ja = json_object_get(body, "attempt");
+  if (!json_is_integer(ja)) {
+    orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
+  } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
+    int was = run->state;
+    orch_run_started(run, (int)json_integer_value(ja), ORCH_WATCHDOG_GRACE_MS);
+    if (was == ORCH_RUN_DISPATCHED) {
+      run->rec.started_at = sbx_now_wall_ms();
+      orch_run_persist(o, run);
+    }
+    orch_api_json(req, 200, orch_run_json(o, &run->rec));
+  }
+  json_decref(body);
+}
+
+/* ---- output files --------------------------------------------------------------------------- */
+
+static struct orch_upload *find_upload(struct orch_run *run, const char *name) {
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &run->uploads) {
+    struct orch_upload *u = SBX_CONTAINER_OF(it, struct orch_upload, link);
+    if (strcmp(u->name, name) == 0)
+      return u;
+  }
+  return NULL;
+}
+
+static void on_put_file(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct orch_chat *c;
+  struct store_run rec;
+  if (live_run(o, req, &run, &c, &rec) != 0)
+    return;
+  orch_rec_clear(&rec);
+  const char *qa = tp_req_query(req, "attempt");
+  int attempt = run ? run->attempts : 0;
+  if (qa) {
+    char *end;
+    attempt = (int)strtol(qa, &end, 10);
+    if (end == qa || *end) {
+      orch_api_error(req, 400, "invalid_field", "attempt: an integer");
+      return;
+    }
+  }
+  if (stale(o, req, run, attempt))
+    return;
+  if (run->finishing) {
+    orch_api_error(req, 409, "conflict", "the run's result is being stored");
+    return;
+  }
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  char *name = NULL;
+  if (store_name_normalize(tp_req_param(req, "name"), STORE_SRC_OUTPUT, &name, &err) != 0) {
+    orch_api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
+    return;
+  }
+  size_t len = 0;
+  const char *body = tp_req_body(req, &len);
+  struct orch_upload *u = find_upload(run, name);
+  size_t count = 0;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &run->uploads) count++;
+  if (u == NULL && count >= ORCH_FILES_LISTED) {
+    sbx_free(name);
+    orch_api_error(req, 413, "too_many_files", "at most %d files per run", ORCH_FILES_LISTED);
+    return;
+  }
+  size_t old = u ? u->size : 0;
+  if (run->upload_bytes - old + len > UPLOADS_MAX_BYTES_RUN ||
+      o->pending_upload_bytes - old + len > UPLOADS_MAX_BYTES_TOTAL) {
+    sbx_free(name);
+    orch_api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
+    return;
+  }
+  char *data = sbx_malloc(len ? len : 1);
+  if (data == NULL || (u == NULL && (u = sbx_calloc(1, sizeof(*u))) == NULL)) {
+    sbx_free(data);
+    sbx_free(name);
+    orch_api_error(req, 500, "internal", "out of memory");
+    return;
+  }
+  if (len)
+    memcpy(data, body, len);
+  if (u->name == NULL) {
+    u->name = name;
+    sbx_list_insert_tail(&run->uploads, &u->link);
+  } else {
+    sbx_free(name);
+    sbx_free(u->data);
+  }
+  run->upload_bytes = run->upload_bytes - old + len;
+  o->pending_upload_bytes = o->pending_upload_bytes - old + len;
+  u->data = data;
+  u->size = len;
+  u->attempt = attempt;
+  u->file_id[0] = '\0';
+  store_sha256_hex(data, len, u->sha256);
+  json_t *j = json_object();
+  json_object_set_new(j, "name", json_string(u->name));
+  json_object_set_new(j, "size", json_integer((json_int_t)len));
+  json_object_set_new(j, "sha256", json_string(u->sha256));
+  orch_api_json(req, 201, j);
+}
+
+/* ---- result ------------------------------------------------------------------------------- */
+
+struct result_ctx {
+  struct orch *o;
+  struct orch_run *run;
+  struct tp_req *req;
+  json_t *body;
+  char hash[65];
+  size_t pending;
+  int failed;
+  struct sbx_error err;
+  struct orch_upload **files; /* in the order listed */
+  char **kinds;
+  size_t n_files;
+  struct file_cb { struct result_ctx *ctx; size_t i; } *cbs;
+};
+
+static void ctx_free(struct result_ctx *ctx) {
+  json_decref(ctx->body);
+  sbx_free(ctx->files);
+  sbx_free(ctx->kinds);
+  sbx_free(ctx->cbs);
+  sbx_free(ctx);
+}
+
+static char *dump_field(json_t *body, const char *key) {
+  json_t *v = json_object_get(body, key);
+  return v && !json_is_null(v) ? orch_json_dump(v, NULL) : NULL;
+}
+
+static void commit_result(struct result_ctx *ctx) {
+  struct orch *o = ctx->o;
+  struct orch_run *run = ctx->run;
+  struct store_run *r = &run->rec;
+  json_t *b = ctx->body;
+  enum orch_run_status st;
+  orch_run_status_parse(json_string_value(json_object_get(b, "status")), &st);
+  sbx_free(r->stdout_text);
+  sbx_free(r->stderr_text);
+  sbx_free(r->error_json);
+  sbx_free(r->notes_json);
+  sbx_free(r->remounted_json);
+  sbx_free(r->result_hash);
+  r->stdout_text = sbx_strdup(json_string_value(json_object_get(b, "stdout")) ?: "");
+  r->stderr_text = sbx_strdup(json_string_value(json_object_get(b, "stderr")) ?: "");
+  r->stdout_truncated = json_is_true(json_object_get(b, "stdout_truncated"));
+  r->stderr_truncated = json_is_true(json_object_get(b, "stderr_truncated"));
+  r->error_json = dump_field(b, "error");
+  r->notes_json = dump_field(b, "notes");
+  r->remounted_json = dump_field(b, "remounted");
+  r->restarted = json_is_true(json_object_get(b, "restarted"));
+  r->files_unlisted = (int)json_integer_value(json_object_get(b, "files_unlisted"));
+  r->figures_dropped = (int)json_integer_value(json_object_get(b, "figures_dropped"));
+  r->result_hash = sbx_strdup(ctx->hash);
+  if (r->started_at == 0)
+    r->started_at = sbx_now_wall_ms();
+  r->finished_at = sbx_now_wall_ms();
+  orch_run_finish(run, st);
+  for (size_t i = 0; i < ctx->n_files; i++)
+    store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, NULL, NULL);
+  run->finishing = 0;
+  o->m.results_accepted++;
+  struct orch_chat *c = run->chat;
+  if (ctx->n_files > 0 && c) {
+    json_t *ev = json_object();
+    json_object_set_new(ev, "chat_id", json_string(c->id));
+    json_object_set_new(ev, "run_id", json_string(run->id));
+    orch_event_emit(c, "files", ev);
+  }
+  orch_run_settle(o, run, NULL, ctx->req); /* answers ctx->req once durable */
+  ctx_free(ctx);
+}
+
+static void on_output_stored(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
+  struct file_cb *fc = ud;
+  struct result_ctx *ctx = fc->ctx;
+  if (rc != 0) {
+    if (!ctx->failed && err)
+      ctx->err = *err;
+    ctx->failed = ctx->failed ? ctx->failed : rc;
+  } else {
+    snprintf(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), "%s", res->file.id);
+  }
+  if (--ctx->pending > 0)
+    return;
+  if (ctx->failed) {
+    ctx->run->finishing = 0;
+    if (ctx->failed == SBX_ENAME)
+      orch_api_error(ctx->req, 400, "invalid_name", "%s", ctx->err.msg);
+    else
+      orch_api_error(ctx->req, 500, "storage", "output files not stored: %s", ctx->err.msg[0] ? ctx->err.msg : sbx_strerror(ctx->failed));
+    tp_req_release(ctx->req);
+    ctx_free(ctx);
+    return;
+  }
+  commit_result(ctx);
+}
+
+static const char *check_result_body(json_t *b) {
+  static const char *statuses[] = {"ok", "error", "timeout", "crashed", "cancelled"};
+  const char *s = json_string_value(json_object_get(b, "status"));
+  int ok = 0;
+  for (size_t i = 0; s && i < SBX_ARRAY_SIZE(statuses); i++)
+    ok |= strcmp(s, statuses[i]) == 0;
+  if (!ok)
+    return "status: one of ok, error, timeout, crashed, cancelled";
+  const char *strs[] = {"stdout", "stderr"};
+  for (size_t i = 0; i < 2; i++) {
+    json_t *v = json_object_get(b, strs[i]);
+    if (v && !json_is_null(v) && !json_is_string(v))
+      return "stdout, stderr: strings";
+  }
+  const char *bools[] = {"stdout_truncated", "stderr_truncated", "restarted"};
+  for (size_t i = 0; i < 3; i++) {
+    json_t *v = json_object_get(b, bools[i]);
+    if (v && !json_is_null(v) && !json_is_boolean(v))
+      return "stdout_truncated, stderr_truncated, restarted: booleans";
+  }
+  const char *ints[] = {"files_unlisted", "figures_dropped"};
+  for (size_t i = 0; i < 2; i++) {
+    json_t *v = json_object_get(b, ints[i]);
+    if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
+      return "files_unlisted, figures_dropped: non-negative integers";
+  }
+  json_t *e = json_object_get(b, "error");
+  if (e && !json_is_null(e) && (!json_is_object(e) || !json_is_string(json_object_get(e, "type"))))
+    return "error: null or {type, message, traceback}";
+  const char *arrs[] = {"notes", "remounted"};
+  for (size_t i = 0; i < 2; i++) {
+    json_t *v = json_object_get(b, arrs[i]);
+    size_t k;
+    json_t *x;
+    if (v && !json_is_null(v)) {
+      if (!json_is_array(v))
+        return "notes, remounted: arrays of strings";
+      json_array_foreach(v, k, x) if (!json_is_string(x)) return "notes, remounted: arrays of strings";
+    }
+  }
+  json_t *f = json_object_get(b, "files");
+  if (f && !json_is_null(f)) {
+    if (!json_is_array(f) || json_array_size(f) > ORCH_FILES_LISTED)
+      return "files: an array of at most 200 {name, size, sha256, kind}";
+    size_t k;
+    json_t *x;
+    json_array_foreach(f, k, x) {
+      const char *kind = json_string_value(json_object_get(x, "kind"));
+      if (!json_is_object(x) || !json_is_string(json_object_get(x, "name")) ||
+          (kind && strcmp(kind, "file") && strcmp(kind, "figure")))
+        return "files: each {name, size, sha256, kind: file|figure}";
+    }
+  }
+  return NULL;
+}
+
+static void on_result(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct orch_chat *c;
+  struct store_run rec;
+  if (live_run(o, req, &run, &c, &rec) != 0)
+    return;
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL) {
+    orch_rec_clear(&rec);
+    return;
+  }
+  char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+  char hash[65] = "";
+  if (canon)
+    store_sha256_hex(canon, strlen(canon), hash);
+  free(canon);
+  struct result_ctx *ctx = NULL;
+  json_t *ja = json_object_get(body, "attempt");
+  const char *bad;
+  if (!json_is_integer(ja)) {
+    orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
+    goto out;
+  }
+  /* Ended (or ending) already: the same result gets the same answer, another one 409. */
+  if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
+    const char *have = run ? (run->finishing ? run->inflight_hash : run->rec.result_hash) : rec.result_hash;
+    int same = have && *have && strcmp(have, hash) == 0;
+    if (same && run == NULL)
+      orch_api_json(req, 200, orch_run_json(o, &rec));
+    else if (same)
+      orch_waiter_add(o, req, run, 200, 60000); /* answered when the first copy is durable */
+    else {
+      o->m.results_refused++;
+      orch_api_error(req, 409, "conflict", "a different result was already recorded for this run");
+    }
+    goto out;
+  }
+  if (stale(o, req, run, (int)json_integer_value(ja)))
+    goto out;
+  if ((bad = check_result_body(body)) != NULL) {
+    orch_api_error(req, 400, "invalid_field", "%s", bad);
+    goto out;
+  }
+  json_t *files = json_object_get(body, "files");
+  size_t n = json_is_array(files) ? json_array_size(files) : 0;
+  ctx = sbx_calloc(1, sizeof(*ctx));
+  if (ctx == NULL || (n && ((ctx->files = sbx_calloc(n, sizeof(*ctx->files))) == NULL ||
+                            (ctx->kinds = sbx_calloc(n, sizeof(*ctx->kinds))) == NULL ||
+                            (ctx->cbs = sbx_calloc(n, sizeof(*ctx->cbs))) == NULL))) {
+    orch_api_error(req, 500, "internal", "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_t *f = json_array_get(files, i);
+    struct sbx_error err;
+    char *norm = NULL;
+    if (store_name_normalize(json_string_value(json_object_get(f, "name")), STORE_SRC_OUTPUT, &norm, &err) != 0) {
+      orch_api_error(req, 400, "invalid_name", "%s", err.msg);
+      goto out;
+    }
+    struct orch_upload *u = find_upload(run, norm);
+    const char *sha = json_string_value(json_object_get(f, "sha256"));
+    json_t *sz = json_object_get(f, "size");
+    if (u == NULL || u->attempt != run->attempts) {
+      orch_api_error(req, 400, "file_not_uploaded",
+                     "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
+      sbx_free(norm);
+      goto out;
+    }
+    sbx_free(norm);
+    if ((sha && strcmp(sha, u->sha256) != 0) || (json_is_integer(sz) && (size_t)json_integer_value(sz) != u->size)) {
+      orch_api_error(req, 400, "file_mismatch", "files: %s differs from the uploaded content (size or sha256)", u->name);
+      goto out;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (ctx->files[k] == u) {
+        orch_api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
+        goto out;
+      }
+    ctx->files[i] = u;
+    ctx->kinds[i] = (char *)(json_string_value(json_object_get(f, "kind")) ?: "file");
+  }
+  ctx->n_files = n;
+  ctx->o = o;
+  ctx->run = run;
+  ctx->req = req;
+  ctx->body = json_incref(body);
+  snprintf(ctx->hash, sizeof(ctx->hash), "%s", hash);
+  run->finishing = 1;
+  snprintf(run->inflight_hash, sizeof(run->inflight_hash), "%s", hash);
+  tp_req_hold(req);
+  if (n == 0) {
+    commit_result(ctx);
+    ctx = NULL;
+    goto out;
+  }
+  /* Store every file; the run is stored done after the last one is durable. */
+  struct store_file *existing = NULL;
+  size_t ne = 0;
+  if (store_file_list(o->st, c->id, 0, &existing, &ne) != 0)
+    ne = 0;
+  int64_t expires = sbx_now_wall_ms() + (int64_t)o->retention_days * 86400000LL;
+  ctx->pending = n;
+  for (size_t i = 0; i < n; i++) {
+    struct orch_upload *u = ctx->files[i];
+    u->file_id[0] = '\0';
+    const char *reason = orch_manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, ctx->kinds[i], u->size);
+    struct store_file_in in = {
+        .chat_id = c->id, .name = u->name, .source = STORE_SRC_OUTPUT, .mounted = reason == NULL,
+        .left_out_reason = reason, .run_id = run->id, .kind = ctx->kinds[i], .expires_at = expires,
+        .data = u->data, .size = u->size,
+    };
+    ctx->cbs[i].ctx = ctx;
+    ctx->cbs[i].i = i;
+    if (store_file_add(o->st, &in, on_output_stored, &ctx->cbs[i]) != 0) {
+      /* could not queue: count it as failed now */
+      ctx->failed = SBX_ENOMEM;
+      if (--ctx->pending == 0) {
+        run->finishing = 0;
+        orch_api_error(req, 500, "internal", "output files could not be queued");
+        tp_req_release(req);
+        ctx_free(ctx);
+      }
+    }
+  }
+  if (ne)
+    store_file_list_free(existing, ne);
+  ctx = NULL;
+out:
+  if (ctx)
+    ctx_free(ctx);
+  orch_rec_clear(&rec);
+  json_decref(body);
+}
+
+void orch_routes_page(struct orch *o) {
+  tp_route(o->tp, "POST", "/v1/runs/{run}/started", 16 * 1024, on_started, o);
+  tp_route(o->tp, "PUT", "/v1/runs/{run}/files/{name*}", ORCH_UPLOAD_MAX, on_put_file, o);
+  tp_route(o->tp, "POST", "/v1/runs/{run}/result", 4u << 20, on_result, o);
+}

@@ -1,0 +1,331 @@
+/* api_runs.c -- runs as the backend sees them: create (answered once durable), read, cancel, and
+ * the wait_s long poll.
+ *
+ * POST /v1/chats/{chat}/runs {code, origin, turn_id?, timeout_s?, wait_s?, idempotency_key?}
+ *   -> 201 the run object once the run is durable (or, with wait_s, once it ended or wait_s
+ *   passed); the same idempotency_key again -> 200 the first run.  With CHAT_CODE_EXECUTION=off
+ *   the run is recorded `rejected` with an error saying so.
+ * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
+ * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
+ *   sent `cancel`, and the run ends when the page answers or after a grace.
+ * Waiting requests are woken by the run's end (orch_waiters_wake), never by polling; each has a
+ * timer for its own wait_s.  What it does not do: page reports (api_page.c).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <string.h>
+
+/* ---- waiters ------------------------------------------------------------------------------ */
+
+static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
+
+static void waiter_end(struct orch_waiter *w, int answer) {
+  if (w->run != NULL) {
+    sbx_list_remove(&w->link);
+    if (answer)
+      orch_api_json(w->req, w->status_code, orch_run_json(w->o, &w->run->rec));
+    w->run = NULL;
+  }
+  tp_req_release(w->req);
+  w->req = NULL;
+  uv_timer_stop(&w->timer);
+  uv_close((uv_handle_t *)&w->timer, on_waiter_timer_closed);
+}
+
+static void on_waiter_timeout(uv_timer_t *t) { waiter_end(t->data, 1); }
+static void on_waiter_gone(struct tp_req *req, void *ud) {
+  (void)req;
+  waiter_end(ud, 0);
+}
+
+void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
+                     uint64_t wait_ms) {
+  struct orch_waiter *w = sbx_calloc(1, sizeof(*w));
+  if (w == NULL) {
+    orch_api_json(req, status_code, orch_run_json(o, &run->rec));
+    return;
+  }
+  w->o = o;
+  w->req = req;
+  w->run = run;
+  w->status_code = status_code;
+  sbx_list_insert_tail(&run->waiters, &w->link);
+  tp_req_hold(req);
+  tp_req_on_close(req, on_waiter_gone, w);
+  uv_timer_init(o->loop, &w->timer);
+  w->timer.data = w;
+  uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
+}
+
+void orch_waiters_wake(struct orch *o, struct orch_run *run) {
+  (void)o;
+  while (!SBX_LIST_EMPTY(&run->waiters)) {
+    struct orch_waiter *w = SBX_CONTAINER_OF(run->waiters.next, struct orch_waiter, link);
+    waiter_end(w, 1);
+  }
+}
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* wait_s from a JSON field or query text: 0..ORCH_WAIT_S_MAX; -1 invalid. */
+static double parse_wait(json_t *j, const char *q) {
+  double v = 0;
+  if (j && !json_is_null(j)) {
+    if (!json_is_number(j))
+      return -1;
+    v = json_number_value(j);
+  } else if (q) {
+    char *end;
+    v = strtod(q, &end);
+    if (end == q || *end)
+      return -1;
+  }
+  return v < 0 || v > ORCH_WAIT_S_MAX ? -1 : v;
+}
+
+static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
+                           double wait_s) {
+  if (run->state == ORCH_RUN_DONE || wait_s <= 0)
+    orch_api_json(req, status, orch_run_json(o, &run->rec));
+  else
+    orch_waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000));
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+struct create_ctx {
+  struct orch *o;
+  struct tp_req *req;
+  struct orch_run *run;
+  double wait_s;
+};
+
+static void answer_existing(struct orch *o, struct tp_req *req, const char *run_id, double wait_s) {
+  struct orch_run *live = orch_map_get(&o->runs, run_id);
+  if (live) {
+    answer_or_wait(o, req, live, 200, wait_s);
+    return;
+  }
+  struct store_run r;
+  if (store_run_get(o->st, run_id, &r) != 0) {
+    orch_api_error(req, 500, "storage", "cannot read run %s", run_id);
+    return;
+  }
+  orch_api_json(req, 200, orch_run_json(o, &r));
+  store_run_free(&r);
+}
+
+static void on_run_stored(int rc, const struct sbx_error *err, void *ud) {
+  struct create_ctx *ctx = ud;
+  struct orch *o = ctx->o;
+  struct orch_run *run = ctx->run;
+  if (rc == SBX_EEXIST && run->rec.idempotency_key) {
+    store_id other;
+    if (store_run_by_idempotency(o->st, run->rec.chat_id, run->rec.idempotency_key, other) == 0)
+      answer_existing(o, ctx->req, other, ctx->wait_s);
+    else
+      orch_api_error(ctx->req, 409, "conflict", "idempotency key already used");
+    orch_run_free(run);
+  } else if (rc != 0) {
+    orch_api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch_run_free(run);
+  } else {
+    o->m.runs_created++;
+    struct orch_chat *c = NULL;
+    if (run->state == ORCH_RUN_DONE) { /* rejected: durable and final */
+      orch_metrics_observe_run(&o->m, run->status, -1);
+      orch_api_json(ctx->req, 201, orch_run_json(o, &run->rec));
+      orch_run_free(run);
+    } else if (orch_chat_get(o, run->rec.chat_id, &c) != 0 || orch_map_put(&o->runs, run->id, run) != 0) {
+      orch_api_error(ctx->req, 500, "internal", "out of memory");
+      orch_run_free(run);
+    } else {
+      run->chat = c;
+      sbx_list_insert_tail(&c->runs, &run->chat_link);
+      orch_chat_pump(c);
+      answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
+    }
+  }
+  tp_req_release(ctx->req);
+  sbx_free(ctx);
+}
+
+static int field_str(json_t *body, const char *key, size_t max, const char **out, struct tp_req *req) {
+  json_t *v = json_object_get(body, key);
+  *out = NULL;
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (!json_is_string(v) || json_string_length(v) > max) {
+    orch_api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", key, max);
+    return -1;
+  }
+  *out = json_string_value(v);
+  return 0;
+}
+
+static void on_create_run(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  if (c == NULL)
+    return;
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL)
+    return;
+  const char *code, *origin, *turn_id, *idem;
+  json_t *jcode = json_object_get(body, "code");
+  if (!json_is_string(jcode)) {
+    orch_api_error(req, 400, "invalid_field", "code: a string is required");
+    goto out;
+  }
+  code = json_string_value(jcode);
+  if (field_str(body, "origin", 16, &origin, req) || field_str(body, "turn_id", 64, &turn_id, req) ||
+      field_str(body, "idempotency_key", 200, &idem, req))
+    goto out;
+  if (origin == NULL)
+    origin = "tool";
+  if (strcmp(origin, "tool") && strcmp(origin, "auto") && strcmp(origin, "user")) {
+    orch_api_error(req, 400, "invalid_field", "origin: one of tool, auto, user");
+    goto out;
+  }
+  if (turn_id) {
+    struct store_turn t;
+    if (!orch_api_valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
+      orch_api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
+      goto out;
+    }
+    int same = strcmp(t.chat_id, c->id) == 0;
+    store_turn_free(&t);
+    if (!same) {
+      orch_api_error(req, 404, "not_found", "turn_id: no turn %s in this chat", turn_id);
+      goto out;
+    }
+  }
+  int timeout_s = o->cfg->time_limit_s;
+  json_t *jt = json_object_get(body, "timeout_s");
+  if (jt && !json_is_null(jt)) {
+    if (!json_is_integer(jt) || json_integer_value(jt) < 1 || json_integer_value(jt) > o->cfg->time_limit_s) {
+      orch_api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
+                     o->cfg->time_limit_s);
+      goto out;
+    }
+    timeout_s = (int)json_integer_value(jt);
+  }
+  double wait_s = parse_wait(json_object_get(body, "wait_s"), NULL);
+  if (wait_s < 0) {
+    orch_api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
+    goto out;
+  }
+  if (idem) {
+    store_id existing;
+    if (store_run_by_idempotency(o->st, c->id, idem, existing) == 0) {
+      answer_existing(o, req, existing, wait_s);
+      goto out;
+    }
+  }
+  struct orch_run *run = sbx_calloc(1, sizeof(*run));
+  struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  if (run == NULL || ctx == NULL) {
+    sbx_free(run);
+    sbx_free(ctx);
+    orch_api_error(req, 500, "internal", "out of memory");
+    goto out;
+  }
+  store_id id;
+  store_new_id(id);
+  orch_run_init(run, id, timeout_s);
+  SBX_LIST_INIT(&run->waiters);
+  SBX_LIST_INIT(&run->uploads);
+  SBX_LIST_INIT(&run->chat_link);
+  struct store_run *r = &run->rec;
+  snprintf(r->id, sizeof(r->id), "%s", id);
+  snprintf(r->chat_id, sizeof(r->chat_id), "%s", c->id);
+  snprintf(r->turn_id, sizeof(r->turn_id), "%s", turn_id ? turn_id : "");
+  r->code = sbx_strdup(code);
+  r->origin = sbx_strdup(origin);
+  r->timeout_s = timeout_s;
+  r->idempotency_key = idem ? sbx_strdup(idem) : NULL;
+  r->seq = ++o->run_seq;
+  r->created_at = sbx_now_wall_ms();
+  if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
+    orch_run_finish(run, ORCH_RUN_STATUS_REJECTED);
+    r->finished_at = r->created_at;
+    r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
+                               "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
+                               "was not run.\",\"traceback\":null}");
+  }
+  orch_run_sync_rec(run);
+  ctx->o = o;
+  ctx->req = req;
+  ctx->run = run;
+  ctx->wait_s = wait_s;
+  tp_req_hold(req);
+  if (store_run_put(o->st, r, on_run_stored, ctx) != 0) {
+    tp_req_release(req);
+    orch_run_free(run);
+    sbx_free(ctx);
+    orch_api_error(req, 500, "internal", "run could not be queued");
+  }
+out:
+  json_decref(body);
+}
+
+/* ---- read, cancel ------------------------------------------------------------------------- */
+
+static void on_get_run(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *live;
+  struct store_run rec;
+  if (orch_api_run(o, req, tp_req_param(req, "run"), &live, &rec, NULL) != 0)
+    return;
+  double wait_s = parse_wait(NULL, tp_req_query(req, "wait_s"));
+  if (wait_s < 0)
+    orch_api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
+  else if (live)
+    answer_or_wait(o, req, live, 200, wait_s);
+  else
+    orch_api_json(req, 200, orch_run_json(o, &rec));
+  orch_rec_clear(&rec);
+}
+
+static void on_cancel(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct store_run rec;
+  struct orch_chat *c;
+  if (orch_api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
+    return;
+  orch_rec_clear(&rec);
+  if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
+    orch_api_error(req, 409, "conflict", "the run has already ended");
+    return;
+  }
+  int rc = orch_run_request_cancel(run, ORCH_CANCEL_GRACE_MS);
+  if (rc == 0) {
+    /* queued or paused: ended now; answered once durable */
+    json_t *err = json_pack("{s:s, s:s, s:n}", "type", "Cancelled", "message",
+                            "The run was cancelled before it started.", "traceback");
+    sbx_free(run->rec.error_json);
+    run->rec.error_json = orch_json_dump(err, NULL);
+    json_decref(err);
+    tp_req_hold(req);
+    orch_run_settle(o, run, NULL, req);
+    return;
+  }
+  if (rc == SBX_EAGAIN) {
+    json_t *ev = json_object();
+    json_object_set_new(ev, "run_id", json_string(run->id));
+    json_object_set_new(ev, "attempt", json_integer(run->attempts));
+    json_object_set_new(ev, "page_id", json_string(run->page_id));
+    orch_event_emit(c, "cancel", ev);
+    orch_api_json(req, 202, orch_run_json(o, &run->rec));
+    return;
+  }
+  orch_api_error(req, 409, "conflict", "the run cannot be cancelled in state %s", orch_run_state_name(run->state));
+}
+
+void orch_routes_runs(struct orch *o) {
+  tp_route(o->tp, "POST", "/v1/chats/{chat}/runs", 2u << 20, on_create_run, o);
+  tp_route(o->tp, "GET", "/v1/runs/{run}", 0, on_get_run, o);
+  tp_route(o->tp, "POST", "/v1/runs/{run}/cancel", 64 * 1024, on_cancel, o);
+}

@@ -1,0 +1,136 @@
+/* api_static.c -- what the browser loads from us: the Pyodide runtime, the app's assets, the
+ * kernel worker scripts with their own CSP, and the app pages with cross-origin isolation.
+ *
+ *   /pyodide/      build/www/pyodide/   immutable, long-lived cache; never redirects
+ *   /assets/       build/www/assets/
+ *   /worker/       build/www/worker/    CSP: default-src 'none'; script-src 'self'
+ *   /worker-pypi/  build/www/worker/      'wasm-unsafe-eval'; connect-src <origin>/pyodide/
+ *                                         (+ the PyPI hosts on /worker-pypi/ unless
+ *                                         CHAT_PYODIDE_PYPI_DISABLED)
+ *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html, each with
+ *   COOP same-origin + COEP require-corp (SharedArrayBuffer for interrupts).  A missing html file
+ *   gets a small built-in page instead of an error.
+ *
+ * The worker CSP names our origin with the /pyodide/ path: 'self' cannot carry a path, and
+ * `connect-src 'self'` would let Python call the app's own API.  The origin comes from the
+ * request's Host (checked to be a plain host[:port]); both schemes are listed since one listener
+ * serves TLS and cleartext.  What it does not do: serve artifacts (api_files.c, with a sandbox CSP).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+static const char ISOLATION[] = "Cross-Origin-Opener-Policy: same-origin\r\n"
+                                "Cross-Origin-Embedder-Policy: require-corp\r\n";
+static const char SUBRESOURCE[] = "Cross-Origin-Resource-Policy: same-origin\r\n"
+                                  "Cross-Origin-Embedder-Policy: require-corp\r\n"
+                                  "X-Content-Type-Options: nosniff\r\n";
+
+static const char *content_type(const char *path) {
+  static const struct { const char *ext, *type; } types[] = {
+      {".js", "text/javascript; charset=utf-8"}, {".mjs", "text/javascript; charset=utf-8"},
+      {".json", "application/json"},             {".wasm", "application/wasm"},
+      {".html", "text/html; charset=utf-8"},     {".map", "application/json"},
+      {".zip", "application/zip"},               {".whl", "application/zip"},
+      {".tar", "application/x-tar"},             {".css", "text/css; charset=utf-8"},
+  };
+  const char *dot = strrchr(path, '.');
+  for (size_t i = 0; dot && i < SBX_ARRAY_SIZE(types); i++)
+    if (strcmp(dot, types[i].ext) == 0)
+      return types[i].type;
+  return "application/octet-stream";
+}
+
+static int host_ok(const char *h) {
+  if (h == NULL || *h == '\0' || strlen(h) > 255)
+    return 0;
+  for (const char *p = h; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '-' || *p == ':' || *p == '[' || *p == ']'))
+      return 0;
+  return 1;
+}
+
+static int rel_path_ok(const char *p) {
+  if (p == NULL || *p == '\0' || *p == '/' || strstr(p, "..") || strchr(p, '\\'))
+    return 0;
+  return 1;
+}
+
+static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
+  const char *rel = tp_req_param(req, "path");
+  const char *host = tp_req_header(req, "host");
+  if (host == NULL)
+    host = tp_req_header(req, ":authority");
+  if (!rel_path_ok(rel)) {
+    orch_api_error(req, 404, "not_found", "no such file");
+    return;
+  }
+  if (!host_ok(host)) {
+    orch_api_error(req, 400, "bad_host", "a plain Host header is required");
+    return;
+  }
+  char path[4096], headers[1400];
+  snprintf(path, sizeof(path), "%s/worker/%s", o->static_dir, rel);
+  int with_pypi = pypi && !o->cfg->pypi_disabled;
+  snprintf(headers, sizeof(headers),
+           "Content-Security-Policy: default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; "
+           "connect-src http://%s/pyodide/ https://%s/pyodide/%s\r\n"
+           "Cache-Control: no-cache\r\n%s",
+           host, host, with_pypi ? " https://pypi.org https://files.pythonhosted.org" : "",
+           SUBRESOURCE);
+  if (tp_respond_file(req, path, content_type(path), headers, 0) != 0)
+    orch_api_error(req, 404, "not_found", "no such file");
+}
+
+static void on_worker(struct tp_req *req, void *ud) { serve_worker(req, ud, 0); }
+static void on_worker_pypi(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (o->cfg->pypi_disabled) {
+    orch_api_error(req, 404, "not_found", "PyPI access is disabled on this deployment");
+    return;
+  }
+  serve_worker(req, o, 1);
+}
+
+static const char PLACEHOLDER[] =
+    "<!doctype html><html><head><meta charset=\"utf-8\"><title>cerea-sandbox</title></head>"
+    "<body><h1>cerea-sandbox</h1><p>The web app is not built here. Run "
+    "<code>bash scripts/setup.sh</code> to build it. The API is at <code>/v1/</code>, health at "
+    "<a href=\"/healthz\">/healthz</a>.</p></body></html>\n";
+
+static void serve_app(struct tp_req *req, struct orch *o, const char *file) {
+  char path[4096], headers[512];
+  snprintf(path, sizeof(path), "%s/%s", o->static_dir, file);
+  snprintf(headers, sizeof(headers), "%sCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
+           "Referrer-Policy: no-referrer\r\n", ISOLATION);
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+      tp_respond_file(req, path, "text/html; charset=utf-8", headers, 0) == 0)
+    return;
+  char h2[600];
+  snprintf(h2, sizeof(h2), "Content-Type: text/html; charset=utf-8\r\n%s", headers);
+  tp_respond(req, 200, h2, PLACEHOLDER, sizeof(PLACEHOLDER) - 1);
+}
+
+static void on_index(struct tp_req *req, void *ud) { serve_app(req, ud, "index.html"); }
+static void on_chat_page(struct tp_req *req, void *ud) { serve_app(req, ud, "chat.html"); }
+static void on_admin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "admin.html"); }
+
+void orch_routes_static(struct orch *o) {
+  char dir[4096];
+  snprintf(dir, sizeof(dir), "%s/pyodide", o->static_dir);
+  tp_static_mount(o->tp, "/pyodide/", dir, "public, max-age=31536000, immutable");
+  snprintf(dir, sizeof(dir), "%s/assets", o->static_dir);
+  tp_static_mount(o->tp, "/assets/", dir, "no-cache");
+  tp_path_headers(o->tp, "/pyodide/", SUBRESOURCE);
+  tp_path_headers(o->tp, "/assets/", SUBRESOURCE);
+  tp_route(o->tp, "GET", "/worker/{path*}", 0, on_worker, o);
+  tp_route(o->tp, "GET", "/worker-pypi/{path*}", 0, on_worker_pypi, o);
+  tp_route(o->tp, "GET", "/", 0, on_index, o);
+  tp_route(o->tp, "GET", "/playground", 0, on_index, o);
+  tp_route(o->tp, "GET", "/chat/{chat}", 0, on_chat_page, o);
+  tp_route(o->tp, "GET", "/admin", 0, on_admin_page, o);
+}

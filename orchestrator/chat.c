@@ -1,0 +1,385 @@
+/* chat.c -- the per-chat scheduler: runs of one chat execute one at a time, in creation order,
+ * on the chat's active page (attached, visible, most recently made visible).
+ *
+ * What it does: loads chats on first use; pumps the queue (dispatch the head run with its mount
+ * manifest computed from the database, or pause it while no page can take it); reacts to pages
+ * changing (hidden or gone -> the run it ran is paused and re-dispatched as a new attempt
+ * elsewhere or later); settles finished runs (persist, wake waiters, drop from memory); ticks
+ * deadlines for the cron.  Every run transition is a step of run.c; every page transition a step
+ * of page.c.  What it does not do: parse requests or write HTTP answers (except through the
+ * waiters and the settle answer it is handed).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <string.h>
+
+/* ---- run records -------------------------------------------------------------------------- */
+
+static char *dup_or_null(const char *s) { return s ? sbx_strdup(s) : NULL; }
+
+void orch_rec_clear(struct store_run *r) {
+  sbx_free(r->code);
+  sbx_free(r->origin);
+  sbx_free(r->state);
+  sbx_free(r->status);
+  sbx_free(r->stdout_text);
+  sbx_free(r->stderr_text);
+  sbx_free(r->error_json);
+  sbx_free(r->notes_json);
+  sbx_free(r->remounted_json);
+  sbx_free(r->result_hash);
+  sbx_free(r->idempotency_key);
+  memset(r, 0, sizeof(*r));
+}
+
+int orch_rec_copy(struct store_run *d, const struct store_run *s) {
+  *d = *s;
+  d->code = dup_or_null(s->code);
+  d->origin = dup_or_null(s->origin);
+  d->state = dup_or_null(s->state);
+  d->status = dup_or_null(s->status);
+  d->stdout_text = dup_or_null(s->stdout_text);
+  d->stderr_text = dup_or_null(s->stderr_text);
+  d->error_json = dup_or_null(s->error_json);
+  d->notes_json = dup_or_null(s->notes_json);
+  d->remounted_json = dup_or_null(s->remounted_json);
+  d->result_hash = dup_or_null(s->result_hash);
+  d->idempotency_key = dup_or_null(s->idempotency_key);
+  if ((s->code && !d->code) || (s->origin && !d->origin) || (s->state && !d->state) ||
+      (s->status && !d->status) || (s->stdout_text && !d->stdout_text) ||
+      (s->stderr_text && !d->stderr_text) || (s->error_json && !d->error_json) ||
+      (s->notes_json && !d->notes_json) || (s->remounted_json && !d->remounted_json) ||
+      (s->result_hash && !d->result_hash) || (s->idempotency_key && !d->idempotency_key)) {
+    orch_rec_clear(d);
+    return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+static void set_str(char **slot, const char *v) {
+  if (*slot && v && strcmp(*slot, v) == 0)
+    return;
+  sbx_free(*slot);
+  *slot = v ? sbx_strdup(v) : NULL;
+}
+
+void orch_run_sync_rec(struct orch_run *run) {
+  set_str(&run->rec.state, orch_run_state_name(run->state));
+  set_str(&run->rec.status, run->status ? orch_run_status_name(run->status) : NULL);
+  run->rec.attempts = run->attempts;
+}
+
+static void free_uploads(struct orch *o, struct orch_run *run) {
+  struct sbx_list *it, *tmp;
+  SBX_LIST_FOREACH_SAFE(it, tmp, &run->uploads) {
+    struct orch_upload *u = SBX_CONTAINER_OF(it, struct orch_upload, link);
+    sbx_list_remove(&u->link);
+    if (o)
+      o->pending_upload_bytes -= u->size;
+    sbx_free(u->name);
+    sbx_free(u->data);
+    sbx_free(u);
+  }
+  run->upload_bytes = 0;
+}
+
+void orch_run_free(struct orch_run *run) {
+  free_uploads(run->chat ? run->chat->o : NULL, run);
+  orch_rec_clear(&run->rec);
+  sbx_free(run);
+}
+
+static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "chat", "run state not persisted: %s", err ? err->msg : sbx_strerror(rc));
+}
+
+void orch_run_persist(struct orch *o, struct orch_run *run) {
+  orch_run_sync_rec(run);
+  if (store_run_put(o->st, &run->rec, on_persisted, NULL) != 0)
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: persist could not be queued", run->id);
+}
+
+/* ---- settling a finished run -------------------------------------------------------------- */
+
+struct settle_ctx {
+  struct orch *o;
+  struct orch_run *run;
+  struct tp_req *answer; /* held; answered with the run object once durable */
+};
+
+static void on_settled(int rc, const struct sbx_error *err, void *ud) {
+  struct settle_ctx *ctx = ud;
+  struct orch *o = ctx->o;
+  struct orch_run *run = ctx->run;
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: final state not durable: %s", run->id,
+            err ? err->msg : sbx_strerror(rc));
+  if (ctx->answer) {
+    if (rc == 0)
+      orch_api_json(ctx->answer, 200, orch_run_json(o, &run->rec));
+    else
+      orch_api_error(ctx->answer, 500, "storage", "the result could not be stored: %s",
+                     err ? err->msg : sbx_strerror(rc));
+    tp_req_release(ctx->answer);
+  }
+  orch_waiters_wake(o, run);
+  orch_map_del(&o->runs, run->id);
+  orch_run_free(run);
+  sbx_free(ctx);
+}
+
+void orch_run_settle(struct orch *o, struct orch_run *run, store_done_cb unused, void *answer_req) {
+  (void)unused;
+  struct orch_chat *c = run->chat;
+  if (run->rec.finished_at == 0)
+    run->rec.finished_at = sbx_now_wall_ms();
+  orch_run_sync_rec(run);
+  int64_t dur = run->rec.started_at ? run->rec.finished_at - run->rec.started_at : -1;
+  orch_metrics_observe_run(&o->m, run->status, dur);
+  sbx_list_remove(&run->chat_link); /* the queue moves on; the map keeps it until durable */
+  free_uploads(o, run);
+  struct settle_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  if (ctx == NULL || store_run_put(o->st, &run->rec, on_settled, ctx) != 0) {
+    if (ctx == NULL) {
+      ctx = &(struct settle_ctx){0};
+      sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory while settling", run->id);
+      return; /* leaks the run rather than answer wrongly; it stays reachable in the map */
+    }
+    ctx->o = o;
+    ctx->run = run;
+    ctx->answer = answer_req;
+    struct sbx_error e;
+    sbx_error_set(&e, SBX_ENOMEM, "write could not be queued");
+    on_settled(SBX_ENOMEM, &e, ctx);
+  } else {
+    ctx->o = o;
+    ctx->run = run;
+    ctx->answer = answer_req;
+  }
+  if (c)
+    orch_chat_pump(c);
+}
+
+/* ---- chats -------------------------------------------------------------------------------- */
+
+struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq) {
+  struct orch_chat *c = sbx_calloc(1, sizeof(*c));
+  if (c == NULL)
+    return NULL;
+  snprintf(c->id, sizeof(c->id), "%s", id);
+  snprintf(c->token_hash, sizeof(c->token_hash), "%s", token_hash);
+  c->o = o;
+  c->event_seq = last_seq;
+  SBX_LIST_INIT(&c->runs);
+  SBX_LIST_INIT(&c->pages);
+  SBX_LIST_INIT(&c->streams);
+  if (orch_map_put(&o->chats, c->id, c) != 0) {
+    sbx_free(c);
+    return NULL;
+  }
+  return c;
+}
+
+int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
+  struct orch_chat *c = orch_map_get(&o->chats, chat_id);
+  if (c == NULL) {
+    struct store_chat sc;
+    int rc = store_chat_get(o->st, chat_id, &sc);
+    if (rc != 0)
+      return rc;
+    int64_t seq = 0;
+    store_event_last_seq(o->st, chat_id, &seq);
+    c = orch_chat_add(o, sc.id, sc.token_hash, seq);
+    store_chat_free(&sc);
+    if (c == NULL)
+      return SBX_ENOMEM;
+  }
+  *out = c;
+  return 0;
+}
+
+struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id) {
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &c->pages) {
+    struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+    if (strcmp(p->id, page_id) == 0)
+      return p;
+  }
+  return NULL;
+}
+
+struct orch_page *orch_chat_active_page(struct orch_chat *c) {
+  struct orch_page *best = NULL;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &c->pages) {
+    struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+    if (orch_page_can_run(p) && (best == NULL || p->visible_seq > best->visible_seq))
+      best = p;
+  }
+  return best;
+}
+
+static struct orch_run *head_run(struct orch_chat *c) {
+  return SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
+}
+
+static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch_run *run) {
+  json_t *j = json_object();
+  json_object_set_new(j, "run_id", json_string(run->id));
+  json_object_set_new(j, "chat_id", json_string(c->id));
+  json_object_set_new(j, "page_id", json_string(run->page_id));
+  json_object_set_new(j, "code", json_string(run->rec.code ? run->rec.code : ""));
+  json_object_set_new(j, "origin", json_string(run->rec.origin ? run->rec.origin : "tool"));
+  json_object_set_new(j, "timeout_s", json_integer(run->timeout_s));
+  json_object_set_new(j, "attempt", json_integer(run->attempts));
+  json_t *mounts = json_array(), *left = json_array();
+  struct store_file *files = NULL;
+  size_t n = 0;
+  int rc = store_file_list(o->st, c->id, 0, &files, &n);
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: file list failed (%s): dispatched without mounts",
+            run->id, sbx_strerror(rc));
+  struct orch_manifest m;
+  if (rc == 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0) {
+    for (size_t i = 0; i < m.n_mounts; i++) {
+      const struct store_file *f = m.mounts[i].file;
+      char url[80];
+      snprintf(url, sizeof(url), "/v1/files/%s", f->id);
+      json_t *e = json_object();
+      json_object_set_new(e, "name", json_string(f->name));
+      json_object_set_new(e, "file_id", json_string(f->id));
+      json_object_set_new(e, "version", json_integer(f->version));
+      json_object_set_new(e, "sha256", json_string(f->sha256));
+      json_object_set_new(e, "size", json_integer((json_int_t)f->size));
+      json_object_set_new(e, "url", json_string(url));
+      json_array_append_new(mounts, e);
+    }
+    for (size_t i = 0; i < m.n_left_out; i++) {
+      json_t *e = json_object();
+      json_object_set_new(e, "name", json_string(m.left_out[i].file->name));
+      json_object_set_new(e, "reason", json_string(m.left_out[i].reason));
+      json_array_append_new(left, e);
+    }
+    orch_manifest_free(&m);
+  }
+  if (rc == 0)
+    store_file_list_free(files, n);
+  json_object_set_new(j, "mounts", mounts);
+  json_object_set_new(j, "left_out", left);
+  json_t *lim = json_object();
+  json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
+  json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
+  json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
+  json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
+  json_object_set_new(j, "limits", lim);
+  json_object_set_new(j, "pypi", json_boolean(!o->cfg->pypi_disabled));
+  return j;
+}
+
+static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page *p) {
+  struct orch *o = c->o;
+  int again = run->attempts > 0;
+  if (orch_run_dispatch(run, p->id, ORCH_WATCHDOG_GRACE_MS) != 0)
+    return;
+  free_uploads(o, run); /* files of an earlier attempt never become artifacts */
+  run->restart_sent = 0;
+  o->m.runs_dispatched++;
+  if (again)
+    o->m.attempts_redispatched++;
+  orch_run_persist(o, run);
+  orch_event_emit(c, "run", manifest_payload(o, c, run));
+}
+
+void orch_chat_pump(struct orch_chat *c) {
+  struct orch *o = c->o;
+  if (o->closing)
+    return;
+  struct orch_run *run = head_run(c);
+  if (run == NULL || run->finishing)
+    return;
+  if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING)
+    return; /* one at a time */
+  struct orch_page *p = orch_chat_active_page(c);
+  if (p != NULL) {
+    dispatch(c, run, p);
+  } else if (run->state == ORCH_RUN_QUEUED) {
+    if (orch_run_pause(run, o->cfg->paused_wait_ms) == 0)
+      orch_run_persist(o, run);
+  }
+}
+
+void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p) {
+  struct orch *o = c->o;
+  struct orch_run *run = head_run(c);
+  if (run && !run->finishing &&
+      (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
+      strcmp(run->page_id, p->id) == 0 &&
+      (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
+    if (orch_run_pause(run, o->cfg->paused_wait_ms) == 0)
+      orch_run_persist(o, run);
+  }
+  orch_chat_pump(c);
+}
+
+static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch_run_due due) {
+  struct orch *o = c->o;
+  json_t *err = json_object();
+  char msg[400];
+  const char *type = "Abandoned";
+  if (due == ORCH_RUN_DUE_ABANDONED) {
+    snprintf(msg, sizeof(msg),
+             "The code did not run: no page of this chat was open and in the foreground for %llu s "
+             "(CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again.",
+             (unsigned long long)(o->cfg->paused_wait_ms / 1000));
+  } else if (due == ORCH_RUN_DUE_WATCHDOG) {
+    type = run->status == ORCH_RUN_STATUS_TIMEOUT ? "TimeoutError" : "KernelCrashed";
+    snprintf(msg, sizeof(msg), run->status == ORCH_RUN_STATUS_TIMEOUT
+                                   ? "The run did not finish within its time limit of %d s; the "
+                                     "sandbox was restarted."
+                                   : "The page never reported this run (within %d s plus a grace); "
+                                     "the sandbox was restarted.",
+             run->timeout_s);
+  } else {
+    type = "Cancelled";
+    snprintf(msg, sizeof(msg), "The run was cancelled; the sandbox was restarted.");
+  }
+  json_object_set_new(err, "type", json_string(type));
+  json_object_set_new(err, "message", json_string(msg));
+  json_object_set_new(err, "traceback", json_null());
+  sbx_free(run->rec.error_json);
+  run->rec.error_json = orch_json_dump(err, NULL);
+  json_decref(err);
+  if (due != ORCH_RUN_DUE_ABANDONED && run->page_id[0]) {
+    json_t *ev = json_object();
+    json_object_set_new(ev, "run_id", json_string(run->id));
+    json_object_set_new(ev, "page_id", json_string(run->page_id));
+    orch_event_emit(c, "restart", ev);
+    run->rec.restarted = 1;
+  }
+  orch_run_settle(o, run, NULL, NULL);
+}
+
+void orch_chat_tick(struct orch_chat *c) {
+  struct sbx_list *it, *tmp;
+  SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
+    struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+    if (orch_page_tick(p)) {
+      sbx_list_remove(&p->chat_link);
+      orch_chat_page_changed(c, p); /* gone: what it ran is paused */
+      sbx_free(p);
+    }
+  }
+  SBX_LIST_FOREACH_SAFE(it, tmp, &c->runs) {
+    struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);
+    if (run->finishing)
+      continue;
+    enum orch_run_due due = orch_run_tick(run);
+    if (due != ORCH_RUN_DUE_NONE) {
+      end_by_deadline(c, run, due);
+      return; /* the list changed; the next tick sees the rest */
+    }
+  }
+}

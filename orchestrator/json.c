@@ -1,0 +1,114 @@
+/* json.c -- the JSON shapes of the API, over jansson: the run object (exactly the fields DESIGN
+ * lists) and the file object.  References: functions named *_json return a NEW reference.
+ * What it does not do: parse request bodies (the handlers do, field by field, with 400s).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+char *orch_json_dump(const json_t *j, size_t *len) {
+  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+  if (s == NULL)
+    return NULL;
+  char *d = sbx_strdup(s);
+  free(s);
+  if (d && len)
+    *len = strlen(d);
+  return d;
+}
+
+json_t *orch_json_parse_text(const char *text) {
+  if (text == NULL || *text == '\0')
+    return NULL;
+  return json_loads(text, JSON_DECODE_ANY, NULL);
+}
+
+static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
+static json_t *ms_or_null(int64_t ms) { return ms ? json_integer(ms) : json_null(); }
+
+json_t *orch_file_json(const struct store_file *f, int exec_on) {
+  json_t *j = json_object();
+  json_object_set_new(j, "file_id", json_string(f->id));
+  json_object_set_new(j, "name", json_string(f->name));
+  json_object_set_new(j, "version", json_integer(f->version));
+  json_object_set_new(j, "size", json_integer((json_int_t)f->size));
+  json_object_set_new(j, "sha256", json_string(f->sha256));
+  json_object_set_new(j, "source", json_string(store_source_name(f->source)));
+  json_object_set_new(j, "kind", str_or_null(f->kind));
+  json_object_set_new(j, "text_of", f->text_of[0] ? json_string(f->text_of) : json_null());
+  json_object_set_new(j, "run_id", f->run_id[0] ? json_string(f->run_id) : json_null());
+  json_object_set_new(j, "mounted", json_boolean(f->mounted));
+  json_object_set_new(j, "left_out_reason", str_or_null(f->mounted ? NULL : f->left_out_reason));
+  if (f->mounted) {
+    char path[STORE_NAME_MAX + 32], note[STORE_NAME_MAX + 160];
+    snprintf(path, sizeof(path), "/mnt/data/%s", f->name);
+    json_object_set_new(j, "path", json_string(path));
+    if (exec_on) {
+      snprintf(note, sizeof(note),
+               "The file is available to code at %s (its latest version, if it has been edited).",
+               path);
+      json_object_set_new(j, "code_note", json_string(note));
+    } else {
+      json_object_set_new(j, "code_note", json_null());
+    }
+  } else {
+    json_object_set_new(j, "path", json_null());
+    json_object_set_new(j, "code_note", json_null());
+  }
+  json_object_set_new(j, "created_at", json_integer(f->created_at));
+  json_object_set_new(j, "expires_at", ms_or_null(f->expires_at));
+  return j;
+}
+
+json_t *orch_run_json(struct orch *o, const struct store_run *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "run_id", json_string(r->id));
+  json_object_set_new(j, "chat_id", json_string(r->chat_id));
+  json_object_set_new(j, "turn_id", r->turn_id[0] ? json_string(r->turn_id) : json_null());
+  json_object_set_new(j, "origin", str_or_null(r->origin));
+  json_object_set_new(j, "state", str_or_null(r->state));
+  json_object_set_new(j, "status", str_or_null(r->status));
+  json_object_set_new(j, "stdout", json_string(r->stdout_text ? r->stdout_text : ""));
+  json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
+  json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
+  json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
+  json_t *err = orch_json_parse_text(r->error_json);
+  json_object_set_new(j, "error", err ? err : json_null());
+  json_t *files = json_array();
+  if (o != NULL && r->status != NULL) {
+    struct store_file *fv = NULL;
+    size_t n = 0;
+    if (store_run_files(o->st, r->id, &fv, &n) == 0) {
+      for (size_t i = 0; i < n; i++) {
+        json_t *f = json_object();
+        char path[STORE_NAME_MAX + 32];
+        snprintf(path, sizeof(path), "/mnt/output/%s", fv[i].name);
+        json_object_set_new(f, "name", json_string(fv[i].name));
+        json_object_set_new(f, "path", json_string(path));
+        json_object_set_new(f, "size", json_integer((json_int_t)fv[i].size));
+        json_object_set_new(f, "sha256", json_string(fv[i].sha256));
+        json_object_set_new(f, "artifact_id", json_string(fv[i].id));
+        json_object_set_new(f, "version", json_integer(fv[i].version));
+        json_object_set_new(f, "kind", json_string(fv[i].kind ? fv[i].kind : "file"));
+        json_array_append_new(files, f);
+      }
+      store_file_list_free(fv, n);
+    }
+  }
+  json_object_set_new(j, "files", files);
+  json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
+  json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
+  json_t *notes = orch_json_parse_text(r->notes_json);
+  json_object_set_new(j, "notes", json_is_array(notes) ? notes : (json_decref(notes), json_array()));
+  json_object_set_new(j, "restarted", json_boolean(r->restarted));
+  json_t *rem = orch_json_parse_text(r->remounted_json);
+  json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
+  json_object_set_new(j, "attempts", json_integer(r->attempts));
+  json_object_set_new(j, "created_at", ms_or_null(r->created_at));
+  json_object_set_new(j, "started_at", ms_or_null(r->started_at));
+  json_object_set_new(j, "finished_at", ms_or_null(r->finished_at));
+  json_object_set_new(j, "duration_ms", r->started_at && r->finished_at
+                                            ? json_integer(r->finished_at - r->started_at)
+                                            : json_null());
+  return j;
+}

@@ -1,0 +1,293 @@
+/* server.c -- the orchestrator server object: opens the store, loads the API key and runtime
+ * settings, reloads unfinished runs, builds the HTTP server with every route and static mount,
+ * listens, runs the housekeeping cron, and closes it all in order.
+ *
+ * The cron (one uv_timer, every ORCH_CRON_MS) is the one place periodic duties live:
+ *  - run deadlines: pause wait over -> abandoned, watchdog -> timeout/crashed, cancel grace;
+ *  - page grace over -> the page is gone and what it ran is paused;
+ *  - retention: one bounded sweep step of expired artifacts every ORCH_SWEEP_EVERY_MS.
+ * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
+ *
+ * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ORCH_CRON_MS 100
+#define ORCH_SWEEP_EVERY_MS 60000
+#define ORCH_SWEEP_BUDGET 200
+
+static uint64_t last_sweep_ms;
+
+static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_WARN, "orch", "retention sweep failed: %s", err ? err->msg : sbx_strerror(rc));
+  else if (removed > 0)
+    sbx_log(SBX_LOG_INFO, "orch", "retention sweep removed %zu expired files", removed);
+}
+
+static void on_cron(uv_timer_t *t) {
+  struct orch *o = t->data;
+  if (o->closing)
+    return;
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&o->chats, &i, &k, &v))
+    orch_chat_tick(v);
+  uint64_t now = sbx_now_mono_ms();
+  if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
+    last_sweep_ms = now;
+    store_sweep(o->st, sbx_now_wall_ms(), ORCH_SWEEP_BUDGET, on_sweep, o);
+  }
+}
+
+/* build/www from the current directory or any parent (run from the repository or below it). */
+static char *find_static_dir(void) {
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == NULL)
+    return NULL;
+  for (;;) {
+    char cand[PATH_MAX + 16];
+    struct stat st;
+    snprintf(cand, sizeof(cand), "%s/build/www", cwd);
+    if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode))
+      return sbx_strdup(cand);
+    char *slash = strrchr(cwd, '/');
+    if (slash == NULL || slash == cwd)
+      return NULL;
+    *slash = '\0';
+  }
+}
+
+static int prepare_data_dir(const char *dir, struct sbx_error *err) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof(path), "%s", dir);
+  for (char *p = path + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(path, 0700);
+      *p = '/';
+    }
+  if (mkdir(path, 0700) != 0 && errno != EEXIST)
+    return sbx_error_set(err, errno == EACCES || errno == EROFS ? SBX_EPERM : SBX_EIO,
+                         "data directory %s cannot be created: %s", dir, strerror(errno));
+  if (access(path, W_OK | X_OK) != 0)
+    return sbx_error_set(err, SBX_EPERM, "data directory %s is not writable: %s", dir,
+                         strerror(errno));
+  return 0;
+}
+
+static void load_runtime_settings(struct orch *o) {
+  char *v = NULL;
+  o->retention_days = o->cfg->retention_days;
+  if (store_setting_get(o->st, "ARTIFACT_RETENTION_DAYS", &v) == 0 && v != NULL) {
+    int d = atoi(v);
+    if (d >= 1 && d <= 36500)
+      o->retention_days = d;
+    sbx_free(v);
+  }
+}
+
+static int reload_runs(struct orch *o, struct sbx_error *err) {
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  int rc = store_run_list_unfinished(o->st, &runs, &n);
+  if (rc != 0)
+    return sbx_error_set(err, rc, "cannot reload unfinished runs: %s", sbx_strerror(rc));
+  for (size_t i = 0; i < n; i++) {
+    struct orch_chat *c;
+    if (orch_chat_get(o, runs[i].chat_id, &c) != 0)
+      continue;
+    struct orch_run *run = sbx_calloc(1, sizeof(*run));
+    if (run == NULL) {
+      rc = SBX_ENOMEM;
+      break;
+    }
+    orch_run_init(run, runs[i].id, runs[i].timeout_s);
+    SBX_LIST_INIT(&run->waiters);
+    SBX_LIST_INIT(&run->uploads);
+    run->attempts = runs[i].attempts; /* the next dispatch is a new attempt */
+    run->chat = c;
+    if (orch_rec_copy(&run->rec, &runs[i]) != 0 || orch_map_put(&o->runs, run->id, run) != 0) {
+      orch_run_free(run);
+      rc = SBX_ENOMEM;
+      break;
+    }
+    if (o->run_seq < runs[i].seq)
+      o->run_seq = runs[i].seq;
+    sbx_list_insert_tail(&c->runs, &run->chat_link);
+    orch_run_sync_rec(run);
+  }
+  if (n > 0)
+    sbx_log(SBX_LOG_INFO, "orch", "reloaded %zu unfinished runs", n);
+  store_run_list_free(runs, n);
+  return rc;
+}
+
+int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
+             struct sbx_error *err) {
+  int rc = orch_config_validate(cfg, err);
+  if (rc != 0)
+    return rc;
+  struct orch *o = sbx_calloc(1, sizeof(*o));
+  if (o == NULL)
+    return SBX_ENOMEM;
+  o->loop = loop;
+  o->cfg = cfg;
+  orch_map_init(&o->chats);
+  orch_map_init(&o->runs);
+  o->run_seq = sbx_now_wall_ms() * 1000;
+
+  o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
+  struct stat sst;
+  if (o->static_dir == NULL || stat(o->static_dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
+    rc = sbx_error_set(err, SBX_ENOENT,
+                       "static tree %s not found (run bash scripts/setup.sh, or pass --static DIR)",
+                       o->static_dir ? o->static_dir : "build/www");
+    goto fail;
+  }
+  if ((rc = prepare_data_dir(cfg->data_dir, err)) != 0)
+    goto fail;
+  if ((rc = store_open(loop, cfg->data_dir, &o->st, err)) != 0)
+    goto fail;
+  if (cfg->api_key != NULL) {
+    o->api_key = sbx_strdup(cfg->api_key);
+  } else {
+    int generated = 0;
+    if ((rc = orch_api_key_load(cfg->data_dir, &o->api_key, &generated, err)) != 0)
+      goto fail;
+    if (generated)
+      fprintf(stderr,
+              "cerea-sandbox: generated an API key (kept in %s/api_key; set CEREA_API_KEY to "
+              "choose one):\n  %s\n",
+              cfg->data_dir, o->api_key);
+  }
+  if (o->api_key == NULL) {
+    rc = SBX_ENOMEM;
+    goto fail;
+  }
+  store_sha256_hex(o->api_key, strlen(o->api_key), o->api_key_hash);
+  load_runtime_settings(o);
+  if ((rc = reload_runs(o, err)) != 0)
+    goto fail;
+
+  struct tp_config tc;
+  memset(&tc, 0, sizeof(tc));
+  tp_limits_default(&tc.limits);
+  tc.tls_cert_file = cfg->tls_cert;
+  tc.tls_key_file = cfg->tls_key;
+  if ((rc = tp_server_new(loop, &tc, &o->tp, err)) != 0)
+    goto fail;
+  orch_routes_static(o);
+  orch_routes_health(o);
+  orch_routes_chats(o);
+  orch_routes_files(o);
+  orch_routes_runs(o);
+  orch_routes_events(o);
+  orch_routes_page(o);
+
+  const char *def = "127.0.0.1:8080";
+  size_t nl = cfg->n_listen ? cfg->n_listen : 1;
+  for (size_t i = 0; i < nl; i++) {
+    const char *addr = cfg->n_listen ? cfg->listen[i] : def;
+    struct sbx_error le;
+    sbx_error_clear(&le);
+    rc = tp_server_listen(o->tp, addr, &le);
+    if (rc != 0) {
+      if (rc == SBX_EADDRINUSE)
+        sbx_error_set(err, rc, "cannot listen on %s: address already in use (another server?)", addr);
+      else
+        sbx_error_set(err, rc, "cannot listen on %s: %s", addr, le.msg[0] ? le.msg : sbx_strerror(rc));
+      goto fail_tp;
+    }
+  }
+  uv_timer_init(loop, &o->cron);
+  o->cron.data = o;
+  uv_timer_start(&o->cron, on_cron, ORCH_CRON_MS, ORCH_CRON_MS);
+  last_sweep_ms = sbx_now_mono_ms() - ORCH_SWEEP_EVERY_MS + 5000; /* first sweep 5 s after start */
+  *out = o;
+  return 0;
+
+fail_tp:
+  /* The transport frees itself in its close callback; run the loop until it did. */
+  tp_server_close(o->tp, 0, NULL, NULL);
+  uv_run(loop, UV_RUN_NOWAIT);
+  o->tp = NULL;
+fail:
+  if (o->st)
+    store_close(o->st);
+  {
+    size_t i = 0;
+    const char *k;
+    void *v;
+    while (orch_map_next(&o->runs, &i, &k, &v))
+      orch_run_free(v);
+  }
+  orch_map_free(&o->runs);
+  orch_map_free(&o->chats);
+  sbx_free(o->api_key);
+  sbx_free(o->static_dir);
+  sbx_free(o);
+  return rc;
+}
+
+int orch_port(const struct orch *o) { return tp_server_port(o->tp); }
+
+static void free_everything(struct orch *o) {
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&o->runs, &i, &k, &v))
+    orch_run_free(v);
+  i = 0;
+  while (orch_map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    struct sbx_list *it, *tmp;
+    SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
+      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+      sbx_free(p);
+    }
+    sbx_free(c);
+  }
+  orch_map_free(&o->runs);
+  orch_map_free(&o->chats);
+}
+
+static void on_cron_closed(uv_handle_t *h) {
+  struct orch *o = h->data;
+  store_close(o->st);
+  free_everything(o);
+  orch_closed_cb cb = o->close_cb;
+  void *ud = o->close_ud;
+  sbx_free(o->api_key);
+  sbx_free(o->static_dir);
+  sbx_free(o);
+  if (cb)
+    cb(ud);
+}
+
+static void on_tp_closed(struct tp_server *s, void *ud) {
+  (void)s;
+  struct orch *o = ud;
+  o->tp = NULL;
+  uv_timer_stop(&o->cron);
+  uv_close((uv_handle_t *)&o->cron, on_cron_closed);
+}
+
+void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
+  if (o->closing)
+    return;
+  o->closing = 1;
+  o->close_cb = cb;
+  o->close_ud = ud;
+  tp_server_close(o->tp, 2000, on_tp_closed, o);
+}
