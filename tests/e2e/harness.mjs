@@ -1,0 +1,113 @@
+// harness.mjs -- shared set-up of the browser end-to-end tests: Debian's /usr/bin/chromium driven
+// by playwright-core (never a downloaded browser), headless, with a fresh user-data-dir per
+// launch; the static test server or the real orchestrator binary (build/cerea-sandbox serve on a
+// free 127.0.0.1 port with a temp --data dir, started and stopped by pid); screenshots saved under
+// test-results/ (git-ignored).  It does not assert anything itself.
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startStaticServer } from './static-server.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const WWW = path.join(ROOT, 'build', 'www');
+export const RESULTS = path.join(ROOT, 'test-results');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+export const DESKTOP = { width: 1280, height: 860 };
+export const PHONE = { width: 390, height: 844 };
+
+/** A browser context on a fresh profile.  close() removes the profile. */
+export async function launch({ viewport = DESKTOP, isMobile = false } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-profile-'));
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM, headless: true, viewport, isMobile, hasTouch: isMobile, acceptDownloads: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const close = async () => { await ctx.close().catch(() => {}); fs.rmSync(dir, { recursive: true, force: true }); };
+  return { ctx, close };
+}
+
+export async function staticServer(opts = {}) {
+  if (!fs.existsSync(path.join(WWW, 'index.html'))) throw new Error('build/www is not built: run node ui-adapter/build.mjs');
+  return startStaticServer({ root: WWW, ...opts });
+}
+
+export async function screenshot(page, name) {
+  fs.mkdirSync(RESULTS, { recursive: true });
+  const file = path.join(RESULTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+/** Collect console errors and page errors of a page (tests assert on them or print them). */
+export function watchConsole(page, sink = []) {
+  page.on('console', (m) => { if (m.type() === 'error') sink.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => sink.push(`pageerror: ${e.message}`));
+  return sink;
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * Start the real orchestrator.  Resolves {origin, apiKey, pid, stop()} once /healthz answers, or
+ * {skip: reason} when the binary is missing or does not come up (the caller skips with the reason).
+ */
+export async function orchestrator({ env = {}, timeoutMs = 15000 } = {}) {
+  const bin = path.join(ROOT, 'build', 'cerea-sandbox');
+  if (!fs.existsSync(bin)) return { skip: 'build/cerea-sandbox is not built' };
+  const data = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-data-'));
+  const port = await freePort();
+  const apiKey = 'e2e-key-' + Math.random().toString(36).slice(2);
+  const log = [];
+  const child = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--data', data], {
+    cwd: ROOT, env: { ...process.env, CEREA_API_KEY: apiKey, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.on('data', (d) => log.push(String(d)));
+  child.stderr.on('data', (d) => log.push(String(d)));
+  let exited = null;
+  child.on('exit', (code, sig) => { exited = { code, sig }; });
+  const origin = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (exited === null) {
+      process.kill(child.pid, 'SIGTERM');
+      const t = Date.now();
+      while (exited === null && Date.now() - t < 5000) await new Promise((r) => setTimeout(r, 50));
+      if (exited === null) process.kill(child.pid, 'SIGKILL');
+    }
+    fs.rmSync(data, { recursive: true, force: true });
+  };
+  const t0 = Date.now();
+  while (Date.now() - t0 < timeoutMs) {
+    if (exited !== null) { await stop(); return { skip: `orchestrator exited at start (${JSON.stringify(exited)}): ${log.join('').slice(-400)}` }; }
+    try {
+      const r = await fetch(`${origin}/healthz`);
+      if (r.ok) return { origin, apiKey, pid: child.pid, stop, log };
+    } catch { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stop();
+  return { skip: `orchestrator did not answer /healthz within ${timeoutMs} ms: ${log.join('').slice(-400)}` };
+}
+
+/** Backend API helper with the operator key. */
+export function backend(origin, apiKey) {
+  return async (method, p, body, headers = {}) => {
+    const init = { method, headers: { Authorization: `Bearer ${apiKey}`, ...headers } };
+    if (body instanceof Uint8Array || Buffer.isBuffer(body)) init.body = body;
+    else if (body !== undefined) { init.body = JSON.stringify(body); init.headers['Content-Type'] = 'application/json'; }
+    const r = await fetch(origin + p, init);
+    const text = await r.text();
+    let json = null; try { json = JSON.parse(text); } catch { /* not json */ }
+    return { status: r.status, json, text };
+  };
+}

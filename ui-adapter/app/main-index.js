@@ -1,0 +1,140 @@
+// main-index.js -- the page at / and /playground: the chat list (create with the operator's API
+// key, open, rename; kept in this browser) and the playground (CodeMirror editor, a local kernel
+// worker running the user's own code with no orchestrator involved, drag-and-drop attachments
+// mounted at /mnt/data, run and artifact cards, share links, the PyPI setting).  It does not talk
+// to a chat's event stream (chat.html does).
+import { createEditor, LANGUAGES } from './editor.js';
+import { RunCard } from './cards.js';
+import { h, fmtBytes } from './dom.js';
+import { codeFromHash, shareUrl } from './share.js';
+import { loadSettings, saveSettings, serverConfig, pypiAllowed, workerUrl, wireSettingsDialog } from './settings.js';
+import { KernelSupervisor } from '../src/kernel.js';
+import { Api } from '../src/api.js';
+import { runtimeProgress } from './progress.js';
+
+const $ = (id) => document.getElementById(id);
+const DEFAULT_CODE = `# Python runs in your browser (Pyodide). Files you drop are in /mnt/data.
+import sys, platform
+print("Hello from Python", sys.version.split()[0], "on", platform.system())
+
+# Save to /mnt/output to get a file back:
+with open("/mnt/output/hello.txt", "w") as f:
+    f.write("made in the playground\\n")
+`;
+
+// ---- Playground -------------------------------------------------------------------------------
+const attached = new Map(); // name -> Uint8Array
+let supervisor = null;
+let running = null;
+
+const editor = createEditor($('editor'), {
+  doc: codeFromHash() ?? localStorage.getItem('cerea.playground.code') ?? DEFAULT_CODE,
+  onRun: () => run(),
+  onChange: (code) => { try { localStorage.setItem('cerea.playground.code', code); } catch { /* full */ } },
+  label: 'Python code editor',
+});
+window.cereaEditor = editor; // for tests and the console
+
+$('lang').addEventListener('change', (e) => {
+  editor.setLanguage(e.target.value);
+  $('run').disabled = !LANGUAGES[e.target.value].runnable;
+});
+window.addEventListener('hashchange', () => { const c = codeFromHash(); if (c !== null) editor.setCode(c); });
+
+async function startKernel() {
+  const cfg = await serverConfig();
+  const settings = loadSettings();
+  const pypi = pypiAllowed(settings, cfg);
+  supervisor?.dispose();
+  supervisor = new KernelSupervisor({ workerUrl: workerUrl(pypi), pypi, spare: true });
+  window.cereaSupervisor = supervisor;
+  runtimeProgress($('runtime'), supervisor);
+  supervisor.start().catch((e) => { $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+}
+
+async function run() {
+  if (!LANGUAGES[$('lang').value].runnable) return;
+  if (running) return;
+  const code = editor.getCode();
+  const card = new RunCard({ getBytes: async (f) => f.bytes, onCancel: () => supervisor.cancel(), title: 'Playground' });
+  $('runs').prepend(card.el);
+  const t0 = performance.now();
+  card.update({ code, origin: 'user', state: 'running' });
+  $('run').disabled = true; $('cancel').hidden = false;
+  running = card;
+  try {
+    const files = [...attached].map(([name, bytes]) => ({ name, bytes }));
+    const res = await supervisor.run({ code, files, timeoutS: supervisor.timeLimitOverrideS || 60 });
+    card.update({ ...res, code, origin: 'user', duration_ms: res.duration_ms ?? Math.round(performance.now() - t0) });
+  } catch (e) {
+    card.update({ code, origin: 'user', status: 'error', error: { type: 'SandboxError', message: e.message } });
+  } finally {
+    running = null;
+    $('run').disabled = !LANGUAGES[$('lang').value].runnable; $('cancel').hidden = true;
+  }
+}
+$('run').addEventListener('click', () => run());
+$('cancel').addEventListener('click', () => supervisor?.cancel());
+$('share').addEventListener('click', async () => {
+  const url = shareUrl(editor.getCode());
+  $('share-out').replaceChildren('Share link: ', h('a', { href: url, 'data-testid': 'share-link' }, url.length > 90 ? url.slice(0, 87) + '…' : url));
+  try { await navigator.clipboard.writeText(url); $('share-out').append(' (copied)'); } catch { /* no permission */ }
+});
+
+// Attachments: drag and drop onto the editor area, or the file picker.
+function renderChips() {
+  $('chips').replaceChildren(...[...attached].map(([name, bytes]) => h('li', { class: 'chip' },
+    h('span', {}, name), h('span', { class: 'muted' }, fmtBytes(bytes.length)),
+    h('button', { type: 'button', class: 'chip-x', 'aria-label': `Remove ${name}`, onclick: () => { attached.delete(name); renderChips(); } }, '×'))));
+}
+async function addFiles(list) {
+  for (const f of list) {
+    if (f.size > 20 * 1024 * 1024) { alert(`${f.name} is over 20 MB: not mounted.`); continue; }
+    let name = f.name.replace(/[/\\]/g, '_');
+    if (attached.has(name)) {
+      const dot = name.lastIndexOf('.');
+      const [base, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+      let n = 2; while (attached.has(`${base} (${n})${ext}`)) n++;
+      name = `${base} (${n})${ext}`;
+    }
+    attached.set(name, new Uint8Array(await f.arrayBuffer()));
+  }
+  renderChips();
+}
+$('attach-input').addEventListener('change', (e) => { addFiles(e.target.files); e.target.value = ''; });
+const dz = $('dropzone');
+dz.addEventListener('dragover', (e) => { e.preventDefault(); dz.classList.add('drag'); });
+dz.addEventListener('dragleave', () => dz.classList.remove('drag'));
+dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('drag'); if (e.dataTransfer?.files?.length) addFiles(e.dataTransfer.files); });
+
+// ---- Chat list (kept in this browser; chats are created with the operator's API key) ----------
+const CHATS = 'cerea.chats';
+const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
+const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c));
+function renderChats() {
+  const chats = loadChats();
+  $('chats-note').textContent = chats.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).';
+  $('chat-list').replaceChildren(...chats.map((c, i) => {
+    const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}` }, c.title || c.chat_id);
+    const rename = h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': `Rename ${c.title || c.chat_id}`,
+      onclick: () => {
+        const t = prompt('New name for this chat', c.title || '');
+        if (t !== null) { const all = loadChats(); all[i].title = t.trim() || all[i].chat_id; saveChats(all); renderChats(); }
+      } }, 'Rename');
+    return h('li', {}, link, rename);
+  }));
+}
+$('new-chat').addEventListener('click', async () => {
+  const { apiKey } = loadSettings();
+  if (!apiKey) { $('chats-note').textContent = 'Enter the operator API key in Settings first.'; $('settings').showModal(); return; }
+  try {
+    const r = await new Api({ token: apiKey }).createChat({});
+    const chats = loadChats();
+    chats.unshift({ chat_id: r.chat_id, page_token: r.page_token, title: `Chat ${new Date().toLocaleString()}` });
+    saveChats(chats); renderChats();
+  } catch (e) { $('chats-note').textContent = `Could not create a chat: ${e.message}`; }
+});
+
+renderChats();
+wireSettingsDialog({ onChange: (s) => { saveSettings(s); startKernel(); } });
+startKernel();

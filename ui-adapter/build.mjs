@@ -1,0 +1,84 @@
+// build.mjs -- bundles the reference web app and the kernel worker into the served static tree
+// build/www/ (never committed) with esbuild, from the pinned npm packages only: nothing is fetched
+// from a CDN at build or run time.  Run by scripts/setup.d/60-app.sh; idempotent (rewrites the
+// outputs; esbuild is fast enough that no freshness check is needed).
+//
+// Output:
+//   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin)
+//   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js and
+//                                                     docx-preview load only when a preview needs them)
+//   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
+//   build/www/assets/preview/{tailwind,react,mermaid}.js   libraries an HTML artifact preview may load
+//   build/www/worker/kernel-worker.js                 the kernel Web Worker (module worker)
+// It does not copy the Pyodide runtime (scripts/sync_pyodide.mjs does, into build/www/pyodide/).
+import * as esbuild from 'esbuild';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const www = path.join(root, 'build', 'www');
+const assets = path.join(www, 'assets');
+const nm = (p) => path.join(root, 'node_modules', p);
+const dev = process.argv.includes('--dev');
+
+fs.mkdirSync(path.join(assets, 'preview'), { recursive: true });
+fs.mkdirSync(path.join(www, 'worker'), { recursive: true });
+
+const common = {
+  bundle: true, format: 'esm', target: ['chrome110', 'firefox115', 'safari16'],
+  minify: !dev, sourcemap: dev ? 'inline' : false, legalComments: 'linked', logLevel: 'warning',
+  define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
+};
+
+// 1. The app: three page entries sharing chunks.
+await esbuild.build({
+  ...common,
+  entryPoints: {
+    app: path.join(root, 'ui-adapter/app/main-index.js'),
+    chat: path.join(root, 'ui-adapter/app/main-chat.js'),
+    admin: path.join(root, 'ui-adapter/app/main-admin.js'),
+    style: path.join(root, 'ui-adapter/app/style.css'),
+  },
+  outdir: assets, splitting: true, chunkNames: 'chunks/[name]-[hash]',
+  loader: { '.py': 'text' },
+});
+
+// 2. pdf.js's worker, served from our origin.
+fs.copyFileSync(nm('pdfjs-dist/build/pdf.worker.min.mjs'), path.join(assets, 'pdf.worker.mjs'));
+
+// 3. Libraries an HTML artifact preview may use, as classic scripts that set globals the way their
+//    CDN builds do (inlined into the sandboxed frame by the preview code, see app/previews.js).
+fs.copyFileSync(nm('@tailwindcss/browser/dist/index.global.js'), path.join(assets, 'preview/tailwind.js'));
+fs.copyFileSync(nm('mermaid/dist/mermaid.min.js'), path.join(assets, 'preview/mermaid.js'));
+await esbuild.build({
+  ...common, format: 'iife', minify: true,
+  stdin: { contents: "import * as React from 'react'; import * as ReactDOM from 'react-dom'; " +
+    "import * as ReactDOMClient from 'react-dom/client'; globalThis.React = React; " +
+    "globalThis.ReactDOM = Object.assign({}, ReactDOM, ReactDOMClient);", resolveDir: root },
+  outfile: path.join(assets, 'preview/react.js'),
+});
+
+// 4. The kernel worker: the kernel helper's browser entry when it exists (worker/browser-worker.js
+//    importing worker/core.js); kernel Python sources are bundled as text so the worker needs no
+//    fetch outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
+const workerEntry = ['ui-adapter/src/kernel-worker.js', 'worker/browser-worker.js',
+  'ui-adapter/src/kernel-worker-fallback.js']
+  .map((p) => path.join(root, p)).find((p) => fs.existsSync(p));
+if (workerEntry) {
+  await esbuild.build({
+    ...common, entryPoints: [workerEntry], outfile: path.join(www, 'worker/kernel-worker.js'),
+    loader: { '.py': 'text' }, external: ['/pyodide/*'], splitting: false,
+  });
+  // Which entry was built (the e2e tests skip the lock-down probes on the fallback stand-in).
+  fs.writeFileSync(path.join(www, 'worker/ENTRY.txt'), path.relative(root, workerEntry) + '\n');
+} else {
+  console.warn('build: no kernel worker entry yet (worker/browser-worker.js): worker not built');
+}
+
+// 5. The pages.
+for (const f of ['index.html', 'chat.html', 'admin.html']) {
+  fs.copyFileSync(path.join(root, 'ui-adapter/app', f), path.join(www, f));
+}
+const n = fs.readdirSync(assets).length;
+console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/)${workerEntry ? ', worker from ' + path.relative(root, workerEntry) : ''}`);

@@ -1,0 +1,96 @@
+// api.js -- a thin client of the orchestrator's HTTP API v1 (DESIGN.md) for pages and for the
+// reference app.  It holds one bearer credential (a chat's page token, or the operator's API key)
+// and sends it in the Authorization header, never as a cookie and never in a URL the page itself
+// is loaded from.  It turns the API's `{"error": {code, message}}` replies into ApiError.
+// It does not retry, queue or cache: callers decide (the event stream has its own reconnect loop).
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export class Api {
+  /** @param {{base?: string, token: string, fetch?: typeof fetch}} opts */
+  constructor({ base = '', token, fetch: f } = {}) {
+    this.base = base.replace(/\/$/, '');
+    this.token = token;
+    this._fetch = f || globalThis.fetch.bind(globalThis);
+  }
+
+  url(path) { return this.base + path; }
+
+  headers(extra = {}) {
+    const h = { ...extra };
+    if (this.token) h.Authorization = `Bearer ${this.token}`;
+    return h;
+  }
+
+  /** Raw fetch with the credential; returns the Response (any status). */
+  raw(path, init = {}) {
+    return this._fetch(this.url(path), { ...init, headers: this.headers(init.headers || {}),
+      credentials: 'omit', cache: 'no-store' });
+  }
+
+  /** JSON call: throws ApiError on a non-2xx answer, returns the parsed body (or null). */
+  async call(method, path, body, init = {}) {
+    const opt = { method, ...init, headers: { ...(init.headers || {}) } };
+    if (body !== undefined && !(body instanceof Blob) && !(body instanceof ArrayBuffer) &&
+        !ArrayBuffer.isView(body)) {
+      opt.headers['Content-Type'] = 'application/json';
+      opt.body = JSON.stringify(body);
+    } else if (body !== undefined) {
+      opt.headers['Content-Type'] = 'application/octet-stream';
+      opt.body = body;
+    }
+    const res = await this.raw(path, opt);
+    const text = await res.text();
+    let json = null;
+    if (text) { try { json = JSON.parse(text); } catch { json = null; } }
+    if (!res.ok) {
+      const e = json && json.error ? json.error : { code: 'http_' + res.status, message: text.slice(0, 200) };
+      throw new ApiError(res.status, e.code, e.message);
+    }
+    return json;
+  }
+
+  // Page calls (page token).
+  presence(chatId, body, keepalive = false) {
+    return this.call('POST', `/v1/chats/${enc(chatId)}/presence`, body, { keepalive });
+  }
+  started(runId, attempt, pageId) {
+    return this.call('POST', `/v1/runs/${enc(runId)}/started`, { attempt, page_id: pageId });
+  }
+  putRunFile(runId, name, bytes) {
+    // The name may hold '/': encode each segment so the server sees one URL-encoded name.
+    return this.call('PUT', `/v1/runs/${enc(runId)}/files/${encodeURIComponent(name)}`, bytes);
+  }
+  result(runId, body) { return this.call('POST', `/v1/runs/${enc(runId)}/result`, body); }
+  listFiles(chatId) { return this.call('GET', `/v1/chats/${enc(chatId)}/files`); }
+  uploadFile(chatId, name, bytes, source = 'attachment') {
+    return this.call('POST', `/v1/chats/${enc(chatId)}/files?name=${encodeURIComponent(name)}&source=${source}`, bytes);
+  }
+  async fileBytes(fileId, init = {}) {
+    const res = await this.raw(`/v1/files/${enc(fileId)}`, init);
+    if (!res.ok) throw new ApiError(res.status, 'http_' + res.status, `file ${fileId}`);
+    return new Uint8Array(await res.arrayBuffer());
+  }
+  getRun(runId, waitS) {
+    return this.call('GET', `/v1/runs/${enc(runId)}` + (waitS ? `?wait_s=${waitS}` : ''));
+  }
+  createRun(chatId, body) { return this.call('POST', `/v1/chats/${enc(chatId)}/runs`, body); }
+  cancelRun(runId) { return this.call('POST', `/v1/runs/${enc(runId)}/cancel`, {}); }
+  config() { return this.call('GET', '/v1/config'); }
+
+  // Backend / operator calls (API key).
+  createChat(body = {}) { return this.call('POST', '/v1/chats', body); }
+  adminRuns() { return this.call('GET', '/v1/admin/runs'); }
+  adminPages() { return this.call('GET', '/v1/admin/pages'); }
+  adminSettings() { return this.call('GET', '/v1/admin/settings'); }
+  putAdminSettings(body) { return this.call('PUT', '/v1/admin/settings', body); }
+}
+
+function enc(s) { return encodeURIComponent(String(s)); }
