@@ -1,10 +1,763 @@
-/* http2.c -- the HTTP/2 protocol peer over nghttp2 (in progress: h2c connections are refused
- * until this lands). */
+/* http2.c -- the HTTP/2 protocol peer over nghttp2: one server session per connection (h2c with
+ * prior knowledge, or h2 after TLS ALPN), each stream a struct tp_req served through the same
+ * handler API as HTTP/1.1, Server-Sent Events included (one stream per event stream).
+ *
+ * Rules kept here (nghttp2's libevent example, and the field notes):
+ *  - never call the session from its own callbacks: callbacks only record events (dispatch this
+ *    stream, answer it with an error, tell this request its peer is gone, pump this file); the
+ *    events run after nghttp2_session_mem_recv/mem_send returned (h2_run), and so does every
+ *    handler;
+ *  - per-stream data (struct h2s) is freed only in the stream-close callback (or with the session
+ *    when the connection dies, since nghttp2_session_del calls no callback);
+ *  - MAX_CONCURRENT_STREAMS (<= 100) advertised and counted here too; header bytes and count
+ *    counted in the header callback (431 on the stream; past twice the limit the stream is
+ *    reset); the reset-rate and CONTINUATION limits and the outbound ACK bound set as options;
+ *    SETTINGS/PING floods end the connection with ENHANCE_YOUR_CALM;
+ *  - output backpressure: frames are produced only while the socket has less than
+ *    h2_outbound_queue_bytes unsent, reads pause while it is over (a client that sends but does
+ *    not read stops being read), and a stream's own queue is bounded by tp_stream_write.
+ *
+ * What it does not do: server push, priorities, trailers, the HTTP/1.1 Upgrade to h2c.
+ *
+ *   connection life (struct h2.state)
+ *
+ *     OPEN --GOAWAY sent (shutdown, flood, idle, protocol error)--> DRAINING --flushed--> CLOSED
+ *       \------------------------ conn closed under us ---------------------------------/
+ *
+ *   stream life is nghttp2's; ours is the tp_req state (req.c).
+ */
 #include "internal.h"
 
+#include <assert.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+enum h2_state { H2_OPEN = 0, H2_DRAINING, H2_CLOSED };
+
+enum ev_type { EV_NONE = 0, EV_DISPATCH, EV_ERROR, EV_GONE, EV_DRAIN, EV_RST };
+
+struct h2_ev {
+  enum ev_type type;
+  int32_t id;
+  int status; /* EV_ERROR: the HTTP status; EV_RST: the error code */
+  struct tp_req *req; /* EV_GONE: a reference */
+};
+
+struct h2;
+
+struct h2s {
+  struct h2 *h;
+  int32_t id;
+  struct tp_req *req; /* the peer's reference; NULL once handed back */
+  struct sbx_list node;
+  size_t header_bytes, nheaders;
+  char *pmethod, *ppath, *pauthority;
+  int error;      /* 431 / 413 / 400 decided while reading */
+  int refused;    /* reset, ignore everything */
+  int dispatched; /* dispatch or error event queued */
+  struct sbx_buf out;
+  size_t out_off;
+  int out_end, deferred, drain_queued;
+};
+
+struct h2 {
+  struct tp_conn *c;
+  nghttp2_session *ss;
+  enum h2_state state;
+  struct sbx_list streams;
+  size_t nstreams;
+  struct h2_ev *evs;
+  size_t nevs, evcap;
+  int busy;      /* inside h2_run: kicks only mark want_send */
+  int in_ng;     /* inside an nghttp2 call */
+  int want_send;
+  struct tp_deferred flush;
+  uint64_t ctl_window_start;
+  uint32_t ctl_frames;
+};
+
+#define CTL_FLOOD_PER_SEC 200 /* SETTINGS + PING frames a second before ENHANCE_YOUR_CALM */
+
+static const struct tp_req_ops h2_req_ops;
+
+static const char *h2_state_name(enum h2_state s) {
+  static const char *n[] = {"OPEN", "DRAINING", "CLOSED"};
+  return n[s];
+}
+
+static void h2_set_state(struct h2 *h, enum h2_state st) {
+  assert(st > h->state || st == H2_CLOSED);
+  if (SBX_LOG_ENABLED(SBX_LOG_TRACE)) {
+    char id[24];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)h->c->id);
+    SBX_TRACE_STATE(TP_MOD, "h2", id, h2_state_name(h->state), h2_state_name(st));
+  }
+  h->state = st;
+}
+
+static const struct tp_limits *LIM(struct h2 *h) { return &h->c->srv->cfg.limits; }
+
+static int push_ev(struct h2 *h, enum ev_type t, int32_t id, int status, struct tp_req *req) {
+  if (h->nevs == h->evcap) {
+    size_t cap = h->evcap ? h->evcap * 2 : 8;
+    struct h2_ev *n = sbx_realloc(h->evs, cap * sizeof(*n));
+    if (n == NULL)
+      return -1;
+    h->evs = n;
+    h->evcap = cap;
+  }
+  h->evs[h->nevs++] = (struct h2_ev){t, id, status, req};
+  return 0;
+}
+
+static void h2s_free(struct h2s *st) {
+  sbx_list_remove(&st->node);
+  sbx_free(st->pmethod);
+  sbx_free(st->ppath);
+  sbx_free(st->pauthority);
+  sbx_buf_free(&st->out);
+  sbx_free(st);
+}
+
+/* ---- nghttp2 callbacks: they record, they never call the session nor user code --------------- */
+
+static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *ud) {
+  struct h2 *h = ud;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
+  struct h2s *st = sbx_calloc(1, sizeof(*st));
+  if (st == NULL)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* nghttp2 resets the stream */
+  st->h = h;
+  st->id = f->hd.stream_id;
+  SBX_LIST_INIT(&st->node);
+  sbx_list_insert_tail(&h->streams, &st->node);
+  sbx_buf_init(&st->out, SIZE_MAX / 2);
+  h->nstreams++;
+  nghttp2_session_set_stream_user_data(ss, st->id, st);
+  if (h->nstreams > LIM(h)->h2_max_concurrent_streams || h->state != H2_OPEN) {
+    st->refused = 1;
+    push_ev(h, EV_RST, st->id, NGHTTP2_REFUSED_STREAM, NULL);
+    return 0;
+  }
+  st->req = tp__req_new(h->c, &h2_req_ops, h->c->proto);
+  if (st->req == NULL)
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  st->req->pstate = st;
+  return 0;
+}
+
+static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+                     const uint8_t *value, size_t vl, uint8_t flags, void *ud) {
+  struct h2 *h = ud;
+  if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+    return 0;
+  struct h2s *st = nghttp2_session_get_stream_user_data(ss, f->hd.stream_id);
+  if (st == NULL || st->refused || st->req == NULL)
+    return 0;
+  /* Count what the client sends, not what it was told: nghttp2 does not enforce the advertised
+   * SETTINGS_MAX_HEADER_LIST_SIZE. */
+  st->header_bytes += nl + vl + 4;
+  st->nheaders++;
+  if (st->header_bytes > 2 * LIM(h)->max_header_bytes) {
+    st->refused = 1; /* far past the limit: stop spending on it */
+    push_ev(h, EV_RST, st->id, NGHTTP2_ENHANCE_YOUR_CALM, NULL);
+    return 0;
+  }
+  if (st->error)
+    return 0;
+  if (st->header_bytes > LIM(h)->max_header_bytes || st->nheaders > LIM(h)->max_headers) {
+    st->error = 431;
+    return 0;
+  }
+  if (nl > 0 && name[0] == ':') {
+    char **slot = NULL;
+    if (nl == 7 && memcmp(name, ":method", 7) == 0)
+      slot = &st->pmethod;
+    else if (nl == 5 && memcmp(name, ":path", 5) == 0)
+      slot = &st->ppath;
+    else if (nl == 10 && memcmp(name, ":authority", 10) == 0)
+      slot = &st->pauthority;
+    if (slot && *slot == NULL) {
+      if (slot == &st->ppath && vl > LIM(h)->max_request_line) {
+        st->error = 414;
+        return 0;
+      }
+      *slot = sbx_strndup((const char *)value, vl);
+      if (*slot == NULL)
+        st->error = 503;
+    }
+    return 0;
+  }
+  if (memchr(value, '\0', vl)) {
+    st->error = 400;
+    return 0;
+  }
+  if (tp__req_add_header(st->req, (const char *)name, nl, (const char *)value, vl) != 0)
+    st->error = 503;
+  return 0;
+}
+
+/* The head of a request is complete: target, route, body limit. */
+static void headers_done(struct h2 *h, struct h2s *st, int end_stream) {
+  struct tp_req *r = st->req;
+  if (!st->error) {
+    if (!st->pmethod || !st->ppath)
+      st->error = 400;
+    else if (strcmp(st->pmethod, "CONNECT") == 0)
+      st->error = 405;
+  }
+  if (!st->error) {
+    int rc = tp__req_set_target(r, st->pmethod, st->ppath, strlen(st->ppath));
+    if (rc != 0)
+      st->error = rc == SBX_ENOMEM ? 503 : 400;
+  }
+  if (!st->error) {
+    if (st->pauthority && !tp_req_header(r, "Host"))
+      tp__req_add_header(r, "host", 4, st->pauthority, strlen(st->pauthority));
+    tp__req_route(r);
+    r->body.limit = r->body_limit;
+    const char *cl = tp_req_header(r, "content-length");
+    if (cl && strtoull(cl, NULL, 10) > r->body_limit)
+      st->error = 413;
+  }
+  tp__req_set_state(r, REQ_BODY_IN);
+  if (st->error) {
+    st->dispatched = 1;
+    push_ev(h, EV_ERROR, st->id, st->error, NULL);
+  } else if (end_stream) {
+    st->dispatched = 1;
+    push_ev(h, EV_DISPATCH, st->id, 0, NULL);
+  }
+}
+
+static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud) {
+  struct h2 *h = ud;
+  if ((f->hd.type == NGHTTP2_PING || f->hd.type == NGHTTP2_SETTINGS) &&
+      !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+    uint64_t now = uv_now(h->c->srv->loop);
+    if (now - h->ctl_window_start >= 1000) {
+      h->ctl_window_start = now;
+      h->ctl_frames = 0;
+    }
+    if (++h->ctl_frames > CTL_FLOOD_PER_SEC) {
+      h->c->srv->stats.protocol_errors++;
+      push_ev(h, EV_RST, 0, NGHTTP2_ENHANCE_YOUR_CALM, NULL); /* id 0: the whole session */
+    }
+    return 0;
+  }
+  struct h2s *st = f->hd.stream_id ? nghttp2_session_get_stream_user_data(ss, f->hd.stream_id) : NULL;
+  if (st == NULL || st->refused || st->req == NULL)
+    return 0;
+  int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    headers_done(h, st, end);
+  } else if (end && !st->dispatched && (f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS)) {
+    st->dispatched = 1;
+    push_ev(h, st->error ? EV_ERROR : EV_DISPATCH, st->id, st->error, NULL);
+  }
+  return 0;
+}
+
+static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud) {
+  struct h2 *h = ud;
+  struct h2s *st = nghttp2_session_get_stream_user_data(ss, id);
+  if (st == NULL || st->refused || st->req == NULL || st->error || st->dispatched)
+    return 0;
+  int rc = sbx_buf_append(&st->req->body, data, len);
+  if (rc != 0) {
+    st->error = rc == SBX_ETOOBIG ? 413 : 503;
+    st->dispatched = 1;
+    push_ev(h, EV_ERROR, id, st->error, NULL);
+  }
+  return 0;
+}
+
+static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void *ud) {
+  struct h2 *h = ud;
+  struct h2s *st = nghttp2_session_get_stream_user_data(ss, id);
+  if (st == NULL)
+    return 0;
+  nghttp2_session_set_stream_user_data(ss, id, NULL);
+  h->nstreams--;
+  if (st->req) {
+    /* The request outlives its stream when a handler holds it: hand the reference to an event
+     * that tells it (outside this callback), then forget the stream. */
+    st->req->pstate = NULL;
+    if (push_ev(h, EV_GONE, id, 0, st->req) != 0) {
+      st->req->conn = NULL;
+      tp__req_unref(st->req);
+    }
+    st->req = NULL;
+  }
+  h2s_free(st);
+  return 0;
+}
+
+static ssize_t on_data_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
+                            uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  struct h2 *h = ud;
+  struct h2s *st = src->ptr;
+  size_t avail = st->out.len - st->out_off;
+  size_t n = SBX_MIN(avail, len);
+  if (n > 0) {
+    memcpy(buf, st->out.data + st->out_off, n);
+    st->out_off += n;
+    if (st->out_off == st->out.len) {
+      st->out_off = 0;
+      st->out.len = 0;
+    }
+  }
+  avail -= n;
+  if (avail == 0 && st->out_end) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+  }
+  if (avail < TP_LOW_WATER && st->req && !st->drain_queued &&
+      (st->req->file_fd >= 0 || st->req->blocked)) {
+    st->drain_queued = 1;
+    push_ev(h, EV_DRAIN, id, 0, NULL);
+  }
+  if (n == 0) {
+    st->deferred = 1;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  return (ssize_t)n;
+}
+
+/* ---- running the session -------------------------------------------------------------------- */
+
+static void h2_run(struct h2 *h);
+
+static void h2_kick(struct h2 *h) {
+  if (h->state == H2_CLOSED)
+    return;
+  if (h->busy)
+    h->want_send = 1;
+  else
+    tp__defer(h->c->srv, &h->flush); /* coalesce: one write for what this loop turn answers */
+}
+
+static void on_deferred_flush(struct tp_deferred *d) {
+  struct h2 *h = SBX_CONTAINER_OF(d, struct h2, flush);
+  h2_run(h);
+}
+
+/* Produces frames into one buffer and one write, while the socket is not too far behind. */
+static int h2_send(struct h2 *h) {
+  struct tp_conn *c = h->c;
+  struct sbx_buf b;
+  sbx_buf_init(&b, SIZE_MAX / 2);
+  int rc = 0;
+  while (c->wpending + b.len < LIM(h)->h2_outbound_queue_bytes) {
+    const uint8_t *data;
+    h->in_ng = 1;
+    ssize_t n = nghttp2_session_mem_send(h->ss, &data);
+    h->in_ng = 0;
+    if (n < 0) {
+      rc = -1;
+      break;
+    }
+    if (n == 0)
+      break;
+    if (sbx_buf_append(&b, data, (size_t)n) != 0) {
+      rc = -1;
+      break;
+    }
+    if (b.len >= 256 * 1024) {
+      uv_buf_t ub = uv_buf_init(b.data, (unsigned)b.len);
+      if (tp__conn_write(c, &ub, 1) != 0)
+        rc = -1;
+      sbx_buf_reset(&b);
+      if (rc)
+        break;
+    }
+  }
+  if (rc == 0 && b.len > 0) {
+    uv_buf_t ub = uv_buf_init(b.data, (unsigned)b.len);
+    if (tp__conn_write(c, &ub, 1) != 0)
+      rc = -1;
+  }
+  sbx_buf_free(&b);
+  return rc;
+}
+
+static void h2_answer_error(struct tp_req *r, int status) {
+  static const struct {
+    int status;
+    const char *code, *msg;
+  } t[] = {{400, "bad_request", "malformed request"},
+           {405, "method_not_allowed", "method not allowed"},
+           {413, "body_too_large", "request body over the limit"},
+           {414, "uri_too_long", "request path over the limit"},
+           {431, "headers_too_large", "request headers over the limit"},
+           {503, "no_memory", "out of memory"}};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(t); i++)
+    if (t[i].status == status) {
+      tp_respond_error(r, status, t[i].code, t[i].msg);
+      return;
+    }
+  tp_respond_error(r, status, "error", "refused");
+}
+
+/* Runs recorded events (handlers, errors, gone notices, file pumps) and sends, until quiet. */
+static void h2_run(struct h2 *h) {
+  if (h->busy || h->state == H2_CLOSED)
+    return;
+  h->busy = 1;
+  struct tp_conn *c = h->c;
+  tp__defer_cancel(&h->flush);
+  for (int round = 0; round < 64; round++) {
+    for (size_t i = 0; i < h->nevs && c->state != CONN_CLOSING; i++) {
+      struct h2_ev ev = h->evs[i];
+      h->evs[i].type = EV_NONE; /* taken: h2_on_close must not hand it out again */
+      struct h2s *st = ev.id ? nghttp2_session_get_stream_user_data(h->ss, ev.id) : NULL;
+      switch (ev.type) {
+      case EV_NONE:
+        break;
+      case EV_DISPATCH:
+        if (st && st->req && st->req->state < REQ_HANDLING)
+          tp__req_dispatch(st->req);
+        break;
+      case EV_ERROR:
+        if (st && st->req && st->req->state < REQ_RESPONDING) {
+          c->srv->stats.protocol_errors++;
+          h2_answer_error(st->req, ev.status);
+          /* The client may still be sending a body we refused: end the stream after the answer
+           * (the reset is submitted next round, after the answer's frames went out). */
+          if (!nghttp2_session_get_stream_remote_close(h->ss, ev.id))
+            push_ev(h, EV_RST, ev.id, NGHTTP2_NO_ERROR, NULL);
+        }
+        break;
+      case EV_GONE:
+        ev.req->conn = NULL;
+        tp__req_peer_gone(ev.req);
+        tp__req_unref(ev.req);
+        break;
+      case EV_DRAIN:
+        if (st) {
+          st->drain_queued = 0;
+          if (st->req)
+            tp__req_drained(st->req);
+        }
+        break;
+      case EV_RST:
+        if (ev.id == 0) {
+          if (h->state == H2_OPEN)
+            h2_set_state(h, H2_DRAINING);
+          nghttp2_session_terminate_session(h->ss, (uint32_t)ev.status);
+        } else {
+          nghttp2_submit_rst_stream(h->ss, NGHTTP2_FLAG_NONE, ev.id, (uint32_t)ev.status);
+        }
+        break;
+      }
+    }
+    if (c->state == CONN_CLOSING) {
+      for (size_t i = 0; i < h->nevs; i++)
+        if (h->evs[i].type == EV_GONE) {
+          h->evs[i].req->conn = NULL;
+          tp__req_peer_gone(h->evs[i].req);
+          tp__req_unref(h->evs[i].req);
+        }
+      h->nevs = 0;
+      break;
+    }
+    h->nevs = 0;
+    h->want_send = 0;
+    if (h2_send(h) != 0) {
+      tp__conn_close(c, "HTTP/2 send failed");
+      continue; /* hand out the gone events */
+    }
+    if (h->nevs == 0 && !h->want_send)
+      break;
+  }
+  h->busy = 0;
+  if (c->state == CONN_CLOSING)
+    return;
+  if (h->nevs)
+    tp__defer(c->srv, &h->flush); /* more than 64 rounds of work: go on next loop turn */
+  if (!nghttp2_session_want_read(h->ss) && !nghttp2_session_want_write(h->ss)) {
+    c->close_when_done = 1;
+    if (c->wpending == 0)
+      tp__conn_close(c, "HTTP/2 session over");
+    return;
+  }
+  /* Backpressure: a client that does not read what it asked for is not read either. */
+  if (c->wpending >= LIM(h)->h2_outbound_queue_bytes ||
+      nghttp2_session_get_outbound_queue_size(h->ss) > 4096)
+    tp__conn_read_stop(c);
+  else
+    tp__conn_read_start(c);
+  if (h->nstreams == 0)
+    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+}
+
+/* ---- struct tp_req_ops ------------------------------------------------------------------------ */
+
+static int is_hop_header(const char *n, size_t l) {
+  static const char *hop[] = {"connection", "keep-alive", "transfer-encoding", "upgrade",
+                              "proxy-connection"};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(hop); i++)
+    if (strlen(hop[i]) == l && strncasecmp(n, hop[i], l) == 0)
+      return 1;
+  return 0;
+}
+
+static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, int64_t clen,
+                   int has_body) {
+  struct h2s *st = r->pstate;
+  if (st == NULL || r->conn == NULL)
+    return SBX_ECLOSED;
+  struct h2 *h = st->h;
+  /* "Name: value\r\n" lines -> lower-case name/value pairs. */
+  size_t cap = 2;
+  for (size_t i = 0; i + 1 < hlen; i++)
+    if (hdrs[i] == '\r' && hdrs[i + 1] == '\n')
+      cap++;
+  nghttp2_nv *nv = sbx_calloc(cap, sizeof(*nv));
+  char *copy = sbx_malloc(hlen + 1);
+  if (!nv || !copy) {
+    sbx_free(nv);
+    sbx_free(copy);
+    return SBX_ENOMEM;
+  }
+  memcpy(copy, hdrs, hlen);
+  copy[hlen] = '\0';
+  char sbuf[8];
+  snprintf(sbuf, sizeof(sbuf), "%d", status);
+  size_t n = 0;
+  nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)sbuf, 7, strlen(sbuf),
+                         NGHTTP2_NV_FLAG_NONE};
+  char *p = copy;
+  while (*p && n < cap) {
+    char *eol = strstr(p, "\r\n");
+    if (!eol)
+      break;
+    *eol = '\0';
+    char *colon = strchr(p, ':');
+    if (colon && colon > p) {
+      size_t nl = (size_t)(colon - p);
+      char *v = colon + 1;
+      while (*v == ' ' || *v == '\t')
+        v++;
+      for (size_t i = 0; i < nl; i++)
+        if (p[i] >= 'A' && p[i] <= 'Z')
+          p[i] = (char)(p[i] - 'A' + 'a');
+      if (!is_hop_header(p, nl))
+        nv[n++] = (nghttp2_nv){(uint8_t *)p, (uint8_t *)v, nl, strlen(v), NGHTTP2_NV_FLAG_NONE};
+    }
+    p = eol + 2;
+  }
+  nghttp2_data_provider prd;
+  prd.source.ptr = st;
+  prd.read_callback = on_data_read;
+  int rv = nghttp2_submit_response(h->ss, st->id, nv, n, has_body ? &prd : NULL);
+  sbx_free(nv);
+  sbx_free(copy);
+  if (!has_body)
+    st->out_end = 1;
+  h2_kick(h);
+  return rv == 0 ? 0 : SBX_EPROTO;
+}
+
+static int h2_data(struct tp_req *r, const void *data, size_t len) {
+  struct h2s *st = r->pstate;
+  if (st == NULL || r->conn == NULL)
+    return SBX_ECLOSED;
+  if (sbx_buf_append(&st->out, data, len) != 0)
+    return SBX_ENOMEM;
+  if (st->deferred) {
+    st->deferred = 0;
+    nghttp2_session_resume_data(st->h->ss, st->id);
+  }
+  h2_kick(st->h);
+  return 0;
+}
+
+static int h2_end(struct tp_req *r) {
+  struct h2s *st = r->pstate;
+  if (st == NULL || r->conn == NULL)
+    return SBX_ECLOSED;
+  st->out_end = 1;
+  if (st->deferred) {
+    st->deferred = 0;
+    nghttp2_session_resume_data(st->h->ss, st->id);
+  }
+  h2_kick(st->h);
+  return 0; /* the peer's reference goes with the stream, in on_stream_close */
+}
+
+static size_t h2_queued(const struct tp_req *r) {
+  const struct h2s *st = r->pstate;
+  return st ? st->out.len - st->out_off : 0;
+}
+
+static const struct tp_req_ops h2_req_ops = {h2_head, h2_data, h2_end, h2_queued};
+
+/* ---- struct tp_proto_ops ---------------------------------------------------------------------- */
+
+static int h2_feed(struct tp_conn *c, const char *data, size_t len) {
+  struct h2 *h = c->pdata;
+  if (h->state == H2_CLOSED)
+    return 0;
+  tp__conn_timer(c, 0);
+  h->in_ng = 1;
+  ssize_t n = nghttp2_session_mem_recv(h->ss, (const uint8_t *)data, len);
+  h->in_ng = 0;
+  if (n < 0) {
+    if (SBX_LOG_ENABLED(SBX_LOG_DEBUG))
+      sbx_log(SBX_LOG_DEBUG, TP_MOD, "conn %llu: nghttp2: %s", (unsigned long long)c->id,
+              nghttp2_strerror((int)n));
+    c->srv->stats.protocol_errors++;
+    /* A GOAWAY may already be queued (bad preface, flood): send what we can, then close. */
+    h2_run(h);
+    if (c->state != CONN_CLOSING) {
+      c->close_when_done = 1;
+      if (c->wpending == 0)
+        tp__conn_close(c, "HTTP/2 protocol error");
+    }
+    return 0;
+  }
+  h2_run(h);
+  return 0;
+}
+
+static void h2_on_written(struct tp_conn *c) {
+  struct h2 *h = c->pdata;
+  if (h->state == H2_CLOSED)
+    return;
+  if (nghttp2_session_want_write(h->ss) || h->nevs)
+    h2_run(h);
+  else if (c->wpending < LIM(h)->h2_outbound_queue_bytes / 2)
+    tp__conn_read_start(c);
+}
+
+static void h2_on_close(struct tp_conn *c) {
+  struct h2 *h = c->pdata;
+  tp__defer_cancel(&h->flush);
+  h2_set_state(h, H2_CLOSED);
+  /* nghttp2_session_del calls no stream-close callback: tell the requests here.  The streams'
+   * memory goes with the session, in h2_destroy. */
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &h->streams) {
+    struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
+    if (st->req) {
+      struct tp_req *r = st->req;
+      st->req = NULL;
+      r->pstate = NULL;
+      r->conn = NULL;
+      tp__req_peer_gone(r);
+      tp__req_unref(r);
+    }
+  }
+  for (size_t i = 0; i < h->nevs; i++)
+    if (h->evs[i].type == EV_GONE) {
+      h->evs[i].req->conn = NULL;
+      tp__req_peer_gone(h->evs[i].req);
+      tp__req_unref(h->evs[i].req);
+    }
+  h->nevs = 0;
+}
+
+static void h2_destroy(void *pdata) {
+  struct h2 *h = pdata;
+  if (h->ss)
+    nghttp2_session_del(h->ss);
+  while (!SBX_LIST_EMPTY(&h->streams))
+    h2s_free(SBX_CONTAINER_OF(h->streams.next, struct h2s, node));
+  sbx_free(h->evs);
+  sbx_free(h);
+}
+
+static void h2_on_eof(struct tp_conn *c) { tp__conn_close(c, "eof"); }
+
+static void h2_goaway(struct tp_conn *c, uint32_t code) {
+  struct h2 *h = c->pdata;
+  if (h->state == H2_OPEN) {
+    h2_set_state(h, H2_DRAINING);
+    push_ev(h, EV_RST, 0, (int)code, NULL);
+  }
+  h2_run(h);
+}
+
+static void h2_shutdown(struct tp_conn *c) {
+  struct h2 *h = c->pdata;
+  if (h->state != H2_OPEN)
+    return;
+  /* Graceful: GOAWAY with the last stream id; streams in flight finish. */
+  h2_set_state(h, H2_DRAINING);
+  nghttp2_submit_goaway(h->ss, NGHTTP2_FLAG_NONE,
+                        nghttp2_session_get_last_proc_stream_id(h->ss), NGHTTP2_NO_ERROR, NULL, 0);
+  h2_run(h); /* once the streams in flight end, the session wants nothing more and closes */
+}
+
+static void h2_on_timeout(struct tp_conn *c) {
+  struct h2 *h = c->pdata;
+  if (h->nstreams == 0) {
+    h2_goaway(c, NGHTTP2_NO_ERROR);
+    if (c->state != CONN_CLOSING) {
+      c->close_when_done = 1;
+      if (c->wpending == 0)
+        tp__conn_close(c, "idle timeout");
+    }
+  } else if (c->wpending > 0) {
+    tp__conn_close(c, "client stopped reading");
+  } else {
+    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+  }
+}
+
+static const struct tp_proto_ops h2_ops = {h2_feed,     h2_on_written, h2_on_close, h2_on_eof,
+                                           h2_shutdown, h2_on_timeout, h2_destroy};
+
 int tp__h2_start(struct tp_conn *c, const char *data, size_t len) {
-  (void)c;
-  (void)data;
-  (void)len;
-  return SBX_EPROTO;
+  static nghttp2_session_callbacks *cbs;
+  static nghttp2_option *opt;
+  if (cbs == NULL) {
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+      return SBX_ENOMEM;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+  }
+  if (opt == NULL) {
+    if (nghttp2_option_new(&opt) != 0)
+      return SBX_ENOMEM;
+    nghttp2_option_set_no_closed_streams(opt, 1);          /* no memory for closed streams */
+    nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33); /* rapid reset */
+    nghttp2_option_set_max_continuations(opt, 8);          /* CONTINUATION flood */
+    nghttp2_option_set_max_outbound_ack(opt, 1000);        /* SETTINGS/PING ACKs not read */
+    nghttp2_option_set_max_settings(opt, 32);
+    nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  }
+  struct h2 *h = sbx_calloc(1, sizeof(*h));
+  if (h == NULL)
+    return SBX_ENOMEM;
+  h->c = c;
+  SBX_LIST_INIT(&h->streams);
+  SBX_LIST_INIT(&h->flush.node);
+  h->flush.fn = on_deferred_flush;
+  if (nghttp2_session_server_new2(&h->ss, cbs, h, opt) != 0) {
+    sbx_free(h);
+    return SBX_ENOMEM;
+  }
+  c->pdata = h;
+  c->ops = &h2_ops;
+  const struct tp_limits *l = &c->srv->cfg.limits;
+  nghttp2_settings_entry iv[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, l->h2_max_concurrent_streams},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)l->max_header_bytes},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+  };
+  nghttp2_submit_settings(h->ss, NGHTTP2_FLAG_NONE, iv, SBX_ARRAY_SIZE(iv));
+  tp__conn_timer(c, l->handshake_timeout_ms);
+  if (len > 0)
+    return h2_feed(c, data, len);
+  h2_run(h);
+  return 0;
 }

@@ -69,8 +69,18 @@ struct tp_path_hdr {
   char *headers;
 };
 
+/* A piece of work run once from the server's idle handle, outside every library callback (used
+ * by HTTP/2 to coalesce the frames of several answers into one write). */
+struct tp_deferred {
+  struct sbx_list node;
+  void (*fn)(struct tp_deferred *d);
+  int queued;
+};
+
 struct tp_server {
   uv_loop_t *loop;
+  uv_idle_t defer_idle;
+  struct sbx_list deferred;
   enum srv_state state;
   struct tp_config cfg;
   char *tls_cert_file, *tls_key_file, *server_name; /* owned copies behind cfg's pointers */
@@ -101,6 +111,8 @@ struct tp_server {
 };
 
 void tp__server_conn_gone(struct tp_server *s); /* a connection finished closing */
+void tp__defer(struct tp_server *s, struct tp_deferred *d); /* no-op when already queued */
+void tp__defer_cancel(struct tp_deferred *d);
 void tp__server_maybe_finish(struct tp_server *s);
 const char *tp__http_date(struct tp_server *s);
 void tp__cron_want(struct tp_server *s, uint64_t period_ms);

@@ -76,9 +76,12 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   }
   uv_timer_init(loop, &s->cron);
   uv_timer_init(loop, &s->drain_timer);
+  uv_idle_init(loop, &s->defer_idle);
+  SBX_LIST_INIT(&s->deferred);
   s->cron.data = s;
   s->drain_timer.data = s;
-  s->handles_open = 2;
+  s->defer_idle.data = s;
+  s->handles_open = 3;
   *out = s;
   return 0;
 out:
@@ -198,6 +201,34 @@ int tp_server_port(const struct tp_server *s) {
   return -1;
 }
 
+/* ---- deferred work ---------------------------------------------------------------------------- */
+
+static void on_defer_idle(uv_idle_t *h) {
+  struct tp_server *s = h->data;
+  while (!SBX_LIST_EMPTY(&s->deferred)) {
+    struct tp_deferred *d = SBX_CONTAINER_OF(s->deferred.next, struct tp_deferred, node);
+    sbx_list_remove(&d->node);
+    d->queued = 0;
+    d->fn(d);
+  }
+  uv_idle_stop(&s->defer_idle);
+}
+
+void tp__defer(struct tp_server *s, struct tp_deferred *d) {
+  if (d->queued || s->state == SRV_CLOSING)
+    return;
+  d->queued = 1;
+  sbx_list_insert_tail(&s->deferred, &d->node);
+  uv_idle_start(&s->defer_idle, on_defer_idle);
+}
+
+void tp__defer_cancel(struct tp_deferred *d) {
+  if (d->queued) {
+    sbx_list_remove(&d->node);
+    d->queued = 0;
+  }
+}
+
 /* ---- close ----------------------------------------------------------------------------------- */
 
 static void on_own_handle_closed(uv_handle_t *h) {
@@ -241,6 +272,8 @@ static void server_close_all(struct tp_server *s) {
   }
   uv_timer_stop(&s->cron);
   uv_timer_stop(&s->drain_timer);
+  uv_idle_stop(&s->defer_idle);
+  uv_close((uv_handle_t *)&s->defer_idle, on_own_handle_closed);
   uv_close((uv_handle_t *)&s->cron, on_own_handle_closed);
   uv_close((uv_handle_t *)&s->drain_timer, on_own_handle_closed);
 }
