@@ -411,7 +411,8 @@ static void h2_run(struct h2 *h) {
   struct tp_conn *c = h->c;
   tp__defer_cancel(&h->flush);
   for (int round = 0; round < 64; round++) {
-    for (size_t i = 0; i < h->nevs && c->state != CONN_CLOSING; i++) {
+    size_t nround = h->nevs; /* events recorded during this round wait for the next one */
+    for (size_t i = 0; i < nround && c->state != CONN_CLOSING; i++) {
       struct h2_ev ev = h->evs[i];
       h->evs[i].type = EV_NONE; /* taken: h2_on_close must not hand it out again */
       struct h2s *st = ev.id ? nghttp2_session_get_stream_user_data(h->ss, ev.id) : NULL;
@@ -465,13 +466,17 @@ static void h2_run(struct h2 *h) {
       h->nevs = 0;
       break;
     }
-    h->nevs = 0;
+    if (nround > h->nevs) /* h2_on_close emptied the list */
+      nround = h->nevs;
+    if (h->nevs > nround)
+      memmove(h->evs, h->evs + nround, (h->nevs - nround) * sizeof(*h->evs));
+    h->nevs -= nround;
     h->want_send = 0;
     if (h2_send(h) != 0) {
       tp__conn_close(c, "HTTP/2 send failed");
       continue; /* hand out the gone events */
     }
-    if (h->nevs == 0 && !h->want_send)
+    if (h->nevs == 0)
       break;
   }
   h->busy = 0;
@@ -612,7 +617,13 @@ static int h2_feed(struct tp_conn *c, const char *data, size_t len) {
       sbx_log(SBX_LOG_DEBUG, TP_MOD, "conn %llu: nghttp2: %s", (unsigned long long)c->id,
               nghttp2_strerror((int)n));
     c->srv->stats.protocol_errors++;
-    /* A GOAWAY may already be queued (bad preface, flood): send what we can, then close. */
+    /* Fatal for the session (bad preface, CONTINUATION or other flood): say so with a GOAWAY
+     * when the session still can, then close. */
+    if (h->state == H2_OPEN)
+      h2_set_state(h, H2_DRAINING);
+    nghttp2_session_terminate_session(h->ss, n == NGHTTP2_ERR_BAD_CLIENT_MAGIC
+                                                 ? NGHTTP2_PROTOCOL_ERROR
+                                                 : NGHTTP2_ENHANCE_YOUR_CALM);
     h2_run(h);
     if (c->state != CONN_CLOSING) {
       c->close_when_done = 1;

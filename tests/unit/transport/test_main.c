@@ -6,12 +6,14 @@ Suite *http1_suite(void);
 Suite *router_suite(void);
 Suite *sse_suite(void);
 Suite *static_suite(void);
+Suite *http2_suite(void);
 
 int main(void) {
   SRunner *sr = srunner_create(router_suite());
   srunner_add_suite(sr, http1_suite());
   srunner_add_suite(sr, sse_suite());
   srunner_add_suite(sr, static_suite());
+  srunner_add_suite(sr, http2_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);

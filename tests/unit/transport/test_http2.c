@@ -1,0 +1,367 @@
+/* test_http2.c -- transport/http2.c through a real nghttp2 client session over loopback:
+ * requests (several streams on one connection, bodies, 404/405), an SSE stream, limits (431 on
+ * the stream, reset past twice the limit, 413, 414), MAX_CONCURRENT_STREAMS advertised and
+ * enforced, a held request whose stream is reset (on_close), abusive frames (PING flood, rapid
+ * reset, CONTINUATION flood) that end only their own connection, the idle timeout, and the
+ * sniffing of the preface. */
+#include <arpa/inet.h>
+#include <check.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "h2client.h"
+#include "handlers.h"
+#include "harness.h"
+
+static void client_requests(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  struct h2resp *b = h2c_request(&c, "GET", "/items/9?q=x%20y", NULL, NULL, 0);
+  struct h2resp *e = h2c_request(&c, "POST", "/echo", NULL, "posted", 6);
+  struct h2resp *n = h2c_request(&c, "GET", "/nope", NULL, NULL, 0);
+  struct h2resp *m = h2c_request(&c, "DELETE", "/hello", NULL, NULL, 0);
+  struct h2resp *k = h2c_request(&c, "GET", "/chunks", NULL, NULL, 0);
+  struct h2resp *h = h2c_request(&c, "GET", "/hold", NULL, NULL, 0);
+  struct h2resp *hd = h2c_request(&c, "HEAD", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, h, 3000));
+  ck_assert(h2c_wait(&c, hd, 3000));
+  ck_assert_int_eq(a->status, 200);
+  ck_assert_str_eq(a->body, "hello");
+  ck_assert_ptr_nonnull(strstr(a->headers, "content-length: 5\n"));
+  ck_assert_ptr_nonnull(strstr(a->headers, "server: cerea-sandbox\n"));
+  ck_assert_int_eq(b->status, 200);
+  ck_assert_str_eq(b->body, "id=9 q=x y");
+  ck_assert_int_eq(e->status, 200);
+  ck_assert_str_eq(e->body, "posted");
+  ck_assert_int_eq(n->status, 404);
+  ck_assert_int_eq(m->status, 405);
+  ck_assert_ptr_nonnull(strstr(m->headers, "allow: GET\n"));
+  ck_assert_int_eq(k->status, 200);
+  ck_assert_str_eq(k->body, "one,two,three");
+  ck_assert_ptr_null(strstr(k->headers, "transfer-encoding"));
+  ck_assert_int_eq(h->status, 200);
+  ck_assert_str_eq(h->body, "late");
+  ck_assert_int_eq(hd->status, 200);
+  ck_assert_uint_eq(hd->len, 0);
+  /* Advertised settings. */
+  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 100);
+  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE), 16384);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_requests) {
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_requests);
+}
+END_TEST
+
+static void client_sse(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  struct h2resp *s = h2c_request(&c, "GET", "/sse", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, s, 3000));
+  ck_assert_int_eq(s->status, 200);
+  ck_assert_ptr_nonnull(strstr(s->headers, "content-type: text/event-stream\n"));
+  ck_assert_str_eq(s->body, "id: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n");
+  /* An open stream with heartbeats, beside an ordinary request on the same connection. */
+  struct h2resp *o = h2c_request(&c, "GET", "/sse-open", NULL, NULL, 0);
+  h2c_wait(&c, o, 300);
+  ck_assert(!o->closed);
+  ck_assert_ptr_nonnull(strstr(o->body, "id: 7\nevent: hello\ndata: {}\n\n: hb\n\n"));
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, a, 2000));
+  ck_assert_int_eq(a->status, 200);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_sse) {
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_sse);
+}
+END_TEST
+
+static char bigv[40000];
+
+static void client_limits(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  memset(bigv, 'v', 17000);
+  bigv[17000] = '\0';
+  const char *big[] = {"x-big", bigv, NULL};
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", big, NULL, 0);
+  ck_assert(h2c_wait(&c, a, 3000));
+  ck_assert_int_eq(a->status, 431);
+  /* Past twice the limit: the stream is reset, the connection stays. */
+  memset(bigv, 'v', 35000);
+  bigv[35000] = '\0';
+  struct h2resp *b = h2c_request(&c, "GET", "/hello", big, NULL, 0);
+  ck_assert(h2c_wait(&c, b, 3000));
+  ck_assert_int_eq(b->status, 0);
+  ck_assert_uint_eq(b->code, NGHTTP2_ENHANCE_YOUR_CALM);
+  /* Too many headers. */
+  const char *many[2 * 120 + 1];
+  static char names[120][8];
+  for (int i = 0; i < 120; i++) {
+    snprintf(names[i], sizeof(names[i]), "x-%d", i);
+    many[2 * i] = names[i];
+    many[2 * i + 1] = "1";
+  }
+  many[240] = NULL;
+  /* h2c_request has room for 28 extra headers: send them in a raw-ish way through nghttp2. */
+  nghttp2_nv nv[131];
+  size_t n = 0;
+  nv[n++] = (nghttp2_nv){(uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0};
+  nv[n++] = (nghttp2_nv){(uint8_t *)":path", (uint8_t *)"/hello", 5, 6, 0};
+  nv[n++] = (nghttp2_nv){(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0};
+  nv[n++] = (nghttp2_nv){(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0};
+  for (int i = 0; i < 120; i++)
+    nv[n++] = (nghttp2_nv){(uint8_t *)many[2 * i], (uint8_t *)"1", strlen(many[2 * i]), 1, 0};
+  int32_t id = nghttp2_submit_request(c.ss, NULL, nv, n, NULL, NULL);
+  struct h2resp *m = &c.r[c.nr++];
+  memset(m, 0, sizeof(*m));
+  m->id = id;
+  ck_assert(h2c_wait(&c, m, 3000));
+  ck_assert_msg(m->status == 431, "status %d code %u goaway %d", m->status, m->code, c.goaway);
+  /* Body over the route's limit (16). */
+  struct h2resp *d = h2c_request(&c, "POST", "/echo", NULL, "0123456789abcdefXYZ", 19);
+  ck_assert(h2c_wait(&c, d, 3000));
+  ck_assert_int_eq(d->status, 413);
+  const char *cl[] = {"content-length", "100", NULL};
+  static char hundred[100];
+  struct h2resp *d2 = h2c_request(&c, "POST", "/echo", cl, hundred, sizeof(hundred));
+  ck_assert(h2c_wait(&c, d2, 3000));
+  ck_assert_msg(d2->status == 413, "status %d code %u", d2->status, d2->code);
+  /* Path over the request-line limit. */
+  static char path[9000];
+  path[0] = '/';
+  memset(path + 1, 'p', sizeof(path) - 2);
+  path[sizeof(path) - 1] = '\0';
+  struct h2resp *p = h2c_request(&c, "GET", path, NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, p, 3000));
+  ck_assert_int_eq(p->status, 414);
+  /* And the connection still serves. */
+  struct h2resp *ok = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, ok, 3000));
+  ck_assert_int_eq(ok->status, 200);
+  ck_assert(!c.goaway);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_limits) {
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_limits);
+}
+END_TEST
+
+/* MAX_CONCURRENT_STREAMS = 2: held requests beyond it are refused, the held ones see on_close
+ * when the client resets them. */
+static void client_concurrency(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  /* Submitted before the server's SETTINGS arrive: the client does not yet know the limit. */
+  struct h2resp *p[5];
+  for (int i = 0; i < 5; i++)
+    p[i] = h2c_request(&c, "GET", "/poll", NULL, NULL, 0);
+  h2c_wait(&c, NULL, 300);
+  int refused = 0, open = 0;
+  for (int i = 0; i < 5; i++) {
+    if (p[i]->closed && p[i]->code == NGHTTP2_REFUSED_STREAM)
+      refused++;
+    else if (!p[i]->closed)
+      open++;
+  }
+  ck_assert_int_eq(open, 2);
+  ck_assert_int_eq(refused, 3);
+  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 2);
+  /* Reset one held stream: the handler's on_close runs; the connection goes on. */
+  for (int i = 0; i < 5; i++)
+    if (!p[i]->closed) {
+      nghttp2_submit_rst_stream(c.ss, NGHTTP2_FLAG_NONE, p[i]->id, NGHTTP2_CANCEL);
+      break;
+    }
+  h2c_wait(&c, NULL, 200);
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, a, 2000));
+  ck_assert_int_eq(a->status, 200);
+  h2c_close(&c);
+  usleep(100 * 1000);
+}
+
+START_TEST(test_h2_concurrency) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.h2_max_concurrent_streams = 2;
+  th_poll_closed = 0;
+  struct th t;
+  th_init(&t, &l);
+  th_add_routes(t.srv);
+  th_run(&t, client_concurrency);
+  ck_assert_int_eq(th_poll_closed, 2); /* one reset, one by the connection's end */
+}
+END_TEST
+
+/* Abuse: each ends its own connection with GOAWAY; another connection is untouched. */
+static int abuse_kind;
+
+/* Reads frames until EOF (1) or 3 s (0); the last GOAWAY's error code goes to *code. */
+static int raw_read_goaway(int fd, uint32_t *code) {
+  static unsigned char buf[1 << 20];
+  size_t len = 0, pos = 0;
+  for (int waited = 0; waited < 3000;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 50) == 0) {
+      waited += 50;
+      continue;
+    }
+    if (len == sizeof(buf)) { /* keep the unparsed tail */
+      memmove(buf, buf + pos, len - pos);
+      len -= pos;
+      pos = 0;
+    }
+    ssize_t n = recv(fd, buf + len, sizeof(buf) - len, 0);
+    if (n <= 0)
+      return 1;
+    len += (size_t)n;
+    while (len - pos >= 9) {
+      size_t fl = ((size_t)buf[pos] << 16) | ((size_t)buf[pos + 1] << 8) | buf[pos + 2];
+      if (len - pos < 9 + fl)
+        break;
+      if (buf[pos + 3] == NGHTTP2_GOAWAY && fl >= 8)
+        *code = ((uint32_t)buf[pos + 13] << 24) | ((uint32_t)buf[pos + 14] << 16) |
+                ((uint32_t)buf[pos + 15] << 8) | buf[pos + 16];
+      pos += 9 + fl;
+    }
+  }
+  return 0;
+}
+
+static void client_abuse(struct th *t) {
+  struct h2c good, bad;
+  h2c_open(&good, t->port, 0, NULL, 0);
+  h2c_open(&bad, t->port, 0, NULL, 0);
+  h2c_wait(&bad, NULL, 100);
+  unsigned char buf[64 * 1024];
+  size_t n = 0;
+  if (abuse_kind == 0) { /* PING flood */
+    for (int i = 0; i < 1000 && n + 17 < sizeof(buf); i++)
+      n += h2_frame(buf + n, NGHTTP2_PING, 0, 0, "12345678", 8);
+    h2c_raw(&bad, buf, n);
+  } else if (abuse_kind == 1) { /* SETTINGS flood */
+    for (int i = 0; i < 1000 && n + 9 < sizeof(buf); i++)
+      n += h2_frame(buf + n, NGHTTP2_SETTINGS, 0, 0, NULL, 0);
+    h2c_raw(&bad, buf, n);
+  } else if (abuse_kind == 2) { /* rapid reset: HEADERS then RST_STREAM, over and over */
+    unsigned char hpack[] = {0x82, 0x86, 0x84}; /* GET, http, / from the static table */
+    uint32_t code = htonl(NGHTTP2_CANCEL);
+    for (uint32_t i = 0; i < 1500; i++) {
+      if (n + 40 > sizeof(buf)) {
+        h2c_raw(&bad, buf, n);
+        n = 0;
+      }
+      n += h2_frame(buf + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                    2 * i + 1, hpack, sizeof(hpack));
+      n += h2_frame(buf + n, NGHTTP2_RST_STREAM, 0, 2 * i + 1, &code, 4);
+    }
+    h2c_raw(&bad, buf, n);
+  } else { /* CONTINUATION flood */
+    unsigned char lit[] = {0x40, 0x01, 'x', 0x01, 'y'};
+    n += h2_frame(buf + n, NGHTTP2_HEADERS, 0, 1001, lit, sizeof(lit));
+    for (int i = 0; i < 50; i++)
+      n += h2_frame(buf + n, NGHTTP2_CONTINUATION, 0, 1001, lit, sizeof(lit));
+    h2c_raw(&bad, buf, n);
+  }
+  /* Read the server's frames raw (the client session cannot follow the abuse) until EOF. */
+  uint32_t goaway = 0xffffffff;
+  ck_assert_msg(raw_read_goaway(bad.fd, &goaway), "abuse %d: connection not closed", abuse_kind);
+  /* nghttp2's reset-rate limiter says INTERNAL_ERROR; ours and the others ENHANCE_YOUR_CALM. */
+  ck_assert_msg(goaway == NGHTTP2_ENHANCE_YOUR_CALM ||
+                    (abuse_kind == 2 && goaway == NGHTTP2_INTERNAL_ERROR),
+                "abuse %d: GOAWAY code %u", abuse_kind, goaway);
+  struct h2resp *a = h2c_request(&good, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&good, a, 2000));
+  ck_assert_int_eq(a->status, 200);
+  h2c_close(&bad);
+  h2c_close(&good);
+}
+
+START_TEST(test_h2_abuse) {
+  abuse_kind = _i;
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_abuse);
+}
+END_TEST
+
+/* An idle HTTP/2 connection gets GOAWAY and is closed after idle_timeout. */
+static void client_idle(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, a, 2000));
+  ck_assert(h2c_wait(&c, NULL, 3000));
+  ck_assert(c.goaway);
+  ck_assert_uint_eq(c.goaway_code, NGHTTP2_NO_ERROR);
+  h2c_close(&c);
+  /* A preface that never comes: the sniffing connection is closed after handshake_timeout. */
+  int fd = th_connect(t->port);
+  th_sends(fd, "PRI * HTTP/2.0\r\n");
+  ck_assert(th_wait_closed(fd, 3000));
+  close(fd);
+}
+
+START_TEST(test_h2_idle) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.idle_timeout_ms = 300;
+  l.handshake_timeout_ms = 300;
+  struct th t;
+  th_init(&t, &l);
+  th_add_routes(t.srv);
+  th_run(&t, client_idle);
+}
+END_TEST
+
+/* Graceful close with an HTTP/2 event stream open: GOAWAY, then the connection ends. */
+static void client_shutdown(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  struct h2resp *o = h2c_request(&c, "GET", "/sse-open", NULL, NULL, 0);
+  h2c_wait(&c, o, 200);
+  ck_assert_int_eq(o->status, 200);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_close_with_stream) {
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_shutdown);
+}
+END_TEST
+
+Suite *http2_suite(void);
+Suite *http2_suite(void) {
+  Suite *s = suite_create("http2");
+  TCase *tc = tcase_create("http2");
+  tcase_set_timeout(tc, 20);
+  tcase_add_test(tc, test_h2_requests);
+  tcase_add_test(tc, test_h2_sse);
+  tcase_add_test(tc, test_h2_limits);
+  tcase_add_test(tc, test_h2_concurrency);
+  tcase_add_loop_test(tc, test_h2_abuse, 0, 4);
+  tcase_add_test(tc, test_h2_idle);
+  tcase_add_test(tc, test_h2_close_with_stream);
+  suite_add_tcase(s, tc);
+  return s;
+}
