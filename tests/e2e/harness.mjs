@@ -64,7 +64,7 @@ export function freePort() {
  * {skip: reason} when the binary is missing or does not come up (the caller skips with the reason).
  */
 export async function orchestrator({ env = {}, timeoutMs = 15000 } = {}) {
-  const bin = path.join(ROOT, 'build', 'cerea-sandbox');
+  const bin = process.env.CEREA_BIN || path.join(ROOT, 'build', 'cerea-sandbox');
   if (!fs.existsSync(bin)) return { skip: 'build/cerea-sandbox is not built' };
   const data = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-data-'));
   const port = await freePort();

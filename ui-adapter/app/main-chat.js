@@ -1,1 +1,96 @@
-document.title += "";
+// main-chat.js -- the chat page at /chat/{chat_id}#token={page_token}: attaches this page to the
+// chat as its kernel host (ChatSession) AT ONCE, while the module first evaluates, before anything
+// renders or any effect runs, so a run the assistant starts right away finds this page registered
+// and the chat's files mounted.  Then it shows the chat's files as chips (left-out ones say why),
+// each run as a card (code, output, truncation notes, status, duration, files with download and
+// preview, "keep this page open" on phones), the stream and kernel state, and the runtime download
+// progress.  A small editor runs the user's own code in the chat (origin "user").
+// The token comes from the URL fragment (never sent to the server by the browser) and is only ever
+// sent as a bearer header.
+import { ChatSession } from '../src/session.js';
+import { KernelSupervisor } from '../src/kernel.js';
+import { Api } from '../src/api.js';
+import { RunCard } from './cards.js';
+import { h, fmtBytes } from './dom.js';
+import { runtimeProgress } from './progress.js';
+import { loadSettings, serverConfig, pypiAllowed, workerUrl } from './settings.js';
+import { createEditor } from './editor.js';
+
+const $ = (id) => document.getElementById(id);
+const chatId = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
+const token = new URLSearchParams(location.hash.slice(1)).get('token') || '';
+
+// ---- Register first (synchronously, before any rendering) ------------------------------------
+// The PyPI toggle picks the worker URL; /v1/config (operator switch) is checked before the kernel
+// loads, but the event stream does not wait for it.
+const settings = loadSettings();
+const supervisor = new KernelSupervisor({ workerUrl: workerUrl(settings.pypi), pypi: settings.pypi, spare: true });
+const session = token && chatId ? new ChatSession({ chatId, token, supervisor }) : null;
+session?.attach();
+window.cereaSession = session; window.cereaSupervisor = supervisor; // tests and the console
+
+serverConfig().then((cfg) => {
+  const pypi = pypiAllowed(settings, cfg);
+  if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
+  return supervisor.start();
+}).catch((e) => { $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+
+// ---- Rendering --------------------------------------------------------------------------------
+runtimeProgress($('runtime'), supervisor);
+if (!session) {
+  $('stream-state').textContent = 'This link has no page token: open the chat from the chat list or the link the app gave you.';
+} else {
+  const title = (() => { try { return JSON.parse(localStorage.getItem('cerea.chats') || '[]').find((c) => c.chat_id === chatId)?.title; } catch { return null; } })();
+  $('chat-title').textContent = title || `Chat ${chatId}`;
+  document.title = `${title || 'Chat'} — Cerea sandbox`;
+  const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
+  session.on('stream', ({ state }) => { $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state; });
+  session.on('kernel', ({ state }) => { $('kernel-state').textContent = `Python: ${state}`; $('kernel-state').dataset.state = state; });
+
+  session.on('files', ({ files }) => {
+    $('chips').replaceChildren(...files.map((f) => {
+      const out = !f.mounted;
+      return h('li', { class: `chip${out ? ' left-out' : ''}`, 'data-name': f.name, title: out ? '' : `/mnt/data/${f.name}` },
+        h('span', {}, f.name), h('span', { class: 'muted' }, fmtBytes(f.size)),
+        out ? h('span', { class: 'chip-reason', 'data-testid': 'left-out' }, `not in the sandbox: ${f.left_out_reason || 'left out'}`) : null);
+    }));
+  });
+
+  const cards = new Map();
+  const api = new Api({ token });
+  function cardFor(runId) {
+    let c = cards.get(runId);
+    if (!c) {
+      c = new RunCard({ getBytes: (f) => session.artifactBytes(runId, f), onCancel: () => api.cancelRun(runId).catch(() => {}) });
+      cards.set(runId, c);
+      $('runs').prepend(c.el);
+    }
+    return c;
+  }
+  session.on('run', (v) => cardFor(v.run_id).update(v));
+  // A run another tab executes: follow it through the API until it ends.
+  session.on('elsewhere', async ({ run_id: runId }) => {
+    for (let i = 0; i < 40; i++) {
+      try {
+        const r = await api.getRun(runId, 15);
+        cardFor(runId).update(r);
+        if (r.status) return;
+      } catch { return; }
+    }
+  });
+
+  // The user's own code, run in this chat.
+  let ed = null;
+  $('composer').addEventListener('toggle', () => {
+    if (!$('composer').open || ed) return;
+    ed = createEditor($('editor'), { doc: 'print("hello from this chat")\n', onRun: () => runOwn(), label: 'Code to run in this chat' });
+  }, { once: false });
+  async function runOwn() {
+    if (!ed) return;
+    $('run').disabled = true;
+    try { await api.createRun(chatId, { code: ed.getCode(), origin: 'user' }); }
+    catch (e) { alert(`Could not start the run: ${e.message}`); }
+    finally { $('run').disabled = false; }
+  }
+  $('run').addEventListener('click', runOwn);
+}

@@ -49,7 +49,7 @@ onmessage = async (ev) => {
       py = await loadPyodide({ indexURL: new URL('/pyodide/', location.origin).href,
         lockFileURL: new URL('/pyodide/pyodide-lock.json', location.origin).href,
         packageBaseUrl: new URL('/pyodide/', location.origin).href });
-      if (m.interruptBuffer) py.setInterruptBuffer(m.interruptBuffer);
+      if (m.interruptBuffer) py.setInterruptBuffer(new Int32Array(m.interruptBuffer));
       py.FS.mkdirTree('/mnt/data'); py.FS.mkdirTree('/mnt/output');
       py.runPython(RUN_PY);
       send({ id: m.id, type: 'ready' });

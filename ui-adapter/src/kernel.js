@@ -197,7 +197,7 @@ export class KernelSupervisor extends Emitter {
     this._active = {
       port,
       crashed: (e) => settle({ kind: 'crashed', error: e }),
-      cancel: () => settle({ kind: 'cancel' }),
+      cancel: (replace) => settle({ kind: replace ? 'abort' : 'cancel' }),
     };
     port.run({ code, limits, pypi: this.pypi }).then((result) => settle({ kind: 'result', result }),
       (error) => settle({ kind: 'crashed', error }));
@@ -230,6 +230,7 @@ export class KernelSupervisor extends Emitter {
       return { ...base, ...r, status: 'cancelled', notes: [...notes, ...(r.notes || []), 'Cancelled: Python was interrupted; variables are kept.'], duration_ms: duration };
     }
     // Replace the kernel: time limit, crash, or a cancel the interpreter did not honour.
+    if (out.kind === 'abort') out = { kind: 'cancelled-replaced' };
     const status = out.kind === 'timeout' ? 'timeout' : out.kind === 'crashed' ? 'crashed' : 'cancelled';
     const tHit = performance.now();
     const { ms, remounted } = await this.replace(status);
@@ -243,8 +244,11 @@ export class KernelSupervisor extends Emitter {
       duration_ms: duration, restart_ms: Math.round(performance.now() - tHit), swap_ms: Math.round(ms) };
   }
 
-  /** Cancel the run in progress: interrupt first, replace the kernel if Python does not stop. */
-  cancel() { this._active?.cancel(); }
+  /**
+   * Cancel the run in progress: interrupt first, replace the kernel if Python does not stop within
+   * cancelGraceMs.  With {replace: true} the kernel is replaced at once (the orchestrator said so).
+   */
+  cancel({ replace = false } = {}) { this._active?.cancel(replace); }
 
   get crossOriginIsolated() { return !!globalThis.crossOriginIsolated; }
 

@@ -134,7 +134,7 @@ export class ChatSession extends Emitter {
     this.emit('event', { type: ev.type, id: ev.id, data });
     if (ev.type === 'run' && data) this._enqueue(data);
     else if (ev.type === 'cancel' && data) this._cancel(data.run_id);
-    else if (ev.type === 'restart' && data) this._restart(data.run_id);
+    else if (ev.type === 'restart' && data) this._restart(data.run_id, data.page_id);
     else if (ev.type === 'files') this.refreshFiles();
   }
 
@@ -149,6 +149,13 @@ export class ChatSession extends Emitter {
     const key = `${job.run_id}#${job.attempt}`;
     if (this.seen.has(key)) return; // replayed after a reconnect
     this.seen.add(key);
+    if (job.page_id && job.page_id !== this.pageId) {
+      // Dispatched to another page of this chat (another tab): show it, do not run it.
+      this._view(job.run_id, { chat_id: job.chat_id, code: job.code, origin: job.origin, state: 'elsewhere',
+        attempts: job.attempt, status: null });
+      this.emit('elsewhere', { run_id: job.run_id });
+      return;
+    }
     // A newer attempt of the run in progress supersedes it (re-dispatch after a pause).
     if (this.current && this.current.run_id === job.run_id && this.current.attempt < job.attempt) {
       this.current.superseded = true;
@@ -166,10 +173,13 @@ export class ChatSession extends Emitter {
     if (this.current && this.current.run_id === runId) this.supervisor.cancel();
   }
 
-  async _restart(runId) {
+  async _restart(runId, pageId) {
+    if (pageId && pageId !== this.pageId) return;
+    this.queue = this.queue.filter((q) => q.run_id !== runId);
     if (this.current && (!runId || this.current.run_id === runId)) {
+      // The orchestrator already settled the run (its watchdog): replace the kernel, post nothing.
       this.current.superseded = true;
-      this.supervisor.cancel();
+      this.supervisor.cancel({ replace: true });
     } else if (!this.current) {
       await this.supervisor.replace('restart requested').catch(() => {});
     }
@@ -196,6 +206,8 @@ export class ChatSession extends Emitter {
       this._view(runId, { state: 'preparing' });
       const { files, skipped } = await this.cache.fetchAll(job.mounts || [], (p) => this.emit('download', { run_id: runId, ...p }));
       const notes = skipped.map((s) => `${s.name}: ${s.reason}`);
+      // The run's clock starts when Python can start: wait for the kernel before reporting.
+      while (['idle', 'loading'].includes(this.supervisor.state)) await new Promise((r) => this.supervisor.once('state', r));
       if (cur.superseded) return;
       try {
         await this.api.started(runId, attempt, this.pageId);

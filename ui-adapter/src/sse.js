@@ -55,10 +55,15 @@ export class EventStream {
     this._ctrl?.abort();
   }
 
-  /** Drop the current connection and reconnect at once (tests; a page returning to the front). */
-  reconnectNow() {
+  /**
+   * Drop the current connection and reconnect (a page returning to the front: at once; tests:
+   * after `delayMs`, to drop the stream for a while).
+   */
+  reconnectNow(delayMs = 0) {
     if (this.state === 'stopped' || this.state === 'failed') return;
     clearTimeout(this._timer);
+    if (this.state === 'waiting') { this._timer = setTimeout(() => this._connect(), delayMs); return; }
+    this._holdMs = delayMs;
     this._ctrl?.abort();
   }
 
@@ -92,7 +97,8 @@ export class EventStream {
 
   _retry(err) {
     if (this.state === 'stopped' || this.state === 'failed') return;
-    const wait = this._backoff;
+    const wait = this._holdMs || this._backoff;
+    this._holdMs = 0;
     this._backoff = Math.min(this._backoff * 2, this._maxBackoff);
     this._set('waiting', { error: String(err && err.message || err), retryMs: wait });
     this._timer = setTimeout(() => this._connect(), wait);
