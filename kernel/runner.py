@@ -1,0 +1,161 @@
+"""runner -- the entry points worker/core.js calls, in the order of a run.
+
+    init(config)        once, after Pyodide loaded: lock-down patches, output streams, folders,
+                        the list of guide packages this deployment lacks.
+    prepare(code)       compile (a SyntaxError is returned here, before any package loads), scan
+                        imports, say whether matplotlib is wanted.  The worker then loads packages.
+    execute(options)    (async) figures and /mnt/output marked, matplotlib on Agg when the code
+                        mentions it, the cell run in the persistent namespace between arm() and
+                        disarm() of the interrupt window, figures swept (also after an error),
+                        streams flushed, changed files collected.  Returns the result as JSON
+                        (without stdout/stderr: the worker's sinks hold them).
+    dispose()           forget namespace, mounts, known outputs (a chat switch on a warm kernel).
+
+Everything crosses the JS boundary as JSON strings: no proxies to leak.  It does not move file
+bytes (the worker does) or enforce the time limit (the page does).
+"""
+import json
+import os
+import time
+
+from . import execute, figures, imports, lockdown, mounts, output, outputs_diff
+
+_pending = {"code": None, "source": None, "matplotlib": False}
+_mpl = {"tried": False, "error": None}
+
+
+def _host():
+    try:
+        import cerea_host
+        return cerea_host
+    except ImportError:
+        return None
+
+
+def init(config_json):
+    cfg = json.loads(config_json or "{}")
+    notes = lockdown.apply()
+    output.install()
+    mounts.ensure_dirs()
+    imports.set_lacking(cfg.get("lacks"))
+    os.chdir("/home/pyodide") if os.path.isdir("/home/pyodide") else None
+    return json.dumps({"notes": notes})
+
+
+def prepare(code):
+    """JSON {ok: true, imports, matplotlib} or {ok: false, error}."""
+    _pending.update(code=None, source=code, matplotlib=False)
+    try:
+        codeobj, _fn = execute.compile_cell(code)
+    except (SyntaxError, ValueError, OverflowError) as e:   # ValueError: NUL bytes in source
+        return json.dumps({"ok": False, "error": execute.format_error(e)})
+    _pending["code"] = codeobj
+    want = imports.mentions_matplotlib(code)
+    _pending["matplotlib"] = want
+    return json.dumps({"ok": True, "imports": imports.scan(code), "matplotlib": want})
+
+
+def start_matplotlib():
+    """Import matplotlib on Agg and install the figure capture.  Raises when it cannot."""
+    if figures.installed():
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.figure
+    import matplotlib.pyplot as plt
+    figures.install(plt, matplotlib.figure.Figure)
+
+
+async def execute_run(options_json):
+    opts = json.loads(options_json or "{}")
+    limits = opts.get("limits") or {}
+    notes, t = [], {}
+    codeobj = _pending["code"]
+    _pending["code"] = None
+    if codeobj is None:
+        return json.dumps({"status": "error", "notes": ["internal: execute without prepare"],
+                           "error": None, "files": [], "files_unlisted": 0, "figures_dropped": 0})
+    t0 = time.perf_counter()
+    output.restore()
+    figures.begin_run(limits.get("figures", 20))
+    try:
+        outputs_diff.before_run()
+    except Exception as e:
+        notes.append("output change detection could not start: %r" % (e,))
+    if _pending["matplotlib"]:
+        try:
+            start_matplotlib()
+        except BaseException as e:
+            notes.append("figure capture could not start in this run (%s: %s); the code still "
+                         "ran. Save charts with savefig to /mnt/output instead."
+                         % (type(e).__name__, e))
+    status, error = "ok", None
+    host = _host()
+    t1 = time.perf_counter()
+    try:
+        if host is not None:
+            host.arm()
+        try:
+            await execute.run(codeobj)
+        finally:
+            if host is not None:
+                host.disarm()
+    except KeyboardInterrupt as e:
+        status, error = "cancelled", execute.format_error(e)
+    except BaseException as e:   # SystemExit and MemoryError included: the kernel stays usable
+        status, error = "error", execute.format_error(e)
+        n = imports.note_for(e)
+        if n:
+            notes.append(n)
+        e = None
+    t2 = time.perf_counter()
+    swept, dropped = [], 0
+    if figures.installed():
+        try:
+            swept, dropped = figures.end_run()
+        except BaseException as e:
+            notes.append("figures still open could not be saved: %s: %s" % (type(e).__name__, e))
+            swept, dropped = list(figures._run["swept"]), figures._run["dropped"]
+    output.flush()
+    files, unlisted = [], 0
+    try:
+        files, unlisted, fnotes = outputs_diff.after_run(
+            limit=int(limits.get("files_listed", 200)), figure_paths=swept,
+            file_cap=int(limits.get("file_load_bytes", outputs_diff.FILE_CAP)))
+        notes.extend(fnotes)
+    except Exception as e:
+        notes.append("output files could not be collected: %r" % (e,))
+    t3 = time.perf_counter()
+    return json.dumps({"status": status, "error": error, "files": files,
+                       "files_unlisted": unlisted, "figures_dropped": dropped, "notes": notes,
+                       "timing": {"prepare_ms": round((t1 - t0) * 1000, 3),
+                                  "exec_ms": round((t2 - t1) * 1000, 3),
+                                  "collect_ms": round((t3 - t2) * 1000, 3)}})
+
+
+def dispose():
+    execute.reset()
+    mounts.reset()
+    outputs_diff.reset()
+    try:
+        import shutil
+        for name in os.listdir(mounts.OUTPUT):
+            p = os.path.join(mounts.OUTPUT, name)
+            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+    except OSError:
+        pass
+    if figures.installed():
+        try:
+            figures._plt[0].close("all")
+        except Exception:
+            pass
+    return "{}"
+
+
+def plan_mount(manifest_json):
+    return mounts.plan(manifest_json)
+
+
+def commit_mount(written_json):
+    mounts.commit(written_json)
+    return "{}"

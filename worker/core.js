@@ -1,0 +1,353 @@
+// core.js -- the kernel worker's one class: hosts Pyodide and the kernel/ Python package, and
+// answers the commands of worker/protocol.js.  Shared by the browser Web Worker entry
+// (browser-worker.js) and the Node worker_threads entry (node-worker.js); the entries only
+// provide a `host` (how to post messages, read the runtime's files and import Pyodide) and feed
+// messages in.
+//
+// Life of a core (one state field, written only by setState):
+//
+//     new ──init──▶ loading ──ok──▶ ready ⇄ busy (mount / run)
+//                      │                 │
+//                      └──fail/timeout──▶ failed        dispose: namespace and files forgotten,
+//                                                        state stays ready (safe twice)
+//
+// Start-up is staged behind one ready promise: runtime (loadPyodide with an absolute
+// lockFileURL and an explicit packageBaseUrl: Pyodide never falls back to a CDN), kernel (the
+// Python modules written into /opt/cerea/cerea_kernel and imported), lock-down (the JS global
+// scope loses every network and storage API except a guarded fetch; then kernel.runner.init
+// applies the Python-side refusals).  No user code runs before lock-down finished.  A load
+// timeout bounds the whole start (Pyodide hangs rather than failing when wasm is refused).
+//
+// Output: Pyodide's stdout/stderr go to two OutputSinks (keep the first bytes up to the cap,
+// count the rest; Python block-buffers, so a sink is called once per 64 KiB).  Interrupts: the
+// controller's SharedArrayBuffer is read through Atomics.exchange (a plain Int32Array loses ~4 %
+// of signals: Pyodide reads then clears it non-atomically), and only inside the window Python
+// opens around user code (cerea_host.arm/disarm), so a late signal cannot break result collection.
+//
+// It does not enforce the time limit, restart itself or fetch chat files: the controller
+// (kernel-client.js) and the page do.  In Node it is not a sandbox by itself (see node-worker.js).
+import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+
+const KERNEL_DIR = '/opt/cerea';
+const STATE = Object.freeze({ NEW: 'new', LOADING: 'loading', READY: 'ready', BUSY: 'busy', FAILED: 'failed' });
+const ALLOWED_PREVIOUS = {
+  loading: ['new'], ready: ['loading', 'busy'], busy: ['ready'], failed: ['loading'],
+};
+
+// Global names removed along the scope's prototype chain (fetch is replaced, not removed).
+export const BLOCKED_GLOBALS = Object.freeze([
+  'XMLHttpRequest', 'XMLHttpRequestUpload', 'XMLHttpRequestEventTarget', 'WebSocket', 'WebSocketStream',
+  'WebTransport', 'EventSource', 'importScripts', 'indexedDB', 'IDBFactory', 'caches', 'CacheStorage',
+  'BroadcastChannel', 'Worker', 'SharedWorker', 'ServiceWorker', 'RTCPeerConnection',
+  'webkitRTCPeerConnection', 'RTCDataChannel', 'fetchLater', 'Navigator', 'cookieStore',
+  'FileSystemHandle', 'FileSystemFileHandle', 'FileSystemDirectoryHandle', 'FileSystemSyncAccessHandle',
+  'openDatabase', 'Notification', 'PushManager', 'webkitRequestFileSystem', 'requestFileSystem',
+  'webkitResolveLocalFileSystemURL',
+]);
+// Properties of navigator removed the same way (OPFS, beacons, locks shared across tabs).
+const BLOCKED_NAVIGATOR = Object.freeze(['storage', 'sendBeacon', 'locks', 'serviceWorker', 'connection']);
+export const PYPI_HOSTS = Object.freeze(['https://pypi.org/', 'https://files.pythonhosted.org/']);
+
+// Keeps the first `capChars` characters of a stream without ever holding more than
+// 4 × capChars bytes (UTF-8), counts the rest.  Characters, not bytes, are capped: the kept
+// bytes are decoded and sliced at the end.
+export class OutputSink {
+  constructor(capChars = LIMITS.out_chars) { this.setCap(capChars); }
+  setCap(capChars) {
+    this.capChars = capChars;
+    this.buf = new Uint8Array(capChars * 4 + 4);
+    this.reset();
+  }
+  reset() { this.len = 0; this.dropped = 0; }
+  write(bytes) {
+    const room = this.buf.length - this.len;
+    if (room > 0) {
+      const n = Math.min(room, bytes.length);
+      this.buf.set(n === bytes.length ? bytes : bytes.subarray(0, n), this.len);
+      this.len += n;
+      this.dropped += bytes.length - n;
+    } else {
+      this.dropped += bytes.length;
+    }
+    return bytes.length;
+  }
+  // {text, truncated}: at most capChars characters (a character cut by the byte cap is dropped).
+  take() {
+    let text = new TextDecoder('utf-8', { fatal: false }).decode(this.buf.subarray(0, this.len));
+    let truncated = this.dropped > 0;
+    if (truncated && text.endsWith('\uFFFD')) text = text.slice(0, -1);
+    const chars = Array.from(text);
+    if (chars.length > this.capChars) { text = chars.slice(0, this.capChars).join(''); truncated = true; }
+    this.reset();
+    return { text, truncated };
+  }
+}
+
+export class KernelCore {
+  // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
+  //        scope: the worker's global object, isNode: bool}
+  constructor(host) {
+    this.host = host;
+    this.state = STATE.NEW;
+    this.ready = null;            // the one ready promise (set by init)
+    this.py = null;
+    this.runner = null;
+    this.info = null;
+    this.lock = null;             // the served lock file (packages + import names)
+    this.importMap = new Map();   // import name → package name (only packages this deployment has)
+    this.out = new OutputSink();
+    this.err = new OutputSink();
+    this.interrupt = null;        // Int32Array over the controller's SharedArrayBuffer
+    this.armed = false;
+    this.pypiAllowed = false;
+    this.allowedPrefixes = [];
+    this.currentRun = null;
+    this.queue = Promise.resolve();
+    this.lockdownReport = [];
+  }
+
+  setState(next) {
+    const allowed = ALLOWED_PREVIOUS[next] || [];
+    if (!allowed.includes(this.state)) throw new Error(`kernel state ${this.state} -> ${next} not allowed`);
+    this.state = next;
+  }
+
+  post(msg) { this.host.post(msg, transferables(msg)); }
+  progress(ref, stage, message) { this.post(event(EVENT.PROGRESS, { ref, stage, message })); }
+
+  // Entry for every message from the controller.  Commands other than interrupt are serialised.
+  onMessage(msg) {
+    const problem = checkCommand(msg);
+    if (problem) { this.post(fail(msg && Number.isInteger(msg.id) ? msg.id : 0, ERR.BAD_MESSAGE, problem)); return; }
+    if (msg.cmd === CMD.INTERRUPT) {
+      if (this.interrupt && this.armed) Atomics.store(this.interrupt, 0, 2);
+      this.post(ok(msg.id, { delivered: !!(this.interrupt && this.armed) }));
+      return;
+    }
+    if (msg.cmd === CMD.INIT) { this.init(msg); return; }
+    this.queue = this.queue.then(() => this.dispatch(msg));
+  }
+
+  async dispatch(msg) {
+    if (this.state !== STATE.READY) {
+      this.post(fail(msg.id, ERR.NOT_READY, `kernel is ${this.state}`));
+      return;
+    }
+    try {
+      if (msg.cmd === CMD.DISPOSE) {
+        this.runner.dispose();
+        this.post(ok(msg.id));
+        return;
+      }
+      this.setState(STATE.BUSY);
+      try {
+        if (msg.cmd === CMD.MOUNT) this.post(ok(msg.id, this.mount(msg.files, msg.complete !== false)));
+        else if (msg.cmd === CMD.RUN) this.post(ok(msg.id, { result: await this.run(msg) }));
+      } finally {
+        this.setState(STATE.READY);
+      }
+    } catch (e) {
+      this.post(fail(msg.id, ERR.INTERNAL, String(e && e.stack || e)));
+    }
+  }
+
+  // ---- start-up ------------------------------------------------------------------------------
+  init(msg) {
+    if (this.ready) { this.ready.then(() => this.post(ok(msg.id, { info: this.info })), (e) => this.post(fail(msg.id, e.code || ERR.LOAD_FAILED, e.message))); return; }
+    this.setState(STATE.LOADING);
+    const timeoutMs = msg.loadTimeoutMs || 60000;
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`Pyodide did not load within ${timeoutMs} ms`), { code: ERR.LOAD_TIMEOUT })), timeoutMs);
+    });
+    this.ready = Promise.race([this.load(msg), timeout]).finally(() => clearTimeout(timer));
+    this.ready.then(
+      (info) => { this.setState(STATE.READY); this.post(ok(msg.id, { info })); },
+      (e) => { this.state = STATE.FAILED; this.post(fail(msg.id, e.code || ERR.LOAD_FAILED, String(e && e.message || e))); });
+  }
+
+  async load(msg) {
+    const t0 = performance.now();
+    const base = (u) => (u.endsWith('/') ? u : u + '/');
+    const indexURL = base(msg.indexURL), packageBaseUrl = base(msg.packageBaseUrl), kernelURL = base(msg.kernelURL);
+    if (msg.interruptBuffer) this.interrupt = new Int32Array(msg.interruptBuffer, 0, 1);
+
+    this.progress(msg.id, 'runtime', 'loading the Python runtime');
+    const lockText = await this.host.readText(msg.lockFileURL);
+    this.lock = JSON.parse(lockText);
+    let deployment = { has: [], lacks: [] };
+    if (msg.deploymentURL) {
+      try { deployment = JSON.parse(await this.host.readText(msg.deploymentURL)); } catch (e) {
+        this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `deployment.json unreadable: ${e.message}` }));
+      }
+    }
+    const kernelSources = {};
+    for (const m of KERNEL_MODULES) kernelSources[m] = await this.host.readText(`${kernelURL}${m}.py`);
+    const { loadPyodide } = await this.host.importPyodide(`${indexURL}pyodide.mjs`);
+    const py = await loadPyodide({
+      indexURL, packageBaseUrl, lockFileContents: lockText,
+      packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
+      stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
+    });
+    this.py = py;
+    for (const [name, p] of Object.entries(this.lock.packages || {}))
+      for (const imp of p.imports || []) if (!this.importMap.has(imp)) this.importMap.set(imp, name);
+
+    this.progress(msg.id, 'kernel', 'loading the kernel');
+    py.setStdout({ write: (b) => this.out.write(b), isatty: false });
+    py.setStderr({ write: (b) => this.err.write(b), isatty: false });
+    const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
+    py.FS.mkdirTree(pkgDir);
+    for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
+    const core = this;
+    py.registerJsModule('cerea_host', {
+      arm() {
+        if (core.interrupt) Atomics.store(core.interrupt, 0, 0);
+        core.armed = true;
+        if (core.currentRun) core.post(event(EVENT.STARTED, { ref: core.currentRun }));
+      },
+      disarm() { core.armed = false; },
+    });
+    if (this.interrupt) {
+      const ia = this.interrupt;
+      // Pyodide reads [0] then writes 0: make the read an atomic exchange, the write a no-op.
+      py.setInterruptBuffer({ get 0() { return core.armed ? Atomics.exchange(ia, 0, 0) : 0; }, set 0(_v) {}, length: 1 });
+    }
+    py.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport cerea_kernel.runner`);
+    this.runner = py.pyimport('cerea_kernel.runner');
+
+    this.progress(msg.id, 'lockdown', 'locking the sandbox down');
+    this.allowedPrefixes = [packageBaseUrl, indexURL].filter((u) => /^https?:/.test(u));
+    this.lockDown();
+    const initOut = JSON.parse(this.runner.init(JSON.stringify({ lacks: deployment.lacks || [] })));
+    this.lockdownReport.push(...initOut.notes);
+    this.out.reset(); this.err.reset();
+    this.info = {
+      pyodide: py.version, python: py.runPython('import sys; sys.version.split()[0]'),
+      interrupts: !!this.interrupt, load_ms: Math.round(performance.now() - t0),
+      packages: { has: deployment.has || [], lacks: deployment.lacks || [] },
+      lockdown: this.lockdownReport.slice(),
+    };
+    return this.info;
+  }
+
+  // Remove network and storage APIs from the global scope and its prototype chain; pin a guarded
+  // fetch.  Every failure is recorded in lockdownReport (and info.lockdown), never silent.
+  lockDown() {
+    const scope = this.host.scope;
+    const realFetch = typeof scope.fetch === 'function' ? scope.fetch.bind(scope) : null;
+    const core = this;
+    const removeAlongChain = (obj, name) => {
+      for (let o = obj; o; o = Object.getPrototypeOf(o)) {
+        const d = Object.getOwnPropertyDescriptor(o, name);
+        if (!d) continue;
+        if (d.configurable) delete o[name];
+        else {
+          try { Object.defineProperty(o, name, { value: undefined, writable: false }); } catch (e) {
+            this.lockdownReport.push(`lock-down: ${name} could not be removed: ${e.message}`);
+          }
+        }
+      }
+      if (obj[name] !== undefined) this.lockdownReport.push(`lock-down: ${name} is still reachable`);
+    };
+    const nav = scope.navigator;
+    if (nav) for (const n of BLOCKED_NAVIGATOR) { try { removeAlongChain(nav, n); } catch (e) { this.lockdownReport.push(`lock-down: navigator.${n}: ${e.message}`); } }
+    for (const n of BLOCKED_GLOBALS) { try { removeAlongChain(scope, n); } catch (e) { this.lockdownReport.push(`lock-down: ${n}: ${e.message}`); } }
+    const guarded = async function fetch(input, init) {
+      const raw = typeof input === 'string' ? input : (input && (input.href || input.url)) || String(input);
+      let url;
+      try { url = new URL(raw, core.allowedPrefixes[0] || undefined).href; } catch { throw new TypeError('fetch refused: bad URL'); }
+      const allowed = core.allowedPrefixes.some((p) => url.startsWith(p)) ||
+        (core.pypiAllowed && PYPI_HOSTS.some((p) => url.startsWith(p)));
+      if (!allowed || !realFetch || url.includes('/../') || url.includes('%2e%2e') || url.includes('%2E%2E'))
+        throw new TypeError('fetch refused: network access is disabled in this sandbox');
+      const i = init || {};
+      return realFetch(url, { method: i.method === 'HEAD' ? 'HEAD' : 'GET', signal: i.signal, redirect: 'error',
+        credentials: 'omit', referrerPolicy: 'no-referrer', cache: 'no-store' });
+    };
+    try { removeAlongChain(scope, 'fetch'); } catch { /* replaced below */ }
+    try {
+      Object.defineProperty(scope, 'fetch', { value: guarded, writable: false, configurable: false, enumerable: true });
+    } catch (e) { this.lockdownReport.push(`lock-down: fetch could not be pinned: ${e.message}`); }
+    if (scope.fetch !== guarded) this.lockdownReport.push('lock-down: fetch is not the guarded one');
+  }
+
+  // ---- mounts ------------------------------------------------------------------------------
+  mount(files, complete = true, cap = LIMITS.file_load_bytes) {
+    const t0 = performance.now();
+    const manifest = files.map((f) => ({ name: f.name, version: f.version ?? null, sha256: f.sha256 ?? null,
+      size: f.size ?? (f.data ? f.data.length : 0), has_data: !!f.data }));
+    const plan = JSON.parse(this.runner.plan_mount(JSON.stringify({ files: manifest, complete, file_cap: cap })));
+    const byName = new Map(files.map((f) => [f.name.split('/').filter(Boolean).join('/'), f]));
+    const written = [], refused = plan.refused;
+    for (const name of plan.write) {
+      const f = byName.get(name);
+      try { this.py.FS.writeFile(`/mnt/data/${name}`, f.data, { canOwn: false }); written.push(name); } catch (e) {
+        refused.push({ name, reason: `write failed: ${e.message || e}` });
+      }
+    }
+    this.runner.commit_mount(JSON.stringify(written));
+    return { written, removed: plan.remove, kept: plan.keep, refused, mount_ms: +(performance.now() - t0).toFixed(3) };
+  }
+
+  // ---- runs --------------------------------------------------------------------------------
+  async run(msg) {
+    const limits = { ...LIMITS, ...(msg.limits || {}) };
+    for (const k of Object.keys(LIMITS)) limits[k] = Math.min(limits[k], LIMITS[k]);
+    const notes = [];
+    const t0 = performance.now();
+    let mountInfo = null;
+    if (msg.files) {
+      mountInfo = this.mount(msg.files, msg.complete !== false, limits.file_load_bytes);
+      for (const r of mountInfo.refused) notes.push(`${r.name} was not mounted: ${r.reason}`);
+    }
+    if (this.out.capChars !== limits.out_chars) { this.out.setCap(limits.out_chars); this.err.setCap(limits.out_chars); }
+    this.out.reset(); this.err.reset();
+    const base = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
+      files_unlisted: 0, figures_dropped: 0, notes, restarted: false, remounted: [] };
+
+    const prep = JSON.parse(this.runner.prepare(msg.code));
+    if (!prep.ok) return { ...base, status: STATUS.ERROR, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } };
+
+    // Packages for the imports (and matplotlib when the code mentions it), loaded before the run.
+    const t1 = performance.now();
+    const wanted = new Set();
+    for (const imp of prep.imports) { const p = this.importMap.get(imp); if (p) wanted.add(p); }
+    if (prep.matplotlib && this.importMap.has('matplotlib')) wanted.add(this.importMap.get('matplotlib'));
+    const toLoad = [...wanted].filter((p) => !(p in this.py.loadedPackages));
+    if (toLoad.length) {
+      const errors = [];
+      await this.py.loadPackage(toLoad, { messageCallback: () => {}, errorCallback: (m) => errors.push(m), checkIntegrity: !this.host.isNode });
+      const failed = toLoad.filter((p) => !(p in this.py.loadedPackages));
+      for (const p of failed) notes.push(`package ${p} could not be loaded: ${errors.join(' ').slice(0, 300) || 'unknown error'}`);
+      this.post(event(EVENT.PACKAGES, { ref: msg.run_id ?? msg.id, loaded: toLoad.filter((p) => !failed.includes(p)),
+        failed: failed.map((name) => ({ name, message: errors.join(' ').slice(0, 300) })) }));
+    }
+    const t2 = performance.now();
+
+    this.pypiAllowed = msg.pypi === true;
+    this.currentRun = msg.run_id ?? msg.id;
+    let res;
+    try {
+      res = JSON.parse(await this.runner.execute_run(JSON.stringify({ limits })));
+    } finally {
+      this.currentRun = null; this.armed = false; this.pypiAllowed = false;
+      if (this.interrupt) Atomics.store(this.interrupt, 0, 0);
+    }
+    const so = this.out.take(), se = this.err.take();
+    if (so.truncated) notes.push(`stdout was cut at ${limits.out_chars.toLocaleString('en-US')} characters`);
+    if (se.truncated) notes.push(`stderr was cut at ${limits.out_chars.toLocaleString('en-US')} characters`);
+    notes.push(...res.notes);
+    const files = [];
+    for (const f of res.files) {
+      try { files.push({ ...f, data: this.py.FS.readFile(`/mnt/output/${f.name}`) }); } catch (e) {
+        notes.push(`${f.name} could not be read back: ${e.message || e}`);
+      }
+    }
+    return { ...base, status: res.status, stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
+      stderr_truncated: se.truncated, error: res.error, files, files_unlisted: res.files_unlisted,
+      figures_dropped: res.figures_dropped, notes,
+      timing: { mount_ms: mountInfo?.mount_ms ?? 0, load_ms: +(t2 - t1).toFixed(3), ...res.timing,
+        total_ms: +(performance.now() - t0).toFixed(3) } };
+  }
+}

@@ -1,0 +1,244 @@
+// kernel-client.js -- the controller side of a kernel worker, for the browser page and the Node
+// headless host alike (no Node or DOM imports here).  It owns one worker: sends the commands of
+// worker/protocol.js, matches replies by id, writes interrupts into a SharedArrayBuffer, and
+// terminates.  KernelPool keeps one pre-loaded spare so a restart costs milliseconds.
+// It does not fetch chat files, talk to the orchestrator or enforce the time limit by itself
+// (the page or host calls terminate('timeout') when its timer fires).
+//
+// API
+//   const k = new KernelClient({createWorker, init, loadTimeoutMs?, interrupts?})
+//       createWorker(): returns a browser Worker (module worker over worker/browser-worker.js) or a
+//         Node worker_threads Worker (over worker/node-worker.js; see worker/node-kernel.js for
+//         ready-made options).  Messages are read with .on('message') when the object has it,
+//         else with addEventListener('message').
+//       init: {indexURL, lockFileURL (absolute), packageBaseUrl, kernelURL, deploymentURL?}
+//       interrupts: default true when SharedArrayBuffer is usable (crossOriginIsolated in browsers).
+//   k.ready            Promise<info> — resolves once Pyodide, the kernel and the lock-down are in
+//                      place: {pyodide, python, interrupts, load_ms, packages: {has, lacks}, lockdown}.
+//                      Rejects (and the worker is terminated) on load failure or timeout.
+//   k.state            'loading' | 'ready' | 'busy' | 'dead'
+//   k.mount(files, {complete=true}) → Promise<{written, removed, kept, refused, mount_ms}>
+//                      files: [{name, version, sha256, size, data: Uint8Array}] (data is copied,
+//                      never transferred: the caller keeps its copies for remounts).
+//   k.run({run_id, code, pypi, limits, files?}) → Promise<RunResult> (protocol.js).  When the
+//                      worker is terminated or dies during the run, the promise resolves with
+//                      status 'timeout' | 'cancelled' | 'crashed' (the reason given to terminate,
+//                      'crashed' when it died by itself) and empty output.
+//   k.interrupt()      → true when SIGINT was written while Python runs user code (after the
+//                      'started' event).  Python raises KeyboardInterrupt; run status 'cancelled'.
+//   k.cancel({graceMs=2000}) → Promise<'idle'|'interrupted'|'terminated'>: interrupt, and
+//                      terminate('cancelled') if the run has not ended within graceMs.
+//   k.terminate(reason='crashed')  stops the worker now; pending commands settle.  Safe twice.
+//   k.dispose()        → Promise: forget the namespace and files (the worker stays loaded).
+//   k.onEvent(fn)      → unsubscribe function; fn(evt) for every side-channel event
+//                      ({event: 'progress'|'started'|'packages'|'log', ref, ...}) and for
+//                      {event: 'exit', reason} when the worker goes away.
+//
+//   const pool = new KernelPool(makeClient, {spare=true})
+//       makeClient(): returns a new KernelClient (not yet ready).
+//   pool.active()      → Promise<KernelClient> ready kernel (the spare is started beside it).
+//   pool.mount(files, opts) → mounts on the active kernel and remembers the manifest with its bytes.
+//   pool.run(msg)      → active kernel's run.
+//   pool.replace(reason='crashed') → Promise<{client, remounted: [names]}>: terminates the active
+//                      kernel (its pending run resolves with status `reason`), swaps in the spare
+//                      (or loads one), remounts the remembered files, starts a new spare.
+//   pool.forgetMounts()  for a chat switch (then replace() gives a fresh interpreter, empty).
+//   pool.dispose()     terminates both kernels.
+import { CMD, EVENT, REPLY, SIGINT, STATUS } from './protocol.js';
+
+const KSTATE = Object.freeze({ LOADING: 'loading', READY: 'ready', BUSY: 'busy', DEAD: 'dead' });
+
+export class KernelClient {
+  constructor({ createWorker, init, loadTimeoutMs = 60000, interrupts } = {}) {
+    if (typeof createWorker !== 'function') throw new TypeError('KernelClient: createWorker is required');
+    this.state = KSTATE.LOADING;
+    this.nextId = 1;
+    this.pending = new Map();        // id → {resolve, reject, cmd}
+    this.listeners = new Set();
+    this.running = null;             // run_id of the run whose user code is executing
+    this.busyCount = 0;
+    this.exitReason = null;
+    const canShare = typeof SharedArrayBuffer === 'function' &&
+      (typeof crossOriginIsolated === 'undefined' || crossOriginIsolated === true);
+    this.sab = (interrupts ?? canShare) && canShare ? new SharedArrayBuffer(4) : null;
+    this.ibuf = this.sab ? new Int32Array(this.sab) : null;
+    this.worker = createWorker();
+    const onMsg = (data) => this.onMessage(data);
+    const onDeath = (why) => this.settleAll(this.exitReason || STATUS.CRASHED, why);
+    if (typeof this.worker.on === 'function') {
+      this.worker.on('message', onMsg);
+      this.worker.on('error', (e) => onDeath(`worker error: ${e && e.message || e}`));
+      this.worker.on('exit', (code) => onDeath(`worker exited (${code})`));
+    } else {
+      this.worker.addEventListener('message', (e) => onMsg(e.data));
+      this.worker.addEventListener('error', (e) => onDeath(`worker error: ${e && e.message || 'unknown'}`));
+    }
+    this.ready = this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.sab || undefined })
+      .then((r) => { if (this.state === KSTATE.LOADING) this.state = KSTATE.READY; this.info = r.info; return r.info; },
+        (e) => { this.terminate(STATUS.CRASHED); throw e; });
+    this.ready.catch(() => {});
+  }
+
+  onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
+  emit(evt) { for (const fn of this.listeners) { try { fn(evt); } catch { /* a listener's bug is not ours */ } } }
+
+  onMessage(msg) {
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.type === REPLY.EVENT) {
+      if (msg.event === EVENT.STARTED) this.running = msg.ref;
+      this.emit(msg);
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    this.pending.delete(msg.id);
+    if (msg.type === REPLY.OK) p.resolve(msg);
+    else p.reject(Object.assign(new Error(msg.message || 'kernel error'), { code: msg.code }));
+  }
+
+  send(msg, transfer = []) {
+    if (this.state === KSTATE.DEAD) return Promise.reject(Object.assign(new Error(`kernel is dead (${this.exitReason})`), { code: 'dead' }));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, cmd: msg.cmd });
+      this.worker.postMessage({ ...msg, id }, transfer);
+    });
+  }
+
+  async track(p) {
+    this.busyCount++; if (this.state === KSTATE.READY) this.state = KSTATE.BUSY;
+    try { return await p; } finally {
+      this.busyCount--; if (this.busyCount === 0 && this.state === KSTATE.BUSY) this.state = KSTATE.READY;
+    }
+  }
+
+  async mount(files, { complete = true } = {}) {
+    await this.ready;
+    const r = await this.track(this.send({ cmd: CMD.MOUNT, files, complete }));
+    const { id, type, ...rest } = r; return rest;
+  }
+
+  async run({ run_id, code, pypi = false, limits, files, complete } = {}) {
+    await this.ready;
+    if (this.ibuf) Atomics.store(this.ibuf, 0, 0);   // no stale signal reaches this run
+    this.running = null;
+    try {
+      const r = await this.track(this.send({ cmd: CMD.RUN, run_id, code, pypi, limits, files, complete }));
+      return r.result;
+    } catch (e) {
+      if (e && e.killed) return emptyResult(e.reason, e.message);
+      throw e;
+    } finally { this.running = null; }
+  }
+
+  interrupt() {
+    if (!this.ibuf || this.running === null || this.state === KSTATE.DEAD) return false;
+    Atomics.store(this.ibuf, 0, SIGINT);
+    return true;
+  }
+
+  async cancel({ graceMs = 2000 } = {}) {
+    if (this.state !== KSTATE.BUSY) return 'idle';
+    const runs = [...this.pending.values()].filter((p) => p.cmd === CMD.RUN);
+    if (this.interrupt()) {
+      const ended = await Promise.race([
+        new Promise((res) => { const t = setInterval(() => { if (this.state !== KSTATE.BUSY) { clearInterval(t); res(true); } }, 5); setTimeout(() => { clearInterval(t); res(false); }, graceMs); }),
+      ]);
+      if (ended) return 'interrupted';
+    }
+    if (runs.length || this.state === KSTATE.BUSY) { this.terminate(STATUS.CANCELLED); return 'terminated'; }
+    return 'idle';
+  }
+
+  terminate(reason = STATUS.CRASHED) {
+    if (this.state === KSTATE.DEAD) return;
+    this.exitReason = reason;
+    try { this.worker.terminate(); } catch { /* already gone */ }
+    this.settleAll(reason, `kernel terminated (${reason})`);
+  }
+
+  settleAll(reason, why) {
+    if (this.state === KSTATE.DEAD && this.pending.size === 0) return;
+    this.state = KSTATE.DEAD;
+    this.exitReason = this.exitReason || reason;
+    for (const [, p] of this.pending) p.reject(Object.assign(new Error(why), { code: 'dead', killed: true, reason: this.exitReason }));
+    this.pending.clear();
+    this.emit({ event: 'exit', reason: this.exitReason, message: why });
+  }
+
+  async dispose() {
+    if (this.state === KSTATE.DEAD) return;
+    await this.ready;
+    await this.send({ cmd: CMD.DISPOSE });
+  }
+}
+
+function emptyResult(status, message) {
+  return { status, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false,
+    error: status === STATUS.CRASHED ? { type: 'KernelCrashed', message, traceback: '' } : null,
+    files: [], files_unlisted: 0, figures_dropped: 0,
+    notes: [status === STATUS.TIMEOUT ? 'the run hit the time limit; the sandbox was restarted'
+      : status === STATUS.CANCELLED ? 'the run was cancelled; the sandbox was restarted'
+        : `the sandbox stopped: ${message}`],
+    restarted: false, remounted: [] };
+}
+
+export class KernelPool {
+  constructor(makeClient, { spare = true } = {}) {
+    this.makeClient = makeClient;
+    this.wantSpare = spare;
+    this.current = null;
+    this.spare = null;
+    this.mounts = null;          // last manifest mounted (with bytes), remounted on replace
+    this.disposed = false;
+  }
+
+  startSpare() {
+    if (this.wantSpare && !this.spare && !this.disposed) {
+      this.spare = this.makeClient();
+      this.spare.ready.catch(() => { this.spare = null; });
+    }
+  }
+
+  async active() {
+    if (!this.current || this.current.state === 'dead') {
+      if (this.current) { await this.replace(STATUS.CRASHED); } else { this.current = this.makeClient(); }
+    }
+    await this.current.ready;
+    this.startSpare();
+    return this.current;
+  }
+
+  async mount(files, opts = {}) {
+    const k = await this.active();
+    const r = await k.mount(files, opts);
+    this.mounts = { files, opts };
+    return r;
+  }
+
+  async run(msg) { return (await this.active()).run(msg); }
+
+  forgetMounts() { this.mounts = null; }
+
+  async replace(reason = STATUS.CRASHED) {
+    if (this.current) this.current.terminate(reason);
+    let next = this.spare;
+    this.spare = null;
+    if (!next || next.state === 'dead') next = this.makeClient();
+    this.current = next;
+    await next.ready;
+    let remounted = [];
+    if (this.mounts) {
+      const r = await next.mount(this.mounts.files, this.mounts.opts);
+      remounted = [...r.written, ...r.kept];
+    }
+    this.startSpare();
+    return { client: next, remounted };
+  }
+
+  dispose() {
+    this.disposed = true;
+    for (const k of [this.current, this.spare]) if (k) k.terminate(STATUS.CANCELLED);
+    this.current = this.spare = null;
+  }
+}
