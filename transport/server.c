@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <sys/stat.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +42,11 @@ static void cron_tick(uv_timer_t *t);
 int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server **out,
                   struct sbx_error *err) {
   int rc = 0;
+  /* A peer that closes while we write must not kill the process: a write error is enough.
+   * Set only when nobody chose a disposition for SIGPIPE. */
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+    signal(SIGPIPE, SIG_IGN);
   struct tp_server *s = sbx_calloc(1, sizeof(*s));
   if (s == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "out of memory");
@@ -293,7 +299,7 @@ void tp__server_maybe_finish(struct tp_server *s) {
 }
 
 void tp__server_conn_gone(struct tp_server *s) {
-  if (s->state == SRV_CLOSING)
+  if (s->state != SRV_RUNNING)
     tp__server_maybe_finish(s);
 }
 

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,12 @@ int tp__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out, struct sbx
     return sbx_error_set(err, SBX_ETLS, "bad TLS certificate %s: %s", cert, detail);
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+    int reason = ERR_GET_REASON(ERR_peek_last_error());
+    if (reason == X509_R_KEY_VALUES_MISMATCH || reason == X509_R_KEY_TYPE_MISMATCH) {
+      ERR_clear_error();
+      SSL_CTX_free(ctx);
+      return sbx_error_set(err, SBX_ETLS, "TLS key %s does not match certificate %s", key, cert);
+    }
     ossl_detail(detail, sizeof(detail));
     SSL_CTX_free(ctx);
     return sbx_error_set(err, SBX_ETLS, "bad TLS key %s: %s", key, detail);

@@ -58,7 +58,8 @@ struct tp_config {
   const char *server_name;   /* "Server:" header value; NULL: "cerea-sandbox" */
 };
 
-/* Creates a server on `loop` (borrowed; must outlive the server).  Copies cfg.
+/* Creates a server on `loop` (borrowed; must outlive the server).  Copies cfg.  Sets SIGPIPE to
+ * ignored when it still has its default disposition (a closed peer must not kill the process). 
  * Errors: SBX_ENOMEM; SBX_ETLS with detail when the certificate or key cannot be read or do not
  * match. */
 int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server **out,
