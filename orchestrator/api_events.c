@@ -34,7 +34,7 @@ static void detach(struct orch_stream *s, int page_dropped) {
   s->page = NULL;
   if (p != NULL && p->stream == s) {
     p->stream = NULL;
-    if (page_dropped && orch_page_drop(p, c->o->cfg->page_grace_ms) == 0)
+    if (page_dropped && orch_page_drop(p, c->o->rt.page_grace_ms) == 0)
       orch_chat_page_changed(c, p);
   }
 }
@@ -124,7 +124,7 @@ static void on_events(struct tp_req *req, void *ud) {
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
     if (head && !head->finishing && strcmp(head->page_id, p->id) == 0 &&
         (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
-        orch_run_pause(head, o->cfg->paused_wait_ms) == 0)
+        orch_run_pause(head, o->rt.paused_wait_ms) == 0)
       orch_run_persist(o, head);
   }
   orch_chat_page_changed(c, p);

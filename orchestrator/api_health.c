@@ -43,10 +43,10 @@ static void on_config(struct tp_req *req, void *ud) {
   json_t *j = json_object();
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
   json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));
-  json_object_set_new(j, "time_limit_s", json_integer(o->cfg->time_limit_s));
-  json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->cfg->paused_wait_ms));
-  json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->cfg->page_grace_ms));
-  json_object_set_new(j, "retention_days", json_integer(o->retention_days));
+  json_object_set_new(j, "time_limit_s", json_integer(o->rt.time_limit_s));
+  json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->rt.paused_wait_ms));
+  json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->rt.page_grace_ms));
+  json_object_set_new(j, "retention_days", json_integer(o->rt.retention_days));
   json_t *lim = json_object();
   json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
   json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));

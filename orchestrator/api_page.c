@@ -59,7 +59,7 @@ static void on_started(struct tp_req *req, void *ud) {
     orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
   } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
     int was = run->state;
-    orch_run_started(run, (int)json_integer_value(ja), ORCH_WATCHDOG_GRACE_MS);
+    orch_run_started(run, (int)json_integer_value(ja), o->rt.watchdog_grace_ms);
     if (was == ORCH_RUN_DISPATCHED) {
       run->rec.started_at = sbx_now_wall_ms();
       orch_run_persist(o, run);
@@ -211,6 +211,8 @@ static void commit_result(struct result_ctx *ctx) {
   r->notes_json = dump_field(b, "notes");
   r->remounted_json = dump_field(b, "remounted");
   r->restarted = json_is_true(json_object_get(b, "restarted"));
+  if (r->restarted)
+    o->m.restarts++;
   r->files_unlisted = (int)json_integer_value(json_object_get(b, "files_unlisted"));
   r->figures_dropped = (int)json_integer_value(json_object_get(b, "figures_dropped"));
   r->result_hash = sbx_strdup(ctx->hash);
@@ -416,7 +418,7 @@ static void on_result(struct tp_req *req, void *ud) {
   size_t ne = 0;
   if (store_file_list(o->st, c->id, 0, &existing, &ne) != 0)
     ne = 0;
-  int64_t expires = sbx_now_wall_ms() + (int64_t)o->retention_days * 86400000LL;
+  int64_t expires = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
   ctx->pending = n;
   for (size_t i = 0; i < n; i++) {
     struct orch_upload *u = ctx->files[i];

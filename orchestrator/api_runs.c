@@ -94,6 +94,60 @@ static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *
 
 /* ---- create ------------------------------------------------------------------------------- */
 
+struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char *code,
+                                const char *origin, const char *turn_id, int timeout_s,
+                                const char *idem) {
+  struct orch_run *run = sbx_calloc(1, sizeof(*run));
+  if (run == NULL)
+    return NULL;
+  store_id id;
+  store_new_id(id);
+  orch_run_init(run, id, timeout_s);
+  SBX_LIST_INIT(&run->waiters);
+  SBX_LIST_INIT(&run->uploads);
+  SBX_LIST_INIT(&run->chat_link);
+  struct store_run *r = &run->rec;
+  snprintf(r->id, sizeof(r->id), "%s", id);
+  snprintf(r->chat_id, sizeof(r->chat_id), "%s", c->id);
+  snprintf(r->turn_id, sizeof(r->turn_id), "%s", turn_id ? turn_id : "");
+  r->code = sbx_strdup(code);
+  r->origin = sbx_strdup(origin);
+  r->timeout_s = timeout_s;
+  r->idempotency_key = idem ? sbx_strdup(idem) : NULL;
+  r->seq = ++o->run_seq;
+  r->created_at = sbx_now_wall_ms();
+  if (r->code == NULL || r->origin == NULL || (idem && r->idempotency_key == NULL)) {
+    orch_run_free(run);
+    return NULL;
+  }
+  if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
+    orch_run_finish(run, ORCH_RUN_STATUS_REJECTED);
+    r->finished_at = r->created_at;
+    r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
+                               "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
+                               "was not run.\",\"traceback\":null}");
+  }
+  orch_run_sync_rec(run);
+  return run;
+}
+
+struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
+  o->m.runs_created++;
+  if (run->state == ORCH_RUN_DONE) {
+    orch_metrics_observe_run(&o->m, run->status, -1);
+    orch_run_free(run);
+    return NULL;
+  }
+  if (orch_map_put(&o->runs, run->id, run) != 0) {
+    orch_run_free(run);
+    return NULL;
+  }
+  run->chat = c;
+  sbx_list_insert_tail(&c->runs, &run->chat_link);
+  orch_chat_pump(c);
+  return run;
+}
+
 struct create_ctx {
   struct orch *o;
   struct tp_req *req;
@@ -131,19 +185,16 @@ static void on_run_stored(int rc, const struct sbx_error *err, void *ud) {
     orch_api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
     orch_run_free(run);
   } else {
-    o->m.runs_created++;
     struct orch_chat *c = NULL;
-    if (run->state == ORCH_RUN_DONE) { /* rejected: durable and final */
-      orch_metrics_observe_run(&o->m, run->status, -1);
+    if (orch_chat_get(o, run->rec.chat_id, &c) != 0) {
+      orch_api_error(ctx->req, 500, "internal", "chat vanished");
+      orch_run_free(run);
+    } else if (run->state == ORCH_RUN_DONE) { /* rejected: durable and final */
       orch_api_json(ctx->req, 201, orch_run_json(o, &run->rec));
-      orch_run_free(run);
-    } else if (orch_chat_get(o, run->rec.chat_id, &c) != 0 || orch_map_put(&o->runs, run->id, run) != 0) {
+      orch_run_accept(o, c, run);
+    } else if ((run = orch_run_accept(o, c, run)) == NULL) {
       orch_api_error(ctx->req, 500, "internal", "out of memory");
-      orch_run_free(run);
     } else {
-      run->chat = c;
-      sbx_list_insert_tail(&c->runs, &run->chat_link);
-      orch_chat_pump(c);
       answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
     }
   }
@@ -201,12 +252,12 @@ static void on_create_run(struct tp_req *req, void *ud) {
       goto out;
     }
   }
-  int timeout_s = o->cfg->time_limit_s;
+  int timeout_s = o->rt.time_limit_s;
   json_t *jt = json_object_get(body, "timeout_s");
   if (jt && !json_is_null(jt)) {
-    if (!json_is_integer(jt) || json_integer_value(jt) < 1 || json_integer_value(jt) > o->cfg->time_limit_s) {
+    if (!json_is_integer(jt) || json_integer_value(jt) < 1 || json_integer_value(jt) > o->rt.time_limit_s) {
       orch_api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
-                     o->cfg->time_limit_s);
+                     o->rt.time_limit_s);
       goto out;
     }
     timeout_s = (int)json_integer_value(jt);
@@ -223,38 +274,16 @@ static void on_create_run(struct tp_req *req, void *ud) {
       goto out;
     }
   }
-  struct orch_run *run = sbx_calloc(1, sizeof(*run));
+  struct orch_run *run = orch_run_build(o, c, code, origin, turn_id, timeout_s, idem);
   struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   if (run == NULL || ctx == NULL) {
-    sbx_free(run);
+    if (run)
+      orch_run_free(run);
     sbx_free(ctx);
     orch_api_error(req, 500, "internal", "out of memory");
     goto out;
   }
-  store_id id;
-  store_new_id(id);
-  orch_run_init(run, id, timeout_s);
-  SBX_LIST_INIT(&run->waiters);
-  SBX_LIST_INIT(&run->uploads);
-  SBX_LIST_INIT(&run->chat_link);
   struct store_run *r = &run->rec;
-  snprintf(r->id, sizeof(r->id), "%s", id);
-  snprintf(r->chat_id, sizeof(r->chat_id), "%s", c->id);
-  snprintf(r->turn_id, sizeof(r->turn_id), "%s", turn_id ? turn_id : "");
-  r->code = sbx_strdup(code);
-  r->origin = sbx_strdup(origin);
-  r->timeout_s = timeout_s;
-  r->idempotency_key = idem ? sbx_strdup(idem) : NULL;
-  r->seq = ++o->run_seq;
-  r->created_at = sbx_now_wall_ms();
-  if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
-    orch_run_finish(run, ORCH_RUN_STATUS_REJECTED);
-    r->finished_at = r->created_at;
-    r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
-                               "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
-                               "was not run.\",\"traceback\":null}");
-  }
-  orch_run_sync_rec(run);
   ctx->o = o;
   ctx->req = req;
   ctx->run = run;
@@ -300,7 +329,7 @@ static void on_cancel(struct tp_req *req, void *ud) {
     orch_api_error(req, 409, "conflict", "the run has already ended");
     return;
   }
-  int rc = orch_run_request_cancel(run, ORCH_CANCEL_GRACE_MS);
+  int rc = orch_run_request_cancel(run, o->rt.cancel_grace_ms);
   if (rc == 0) {
     /* queued or paused: ended now; answered once durable */
     json_t *err = json_pack("{s:s, s:s, s:n}", "type", "Cancelled", "message",

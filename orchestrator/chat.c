@@ -282,7 +282,7 @@ static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch
 static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page *p) {
   struct orch *o = c->o;
   int again = run->attempts > 0;
-  if (orch_run_dispatch(run, p->id, ORCH_WATCHDOG_GRACE_MS) != 0)
+  if (orch_run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
     return;
   free_uploads(o, run); /* files of an earlier attempt never become artifacts */
   run->restart_sent = 0;
@@ -306,7 +306,7 @@ void orch_chat_pump(struct orch_chat *c) {
   if (p != NULL) {
     dispatch(c, run, p);
   } else if (run->state == ORCH_RUN_QUEUED) {
-    if (orch_run_pause(run, o->cfg->paused_wait_ms) == 0)
+    if (orch_run_pause(run, o->rt.paused_wait_ms) == 0)
       orch_run_persist(o, run);
   }
 }
@@ -318,8 +318,10 @@ void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p) {
       (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
       strcmp(run->page_id, p->id) == 0 &&
       (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
-    if (orch_run_pause(run, o->cfg->paused_wait_ms) == 0)
+    if (orch_run_pause(run, o->rt.paused_wait_ms) == 0) {
+      o->m.pauses++;
       orch_run_persist(o, run);
+    }
   }
   orch_chat_pump(c);
 }
@@ -333,7 +335,7 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     snprintf(msg, sizeof(msg),
              "The code did not run: no page of this chat was open and in the foreground for %llu s "
              "(CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again.",
-             (unsigned long long)(o->cfg->paused_wait_ms / 1000));
+             (unsigned long long)(o->rt.paused_wait_ms / 1000));
   } else if (due == ORCH_RUN_DUE_WATCHDOG) {
     type = run->status == ORCH_RUN_STATUS_TIMEOUT ? "TimeoutError" : "KernelCrashed";
     snprintf(msg, sizeof(msg), run->status == ORCH_RUN_STATUS_TIMEOUT
@@ -358,6 +360,7 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     json_object_set_new(ev, "page_id", json_string(run->page_id));
     orch_event_emit(c, "restart", ev);
     run->rec.restarted = 1;
+    o->m.restarts++;
   }
   orch_run_settle(o, run, NULL, NULL);
 }

@@ -39,6 +39,8 @@ int orch_config_defaults(struct orch_config *c) {
   c->time_limit_s = 60;
   c->paused_wait_ms = 120000;
   c->page_grace_ms = 10000;
+  c->watchdog_grace_ms = 15000;
+  c->cancel_grace_ms = 5000;
   c->pypi_disabled = 0;
   c->retention_days = 30;
   if (set_str(&c->data_dir, "./var") != 0)
@@ -112,14 +114,16 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     c->time_limit_s = (int)n;
     return 0;
   }
-  if (strcmp(key, "CODE_PAUSED_WAIT_MS") == 0 || strcmp(key, "PAGE_GRACE_MS") == 0) {
+  uint64_t *ms = strcmp(key, "CODE_PAUSED_WAIT_MS") == 0      ? &c->paused_wait_ms
+                 : strcmp(key, "PAGE_GRACE_MS") == 0            ? &c->page_grace_ms
+                 : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0   ? &c->watchdog_grace_ms
+                 : strcmp(key, "CODE_CANCEL_GRACE_MS") == 0     ? &c->cancel_grace_ms
+                                                                : NULL;
+  if (ms != NULL) {
     if (parse_int(v, 0, 24LL * 3600 * 1000, &n) != 0)
       return sbx_error_set(err, SBX_EINVAL,
                            "%s=%s: expected milliseconds from 0 to 86400000", key, v);
-    if (key[0] == 'C')
-      c->paused_wait_ms = (uint64_t)n;
-    else
-      c->page_grace_ms = (uint64_t)n;
+    *ms = (uint64_t)n;
     return 0;
   }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
@@ -172,6 +176,7 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
 
 static const char *known_keys[] = {
     "CHAT_CODE_EXECUTION", "CODE_TIME_LIMIT_S", "CODE_PAUSED_WAIT_MS", "PAGE_GRACE_MS",
+    "CODE_WATCHDOG_GRACE_MS", "CODE_CANCEL_GRACE_MS",
     "CHAT_PYODIDE_PYPI_DISABLED", "ARTIFACT_RETENTION_DAYS", "CEREA_LISTEN", "CEREA_DATA_DIR",
     "CEREA_TLS_CERT", "CEREA_TLS_KEY", "CEREA_API_KEY", "CEREA_STATIC_DIR",
 };

@@ -27,8 +27,6 @@ struct orch_chat;
 #define ORCH_FILES_LISTED 200
 #define ORCH_FIGURES 20
 #define ORCH_PAGE_ID_MAX 64
-#define ORCH_WATCHDOG_GRACE_MS 15000  /* beyond the time limit before the watchdog ends a run */
-#define ORCH_CANCEL_GRACE_MS 5000     /* a running run told to cancel ends after this at most */
 #define ORCH_WAIT_S_MAX 600
 
 /* ---- runs (run.c) ---------------------------------------------------------------------------- */
@@ -181,6 +179,19 @@ int orch_ct_streq(const char *a, const char *b);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch_api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 
+/* ---- turns (turn.c) -------------------------------------------------------------------------- */
+enum orch_turn_state { ORCH_TURN_OPEN = 0, ORCH_TURN_FINISHED, ORCH_TURN__COUNT };
+struct orch_turn {
+  char id[STORE_ID_LEN + 1];
+  enum orch_turn_state state; /* written by turn_set_state() only */
+};
+const char *orch_turn_state_name(enum orch_turn_state s);
+int orch_turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to);
+int orch_turn_finish(struct orch_turn *t); /* SBX_ESTATE when already finished */
+/* The code of each fenced python block of a markdown answer, in order (*out owned). */
+int orch_python_blocks(const char *answer, char ***out, size_t *n);
+void orch_python_blocks_free(char **v, size_t n);
+
 /* ---- string-keyed hash map (map.c) -----------------------------------------------------------
  * Open addressing; keys are borrowed (they live in the value, e.g. chat->id). */
 struct orch_map {
@@ -205,6 +216,7 @@ struct orch_metrics {
   uint64_t dur_count;
   uint64_t events_sent, events_replayed, results_accepted, results_refused;
   uint64_t uploads, upload_bytes;
+  uint64_t pauses, restarts;
 };
 void orch_metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
 
@@ -260,7 +272,11 @@ struct orch {
   struct orch_map chats;     /* id -> struct orch_chat */
   struct orch_map runs;      /* id -> live struct orch_run */
   uv_timer_t cron;
-  int retention_days;        /* runtime setting (admin), starts from cfg */
+  struct orch_runtime {      /* runtime settings: from cfg, then the stored admin settings */
+    int time_limit_s;
+    uint64_t paused_wait_ms, page_grace_ms, watchdog_grace_ms, cancel_grace_ms;
+    int retention_days;
+  } rt;
   int64_t run_seq;
   uint64_t pending_upload_bytes;
   struct orch_metrics m;
@@ -327,6 +343,18 @@ void orch_routes_runs(struct orch *o);
 void orch_routes_events(struct orch *o);
 void orch_routes_page(struct orch *o);
 void orch_routes_health(struct orch *o);
+void orch_routes_turns(struct orch *o);
+void orch_routes_admin(struct orch *o);
+/* server.c: runtime settings by name (SBX_ENOENT unknown, SBX_EINVAL out of range). */
+int orch_rt_set(struct orch *o, const char *key, long long v);
+int orch_rt_range(const char *key, long long *lo, long long *hi);
+/* api_runs.c: a new run of a chat (not yet stored; rejected at once when execution is off)
+ * and, once its store_run_put succeeded, its entry into the chat's queue (or its end). */
+struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char *code,
+                                const char *origin, const char *turn_id, int timeout_s,
+                                const char *idempotency_key);
+/* Returns the live run, or NULL when it was final (rejected) and has been freed. */
+struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
 int orch_metrics_render(struct orch *o, struct sbx_buf *out);
 
 /* wait_s waiters (api_runs.c) */

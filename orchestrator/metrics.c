@@ -92,11 +92,16 @@ int orch_metrics_render(struct orch *o, struct sbx_buf *out) {
                         "# TYPE cerea_results_refused_total counter\ncerea_results_refused_total %llu\n"
                         "# TYPE cerea_runs_dispatched_total counter\ncerea_runs_dispatched_total %llu\n"
                         "# TYPE cerea_runs_redispatched_total counter\ncerea_runs_redispatched_total %llu\n"
-                        "# TYPE cerea_output_uploads_total counter\ncerea_output_uploads_total %llu\n",
+                        "# TYPE cerea_output_uploads_total counter\ncerea_output_uploads_total %llu\n"
+                        "# HELP cerea_runs_paused_total Runs paused because their page went hidden or gone.\n"
+                        "# TYPE cerea_runs_paused_total counter\ncerea_runs_paused_total %llu\n"
+                        "# HELP cerea_kernel_restarts_total Kernels replaced (results with restarted, restart events).\n"
+                        "# TYPE cerea_kernel_restarts_total counter\ncerea_kernel_restarts_total %llu\n",
                         (unsigned long long)store_blob_bytes(o->st), (unsigned long long)m->events_sent,
                         (unsigned long long)m->events_replayed, (unsigned long long)m->results_accepted,
                         (unsigned long long)m->results_refused, (unsigned long long)m->runs_dispatched,
-                        (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads);
+                        (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads,
+                        (unsigned long long)m->pauses, (unsigned long long)m->restarts);
   if (o->tp)
     rc |= tp_metrics_write(o->tp, out);
   return rc ? SBX_ENOMEM : 0;

@@ -29,6 +29,8 @@ struct orch_config {
   int time_limit_s;              /* CODE_TIME_LIMIT_S: 1..300, default 60 */
   uint64_t paused_wait_ms;       /* CODE_PAUSED_WAIT_MS: default 120000 */
   uint64_t page_grace_ms;        /* PAGE_GRACE_MS: default 10000 */
+  uint64_t watchdog_grace_ms;    /* CODE_WATCHDOG_GRACE_MS: beyond the time limit, default 15000 */
+  uint64_t cancel_grace_ms;      /* CODE_CANCEL_GRACE_MS: a cancelled running run, default 5000 */
   int pypi_disabled;             /* CHAT_PYODIDE_PYPI_DISABLED: true|false, default false */
   int retention_days;            /* ARTIFACT_RETENTION_DAYS: 1..36500, default 30 */
   char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */

@@ -16,6 +16,8 @@ START_TEST(test_defaults) {
   ck_assert_int_eq(c.time_limit_s, 60);
   ck_assert_uint_eq(c.paused_wait_ms, 120000);
   ck_assert_uint_eq(c.page_grace_ms, 10000);
+  ck_assert_uint_eq(c.watchdog_grace_ms, 15000);
+  ck_assert_uint_eq(c.cancel_grace_ms, 5000);
   ck_assert_int_eq(c.pypi_disabled, 0);
   ck_assert_int_eq(c.retention_days, 30);
   ck_assert_str_eq(c.data_dir, "./var");
@@ -41,6 +43,8 @@ static const struct vcase vcases[] = {
     {"CODE_PAUSED_WAIT_MS", "120000", 1, NULL},
     {"CODE_PAUSED_WAIT_MS", "abc", 0, "milliseconds"},
     {"PAGE_GRACE_MS", "0", 1, NULL},
+    {"CODE_WATCHDOG_GRACE_MS", "500", 1, NULL},
+    {"CODE_CANCEL_GRACE_MS", "x", 0, "CODE_CANCEL_GRACE_MS=x"},
     {"PAGE_GRACE_MS", "99999999999", 0, "PAGE_GRACE_MS"},
     {"CHAT_PYODIDE_PYPI_DISABLED", "true", 1, NULL},
     {"CHAT_PYODIDE_PYPI_DISABLED", "FALSE", 1, NULL},

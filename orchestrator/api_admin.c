@@ -1,0 +1,222 @@
+/* api_admin.c -- the operator's views and runtime settings (API key only).
+ *
+ * GET /v1/admin/runs      live runs (state, page, attempts, deadlines) + the latest stored runs
+ * GET /v1/admin/pages     attached pages of every loaded chat (state, kernel, active)
+ * GET /v1/admin/settings  runtime settings and the fixed ones
+ * PUT /v1/admin/settings  {retention_days?, time_limit_s?, paused_wait_ms?, page_grace_ms?}:
+ *     validated, persisted (store settings), applied; a retention change re-dates every kept
+ *     artifact (store_retention_apply) and the sweeper follows it.  Answered once durable.
+ * What it does not do: change settings that need a restart (listen, data dir, TLS, execution).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <string.h>
+
+static int admin_only(struct orch *o, struct tp_req *req) {
+  struct orch_auth a;
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, &a);
+  if (a.kind == ORCH_CRED_API)
+    return 0;
+  if (a.kind == ORCH_CRED_PAGE)
+    orch_api_error(req, 403, "forbidden", "admin calls need the API key");
+  else
+    orch_api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+  return 1;
+}
+
+static void on_admin_runs(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (admin_only(o, req))
+    return;
+  json_t *live = json_array();
+  size_t i = 0;
+  const char *k;
+  void *v;
+  uint64_t now = sbx_now_mono_ms();
+  while (orch_map_next(&o->runs, &i, &k, &v)) {
+    struct orch_run *r = v;
+    json_t *j = json_object();
+    json_object_set_new(j, "run_id", json_string(r->id));
+    json_object_set_new(j, "chat_id", json_string(r->rec.chat_id));
+    json_object_set_new(j, "state", json_string(orch_run_state_name(r->state)));
+    json_object_set_new(j, "attempts", json_integer(r->attempts));
+    json_object_set_new(j, "page_id", r->page_id[0] ? json_string(r->page_id) : json_null());
+    json_object_set_new(j, "origin", json_string(r->rec.origin ? r->rec.origin : ""));
+    json_object_set_new(j, "in_state_ms", json_integer((json_int_t)(now - r->state_since_ms)));
+    json_object_set_new(j, "abandon_in_ms", r->wait_deadline_ms ? json_integer((json_int_t)(r->wait_deadline_ms - now)) : json_null());
+    json_object_set_new(j, "created_at", json_integer(r->rec.created_at));
+    json_array_append_new(live, j);
+  }
+  json_t *recent = json_array();
+  struct store_run *rv = NULL;
+  size_t n = 0;
+  if (store_run_list(o->st, NULL, 50, &rv, &n) == 0) {
+    for (size_t x = 0; x < n; x++) {
+      json_t *j = json_object();
+      json_object_set_new(j, "run_id", json_string(rv[x].id));
+      json_object_set_new(j, "chat_id", json_string(rv[x].chat_id));
+      json_object_set_new(j, "state", json_string(rv[x].state ? rv[x].state : ""));
+      json_object_set_new(j, "status", rv[x].status ? json_string(rv[x].status) : json_null());
+      json_object_set_new(j, "attempts", json_integer(rv[x].attempts));
+      json_object_set_new(j, "created_at", json_integer(rv[x].created_at));
+      json_object_set_new(j, "duration_ms", rv[x].started_at && rv[x].finished_at ? json_integer(rv[x].finished_at - rv[x].started_at) : json_null());
+      json_array_append_new(recent, j);
+    }
+    store_run_list_free(rv, n);
+  }
+  json_t *j = json_object();
+  json_object_set_new(j, "live", live);
+  json_object_set_new(j, "recent", recent);
+  orch_api_json(req, 200, j);
+}
+
+static void on_admin_pages(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (admin_only(o, req))
+    return;
+  json_t *arr = json_array();
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    struct orch_page *active = orch_chat_active_page(c);
+    struct sbx_list *it;
+    SBX_LIST_FOREACH(it, &c->pages) {
+      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+      json_t *j = json_object();
+      json_object_set_new(j, "chat_id", json_string(c->id));
+      json_object_set_new(j, "page_id", json_string(p->id));
+      json_object_set_new(j, "state", json_string(orch_page_state_name(p->state)));
+      json_object_set_new(j, "kernel", json_string(orch_kernel_state_name(p->kernel)));
+      json_object_set_new(j, "active", json_boolean(p == active));
+      json_array_append_new(arr, j);
+    }
+  }
+  json_t *j = json_object();
+  json_object_set_new(j, "pages", arr);
+  orch_api_json(req, 200, j);
+}
+
+static json_t *settings_json(struct orch *o) {
+  json_t *j = json_object();
+  json_object_set_new(j, "retention_days", json_integer(o->rt.retention_days));
+  json_object_set_new(j, "time_limit_s", json_integer(o->rt.time_limit_s));
+  json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->rt.paused_wait_ms));
+  json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->rt.page_grace_ms));
+  json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
+  json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));
+  return j;
+}
+
+static void on_get_settings(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (admin_only(o, req))
+    return;
+  orch_api_json(req, 200, settings_json(o));
+}
+
+static const struct { const char *field, *key; } fields[] = {
+    {"retention_days", "ARTIFACT_RETENTION_DAYS"},
+    {"time_limit_s", "CODE_TIME_LIMIT_S"},
+    {"paused_wait_ms", "CODE_PAUSED_WAIT_MS"},
+    {"page_grace_ms", "PAGE_GRACE_MS"},
+};
+
+struct put_ctx {
+  struct orch *o;
+  struct tp_req *req;
+  size_t pending;
+  int failed;
+  long long vals[SBX_ARRAY_SIZE(fields)];
+  int set[SBX_ARRAY_SIZE(fields)];
+};
+
+static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
+  struct put_ctx *p = ud;
+  if (rc != 0 && !p->failed) {
+    p->failed = rc;
+    sbx_log(SBX_LOG_ERROR, "admin", "setting not stored: %s", err ? err->msg : sbx_strerror(rc));
+  }
+  if (--p->pending > 0)
+    return;
+  if (p->failed) {
+    orch_api_error(p->req, 500, "storage", "settings not stored");
+  } else {
+    for (size_t i = 0; i < SBX_ARRAY_SIZE(fields); i++)
+      if (p->set[i])
+        orch_rt_set(p->o, fields[i].key, p->vals[i]);
+    orch_api_json(p->req, 200, settings_json(p->o));
+  }
+  tp_req_release(p->req);
+  sbx_free(p);
+}
+
+static void on_put_settings(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (admin_only(o, req))
+    return;
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL)
+    return;
+  struct put_ctx *p = sbx_calloc(1, sizeof(*p));
+  if (p == NULL) {
+    orch_api_error(req, 500, "internal", "out of memory");
+    goto out;
+  }
+  const char *key;
+  json_t *val;
+  json_object_foreach(body, key, val) {
+    size_t i = 0;
+    while (i < SBX_ARRAY_SIZE(fields) && strcmp(fields[i].field, key) != 0)
+      i++;
+    if (i == SBX_ARRAY_SIZE(fields)) {
+      orch_api_error(req, 400, "invalid_field", "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)", key);
+      goto fail;
+    }
+    long long lo, hi;
+    orch_rt_range(fields[i].key, &lo, &hi);
+    if (!json_is_integer(val) || json_integer_value(val) < lo || json_integer_value(val) > hi) {
+      orch_api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, lo, hi);
+      goto fail;
+    }
+    p->set[i] = 1;
+    p->vals[i] = json_integer_value(val);
+  }
+  p->o = o;
+  p->req = req;
+  p->pending = 1; /* released below, after queueing */
+  tp_req_hold(req);
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(fields); i++) {
+    if (!p->set[i])
+      continue;
+    char text[32];
+    snprintf(text, sizeof(text), "%lld", p->vals[i]);
+    p->pending++;
+    if (store_setting_put(o->st, fields[i].key, text, on_put_part, p) != 0) {
+      p->pending--;
+      p->failed = SBX_ENOMEM;
+    }
+    if (i == 0) {
+      p->pending++;
+      if (store_retention_apply(o->st, p->vals[0] * 86400000LL, on_put_part, p) != 0) {
+        p->pending--;
+        p->failed = SBX_ENOMEM;
+      }
+    }
+  }
+  on_put_part(0, NULL, p); /* drops the initial count; answers when nothing was queued */
+  goto out;
+fail:
+  sbx_free(p);
+out:
+  json_decref(body);
+}
+
+void orch_routes_admin(struct orch *o) {
+  tp_route(o->tp, "GET", "/v1/admin/runs", 0, on_admin_runs, o);
+  tp_route(o->tp, "GET", "/v1/admin/pages", 0, on_admin_pages, o);
+  tp_route(o->tp, "GET", "/v1/admin/settings", 0, on_get_settings, o);
+  tp_route(o->tp, "PUT", "/v1/admin/settings", 64 * 1024, on_put_settings, o);
+}
