@@ -6,7 +6,7 @@
 # graceful stop on SIGTERM.  Every process is started and stopped by its pid.
 # CEREA_BIN picks another binary (e.g. build-asan/cerea-sandbox).
 set -uo pipefail
-cd "$ROOT"
+cd "$ROOT" || exit 1
 if [ -z "${CEREA_BIN:-}" ]; then
   cmake --build build --target cerea-sandbox -j2 2>&1 | grep -E "warning|error|Error" || true
   CEREA_BIN="$ROOT/build/cerea-sandbox"
