@@ -190,6 +190,12 @@ static char *dump_field(json_t *body, const char *key) {
   return v && !json_is_null(v) ? orch_json_dump(v, NULL) : NULL;
 }
 
+static void on_run_file_put(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "page", "run file not recorded: %s", err ? err->msg : sbx_strerror(rc));
+}
+
 static void commit_result(struct result_ctx *ctx) {
   struct orch *o = ctx->o;
   struct orch_run *run = ctx->run;
@@ -221,7 +227,7 @@ static void commit_result(struct result_ctx *ctx) {
   r->finished_at = sbx_now_wall_ms();
   orch_run_finish(run, st);
   for (size_t i = 0; i < ctx->n_files; i++)
-    store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, NULL, NULL);
+    store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, on_run_file_put, NULL);
   run->finishing = 0;
   o->m.results_accepted++;
   struct orch_chat *c = run->chat;
