@@ -47,6 +47,7 @@ struct h1 {
   int keep_alive, close_after, chunked_out, http10;
   int dispatch_pending, running, eof;
   struct sbx_buf pending; /* bytes read while a request is answered (pipelining) */
+  struct sbx_buf head;    /* an answer's head, held until its first body bytes or its end */
 };
 
 static const char *h1_state_name(enum h1_state s) {
@@ -376,38 +377,48 @@ static int h1_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   else if (h->http10)
     rc |= sbx_buf_appendf(&b, "Connection: keep-alive\r\n");
   rc |= sbx_buf_append(&b, "\r\n", 2);
-  if (rc == 0) {
-    uv_buf_t ub = uv_buf_init(b.data, (unsigned)b.len);
-    rc = tp__conn_write(r->conn, &ub, 1);
-  }
-  sbx_buf_free(&b);
+  /* The head waits for the first body bytes (or the end): one write for a whole small answer. */
+  sbx_buf_free(&h->head);
+  h->head = b;
   /* A stalled reader is caught by the timer: armed while the answer is being written. */
   tp__conn_timer(r->conn, LIM(h)->idle_timeout_ms);
   return rc ? SBX_ENOMEM : 0;
 }
 
+/* Writes the held head (if any) followed by bufs, in one write. */
+static int h1_write(struct h1 *h, uv_buf_t *bufs, unsigned n) {
+  uv_buf_t all[4];
+  unsigned k = 0;
+  if (h->head.len)
+    all[k++] = uv_buf_init(h->head.data, (unsigned)h->head.len);
+  for (unsigned i = 0; i < n && k < 4; i++)
+    all[k++] = bufs[i];
+  int rc = k ? tp__conn_write(h->c, all, k) : 0;
+  sbx_buf_free(&h->head);
+  return rc;
+}
+
 static int h1_data(struct tp_req *r, const void *p, size_t n) {
   struct h1 *h = r->conn->pdata;
+  if (n == 0) /* a streamed answer starts: the head goes now (event streams need it) */
+    return h1_write(h, NULL, 0);
   if (!h->chunked_out) {
     uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
-    return tp__conn_write(r->conn, &b, 1);
+    return h1_write(h, &b, 1);
   }
   char size[24];
   int sl = snprintf(size, sizeof(size), "%zx\r\n", n);
   uv_buf_t b[3] = {uv_buf_init(size, (unsigned)sl), uv_buf_init((char *)p, (unsigned)n),
                    uv_buf_init("\r\n", 2)};
-  return tp__conn_write(r->conn, b, 3); /* one event, one write */
+  return h1_write(h, b, 3); /* one event, one write */
 }
 
 static int h1_end(struct tp_req *r) {
   if (r->conn == NULL)
     return SBX_ECLOSED;
   struct h1 *h = r->conn->pdata;
-  int rc = 0;
-  if (h->chunked_out) {
-    uv_buf_t b = uv_buf_init("0\r\n\r\n", 5);
-    rc = tp__conn_write(r->conn, &b, 1);
-  }
+  uv_buf_t last = uv_buf_init("0\r\n\r\n", 5);
+  int rc = h1_write(h, &last, h->chunked_out ? 1 : 0);
   assert(h->req == r);
   h1_answer_done(h);
   return rc;
@@ -442,6 +453,7 @@ static void h1_on_close(struct tp_conn *c) {
 
 static void h1_destroy(void *pdata) {
   struct h1 *h = pdata;
+  sbx_buf_free(&h->head);
   sbx_buf_free(&h->url);
   sbx_buf_free(&h->field);
   sbx_buf_free(&h->value);

@@ -420,6 +420,8 @@ int tp_stream_start(struct tp_req *r, int status, const char *headers) {
   tp__req_set_state(r, REQ_RESPONDING);
   /* A Content-Length the caller gives stays in its headers (no second one, no chunking). */
   rc = send_head(r, status, headers, header_clen(headers) >= 0 ? -2 : -1, !r->is_head);
+  if (rc == 0)
+    rc = r->ops->data(r, "", 0); /* the head goes out now, not with the first piece */
   if (r->conn)
     r->last_write_ms = uv_now(r->srv->loop);
   return rc;
@@ -467,9 +469,9 @@ static void file_pump(struct tp_req *r) {
       finish(r);
       break;
     }
-    if (buf == NULL && (buf = sbx_malloc(TP_FILE_CHUNK)) == NULL)
-      break; /* try again on the next drain */
     size_t want = (size_t)SBX_MIN((uint64_t)TP_FILE_CHUNK, r->file_left);
+    if (buf == NULL && (buf = sbx_malloc(want)) == NULL)
+      break; /* try again on the next drain */
     ssize_t n = pread(r->file_fd, buf, want, (off_t)r->file_off);
     if (n <= 0) {
       /* The file shrank or failed under us: the length promised cannot be kept; cut. */

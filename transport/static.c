@@ -101,11 +101,21 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
     tp_respond_error(r, 404, "not_found", "no such file");
     return;
   }
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+  /* open + fstat rather than stat + open: fewer path walks per request. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
     size_t pl = strlen(path);
-    n = snprintf(path + pl, sizeof(path) - pl, "%sindex.html", path[pl - 1] == '/' ? "" : "/");
+    snprintf(path + pl, sizeof(path) - pl, "%sindex.html", path[pl - 1] == '/' ? "" : "/");
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &st) != 0) {
+      close(fd);
+      fd = -1;
+    }
   }
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fd < 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
     tp_respond_error(r, 404, "not_found", "no such file");
     return;
   }
@@ -113,40 +123,44 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   const char *range = tp_req_header(r, "Range");
   const char *ae = tp_req_header(r, "Accept-Encoding");
   const char *enc = NULL;
-  char vpath[4096 + 8];
-  struct stat vst;
-  int has_variant = 0;
-  /* Variants: .br first (smaller), then .gz.  A Range request gets the identity bytes: ranges
-   * of an encoded body confuse more clients than they help. */
+  /* Variants: .br first (smaller), then .gz, looked up only when the client takes them.  A Range
+   * request gets the identity bytes: ranges of an encoded body confuse more clients than they
+   * help.  Vary is sent on every static answer, variant or not (a cache must key on it anyway). */
   static const char *codings[][2] = {{"br", ".br"}, {"gzip", ".gz"}};
-  for (size_t i = 0; i < 2; i++) {
+  for (size_t i = 0; i < 2 && !range && ae; i++) {
+    if (!accepts(ae, codings[i][0]))
+      continue;
+    char vpath[4096 + 8];
+    struct stat vst;
     snprintf(vpath, sizeof(vpath), "%s%s", path, codings[i][1]);
-    if (stat(vpath, &vst) == 0 && S_ISREG(vst.st_mode)) {
-      has_variant = 1;
-      if (!enc && !range && accepts(ae, codings[i][0])) {
-        enc = codings[i][0];
-        break;
-      }
+    int vfd = open(vpath, O_RDONLY | O_CLOEXEC);
+    if (vfd < 0)
+      continue;
+    if (fstat(vfd, &vst) == 0 && S_ISREG(vst.st_mode)) {
+      close(fd);
+      fd = vfd;
+      st = vst;
+      enc = codings[i][0];
+      break;
     }
-  }
-  if (enc) {
-    snprintf(vpath, sizeof(vpath), "%s%s", path, enc[0] == 'b' ? ".br" : ".gz");
-    memcpy(path, vpath, strlen(vpath) + 1);
-    st = vst;
+    close(vfd);
   }
   char etag[96];
   snprintf(etag, sizeof(etag), "\"%llx-%llx%s%s\"", (unsigned long long)st.st_size,
            (unsigned long long)st.st_mtim.tv_sec * 1000000000ull + (unsigned long long)st.st_mtim.tv_nsec,
            enc ? "-" : "", enc ? enc : "");
   char h[1024];
-  int hl = snprintf(h, sizeof(h), "Content-Type: %s\r\nETag: %s\r\nCache-Control: %s\r\n%s%s%s%s",
-                    mime, etag, m->cache_control, has_variant ? "Vary: Accept-Encoding\r\n" : "",
-                    enc ? "Content-Encoding: " : "", enc ? enc : "", enc ? "\r\n" : "");
+  int hl = snprintf(h, sizeof(h),
+                    "Content-Type: %s\r\nETag: %s\r\nCache-Control: %s\r\nVary: Accept-Encoding\r\n%s%s%s",
+                    mime, etag, m->cache_control, enc ? "Content-Encoding: " : "", enc ? enc : "",
+                    enc ? "\r\n" : "");
   if (hl < 0 || (size_t)hl >= sizeof(h) - 128) {
+    close(fd);
     tp_respond_error(r, 500, "internal", "header too long");
     return;
   }
   if (etag_listed(tp_req_header(r, "If-None-Match"), etag)) {
+    close(fd);
     tp_respond(r, 304, h, NULL, 0);
     return;
   }
@@ -158,6 +172,7 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
     if (range && (!ifr || strcmp(ifr, etag) == 0)) {
       int pr = tp__parse_range(range, size, &start, &len);
       if (pr < 0) {
+        close(fd);
         snprintf(h + hl, sizeof(h) - (size_t)hl, "Content-Range: bytes */%llu\r\n",
                  (unsigned long long)size);
         tp_respond(r, 416, h, NULL, 0);
@@ -170,12 +185,6 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
                  (unsigned long long)size);
       }
     }
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    tp_respond_error(r, errno == ENOENT ? 404 : 500, errno == ENOENT ? "not_found" : "io",
-                     "cannot open file");
-    return;
   }
   tp__respond_fd(r, fd, status, h, start, len);
 }

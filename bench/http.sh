@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# bench/http.sh -- the transport under load, beside Debian's nghttpd serving the same file in the
+# same run.
+#
+#   bash bench/http.sh            (CEREA_BIN=... to pick a binary; DURATION=5 seconds per load)
+#
+# What it runs, each for DURATION seconds after a 1 s warm-up, client and server on loopback:
+#   h2load -t1 -c100 -m10   h2c and h2 over TLS: our /healthz, our small static file
+#                            (/pyodide/NOTICE.txt), nghttpd's copy of the same file
+#   wrk -t1 -c100            HTTP/1.1: our /healthz and the static file (nghttpd has no HTTP/1.1)
+#   1,000 idle HTTP/2 connections (and 1,000 idle keep-alive HTTP/1.1 ones): server RSS delta
+#                            per connection, ours and nghttpd's (bench/http/idle_conns.py)
+# and prints req/s, mean latency, and our/nghttpd ratios.  One instance of ours (TLS and plain on
+# one port) and two of nghttpd (--no-tls, TLS), all single-threaded.  Processes are started and
+# stopped by pid.  The machine is shared and small: read ranges, not single figures.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+DURATION="${DURATION:-5}"
+if [ -z "${CEREA_BIN:-}" ]; then
+  cmake --build build --target cerea-sandbox -j2 2>&1 | grep -E "warning|error|Error" || true
+  CEREA_BIN="$ROOT/build/cerea-sandbox"
+fi
+WWW="$ROOT/build/www"
+FILE=/pyodide/NOTICE.txt
+[ -f "$WWW$FILE" ] || { echo "no $WWW$FILE: run scripts/setup.sh"; exit 1; }
+for t in h2load wrk nghttpd openssl python3; do
+  command -v "$t" >/dev/null || { echo "missing $t (Debian: nghttp2-client, wrk, nghttp2-server)"; exit 1; }
+done
+ulimit -n 8192 2>/dev/null || ulimit -n 4096
+
+TMP="$(mktemp -d /tmp/tp-bench-XXXXXX)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  -subj /CN=localhost -keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+OURS_PORT="$(free_port)"
+"$CEREA_BIN" serve --listen "127.0.0.1:$OURS_PORT" --data "$TMP/data" \
+  --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key.pem" >"$TMP/ours.log" 2>&1 &
+OURS_PID=$!; PIDS+=("$OURS_PID")
+NG_PORT="$(free_port)"
+nghttpd --no-tls -d "$WWW" "$NG_PORT" >"$TMP/ng.log" 2>&1 &
+NG_PID=$!; PIDS+=("$NG_PID")
+NGT_PORT="$(free_port)"
+nghttpd -d "$WWW" "$NGT_PORT" "$TMP/key.pem" "$TMP/cert.pem" >"$TMP/ngt.log" 2>&1 &
+NGT_PID=$!; PIDS+=("$NGT_PID")
+for p in "$OURS_PORT" "$NG_PORT" "$NGT_PORT"; do
+  wait_port "$p" || { echo "a server did not start"; cat "$TMP"/*.log; exit 1; }
+done
+sleep 0.5
+
+declare -A RPS LAT
+# h2 NAME URL: h2load, records req/s and mean request time.
+h2() {
+  local out
+  out="$(h2load -t1 -c100 -m10 --warm-up-time=1 -D "$DURATION" "$2" 2>&1)"
+  RPS[$1]="$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out" | cut -d. -f1)"
+  LAT[$1]="$(awk '/^time for request:/ {print $5}' <<<"$out")"
+  local failed
+  failed="$(sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p' <<<"$out")"
+  [ "${failed:-1}" = "0" ] || echo "  ($1: $failed failed requests)"
+}
+# h1 NAME URL: wrk.
+h1() {
+  local out
+  out="$(wrk -t1 -c100 -d"${DURATION}s" "$2" 2>&1)"
+  RPS[$1]="$(awk '/^Requests\/sec:/ {print int($2)}' <<<"$out")"
+  LAT[$1]="$(awk '/^ *Latency/ {print $2}' <<<"$out")"
+}
+
+echo "== load (${DURATION}s each, h2load -t1 -c100 -m10, wrk -t1 -c100)"
+h2 ours_h2c_healthz "http://127.0.0.1:$OURS_PORT/healthz"
+h2 ours_h2c_file "http://127.0.0.1:$OURS_PORT$FILE"
+h2 ng_h2c_file "http://127.0.0.1:$NG_PORT$FILE"
+h2 ours_tls_healthz "https://127.0.0.1:$OURS_PORT/healthz"
+h2 ours_tls_file "https://127.0.0.1:$OURS_PORT$FILE"
+h2 ng_tls_file "https://127.0.0.1:$NGT_PORT$FILE"
+h1 ours_h1_healthz "http://127.0.0.1:$OURS_PORT/healthz"
+h1 ours_h1_file "http://127.0.0.1:$OURS_PORT$FILE"
+
+printf '%-22s %12s %14s\n' load req/s "mean latency"
+for k in ours_h2c_healthz ours_h2c_file ng_h2c_file ours_tls_healthz ours_tls_file ng_tls_file \
+         ours_h1_healthz ours_h1_file; do
+  printf '%-22s %12s %14s\n' "$k" "${RPS[$k]:-?}" "${LAT[$k]:-?}"
+done
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1] or 0),float(sys.argv[2] or 0); print(f'{a/b:.2f}' if b else '?')" "$1" "$2"; }
+echo "ratio ours/nghttpd, static file, h2c: $(ratio "${RPS[ours_h2c_file]:-0}" "${RPS[ng_h2c_file]:-0}")"
+echo "ratio ours/nghttpd, static file, TLS: $(ratio "${RPS[ours_tls_file]:-0}" "${RPS[ng_tls_file]:-0}")"
+echo "ratio ours /healthz / nghttpd file, h2c: $(ratio "${RPS[ours_h2c_healthz]:-0}" "${RPS[ng_h2c_file]:-0}")"
+
+echo "== idle connections (1,000 each; server RSS delta / connection)"
+echo "ours h2c:     $(python3 bench/http/idle_conns.py --port "$OURS_PORT" --pid "$OURS_PID" --n 1000 --proto h2)"
+echo "ours http/1.1: $(python3 bench/http/idle_conns.py --port "$OURS_PORT" --pid "$OURS_PID" --n 1000 --proto h1)"
+echo "nghttpd h2c:  $(python3 bench/http/idle_conns.py --port "$NG_PORT" --pid "$NG_PID" --n 1000 --proto h2)"
+
+kill -TERM "$OURS_PID"
+wait "$OURS_PID"; echo "our server exit code after SIGTERM: $?"
