@@ -8,6 +8,7 @@
 #include <check.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "h2client.h"
 #include "handlers.h"
 #include "harness.h"
+#include "internal.h"
 
 static void client_requests(struct th *t) {
   struct h2c c;
@@ -350,6 +352,78 @@ START_TEST(test_h2_close_with_stream) {
 }
 END_TEST
 
+
+/* The outbound bound: a client that opens big flow-control windows, asks for endless streams and
+ * never reads.  The server's unsent bytes per connection stay near h2_outbound_queue_bytes (plus
+ * one frame), each stream's own queue near sse_queue_bytes, and another connection is served. */
+static size_t fire_total;
+static void fire_more(struct tp_req *r, void *ud) {
+  static char chunk[16384];
+  for (;;) {
+    int rc = tp_stream_write(r, chunk, sizeof(chunk));
+    if (rc != 0)
+      break;
+    fire_total += sizeof(chunk);
+  }
+}
+static void on_fire_close(struct tp_req *r, void *ud) { tp_req_release(r); }
+static void h_fire(struct tp_req *r, void *ud) {
+  tp_stream_start(r, 200, NULL);
+  tp_req_hold(r);
+  tp_req_on_close(r, on_fire_close, NULL);
+  tp_stream_on_drain(r, fire_more, NULL);
+  fire_more(r, NULL);
+}
+static size_t max_wpending;
+static void h_probe(struct tp_req *r, void *ud) {
+  struct tp_server *s = ud;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &s->conns) {
+    struct tp_conn *c = SBX_CONTAINER_OF(it, struct tp_conn, node);
+    if (c->wpending > max_wpending)
+      max_wpending = c->wpending;
+  }
+  tp_respond(r, 200, NULL, "ok", 2);
+}
+
+static void client_outbound(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1u << 31) - 1}};
+  nghttp2_submit_settings(c.ss, NGHTTP2_FLAG_NONE, iv, 1);
+  nghttp2_submit_window_update(c.ss, NGHTTP2_FLAG_NONE, 0, (1 << 30));
+  for (int i = 0; i < 8; i++)
+    h2c_request(&c, "GET", "/fire", NULL, NULL, 0);
+  nghttp2_session_send(c.ss);
+  usleep(800 * 1000); /* not reading */
+  struct h2c p;
+  h2c_open(&p, t->port, 0, NULL, 0);
+  struct h2resp *a = h2c_request(&p, "GET", "/probe", NULL, NULL, 0);
+  ck_assert(h2c_wait(&p, a, 3000));
+  ck_assert_int_eq(a->status, 200);
+  h2c_close(&p);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_outbound_bound) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.h2_outbound_queue_bytes = 128 * 1024;
+  l.sse_queue_bytes = 64 * 1024;
+  struct th t;
+  th_init(&t, &l);
+  tp_route(t.srv, "GET", "/fire", 0, h_fire, NULL);
+  tp_route(t.srv, "GET", "/probe", 0, h_probe, t.srv);
+  fire_total = max_wpending = 0;
+  th_run(&t, client_outbound);
+  fprintf(stderr, "outbound: max unsent %zu, produced %zu\n", max_wpending, fire_total);
+  ck_assert_uint_gt(max_wpending, 0); /* the socket did fill up */
+  ck_assert_uint_le(max_wpending, 128 * 1024 + 16384 + 64); /* and the session stopped there */
+  /* Produced: the kernel's buffers + our bound + 8 streams x their queue; not endless. */
+  ck_assert_uint_lt(fire_total, 64u * 1024 * 1024);
+}
+END_TEST
+
 Suite *http2_suite(void);
 Suite *http2_suite(void) {
   Suite *s = suite_create("http2");
@@ -362,6 +436,7 @@ Suite *http2_suite(void) {
   tcase_add_loop_test(tc, test_h2_abuse, 0, 4);
   tcase_add_test(tc, test_h2_idle);
   tcase_add_test(tc, test_h2_close_with_stream);
+  tcase_add_test(tc, test_h2_outbound_bound);
   suite_add_tcase(s, tc);
   return s;
 }
