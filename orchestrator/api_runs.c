@@ -151,7 +151,9 @@ struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orc
 struct create_ctx {
   struct orch *o;
   struct tp_req *req;
-  struct orch_run *run;
+  struct orch_run *run;      /* !early: owned until stored */
+  char run_id[STORE_ID_LEN + 1];
+  int early;                 /* already live (queued, maybe dispatched) while its put commits */
   double wait_s;
 };
 
@@ -170,11 +172,36 @@ static void answer_existing(struct orch *o, struct tp_req *req, const char *run_
   store_run_free(&r);
 }
 
+/* The early path: the run went live at once, so its dispatch (a run put and the `run` event,
+ * queued after this put) commits in the same group; the page sees the event only after both are
+ * durable (the writer completes in order), and the backend its 201 only after this put. */
+static void on_early_run_stored(struct create_ctx *ctx, int rc, const struct sbx_error *err) {
+  struct orch *o = ctx->o;
+  struct orch_run *live = orch_map_get(&o->runs, ctx->run_id);
+  if (rc != 0) {
+    if (live) { /* not durable: it never existed; what was queued behind it fails or is moot */
+      struct orch_chat *c = live->chat;
+      sbx_list_remove(&live->chat_link);
+      orch_map_del(&o->runs, live->id);
+      orch_run_free(live);
+      if (c)
+        orch_chat_pump(c);
+    }
+    orch_api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
+  } else if (live) {
+    answer_or_wait(o, ctx->req, live, 201, ctx->wait_s);
+  } else {
+    answer_existing(o, ctx->req, ctx->run_id, 0); /* already ended and stored */
+  }
+}
+
 static void on_run_stored(int rc, const struct sbx_error *err, void *ud) {
   struct create_ctx *ctx = ud;
   struct orch *o = ctx->o;
   struct orch_run *run = ctx->run;
-  if (rc == SBX_EEXIST && run->rec.idempotency_key) {
+  if (ctx->early) {
+    on_early_run_stored(ctx, rc, err);
+  } else if (rc == SBX_EEXIST && run->rec.idempotency_key) {
     store_id other;
     if (store_run_by_idempotency(o->st, run->rec.chat_id, run->rec.idempotency_key, other) == 0)
       answer_existing(o, ctx->req, other, ctx->wait_s);
@@ -283,17 +310,27 @@ static void on_create_run(struct tp_req *req, void *ud) {
     orch_api_error(req, 500, "internal", "out of memory");
     goto out;
   }
-  struct store_run *r = &run->rec;
   ctx->o = o;
   ctx->req = req;
   ctx->run = run;
+  snprintf(ctx->run_id, sizeof(ctx->run_id), "%s", run->id);
   ctx->wait_s = wait_s;
+  /* Without an idempotency key (whose uniqueness only the store can settle) a live run goes into
+   * its chat's queue now, so its dispatch commits with it: one durable commit, not two, before
+   * the page hears of it. */
+  ctx->early = idem == NULL && run->state != ORCH_RUN_DONE;
   tp_req_hold(req);
-  if (store_run_put(o->st, r, on_run_stored, ctx) != 0) {
+  if (store_run_put(o->st, &run->rec, on_run_stored, ctx) != 0) {
     tp_req_release(req);
     orch_run_free(run);
     sbx_free(ctx);
     orch_api_error(req, 500, "internal", "run could not be queued");
+    goto out;
+  }
+  if (ctx->early) {
+    ctx->run = NULL;
+    if (orch_run_accept(o, c, run) == NULL)
+      sbx_log(SBX_LOG_ERROR, "runs", "run %s: out of memory going live", ctx->run_id);
   }
 out:
   json_decref(body);
