@@ -237,7 +237,7 @@ static void commit_result(struct result_ctx *ctx) {
     json_object_set_new(ev, "run_id", json_string(run->id));
     orch_event_emit(c, "files", ev);
   }
-  orch_run_settle(o, run, NULL, ctx->req); /* answers ctx->req once durable */
+  orch_run_settle(o, run, ctx->req); /* answers ctx->req once durable */
   ctx_free(ctx);
 }
 

@@ -375,7 +375,7 @@ static void on_cancel(struct tp_req *req, void *ud) {
     run->rec.error_json = orch_json_dump(err, NULL);
     json_decref(err);
     tp_req_hold(req);
-    orch_run_settle(o, run, NULL, req);
+    orch_run_settle(o, run, req);
     return;
   }
   if (rc == SBX_EAGAIN) {

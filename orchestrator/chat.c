@@ -131,8 +131,7 @@ static void on_settled(int rc, const struct sbx_error *err, void *ud) {
   sbx_free(ctx);
 }
 
-void orch_run_settle(struct orch *o, struct orch_run *run, store_done_cb unused, void *answer_req) {
-  (void)unused;
+void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer) {
   struct orch_chat *c = run->chat;
   if (run->rec.finished_at == 0)
     run->rec.finished_at = sbx_now_wall_ms();
@@ -142,22 +141,19 @@ void orch_run_settle(struct orch *o, struct orch_run *run, store_done_cb unused,
   sbx_list_remove(&run->chat_link); /* the queue moves on; the map keeps it until durable */
   free_uploads(o, run);
   struct settle_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  struct settle_ctx local = {.o = o, .run = run, .answer = answer};
+  if (ctx != NULL)
+    *ctx = local;
   if (ctx == NULL || store_run_put(o->st, &run->rec, on_settled, ctx) != 0) {
-    if (ctx == NULL) {
-      ctx = &(struct settle_ctx){0};
-      sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory while settling", run->id);
-      return; /* leaks the run rather than answer wrongly; it stays reachable in the map */
-    }
-    ctx->o = o;
-    ctx->run = run;
-    ctx->answer = answer_req;
+    /* Not even queued: answer the failure now (on_settled frees ctx; use a heap copy or none). */
     struct sbx_error e;
-    sbx_error_set(&e, SBX_ENOMEM, "write could not be queued");
-    on_settled(SBX_ENOMEM, &e, ctx);
-  } else {
-    ctx->o = o;
-    ctx->run = run;
-    ctx->answer = answer_req;
+    sbx_error_set(&e, SBX_ENOMEM, "the final state could not be queued");
+    if (ctx == NULL && (ctx = sbx_malloc(sizeof(*ctx))) != NULL)
+      *ctx = local;
+    if (ctx != NULL)
+      on_settled(SBX_ENOMEM, &e, ctx);
+    else
+      sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory while settling", run->id);
   }
   if (c)
     orch_chat_pump(c);
@@ -362,7 +358,7 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     run->rec.restarted = 1;
     o->m.restarts++;
   }
-  orch_run_settle(o, run, NULL, NULL);
+  orch_run_settle(o, run, NULL);
 }
 
 void orch_chat_tick(struct orch_chat *c) {

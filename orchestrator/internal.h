@@ -297,8 +297,9 @@ void orch_chat_pump(struct orch_chat *c);
 void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p);
 /* A live run: persist its record (fire and forget, logged on failure). */
 void orch_run_persist(struct orch *o, struct orch_run *run);
-/* Ends a live run (already DONE in the state machine): persist, wake waiters, free, pump. */
-void orch_run_settle(struct orch *o, struct orch_run *run, store_done_cb extra_cb, void *extra_ud);
+/* Ends a live run (already DONE in the state machine): persist; once durable answer `answer`
+ * (may be NULL; held, released here) with the run object, wake waiters, free the run; pump. */
+void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer);
 /* Mirrors state/status/attempts into run->rec. */
 void orch_run_sync_rec(struct orch_run *run);
 void orch_run_free(struct orch_run *run);

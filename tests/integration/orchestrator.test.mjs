@@ -477,3 +477,35 @@ test('startup errors are one clear line: port in use, unwritable data dir', asyn
   assert.equal(r4.status, 1);
   assert.match(r4.stderr, /CODE_TIME_LIMIT_S=900/);
 });
+
+test('the same flow over HTTP/2 (h2c): event stream, run with wait_s, result', async () => {
+  const http2 = await import('node:http2');
+  const chat = await newChat(srv);
+  const s = http2.connect(srv.base);
+  const req = (method, path, token, body) => new Promise((resolve, reject) => {
+    const r = s.request({ ':method': method, ':path': path, authorization: `Bearer ${token}`, 'content-type': 'application/json' });
+    let status = 0; const chunks = [];
+    r.on('response', (h) => { status = h[':status']; });
+    r.on('data', (c) => chunks.push(c));
+    r.on('end', () => resolve({ status, json: JSON.parse(Buffer.concat(chunks).toString() || 'null') }));
+    r.on('error', reject);
+    r.end(body ? JSON.stringify(body) : undefined);
+  });
+  try {
+    const ev = s.request({ ':method': 'GET', ':path': `/v1/chats/${chat.id}/events?page_id=h2`, authorization: `Bearer ${chat.token}` });
+    ev.setEncoding('utf8');
+    let buf = '';
+    const answered = new Promise((resolve) => ev.on('data', (d) => {
+      buf += d;
+      const m = /event: run\ndata: (.*)\n/.exec(buf);
+      if (m) { const run = JSON.parse(m[1]); buf = ''; req('POST', `/v1/runs/${run.run_id}/result`, chat.token, { attempt: run.attempt, status: 'ok', stdout: 'h2' }).then(resolve); }
+    }));
+    await new Promise((r) => ev.on('response', r));
+    const created = await req('POST', `/v1/chats/${chat.id}/runs`, srv.key, { code: 'x', wait_s: 10 });
+    assert.equal(created.status, 201);
+    assert.equal(created.json.status, 'ok');
+    assert.equal(created.json.stdout, 'h2');
+    assert.equal((await answered).status, 200);
+    ev.close();
+  } finally { s.close(); }
+});
