@@ -2,6 +2,7 @@
  *
  *   cerea-sandbox serve [--listen ADDR:PORT|unix:PATH]... [--data DIR] [--tls-cert F --tls-key F]
  *                       [--static DIR] [--config FILE]
+ *   cerea-sandbox run | status ...   (API clients, cli.c)
  *
  * Settings come from defaults, then a config file (--config or CEREA_CONFIG), then the environment,
  * then these flags (config.c).  Everything else lives in the orchestrator library; this file only
@@ -20,7 +21,11 @@ static uv_signal_t sig_term, sig_int;
 static void usage(FILE *f) {
   fputs("usage: cerea-sandbox serve [--listen ADDR:PORT|unix:PATH]... [--data DIR]\n"
         "                           [--tls-cert FILE --tls-key FILE] [--static DIR] [--config FILE]\n"
-        "defaults: --listen 127.0.0.1:8080 --data ./var; settings: docs/configuration.md\n",
+        "       cerea-sandbox run [--url URL] [--key KEY] [--data DIR] [--chat ID] [--timeout S]\n"
+        "                         [--wait S] [FILE|-]\n"
+        "       cerea-sandbox status [--url URL] [--key KEY] [--data DIR]\n"
+        "defaults: --listen 127.0.0.1:8080 --data ./var --url http://127.0.0.1:8080;\n"
+        "settings: docs/configuration.md\n",
         f);
 }
 
@@ -120,6 +125,10 @@ bad:
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "serve") == 0)
     return serve(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "run") == 0)
+    return orch_cli_run(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "status") == 0)
+    return orch_cli_status(argc, argv);
   if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     usage(stdout);
     return 0;

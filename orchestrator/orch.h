@@ -72,4 +72,8 @@ int orch_port(const struct orch *o);
 typedef void (*orch_closed_cb)(void *ud);
 void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
 
+/* ---- API clients (cli.c) --------------------------------------------------------------------- */
+int orch_cli_status(int argc, char **argv); /* exit code */
+int orch_cli_run(int argc, char **argv);
+
 #endif

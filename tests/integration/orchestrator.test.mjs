@@ -509,3 +509,32 @@ test('the same flow over HTTP/2 (h2c): event stream, run with wait_s, result', a
     ev.close();
   } finally { s.close(); }
 });
+
+test('CLI: `run` posts code and prints the result; `status` prints health and live state', async () => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const { BIN, ROOT } = await import('./lib.mjs');
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'cli-page');
+  await page.opened;
+  const child = spawn(BIN, ['run', '--url', srv.base, '--key', srv.key, '--chat', chat.id, '--wait', '10', '-'], { cwd: ROOT });
+  let out = '', err = '';
+  child.stdout.on('data', (d) => { out += d; });
+  child.stderr.on('data', (d) => { err += d; });
+  child.stdin.end('print("from the cli")\n');
+  const ev = await page.nextRun();
+  assert.equal(ev.data.code, 'print("from the cli")\n');
+  assert.equal(ev.data.origin, 'user');
+  await page.result(ev.data, { stdout: 'from the cli\n', stderr: 'warn\n' });
+  const code = await new Promise((r) => child.on('exit', r));
+  assert.equal(code, 0, err);
+  assert.equal(out, 'from the cli\n');
+  assert.match(err, /warn\n.*: ok/s);
+  const st = spawnSync(BIN, ['status', '--url', srv.base, '--key', srv.key], { encoding: 'utf8' });
+  assert.equal(st.status, 0);
+  assert.match(st.stdout, /^healthz 200 .*"database":\{"ok":true/m);
+  assert.match(st.stdout, /^pages 200 .*cli-page/m);
+  const bad = spawnSync(BIN, ['status', '--url', 'http://127.0.0.1:1'], { encoding: 'utf8' });
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /cannot connect/);
+  page.close();
+});

@@ -1,0 +1,315 @@
+/* cli.c -- `cerea-sandbox run` and `cerea-sandbox status`: small API clients for operators.
+ *
+ *   cerea-sandbox status [--url URL] [--key KEY] [--data DIR]
+ *   cerea-sandbox run    [--url URL] [--key KEY] [--data DIR] [--chat ID] [--timeout S] [--wait S]
+ *                        [FILE|-]
+ *
+ * URL is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
+ * CEREA_API_KEY, or DIR/api_key (default ./var).  `run` creates a chat unless --chat is given
+ * (printing the page URL to open so a page attaches and runs it), posts the code with wait_s, and
+ * prints the run's stdout and stderr and a status line; the exit code is 0 only for status ok.
+ * `status` prints /healthz and, with a key, the live runs and attached pages.
+ *
+ * What it is not: a general HTTP client.  Plain HTTP/1.1 over a blocking socket with
+ * `Connection: close` (no TLS: point it at a local cleartext or unix: listener).
+ */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+struct cli {
+  char host[256];
+  char port[16];
+  char unix_path[108];
+  char *key;
+};
+
+static int cli_connect(const struct cli *c) {
+  if (c->unix_path[0]) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->unix_path);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+      return fd;
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res, *ai;
+  if (getaddrinfo(c->host, c->port, &hints, &res) != 0)
+    return -1;
+  int fd = -1;
+  for (ai = res; ai; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+      break;
+    if (fd >= 0)
+      close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  return fd;
+}
+
+/* One request; *status and the body (owned, NUL-terminated) on success. */
+static int cli_http(const struct cli *c, const char *method, const char *path, const char *body,
+                    int *status, char **out) {
+  int fd = cli_connect(c);
+  if (fd < 0) {
+    fprintf(stderr, "cerea-sandbox: cannot connect to %s%s%s: %s\n", c->unix_path[0] ? "unix:" : c->host,
+            c->unix_path[0] ? c->unix_path : ":", c->unix_path[0] ? "" : c->port, strerror(errno));
+    return -1;
+  }
+  struct sbx_buf req;
+  sbx_buf_init(&req, 64u << 20);
+  size_t blen = body ? strlen(body) : 0;
+  sbx_buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %zu\r\n", method,
+                  path, c->unix_path[0] ? "localhost" : c->host, blen);
+  if (c->key)
+    sbx_buf_appendf(&req, "Authorization: Bearer %s\r\n", c->key);
+  if (body)
+    sbx_buf_appendf(&req, "Content-Type: application/json\r\n");
+  sbx_buf_append(&req, "\r\n", 2);
+  if (body)
+    sbx_buf_append(&req, body, blen);
+  size_t off = 0;
+  while (off < req.len) {
+    ssize_t n = write(fd, req.data + off, req.len - off);
+    if (n <= 0) {
+      close(fd);
+      sbx_buf_free(&req);
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  sbx_buf_free(&req);
+  struct sbx_buf resp;
+  sbx_buf_init(&resp, 64u << 20);
+  char chunk[16384];
+  ssize_t n;
+  while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+    if (sbx_buf_append(&resp, chunk, (size_t)n) != 0)
+      break;
+  close(fd);
+  char *hdr_end = resp.data ? strstr(resp.data, "\r\n\r\n") : NULL;
+  if (hdr_end == NULL || sscanf(resp.data, "HTTP/1.%*d %d", status) != 1) {
+    fprintf(stderr, "cerea-sandbox: malformed answer from the server\n");
+    sbx_buf_free(&resp);
+    return -1;
+  }
+  /* Bodies come with Content-Length (answers here are never chunked but be safe: de-chunk). */
+  const char *b = hdr_end + 4;
+  int chunked = strcasestr(resp.data, "transfer-encoding: chunked") != NULL &&
+                strcasestr(resp.data, "transfer-encoding: chunked") < hdr_end;
+  struct sbx_buf outb;
+  sbx_buf_init(&outb, 64u << 20);
+  if (!chunked) {
+    sbx_buf_append(&outb, b, resp.len - (size_t)(b - resp.data));
+  } else {
+    while (*b) {
+      unsigned long sz = strtoul(b, NULL, 16);
+      const char *d = strstr(b, "\r\n");
+      if (sz == 0 || d == NULL)
+        break;
+      d += 2;
+      if ((size_t)(d - resp.data) + sz > resp.len)
+        break;
+      sbx_buf_append(&outb, d, sz);
+      b = d + sz + 2;
+    }
+  }
+  sbx_buf_free(&resp);
+  *out = sbx_buf_steal(&outb, NULL);
+  return 0;
+}
+
+static int parse_url(struct cli *c, const char *url) {
+  if (strncmp(url, "unix:", 5) == 0) {
+    snprintf(c->unix_path, sizeof(c->unix_path), "%s", url + 5);
+    return 0;
+  }
+  if (strncmp(url, "http://", 7) == 0)
+    url += 7;
+  else if (strstr(url, "://") != NULL)
+    return -1; /* https: not supported here */
+  const char *colon = strrchr(url, ':'), *slash = strchr(url, '/');
+  size_t hl = colon ? (size_t)(colon - url) : (slash ? (size_t)(slash - url) : strlen(url));
+  if (hl == 0 || hl >= sizeof(c->host))
+    return -1;
+  memcpy(c->host, url, hl);
+  c->host[hl] = '\0';
+  if (colon)
+    snprintf(c->port, sizeof(c->port), "%.*s", (int)strcspn(colon + 1, "/"), colon + 1);
+  else
+    snprintf(c->port, sizeof(c->port), "80");
+  return 0;
+}
+
+static char *read_all(FILE *f) {
+  struct sbx_buf b;
+  sbx_buf_init(&b, 16u << 20);
+  char tmp[8192];
+  size_t n;
+  while ((n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+    if (sbx_buf_append(&b, tmp, n) != 0) {
+      sbx_buf_free(&b);
+      return NULL;
+    }
+  return sbx_buf_steal(&b, NULL);
+}
+
+static const char *opt(int argc, char **argv, const char *name) {
+  for (int i = 2; i + 1 < argc; i++)
+    if (strcmp(argv[i], name) == 0)
+      return argv[i + 1];
+  return NULL;
+}
+
+static int setup(struct cli *c, int argc, char **argv) {
+  memset(c, 0, sizeof(*c));
+  const char *url = opt(argc, argv, "--url");
+  if (parse_url(c, url ? url : "http://127.0.0.1:8080") != 0) {
+    fprintf(stderr, "cerea-sandbox: --url %s: expected http://HOST:PORT or unix:PATH\n", url);
+    return -1;
+  }
+  const char *key = opt(argc, argv, "--key");
+  if (key == NULL)
+    key = getenv("CEREA_API_KEY");
+  if (key != NULL) {
+    c->key = sbx_strdup(key);
+  } else {
+    const char *dir = opt(argc, argv, "--data");
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/api_key", dir ? dir : "./var");
+    FILE *f = fopen(path, "r");
+    if (f) {
+      char *k = read_all(f);
+      fclose(f);
+      if (k) {
+        k[strcspn(k, "\r\n ")] = '\0';
+        c->key = k;
+      }
+    }
+  }
+  return 0;
+}
+
+int orch_cli_status(int argc, char **argv) {
+  struct cli c;
+  if (setup(&c, argc, argv) != 0)
+    return 2;
+  int st = 0, rc = 1;
+  char *body = NULL;
+  if (cli_http(&c, "GET", "/healthz", NULL, &st, &body) != 0)
+    goto out;
+  printf("healthz %d %s\n", st, body);
+  rc = st == 200 ? 0 : 1;
+  sbx_free(body);
+  body = NULL;
+  if (c.key == NULL) {
+    printf("(no API key: --key, CEREA_API_KEY or DATA/api_key for runs and pages)\n");
+    goto out;
+  }
+  const char *paths[] = {"/v1/admin/runs", "/v1/admin/pages", "/v1/admin/settings"};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(paths); i++) {
+    if (cli_http(&c, "GET", paths[i], NULL, &st, &body) != 0) {
+      rc = 1;
+      break;
+    }
+    printf("%s %d %s\n", paths[i] + 10, st, body);
+    sbx_free(body);
+    body = NULL;
+  }
+out:
+  sbx_free(body);
+  sbx_free(c.key);
+  return rc;
+}
+
+int orch_cli_run(int argc, char **argv) {
+  struct cli c;
+  if (setup(&c, argc, argv) != 0)
+    return 2;
+  int rc = 1, st = 0;
+  char *code = NULL, *body = NULL, *reqb = NULL;
+  json_t *j = NULL;
+  const char *file = "-";
+  for (int i = 2; i < argc; i++) {
+    if (strncmp(argv[i], "--", 2) == 0) {
+      i++;
+      continue;
+    }
+    file = argv[i];
+  }
+  FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+  if (f == NULL) {
+    fprintf(stderr, "cerea-sandbox: cannot read %s: %s\n", file, strerror(errno));
+    goto out;
+  }
+  code = read_all(f);
+  if (f != stdin)
+    fclose(f);
+  if (c.key == NULL) {
+    fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DATA/api_key)\n");
+    goto out;
+  }
+  char chat[STORE_ID_LEN + 1] = "";
+  const char *chat_opt = opt(argc, argv, "--chat");
+  if (chat_opt) {
+    snprintf(chat, sizeof(chat), "%s", chat_opt);
+  } else {
+    if (cli_http(&c, "POST", "/v1/chats", "{}", &st, &body) != 0)
+      goto out;
+    j = json_loads(body, 0, NULL);
+    if (st != 201 || j == NULL) {
+      fprintf(stderr, "cerea-sandbox: creating a chat: %d %s\n", st, body);
+      goto out;
+    }
+    snprintf(chat, sizeof(chat), "%s", json_string_value(json_object_get(j, "chat_id")));
+    fprintf(stderr, "chat %s: open http://%s:%s/chat/%s#token=%s to attach a page\n", chat,
+            c.host[0] ? c.host : "localhost", c.port[0] ? c.port : "8080", chat,
+            json_string_value(json_object_get(j, "page_token")));
+    json_decref(j);
+    j = NULL;
+    sbx_free(body);
+    body = NULL;
+  }
+  const char *wait = opt(argc, argv, "--wait"), *timeout = opt(argc, argv, "--timeout");
+  json_t *rq = json_pack("{s:s, s:s, s:f}", "code", code ? code : "", "origin", "user", "wait_s",
+                         wait ? atof(wait) : 600.0);
+  if (timeout)
+    json_object_set_new(rq, "timeout_s", json_integer(atoi(timeout)));
+  reqb = json_dumps(rq, JSON_COMPACT);
+  json_decref(rq);
+  char path[128];
+  snprintf(path, sizeof(path), "/v1/chats/%s/runs", chat);
+  if (cli_http(&c, "POST", path, reqb, &st, &body) != 0)
+    goto out;
+  j = json_loads(body, 0, NULL);
+  if ((st != 200 && st != 201) || j == NULL) {
+    fprintf(stderr, "cerea-sandbox: run: %d %s\n", st, body);
+    goto out;
+  }
+  fputs(json_string_value(json_object_get(j, "stdout")) ?: "", stdout);
+  fputs(json_string_value(json_object_get(j, "stderr")) ?: "", stderr);
+  const char *status = json_string_value(json_object_get(j, "status"));
+  json_t *err = json_object_get(j, "error");
+  fprintf(stderr, "run %s: %s%s%s\n", json_string_value(json_object_get(j, "run_id")),
+          status ? status : json_string_value(json_object_get(j, "state")), json_is_object(err) ? ": " : "",
+          json_is_object(err) ? json_string_value(json_object_get(err, "message")) ?: "" : "");
+  rc = status && strcmp(status, "ok") == 0 ? 0 : 1;
+out:
+  json_decref(j);
+  free(reqb);
+  sbx_free(body);
+  sbx_free(code);
+  sbx_free(c.key);
+  return rc;
+}
