@@ -24,7 +24,7 @@
 #include "store.h"
 
 #define ST_MOD "store"
-#define ST_SCHEMA_VERSION 2
+#define ST_SCHEMA_VERSION 3
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------

@@ -264,8 +264,12 @@ int store_name_normalize(const char *name, enum store_source src, char **out,
     goto refuse;
   }
   for (size_t i = 0; i < n;) {
-    uint32_t c;
+    uint32_t c = 0;
     size_t l = utf8_decode((const unsigned char *)s + i, n - i, &c);
+    if (l == 0) { /* cannot happen: st__nfc produced valid UTF-8 */
+      snprintf(detail, sizeof detail, "name is not valid UTF-8");
+      goto refuse;
+    }
     if (refused_char(c)) {
       snprintf(detail, sizeof detail, "name holds a control or invisible format character U+%04X",
                (unsigned)c);

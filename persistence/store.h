@@ -53,7 +53,9 @@ int store_schema_version(struct store *st);
 typedef void (*store_done_cb)(int rc, const struct sbx_error *err, void *ud);
 
 /* ---- ids, hashing ---------------------------------------------------------------------------- */
-int store_new_id(store_id out); /* random 128-bit id as hex */
+/* 32 hex chars: 48-bit wall-clock ms then 80 random bits (time-ordered, so id indexes grow at
+ * their right edge; unguessable, but ids are names, not credentials). */
+int store_new_id(store_id out);
 /* sha256 of data as 64 lower-case hex chars + NUL. */
 void store_sha256_hex(const void *data, size_t len, char out[65]);
 

@@ -65,13 +65,7 @@ START_TEST(test_migration_0_to_1) {
 }
 END_TEST
 
-START_TEST(test_migration_1_to_2) {
-  struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
-  /* data written by a version-1 program */
+static void insert_v1_rows(sqlite3 *db) {
   ck_assert_int_eq(
       sqlite3_exec(db,
                    "INSERT INTO chats VALUES('c1', 'h', 'title', 1);"
@@ -82,13 +76,52 @@ START_TEST(test_migration_1_to_2) {
                    " ('r2', 'c1', '', 'print(2)', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 11, 0, 0);",
                    NULL, NULL, NULL),
       SQLITE_OK);
+}
+
+START_TEST(test_migration_1_to_2) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
+  insert_v1_rows(db); /* data written by a version-1 program */
+  ck_assert_int_eq(st__migrate(db, 2, &err), 0);
+  ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                               "('runs_unfinished','files_expiry','run_files_file')"),
+                   3);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat_seq'"), 0);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM runs WHERE state <> 'done'"), 1);
+  sqlite3_close(db);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+START_TEST(test_migration_2_to_3) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 2, &err), 0);
+  insert_v1_rows(db);
   sqlite3_close(db);
   struct tctx o = t;
-  t_reopen(&o);
-  ck_assert_int_eq(store_schema_version(o.st), 2);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name IN "
-                                      "('runs_unfinished','files_expiry','run_files_file')"),
-                   3);
+  t_reopen(&o); /* store_open migrates 2 -> 3 */
+  ck_assert_int_eq(store_schema_version(o.st), 3);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'runs_chat_seq'"),
+                   1);
+  /* the next seq is found through the index, not by scanning the chat's runs */
+  sqlite3_stmt *q;
+  ck_assert_int_eq(sqlite3_prepare_v2(o.st->rdb, "EXPLAIN QUERY PLAN SELECT COALESCE(MAX(seq), 0) "
+                                                 "+ 1 FROM runs WHERE chat_id = 'c1'",
+                                      -1, &q, NULL),
+                   SQLITE_OK);
+  int found = 0;
+  while (sqlite3_step(q) == SQLITE_ROW)
+    found |= strstr((const char *)sqlite3_column_text(q, 3), "runs_chat_seq") != NULL;
+  sqlite3_finalize(q);
+  ck_assert_int_eq(found, 1);
   struct store_run *v;
   size_t n;
   ck_assert_int_eq(store_run_list_unfinished(o.st, &v, &n), 0);
@@ -100,6 +133,19 @@ START_TEST(test_migration_1_to_2) {
   ck_assert_int_eq(store_chat_get(o.st, "c1", &c), 0);
   ck_assert_str_eq(c.title, "title");
   store_chat_free(&c);
+  /* a new run continues the chat's seq */
+  struct store_run r = {0};
+  struct done d = {0};
+  snprintf(r.id, sizeof r.id, "r3");
+  snprintf(r.chat_id, sizeof r.chat_id, "c1");
+  r.state = "queued";
+  ck_assert_int_eq(store_run_put(o.st, &r, on_done, &d), 0);
+  t_wait(&o);
+  ck_assert_int_eq(d.rc, 0);
+  struct store_run g;
+  ck_assert_int_eq(store_run_get(o.st, "r3", &g), 0);
+  ck_assert_int_eq(g.seq, 3);
+  store_run_free(&g);
   t_close(&o);
 }
 END_TEST
@@ -225,6 +271,7 @@ int main(void) {
   tcase_add_test(tc, test_open_fresh);
   tcase_add_test(tc, test_migration_0_to_1);
   tcase_add_test(tc, test_migration_1_to_2);
+  tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_translate);
