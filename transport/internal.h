@@ -103,6 +103,7 @@ struct tp_server {
   int handles_open; /* our own handles still waiting for their close callback */
   tp_closed_cb closed_cb;
   void *closed_ud;
+  struct tp_fcache *fcache; /* static.c: open files and misses, revalidated every second */
   char *rbuf; /* one read buffer: every read is consumed before the next alloc */
   int rbuf_busy;
   char date[40];
@@ -303,6 +304,8 @@ void tp__route_free(struct tp_route *rt);
 /* Percent-decodes [s, s+n) into a new string; '+' as space when `plus`; NULL on bad escapes/NUL. */
 char *tp__pct_decode(const char *s, size_t n, int plus);
 void tp__static_serve(struct tp_req *r, const struct tp_mount *m);
+struct tp_fcache;
+void tp__fcache_free(struct tp_fcache *fc);
 const char *tp__mime_type(const char *path);
 const char *tp__status_text(int status);
 void tp__count_status(struct tp_server *s, int status);

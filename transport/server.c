@@ -258,6 +258,7 @@ static void server_free(struct tp_server *s) {
     sbx_free(s->phdrs[i].headers);
   }
   sbx_free(s->phdrs);
+  tp__fcache_free(s->fcache);
   if (s->ssl_ctx)
     SSL_CTX_free(s->ssl_ctx);
   sbx_free(s->tls_cert_file);

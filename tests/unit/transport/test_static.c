@@ -37,6 +37,11 @@ static void make_tree(void) {
   mkdir(p, 0755);
   put("sub/index.html", "<p>index</p>");
   put("../tp-secret.txt", "secret");
+  /* a file past the in-memory size: served from its descriptor */
+  static char big[100001];
+  for (size_t i = 0; i < sizeof(big) - 1; i++)
+    big[i] = (char)('a' + i % 26);
+  put("big.txt", big);
 }
 
 static char etag[128];
@@ -147,12 +152,40 @@ static void client_static(struct th *t) {
   ck_assert_int_eq(st, 405);
   ck_assert_ptr_nonnull(strstr(r, "Allow: GET, HEAD"));
   free(r);
-  th_head_response = 1;
-  r = get(t, "HEAD /static/a.txt HTTP/1.1\r\n\r\n", &st);
-  th_head_response = 0;
-  ck_assert_ptr_null(strstr(r, "0123456789"));
+  /* Large file, whole and a range near its end. */
+  r = get(t, "GET /static/big.txt HTTP/1.1\r\n\r\n", &st);
   ck_assert_int_eq(st, 200);
-  ck_assert_ptr_nonnull(strstr(r, "Content-Length: 10"));
+  ck_assert_ptr_nonnull(strstr(r, "Content-Length: 100000"));
+  ck_assert_uint_eq(strlen(strstr(r, "\r\n\r\n") + 4), 100000);
+  free(r);
+  r = get(t, "GET /static/big.txt HTTP/1.1\r\nRange: bytes=99990-\r\n\r\n", &st);
+  ck_assert_int_eq(st, 206);
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nuvwxyzabcd")); /* 99990 % 26 = 20: u */
+  free(r);
+  /* A file replaced on disk is served new within a second (the open-file cache revalidates). */
+  r = get(t, "GET /static/a.txt HTTP/1.1\r\n\r\n", &st);
+  free(r);
+  char p1[512], p2[512];
+  snprintf(p1, sizeof(p1), "%s/a.txt.new", dir);
+  snprintf(p2, sizeof(p2), "%s/a.txt", dir);
+  put("a.txt.new", "NEWCONTENT");
+  ck_assert_int_eq(rename(p1, p2), 0);
+  usleep(1100 * 1000);
+  r = get(t, "GET /static/a.txt HTTP/1.1\r\n\r\n", &st);
+  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nNEWCONTENT"));
+  free(r);
+  /* and a file removed is gone */
+  unlink(p2);
+  usleep(1100 * 1000);
+  r = get(t, "GET /static/a.txt HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 404);
+  free(r);
+  th_head_response = 1;
+  r = get(t, "HEAD /static/app.js HTTP/1.1\r\n\r\n", &st);
+  th_head_response = 0;
+  ck_assert_ptr_null(strstr(r, "console"));
+  ck_assert_int_eq(st, 200);
+  ck_assert_ptr_nonnull(strstr(r, "Content-Length: 14"));
   free(r);
 }
 
