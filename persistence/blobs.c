@@ -157,6 +157,26 @@ int st__blob_put(struct store *st, const char *sha, const void *data, size_t len
   return 0;
 }
 
+int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *size) {
+  *fd = -1;
+  *size = 0;
+  char *path = st__blob_path(st, sha256);
+  if (path == NULL)
+    return valid_sha(sha256) ? SBX_ENOMEM : SBX_EINVAL;
+  int f = open(path, O_RDONLY | O_CLOEXEC);
+  sbx_free(path);
+  if (f < 0)
+    return errno == ENOENT ? SBX_ENOENT : SBX_EIO;
+  struct stat sb;
+  if (fstat(f, &sb) != 0) {
+    close(f);
+    return SBX_EIO;
+  }
+  *fd = f;
+  *size = (uint64_t)sb.st_size;
+  return 0;
+}
+
 int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len) {
   *data = NULL;
   *len = 0;

@@ -161,6 +161,9 @@ struct st_simple {
   char *s[8];
 };
 
+/* The writer thread's state (diagram and transition table in writer.c). */
+enum st_writer_state { ST_WS_START = 0, ST_WS_WAITING, ST_WS_COMMITTING, ST_WS_STOPPED };
+
 struct store {
   uv_loop_t *loop;
   char *dir, *db_path, *blob_dir;
@@ -176,6 +179,7 @@ struct store {
   struct sbx_list queue;  /* submitted, not yet taken */
   struct sbx_list done;   /* finished, callbacks not yet run */
   int stopping;
+  enum st_writer_state wstate; /* written by set_state in writer.c only */
   size_t group_max;
   struct store_stats stats;
   uv_async_t *async;      /* freed in its close callback */

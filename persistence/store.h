@@ -23,7 +23,15 @@
  * passed with store_file_add, which is borrowed until its callback (documented there).
  *
  * Errors: 0 or a negative SBX_* code.  SQLite errors become SBX_EDB / SBX_EIO / SBX_EFULL /
- * SBX_ECORRUPT / SBX_EBUSY once, here, with SQLite's message kept in struct sbx_error.
+ * SBX_ECORRUPT / SBX_EBUSY (and SBX_ENOMEM, SBX_EPERM read-only, SBX_ECONFLICT for a constraint
+ * such as a duplicate id or event seq) once, in db.c, with SQLite's message kept in struct
+ * sbx_error.
+ *
+ * Threads: call everything from the loop thread (writes are queued from it, reads run on it);
+ * store_close too.  The write callbacks run on it.  The async handle is referenced only while
+ * writes are in flight, so uv_run returns when nothing else is active and every callback ran.
+ * After store_close, run the loop once more (uv_run) so the async handle's close completes before
+ * uv_loop_close.
  */
 #ifndef SBX_STORE_H
 #define SBX_STORE_H
@@ -147,6 +155,9 @@ void store_file_list_free(struct store_file *v, size_t n);
 char *store_blob_path(struct store *st, const char *sha256);
 /* Reads a whole blob (used for small files and tests).  SBX_ENOENT, SBX_EIO. */
 int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len);
+/* Opens a blob for a streamed read: *fd (O_RDONLY | O_CLOEXEC, the caller closes it) and its
+ * size.  SBX_EINVAL (not a sha256), SBX_ENOENT, SBX_EIO. */
+int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *size);
 uint64_t store_blob_bytes(struct store *st); /* bytes held in the blob store */
 
 /* ---- turns ------------------------------------------------------------------------------------ */

@@ -19,10 +19,29 @@
  *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group done)──▶ WAITING
  *                 │
  *                 └──(stopping and queue empty)──▶ STOPPED (thread exits; store_close joins)
+ *
+ *   transition              performed by
+ *   start -> WAITING        writer_main, on entry
+ *   WAITING -> COMMITTING   writer_main, after taking a group off the queue
+ *   COMMITTING -> WAITING   writer_main, after the group's completions are handed to the loop
+ *   WAITING -> STOPPED      writer_main, when stopping with nothing queued
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <string.h>
+
+static const char *const writer_state_names[] = {"start", "waiting", "committing", "stopped"};
+
+/* The only writer of st->wstate (writer thread; read by tests after join). */
+static void set_state(struct store *st, enum st_writer_state to) {
+  enum st_writer_state from = st->wstate;
+  assert((from == ST_WS_START && to == ST_WS_WAITING) ||
+         (from == ST_WS_WAITING && (to == ST_WS_COMMITTING || to == ST_WS_STOPPED)) ||
+         (from == ST_WS_COMMITTING && to == ST_WS_WAITING));
+  SBX_TRACE_STATE(ST_MOD, "writer", st->dir, writer_state_names[from], writer_state_names[to]);
+  st->wstate = to;
+}
 
 static void on_async_close(uv_handle_t *h) { sbx_free(h); }
 
@@ -146,11 +165,13 @@ static void *writer_main(void *arg) {
   SBX_LIST_INIT(&group);
   SBX_LIST_INIT(&finished);
   pthread_mutex_lock(&st->mu);
+  set_state(st, ST_WS_WAITING);
   for (;;) {
     while (SBX_LIST_EMPTY(&st->queue) && !st->stopping)
       pthread_cond_wait(&st->cv, &st->mu);
     if (SBX_LIST_EMPTY(&st->queue))
       break; /* stopping, nothing left */
+    set_state(st, ST_WS_COMMITTING);
     size_t n = 0;
     while (!SBX_LIST_EMPTY(&st->queue) && n < st->group_max) {
       struct sbx_list *it = st->queue.next;
@@ -180,10 +201,12 @@ static void *writer_main(void *arg) {
       st->stats.max_group = n;
     st->stats.blob_bytes = (uint64_t)((int64_t)st->stats.blob_bytes + delta);
     move_all(&st->done, &finished);
+    set_state(st, ST_WS_WAITING);
     pthread_mutex_unlock(&st->mu);
     uv_async_send(st->async);
     pthread_mutex_lock(&st->mu);
   }
+  set_state(st, ST_WS_STOPPED);
   pthread_mutex_unlock(&st->mu);
   return NULL;
 }

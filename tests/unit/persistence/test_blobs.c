@@ -40,6 +40,17 @@ START_TEST(test_layout_and_dedup) {
   ck_assert_uint_eq(len, 10);
   ck_assert_mem_eq(data, "same bytes", 10);
   sbx_free(data);
+  int fd;
+  uint64_t size;
+  ck_assert_int_eq(store_blob_open(t.st, a.f.sha256, &fd, &size), 0);
+  ck_assert_uint_eq(size, 10);
+  char buf[16] = {0};
+  ck_assert_int_eq(read(fd, buf, sizeof buf), 10);
+  ck_assert_str_eq(buf, "same bytes");
+  close(fd);
+  ck_assert_int_eq(store_blob_open(t.st, "zz", &fd, &size), SBX_EINVAL);
+  ck_assert_int_eq(fd, -1);
+  ck_assert_int_eq(store_blob_open(t.st, "1111111111111111111111111111111111111111111111111111111111111111", &fd, &size), SBX_ENOENT);
   ck_assert_int_eq(store_blob_read(t.st, "00", &data, &len), SBX_EINVAL);
   ck_assert_int_eq(store_blob_read(t.st, "0000000000000000000000000000000000000000000000000000000000000000", &data, &len), SBX_ENOENT);
   ck_assert_ptr_null(store_blob_path(t.st, "../../etc/passwd"));
