@@ -280,6 +280,7 @@ struct orch {
   int64_t run_seq;
   uint64_t pending_upload_bytes;
   struct orch_metrics m;
+  struct orch_hosts *hosts;  /* server execution mode (hosts.c); NULL otherwise */
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;
@@ -357,6 +358,16 @@ struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char 
 /* Returns the live run, or NULL when it was final (rejected) and has been freed. */
 struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
 int orch_metrics_render(struct orch *o, struct sbx_buf *out);
+
+/* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
+ * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node
+ * or the host script is missing, SBX_EINVAL for bad CEREA_HOSTS).  tick: assigns chats with live
+ * runs to ready hosts (the cron calls it).  close: kills the hosts by handle; frees itself after
+ * their exit callbacks. */
+struct orch_hosts;
+int orch_hosts_start(struct orch *o, struct sbx_error *err);
+void orch_hosts_tick(struct orch_hosts *hs);
+void orch_hosts_close(struct orch_hosts *hs);
 
 /* wait_s waiters (api_runs.c) */
 void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,

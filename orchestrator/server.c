@@ -44,6 +44,7 @@ static void on_cron(uv_timer_t *t) {
   void *v;
   while (orch_map_next(&o->chats, &i, &k, &v))
     orch_chat_tick(v);
+  orch_hosts_tick(o->hosts);
   uint64_t now = sbx_now_mono_ms();
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
@@ -253,6 +254,8 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
       goto fail_tp;
     }
   }
+  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch_hosts_start(o, err)) != 0)
+    goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
   uv_timer_start(&o->cron, on_cron, ORCH_CRON_MS, ORCH_CRON_MS);
@@ -332,5 +335,7 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
   o->closing = 1;
   o->close_cb = cb;
   o->close_ud = ud;
+  orch_hosts_close(o->hosts);
+  o->hosts = NULL;
   tp_server_close(o->tp, 2000, on_tp_closed, o);
 }

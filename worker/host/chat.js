@@ -95,7 +95,7 @@ export class ChatAttachment {
 
   kernelState() {
     const k = this.kernels.live.get(this.chatId);
-    if (this.busy) return 'busy';
+    if (this.current) return 'busy';
     if (!k) return 'ready';   // the spare stands in: a run starts at once
     return k.state === 'loading' ? 'loading' : k.state === 'dead' ? 'dead' : k.state === 'busy' ? 'busy' : 'ready';
   }
