@@ -282,7 +282,10 @@ export class KernelCore {
     const written = [], refused = plan.refused;
     for (const name of plan.write) {
       const f = byName.get(name);
-      try { this.py.FS.writeFile(`/mnt/data/${name}`, f.data, { canOwn: false }); written.push(name); } catch (e) {
+      // Bytes transferred to this worker are owned by the FS as they are; shared ones (the
+      // controller's remount copies) are copied, so Python writing the file cannot alter them.
+      const shared = typeof SharedArrayBuffer === 'function' && f.data.buffer instanceof SharedArrayBuffer;
+      try { this.py.FS.writeFile(`/mnt/data/${name}`, f.data, { canOwn: !shared }); written.push(name); } catch (e) {
         refused.push({ name, reason: `write failed: ${e.message || e}` });
       }
     }
