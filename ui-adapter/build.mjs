@@ -62,13 +62,27 @@ await esbuild.build({
 // 4. The kernel worker: the kernel helper's browser entry when it exists (worker/browser-worker.js
 //    importing worker/core.js); kernel Python sources are bundled as text so the worker needs no
 //    fetch outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
-const workerEntry = ['ui-adapter/src/kernel-worker.js', 'worker/browser-worker.js',
-  'ui-adapter/src/kernel-worker-fallback.js']
-  .map((p) => path.join(root, p)).find((p) => fs.existsSync(p));
+//    The app's entry (ui-adapter/src/kernel-worker.js) needs worker/core.js and kernel/*.py; until
+//    those exist a minimal stand-in is built so the page side stays testable.
+const realKernel = fs.existsSync(path.join(root, 'worker/core.js')) && fs.existsSync(path.join(root, 'kernel/runner.py'));
+const workerEntry = path.join(root, realKernel ? 'ui-adapter/src/kernel-worker.js' : 'ui-adapter/src/kernel-worker-fallback.js');
+// `cerea:kernel-sources` → {module name: Python source} of every kernel/*.py.
+const kernelSources = {
+  name: 'cerea-kernel-sources',
+  setup(b) {
+    b.onResolve({ filter: /^cerea:kernel-sources$/ }, () => ({ path: 'kernel-sources', namespace: 'cerea' }));
+    b.onLoad({ filter: /.*/, namespace: 'cerea' }, () => {
+      const dir = path.join(root, 'kernel');
+      const files = fs.readdirSync(dir).filter((f) => f.endsWith('.py')).sort();
+      const map = Object.fromEntries(files.map((f) => [f.slice(0, -3), fs.readFileSync(path.join(dir, f), 'utf8')]));
+      return { contents: `export default ${JSON.stringify(map)};`, loader: 'js', watchFiles: files.map((f) => path.join(dir, f)) };
+    });
+  },
+};
 if (workerEntry) {
   await esbuild.build({
     ...common, entryPoints: [workerEntry], outfile: path.join(www, 'worker/kernel-worker.js'),
-    loader: { '.py': 'text' }, external: ['/pyodide/*'], splitting: false,
+    loader: { '.py': 'text' }, external: ['/pyodide/*'], splitting: false, plugins: [kernelSources],
   });
   // Which entry was built (the e2e tests skip the lock-down probes on the fallback stand-in).
   fs.writeFileSync(path.join(www, 'worker/ENTRY.txt'), path.relative(root, workerEntry) + '\n');

@@ -48,6 +48,7 @@ export async function screenshot(page, name) {
 export function watchConsole(page, sink = []) {
   page.on('console', (m) => { if (m.type() === 'error') sink.push(`console: ${m.text()}`); });
   page.on('pageerror', (e) => sink.push(`pageerror: ${e.message}`));
+  page.on('response', (r) => { if (r.status() >= 400) sink.push(`http ${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`); });
   return sink;
 }
 

@@ -1,10 +1,21 @@
-// kernel-port.js -- one kernel Web Worker seen from the page: spawns the module worker, loads
-// Python in it (ready promise, progress events), and turns the worker's messages into promises
-// (replies matched to requests by id) and events ('executing', 'progress', 'exit').  It owns the
-// worker's interrupt buffer (SharedArrayBuffer when the page is cross-origin isolated).  This is
-// the only file that knows the worker's message contract; the supervisor (kernel.js) decides what
-// to do with kernels.  It never gives the worker a page credential.
+// kernel-port.js -- one kernel Web Worker seen from the page's supervisor (kernel.js): an adapter
+// over the kernel's own controller, worker/kernel-client.js (KernelClient), which speaks the
+// message contract of worker/protocol.js, owns the worker and its SharedArrayBuffer interrupt
+// slot.  This file only maps the supervisor's small interface onto it: `ready`, events
+// 'progress' / 'executing' (the kernel's `started` event: the time limit counts from there) /
+// 'exit', mount / unmount from the page's in-memory copies (bytes are copied, never transferred),
+// run, interrupt, terminate.  It chooses the absolute URLs the worker loads Pyodide from (our own
+// origin's /pyodide/, never a CDN) and never gives the worker a page credential.
 import { Emitter } from './emitter.js';
+import { KernelClient } from '../../worker/kernel-client.js';
+
+export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
+
+export function initUrls(origin = globalThis.location.origin) {
+  const base = `${origin}/pyodide/`;
+  return { indexURL: base, packageBaseUrl: base, lockFileURL: `${base}pyodide-lock.json`,
+    deploymentURL: `${base}deployment.json`, kernelURL: BUNDLED_KERNEL_URL };
+}
 
 export class KernelPort extends Emitter {
   constructor(url, { pypi = false, loadTimeoutMs = 120_000, name = 'kernel' } = {}) {
@@ -13,66 +24,68 @@ export class KernelPort extends Emitter {
     this.name = name;
     this.pypi = pypi;
     this.reportsExecuting = true;
-    this._next = 1;
-    this._pending = new Map();
     this.dead = false;
-    this.interrupt_ = globalThis.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
-    this.worker = new Worker(url, { type: 'module', name });
-    this.worker.onmessage = (ev) => this._onMessage(ev.data);
-    this.worker.onerror = (ev) => this._die(new Error(ev.message || 'worker error'));
-    this.worker.onmessageerror = () => this._die(new Error('worker message error'));
-    const timeout = new Promise((_, rej) => {
-      this._loadTimer = setTimeout(() => rej(new Error(`Python did not load within ${loadTimeoutMs / 1000} s`)), loadTimeoutMs);
+    this.mounted = new Map(); // name -> sha256 in this kernel
+    this.client = new KernelClient({
+      createWorker: () => new Worker(url, { type: 'module', name }),
+      init: initUrls(),
+      loadTimeoutMs,
     });
-    this.ready = Promise.race([this._call('init', { interruptBuffer: this.interrupt_ ? this.interrupt_.buffer : null, pypi }), timeout])
-      .finally(() => clearTimeout(this._loadTimer));
-    this.ready.catch((e) => this._die(e));
-  }
-
-  _call(cmd, args = {}, transfer = []) {
-    if (this.dead) return Promise.reject(new Error('kernel is dead'));
-    const id = this._next++;
-    return new Promise((resolve, reject) => {
-      this._pending.set(id, { resolve, reject, cmd });
-      this.worker.postMessage({ id, cmd, ...args }, transfer);
+    this.client.onEvent((e) => {
+      if (e.event === 'progress') this.emit('progress', { message: progressText(e), stage: e.stage });
+      else if (e.event === 'started') this.emit('executing', e);
+      else if (e.event === 'packages') this.emit('packages', e);
+      else if (e.event === 'exit') {
+        const was = this.dead;
+        this.dead = true;
+        if (!was && !this._terminating) this.emit('exit', new Error(e.message || `kernel ${e.reason}`));
+      }
     });
+    this.ready = this.client.ready;
   }
 
-  _onMessage(m) {
-    if (!m || typeof m !== 'object') return;
-    if (m.type === 'progress') { this.emit('progress', m); return; }
-    if (m.type === 'executing') { this.emit('executing', m); return; }
-    const p = this._pending.get(m.id);
-    if (!p) return;
-    this._pending.delete(m.id);
-    if (m.type === 'error') p.reject(new Error(m.message));
-    else p.resolve(m.result ?? m);
+  get info() { return this.client.info; }
+
+  /** Add or replace files (incremental: files already mounted stay). */
+  async mount(files) {
+    const list = files.map((f) => ({ name: f.name, version: f.version || 1, sha256: f.sha256 || '',
+      size: f.bytes.length, data: f.bytes.slice() }));
+    const r = await this.client.mount(list, { complete: false });
+    for (const f of files) this.mounted.set(f.name, f.sha256);
+    return r;
   }
 
-  _die(err) {
-    if (this.dead) return;
+  /** Make /mnt/data hold exactly `files` (removes every other file). */
+  async mountExactly(files) {
+    const list = files.map((f) => ({ name: f.name, version: f.version || 1, sha256: f.sha256 || '',
+      size: f.bytes.length, data: f.bytes.slice() }));
+    const r = await this.client.mount(list, { complete: true });
+    this.mounted = new Map(files.map((f) => [f.name, f.sha256]));
+    return r;
+  }
+
+  async run({ code, limits, pypi, runId }) {
+    const r = await this.client.run({ run_id: runId || `local-${Date.now()}`, code, pypi: !!pypi, limits: cleanLimits(limits) });
+    return { ...r, files: (r.files || []).map(({ data, ...f }) => ({ ...f, bytes: data, size: f.size ?? data?.length })) };
+  }
+
+  interrupt() { return this.client.interrupt(); }
+
+  terminate(reason = 'cancelled') {
+    this._terminating = true;
     this.dead = true;
-    for (const p of this._pending.values()) p.reject(err);
-    this._pending.clear();
-    try { this.worker.terminate(); } catch { /* gone */ }
-    this.emit('exit', err);
+    this.client.terminate(reason);
   }
+}
 
-  mount(files) {
-    // Copies: the page keeps its own bytes for the next remount.
-    return this._call('mount', { files: files.map((f) => ({ name: f.name, bytes: f.bytes.slice() })) });
-  }
-  unmount(names) { return this._call('unmount', { names }); }
-  run({ code, limits, pypi }) {
-    if (this.interrupt_) Atomics.store(this.interrupt_, 0, 0);
-    return this._call('run', { code, limits, pypi });
-  }
-  interrupt() { if (this.interrupt_) { Atomics.store(this.interrupt_, 0, 2); return true; } return false; }
-  terminate() {
-    if (this.dead) return;
-    this.dead = true;
-    for (const p of this._pending.values()) p.reject(new Error('kernel terminated'));
-    this._pending.clear();
-    this.worker.terminate();
-  }
+function cleanLimits(l) {
+  if (!l) return undefined;
+  const out = {};
+  for (const k of ['out_chars', 'files_listed', 'figures', 'file_load_bytes']) if (Number.isFinite(l[k])) out[k] = l[k];
+  return out;
+}
+
+function progressText(e) {
+  const m = { runtime: 'Loading the Python runtime…', kernel: 'Loading the kernel…', lockdown: 'Locking the sandbox down…', packages: 'Loading packages…' };
+  return e.message ? `${e.message[0].toUpperCase()}${e.message.slice(1)}…` : (m[e.stage] || 'Loading…');
 }

@@ -92,8 +92,14 @@ export class KernelSupervisor extends Emitter {
 
   _ensureSpare() {
     if (!this.useSpare || this.spare || this.state === 'disposed') return;
-    this.spare = this._spawn('spare');
-    this.spare.ready.catch(() => { /* a dead spare is replaced when taken */ });
+    const spare = this._spawn('spare');
+    this.spare = spare;
+    spare.ready.then(() => { this._spareFailures = 0; }, () => {
+      // A spare that fails to load is retried with a growing delay, three times at most in a row.
+      if (this.spare === spare) this.spare = null;
+      this._spareFailures = (this._spareFailures || 0) + 1;
+      if (this._spareFailures < 3) setTimeout(() => this._ensureSpare(), 1000 * 2 ** this._spareFailures);
+    });
   }
 
   /** Resolves when a spare kernel is loaded (at once when there is none to wait for). */
@@ -107,11 +113,12 @@ export class KernelSupervisor extends Emitter {
   }
 
   _onExit(port, e) {
-    if (port === this.spare) { this.spare = null; setTimeout(() => this._ensureSpare(), 1000); return; }
-    if (port !== this.current) return;
+    if (port === this.spare) return;          // handled by its ready promise (_ensureSpare)
+    if (port !== this.current) return;        // an old kernel we replaced
     if (this._active && this._active.port === port) { this._active.crashed(e); return; }
-    // Idle kernel died: replace it quietly.
-    this.replace('crashed').catch(() => {});
+    // An idle, loaded kernel died: replace it quietly.  (A kernel that fails to LOAD is handled
+    // by start()/replace(), which await its ready promise.)
+    if (this.state === 'ready') this.replace('crashed').catch(() => {});
   }
 
   /**
@@ -138,7 +145,7 @@ export class KernelSupervisor extends Emitter {
       try { await next.ready; } catch (e2) { this.setState('dead', { error: e2.message }); throw e2; }
     }
     const remounted = [...this.files.keys()];
-    if (remounted.length) await next.mount([...this.files.values()]);
+    if (remounted.length) await next.mountExactly([...this.files.values()]);
     const ms = performance.now() - t0;
     this.restarts++;
     this.lastRestartMs = ms;
@@ -166,7 +173,7 @@ export class KernelSupervisor extends Emitter {
   /** Remove files from /mnt/data (chat switch: the old chat's files). */
   async unmount(names) {
     for (const n of names) this.files.delete(n);
-    if (this.current) await this.current.unmount(names);
+    if (this.current) await this.current.mountExactly([...this.files.values()]);
   }
 
   /**
@@ -175,7 +182,7 @@ export class KernelSupervisor extends Emitter {
    * Python errors (status 'error'); rejects only when no kernel can be had at all.
    * @param {{code: string, timeoutS?: number, files?: Array<{name, bytes, sha256?}>, limits?: object, notes?: string[]}} req
    */
-  async run({ code, timeoutS = 60, files = [], limits = {}, notes = [] }) {
+  async run({ code, timeoutS = 60, files = [], limits = {}, notes = [], runId }) {
     if (this.state === 'idle' || this.state === 'dead') await this.start();
     while (this.state === 'loading') await new Promise((r) => this.once('state', r));
     if (this.state === 'busy') throw new Error('kernel busy: runs execute one at a time');
@@ -199,7 +206,7 @@ export class KernelSupervisor extends Emitter {
       crashed: (e) => settle({ kind: 'crashed', error: e }),
       cancel: (replace) => settle({ kind: replace ? 'abort' : 'cancel' }),
     };
-    port.run({ code, limits, pypi: this.pypi }).then((result) => settle({ kind: 'result', result }),
+    port.run({ code, limits, pypi: this.pypi, runId }).then((result) => settle({ kind: 'result', result }),
       (error) => settle({ kind: 'crashed', error }));
     // Ports that cannot report "executing" start the clock at once.
     if (!port.reportsExecuting) startTimer();

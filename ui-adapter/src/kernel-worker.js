@@ -1,0 +1,34 @@
+// kernel-worker.js -- the browser kernel worker as the web app serves it (build/www/worker/
+// kernel-worker.js, a module worker): the same thin shell as worker/browser-worker.js over
+// KernelCore (worker/core.js), except that the kernel's Python sources are BUNDLED into this script
+// (esbuild text loader, the virtual module below) instead of fetched: the worker's CSP limits
+// connect-src to /pyodide/, so kernel/*.py served anywhere else would be refused.  `kernelURL`
+// 'bundled:kernel/' names them; every other URL (the Pyodide runtime, the lock file) is fetched
+// with the worker's own fetch before lock-down removes it.  The CSP on this script's response,
+// not this file, is what stops eval-based escapes.
+import { KernelCore } from '../../worker/core.js';
+import KERNEL_SOURCES from 'cerea:kernel-sources';
+
+export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
+
+const scope = self;
+const realFetch = scope.fetch.bind(scope);
+const post = scope.postMessage.bind(scope);
+const host = {
+  isNode: false,
+  scope,
+  post: (msg, transfer) => post(msg, transfer),
+  readText: async (url) => {
+    if (url.startsWith(BUNDLED_KERNEL_URL)) {
+      const name = url.slice(BUNDLED_KERNEL_URL.length).replace(/\.py$/, '');
+      if (!(name in KERNEL_SOURCES)) throw new Error(`kernel module ${name} is not bundled`);
+      return KERNEL_SOURCES[name];
+    }
+    const r = await realFetch(url, { credentials: 'omit' });
+    if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
+    return r.text();
+  },
+  importPyodide: (url) => import(/* @vite-ignore */ url),
+};
+const core = new KernelCore(host);
+scope.addEventListener('message', (e) => core.onMessage(e.data));
