@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/sha.h>
@@ -217,3 +218,34 @@ out:
   return rc;
 }
 
+
+void st__blob_cleanup_tmp(struct store *st) {
+  DIR *top = opendir(st->blob_dir);
+  if (top == NULL)
+    return;
+  struct dirent *e;
+  size_t removed = 0;
+  while ((e = readdir(top)) != NULL) {
+    if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
+      continue;
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/%s", st->blob_dir, e->d_name);
+    DIR *d = opendir(sub);
+    if (d == NULL)
+      continue;
+    struct dirent *f;
+    while ((f = readdir(d)) != NULL) {
+      size_t n = strlen(f->d_name);
+      if (n > 4 && strcmp(f->d_name + n - 4, ".tmp") == 0) {
+        char p[4096 + 256];
+        snprintf(p, sizeof p, "%s/%s", sub, f->d_name);
+        if (unlink(p) == 0)
+          removed++;
+      }
+    }
+    closedir(d);
+  }
+  closedir(top);
+  if (removed)
+    sbx_log(SBX_LOG_INFO, ST_MOD, "removed %zu blob temp files left by an earlier process", removed);
+}

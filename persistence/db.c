@@ -12,7 +12,9 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -284,6 +286,33 @@ static int ensure_dir(const char *path, struct sbx_error *err) {
                        "%s: %s", path, strerror(e));
 }
 
+/* One process per data directory: a second orchestrator on the same directory would race the
+ * first one's blob temp files and sweeps.  flock is released by the kernel when the process dies
+ * (crash, SIGKILL), so a stale lock cannot outlive its owner. */
+static int lock_dir(struct store *st, struct sbx_error *err) {
+  size_t n = strlen(st->dir) + 16;
+  char *path = sbx_malloc(n);
+  if (path == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+  snprintf(path, n, "%s/cerea.lock", st->dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int rc = 0;
+  if (fd < 0) {
+    rc = sbx_error_set(err, SBX_EIO, "%s: %s", path, strerror(errno));
+  } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(fd);
+    fd = -1;
+    rc = e == EWOULDBLOCK ? sbx_error_set(err, SBX_EBUSY, "%s: data directory in use by another "
+                                                          "process",
+                                          st->dir)
+                          : sbx_error_set(err, SBX_EIO, "%s: flock: %s", path, strerror(e));
+  }
+  st->lock_fd = fd;
+  sbx_free(path);
+  return rc;
+}
+
 static void close_dbs(struct store *st) {
   finalize_all(st->ws);
   finalize_all(st->rs);
@@ -296,6 +325,8 @@ static void close_dbs(struct store *st) {
 
 static void store_free(struct store *st) {
   close_dbs(st);
+  if (st->lock_fd >= 0)
+    close(st->lock_fd); /* releases the flock */
   sbx_free(st->dir);
   sbx_free(st->db_path);
   sbx_free(st->blob_dir);
@@ -311,6 +342,7 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   if (st == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
   st->loop = loop;
+  st->lock_fd = -1;
   st->group_max = ST_GROUP_MAX_DEFAULT;
   SBX_LIST_INIT(&st->queue);
   SBX_LIST_INIT(&st->done);
@@ -323,6 +355,9 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   }
   if ((rc = ensure_dir(st->dir, err)) != 0 || (rc = ensure_dir(st->blob_dir, err)) != 0)
     goto out;
+  if ((rc = lock_dir(st, err)) != 0)
+    goto out;
+  st__blob_cleanup_tmp(st); /* safe: the lock says no other process writes blobs here */
   if ((rc = st__open_conn(st->db_path, &st->wdb, err)) != 0)
     goto out;
   if ((rc = st__migrate(st->wdb, ST_SCHEMA_VERSION, err)) != 0)

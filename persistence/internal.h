@@ -185,6 +185,7 @@ struct store {
   uv_async_t *async;      /* freed in its close callback */
   size_t inflight;        /* loop thread only: submitted, callback not yet run */
   int closing;            /* loop thread only */
+  int lock_fd;            /* DATA/cerea.lock, flock'ed: one process per data directory */
 };
 
 /* db.c */
@@ -216,6 +217,8 @@ void st__simple_discard(struct st_simple *op);
 int st__blob_put(struct store *st, const char *sha, const void *data, size_t len, int64_t *added,
                  struct sbx_error *err);
 char *st__blob_path(const struct store *st, const char *sha);
+/* At open: removes temp files a killed process left in blobs/xx/ (never referenced). */
+void st__blob_cleanup_tmp(struct store *st);
 int st__fsync_dir(const char *dir);
 
 /* naming.c */

@@ -50,8 +50,11 @@ typedef char store_id[STORE_ID_LEN + 1];
 /* ---- open / close ---------------------------------------------------------------------------- */
 
 /* Opens (creating when absent) DATA/cerea.db and DATA/blobs/, runs the migrations up to the
- * current schema version, starts the writer thread.
- * Errors: SBX_EPERM / SBX_EIO (directory not writable, with the path), SBX_ECORRUPT, SBX_EDB. */
+ * current schema version, starts the writer thread.  Holds an exclusive flock on DATA/cerea.lock
+ * until store_close (one process per data directory) and removes blob temp files a killed
+ * process left behind.
+ * Errors: SBX_EPERM / SBX_EIO (directory not writable, with the path), SBX_EBUSY (another
+ * process has the directory open), SBX_ECORRUPT, SBX_EDB. */
 int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err);
 /* Finishes every queued write (their callbacks run), stops the writer, finalizes statements,
  * closes the connections and handles.  Synchronous; the loop must not be running it elsewhere. */

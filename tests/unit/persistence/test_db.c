@@ -219,6 +219,35 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+START_TEST(test_one_process_per_dir) {
+  struct tctx t;
+  t_open(&t);
+  /* a blob temp file as a killed process leaves it */
+  char sub[512], tmp[600];
+  snprintf(sub, sizeof sub, "%s/blobs/ab", t.dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  snprintf(tmp, sizeof tmp, "%s/ab%062d.tmp", sub, 0);
+  FILE *f = fopen(tmp, "w");
+  fputs("half", f);
+  fclose(f);
+  /* a second open of the same directory while the first is open: refused */
+  uv_loop_t loop;
+  struct store *st2 = NULL;
+  struct sbx_error err = {0};
+  uv_loop_init(&loop);
+  ck_assert_int_eq(store_open(&loop, t.dir, &st2, &err), SBX_EBUSY);
+  ck_assert_ptr_nonnull(strstr(err.msg, "in use"));
+  ck_assert_int_eq(access(tmp, F_OK), 0); /* the refused open touched nothing */
+  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  t_close_keep(&t);
+  /* after close it opens again, and the temp file is cleaned up */
+  t_reopen(&t);
+  ck_assert_int_eq(access(tmp, F_OK), -1);
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_translate) {
   static const struct { int sqlite, sbx; } map[] = {
       {SQLITE_NOMEM, SBX_ENOMEM},       {SQLITE_IOERR_FSYNC, SBX_EIO}, {SQLITE_FULL, SBX_EFULL},
@@ -274,6 +303,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_one_process_per_dir);
   tcase_add_test(tc, test_translate);
   tcase_add_test(tc, test_open_alloc_fail_at_n);
   suite_add_tcase(s, tc);
