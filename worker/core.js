@@ -153,7 +153,11 @@ export class KernelCore {
 
   // ---- start-up ------------------------------------------------------------------------------
   init(msg) {
-    if (this.ready) { this.ready.then(() => this.post(ok(msg.id, { info: this.info })), (e) => this.post(fail(msg.id, e.code || ERR.LOAD_FAILED, e.message))); return; }
+    if (this.ready) {   // init twice: the same outcome as the first
+      this.ready.then(() => this.post(ok(msg.id, { info: this.info })),
+        (e) => this.post(fail(msg.id, e && e.code === ERR.LOAD_TIMEOUT ? ERR.LOAD_TIMEOUT : ERR.LOAD_FAILED, String(e && e.message || e))));
+      return;
+    }
     this.setState(STATE.LOADING);
     const timeoutMs = msg.loadTimeoutMs || 60000;
     let timer;
@@ -163,7 +167,11 @@ export class KernelCore {
     this.ready = Promise.race([this.load(msg), timeout]).finally(() => clearTimeout(timer));
     this.ready.then(
       (info) => { this.setState(STATE.READY); this.post(ok(msg.id, { info })); },
-      (e) => { this.state = STATE.FAILED; this.post(fail(msg.id, e.code || ERR.LOAD_FAILED, String(e && e.message || e))); });
+      (e) => {
+        this.state = STATE.FAILED;
+        const code = e && e.code === ERR.LOAD_TIMEOUT ? ERR.LOAD_TIMEOUT : ERR.LOAD_FAILED;
+        this.post(fail(msg.id, code, String(e && e.message || e)));
+      });
   }
 
   async load(msg) {

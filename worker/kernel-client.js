@@ -76,7 +76,14 @@ export class KernelClient {
       this.worker.addEventListener('message', (e) => onMsg(e.data));
       this.worker.addEventListener('error', (e) => onDeath(`worker error: ${e && e.message || 'unknown'}`));
     }
-    this.ready = this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.sab || undefined })
+    // The worker bounds its own load; this timer (a little later) also catches a worker whose
+    // thread is stuck and cannot even run its timer.
+    let timer;
+    const stuck = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error(`kernel did not load within ${loadTimeoutMs} ms`), { code: 'load_timeout' })), loadTimeoutMs + 1000);
+    });
+    this.ready = Promise.race([this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.sab || undefined }), stuck])
+      .finally(() => clearTimeout(timer))
       .then((r) => { if (this.state === KSTATE.LOADING) this.state = KSTATE.READY; this.info = r.info; return r.info; },
         (e) => { this.terminate(STATUS.CRASHED); throw e; });
     this.ready.catch(() => {});

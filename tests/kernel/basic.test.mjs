@@ -111,3 +111,22 @@ test('dispose forgets the namespace (chat switch on a warm kernel), safe twice',
   const r = await run(k, 'print(counter)');
   assert.equal(r.error.type, 'NameError');
 });
+
+test('start-up failure: a runtime that cannot be read rejects ready with load_failed and the worker is gone', async () => {
+  const { KernelClient } = await import('../../worker/kernel-client.js');
+  const { createNodeWorker, nodeInitOptions } = await import('../../worker/node-kernel.js');
+  const bad = new KernelClient({ createWorker: createNodeWorker(), init: { ...nodeInitOptions(), lockFileURL: '/nonexistent/pyodide-lock.json' } });
+  await assert.rejects(bad.ready, (e) => e.code === 'load_failed' && /nonexistent/.test(e.message));
+  assert.equal(bad.state, 'dead');
+  await assert.rejects(bad.run({ code: 'print(1)' }), /load_failed|nonexistent|dead/);
+});
+
+test('start-up: the load timeout bounds a load that does not finish (Pyodide hangs rather than failing)', async () => {
+  const { KernelClient } = await import('../../worker/kernel-client.js');
+  const { createNodeWorker, nodeInitOptions } = await import('../../worker/node-kernel.js');
+  const slow = new KernelClient({ createWorker: createNodeWorker(), init: nodeInitOptions(), loadTimeoutMs: 50 });
+  const t0 = performance.now();
+  await assert.rejects(slow.ready, (e) => e.code === 'load_timeout');
+  assert.ok(performance.now() - t0 < 3000);
+  assert.equal(slow.state, 'dead');
+});
