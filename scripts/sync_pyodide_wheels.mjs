@@ -149,4 +149,9 @@ function main() {
   console.log(`  guide packages lacking: ${lacks.map((l) => l.name).join(', ') || 'none'}${lacks.length && !distDir ? ' (set PYODIDE_DIST_DIR to a full Pyodide distribution to add them)' : ''}`);
 }
 
-main();
+try {
+  main();
+} catch (e) {
+  console.error(`sync_pyodide_wheels: ${e.message}`);
+  process.exit(1);
+}

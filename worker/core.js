@@ -43,6 +43,9 @@ export const BLOCKED_GLOBALS = Object.freeze([
   'FileSystemHandle', 'FileSystemFileHandle', 'FileSystemDirectoryHandle', 'FileSystemSyncAccessHandle',
   'openDatabase', 'Notification', 'PushManager', 'webkitRequestFileSystem', 'requestFileSystem',
   'webkitResolveLocalFileSystemURL',
+  // The controller's channel: the entry captured it before lock-down; Python must not forge
+  // replies or events with it.
+  'postMessage',
 ]);
 // Properties of navigator removed the same way (OPFS, beacons, locks shared across tabs).
 const BLOCKED_NAVIGATOR = Object.freeze(['storage', 'sendBeacon', 'locks', 'serviceWorker', 'connection']);

@@ -102,3 +102,8 @@ test('lock-down removes the APIs along the prototype chain and pins a guarded fe
   await assert.rejects(scope.fetch('https://pypi.org.evil.example/'), /refused/);
   assert.equal(seen.length, 2);
 });
+
+test('Python cannot post to the controller (no forged replies): postMessage is gone from the scope', async () => {
+  const r = await run(k, 'import js\nprint(getattr(js, "postMessage", None) is None)');
+  assert.equal(r.stdout, 'True\n');
+});
