@@ -56,8 +56,9 @@
                        "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "  \
                        "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "         \
                        "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1")          \
-  X(FILE_DUP_MAX, "SELECT COALESCE(MAX(dup_n), 0), COALESCE(MAX(name = ?4), 0) FROM files "        \
-                  "WHERE chat_id = ?1 AND dup_stem = ?2 AND dup_ext = ?3")                         \
+  X(FILE_DUP_MAX, "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "       \
+                  "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "        \
+                  "chat_id = ?1 AND name = ?4)")                                                   \
   X(FILE_LATEST, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "            \
                  "ORDER BY version DESC LIMIT 1")                                                  \
   X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid")         \

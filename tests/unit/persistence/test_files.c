@@ -106,11 +106,15 @@ START_TEST(test_thousand_duplicates) {
   sqlite3_stmt *q = t.st->ws[ST_FILE_DUP_MAX];
   int before = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_RUN, 0);
   int steps_before = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0);
+  int vm_before = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0);
   struct added a;
   ck_assert_int_eq(t_add(&t, CHAT, "data.csv", STORE_SRC_ATTACHMENT, "one more", &a), 0);
   ck_assert_str_eq(a.f.name, "data (1001).csv");
   ck_assert_int_eq(sqlite3_stmt_status(q, SQLITE_STMTSTATUS_RUN, 0) - before, 1);
   ck_assert_int_eq(sqlite3_stmt_status(q, SQLITE_STMTSTATUS_FULLSCAN_STEP, 0) - steps_before, 0);
+  /* and that run is an index seek (the largest N, the exact name), not a walk of the family */
+  int vm = sqlite3_stmt_status(q, SQLITE_STMTSTATUS_VM_STEP, 0) - vm_before;
+  ck_assert_msg(vm < 100, "numbering query took %d VM steps with %d duplicates", vm, NDUP);
   store_file_free(&a.f);
   struct store_file *v;
   size_t n;
