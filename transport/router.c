@@ -125,6 +125,31 @@ static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl
   return 0;
 }
 
+/* Is the raw (percent-encoded) segment [p, p+n) equal to the literal `lit` once decoded?  No
+ * allocation: every request that misses the routes (static files) runs this for every route. */
+static int seg_eq(const char *p, size_t n, const char *lit) {
+  size_t i = 0;
+  for (; i < n; lit++) {
+    if (*lit == '\0')
+      return 0;
+    char c = p[i];
+    if (c == '%') {
+      int h, l;
+      if (i + 2 >= n)
+        return 0;
+      if ((h = hexval(p[i + 1])) < 0 || (l = hexval(p[i + 2])) < 0)
+        return 0;
+      c = (char)(h * 16 + l);
+      i += 3;
+    } else {
+      i++;
+    }
+    if (c != *lit)
+      return 0;
+  }
+  return *lit == '\0';
+}
+
 /* Does `rt` match the raw `path`?  Fills r's params when r is given. */
 static int route_matches(const struct tp_route *rt, const char *path, struct tp_req *r) {
   const char *p = path + 1;
@@ -142,12 +167,8 @@ static int route_matches(const struct tp_route *rt, const char *path, struct tp_
     if (param) {
       if (pl == 0 || add_param(r, seg, p, pl) != 0)
         goto no;
-    } else {
-      char *dec = tp__pct_decode(p, pl, 0);
-      int eq = dec && strcmp(dec, seg) == 0;
-      sbx_free(dec);
-      if (!eq)
-        goto no;
+    } else if (!seg_eq(p, pl, seg)) {
+      goto no;
     }
     if (i == rt->nsegs - 1)
       return slash == NULL ? 1 : (r ? (params_clear(r), 0) : 0);

@@ -31,6 +31,11 @@ static const struct rcase rcases[] = {
     {"GET", "/", "/", 0, NULL, NULL},
     {"GET", "/nothing", NULL, 404, NULL, NULL},
     {"GET", "/v1/chats/", NULL, 404, NULL, NULL},
+    {"GET", "/v1/%63hats", "/v1/chats", 0, NULL, NULL},       /* encoded literal */
+    {"GET", "/v1/chat%", NULL, 404, NULL, NULL},              /* truncated escape */
+    {"GET", "/v1/chat%7", NULL, 404, NULL, NULL},
+    {"GET", "/v1/chatsX", NULL, 404, NULL, NULL},
+    {"GET", "/v1/chat", NULL, 404, NULL, NULL},
 };
 
 START_TEST(test_route_table) {
