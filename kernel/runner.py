@@ -38,7 +38,8 @@ def init(config_json):
     output.install()
     mounts.ensure_dirs()
     imports.set_lacking(cfg.get("lacks"))
-    os.chdir("/home/pyodide") if os.path.isdir("/home/pyodide") else None
+    if os.path.isdir("/home/pyodide"):
+        os.chdir("/home/pyodide")   # scratch files land here, never in /mnt/output
     return json.dumps({"notes": notes})
 
 

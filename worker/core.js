@@ -207,6 +207,8 @@ export class KernelCore {
     this.progress(msg.id, 'kernel', 'loading the kernel');
     py.setStdout({ write: (b) => this.out.write(b), isatty: false });
     py.setStderr({ write: (b) => this.err.write(b), isatty: false });
+    // No stdin: input() fails at once instead of blocking the worker (Node) or calling prompt().
+    py.setStdin({ error: true });
     const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
     py.FS.mkdirTree(pkgDir);
     for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
@@ -287,7 +289,7 @@ export class KernelCore {
   mount(files, complete = true, cap = LIMITS.file_load_bytes) {
     const t0 = performance.now();
     const manifest = files.map((f) => ({ name: f.name, version: f.version ?? null, sha256: f.sha256 ?? null,
-      size: f.size ?? (f.data ? f.data.length : 0), has_data: !!f.data }));
+      size: Math.max(Number(f.size) || 0, f.data ? f.data.length : 0), has_data: !!f.data }));
     const plan = JSON.parse(this.runner.plan_mount(JSON.stringify({ files: manifest, complete, file_cap: cap })));
     const byName = new Map(files.map((f) => [f.name.split('/').filter(Boolean).join('/'), f]));
     const written = [], refused = plan.refused;

@@ -130,3 +130,11 @@ test('start-up: the load timeout bounds a load that does not finish (Pyodide han
   assert.ok(performance.now() - t0 < 3000);
   assert.equal(slow.state, 'dead');
 });
+
+test('input() fails at once (no stdin in the sandbox) instead of blocking the kernel', async () => {
+  const t0 = performance.now();
+  const r = await run(k, 'try:\n    input("name? ")\nexcept Exception as e:\n    print(type(e).__name__)');
+  assert.equal(r.status, 'ok');
+  assert.match(r.stdout, /^name\? (OSError|EOFError)\n$/);
+  assert.ok(performance.now() - t0 < 2000);
+});
