@@ -4,7 +4,8 @@
  * on the same data directory.  After each kill: PRAGMA integrity_check is "ok", every
  * acknowledged run, event and file is there, and each acknowledged file's blob is on disk with
  * exactly its content (sha256 checked).  The next round's child reopens what the last one left
- * (WAL recovery, leftover temp and orphan blob files). */
+ * (WAL recovery, leftover temp and orphan blob files).  Retention sweeps run among the writes,
+ * over expiring files that share blobs with kept ones. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -27,6 +28,8 @@ struct child {
   int round;
   uint64_t n;
   unsigned seed;
+  char last[4096]; /* content of the last kept file: an expiring copy shares its blob */
+  size_t last_len;
 };
 
 struct cw {
@@ -65,6 +68,22 @@ static void on_child_file(int rc, const struct sbx_error *err, const struct stor
   submit_next(c);
 }
 
+static void on_child_swept(int rc, const struct sbx_error *err, size_t removed, void *ud) {
+  struct cw *w = ud;
+  struct child *c = w->c;
+  sbx_free(w);
+  submit_next(c);
+}
+
+static void on_child_expiring(int rc, const struct sbx_error *err,
+                              const struct store_file_added *res, void *ud) {
+  struct cw *w = ud;
+  struct child *c = w->c;
+  sbx_free(w->data);
+  sbx_free(w);
+  submit_next(c); /* not reported: the sweep may take it */
+}
+
 static void submit_next(struct child *c) {
   struct cw *w = sbx_calloc(1, sizeof *w);
   if (w == NULL)
@@ -72,11 +91,30 @@ static void submit_next(struct child *c) {
   w->c = c;
   uint64_t k = c->n++;
   int rc;
-  if (k % 8 == 7) {
+  if (k % 32 == 31) {
+    /* retention sweeps run between the writes: blob files are unlinked only after the commit
+     * that dropped their last reference, so a kept file sharing a blob never loses it */
+    rc = store_sweep(c->st, sbx_now_wall_ms(), 16, on_child_swept, w);
+  } else if (k % 16 == 15) {
+    /* an expiring output file, half the time with the content of the last kept file */
+    size_t len = c->last_len && (k / 16) % 2 ? c->last_len : 100;
+    w->data = sbx_malloc(len);
+    if (len == c->last_len)
+      memcpy(w->data, c->last, len);
+    else
+      for (size_t i = 0; i < len; i++)
+        w->data[i] = (char)rand_r(&c->seed);
+    struct store_file_in in = {.chat_id = CHAT, .name = "plots/old.png", .data = w->data,
+                               .size = len, .source = STORE_SRC_OUTPUT, .expires_at = 1,
+                               .kind = "figure"};
+    rc = store_file_add(c->st, &in, on_child_expiring, w);
+  } else if (k % 8 == 7) {
     size_t len = 512 + (size_t)(rand_r(&c->seed) % 3000);
     w->data = sbx_malloc(len);
     for (size_t i = 0; i < len; i++)
       w->data[i] = (char)rand_r(&c->seed);
+    memcpy(c->last, w->data, len);
+    c->last_len = len;
     struct store_file_in in = {.chat_id = CHAT, .name = "upload.bin", .data = w->data,
                                .size = len, .mounted = 1};
     rc = store_file_add(c->st, &in, on_child_file, w);

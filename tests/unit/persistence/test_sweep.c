@@ -144,11 +144,58 @@ START_TEST(test_sweep_commit_fails) {
 }
 END_TEST
 
+START_TEST(test_sweep_alloc_fail_at_n) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  uint64_t n;
+  int total = 0;
+  for (n = 1; n < 200; n++) {
+    char data[32];
+    snprintf(data, sizeof data, "expiring %llu", (unsigned long long)n);
+    struct store_file e = add_exp(&t, "x.png", data, 10, STORE_SRC_OUTPUT);
+    store_file_free(&e);
+    total++;
+    struct swept s = {0};
+    sbx_alloc_fail_at(n, 0);
+    int rc = store_sweep(t.st, 1000, 10, on_swept, &s);
+    if (rc == 0)
+      t_wait(&t);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc != 0) {
+      ck_assert_int_eq(rc, SBX_ENOMEM);
+      continue;
+    }
+    ck_assert_msg(s.rc == 0 || s.rc == SBX_ENOMEM, "rc %d", s.rc);
+    if (s.rc == 0)
+      total -= (int)s.removed;
+    if (s.rc == 0 && used < n)
+      break;
+  }
+  ck_assert_uint_lt(n, 200);
+  /* consistent: what is left is exactly what was not reported removed; no row without a blob */
+  struct store_file *v;
+  size_t cnt;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 1, &v, &cnt), 0);
+  ck_assert_int_eq((int)cnt, total);
+  for (size_t i = 0; i < cnt; i++)
+    ck_assert(blob_exists(&t, v[i].sha256));
+  store_file_list_free(v, cnt);
+  int rc;
+  sweep(&t, 1000, 1000, &rc);
+  ck_assert_int_eq(rc, 0);
+  ck_assert_uint_eq(store_blob_bytes(t.st), 0);
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sweep");
   TCase *tc = tcase_create("sweep");
   tcase_add_test(tc, test_sweep_steps);
   tcase_add_test(tc, test_sweep_commit_fails);
+  tcase_add_test(tc, test_sweep_alloc_fail_at_n);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);
