@@ -65,7 +65,7 @@ int orch_api_valid_id(const char *s) {
 
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
   orch_auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
-                 o->api_key_hash, a);
+                 o->api_key_hash, o->host_key_hash, a);
 }
 
 static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
@@ -86,7 +86,7 @@ struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
     return NULL;
-  if (a.kind == ORCH_CRED_PAGE && !page_allowed) {
+  if ((a.kind == ORCH_CRED_PAGE || a.kind == ORCH_CRED_HOST) && !page_allowed) {
     orch_api_error(req, 403, "forbidden", "this call needs the API key, not a page token");
     return NULL;
   }

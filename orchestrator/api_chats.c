@@ -33,7 +33,7 @@ static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
 static void on_create_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, &a);
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind != ORCH_CRED_API) {
     if (a.kind == ORCH_CRED_PAGE)
       orch_api_error(req, 403, "forbidden", "creating chats needs the API key");
@@ -83,7 +83,7 @@ static void on_create_chat(struct tp_req *req, void *ud) {
 static void on_list_chats(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, &a);
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind != ORCH_CRED_API) {
     orch_api_error(req, a.kind == ORCH_CRED_PAGE ? 403 : 401, a.kind == ORCH_CRED_PAGE ? "forbidden" : "unauthorized",
                    "listing chats needs the API key");

@@ -179,7 +179,7 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "file");
   struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"), o->api_key_hash, &a);
+  orch_auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"), o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
     orch_api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
     return;

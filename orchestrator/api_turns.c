@@ -13,7 +13,7 @@
 
 static int backend_only(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, &a);
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_API)
     return 0;
   if (a.kind == ORCH_CRED_PAGE)

@@ -4,7 +4,9 @@
  * token, `<chat_id>.<64 hex>`: the chat id in front lets a token for another chat be told apart
  * from garbage (403/404 instead of 401) without a lookup table; the random part is the secret.
  * Only the sha256 of a token is stored; comparisons are constant-time on the hashes.  The event
- * stream also accepts `?token=` for clients that cannot set headers.
+ * stream also accepts `?token=` for clients that cannot set headers.  Headless hosts the
+ * orchestrator spawns (hosts.c) get a host key, random per server start: it reaches every chat
+ * like the API key, but only the calls a page token may make (never chats, turns, admin).
  *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
  * stored hash); it does not rate-limit.
@@ -53,7 +55,7 @@ static int is_hex_id(const char *s, size_t n) {
 }
 
 void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
-                    struct orch_auth *out) {
+                    const char *host_key_hash, struct orch_auth *out) {
   memset(out, 0, sizeof(*out));
   const char *cred = NULL;
   if (authorization != NULL) {
@@ -80,6 +82,10 @@ void orch_auth_read(const char *authorization, const char *query_token, const ch
     out->kind = ORCH_CRED_API;
     return;
   }
+  if (host_key_hash != NULL && *host_key_hash && orch_ct_streq(out->token_hash, host_key_hash)) {
+    out->kind = ORCH_CRED_HOST;
+    return;
+  }
   if (strlen(cred) == STORE_ID_LEN + 1 + 64 && cred[STORE_ID_LEN] == '.' &&
       is_hex_id(cred, STORE_ID_LEN)) {
     out->kind = ORCH_CRED_PAGE;
@@ -91,8 +97,8 @@ void orch_auth_read(const char *authorization, const char *query_token, const ch
 }
 
 int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash) {
-  if (a->kind == ORCH_CRED_API)
-    return 1;
+  if (a->kind == ORCH_CRED_API || a->kind == ORCH_CRED_HOST)
+    return 1; /* the host key only reaches calls that also take a page token (callers check) */
   if (a->kind != ORCH_CRED_PAGE || chat_id == NULL || chat_token_hash == NULL)
     return 0;
   /* Both compared: the id is not secret, the hash decides. */

@@ -373,7 +373,7 @@ static void host_spawn(struct host *h) {
   }
   h->running = 1;
   uv_read_start((uv_stream_t *)&h->out, on_alloc, on_host_stdout);
-  host_send(h, "key %s\n", hs->o->api_key);
+  host_send(h, "key %s\n", hs->o->host_key); /* page-level calls only (auth.c) */
   sbx_log(SBX_LOG_INFO, "hosts", "host %d started (pid %d%s)", h->slot, h->proc.pid,
           hs->trusted ? ", TRUSTED: no bubblewrap" : ", sandboxed");
 }

@@ -161,7 +161,7 @@ const char *orch_manifest_admit(const struct store_file *files, size_t n, const 
                                 enum store_source src, const char *kind, uint64_t size);
 
 /* ---- auth (auth.c) --------------------------------------------------------------------------- */
-enum orch_cred { ORCH_CRED_NONE = 0, ORCH_CRED_BAD, ORCH_CRED_API, ORCH_CRED_PAGE };
+enum orch_cred { ORCH_CRED_NONE = 0, ORCH_CRED_BAD, ORCH_CRED_API, ORCH_CRED_PAGE, ORCH_CRED_HOST };
 struct orch_auth {
   enum orch_cred kind;
   char chat_id[STORE_ID_LEN + 1]; /* ORCH_CRED_PAGE: the chat the token names */
@@ -170,9 +170,10 @@ struct orch_auth {
 /* A new page token "<chat_id>.<64 hex>" and its sha256 hex. */
 int orch_token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]);
 /* Classifies the credential of a request: Authorization: Bearer X, or ?token=X when
- * allow_query.  api_key_hash is the sha256 hex of the API key. */
+ * allow_query.  api_key_hash / host_key_hash: sha256 hex of the API key / of the headless hosts'
+ * key (NULL or "" when none). */
 void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
-                    struct orch_auth *out);
+                    const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
 int orch_ct_streq(const char *a, const char *b);
@@ -268,6 +269,8 @@ struct orch {
   struct tp_server *tp;
   char *api_key;
   char api_key_hash[65];
+  char host_key[65];         /* the headless hosts' credential (hosts.c sends it; page calls only) */
+  char host_key_hash[65];
   char *static_dir;          /* build/www or --static */
   struct orch_map chats;     /* id -> struct orch_chat */
   struct orch_map runs;      /* id -> live struct orch_run */

@@ -218,6 +218,17 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     goto fail;
   }
   store_sha256_hex(o->api_key, strlen(o->api_key), o->api_key_hash);
+  {
+    /* The headless hosts' key: random per start, reaches only what a page token may (auth.c),
+     * so a host that Python escaped into cannot create chats, turns or read the admin views. */
+    unsigned char r[32];
+    if (sbx_random(r, sizeof(r)) != 0) {
+      rc = sbx_error_set(err, SBX_EIO, "no random bytes for the host key");
+      goto fail;
+    }
+    sbx_hex(r, sizeof(r), o->host_key);
+    store_sha256_hex(o->host_key, strlen(o->host_key), o->host_key_hash);
+  }
   load_runtime_settings(o);
   if ((rc = reload_runs(o, err)) != 0)
     goto fail;

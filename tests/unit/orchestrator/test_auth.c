@@ -26,7 +26,7 @@ START_TEST(test_tokens) {
   char hdr[200];
   struct orch_auth a;
   snprintf(hdr, sizeof(hdr), "Bearer %s", tok_a);
-  orch_auth_read(hdr, NULL, api_hash, &a);
+  orch_auth_read(hdr, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
   ck_assert_str_eq(a.chat_id, chat_a);
   ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 1);
@@ -35,26 +35,45 @@ START_TEST(test_tokens) {
   /* a forged token naming chat a */
   char forged[128];
   snprintf(forged, sizeof(forged), "Bearer %s.%064d", chat_a, 0);
-  orch_auth_read(forged, NULL, api_hash, &a);
+  orch_auth_read(forged, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
   ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 0);
   /* API key reaches every chat */
-  orch_auth_read("Bearer the-api-key-0123456789", NULL, api_hash, &a);
+  orch_auth_read("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_API);
   ck_assert_int_eq(orch_auth_allows(&a, chat_b, hash_b), 1);
   /* query token only when no header */
-  orch_auth_read(NULL, tok_b, api_hash, &a);
+  orch_auth_read(NULL, tok_b, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
   ck_assert_int_eq(orch_auth_allows(&a, chat_b, hash_b), 1);
-  orch_auth_read(NULL, NULL, api_hash, &a);
+  orch_auth_read(NULL, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_NONE);
-  orch_auth_read("Basic abc", NULL, api_hash, &a);
+  orch_auth_read("Basic abc", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  orch_auth_read("Bearer ", NULL, api_hash, &a);
+  orch_auth_read("Bearer ", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  orch_auth_read("Bearer wrong-key", NULL, api_hash, &a);
+  orch_auth_read("Bearer wrong-key", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
   ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 0);
+}
+END_TEST
+
+START_TEST(test_host_key) {
+  const char *chat_a = "0123456789abcdef0123456789abcdef";
+  char api_hash[65], host_hash[65], hash_a[65], tok_a[128];
+  hash("the-api-key-0123456789", api_hash);
+  hash("host-key-0123456789abcdef", host_hash);
+  ck_assert_int_eq(orch_token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
+  struct orch_auth a;
+  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, host_hash, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_HOST); /* page-level calls of every chat; never API-only ones */
+  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 1);
+  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, NULL, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD); /* no hosts: the key means nothing */
+  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, "", &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
+  orch_auth_read("Bearer the-api-key-0123456789", NULL, api_hash, host_hash, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_API);
 }
 END_TEST
 
@@ -97,6 +116,7 @@ int main(void) {
   Suite *s = suite_create("auth");
   TCase *tc = tcase_create("credentials");
   tcase_add_test(tc, test_tokens);
+  tcase_add_test(tc, test_host_key);
   tcase_add_test(tc, test_ct_streq);
   tcase_add_test(tc, test_api_key_file);
   suite_add_tcase(s, tc);
