@@ -1,0 +1,93 @@
+// lib.mjs -- what the full-stack tests share: the real orchestrator binary in `server` execution
+// mode (real SQLite files in a temp data dir, real headless hosts under bubblewrap and Node's
+// permission model, real Pyodide), started on 127.0.0.1 with a free port and stopped by pid; the
+// processes it spawned found through /proc by parent pid (never by name).
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { startServer, call, newChat, upload, sleep, tempDir, ROOT } from '../integration/lib.mjs';
+
+export { call, newChat, upload, sleep, tempDir, ROOT };
+
+// bubblewrap usable here (root or user namespaces)?  Without it the hosts run TRUSTED and the
+// tests that prove the sandbox skip with that reason.
+export const BWRAP = (() => {
+  const r = spawnSync('bwrap', ['--unshare-net', '--die-with-parent', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'], { stdio: 'ignore' });
+  return r.status === 0;
+})();
+
+export const sha256 = (b) => createHash('sha256').update(b).digest('hex');
+
+export async function startStack({ dataDir, env = {} } = {}) {
+  const srv = await startServer({
+    dataDir,
+    env: {
+      CHAT_CODE_EXECUTION: 'server', CODE_TIME_LIMIT_S: '3', PAGE_GRACE_MS: '1000', CEREA_LOG: 'info',
+      CEREA_HOSTS: '1', CEREA_HOST_KERNELS: '3', ...(BWRAP ? {} : { CEREA_SERVER_TRUSTED: '1' }), ...env,
+    },
+  });
+  return srv;
+}
+
+// Resolves once the n-th "host S ... ready" line appeared in the server's log.
+export async function hostReady(srv, n = 1, timeoutMs = 180000) {
+  const t0 = Date.now();
+  for (;;) {
+    const count = (srv.log.match(/host \d+ \(pid \d+\) ready/g) || []).length;
+    if (count >= n) return;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`no host ready within ${timeoutMs} ms:\n${srv.log.slice(-3000)}`);
+    await sleep(100);
+  }
+}
+
+function ppidOf(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch { return -1; }
+}
+
+// Every live descendant of pid, found through /proc by parent pid.
+export function descendants(pid) {
+  const all = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+  const out = [];
+  let frontier = [pid];
+  while (frontier.length) {
+    const next = [];
+    for (const p of all) if (frontier.includes(ppidOf(p))) { out.push(p); next.push(p); }
+    frontier = next;
+  }
+  return out;
+}
+
+export function cmdline(pid) {
+  try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'); } catch { return []; }
+}
+
+// The node process of the host (inside bwrap when sandboxed).
+export function hostNodePids(srv) {
+  return descendants(srv.pid).filter((p) => cmdline(p).some((a) => a.endsWith('headless-host.js')) && /node/.test(cmdline(p)[0]));
+}
+
+export function netns(pid) { try { return readlinkSync(`/proc/${pid}/ns/net`); } catch { return null; } }
+
+export async function run(srv, chat, code, extra = {}) {
+  const r = await call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code, wait_s: 240, ...extra } });
+  if (r.status !== 201 && r.status !== 200) throw new Error(`run: ${r.status} ${r.buf}`);
+  return r.json;
+}
+
+export async function waitRun(srv, runId, wait = 240) {
+  const r = await call(srv, 'GET', `/v1/runs/${runId}?wait_s=${wait}`);
+  return r.json;
+}
+
+export async function waitState(srv, runId, state, timeoutMs = 120000) {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await call(srv, 'GET', `/v1/runs/${runId}`);
+    if (r.json && r.json.state === state) return r.json;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`run ${runId} not ${state} within ${timeoutMs} ms: ${JSON.stringify(r.json)}`);
+    await sleep(50);
+  }
+}
