@@ -62,10 +62,8 @@ await esbuild.build({
 // 4. The kernel worker: the kernel helper's browser entry when it exists (worker/browser-worker.js
 //    importing worker/core.js); kernel Python sources are bundled as text so the worker needs no
 //    fetch outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
-//    The app's entry (ui-adapter/src/kernel-worker.js) needs worker/core.js and kernel/*.py; until
-//    those exist a minimal stand-in is built so the page side stays testable.
-const realKernel = fs.existsSync(path.join(root, 'worker/core.js')) && fs.existsSync(path.join(root, 'kernel/runner.py'));
-const workerEntry = path.join(root, realKernel ? 'ui-adapter/src/kernel-worker.js' : 'ui-adapter/src/kernel-worker-fallback.js');
+//    The app's entry (ui-adapter/src/kernel-worker.js) imports worker/core.js.
+const workerEntry = path.join(root, 'ui-adapter/src/kernel-worker.js');
 // `cerea:kernel-sources` → {module name: Python source} of every kernel/*.py.
 const kernelSources = {
   name: 'cerea-kernel-sources',
@@ -79,15 +77,12 @@ const kernelSources = {
     });
   },
 };
-if (workerEntry) {
+{
   await esbuild.build({
     ...common, entryPoints: [workerEntry], outfile: path.join(www, 'worker/kernel-worker.js'),
     loader: { '.py': 'text' }, external: ['/pyodide/*'], splitting: false, plugins: [kernelSources],
   });
-  // Which entry was built (the e2e tests skip the lock-down probes on the fallback stand-in).
-  fs.writeFileSync(path.join(www, 'worker/ENTRY.txt'), path.relative(root, workerEntry) + '\n');
-} else {
-  console.warn('build: no kernel worker entry yet (worker/browser-worker.js): worker not built');
+
 }
 
 // 5. The pages.
@@ -95,4 +90,4 @@ for (const f of ['index.html', 'chat.html', 'admin.html']) {
   fs.copyFileSync(path.join(root, 'ui-adapter/app', f), path.join(www, f));
 }
 const n = fs.readdirSync(assets).length;
-console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/)${workerEntry ? ', worker from ' + path.relative(root, workerEntry) : ''}`);
+console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/), worker from ${path.relative(root, workerEntry)}`);

@@ -8,8 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
-import path from 'node:path';
-import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE, WWW } from './harness.mjs';
+import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE } from './harness.mjs';
 
 let srv, browser, sentinel, sentinelHits = [];
 
@@ -80,12 +79,7 @@ test('the playground runs Python in the real kernel and returns an artifact', as
   await page.close();
 });
 
-test('from Python every escape probe fails and nothing reaches another server', async (t) => {
-  const entry = fs.readFileSync(path.join(WWW, 'worker/ENTRY.txt'), 'utf8').trim();
-  if (/fallback/.test(entry)) {
-    t.skip(`the built kernel worker is the stand-in ${entry} (no lock-down patches): the kernel's worker/browser-worker.js is not in the tree yet`);
-    return;
-  }
+test('from Python every escape probe fails and nothing reaches another server', async () => {
   const { page } = await openPlayground();
   const target = `http://127.0.0.1:${sentinel.address().port}`;
   // The page listens on the BroadcastChannel Python will try.

@@ -79,11 +79,30 @@ if (!session) {
     }
   });
 
+  // Attach files (page token: POST /v1/chats/{chat}/files); the orchestrator's `files` event
+  // refreshes the chips, and the next run mounts them.
+  async function attach(list) {
+    for (const f of list) {
+      $('attach-status').textContent = `Uploading ${f.name}…`;
+      try {
+        const r = await api.uploadFile(chatId, f.name, new Uint8Array(await f.arrayBuffer()));
+        $('attach-status').textContent = r.mounted ? `${r.name} is at ${r.path}` : `${r.name} was stored but not mounted: ${r.left_out_reason}`;
+      } catch (e) { $('attach-status').textContent = `${f.name}: ${e.status === 413 ? 'too large (over 50 MB)' : e.message}`; }
+    }
+    session.refreshFiles();
+  }
+  $('attach-input').addEventListener('change', (e) => { attach([...e.target.files]); e.target.value = ''; });
+  const dz = $('dropzone');
+  dz.addEventListener('dragover', (e) => { e.preventDefault(); dz.classList.add('drag'); });
+  dz.addEventListener('dragleave', () => dz.classList.remove('drag'));
+  dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('drag'); if (e.dataTransfer?.files?.length) attach([...e.dataTransfer.files]); });
+
   // The user's own code, run in this chat.
   let ed = null;
   $('composer').addEventListener('toggle', () => {
     if (!$('composer').open || ed) return;
     ed = createEditor($('editor'), { doc: 'print("hello from this chat")\n', onRun: () => runOwn(), label: 'Code to run in this chat' });
+    window.cereaChatEditor = ed;
   }, { once: false });
   async function runOwn() {
     if (!ed) return;

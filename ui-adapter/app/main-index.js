@@ -107,34 +107,59 @@ dz.addEventListener('dragover', (e) => { e.preventDefault(); dz.classList.add('d
 dz.addEventListener('dragleave', () => dz.classList.remove('drag'));
 dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('drag'); if (e.dataTransfer?.files?.length) addFiles(e.dataTransfer.files); });
 
-// ---- Chat list (kept in this browser; chats are created with the operator's API key) ----------
+// ---- Chat list ---------------------------------------------------------------------------------
+// Chats are created with the operator's API key (POST /v1/chats is a backend call).  The page
+// token of a chat created here is kept in this browser (the API never shows a token again), so
+// only those chats can be opened from here; GET /v1/chats lists the others, marked as such.
+// Renaming is local: API v1 has no call to change a chat's title.
 const CHATS = 'cerea.chats';
 const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
 const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c));
+let serverChats = [];
+async function fetchServerChats() {
+  const { apiKey } = loadSettings();
+  if (!apiKey) { serverChats = []; return; }
+  try { serverChats = (await new Api({ token: apiKey }).call('GET', '/v1/chats'))?.chats || []; }
+  catch { serverChats = []; }
+}
 function renderChats() {
   const chats = loadChats();
-  $('chats-note').textContent = chats.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).';
-  $('chat-list').replaceChildren(...chats.map((c, i) => {
+  const mine = new Set(chats.map((c) => c.chat_id));
+  const others = serverChats.filter((c) => !mine.has(c.chat_id));
+  $('chats-note').textContent = chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).';
+  const items = chats.map((c, i) => {
     const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}` }, c.title || c.chat_id);
     const rename = h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': `Rename ${c.title || c.chat_id}`,
       onclick: () => {
         const t = prompt('New name for this chat', c.title || '');
         if (t !== null) { const all = loadChats(); all[i].title = t.trim() || all[i].chat_id; saveChats(all); renderChats(); }
       } }, 'Rename');
-    return h('li', {}, link, rename);
-  }));
+    return h('li', { 'data-chat-id': c.chat_id }, link, rename);
+  });
+  for (const c of others) {
+    items.push(h('li', { 'data-chat-id': c.chat_id, class: 'muted', title: 'Created elsewhere: its page token is not in this browser' },
+      h('span', {}, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere')));
+  }
+  $('chat-list').replaceChildren(...items);
 }
 $('new-chat').addEventListener('click', async () => {
   const { apiKey } = loadSettings();
   if (!apiKey) { $('chats-note').textContent = 'Enter the operator API key in Settings first.'; $('settings').showModal(); return; }
   try {
-    const r = await new Api({ token: apiKey }).createChat({});
+    const title = `Chat ${new Date().toLocaleString()}`;
+    const r = await new Api({ token: apiKey }).createChat({ title });
     const chats = loadChats();
-    chats.unshift({ chat_id: r.chat_id, page_token: r.page_token, title: `Chat ${new Date().toLocaleString()}` });
+    chats.unshift({ chat_id: r.chat_id, page_token: r.page_token, title });
     saveChats(chats); renderChats();
   } catch (e) { $('chats-note').textContent = `Could not create a chat: ${e.message}`; }
 });
+fetchServerChats().then(renderChats);
 
 renderChats();
-wireSettingsDialog({ onChange: (s) => { saveSettings(s); startKernel(); } });
+let lastPypi = loadSettings().pypi;
+wireSettingsDialog({ onChange: (s) => {
+  saveSettings(s);
+  if (s.pypi !== lastPypi) { lastPypi = s.pypi; startKernel(); } // a fresh sandbox behind the other worker CSP
+  fetchServerChats().then(renderChats);
+} });
 startKernel();
