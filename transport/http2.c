@@ -60,6 +60,7 @@ struct h2s {
   struct sbx_buf out;
   size_t out_off;
   int out_end, deferred, drain_queued;
+  uint64_t begin; /* when its HEADERS began: the request must be complete by header_timeout */
 };
 
 struct h2 {
@@ -132,6 +133,7 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* nghttp2 resets the stream */
   st->h = h;
   st->id = f->hd.stream_id;
+  st->begin = uv_now(h->c->srv->loop);
   SBX_LIST_INIT(&st->node);
   sbx_list_insert_tail(&h->streams, &st->node);
   sbx_buf_init(&st->out, SIZE_MAX / 2);
@@ -391,6 +393,7 @@ static void h2_answer_error(struct tp_req *r, int status) {
     const char *code, *msg;
   } t[] = {{400, "bad_request", "malformed request"},
            {405, "method_not_allowed", "method not allowed"},
+           {408, "timeout", "request not received in time"},
            {413, "body_too_large", "request body over the limit"},
            {414, "uri_too_long", "request path over the limit"},
            {431, "headers_too_large", "request headers over the limit"},
@@ -401,6 +404,32 @@ static void h2_answer_error(struct tp_req *r, int status) {
       return;
     }
   tp_respond_error(r, status, "error", "refused");
+}
+
+/* The connection's one timer: idle_timeout with no stream; with streams, the header timeout of
+ * the oldest request still arriving (slowloris on a stream), else idle_timeout as a stall check
+ * (h2_on_timeout closes a connection whose client stopped reading). */
+static void h2_arm_timer(struct h2 *h) {
+  struct tp_conn *c = h->c;
+  if (c->state == CONN_CLOSING)
+    return;
+  if (h->nstreams == 0) {
+    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+    return;
+  }
+  uint64_t now = uv_now(c->srv->loop), oldest = UINT64_MAX;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &h->streams) {
+    struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
+    if (st->req && !st->dispatched && !st->refused && st->begin < oldest)
+      oldest = st->begin;
+  }
+  if (oldest != UINT64_MAX) {
+    uint64_t due = oldest + LIM(h)->header_timeout_ms;
+    tp__conn_timer(c, due > now ? due - now : 1);
+  } else {
+    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+  }
 }
 
 /* Runs recorded events (handlers, errors, gone notices, file pumps) and sends, until quiet. */
@@ -496,8 +525,7 @@ static void h2_run(struct h2 *h) {
     tp__conn_read_stop(c);
   else
     tp__conn_read_start(c);
-  if (h->nstreams == 0)
-    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+  h2_arm_timer(h);
 }
 
 /* ---- struct tp_req_ops ------------------------------------------------------------------------ */
@@ -608,7 +636,6 @@ static int h2_feed(struct tp_conn *c, const char *data, size_t len) {
   struct h2 *h = c->pdata;
   if (h->state == H2_CLOSED)
     return 0;
-  tp__conn_timer(c, 0);
   h->in_ng = 1;
   ssize_t n = nghttp2_session_mem_recv(h->ss, (const uint8_t *)data, len);
   h->in_ng = 0;
@@ -640,10 +667,13 @@ static void h2_on_written(struct tp_conn *c) {
   struct h2 *h = c->pdata;
   if (h->state == H2_CLOSED)
     return;
-  if (nghttp2_session_want_write(h->ss) || h->nevs)
+  if (nghttp2_session_want_write(h->ss) || h->nevs) {
     h2_run(h);
-  else if (c->wpending < LIM(h)->h2_outbound_queue_bytes / 2)
+    return;
+  }
+  if (c->wpending < LIM(h)->h2_outbound_queue_bytes / 2)
     tp__conn_read_start(c);
+  h2_arm_timer(h); /* progress */
 }
 
 static void h2_on_close(struct tp_conn *c) {
@@ -707,6 +737,23 @@ static void h2_shutdown(struct tp_conn *c) {
 
 static void h2_on_timeout(struct tp_conn *c) {
   struct h2 *h = c->pdata;
+  /* Requests that did not arrive in time: 408 on their stream (then reset), not the connection. */
+  uint64_t now = uv_now(c->srv->loop);
+  int expired = 0;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &h->streams) {
+    struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
+    if (st->req && !st->dispatched && !st->refused &&
+        now - st->begin >= LIM(h)->header_timeout_ms) {
+      st->dispatched = 1;
+      push_ev(h, EV_ERROR, st->id, 408, NULL);
+      expired++;
+    }
+  }
+  if (expired) {
+    h2_run(h);
+    return;
+  }
   if (h->nstreams == 0) {
     h2_goaway(c, NGHTTP2_NO_ERROR);
     if (c->state != CONN_CLOSING) {
@@ -717,7 +764,7 @@ static void h2_on_timeout(struct tp_conn *c) {
   } else if (c->wpending > 0) {
     tp__conn_close(c, "client stopped reading");
   } else {
-    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
+    h2_arm_timer(h);
   }
 }
 

@@ -424,6 +424,45 @@ START_TEST(test_h2_outbound_bound) {
 }
 END_TEST
 
+/* Slowloris on a stream: a request whose body never comes gets 408 on its stream after
+ * header_timeout; the connection carries on. */
+static ssize_t never_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
+                          uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  return NGHTTP2_ERR_DEFERRED;
+}
+
+static void client_slow_body(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  nghttp2_nv nv[] = {{(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+                     {(uint8_t *)":path", (uint8_t *)"/echo", 5, 5, 0},
+                     {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+                     {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0}};
+  nghttp2_data_provider prd = {.source.ptr = NULL, .read_callback = never_read};
+  int32_t id = nghttp2_submit_request(c.ss, NULL, nv, 4, &prd, NULL);
+  struct h2resp *r = &c.r[c.nr++];
+  memset(r, 0, sizeof(*r));
+  r->id = id;
+  ck_assert(h2c_wait(&c, r, 3000));
+  ck_assert_int_eq(r->status, 408);
+  struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&c, a, 2000));
+  ck_assert_int_eq(a->status, 200);
+  ck_assert(!c.goaway);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_slow_body) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.header_timeout_ms = 200;
+  struct th t;
+  th_init(&t, &l);
+  th_add_routes(t.srv);
+  th_run(&t, client_slow_body);
+}
+END_TEST
+
 Suite *http2_suite(void);
 Suite *http2_suite(void) {
   Suite *s = suite_create("http2");
@@ -437,6 +476,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_idle);
   tcase_add_test(tc, test_h2_close_with_stream);
   tcase_add_test(tc, test_h2_outbound_bound);
+  tcase_add_test(tc, test_h2_slow_body);
   suite_add_tcase(s, tc);
   return s;
 }
