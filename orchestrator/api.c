@@ -24,6 +24,10 @@ void orch_api_json(struct tp_req *req, int status, json_t *body) {
   sbx_free(text);
 }
 
+void orch_api_text(struct tp_req *req, int status, const char *json_text, size_t len) {
+  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", json_text, len);
+}
+
 void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
   char msg[600];
   va_list ap;

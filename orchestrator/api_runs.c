@@ -8,7 +8,7 @@
  * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
  * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
  *   sent `cancel`, and the run ends when the page answers or after a grace.
- * Waiting requests are woken by the run's end (orch_waiters_wake), never by polling; each has a
+ * Waiting requests are woken by the run's end (orch_waiters_wake_text), never by polling; each has a
  * timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
 #include "internal.h"
@@ -20,10 +20,13 @@
 
 static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
 
-static void waiter_end(struct orch_waiter *w, int answer) {
+/* answer: 0 none (the client left), 1 render the run now; text: already rendered. */
+static void waiter_end(struct orch_waiter *w, int answer, const char *text, size_t len) {
   if (w->run != NULL) {
     sbx_list_remove(&w->link);
-    if (answer)
+    if (answer && text)
+      orch_api_text(w->req, w->status_code, text, len);
+    else if (answer)
       orch_api_json(w->req, w->status_code, orch_run_json(w->o, &w->run->rec));
     w->run = NULL;
   }
@@ -33,10 +36,10 @@ static void waiter_end(struct orch_waiter *w, int answer) {
   uv_close((uv_handle_t *)&w->timer, on_waiter_timer_closed);
 }
 
-static void on_waiter_timeout(uv_timer_t *t) { waiter_end(t->data, 1); }
+static void on_waiter_timeout(uv_timer_t *t) { waiter_end(t->data, 1, NULL, 0); }
 static void on_waiter_gone(struct tp_req *req, void *ud) {
   (void)req;
-  waiter_end(ud, 0);
+  waiter_end(ud, 0, NULL, 0);
 }
 
 void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
@@ -58,11 +61,11 @@ void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, i
   uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
 }
 
-void orch_waiters_wake(struct orch *o, struct orch_run *run) {
+void orch_waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len) {
   (void)o;
   while (!SBX_LIST_EMPTY(&run->waiters)) {
     struct orch_waiter *w = SBX_CONTAINER_OF(run->waiters.next, struct orch_waiter, link);
-    waiter_end(w, 1);
+    waiter_end(w, 1, text, len);
   }
 }
 

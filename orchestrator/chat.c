@@ -117,15 +117,21 @@ static void on_settled(int rc, const struct sbx_error *err, void *ud) {
   if (rc != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: final state not durable: %s", run->id,
             err ? err->msg : sbx_strerror(rc));
+  /* The run object is rendered once (it reads the run's files) for every answer waiting on it. */
+  size_t len = 0;
+  json_t *j = orch_run_json(o, &run->rec);
+  char *text = j ? orch_json_dump(j, &len) : NULL;
+  json_decref(j);
   if (ctx->answer) {
-    if (rc == 0)
-      orch_api_json(ctx->answer, 200, orch_run_json(o, &run->rec));
+    if (rc == 0 && text)
+      orch_api_text(ctx->answer, 200, text, len);
     else
       orch_api_error(ctx->answer, 500, "storage", "the result could not be stored: %s",
                      err ? err->msg : sbx_strerror(rc));
     tp_req_release(ctx->answer);
   }
-  orch_waiters_wake(o, run);
+  orch_waiters_wake_text(o, run, text, len);
+  sbx_free(text);
   orch_map_del(&o->runs, run->id);
   orch_run_free(run);
   sbx_free(ctx);

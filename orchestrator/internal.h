@@ -328,6 +328,7 @@ char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */
 
 /* api.c: shared handler helpers */
 void orch_api_json(struct tp_req *req, int status, json_t *body); /* steals body */
+void orch_api_text(struct tp_req *req, int status, const char *json_text, size_t len);
 void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
@@ -375,6 +376,7 @@ void orch_hosts_close(struct orch_hosts *hs);
 /* wait_s waiters (api_runs.c) */
 void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
                      uint64_t wait_ms);
-void orch_waiters_wake(struct orch *o, struct orch_run *run);
+/* Answers every waiter of the run with `text` (the rendered run object; NULL: render each). */
+void orch_waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len);
 
 #endif
