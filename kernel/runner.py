@@ -16,6 +16,7 @@ bytes (the worker does) or enforce the time limit (the page does).
 """
 import json
 import os
+import sys
 import time
 
 from . import execute, figures, imports, lockdown, mounts, output, outputs_diff
@@ -111,6 +112,14 @@ async def execute_run(options_json):
         e = None
     t2 = time.perf_counter()
     swept, dropped = [], 0
+    if not figures.installed() and "matplotlib.pyplot" in sys.modules:
+        # pyplot came in without the code naming it (pandas' .plot()): capture from now on,
+        # without switching the backend (that would close the figures we are about to save).
+        try:
+            import matplotlib.figure
+            figures.install(sys.modules["matplotlib.pyplot"], matplotlib.figure.Figure)
+        except BaseException as e:
+            notes.append("figure capture could not start in this run (%s: %s)" % (type(e).__name__, e))
     if figures.installed():
         try:
             swept, dropped = figures.end_run()

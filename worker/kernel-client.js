@@ -49,7 +49,17 @@
 //   pool.dispose()     terminates both kernels.
 import { CMD, EVENT, REPLY, SIGINT, STATUS } from './protocol.js';
 
+// Life of a KernelClient (state written only by setState):
+//
+//     loading ──ready──▶ ready ◀──▶ busy        (busy while a mount or run is pending)
+//        │                 │          │
+//        └───────────────┴──────────┴──▶ dead  (terminate(), load failure/timeout, worker exit)
+//
+//   loading → ready   init reply ok                  (constructor's ready promise)
+//   ready  ⇄ busy     first command sent / last reply (track)
+//   any    → dead     terminate / worker error/exit  (settleAll); pending commands settle there
 const KSTATE = Object.freeze({ LOADING: 'loading', READY: 'ready', BUSY: 'busy', DEAD: 'dead' });
+const KALLOWED = { ready: ['loading', 'busy'], busy: ['ready'], dead: ['loading', 'ready', 'busy'] };
 
 export class KernelClient {
   constructor({ createWorker, init, loadTimeoutMs = 60000, interrupts } = {}) {
@@ -84,9 +94,14 @@ export class KernelClient {
     });
     this.ready = Promise.race([this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.sab || undefined }), stuck])
       .finally(() => clearTimeout(timer))
-      .then((r) => { if (this.state === KSTATE.LOADING) this.state = KSTATE.READY; this.info = r.info; return r.info; },
+      .then((r) => { if (this.state === KSTATE.LOADING) this.setState(KSTATE.READY); this.info = r.info; return r.info; },
         (e) => { this.terminate(STATUS.CRASHED); throw e; });
     this.ready.catch(() => {});
+  }
+
+  setState(next) {
+    if (!(KALLOWED[next] || []).includes(this.state)) throw new Error(`KernelClient: ${this.state} -> ${next} not allowed`);
+    this.state = next;
   }
 
   onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
@@ -109,16 +124,18 @@ export class KernelClient {
   send(msg, transfer = []) {
     if (this.state === KSTATE.DEAD) return Promise.reject(Object.assign(new Error(`kernel is dead (${this.exitReason})`), { code: 'dead' }));
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, cmd: msg.cmd });
-      this.worker.postMessage({ ...msg, id }, transfer);
-    });
+    let entry;
+    const p = new Promise((resolve, reject) => { entry = { resolve, reject, cmd: msg.cmd }; });
+    entry.settled = p.then(() => {}, () => {});
+    this.pending.set(id, entry);
+    this.worker.postMessage({ ...msg, id }, transfer);
+    return p;
   }
 
   async track(p) {
-    this.busyCount++; if (this.state === KSTATE.READY) this.state = KSTATE.BUSY;
+    this.busyCount++; if (this.state === KSTATE.READY) this.setState(KSTATE.BUSY);
     try { return await p; } finally {
-      this.busyCount--; if (this.busyCount === 0 && this.state === KSTATE.BUSY) this.state = KSTATE.READY;
+      this.busyCount--; if (this.busyCount === 0 && this.state === KSTATE.BUSY) this.setState(KSTATE.READY);
     }
   }
 
@@ -153,10 +170,9 @@ export class KernelClient {
     if (this.state !== KSTATE.BUSY) return 'idle';
     const runs = [...this.pending.values()].filter((p) => p.cmd === CMD.RUN);
     if (this.interrupt()) {
-      const ended = await Promise.race([
-        new Promise((res) => { const t = setInterval(() => { if (this.state !== KSTATE.BUSY) { clearInterval(t); res(true); } }, 5); setTimeout(() => { clearInterval(t); res(false); }, graceMs); }),
-      ]);
-      if (ended) return 'interrupted';
+      const runsDone = Promise.allSettled(runs.map((p) => p.settled));
+      const ended = await Promise.race([runsDone.then(() => true), new Promise((res) => setTimeout(() => res(false), graceMs))]);
+      if (ended && this.state !== KSTATE.DEAD) return 'interrupted';
     }
     if (runs.length || this.state === KSTATE.BUSY) { this.terminate(STATUS.CANCELLED); return 'terminated'; }
     return 'idle';
@@ -171,7 +187,7 @@ export class KernelClient {
 
   settleAll(reason, why) {
     if (this.state === KSTATE.DEAD && this.pending.size === 0) return;
-    this.state = KSTATE.DEAD;
+    if (this.state !== KSTATE.DEAD) this.setState(KSTATE.DEAD);
     this.exitReason = this.exitReason || reason;
     for (const [, p] of this.pending) p.reject(Object.assign(new Error(why), { code: 'dead', killed: true, reason: this.exitReason }));
     this.pending.clear();
