@@ -1,0 +1,89 @@
+// browser.test.mjs -- the same kernel in a real browser worker: worker/browser-worker.js as a
+// module Web Worker in Debian's Chromium (playwright-core, never a downloaded browser), served
+// from 127.0.0.1 with COOP/COEP (cross-origin isolation, so the interrupt buffer is shared) and
+// the worker's own CSP.  Checks what only a real WorkerGlobalScope shows: the lock-down along its
+// prototype chain (fetch, importScripts, indexedDB, caches live on WorkerGlobalScope.prototype),
+// wheels loaded through the guarded fetch from /pyodide/, eval refused by the CSP, SharedArrayBuffer
+// interrupts.  The chat page's own end-to-end tests (stage 60) build on the same core.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, PYODIDE_DIR } from '../../worker/node-kernel.js';
+
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const skip = fs.existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (Debian package chromium, installed by setup)`;
+const MAP = [['/pyodide/', PYODIDE_DIR + '/'], ['/worker/', path.join(ROOT, 'worker') + '/'], ['/kernel/', path.join(ROOT, 'kernel') + '/']];
+const TYPES = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json', '.py': 'text/plain' };
+
+let server, base, browser, page;
+const hits = [];
+before(async () => {
+  if (skip) return;
+  server = http.createServer((req, res) => {
+    const u = new URL(req.url, 'http://x');
+    hits.push(u.pathname);
+    const h = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' };
+    if (u.pathname === '/') { res.writeHead(200, { ...h, 'content-type': 'text/html' }); res.end('<!DOCTYPE html><title>kernel</title>'); return; }
+    for (const [p, d] of MAP) {
+      if (!u.pathname.startsWith(p)) continue;
+      const f = path.join(d, path.normalize(u.pathname.slice(p.length)));
+      if (!f.startsWith(d) || !fs.existsSync(f) || !fs.statSync(f).isFile()) break;
+      const csp = p === '/worker/' ? { 'Content-Security-Policy': `default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src ${base}/pyodide/ ${base}/kernel/` } : {};
+      res.writeHead(200, { ...h, ...csp, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream' });
+      res.end(fs.readFileSync(f));
+      return;
+    }
+    res.writeHead(404, h); res.end();
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  page = await browser.newPage();
+  await page.goto(base + '/');
+});
+after(async () => { if (browser) await browser.close(); if (server) server.close(); });
+
+test('browser worker: loads from /pyodide/ only, lock-down clean, probes refused, wheels load, interrupt works', { skip }, async () => {
+  const out = await page.evaluate(async (base) => {
+    const { KernelClient } = await import(base + '/worker/kernel-client.js');
+    const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/browser-worker.js', { type: 'module' }),
+      init: { indexURL: base + '/pyodide/', packageBaseUrl: base + '/pyodide/', lockFileURL: base + '/pyodide/pyodide-lock.json',
+        kernelURL: base + '/kernel/', deploymentURL: base + '/pyodide/deployment.json' } });
+    const info = await k.ready;
+    const r = await k.run({ code: `import js, pyodide.http
+print([n for n in ['XMLHttpRequest','WebSocket','importScripts','indexedDB','caches','BroadcastChannel','EventSource','postMessage','Worker'] if getattr(js, n, None) is not None])
+for label, url in [('fetch', '${base}/leak'), ('fetch-api', '${base}/v1/chats'), ('fetch-up', '${base}/pyodide/../leak')]:
+    try:
+        await js.fetch(url); print(label, 'REACHED')
+    except Exception: print(label, 'refused')
+try:
+    await pyodide.http.pyfetch('${base}/leak'); print('pyfetch REACHED')
+except Exception: print('pyfetch refused')
+try:
+    js.eval('1'); print('eval REACHED')
+except Exception: print('eval refused')
+import xlsxwriter, openpyxl
+wb = xlsxwriter.Workbook('/mnt/output/a.xlsx'); wb.add_worksheet().write(0, 0, 'hi'); wb.close()
+print(openpyxl.load_workbook('/mnt/output/a.xlsx').active['A1'].value)` });
+    const started = new Promise((res) => k.onEvent((e) => e.event === 'started' && res()));
+    const p = k.run({ code: 'while True:\n    pass' });
+    await started;
+    k.interrupt();
+    const r2 = await p;
+    k.terminate('cancelled');
+    return { lockdown: info.lockdown, interrupts: info.interrupts, stdout: r.stdout, error: r.error,
+      files: r.files.map((f) => [f.name, f.kind, f.data[0]]), cancelled: r2.status, isolated: crossOriginIsolated };
+  }, base);
+  assert.equal(out.isolated, true);
+  assert.deepEqual(out.lockdown, []);
+  assert.equal(out.interrupts, true);
+  assert.equal(out.error, null);
+  assert.equal(out.stdout, '[]\nfetch refused\nfetch-api refused\nfetch-up refused\npyfetch refused\neval refused\nhi\n');
+  assert.deepEqual(out.files, [['a.xlsx', 'file', 0x50]]);
+  assert.equal(out.cancelled, 'cancelled');
+  assert.ok(!hits.some((h) => h === '/leak' || h.startsWith('/v1/')), 'no probe reached the server');
+  assert.ok(hits.some((h) => h.startsWith('/pyodide/wheels/')), 'wheels came through the guarded fetch');
+});
