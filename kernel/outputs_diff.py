@@ -97,6 +97,10 @@ def after_run(limit=200, figure_paths=(), file_cap=FILE_CAP):
             continue
         digest = sha256_file(full)
         _known[rel] = (st.st_size, digest)
+        try:
+            os.utime(full, ns=(0, 0))   # known now: the next before_run need not hash it again
+        except OSError:
+            pass
         if old is not None and old == (st.st_size, digest):
             continue  # rewritten with identical bytes: not changed
         changed.append((st.st_mtime_ns, _write_seq.get(full, 0), rel, st.st_size, digest))
