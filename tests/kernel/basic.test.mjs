@@ -138,3 +138,13 @@ test('input() fails at once (no stdin in the sandbox) instead of blocking the ke
   assert.match(r.stdout, /^name\? (OSError|EOFError)\n$/);
   assert.ok(performance.now() - t0 < 2000);
 });
+
+test('run limits from the event may lower the caps, never raise them', async () => {
+  const low = await run(k, 'print("x" * 500)', { limits: { out_chars: 100 } });
+  assert.equal(low.stdout.length, 100);
+  assert.equal(low.stdout_truncated, true);
+  assert.ok(low.notes.some((n) => /cut at 100 characters/.test(n)));
+  const high = await run(k, 'print("y" * 9000)', { limits: { out_chars: 1e6 } });
+  assert.equal(high.stdout.length, 8000);
+  assert.equal(high.stdout_truncated, true);
+});
