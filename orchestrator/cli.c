@@ -2,12 +2,16 @@
  *
  *   cerea-sandbox status [--url URL] [--key KEY] [--data DIR]
  *   cerea-sandbox run    [--url URL] [--key KEY] [--data DIR] [--chat ID] [--timeout S] [--wait S]
- *                        [FILE|-]
+ *                        [--attach FILE]... [--out DIR] [FILE|-]
  *
  * URL is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
  * CEREA_API_KEY, or DIR/api_key (default ./var).  `run` creates a chat unless --chat is given
  * (printing the page URL to open so a page attaches and runs it), posts the code with wait_s, and
- * prints the run's stdout and stderr and a status line; the exit code is 0 only for status ok.
+ * prints the run's stdout and stderr and a status line.  --attach uploads files to the chat first
+ * (each printed with its name and, when left out, why); --out DIR saves the run's artifacts there
+ * (their relative names; never outside DIR).  Without --wait it waits until the run ends.  Exit
+ * status: 0 ok, 1 error (Python raised), 124 timeout, 130 cancelled, 3 crashed / abandoned /
+ * rejected, 2 usage or API errors.  --server and --api-key are accepted for --url and --key.
  * `status` prints /healthz and, with a key, the live runs and attached pages.
  *
  * What it is not: a general HTTP client.  Plain HTTP/1.1 over a blocking socket with
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -58,9 +63,10 @@ static int cli_connect(const struct cli *c) {
   return fd;
 }
 
-/* One request; *status and the body (owned, NUL-terminated) on success. */
-static int cli_http(const struct cli *c, const char *method, const char *path, const char *body,
-                    int *status, char **out) {
+/* One request with a body of blen bytes (binary-safe); *status and the answer's body (owned,
+ * NUL-terminated, *out_len bytes when out_len is given) on success. */
+static int cli_request(const struct cli *c, const char *method, const char *path, const char *ctype,
+                       const char *body, size_t blen, int *status, char **out, size_t *out_len) {
   int fd = cli_connect(c);
   if (fd < 0) {
     fprintf(stderr, "cerea-sandbox: cannot connect to %s%s%s: %s\n", c->unix_path[0] ? "unix:" : c->host,
@@ -69,13 +75,12 @@ static int cli_http(const struct cli *c, const char *method, const char *path, c
   }
   struct sbx_buf req;
   sbx_buf_init(&req, 64u << 20);
-  size_t blen = body ? strlen(body) : 0;
   sbx_buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %zu\r\n", method,
                   path, c->unix_path[0] ? "localhost" : c->host, blen);
   if (c->key)
     sbx_buf_appendf(&req, "Authorization: Bearer %s\r\n", c->key);
-  if (body)
-    sbx_buf_appendf(&req, "Content-Type: application/json\r\n");
+  if (body && ctype)
+    sbx_buf_appendf(&req, "Content-Type: %s\r\n", ctype);
   sbx_buf_append(&req, "\r\n", 2);
   if (body)
     sbx_buf_append(&req, body, blen);
@@ -126,8 +131,13 @@ static int cli_http(const struct cli *c, const char *method, const char *path, c
     }
   }
   sbx_buf_free(&resp);
-  *out = sbx_buf_steal(&outb, NULL);
+  *out = sbx_buf_steal(&outb, out_len);
   return 0;
+}
+
+static int cli_http(const struct cli *c, const char *method, const char *path, const char *body,
+                    int *status, char **out) {
+  return cli_request(c, method, path, "application/json", body, body ? strlen(body) : 0, status, out, NULL);
 }
 
 static int parse_url(struct cli *c, const char *url) {
@@ -166,10 +176,123 @@ static char *read_all(FILE *f) {
 }
 
 static const char *opt(int argc, char **argv, const char *name) {
+  /* The names of the CLI (--server, --api-key) stand for --url and --key. */
+  const char *alias = strcmp(name, "--url") == 0 ? "--server" : strcmp(name, "--key") == 0 ? "--api-key" : name;
   for (int i = 2; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0)
+    if (strcmp(argv[i], name) == 0 || strcmp(argv[i], alias) == 0)
       return argv[i + 1];
   return NULL;
+}
+
+/* Uploads every --attach FILE to the chat under its base name.  0, or -1 (printed). */
+static int attach_files(const struct cli *c, int argc, char **argv, const char *chat) {
+  for (int i = 2; i + 1 < argc; i++) {
+    if (strcmp(argv[i], "--attach") != 0)
+      continue;
+    const char *file = argv[++i];
+    FILE *f = fopen(file, "rb");
+    struct sbx_buf b;
+    sbx_buf_init(&b, (size_t)ORCH_UPLOAD_MAX + 1);
+    char tmp[65536];
+    size_t n;
+    int bad = f == NULL;
+    while (f && (n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+      if (sbx_buf_append(&b, tmp, n) != 0) {
+        bad = 1;
+        break;
+      }
+    if (f)
+      fclose(f);
+    if (bad) {
+      fprintf(stderr, "cerea-sandbox: --attach %s: %s\n", file, f ? "larger than the 50 MB upload limit" : strerror(errno));
+      sbx_buf_free(&b);
+      return -1;
+    }
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    struct sbx_buf path;
+    sbx_buf_init(&path, 8192);
+    sbx_buf_appendf(&path, "/v1/chats/%s/files?name=", chat);
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
+      if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
+        sbx_buf_append(&path, (const char *)p, 1);
+      else
+        sbx_buf_appendf(&path, "%%%02X", *p);
+    sbx_buf_append(&path, "", 1);
+    int st = 0;
+    char *resp = NULL;
+    int rc = cli_request(c, "POST", path.data, "application/octet-stream", b.data ? b.data : "", b.len, &st, &resp, NULL);
+    sbx_buf_free(&b);
+    sbx_buf_free(&path);
+    if (rc != 0)
+      return -1;
+    json_t *j = json_loads(resp, 0, NULL);
+    if (st != 200 && st != 201) {
+      fprintf(stderr, "cerea-sandbox: --attach %s: %d %s\n", file, st, resp);
+      json_decref(j);
+      sbx_free(resp);
+      return -1;
+    }
+    const char *why = json_string_value(json_object_get(j, "left_out_reason"));
+    fprintf(stderr, "attached %s as %s%s%s%s\n", file, json_string_value(json_object_get(j, "name")),
+            why ? " (not mounted: " : "", why ? why : "", why ? ")" : "");
+    json_decref(j);
+    sbx_free(resp);
+  }
+  return 0;
+}
+
+/* Saves each artifact of the run into dir under its relative name.  0, or -1 (printed). */
+static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
+  size_t i;
+  json_t *v;
+  int rc = 0;
+  mkdir(dir, 0755);
+  json_array_foreach(json_object_get(run, "files"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    const char *id = json_string_value(json_object_get(v, "artifact_id"));
+    if (name == NULL || id == NULL || name[0] == '/' || strstr(name, "..") != NULL) {
+      rc = -1;
+      continue;
+    }
+    char url[128], path[4096];
+    snprintf(url, sizeof(url), "/v1/files/%s", id);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    for (char *p = path + strlen(dir) + 1; *p; p++)
+      if (*p == '/') {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+      }
+    int st = 0;
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = NULL;
+    if (cli_request(c, "GET", url, NULL, NULL, 0, &st, &data, &len) != 0 || st != 200 ||
+        (f = fopen(path, "wb")) == NULL || fwrite(data, 1, len, f) != len) {
+      fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %s\n", name, path);
+      rc = -1;
+    } else {
+      fprintf(stderr, "saved %s (%zu bytes)\n", path, len);
+    }
+    if (f)
+      fclose(f);
+    sbx_free(data);
+  }
+  return rc;
+}
+
+static int exit_for_status(const char *status) {
+  if (status == NULL)
+    return 2;
+  if (strcmp(status, "ok") == 0)
+    return 0;
+  if (strcmp(status, "error") == 0)
+    return 1;
+  if (strcmp(status, "timeout") == 0)
+    return 124;
+  if (strcmp(status, "cancelled") == 0)
+    return 130;
+  return 3;
 }
 
 static int setup(struct cli *c, int argc, char **argv) {
@@ -281,6 +404,10 @@ int orch_cli_run(int argc, char **argv) {
     sbx_free(body);
     body = NULL;
   }
+  if (attach_files(&c, argc, argv, chat) != 0) {
+    rc = 2;
+    goto out;
+  }
   const char *wait = opt(argc, argv, "--wait"), *timeout = opt(argc, argv, "--timeout");
   json_t *rq = json_pack("{s:s, s:s, s:f}", "code", code ? code : "", "origin", "user", "wait_s",
                          wait ? atof(wait) : 600.0);
@@ -295,7 +422,23 @@ int orch_cli_run(int argc, char **argv) {
   j = json_loads(body, 0, NULL);
   if ((st != 200 && st != 201) || j == NULL) {
     fprintf(stderr, "cerea-sandbox: run: %d %s\n", st, body);
+    rc = 2;
     goto out;
+  }
+  /* Without --wait: wait until the run ends (a paused run may wait for a page for minutes). */
+  while (wait == NULL && strcmp(json_string_value(json_object_get(j, "state")) ?: "", "done") != 0) {
+    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=600", json_string_value(json_object_get(j, "run_id")));
+    sbx_free(body);
+    body = NULL;
+    if (cli_http(&c, "GET", path, NULL, &st, &body) != 0 || st != 200) {
+      rc = 2;
+      goto out;
+    }
+    json_decref(j);
+    if ((j = json_loads(body, 0, NULL)) == NULL) {
+      rc = 2;
+      goto out;
+    }
   }
   fputs(json_string_value(json_object_get(j, "stdout")) ?: "", stdout);
   fputs(json_string_value(json_object_get(j, "stderr")) ?: "", stderr);
@@ -304,7 +447,18 @@ int orch_cli_run(int argc, char **argv) {
   fprintf(stderr, "run %s: %s%s%s\n", json_string_value(json_object_get(j, "run_id")),
           status ? status : json_string_value(json_object_get(j, "state")), json_is_object(err) ? ": " : "",
           json_is_object(err) ? json_string_value(json_object_get(err, "message")) ?: "" : "");
-  rc = status && strcmp(status, "ok") == 0 ? 0 : 1;
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(j, "notes"), i, v) fprintf(stderr, "note: %s\n", json_string_value(v));
+  if (json_is_true(json_object_get(j, "restarted"))) {
+    fprintf(stderr, "the sandbox was restarted; remounted:");
+    json_array_foreach(json_object_get(j, "remounted"), i, v) fprintf(stderr, " %s", json_string_value(v));
+    fputc('\n', stderr);
+  }
+  rc = exit_for_status(status);
+  const char *outdir = opt(argc, argv, "--out");
+  if (outdir && save_artifacts(&c, j, outdir) != 0 && rc == 0)
+    rc = 2;
 out:
   json_decref(j);
   free(reqb);

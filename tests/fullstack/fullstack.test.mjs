@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import {
   BWRAP, startStack, hostReady, call, newChat, upload, run, waitRun, waitState, sha256, sleep,
-  hostNodePids, descendants, netns, cmdline,
+  hostNodePids, descendants, netns, cmdline, tempDir,
 } from './lib.mjs';
 
 let srv, A, B;
@@ -250,6 +250,40 @@ test('sandbox, from Python: no network beyond the orchestrator (fetch, sockets r
   assert.ok(netns(pids[0]) && netns(pids[0]) !== netns(process.pid), 'the host runs in a network namespace of its own');
   assert.ok(cmdline(pids[0]).includes('--experimental-permission'));
   assert.ok(cmdline(pids[0]).includes('--disallow-code-generation-from-strings'));
+});
+
+test('CLI: `cerea-sandbox run` creates a chat, attaches, runs, prints, saves artifacts; its exit status reflects the run', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { writeFileSync, readFileSync } = await import('node:fs');
+  const { BIN } = await import('../integration/lib.mjs');
+  const dir = tempDir('fs-cli');
+  writeFileSync(`${dir}/in.bin`, blob);
+  writeFileSync(`${dir}/job.py`, py([
+    'import hashlib, shutil',
+    "print(hashlib.sha256(open('/mnt/data/in.bin','rb').read()).hexdigest())",
+    "shutil.copy('/mnt/data/in.bin', '/mnt/output/copy.bin')",
+    "import sys; print('to stderr', file=sys.stderr)",
+  ]));
+  const cli = (args, input) => spawnSync(BIN, args, { encoding: 'utf8', input, timeout: 240000 });
+  const base = ['run', '--server', srv.base, '--api-key', srv.key];
+  const r = cli([...base, '--attach', `${dir}/in.bin`, '--out', `${dir}/out`, `${dir}/job.py`]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), sha256(blob));
+  assert.match(r.stderr, /attached .*in\.bin as in\.bin/);
+  assert.match(r.stderr, /to stderr/);
+  assert.ok(readFileSync(`${dir}/out/copy.bin`).equals(blob), 'the artifact saved byte-identical');
+  const chatId = /chat (\w+)/.exec(r.stderr)[1];
+  const e = cli([...base, '--chat', chatId, '-'], 'raise ValueError("boom")\n');
+  assert.equal(e.status, 1, e.stderr);
+  assert.match(e.stderr, /boom/);
+  const t = cli([...base, '--chat', chatId, '-'], 'while True:\n    pass\n');
+  assert.equal(t.status, 124, t.stderr);
+  assert.match(t.stderr, /restarted; remounted:.*in\.bin/);
+  const st = spawnSync(BIN, ['status', '--server', srv.base, '--api-key', srv.key], { encoding: 'utf8' });
+  assert.equal(st.status, 0);
+  assert.match(st.stdout, /host-0/);
+  const bad = cli(['run', '--server', srv.base, '--api-key', 'wrong-key-0123456789', '-'], 'print(1)\n');
+  assert.notEqual(bad.status, 0);
 });
 
 test('a host killed mid-run is restarted; the run is re-dispatched (new attempt) and ends ok; nothing is lost', async () => {
