@@ -159,7 +159,7 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
     final = norm;
     norm = NULL;
   }
-  if ((rc = st__blob_put(st, sha, op->data, op->size, &w->blob_delta, err)) != 0)
+  if ((rc = st__blob_put(st, w, sha, op->data, op->size, err)) != 0)
     goto out;
 
   struct store_file *f = &op->res.file;

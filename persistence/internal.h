@@ -139,6 +139,13 @@ enum st_stmt_id {
  *   done         loop thread, after the commit (or the failure): calls the user's callback
  *   release      loop thread: frees the op */
 struct st_write;
+/* A blob file written by a write of the open group, not yet durable: its temp file is fsynced
+ * and renamed to its final name just before the group's COMMIT (blobs.c). */
+struct st_blob_pending {
+  int fd;
+  char *tmp, *final;
+  int renamed;
+};
 typedef int (*st_exec_fn)(struct store *st, struct st_write *w, struct sbx_error *err);
 typedef void (*st_op_fn)(struct store *st, struct st_write *w);
 
@@ -151,6 +158,8 @@ struct st_write {
   int rc;
   struct sbx_error err;
   int64_t blob_delta; /* bytes added to (or removed from) the blob store once committed */
+  struct st_blob_pending *pending; /* blob files this write made (writer thread) */
+  size_t npending;
 };
 
 /* Thin ops with a plain store_done_cb: one allocation, inputs copied into `strs`. */
@@ -187,6 +196,10 @@ struct store {
   size_t inflight;        /* loop thread only: submitted, callback not yet run */
   int closing;            /* loop thread only */
   int lock_fd;            /* DATA/cerea.lock, flock'ed: one process per data directory */
+  /* writer thread only: blob directories whose entries must be fsynced before the commit */
+  unsigned char dirty_sub[256];
+  int dirty_top;
+  uint64_t tmp_seq;
 };
 
 /* db.c */
@@ -213,14 +226,23 @@ int st__simple_str(struct st_simple *op, int idx, const char *v);
 void st__simple_discard(struct st_simple *op);
 
 /* blobs.c */
-/* Writer thread: makes sure a blob with this content exists on disk and in the blobs table.
- * *added gets the bytes newly stored (0 when it was there). */
-int st__blob_put(struct store *st, const char *sha, const void *data, size_t len, int64_t *added,
-                 struct sbx_error *err);
+/* Writer thread, inside a write's savepoint: makes sure a blob with this content is in the blobs
+ * table and on its way to disk (a temp file recorded in w->pending; w->blob_delta gets the bytes
+ * newly stored).  The file becomes durable in st__blob_prepare_commit. */
+int st__blob_put(struct store *st, struct st_write *w, const char *sha, const void *data,
+                 size_t len, struct sbx_error *err);
+/* Writer thread, just before COMMIT: fsyncs (in parallel) the temp files of the writes in `txn`
+ * that succeeded, renames them to their final names, fsyncs the directories touched.  A failure
+ * means the group must not commit (SBX_EIO / SBX_EFULL with the path). */
+int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_error *err);
+/* Writer thread: closes a write's pending blob files, unlinking temp files never renamed. */
+void st__blob_pending_drop(struct st_write *w);
 char *st__blob_path(const struct store *st, const char *sha);
 /* At open: removes temp files a killed process left in blobs/xx/ (never referenced). */
 void st__blob_cleanup_tmp(struct store *st);
 int st__fsync_dir(const char *dir);
+/* fsync as blobs.c calls it; tests replace it to inject failures (default: fsync). */
+extern int (*st__fsync)(int fd);
 
 /* naming.c */
 /* NFC of valid UTF-8 (refuses invalid UTF-8); *out owned. SBX_ENAME / SBX_ENOMEM. */

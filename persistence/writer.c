@@ -4,7 +4,8 @@
  * Loop thread: st__submit() puts a write on the queue (mutex-protected) and wakes the writer.
  * Writer thread: takes everything queued (at most group_max), BEGIN IMMEDIATE, then for each
  * write SAVEPOINT / exec / RELEASE (or ROLLBACK TO + RELEASE when that write failed, so it rolls
- * back alone), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
+ * back alone), makes the group's new blob files durable (blobs.c: parallel fsync, rename,
+ * directory fsync), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
  * group to the done list and pokes the loop through a uv_async_t.  Loop thread (on_async): runs
  * each write's callback, then frees it.  So a callback with rc == 0 always follows a durable
  * commit.  If SQLite abandons the whole transaction (an I/O error can do that), the writes of the
@@ -106,8 +107,10 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
       open = 1;
     }
     if (SBX_LIST_EMPTY(group)) {
-      /* commit what the transaction holds */
-      rc = step_ctl(st, ST_COMMIT, &e);
+      /* commit what the transaction holds: its blob files made durable first */
+      rc = st__blob_prepare_commit(st, &txn, &e);
+      if (rc == 0)
+        rc = step_ctl(st, ST_COMMIT, &e);
       if (rc != 0) {
         if (!sqlite3_get_autocommit(st->wdb)) {
           struct sbx_error ignored;
@@ -182,11 +185,13 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&st->mu);
 
     int commits = run_group(st, &group, &finished);
+    struct sbx_list *it;
+    SBX_LIST_FOREACH(it, &finished) /* temp files of writes that did not commit go */
+      st__blob_pending_drop(SBX_CONTAINER_OF(it, struct st_write, link));
 
     pthread_mutex_lock(&st->mu);
     uint64_t errors = 0;
     int64_t delta = 0;
-    struct sbx_list *it;
     SBX_LIST_FOREACH(it, &finished) {
       struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
       if (w->rc != 0)

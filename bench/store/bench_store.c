@@ -6,8 +6,10 @@
  * A client keeps `inflight` writes queued; each callback (= the write is durable: WAL +
  * synchronous=FULL, fsync before the callback) submits the next.  Latency is submit -> callback.
  *
- *   bench_store [--dir DIR] [--group N] [--single N] [--inflight W]
- * What it does not do: measure reads, blobs, or HTTP.
+ * A last mode adds new 4 KB attachments (a blob file written and fsynced + a row each).
+ *
+ *   bench_store [--dir DIR] [--group N] [--single N] [--files N] [--inflight W]
+ * What it does not do: measure reads or HTTP.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,13 +78,54 @@ static void submit(struct bench *b) {
   }
 }
 
+/* ---- file adds: new 4 KB attachments (blob file + row each) ------------------------------- */
+
+struct fctx {
+  struct bench *b;
+  size_t idx;
+  char data[4096];
+};
+
+static void submit_file(struct bench *b);
+
+static void on_file(int rc, const struct sbx_error *err, const struct store_file_added *res,
+                    void *ud) {
+  struct fctx *w = ud;
+  struct bench *b = w->b;
+  b->lat_ns[w->idx] = uv_hrtime() - b->start_ns[w->idx];
+  if (rc != 0) {
+    b->errors++;
+    fprintf(stderr, "file add failed: %s\n", err ? err->msg : "?");
+  }
+  b->done++;
+  free(w);
+  if (b->submitted < b->total)
+    submit_file(b);
+}
+
+static void submit_file(struct bench *b) {
+  struct fctx *w = malloc(sizeof *w);
+  w->b = b;
+  w->idx = b->submitted++;
+  for (size_t i = 0; i < sizeof w->data; i++)
+    w->data[i] = (char)(rand() & 0xff);
+  struct store_file_in in = {.chat_id = "c0000000000000000000000000000001", .name = "upload.bin",
+                             .source = STORE_SRC_ATTACHMENT, .mounted = 1, .data = w->data,
+                             .size = sizeof w->data};
+  b->start_ns[w->idx] = uv_hrtime();
+  if (store_file_add(b->st, &in, on_file, w) != 0) {
+    fprintf(stderr, "cannot queue\n");
+    exit(1);
+  }
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
 static void run_mode(uv_loop_t *loop, struct store *st, const char *mode, size_t total,
-                     size_t inflight, size_t group_max) {
+                     size_t inflight, size_t group_max, int files) {
   struct bench b = {0};
   b.st = st;
   b.mode = mode;
@@ -97,7 +140,7 @@ static void run_mode(uv_loop_t *loop, struct store *st, const char *mode, size_t
   store_get_stats(st, &s0);
   uint64_t t0 = uv_hrtime();
   for (size_t i = 0; i < inflight && b.submitted < total; i++)
-    submit(&b);
+    files ? submit_file(&b) : submit(&b);
   uv_run(loop, UV_RUN_DEFAULT);
   double secs = (double)(uv_hrtime() - t0) / 1e9;
   store_get_stats(st, &s1);
@@ -123,7 +166,7 @@ static void on_chat(int rc, const struct sbx_error *err, void *ud) {
 
 int main(int argc, char **argv) {
   const char *dir = NULL;
-  size_t group_n = 100000, single_n = 3000, inflight = 256;
+  size_t group_n = 100000, single_n = 3000, inflight = 256, files_n = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--dir"))
       dir = argv[i + 1];
@@ -131,6 +174,8 @@ int main(int argc, char **argv) {
       group_n = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--single"))
       single_n = strtoul(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--files"))
+      files_n = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--inflight"))
       inflight = strtoul(argv[i + 1], NULL, 10);
   }
@@ -155,9 +200,11 @@ int main(int argc, char **argv) {
   uv_run(&loop, UV_RUN_DEFAULT);
   printf("data dir %s, %zu writes in flight, run-result rows (~1.5 KB), WAL + synchronous=FULL\n",
          dir, inflight);
-  run_mode(&loop, st, "one tx per write", single_n, inflight, 1);
-  run_mode(&loop, st, "group commit", group_n, inflight, 4096);
-  run_mode(&loop, st, "group commit, 1 in flight", single_n / 3, 1, 4096);
+  run_mode(&loop, st, "one tx per write", single_n, inflight, 1, 0);
+  run_mode(&loop, st, "group commit", group_n, inflight, 4096, 0);
+  run_mode(&loop, st, "group commit, 1 in flight", single_n / 3, 1, 4096, 0);
+  if (files_n)
+    run_mode(&loop, st, "4 KB file adds, grouped", files_n, inflight, 4096, 1);
   store_close(st);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);

@@ -1,6 +1,8 @@
 /* test_blobs.c -- blobs.c: sha256, the blob layout DATA/blobs/ab/<sha256>, same content stored
  * once, whole reads, a leftover complete file reused, and a failing blob write reported with
  * nothing half-stored. */
+#include <errno.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "helpers.h"
@@ -135,6 +137,68 @@ START_TEST(test_large_blob) {
 }
 END_TEST
 
+static _Atomic int fsync_calls, fsync_fail_at;
+static int failing_fsync(int fd) {
+  if (++fsync_calls == fsync_fail_at) {
+    errno = EIO;
+    return -1;
+  }
+  return fsync(fd);
+}
+
+static int count_tmp(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "find %s/blobs -name '*.tmp' | wc -l", dir);
+  FILE *p = popen(cmd, "r");
+  int n = -1;
+  if (fscanf(p, "%d", &n) != 1)
+    n = -1;
+  pclose(p);
+  return n;
+}
+
+/* The group's blob files are fsynced just before its COMMIT: a failing fsync (of a file or of a
+ * directory) fails the group, commits nothing and leaves no temp file. */
+START_TEST(test_blob_fsync_fails) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  st__fsync = failing_fsync;
+  int failures = 0;
+  for (int at = 1; at <= 3; at++) {
+    fsync_calls = 0;
+    fsync_fail_at = at; /* 1: the file; 2, 3: its directories */
+    char data[32];
+    snprintf(data, sizeof data, "fsync fails at %d", at);
+    struct added a;
+    int rc = t_add(&t, CHAT, "f.txt", STORE_SRC_ATTACHMENT, data, &a);
+    if (fsync_calls < at) { /* fewer fsyncs than `at`: nothing failed */
+      ck_assert_int_eq(rc, 0);
+      store_file_free(&a.f);
+      continue;
+    }
+    ck_assert_int_eq(rc, SBX_EIO);
+    ck_assert_ptr_nonnull(strstr(a.msg, "fsync"));
+    failures++;
+    struct store_file *v;
+    size_t n;
+    ck_assert_int_eq(store_file_list(t.st, CHAT, 1, &v, &n), 0);
+    ck_assert_uint_eq(n, 0);
+    store_file_list_free(v, n);
+    ck_assert_int_eq(count_tmp(t.dir), 0);
+  }
+  ck_assert_int_eq(failures, 3); /* the file's fsync and both directories' were each hit */
+  fsync_fail_at = 0;
+  st__fsync = fsync;
+  ck_assert_uint_eq(store_blob_bytes(t.st), 0);
+  struct added a;
+  ck_assert_int_eq(t_add(&t, CHAT, "f.txt", STORE_SRC_ATTACHMENT, "fine now", &a), 0);
+  ck_assert_int_eq(a.created, 1);
+  store_file_free(&a.f);
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("blobs");
   TCase *tc = tcase_create("blobs");
@@ -143,6 +207,7 @@ int main(void) {
   tcase_add_test(tc, test_leftover_reused);
   tcase_add_test(tc, test_blob_write_fails);
   tcase_add_test(tc, test_large_blob);
+  tcase_add_test(tc, test_blob_fsync_fails);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);
