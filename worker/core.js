@@ -105,6 +105,7 @@ export class KernelCore {
     this.pypiAllowed = false;
     this.allowedPrefixes = [];
     this.currentRun = null;
+    this.startedSent = false;
     this.queue = Promise.resolve();
     this.lockdownReport = [];
   }
@@ -214,10 +215,15 @@ export class KernelCore {
     for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
     const core = this;
     py.registerJsModule('cerea_host', {
+      // Called by kernel/runner.py around user code.  User code can import this module too, so
+      // `started` goes out once per run whatever it calls (it must not restart the time limit).
       arm() {
-        if (core.interrupt) Atomics.store(core.interrupt, 0, 0);
+        if (core.interrupt && !core.startedSent) Atomics.store(core.interrupt, 0, 0);
         core.armed = true;
-        if (core.currentRun) core.post(event(EVENT.STARTED, { ref: core.currentRun }));
+        if (core.currentRun !== null && !core.startedSent) {
+          core.startedSent = true;
+          core.post(event(EVENT.STARTED, { ref: core.currentRun }));
+        }
       },
       disarm() { core.armed = false; },
     });
@@ -343,6 +349,7 @@ export class KernelCore {
 
     this.pypiAllowed = msg.pypi === true;
     this.currentRun = msg.run_id ?? msg.id;
+    this.startedSent = false;
     let res;
     try {
       res = JSON.parse(await this.runner.execute_run(JSON.stringify({ limits })));

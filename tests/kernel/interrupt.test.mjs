@@ -99,3 +99,13 @@ test('a worker that dies by itself resolves its run as crashed', async () => {
   assert.equal(r.status, 'crashed');
   assert.equal(r.error.type, 'KernelCrashed');
 });
+
+test('user code calling the host hooks cannot re-send "started" (the time limit starts once per run)', async () => {
+  const k = await pool.active();
+  const starts = [];
+  const off = k.onEvent((e) => { if (e.event === 'started') starts.push(e.ref); });
+  const r = await k.run({ run_id: 'hooks', code: 'import cerea_host\nfor _ in range(5):\n    cerea_host.arm()\ncerea_host.disarm()\nprint("ok")' });
+  off();
+  assert.equal(r.stdout, 'ok\n');
+  assert.deepEqual(starts, ['hooks']);
+});
