@@ -211,6 +211,7 @@ struct wreq {
   uv_write_t w;
   struct tp_conn *c;
   size_t len;
+  char *owned; /* a buffer taken from the caller, or NULL when the bytes follow */
   char data[];
 };
 
@@ -218,6 +219,7 @@ static void on_write(uv_write_t *w, int status) {
   struct wreq *wr = (struct wreq *)w;
   struct tp_conn *c = wr->c;
   c->wpending -= wr->len;
+  sbx_free(wr->owned);
   sbx_free(wr);
   if (c->state == CONN_CLOSING)
     return;
@@ -233,26 +235,35 @@ static void on_write(uv_write_t *w, int status) {
     c->ops->on_written(c);
 }
 
-static int conn_write_raw(struct tp_conn *c, char *owned_or_null, const uv_buf_t *bufs, unsigned n) {
+/* Queues bytes on the socket: copies bufs, or (owned != NULL) takes `owned`, which holds the
+ * bytes of bufs[0] alone ("steals": freed even on failure). */
+static int conn_write_raw(struct tp_conn *c, char *owned, const uv_buf_t *bufs, unsigned n) {
   size_t total = 0;
   for (unsigned i = 0; i < n; i++)
     total += bufs[i].len;
-  if (total == 0)
+  if (total == 0) {
+    sbx_free(owned);
     return 0;
-  struct wreq *wr = sbx_malloc(sizeof(*wr) + total);
-  if (wr == NULL)
-    return SBX_ENOMEM;
-  size_t off = 0;
-  for (unsigned i = 0; i < n; i++) {
-    memcpy(wr->data + off, bufs[i].base, bufs[i].len);
-    off += bufs[i].len;
   }
-  (void)owned_or_null;
+  struct wreq *wr = sbx_malloc(sizeof(*wr) + (owned ? 0 : total));
+  if (wr == NULL) {
+    sbx_free(owned);
+    return SBX_ENOMEM;
+  }
+  wr->owned = owned;
+  if (!owned) {
+    size_t off = 0;
+    for (unsigned i = 0; i < n; i++) {
+      memcpy(wr->data + off, bufs[i].base, bufs[i].len);
+      off += bufs[i].len;
+    }
+  }
   wr->c = c;
   wr->len = total;
-  uv_buf_t b = uv_buf_init(wr->data, (unsigned)total);
+  uv_buf_t b = uv_buf_init(owned ? owned : wr->data, (unsigned)total);
   int rc = uv_write(&wr->w, &c->h.stream, &b, 1, on_write);
   if (rc != 0) {
+    sbx_free(wr->owned);
     sbx_free(wr);
     return sbx_from_uv(rc);
   }
@@ -270,9 +281,7 @@ static int conn_flush_tls_output(struct tp_conn *c) {
   if (len == 0)
     return 0;
   uv_buf_t b = uv_buf_init(out, (unsigned)len);
-  rc = conn_write_raw(c, NULL, &b, 1);
-  sbx_free(out);
-  return rc;
+  return conn_write_raw(c, out, &b, 1);
 }
 
 int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n) {
@@ -285,9 +294,22 @@ int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n) {
   int rc = tp__tls_encrypt(c->tls, bufs, n, &out, &len);
   if (rc != 0)
     return rc;
+  if (len == 0)
+    return 0;
   uv_buf_t b = uv_buf_init(out, (unsigned)len);
-  rc = conn_write_raw(c, NULL, &b, 1);
-  sbx_free(out);
+  return conn_write_raw(c, out, &b, 1);
+}
+
+int tp__conn_write_take(struct tp_conn *c, char *data, size_t len) {
+  if (c->state == CONN_CLOSING) {
+    sbx_free(data);
+    return SBX_ECLOSED;
+  }
+  uv_buf_t b = uv_buf_init(data, (unsigned)len);
+  if (c->tls == NULL)
+    return conn_write_raw(c, data, &b, 1);
+  int rc = tp__conn_write(c, &b, 1);
+  sbx_free(data);
   return rc;
 }
 

@@ -359,6 +359,7 @@ static int h1_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   struct h1 *h = r->conn->pdata;
   struct sbx_buf b;
   sbx_buf_init(&b, hlen + 256);
+  sbx_buf_reserve(&b, hlen + 128); /* one allocation; appends below check again */
   h->chunked_out = 0;
   if (clen == -1 && has_body && !r->is_head) {
     if (h->http10)
@@ -368,7 +369,14 @@ static int h1_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   }
   if (!h->keep_alive || r->srv->state != SRV_RUNNING || status == 400 || status == 408)
     h->close_after = 1;
-  int rc = sbx_buf_appendf(&b, "HTTP/1.1 %d %s\r\n", status, tp__status_text(status));
+  char sl[16] = "HTTP/1.1 000 ";
+  sl[9] = (char)('0' + status / 100 % 10);
+  sl[10] = (char)('0' + status / 10 % 10);
+  sl[11] = (char)('0' + status % 10);
+  const char *text = tp__status_text(status);
+  int rc = sbx_buf_append(&b, sl, 13);
+  rc |= sbx_buf_append(&b, text, strlen(text));
+  rc |= sbx_buf_append(&b, "\r\n", 2);
   rc |= sbx_buf_append(&b, hdrs, hlen);
   if (h->chunked_out)
     rc |= sbx_buf_appendf(&b, "Transfer-Encoding: chunked\r\n");

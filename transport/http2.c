@@ -365,22 +365,27 @@ static int h2_send(struct h2 *h) {
     }
     if (n == 0)
       break;
+    if (b.cap == 0 && sbx_buf_reserve(&b, SBX_MAX((size_t)n, 16 * 1024)) != 0) { /* few reallocs */
+      rc = -1;
+      break;
+    }
     if (sbx_buf_append(&b, data, (size_t)n) != 0) {
       rc = -1;
       break;
     }
     if (b.len >= 256 * 1024) {
-      uv_buf_t ub = uv_buf_init(b.data, (unsigned)b.len);
-      if (tp__conn_write(c, &ub, 1) != 0)
+      size_t n2;
+      char *p = sbx_buf_steal(&b, &n2);
+      if (p == NULL || tp__conn_write_take(c, p, n2) != 0) {
         rc = -1;
-      sbx_buf_reset(&b);
-      if (rc)
         break;
+      }
     }
   }
   if (rc == 0 && b.len > 0) {
-    uv_buf_t ub = uv_buf_init(b.data, (unsigned)b.len);
-    if (tp__conn_write(c, &ub, 1) != 0)
+    size_t n2;
+    char *p = sbx_buf_steal(&b, &n2);
+    if (p == NULL || tp__conn_write_take(c, p, n2) != 0)
       rc = -1;
   }
   sbx_buf_free(&b);
@@ -550,11 +555,16 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   for (size_t i = 0; i + 1 < hlen; i++)
     if (hdrs[i] == '\r' && hdrs[i + 1] == '\n')
       cap++;
-  nghttp2_nv *nv = sbx_calloc(cap, sizeof(*nv));
-  char *copy = sbx_malloc(hlen + 1);
+  /* The usual head fits on the stack; a big one is allocated. */
+  nghttp2_nv nv_stack[32];
+  char copy_stack[2048];
+  nghttp2_nv *nv = cap <= 32 ? nv_stack : sbx_calloc(cap, sizeof(*nv));
+  char *copy = hlen < sizeof(copy_stack) ? copy_stack : sbx_malloc(hlen + 1);
   if (!nv || !copy) {
-    sbx_free(nv);
-    sbx_free(copy);
+    if (nv != nv_stack)
+      sbx_free(nv);
+    if (copy != copy_stack)
+      sbx_free(copy);
     return SBX_ENOMEM;
   }
   memcpy(copy, hdrs, hlen);
@@ -588,8 +598,10 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   prd.source.ptr = st;
   prd.read_callback = on_data_read;
   int rv = nghttp2_submit_response(h->ss, st->id, nv, n, has_body ? &prd : NULL);
-  sbx_free(nv);
-  sbx_free(copy);
+  if (nv != nv_stack)
+    sbx_free(nv);
+  if (copy != copy_stack)
+    sbx_free(copy);
   if (!has_body)
     st->out_end = 1;
   h2_kick(h);
@@ -600,6 +612,8 @@ static int h2_data(struct tp_req *r, const void *data, size_t len) {
   struct h2s *st = r->pstate;
   if (st == NULL || r->conn == NULL)
     return SBX_ECLOSED;
+  if (st->out.len == 0 && sbx_buf_reserve(&st->out, len) != 0) /* one allocation, not doublings */
+    return SBX_ENOMEM;
   if (sbx_buf_append(&st->out, data, len) != 0)
     return SBX_ENOMEM;
   if (st->deferred) {

@@ -50,6 +50,7 @@ struct tp_route {
   char *method;
   char *pattern;
   char **segs; /* pattern split on '/'; "{x}" param, "{x*}" rest */
+  unsigned char *seg_param; /* per segment: 1 when a parameter */
   size_t nsegs;
   int literal; /* no parameter at all */
   int rest;    /* last segment is {name*} */
@@ -67,6 +68,7 @@ struct tp_mount {
 struct tp_path_hdr {
   char *prefix;
   char *headers;
+  size_t prefix_len, headers_len;
 };
 
 /* A piece of work run once from the server's idle handle, outside every library callback (used
@@ -84,6 +86,7 @@ struct tp_server {
   enum srv_state state;
   struct tp_config cfg;
   char *tls_cert_file, *tls_key_file, *server_name; /* owned copies behind cfg's pointers */
+  size_t server_name_len;
   SSL_CTX *ssl_ctx;
   struct sbx_list listeners;
   struct sbx_list conns;
@@ -188,6 +191,8 @@ struct tp_conn {
 void tp__conn_accept(struct tp_listener *l);
 /* Queues bytes (copied) on the connection, through TLS when on. */
 int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n);
+/* The same for one heap buffer (sbx_malloc'd), which it steals: no copy on plain sockets. */
+int tp__conn_write_take(struct tp_conn *c, char *data, size_t len);
 void tp__conn_close(struct tp_conn *c, const char *why);
 void tp__conn_timer(struct tp_conn *c, uint64_t ms); /* 0 stops */
 void tp__conn_read_stop(struct tp_conn *c);

@@ -319,11 +319,25 @@ static int build_headers(struct tp_req *r, struct sbx_buf *b, const char *header
   if (headers)
     rc |= sbx_buf_append(b, headers, strlen(headers));
   for (size_t i = 0; i < s->nphdrs; i++)
-    if (r->path && strncmp(r->path, s->phdrs[i].prefix, strlen(s->phdrs[i].prefix)) == 0)
-      rc |= sbx_buf_append(b, s->phdrs[i].headers, strlen(s->phdrs[i].headers));
-  rc |= sbx_buf_appendf(b, "Date: %s\r\nServer: %s\r\n", tp__http_date(s), s->server_name);
-  if (clen >= 0)
-    rc |= sbx_buf_appendf(b, "Content-Length: %lld\r\n", (long long)clen);
+    if (r->path && strncmp(r->path, s->phdrs[i].prefix, s->phdrs[i].prefix_len) == 0)
+      rc |= sbx_buf_append(b, s->phdrs[i].headers, s->phdrs[i].headers_len);
+  /* Every answer carries these: plain appends, no printf on the hot path. */
+  const char *date = tp__http_date(s);
+  rc |= sbx_buf_append(b, "Date: ", 6);
+  rc |= sbx_buf_append(b, date, strlen(date));
+  rc |= sbx_buf_append(b, "\r\nServer: ", 10);
+  rc |= sbx_buf_append(b, s->server_name, s->server_name_len);
+  rc |= sbx_buf_append(b, "\r\n", 2);
+  if (clen >= 0) {
+    char num[24], *e = num + sizeof(num), *p = e;
+    unsigned long long v = (unsigned long long)clen;
+    do
+      *--p = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    rc |= sbx_buf_append(b, "Content-Length: ", 16);
+    rc |= sbx_buf_append(b, p, (size_t)(e - p));
+    rc |= sbx_buf_append(b, "\r\n", 2);
+  }
   return rc ? SBX_ETOOBIG : 0;
 }
 
@@ -346,7 +360,9 @@ static int send_head(struct tp_req *r, int status, const char *headers, int64_t 
                      int has_body) {
   struct sbx_buf b;
   sbx_buf_init(&b, 64 * 1024);
-  int rc = build_headers(r, &b, headers, clen);
+  int rc = sbx_buf_reserve(&b, 512); /* one allocation for the usual head */
+  if (rc == 0)
+    rc = build_headers(r, &b, headers, clen);
   if (rc == 0) {
     tp__count_status(r->srv, status);
     r->status = status;

@@ -61,7 +61,8 @@ int tp__route_compile(struct tp_route *rt) {
     if (*q == '/')
       cap++;
   rt->segs = sbx_calloc(cap, sizeof(char *));
-  if (rt->segs == NULL)
+  rt->seg_param = sbx_calloc(cap, sizeof(*rt->seg_param));
+  if (rt->segs == NULL || rt->seg_param == NULL)
     return SBX_ENOMEM;
   rt->literal = 1;
   for (;;) {
@@ -73,6 +74,7 @@ int tp__route_compile(struct tp_route *rt) {
     rt->segs[rt->nsegs++] = seg;
     if (sl >= 2 && seg[0] == '{' && seg[sl - 1] == '}') {
       rt->literal = 0;
+      rt->seg_param[rt->nsegs - 1] = 1;
       if (sl >= 3 && seg[sl - 2] == '*') {
         if (slash)
           return SBX_EINVAL; /* {name*} only as the last segment */
@@ -92,6 +94,7 @@ void tp__route_free(struct tp_route *rt) {
   for (size_t i = 0; i < rt->nsegs; i++)
     sbx_free(rt->segs[i]);
   sbx_free(rt->segs);
+  sbx_free(rt->seg_param);
   sbx_free(rt->method);
   sbx_free(rt->pattern);
 }
@@ -155,8 +158,7 @@ static int route_matches(const struct tp_route *rt, const char *path, struct tp_
   const char *p = path + 1;
   for (size_t i = 0; i < rt->nsegs; i++) {
     const char *seg = rt->segs[i];
-    size_t sl = strlen(seg);
-    int param = sl >= 2 && seg[0] == '{' && seg[sl - 1] == '}';
+    int param = rt->seg_param[i];
     if (param && rt->rest && i == rt->nsegs - 1) {
       if (*p == '\0' || add_param(r, seg, p, strlen(p)) != 0)
         goto no;
@@ -182,6 +184,9 @@ no:
   return 0;
 }
 
+/* One pass over the routes: the path is matched first (most routes fail at their first
+ * segment), the method after; literal routes win over parametrised ones, then registration
+ * order; routes that match with another method make the Allow list. */
 const struct tp_route *tp__route_match(const struct tp_server *s, const char *method,
                                        const char *path, struct tp_req *r, char *allow,
                                        size_t allow_len, int *status) {
@@ -190,31 +195,35 @@ const struct tp_route *tp__route_match(const struct tp_server *s, const char *me
     return NULL;
   }
   int is_head = strcmp(method, "HEAD") == 0;
-  for (int pass = 0; pass < 2; pass++) {
-    for (size_t i = 0; i < s->nroutes; i++) {
-      const struct tp_route *rt = &s->routes[i];
-      if (rt->literal != (pass == 0))
-        continue;
-      if (strcmp(rt->method, method) != 0 && !(is_head && strcmp(rt->method, "GET") == 0))
-        continue;
-      if (route_matches(rt, path, r)) {
-        *status = 0;
-        return rt;
-      }
-    }
-  }
-  /* No route for this method: does the path exist for another one? */
+  const struct tp_route *param_hit = NULL;
   size_t used = 0;
   allow[0] = '\0';
   for (size_t i = 0; i < s->nroutes; i++) {
     const struct tp_route *rt = &s->routes[i];
     if (!route_matches(rt, path, NULL))
       continue;
+    if (strcmp(rt->method, method) == 0 || (is_head && strcmp(rt->method, "GET") == 0)) {
+      if (rt->literal) {
+        param_hit = rt;
+        break;
+      }
+      if (param_hit == NULL)
+        param_hit = rt;
+      continue;
+    }
     if (strstr(allow, rt->method))
       continue;
     int n = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", rt->method);
     if (n > 0 && (size_t)n < allow_len - used)
       used += (size_t)n;
+  }
+  if (param_hit) {
+    if (!param_hit->literal && r && !route_matches(param_hit, path, r)) {
+      *status = 500; /* out of memory for the parameters */
+      return NULL;
+    }
+    *status = 0;
+    return param_hit;
   }
   *status = used ? 405 : 404;
   return NULL;

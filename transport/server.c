@@ -67,6 +67,7 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
     goto out;
   }
   s->cfg.server_name = s->server_name;
+  s->server_name_len = strlen(s->server_name);
   if ((cfg && cfg->tls_cert_file) || (cfg && cfg->tls_key_file)) {
     if (!cfg->tls_cert_file || !cfg->tls_key_file) {
       rc = sbx_error_set(err, SBX_ETLS, "TLS needs both a certificate and a key file");
@@ -398,6 +399,8 @@ int tp_path_headers(struct tp_server *s, const char *prefix, const char *headers
   s->phdrs = np;
   np[s->nphdrs].prefix = sbx_strdup(prefix);
   np[s->nphdrs].headers = sbx_strdup(headers);
+  np[s->nphdrs].prefix_len = strlen(prefix);
+  np[s->nphdrs].headers_len = hl;
   if (!np[s->nphdrs].prefix || !np[s->nphdrs].headers) {
     sbx_free(np[s->nphdrs].prefix);
     sbx_free(np[s->nphdrs].headers);
