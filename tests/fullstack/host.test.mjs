@@ -171,6 +171,20 @@ test('a run cancelled while its files download never runs and is reported cancel
   chat.close(); kernels.dispose();
 });
 
+test('a kernel that cannot load: the run is reported crashed at once, not left to the watchdog', async () => {
+  const orch = new FakeOrch();
+  const broken = () => { const k = new FakeKernel(); k.ready = Promise.reject(new Error('Pyodide did not load')); k.ready.catch(() => {}); return k; };
+  const kernels = new KernelSet({ makeClient: broken, max: 2 });
+  const chat = new ChatAttachment('c4', orch, kernels, { pageId: 'p1' });
+  chat.open();
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1), 1);
+  const r = await res;
+  assert.equal(r.body.status, 'crashed');
+  assert.match(r.body.error.message, /could not start: Pyodide did not load/);
+  chat.close(); kernels.dispose();
+});
+
 function runProc(cmd, args, env, timeoutMs = 20000) {
   return new Promise((resolve) => {
     const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });

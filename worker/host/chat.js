@@ -204,7 +204,13 @@ export class ChatAttachment {
 
       // The chat's kernel, or a fresh one (spare) with its files remounted.
       const had = this.hadKernel;
-      const { kernel, fresh } = await this.kernels.acquire(this.chatId);
+      let acquired;
+      try { acquired = await this.kernels.acquire(this.chatId); } catch (e) {
+        // No kernel could be loaded: the run is reported crashed rather than left to the watchdog.
+        return await this.report(cur, { status: 'crashed', stdout: '', stderr: '', files: [], restarted: false, remounted: [],
+          error: { type: 'KernelCrashed', message: `the sandbox could not start: ${e.message}`, traceback: '' }, notes });
+      }
+      const { kernel, fresh } = acquired;
       cur.kernel = kernel;
       this.hadKernel = true;
       const evicted = this.kernels.takeEvicted(this.chatId);
@@ -215,10 +221,9 @@ export class ChatAttachment {
           : 'the sandbox was restarted: variables from earlier runs are gone; the files were remounted');
       }
       // Files that failed this time but were mounted before stay mounted (complete only when all came).
-      const mountFiles = skipped.length ? files : files;
-      const m = await kernel.mount(mountFiles, { complete: skipped.length === 0 });
+      const m = await kernel.mount(files, { complete: skipped.length === 0 });
       for (const r of m.refused) notes.push(`${r.name} was not mounted: ${r.reason}`);
-      this.mounted = mountFiles;
+      this.mounted = files;
       if (restarted) remounted = [...m.written, ...m.kept];
 
       const unsub = kernel.onEvent((e) => {
