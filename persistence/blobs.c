@@ -124,7 +124,15 @@ static int write_blob_file(struct store *st, struct st_write *w, const char *sha
     rc = sbx_error_set(err, errno_code(-rc), "write %s: %s", tmp, strerror(-rc));
     goto out;
   }
-  pv[w->npending++] = (struct st_blob_pending){fd, tmp, final, 0};
+  if (close(fd) != 0) {
+    fd = -1;
+    unlink(tmp);
+    rc = sbx_error_set(err, errno_code(errno), "close %s: %s", tmp, strerror(errno));
+    goto out;
+  }
+  /* closed now, reopened for the fsync: a group may hold thousands of new blobs, more than the
+   * process may keep open */
+  pv[w->npending++] = (struct st_blob_pending){-1, tmp, final, 0};
   st->dirty_sub[idx] = 1;
   return 0;
 out:
@@ -212,10 +220,35 @@ static int fsync_all(int *fds, size_t n, size_t *failed) {
   return err;
 }
 
+#define FSYNC_BATCH 64 /* files open at once for the parallel fsync */
+
+/* Opens and fsyncs paths[0..n) in batches (files or directories).  0 or an error with the path. */
+static int fsync_paths(char *const *paths, size_t n, struct sbx_error *err) {
+  int fds[FSYNC_BATCH];
+  for (size_t base = 0; base < n; base += FSYNC_BATCH) {
+    size_t m = SBX_MIN((size_t)FSYNC_BATCH, n - base), failed = 0, k;
+    int rc = 0, e;
+    for (k = 0; k < m; k++) {
+      fds[k] = open(paths[base + k], O_RDONLY | O_CLOEXEC);
+      if (fds[k] < 0) {
+        rc = sbx_error_set(err, errno_code(errno), "open %s: %s", paths[base + k], strerror(errno));
+        break;
+      }
+    }
+    if (rc == 0 && (e = fsync_all(fds, m, &failed)) != 0)
+      rc = sbx_error_set(err, errno_code(e), "fsync %s: %s", paths[base + failed], strerror(e));
+    for (size_t j = 0; j < k; j++)
+      close(fds[j]);
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
 int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_error *err) {
   struct sbx_list *it;
-  size_t n = 0, i = 0, failed = 0;
-  int rc = 0, e;
+  size_t n = 0, i = 0, nd = 0;
+  int rc = 0;
   SBX_LIST_FOREACH(it, txn) {
     struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
     if (w->rc == 0)
@@ -226,9 +259,9 @@ int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_e
     dirty = st->dirty_sub[d];
   if (n == 0 && !dirty)
     return 0; /* the common group: no new blob, nothing to allocate or sync */
-  int *fds = sbx_malloc((n + 257) * sizeof *fds);
+  char **paths = sbx_calloc(n + 257, sizeof *paths);
   struct st_blob_pending **pv = sbx_malloc((n + 1) * sizeof *pv);
-  if (fds == NULL || pv == NULL) {
+  if (paths == NULL || pv == NULL) {
     rc = sbx_error_set(err, SBX_ENOMEM, "blob commit: out of memory");
     goto out;
   }
@@ -236,13 +269,11 @@ int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_e
     struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
     for (size_t k = 0; w->rc == 0 && k < w->npending; k++) {
       pv[i] = &w->pending[k];
-      fds[i++] = w->pending[k].fd;
+      paths[i++] = w->pending[k].tmp; /* borrowed */
     }
   }
-  if ((e = fsync_all(fds, n, &failed)) != 0) {
-    rc = sbx_error_set(err, errno_code(e), "fsync %s: %s", pv[failed]->tmp, strerror(e));
+  if ((rc = fsync_paths(paths, n, err)) != 0)
     goto out;
-  }
   for (i = 0; i < n; i++) {
     if (rename(pv[i]->tmp, pv[i]->final) != 0) {
       rc = sbx_error_set(err, errno_code(errno), "rename %s: %s", pv[i]->final, strerror(errno));
@@ -251,32 +282,29 @@ int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_e
     pv[i]->renamed = 1;
   }
   /* the directories whose entries changed (renames, a new subdirectory) */
-  size_t nd = 0;
-  char path[4096];
+  char **dirs = paths + n;
+  size_t dl = strlen(st->blob_dir) + 4;
   for (int d = -1; d < 256; d++) {
     if (d < 0 ? !st->dirty_top : !st->dirty_sub[d])
       continue;
-    if (d < 0)
-      snprintf(path, sizeof path, "%s", st->blob_dir);
-    else
-      snprintf(path, sizeof path, "%s/%02x", st->blob_dir, d);
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-      rc = sbx_error_set(err, errno_code(errno), "open %s: %s", path, strerror(errno));
-      break;
+    if ((dirs[nd] = sbx_malloc(dl)) == NULL) {
+      rc = sbx_error_set(err, SBX_ENOMEM, "blob commit: out of memory");
+      goto out;
     }
-    fds[nd++] = fd;
+    if (d < 0)
+      snprintf(dirs[nd], dl, "%s", st->blob_dir);
+    else
+      snprintf(dirs[nd], dl, "%s/%02x", st->blob_dir, d);
+    nd++;
   }
-  if (rc == 0 && (e = fsync_all(fds, nd, &failed)) != 0)
-    rc = sbx_error_set(err, errno_code(e), "fsync of a blob directory: %s", strerror(e));
-  for (i = 0; i < nd; i++)
-    close(fds[i]);
-  if (rc == 0) {
-    memset(st->dirty_sub, 0, sizeof st->dirty_sub);
-    st->dirty_top = 0;
-  }
+  if ((rc = fsync_paths(dirs, nd, err)) != 0)
+    goto out;
+  memset(st->dirty_sub, 0, sizeof st->dirty_sub);
+  st->dirty_top = 0;
 out:
-  sbx_free(fds);
+  for (i = 0; paths && i < nd; i++)
+    sbx_free(paths[n + i]);
+  sbx_free(paths);
   sbx_free(pv);
   return rc;
 }

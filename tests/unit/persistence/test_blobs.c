@@ -3,6 +3,7 @@
  * nothing half-stored. */
 #include <errno.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "helpers.h"
@@ -199,6 +200,47 @@ START_TEST(test_blob_fsync_fails) {
 }
 END_TEST
 
+/* A group may carry more new blobs than the process may hold files open. */
+static int many_ok;
+static void on_many(int rc, const struct sbx_error *err, const struct store_file_added *res,
+                    void *ud) {
+  if (rc == 0)
+    many_ok++;
+  else
+    fprintf(stderr, "many: %s\n", err->msg);
+}
+
+START_TEST(test_many_blobs_few_fds) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  struct rlimit rl = {128, 128};
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  enum { N = 400 };
+  static char data[N][24];
+  for (int i = 0; i < N; i++) {
+    snprintf(data[i], sizeof data[i], "blob number %d", i);
+    struct store_file_in in = {.chat_id = CHAT, .name = "m.bin", .data = data[i],
+                               .size = strlen(data[i])};
+    ck_assert_int_eq(store_file_add(t.st, &in, on_many, NULL), 0);
+  }
+  t_wait(&t);
+  ck_assert_int_eq(many_ok, N);
+  struct store_stats s;
+  store_get_stats(t.st, &s);
+  ck_assert_uint_gt(s.max_group, 128); /* more blobs in one group than fds allowed */
+  for (int i = 0; i < N; i += 37) {
+    char sha[65], *got;
+    size_t len;
+    store_sha256_hex(data[i], strlen(data[i]), sha);
+    ck_assert_int_eq(store_blob_read(t.st, sha, &got, &len), 0);
+    ck_assert_mem_eq(got, data[i], len);
+    sbx_free(got);
+  }
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("blobs");
   TCase *tc = tcase_create("blobs");
@@ -208,6 +250,7 @@ int main(void) {
   tcase_add_test(tc, test_blob_write_fails);
   tcase_add_test(tc, test_large_blob);
   tcase_add_test(tc, test_blob_fsync_fails);
+  tcase_add_test(tc, test_many_blobs_few_fds);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_set_fork_status(sr, CK_FORK);
