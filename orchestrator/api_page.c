@@ -58,6 +58,14 @@ static void on_started(struct tp_req *req, void *ud) {
   if (!json_is_integer(ja)) {
     orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
   } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
+    const char *pid = json_string_value(json_object_get(body, "page_id"));
+    if (pid != NULL && run->page_id[0] && strcmp(pid, run->page_id) != 0) {
+      /* Two pages of one chat both saw the `run` event: only the one it names runs it. */
+      orch_api_error(req, 409, "other_page", "attempt %d of this run was sent to page %s, not %s",
+                     run->attempts, run->page_id, pid);
+      json_decref(body);
+      return;
+    }
     int was = run->state;
     orch_run_started(run, (int)json_integer_value(ja), o->rt.watchdog_grace_ms);
     if (was == ORCH_RUN_DISPATCHED) {

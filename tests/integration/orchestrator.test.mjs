@@ -329,6 +329,13 @@ test('stale attempts: hidden mid-run -> paused -> another page -> attempt 2; att
   const stale = await p1.result(ev1.data, { stdout: 'old' });
   assert.equal(stale.status, 409);
   assert.equal((await p1.started(ev1.data)).status, 409);
+  // p1 also saw the event for attempt 2 (same chat): it is not addressed to it
+  const seenByP1 = await p1.next((e) => e.event === 'run' && e.data.attempt === 2);
+  assert.equal(seenByP1.data.page_id, 'laptop');
+  const wrong = await p1.started(seenByP1.data);
+  assert.equal(wrong.status, 409);
+  assert.equal(wrong.json.error.code, 'other_page');
+  assert.equal((await p2.started(ev2.data)).status, 200);
   const fresh = await p2.result(ev2.data, { stdout: 'new' });
   assert.equal(fresh.status, 200);
   g = await call(srv, 'GET', `/v1/runs/${r.json.run_id}`);
