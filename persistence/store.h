@@ -56,8 +56,10 @@ typedef char store_id[STORE_ID_LEN + 1];
  * Errors: SBX_EPERM / SBX_EIO (directory not writable, with the path), SBX_EBUSY (another
  * process has the directory open), SBX_ECORRUPT, SBX_EDB. */
 int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err);
-/* Finishes every queued write (their callbacks run), stops the writer, finalizes statements,
- * closes the connections and handles.  Synchronous; the loop must not be running it elsewhere. */
+/* Finishes every queued write (their callbacks run, inside this call), stops the writer,
+ * finalizes statements, closes the connections and handles, releases the directory lock.
+ * Synchronous.  Not from inside a store callback (the store is freed under it); writes queued
+ * from the callbacks it runs fail with SBX_ECLOSED. */
 void store_close(struct store *st);
 int store_schema_version(struct store *st);
 
