@@ -153,6 +153,12 @@ START_TEST(test_callback_after_commit) {
 }
 END_TEST
 
+static struct store *closing_store;
+static int requeue_rc = 1;
+static void on_requeue(int rc, const struct sbx_error *err, void *ud) {
+  requeue_rc = store_setting_put(closing_store, "late", "v", on_done, ud);
+}
+
 START_TEST(test_close_drains) {
   struct tctx t;
   t_open(&t);
@@ -160,7 +166,12 @@ START_TEST(test_close_drains) {
   memset(d, 0, sizeof d);
   for (int i = 0; i < 50; i++)
     ck_assert_int_eq(store_setting_put(t.st, "k", "v", on_done, &d[i]), 0);
+  struct done late = {0};
+  closing_store = t.st;
+  ck_assert_int_eq(store_setting_put(t.st, "k2", "v", on_requeue, &late), 0);
   store_close(t.st); /* without running the loop: close runs every callback itself */
+  ck_assert_int_eq(requeue_rc, SBX_ECLOSED); /* queued from a callback run by close: refused */
+  ck_assert_int_eq(late.called, 0);
   for (int i = 0; i < 50; i++) {
     ck_assert_int_eq(d[i].called, 1);
     ck_assert_int_eq(d[i].rc, 0);
