@@ -146,6 +146,9 @@ void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer
   orch_metrics_observe_run(&o->m, run->status, dur);
   sbx_list_remove(&run->chat_link); /* the queue moves on; the map keeps it until durable */
   free_uploads(o, run);
+  run->chat = NULL; /* from here the run does not keep its chat in memory (eviction) */
+  if (c)
+    c->used_ms = sbx_now_mono_ms();
   struct settle_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   struct settle_ctx local = {.o = o, .run = run, .answer = answer};
   if (ctx != NULL)
@@ -175,6 +178,7 @@ struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *toke
   snprintf(c->token_hash, sizeof(c->token_hash), "%s", token_hash);
   c->o = o;
   c->event_seq = last_seq;
+  c->used_ms = sbx_now_mono_ms();
   SBX_LIST_INIT(&c->runs);
   SBX_LIST_INIT(&c->pages);
   SBX_LIST_INIT(&c->streams);
@@ -199,8 +203,26 @@ int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
     if (c == NULL)
       return SBX_ENOMEM;
   }
+  c->used_ms = sbx_now_mono_ms();
   *out = c;
   return 0;
+}
+
+size_t orch_chats_evict(struct orch *o, uint64_t idle_ms) {
+  uint64_t now = sbx_now_mono_ms();
+  size_t i = 0, n = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    if (now - c->used_ms < idle_ms || c->events_inflight > 0 || !SBX_LIST_EMPTY(&c->runs) ||
+        !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->streams))
+      continue;
+    orch_map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
+    sbx_free(c);
+    n++;
+  }
+  return n;
 }
 
 struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id) {

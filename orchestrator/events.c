@@ -68,6 +68,9 @@ void orch_stream_catch_up(struct orch_stream *s) {
 
 static void on_appended(int rc, const struct sbx_error *err, void *ud) {
   struct emit_ctx *ctx = ud;
+  struct orch_chat *owner = orch_map_get(&ctx->o->chats, ctx->chat_id);
+  if (owner != NULL)
+    owner->events_inflight--;
   if (rc != 0) {
     sbx_log(SBX_LOG_ERROR, "events", "chat %s event %lld not stored: %s", ctx->chat_id,
             (long long)ctx->seq, err ? err->msg : sbx_strerror(rc));
@@ -105,6 +108,8 @@ int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload) {
   if (rc != 0) {
     sbx_free(ctx->data);
     sbx_free(ctx);
+    return rc;
   }
-  return rc;
+  c->events_inflight++; /* the chat stays in memory until the append is durable */
+  return 0;
 }

@@ -231,6 +231,8 @@ struct orch_chat {
   struct sbx_list streams;   /* struct orch_stream */
   int64_t event_seq;         /* last event seq assigned */
   uint64_t visible_counter;
+  uint64_t used_ms;          /* last looked up (mono): idle chats are dropped from memory */
+  int events_inflight;       /* appends not yet durable: the chat must stay (its seq counter) */
 };
 
 struct orch_stream {
@@ -309,6 +311,9 @@ void orch_run_sync_rec(struct orch_run *run);
 void orch_run_free(struct orch_run *run);
 /* Housekeeping tick: run deadlines, page grace. */
 void orch_chat_tick(struct orch_chat *c);
+/* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
+ * memory; they are loaded again from the store on their next use.  Returns how many. */
+size_t orch_chats_evict(struct orch *o, uint64_t idle_ms);
 /* Copies a stored run record (deep). */
 int orch_rec_copy(struct store_run *dst, const struct store_run *src);
 void orch_rec_clear(struct store_run *r);

@@ -5,7 +5,8 @@
  * The cron (one uv_timer, every ORCH_CRON_MS) is the one place periodic duties live:
  *  - run deadlines: pause wait over -> abandoned, watchdog -> timeout/crashed, cancel grace;
  *  - page grace over -> the page is gone and what it ran is paused;
- *  - retention: one bounded sweep step of expired artifacts every ORCH_SWEEP_EVERY_MS.
+ *  - retention: one bounded sweep step of expired artifacts every ORCH_SWEEP_EVERY_MS;
+ *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use).
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
@@ -24,8 +25,10 @@
 #define ORCH_CRON_MS 100
 #define ORCH_SWEEP_EVERY_MS 60000
 #define ORCH_SWEEP_BUDGET 200
+#define ORCH_EVICT_EVERY_MS 10000
+#define ORCH_CHAT_IDLE_MS (5 * 60 * 1000) /* an idle chat leaves memory (the store keeps it) */
 
-static uint64_t last_sweep_ms;
+static uint64_t last_sweep_ms, last_evict_ms;
 
 static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *ud) {
   (void)ud;
@@ -46,6 +49,10 @@ static void on_cron(uv_timer_t *t) {
     orch_chat_tick(v);
   orch_hosts_tick(o->hosts);
   uint64_t now = sbx_now_mono_ms();
+  if (now - last_evict_ms >= ORCH_EVICT_EVERY_MS) {
+    last_evict_ms = now;
+    orch_chats_evict(o, ORCH_CHAT_IDLE_MS);
+  }
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
     store_sweep(o->st, sbx_now_wall_ms(), ORCH_SWEEP_BUDGET, on_sweep, o);
