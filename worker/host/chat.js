@@ -43,6 +43,7 @@ export class ChatAttachment {
     this.seen = new Set();      // run_id#attempt handled (a replayed event is not run twice)
     this.cache = new Map();     // sha256 → Uint8Array (the chat's files, kept for remounts)
     this.mounted = [];          // the manifest last mounted: [{name, version, sha256, size, data}]
+    this.mountedSig = null;     // its names and hashes, when the chat's kernel holds exactly it
     this.hadKernel = false;
     this.stats = { runs: 0, reconnects: 0 };
   }
@@ -185,6 +186,7 @@ export class ChatAttachment {
   // A fresh kernel for this chat with every file of the last manifest mounted → [names].
   async freshKernelRemounted() {
     const { kernel } = await this.kernels.acquire(this.chatId);
+    this.mountedSig = JSON.stringify(this.mounted.map((f) => [f.name, f.sha256]));
     if (!this.mounted.length) return { kernel, remounted: [] };
     const r = await kernel.mount(this.mounted);
     return { kernel, remounted: [...r.written, ...r.kept] };
@@ -220,11 +222,17 @@ export class ChatAttachment {
           ? 'the sandbox was restarted (its kernel was stopped to make room for other chats): variables from earlier runs are gone; the files were remounted'
           : 'the sandbox was restarted: variables from earlier runs are gone; the files were remounted');
       }
-      // Files that failed this time but were mounted before stay mounted (complete only when all came).
-      const m = await kernel.mount(files, { complete: skipped.length === 0 });
-      for (const r of m.refused) notes.push(`${r.name} was not mounted: ${r.reason}`);
+      // Files that failed this time but were mounted before stay mounted (complete only when all
+      // came).  The same manifest on the same kernel is not posted again (bytes are copied to the
+      // worker on every mount).
+      const sig = JSON.stringify(files.map((f) => [f.name, f.sha256])) + (skipped.length ? '+' : '');
+      if (fresh || sig !== this.mountedSig) {
+        const m = await kernel.mount(files, { complete: skipped.length === 0 });
+        for (const r of m.refused) notes.push(`${r.name} was not mounted: ${r.reason}`);
+        if (restarted) remounted = [...m.written, ...m.kept];
+        this.mountedSig = skipped.length ? null : sig;
+      }
       this.mounted = files;
-      if (restarted) remounted = [...m.written, ...m.kept];
 
       const unsub = kernel.onEvent((e) => {
         if (e.event === 'started' && e.ref === ev.run_id) {
