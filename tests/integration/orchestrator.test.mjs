@@ -545,3 +545,38 @@ test('CLI: `run` posts code and prints the result; `status` prints health and li
   assert.match(bad.stderr, /cannot connect/);
   page.close();
 });
+
+test('TLS: --tls-cert/--tls-key serve HTTPS with ALPN h2 and HTTP/1.1 on the same port', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const https = await import('node:https');
+  const http2 = await import('node:http2');
+  const { join } = await import('node:path');
+  const dir = tempDir('tls');
+  const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-days', '2', '-subj', '/CN=localhost', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { encoding: 'utf8' });
+  if (gen.status !== 0) { t.skip(`openssl could not make a certificate: ${gen.stderr}`); return; }
+  const tls = await startServer({ env: { CEREA_TLS_CERT: join(dir, 'cert.pem'), CEREA_TLS_KEY: join(dir, 'key.pem') } });
+  try {
+    const h1 = await new Promise((resolve, reject) => {
+      https.get({ host: '127.0.0.1', port: tls.port, path: '/healthz', rejectUnauthorized: false }, (res) => {
+        let b = ''; res.on('data', (d) => { b += d; }); res.on('end', () => resolve({ status: res.statusCode, body: b }));
+      }).on('error', reject);
+    });
+    assert.equal(h1.status, 200);
+    assert.match(h1.body, /"database":\{"ok":true/);
+    const s = http2.connect(`https://127.0.0.1:${tls.port}`, { rejectUnauthorized: false });
+    const h2 = await new Promise((resolve, reject) => {
+      const r = s.request({ ':path': '/v1/chats', ':method': 'POST', authorization: `Bearer ${tls.key}` });
+      let status = 0, b = '';
+      r.on('response', (h) => { status = h[':status']; });
+      r.on('data', (d) => { b += d; });
+      r.on('end', () => resolve({ status, body: b, alpn: s.alpnProtocol }));
+      r.on('error', reject);
+      r.end('{}');
+    });
+    s.close();
+    assert.equal(h2.alpn, 'h2');
+    assert.equal(h2.status, 201);
+    assert.match(h2.body, /"page_token"/);
+  } finally { await tls.stop(); }
+});
