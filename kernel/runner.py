@@ -143,17 +143,31 @@ async def execute_run(options_json):
                                   "collect_ms": round((t3 - t2) * 1000, 3)}})
 
 
+def _empty(folder):
+    import shutil
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        p = os.path.join(folder, name)
+        try:
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p)
+            else:
+                os.remove(p)
+        except OSError:
+            pass
+
+
 def dispose():
+    """Forget the chat: namespace, mounted files, outputs, scratch files (cwd and /tmp).
+    Installed packages stay (they are the deployment's, not the chat's)."""
     execute.reset()
     mounts.reset()
     outputs_diff.reset()
-    try:
-        import shutil
-        for name in os.listdir(mounts.OUTPUT):
-            p = os.path.join(mounts.OUTPUT, name)
-            shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
-    except OSError:
-        pass
+    for folder in (mounts.OUTPUT, "/tmp", os.getcwd()):
+        _empty(folder)
     if figures.installed():
         try:
             figures._plt[0].close("all")

@@ -108,6 +108,7 @@ export class KernelCore {
     this.startedSent = false;
     this.queue = Promise.resolve();
     this.lockdownReport = [];
+    this.baseGlobals = new Set();
   }
 
   setState(next) {
@@ -140,6 +141,7 @@ export class KernelCore {
     try {
       if (msg.cmd === CMD.DISPOSE) {
         this.runner.dispose();
+        this.forgetGlobals();
         this.post(ok(msg.id));
         return;
       }
@@ -289,6 +291,17 @@ export class KernelCore {
       Object.defineProperty(scope, 'fetch', { value: guarded, writable: false, configurable: false, enumerable: true });
     } catch (e) { this.lockdownReport.push(`lock-down: fetch could not be pinned: ${e.message}`); }
     if (scope.fetch !== guarded) this.lockdownReport.push('lock-down: fetch is not the guarded one');
+    this.baseGlobals = new Set(Reflect.ownKeys(scope));
+  }
+
+  // dispose: globals user code added through the js bridge (js.x = ...) do not outlive the chat.
+  forgetGlobals() {
+    const scope = this.host.scope;
+    for (const key of Reflect.ownKeys(scope)) {
+      if (this.baseGlobals.has(key)) continue;
+      const d = Object.getOwnPropertyDescriptor(scope, key);
+      if (d && d.configurable) delete scope[key];
+    }
   }
 
   // ---- mounts ------------------------------------------------------------------------------

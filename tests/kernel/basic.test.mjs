@@ -105,11 +105,18 @@ test('SystemExit ends the run as an error, kernel alive', async () => {
   assert.equal((await run(k, 'print(2)')).stdout, '2\n');
 });
 
-test('dispose forgets the namespace (chat switch on a warm kernel), safe twice', async () => {
+test('dispose forgets the chat (switch on a warm kernel): namespace, files, scratch, JS globals; safe twice', async () => {
+  await run(k, `import js, os
+js.globalThis.leftBehind = 'secret'
+open('scratch.txt', 'w').write('s'); open('/tmp/t.txt', 'w').write('t'); open('/mnt/output/o.txt', 'w').write('o')`);
   await k.dispose();
   await k.dispose();
   const r = await run(k, 'print(counter)');
   assert.equal(r.error.type, 'NameError');
+  const r2 = await run(k, `import js, os
+print(hasattr(js, 'leftBehind'), os.listdir('.'), os.path.exists('/tmp/t.txt'), os.listdir('/mnt/output'), os.listdir('/mnt/data'))`);
+  assert.equal(r2.stdout, 'False [] False [] []\n');
+  assert.equal((await run(k, 'import json\nprint(json.dumps(1))')).stdout, '1\n', 'the kernel still works');
 });
 
 test('start-up failure: a runtime that cannot be read rejects ready with load_failed and the worker is gone', async () => {
