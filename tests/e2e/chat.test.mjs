@@ -257,3 +257,22 @@ test('left-out files say why; the chat page at phone width', async (t) => {
     await page.close();
   } finally { await phone.close(); }
 });
+
+test('switching chats gives a fresh interpreter without the old chat\'s files', async (t) => {
+  if (!need(t)) return;
+  const a = await newChat({ 'only-in-a.txt': Buffer.from('A') });
+  const b = await newChat({ 'only-in-b.txt': Buffer.from('B') });
+  const { page } = await openChat(a);
+  await kernelReady(page);
+  const r1 = await runCode(a, 'import os\nfrom_a = 1\nprint(sorted(os.listdir("/mnt/data")))');
+  assert.equal(r1.stdout.trim(), "['only-in-a.txt']");
+  await page.evaluate(({ id, tok }) => window.cereaSession.switchChat(id, tok), { id: b.chat_id, tok: b.page_token });
+  await page.waitForFunction(() => window.cereaSession.stream.state === 'open' && window.cereaSupervisor.state === 'ready');
+  const r2 = await runCode(b, 'import os\nprint(sorted(os.listdir("/mnt/data")), "from_a" in globals())');
+  assert.equal(r2.status, 'ok', JSON.stringify(r2));
+  assert.equal(r2.stdout.trim(), "['only-in-b.txt'] False");
+  // The old chat no longer has this page: its runs wait (queued) instead of running here.
+  const r3 = await api('POST', `/v1/chats/${a.chat_id}/runs`, { code: 'print(1)', origin: 'tool', wait_s: 2 });
+  assert.notEqual(r3.json.status, 'ok', 'a run of the old chat does not execute on this page');
+  await page.close();
+});
