@@ -59,48 +59,65 @@ for p in "$OURS_PORT" "$NG_PORT" "$NGT_PORT"; do
 done
 sleep 0.5
 
-declare -A RPS LAT
+declare -A RPS LAT CPU
 ROUNDS="${ROUNDS:-3}"
-# h2 NAME URL: h2load; keeps the best req/s over the rounds it is called (and that round's mean
-# request time): on a shared machine the best round is the one least disturbed.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; } # user + system, in clock ticks
+HZ="$(getconf CLK_TCK)"
+# h2 NAME URL PID: h2load; keeps the best req/s over the rounds it is called (with that round's
+# mean request time) -- on a shared machine the best round is the least disturbed -- and the
+# server's CPU time per request (its own user + system time over the requests done), the figure
+# least sensitive to other load.
 h2() {
-  local out rps lat failed
+  local out rps lat failed t0 t1 done_n
+  t0="$(ticks "$3")"
   out="$(h2load -t1 -c100 -m10 --warm-up-time=1 -D "$DURATION" "$2" 2>&1)"
+  t1="$(ticks "$3")"
   rps="$(sed -n 's/^finished in .*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out" | cut -d. -f1)"
-  lat="$(awk '/^time for request:/ {print $5}' <<<"$out")"
+  lat="$(awk '/^time for request:/ {print $6}' <<<"$out")"
   failed="$(sed -n 's/^requests: .* \([0-9]*\) failed.*/\1/p' <<<"$out")"
+  done_n="$(sed -n 's/^requests: [0-9]* total, [0-9]* started, \([0-9]*\) done.*/\1/p' <<<"$out")"
   [ "${failed:-1}" = "0" ] || echo "  ($1: ${failed:-?} failed requests)"
   if [ "${rps:-0}" -gt "${RPS[$1]:-0}" ]; then RPS[$1]=$rps; LAT[$1]=$lat; fi
+  # CPU per request in nanoseconds (the warm-up's requests are not counted: a slight overstatement)
+  local us=$(( (t1 - t0) * 1000000000 / HZ / (${done_n:-0} > 0 ? done_n : 1) ))
+  if [ -z "${CPU[$1]:-}" ] || [ "$us" -lt "${CPU[$1]}" ]; then CPU[$1]=$us; fi
 }
-# h1 NAME URL: wrk, best of the rounds as well.
+# h1 NAME URL PID: wrk, best of the rounds as well.
 h1() {
-  local out rps
+  local out rps t0 t1 n us
+  t0="$(ticks "$3")"
   out="$(wrk -t1 -c100 -d"${DURATION}s" "$2" 2>&1)"
+  t1="$(ticks "$3")"
   rps="$(awk '/^Requests\/sec:/ {print int($2)}' <<<"$out")"
+  n="$(awk '/requests in/ {print $1}' <<<"$out")"
+  us=$(( (t1 - t0) * 1000000000 / HZ / (${n:-0} > 0 ? n : 1) ))
   if [ "${rps:-0}" -gt "${RPS[$1]:-0}" ]; then RPS[$1]=$rps; LAT[$1]="$(awk '/^ *Latency/ {print $2}' <<<"$out")"; fi
+  if [ -z "${CPU[$1]:-}" ] || [ "$us" -lt "${CPU[$1]}" ]; then CPU[$1]=$us; fi
 }
 
 echo "== load (${DURATION}s each, best of $ROUNDS alternating rounds; h2load -t1 -c100 -m10, wrk -t1 -c100)"
 for _ in $(seq 1 "$ROUNDS"); do
-  h2 ours_h2c_file "http://127.0.0.1:$OURS_PORT$FILE"
-  h2 ng_h2c_file "http://127.0.0.1:$NG_PORT$FILE"
-  h2 ours_h2c_healthz "http://127.0.0.1:$OURS_PORT/healthz"
-  h2 ours_tls_file "https://127.0.0.1:$OURS_PORT$FILE"
-  h2 ng_tls_file "https://127.0.0.1:$NGT_PORT$FILE"
-  h2 ours_tls_healthz "https://127.0.0.1:$OURS_PORT/healthz"
-  h1 ours_h1_healthz "http://127.0.0.1:$OURS_PORT/healthz"
-  h1 ours_h1_file "http://127.0.0.1:$OURS_PORT$FILE"
+  h2 ours_h2c_file "http://127.0.0.1:$OURS_PORT$FILE" "$OURS_PID"
+  h2 ng_h2c_file "http://127.0.0.1:$NG_PORT$FILE" "$NG_PID"
+  h2 ours_h2c_healthz "http://127.0.0.1:$OURS_PORT/healthz" "$OURS_PID"
+  h2 ours_tls_file "https://127.0.0.1:$OURS_PORT$FILE" "$OURS_PID"
+  h2 ng_tls_file "https://127.0.0.1:$NGT_PORT$FILE" "$NGT_PID"
+  h2 ours_tls_healthz "https://127.0.0.1:$OURS_PORT/healthz" "$OURS_PID"
+  h1 ours_h1_healthz "http://127.0.0.1:$OURS_PORT/healthz" "$OURS_PID"
+  h1 ours_h1_file "http://127.0.0.1:$OURS_PORT$FILE" "$OURS_PID"
 done
 
-printf '%-22s %12s %14s\n' load req/s "mean latency"
+printf '%-22s %12s %14s %18s\n' load req/s "mean latency" "server CPU/req"
 for k in ours_h2c_healthz ours_h2c_file ng_h2c_file ours_tls_healthz ours_tls_file ng_tls_file \
          ours_h1_healthz ours_h1_file; do
-  printf '%-22s %12s %14s\n' "$k" "${RPS[$k]:-?}" "${LAT[$k]:-?}"
+  printf '%-22s %12s %14s %16sus\n' "$k" "${RPS[$k]:-?}" "${LAT[$k]:-?}" \
+    "$(awk -v n="${CPU[$k]:-0}" 'BEGIN {printf "%.1f", n / 1000}')"
 done
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1] or 0),float(sys.argv[2] or 0); print(f'{a/b:.2f}' if b else '?')" "$1" "$2"; }
 echo "ratio ours/nghttpd, static file, h2c: $(ratio "${RPS[ours_h2c_file]:-0}" "${RPS[ng_h2c_file]:-0}")"
 echo "ratio ours/nghttpd, static file, TLS: $(ratio "${RPS[ours_tls_file]:-0}" "${RPS[ng_tls_file]:-0}")"
 echo "ratio ours /healthz / nghttpd file, h2c: $(ratio "${RPS[ours_h2c_healthz]:-0}" "${RPS[ng_h2c_file]:-0}")"
+echo "CPU per request, nghttpd/ours (1.0 = as cheap), static file, h2c: $(ratio "${CPU[ng_h2c_file]:-0}" "${CPU[ours_h2c_file]:-0}"), TLS: $(ratio "${CPU[ng_tls_file]:-0}" "${CPU[ours_tls_file]:-0}")"
 
 echo "== idle connections (1,000 each; server RSS delta / connection)"
 echo "ours h2c:     $(python3 bench/http/idle_conns.py --port "$OURS_PORT" --pid "$OURS_PID" --n 1000 --proto h2)"
