@@ -11,7 +11,7 @@ import {
   hostNodePids, descendants, netns, cmdline, tempDir,
 } from './lib.mjs';
 
-let srv, A, B;
+let srv, A, B, C;
 const blob = randomBytes(300 * 1024);   // every byte value, binary: read back byte-identical
 
 before(async () => {
@@ -58,7 +58,7 @@ test('same content again adds no copy; same name with other content becomes "nam
 });
 
 test('size caps: over 20 MB and past 100 MB in all are stored, not mounted, with a reason and no path', async () => {
-  const C = await newChat(srv);
+  C = await newChat(srv);
   const MB = 1048576;
   const big = await upload(srv, C, 'big.bin', Buffer.alloc(20 * MB + 1, 1));
   assert.equal(big.status, 201);
@@ -284,6 +284,16 @@ test('CLI: `cerea-sandbox run` creates a chat, attaches, runs, prints, saves art
   assert.match(st.stdout, /host-0/);
   const bad = cli(['run', '--server', srv.base, '--api-key', 'wrong-key-0123456789', '-'], 'print(1)\n');
   assert.notEqual(bad.status, 0);
+});
+
+test('LRU eviction (CEREA_HOST_KERNELS=3): the chat used longest ago lost its kernel; its next run says restarted, with a note and every file remounted', async () => {
+  // Kernels so far, least recent first: C (size caps), A, B, then the CLI's chat took a fourth.
+  const r = await run(srv, C, "import os\nprint(len(os.listdir('/mnt/data')))");
+  assert.equal(r.status, 'ok', JSON.stringify(r));
+  assert.equal(r.stdout.trim(), '5');
+  assert.equal(r.restarted, true);
+  assert.match(r.notes.join('\n'), /make room for other chats/);
+  assert.deepEqual(r.remounted.slice().sort(), ['part0.bin', 'part1.bin', 'part2.bin', 'part3.bin', 'part4.bin']);
 });
 
 test('a host killed mid-run is restarted; the run is re-dispatched (new attempt) and ends ok; nothing is lost', async () => {
