@@ -198,11 +198,15 @@ export class KernelCore {
     const kernelSources = {};
     for (const m of KERNEL_MODULES) kernelSources[m] = await this.host.readText(`${kernelURL}${m}.py`);
     const { loadPyodide } = await this.host.importPyodide(`${indexURL}pyodide.mjs`);
-    const py = await loadPyodide({
-      indexURL, packageBaseUrl, lockFileContents: lockText,
-      packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
-      stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
-    });
+    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
+    let py;
+    try {
+      py = await loadPyodide({
+        indexURL, packageBaseUrl, lockFileContents: lockText,
+        packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
+        stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
+      });
+    } finally { restoreFetch(); }
     this.py = py;
     for (const [name, p] of Object.entries(this.lock.packages || {}))
       for (const imp of p.imports || []) if (!this.importMap.has(imp)) this.importMap.set(imp, name);
@@ -250,6 +254,42 @@ export class KernelCore {
       lockdown: this.lockdownReport.slice(),
     };
     return this.info;
+  }
+
+  // While Pyodide loads (browser): the runtime's own fetches (pyodide.asm.wasm, python_stdlib.zip)
+  // report progress events {stage: 'download', url, loaded, total} at most every 100 ms per file,
+  // so the page can show the ~12 MB first download.  Returns the function that removes the wrapper.
+  reportDownloads(ref) {
+    const scope = this.host.scope;
+    const own = Object.getOwnPropertyDescriptor(scope, 'fetch');
+    const real = scope.fetch;
+    if (typeof real !== 'function' || typeof TransformStream !== 'function') return () => {};
+    const core = this;
+    const counting = async function fetch(input, init) {
+      const res = await real.call(scope, input, init);
+      if (!res.ok || !res.body) return res;
+      const url = res.url || String(input);
+      // A compressed response's length is not the byte count the stream delivers: total 0 (unknown).
+      const total = res.headers.get('content-encoding') ? 0 : Number(res.headers.get('content-length')) || 0;
+      let loaded = 0, last = 0;
+      const send = (force) => {
+        const now = Date.now();
+        if (!force && now - last < 100) return;
+        last = now;
+        const mb = (n) => (n / 1048576).toFixed(1);
+        const message = `downloading ${url.split('/').pop()} (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
+        core.post(event(EVENT.PROGRESS, { ref, stage: 'download', url, loaded, total, message }));
+      };
+      const counter = new TransformStream({
+        transform(chunk, ctl) { loaded += chunk.byteLength; send(false); ctl.enqueue(chunk); },
+        flush() { send(true); },
+      });
+      return new Response(res.body.pipeThrough(counter), { status: res.status, statusText: res.statusText, headers: res.headers });
+    };
+    try { Object.defineProperty(scope, 'fetch', { value: counting, writable: true, configurable: true }); } catch { return () => {}; }
+    return () => {
+      if (own) Object.defineProperty(scope, 'fetch', own); else delete scope.fetch;
+    };
   }
 
   // Remove network and storage APIs from the global scope and its prototype chain; pin a guarded

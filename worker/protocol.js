@@ -45,7 +45,9 @@
 //    timing: {mount_ms, load_ms, exec_ms, collect_ms}}
 //
 // Events (`{id: 0, type: 'event', event, ref, ...}`):
-//   progress  {ref: init id, stage: 'runtime'|'kernel'|'lockdown'|'packages', message}
+//   progress  {ref: init id, stage: 'runtime'|'kernel'|'lockdown', message}, and in browsers
+//             {ref: init id, stage: 'download', url, loaded, total, message} while the runtime's files
+//             download (at most every 100 ms per file, and once at each file's end).
 //   started   {ref: run_id}  Python begins executing user code now: the time limit starts here.
 //   packages  {ref: run_id, loaded: [names], failed: [{name, message}]}
 //   log       {ref, level, message}   worker diagnostics (never user output).

@@ -4,7 +4,7 @@
 // the worker's own CSP.  Checks what only a real WorkerGlobalScope shows: the lock-down along its
 // prototype chain (fetch, importScripts, indexedDB, caches live on WorkerGlobalScope.prototype),
 // wheels loaded through the guarded fetch from /pyodide/, eval refused by the CSP, SharedArrayBuffer
-// interrupts.  The chat page's own end-to-end tests (stage 60) build on the same core.
+// interrupts, download progress events.  The chat page's own end-to-end tests (stage 60) build on the same core.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -31,8 +31,9 @@ before(async () => {
       const f = path.join(d, path.normalize(u.pathname.slice(p.length)));
       if (!f.startsWith(d) || !fs.existsSync(f) || !fs.statSync(f).isFile()) break;
       const csp = p === '/worker/' ? { 'Content-Security-Policy': `default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src ${base}/pyodide/ ${base}/kernel/` } : {};
-      res.writeHead(200, { ...h, ...csp, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream' });
-      res.end(fs.readFileSync(f));
+      const body = fs.readFileSync(f);
+      res.writeHead(200, { ...h, ...csp, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream', 'content-length': body.length });
+      res.end(body);
       return;
     }
     res.writeHead(404, h); res.end();
@@ -52,6 +53,8 @@ test('browser worker: loads from /pyodide/ only, lock-down clean, probes refused
     const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/browser-worker.js', { type: 'module' }),
       init: { indexURL: base + '/pyodide/', packageBaseUrl: base + '/pyodide/', lockFileURL: base + '/pyodide/pyodide-lock.json',
         kernelURL: base + '/kernel/', deploymentURL: base + '/pyodide/deployment.json' } });
+    const downloads = {};
+    k.onEvent((e) => { if (e.event === 'progress' && e.stage === 'download') downloads[e.url.split('/').pop()] = [e.loaded, e.total]; });
     const info = await k.ready;
     const r = await k.run({ code: `import js, pyodide.http
 print([n for n in ['XMLHttpRequest','WebSocket','importScripts','indexedDB','caches','BroadcastChannel','EventSource','postMessage','Worker'] if getattr(js, n, None) is not None])
@@ -74,10 +77,13 @@ print(openpyxl.load_workbook('/mnt/output/a.xlsx').active['A1'].value)` });
     k.interrupt();
     const r2 = await p;
     k.terminate('cancelled');
-    return { lockdown: info.lockdown, interrupts: info.interrupts, stdout: r.stdout, error: r.error,
+    return { downloads, lockdown: info.lockdown, interrupts: info.interrupts, stdout: r.stdout, error: r.error,
       files: r.files.map((f) => [f.name, f.kind, f.data[0]]), cancelled: r2.status, isolated: crossOriginIsolated };
   }, base);
   assert.equal(out.isolated, true);
+  const wasm = out.downloads['pyodide.asm.wasm'];
+  assert.ok(wasm && wasm[0] > 5e6 && wasm[0] === wasm[1], `download progress for the wasm: ${JSON.stringify(out.downloads)}`);
+  assert.ok(out.downloads['python_stdlib.zip'], 'download progress for the stdlib');
   assert.deepEqual(out.lockdown, []);
   assert.equal(out.interrupts, true);
   assert.equal(out.error, null);
