@@ -99,3 +99,32 @@ test('micropip.install works for everything shipped (when micropip is served); e
     assert.ok(r.notes.some((n) => /micropip/.test(n)));
   }
 });
+
+test('a lock-file package that fails to load is reported (note + packages event), not swallowed', async () => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const { PYODIDE_DIR } = await import('./helpers.mjs');
+  const { KernelClient } = await import('../../worker/kernel-client.js');
+  const { createNodeWorker, nodeInitOptions } = await import('../../worker/node-kernel.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-lock-'));
+  const lock = JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'pyodide-lock.json'), 'utf8'));
+  lock.packages.ghost = { name: 'ghost', version: '1.0', file_name: 'wheels/ghost-1.0-py3-none-any.whl', install_dir: 'site',
+    sha256: '0'.repeat(64), package_type: 'package', imports: ['ghost'], depends: [], unvendored_tests: false };
+  fs.writeFileSync(path.join(dir, 'pyodide-lock.json'), JSON.stringify(lock));
+  const g = new KernelClient({ createWorker: createNodeWorker(), init: { ...nodeInitOptions(), lockFileURL: path.join(dir, 'pyodide-lock.json') } });
+  try {
+    await g.ready;
+    const evs = [];
+    g.onEvent((e) => evs.push(e));
+    const r = await g.run({ run_id: 'ghost', code: 'import ghost' });
+    assert.equal(r.status, 'error');
+    assert.equal(r.error.type, 'ModuleNotFoundError');
+    assert.ok(r.notes.some((n) => /package ghost could not be loaded/.test(n)), JSON.stringify(r.notes));
+    const pk = evs.find((e) => e.event === 'packages');
+    assert.deepEqual(pk.failed.map((f) => f.name), ['ghost']);
+  } finally {
+    g.terminate('cancelled');
+    fs.rmSync(dir, { recursive: true });
+  }
+});
