@@ -24,7 +24,8 @@
 //   k.run({run_id, code, pypi, limits, files?}) → Promise<RunResult> (protocol.js).  When the
 //                      worker is terminated or dies during the run, the promise resolves with
 //                      status 'timeout' | 'cancelled' | 'crashed' (the reason given to terminate,
-//                      'crashed' when it died by itself) and empty output.
+//                      'crashed' when it died by itself) and empty output.  On a kernel that is
+//                      already dead it rejects (code 'dead'): ask the pool for the active one.
 //   k.interrupt()      → true when SIGINT was written while Python runs user code (after the
 //                      'started' event).  Python raises KeyboardInterrupt; run status 'cancelled'.
 //   k.cancel({graceMs=2000}) → Promise<'idle'|'interrupted'|'terminated'>: interrupt, and
