@@ -198,7 +198,8 @@ export class KernelSupervisor extends Emitter {
     const startTimer = () => {
       if (timer !== null) return;
       tExec = performance.now();
-      timer = setTimeout(() => settle({ kind: 'timeout' }), timeoutS * 1000);
+      this.emit('executing', { at: tExec });
+      timer = setTimeout(() => { this.lastTimeoutAt = performance.now(); settle({ kind: 'timeout' }); }, timeoutS * 1000);
     };
     const offExec = port.on('executing', startTimer);
     this._active = {
