@@ -100,8 +100,15 @@ struct orch_hosts {
   int closing;
   int open_timers;
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
-  struct orch_map assign;    /* chat id (borrowed from the chat) -> (slot + 1) */
+  struct orch_map assign;    /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
+
+struct assignment {
+  char chat_id[STORE_ID_LEN + 1];
+  int slot;
+  uint64_t sent_ms;          /* last `attach` sent */
+};
+#define REATTACH_AFTER_MS 5000
 
 static void host_set_state(struct host *h, enum host_state next) {
   if (!host_allowed[h->state][next]) {
@@ -154,6 +161,11 @@ static char *join(const char *a, const char *b) {
 }
 
 static void hosts_free(struct orch_hosts *hs) {
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&hs->assign, &i, &k, &v))
+    sbx_free(v);
   orch_map_free(&hs->assign);
   sbx_free(hs->h);
   sbx_free(hs->sock_dir);
@@ -253,18 +265,15 @@ static void on_host_stdout(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 static void host_spawn(struct host *h);
 
 static void unassign_host(struct orch_hosts *hs, int slot) {
-  const char *drop[256];
-  for (;;) {
-    size_t n = 0, i = 0;
-    const char *k;
-    void *v;
-    while (n < SBX_ARRAY_SIZE(drop) && orch_map_next(&hs->assign, &i, &k, &v))
-      if ((intptr_t)v == slot + 1)
-        drop[n++] = k;
-    for (size_t j = 0; j < n; j++)
-      orch_map_del(&hs->assign, drop[j]);
-    if (n < SBX_ARRAY_SIZE(drop))
-      break;
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&hs->assign, &i, &k, &v)) {
+    struct assignment *a = v;
+    if (a->slot == slot) {
+      orch_map_del(&hs->assign, a->chat_id); /* a tombstone: the iteration goes on */
+      sbx_free(a);
+    }
   }
   hs->h[slot].assigned = 0;
 }
@@ -484,7 +493,8 @@ fail:
 }
 
 /* The cron's duty here: every chat with live runs and no host yet goes to the ready host with the
- * fewest chats.  A chat stays with its host until that host exits. */
+ * fewest chats.  A chat stays with its host until that host exits; one whose host is up but whose
+ * page is missing is attached again. */
 void orch_hosts_tick(struct orch_hosts *hs) {
   if (hs == NULL || hs->closing || hs->o == NULL)
     return;
@@ -493,8 +503,19 @@ void orch_hosts_tick(struct orch_hosts *hs) {
   void *v;
   while (orch_map_next(&hs->o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
-    if (SBX_LIST_EMPTY(&c->runs) || orch_map_get(&hs->assign, c->id) != NULL)
+    if (SBX_LIST_EMPTY(&c->runs))
       continue;
+    struct assignment *have = orch_map_get(&hs->assign, c->id);
+    if (have != NULL) {
+      /* Its host is up but its page is not attached (the host gave the chat up, or its stream
+       * was refused): tell it again, at most every REATTACH_AFTER_MS. */
+      struct host *h = &hs->h[have->slot];
+      uint64_t now = sbx_now_mono_ms();
+      if (h->state == HOST_READY && orch_chat_page(c, h->page_id) == NULL &&
+          now - have->sent_ms >= REATTACH_AFTER_MS && host_send(h, "attach %s\n", c->id) == 0)
+        have->sent_ms = now;
+      continue;
+    }
     struct host *best = NULL;
     for (int j = 0; j < hs->n; j++) {
       struct host *h = &hs->h[j];
@@ -503,9 +524,16 @@ void orch_hosts_tick(struct orch_hosts *hs) {
     }
     if (best == NULL)
       return;
-    if (host_send(best, "attach %s\n", c->id) == 0 &&
-        orch_map_put(&hs->assign, c->id, (void *)(intptr_t)(best->slot + 1)) == 0)
+    struct assignment *a = sbx_calloc(1, sizeof(*a));
+    if (a == NULL)
+      return;
+    snprintf(a->chat_id, sizeof(a->chat_id), "%s", c->id);
+    a->slot = best->slot;
+    a->sent_ms = sbx_now_mono_ms();
+    if (host_send(best, "attach %s\n", c->id) == 0 && orch_map_put(&hs->assign, a->chat_id, a) == 0)
       best->assigned++;
+    else
+      sbx_free(a);
   }
 }
 
