@@ -1,0 +1,99 @@
+// supervisor.test.mjs -- orchestrator/hosts.c's supervision, with stand-in hosts (CEREA_NODE points
+// at a small shell script instead of node; no Pyodide): the command line and credential a host
+// gets, restart with backoff when one exits, chats spread over N hosts, no zombies, and every host
+// killed by handle when the orchestrator stops.  The script lives in DATA/hosts/, the one
+// directory bound into the sandbox, so the same test runs sandboxed (bubblewrap) and trusted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync } from 'node:fs';
+import { startStack, tempDir, newChat, call, sleep, descendants, BWRAP } from './lib.mjs';
+
+// A stand-in host: logs its argv and every stdin line to DATA/hosts/host-<page id>.log, says
+// `ready`, and exits after EXIT_AFTER seconds when that is set (else runs until stdin closes).
+function fakeHost(dataDir, { exitAfter = '' } = {}) {
+  mkdirSync(`${dataDir}/hosts`, { recursive: true });
+  const path = `${dataDir}/hosts/fake-node.sh`;
+  writeFileSync(path, `#!/bin/sh
+dir=$(dirname "$0")
+id=unknown
+prev=
+for a in "$@"; do [ "$prev" = "--page-id" ] && id=$a; prev=$a; done
+log="$dir/$id.log"
+echo "argv $*" >> "$log"
+echo ready
+if [ -n "${exitAfter}" ]; then sleep ${exitAfter}; exit 7; fi
+while read -r line; do echo "stdin $line" >> "$log"; done
+`, { mode: 0o755 });
+  return path;
+}
+
+const logOf = (dataDir, id) => (existsSync(`${dataDir}/hosts/${id}.log`) ? readFileSync(`${dataDir}/hosts/${id}.log`, 'utf8') : '');
+
+function zombies(pid) {
+  return descendants(pid).filter((p) => {
+    try { return / Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8').replace(/^.*\)/, ')')); } catch { return false; }
+  });
+}
+
+test('hosts get the sandboxed command line and the credential on stdin; chats spread over N hosts; all killed by handle on stop', async () => {
+  const dataDir = tempDir('fs-sup');
+  const node = fakeHost(dataDir);
+  const srv = await startStack({ dataDir, env: { CEREA_NODE: node, CEREA_HOSTS: '2' } });
+  try {
+    for (let i = 0; i < 100 && (srv.log.match(/ready/g) || []).length < 2; i++) await sleep(50);
+    const c1 = await newChat(srv), c2 = await newChat(srv);
+    await call(srv, 'POST', `/v1/chats/${c1.id}/runs`, { body: { code: 'print(1)' } });
+    await call(srv, 'POST', `/v1/chats/${c2.id}/runs`, { body: { code: 'print(2)' } });
+    for (let i = 0; i < 100 && !(logOf(dataDir, 'host-0') + logOf(dataDir, 'host-1')).includes(c2.id); i++) await sleep(50);
+    const h0 = logOf(dataDir, 'host-0'), h1 = logOf(dataDir, 'host-1');
+    assert.match(h0, /^argv --disallow-code-generation-from-strings --experimental-permission --allow-worker --allow-fs-read=\S+\/worker --allow-fs-read=\S+\/kernel --allow-fs-read=\S+\/pyodide/m);
+    assert.match(h0, /--orchestrator unix:\S+\/hosts\/hosts\.sock --page-id host-0 --kernels 3 --control stdin/);
+    // The hosts' own key (page-level calls only, new at every start), on stdin: never the API key,
+    // never in argv or the environment.
+    const key = /^stdin key ([0-9a-f]{64})$/m.exec(h0);
+    assert.ok(key, h0);
+    assert.notEqual(key[1], srv.key);
+    assert.doesNotMatch(h0, new RegExp(`argv .*(${key[1]}|${srv.key})`));
+    const asBackend = await call(srv, 'POST', '/v1/chats', { token: key[1], body: {} });
+    assert.ok([401, 403].includes(asBackend.status), `the host key cannot create chats: ${asBackend.status}`);
+    const attached = [h0, h1].map((l) => [...l.matchAll(/^stdin attach (\S+)$/gm)].map((m) => m[1]));
+    assert.deepEqual(attached.flat().sort(), [c1.id, c2.id].sort());
+    assert.equal(attached[0].length, 1, 'one chat per host: the least loaded ready host takes the next');
+    if (BWRAP) assert.match(srv.log, /host 0 started \(pid \d+, sandboxed\)/);
+    const kids = descendants(srv.pid);
+    assert.ok(kids.length >= 2);
+    const r = await srv.stop();
+    assert.equal(r.code, 0);
+    // bwrap's children die with it (--die-with-parent: SIGKILL as soon as bwrap is gone).
+    const alive = () => kids.filter((p) => { try { process.kill(p, 0); return true; } catch { return false; } });
+    for (let i = 0; i < 60 && alive().length; i++) await sleep(50);
+    assert.deepEqual(alive(), [], 'no process outlived the orchestrator by 3 s');
+  } finally { await srv.stop(); }
+});
+
+test('a host that keeps exiting is restarted with backoff (not in a tight loop) and leaves no zombies', async () => {
+  const dataDir = tempDir('fs-sup');
+  const node = fakeHost(dataDir, { exitAfter: '0.1' });
+  const srv = await startStack({ dataDir, env: { CEREA_NODE: node } });
+  try {
+    await sleep(3500);
+    const starts = new Set([...srv.log.matchAll(/host 0 started \(pid (\d+)/g)].map((m) => m[1])).size;
+    // 0.1 s of life, then 250, 500, 1000, 2000 ms of backoff: about 4-5 starts in 3.5 s, never 30.
+    assert.ok(starts >= 3 && starts <= 6, `starts in 3.5 s: ${starts}\n${srv.log.slice(-1500)}`);
+    assert.match(srv.log, /host 0 exited \(status 7, signal 0\)/);
+    assert.deepEqual(zombies(srv.pid), []);
+  } finally { await srv.stop(); }
+});
+
+test('a host that exits refusing its sandbox (status 3) is reported as such', async () => {
+  const dataDir = tempDir('fs-sup');
+  mkdirSync(`${dataDir}/hosts`, { recursive: true });
+  const node = `${dataDir}/hosts/refuse.sh`;
+  writeFileSync(node, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
+  const srv = await startStack({ dataDir, env: { CEREA_NODE: node } });
+  try {
+    for (let i = 0; i < 60 && !/refused to run without its sandbox/.test(srv.log); i++) await sleep(50);
+    assert.match(srv.log, /host 0 exited \(status 3, signal 0\) after \d+ ms: it refused to run without its sandbox/);
+  } finally { await srv.stop(); }
+  assert.ok(readdirSync(`${dataDir}/hosts`).includes('refuse.sh'));
+});
