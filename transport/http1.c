@@ -357,9 +357,10 @@ static void h1_answer_done(struct h1 *h) {
 static int h1_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, int64_t clen,
                    int has_body) {
   struct h1 *h = r->conn->pdata;
-  struct sbx_buf b;
-  sbx_buf_init(&b, hlen + 256);
-  sbx_buf_reserve(&b, hlen + 128); /* one allocation; appends below check again */
+  struct sbx_buf *bp = &h->head, b;
+  b = *bp; /* built in place, in the connection's kept head buffer */
+  b.limit = SBX_MAX(b.limit, hlen + 256);
+  sbx_buf_reset(&b);
   h->chunked_out = 0;
   if (clen == -1 && has_body && !r->is_head) {
     if (h->http10)
@@ -386,8 +387,7 @@ static int h1_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
     rc |= sbx_buf_appendf(&b, "Connection: keep-alive\r\n");
   rc |= sbx_buf_append(&b, "\r\n", 2);
   /* The head waits for the first body bytes (or the end): one write for a whole small answer. */
-  sbx_buf_free(&h->head);
-  h->head = b;
+  *bp = b;
   /* A stalled reader is caught by the timer: armed while the answer is being written. */
   tp__conn_timer(r->conn, LIM(h)->idle_timeout_ms);
   return rc ? SBX_ENOMEM : 0;
@@ -402,7 +402,10 @@ static int h1_write(struct h1 *h, uv_buf_t *bufs, unsigned n) {
   for (unsigned i = 0; i < n && k < 4; i++)
     all[k++] = bufs[i];
   int rc = k ? tp__conn_write(h->c, all, k) : 0;
-  sbx_buf_free(&h->head);
+  if (h->head.cap > 4096)
+    sbx_buf_free(&h->head);
+  else
+    sbx_buf_reset(&h->head); /* kept for the next answer: no allocation per answer */
   return rc;
 }
 

@@ -53,7 +53,7 @@ struct h2s {
   struct tp_req *req; /* the peer's reference; NULL once handed back */
   struct sbx_list node;
   size_t header_bytes, nheaders;
-  char *pmethod, *ppath, *pauthority;
+  char *pmethod, *ppath, *pauthority; /* in the request's arena */
   int error;      /* 431 / 413 / 400 decided while reading */
   int refused;    /* reset, ignore everything */
   int dispatched; /* dispatch or error event queued */
@@ -115,9 +115,6 @@ static int push_ev(struct h2 *h, enum ev_type t, int32_t id, int status, struct 
 
 static void h2s_free(struct h2s *st) {
   sbx_list_remove(&st->node);
-  sbx_free(st->pmethod);
-  sbx_free(st->ppath);
-  sbx_free(st->pauthority);
   sbx_buf_free(&st->out);
   sbx_free(st);
 }
@@ -187,7 +184,7 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
         st->error = 414;
         return 0;
       }
-      *slot = sbx_strndup((const char *)value, vl);
+      *slot = tp__req_strndup(st->req, (const char *)value, vl); /* lives with the request */
       if (*slot == NULL)
         st->error = 503;
     }

@@ -107,6 +107,7 @@ struct tp_server {
   tp_closed_cb closed_cb;
   void *closed_ud;
   struct tp_fcache *fcache; /* static.c: open files and misses, revalidated every second */
+  struct sbx_buf scratch;   /* req.c: response heads are built here, one at a time */
   char *rbuf; /* one read buffer: every read is consumed before the next alloc */
   int rbuf_busy;
   char date[40];
@@ -279,7 +280,23 @@ struct tp_req {
   uint64_t hb_ms, last_write_ms;
   int status;
   char peer[64];
+  /* Strings of the request (method, target, path, query, headers, parameters) come from this
+   * arena, then from chunks on the heap when it is full: one allocation for a usual request. */
+  struct tp_req_chunk *chunks;
+  size_t arena_used;
+  struct tp_kv hdrs_inline[16];
+  char arena[768];
 };
+
+struct tp_req_chunk {
+  struct tp_req_chunk *next;
+  char data[];
+};
+/* Request-lifetime copies (freed with the request); NULL when out of memory. */
+char *tp__req_strndup(struct tp_req *r, const char *s, size_t n);
+/* Percent-decodes into request-lifetime memory; NULL on bad escapes, NUL or no memory. */
+char *tp__req_decode(struct tp_req *r, const char *s, size_t n, int plus);
+void tp__req_strings_free(struct tp_req *r);
 
 struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum tp_protocol p);
 void tp__req_ref(struct tp_req *r);
@@ -308,6 +325,8 @@ int tp__route_compile(struct tp_route *rt);
 void tp__route_free(struct tp_route *rt);
 /* Percent-decodes [s, s+n) into a new string; '+' as space when `plus`; NULL on bad escapes/NUL. */
 char *tp__pct_decode(const char *s, size_t n, int plus);
+/* The same into out (n + 1 bytes): the decoded length, or -1. */
+long tp__pct_decode_to(char *out, const char *s, size_t n, int plus);
 void tp__static_serve(struct tp_req *r, const struct tp_mount *m);
 struct tp_fcache;
 void tp__fcache_free(struct tp_fcache *fc);

@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -45,9 +46,10 @@ void tp__req_set_state(struct tp_req *r, enum req_state st) {
 }
 
 struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum tp_protocol p) {
-  struct tp_req *r = sbx_calloc(1, sizeof(*r));
+  struct tp_req *r = sbx_malloc(sizeof(*r));
   if (r == NULL)
     return NULL;
+  memset(r, 0, offsetof(struct tp_req, arena)); /* the arena needs no zeroing */
   r->srv = c->srv;
   r->conn = c;
   r->ops = ops;
@@ -62,23 +64,61 @@ struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum
 
 void tp__req_ref(struct tp_req *r) { r->refs++; }
 
+char *tp__req_strndup(struct tp_req *r, const char *s, size_t n) {
+  char *p;
+  if (r->arena_used + n + 1 <= sizeof(r->arena)) {
+    p = r->arena + r->arena_used;
+    r->arena_used += n + 1;
+  } else {
+    struct tp_req_chunk *c = sbx_malloc(sizeof(*c) + n + 1);
+    if (c == NULL)
+      return NULL;
+    c->next = r->chunks;
+    r->chunks = c;
+    p = c->data;
+  }
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *tp__req_decode(struct tp_req *r, const char *s, size_t n, int plus) {
+  size_t mark = r->arena_used;
+  struct tp_req_chunk *chunks = r->chunks;
+  char *p = tp__req_strndup(r, s, n); /* room for the result; decoded in place */
+  if (p == NULL)
+    return NULL;
+  if (tp__pct_decode_to(p, s, n, plus) < 0) {
+    if (r->chunks != chunks) { /* give the chunk back */
+      struct tp_req_chunk *c = r->chunks;
+      r->chunks = c->next;
+      sbx_free(c);
+    } else {
+      r->arena_used = mark;
+    }
+    return NULL;
+  }
+  return p;
+}
+
+void tp__req_strings_free(struct tp_req *r) {
+  while (r->chunks) {
+    struct tp_req_chunk *c = r->chunks;
+    r->chunks = c->next;
+    sbx_free(c);
+  }
+  if (r->hdrs != r->hdrs_inline)
+    sbx_free(r->hdrs);
+  r->hdrs = NULL;
+  r->nhdrs = r->hcap = 0;
+  r->arena_used = 0;
+}
+
 static void req_free(struct tp_req *r) {
   if (r->file_fd >= 0)
     close(r->file_fd);
   sbx_list_remove(&r->sse_node);
-  sbx_free(r->method);
-  sbx_free(r->target);
-  sbx_free(r->path);
-  sbx_free(r->query);
-  for (size_t i = 0; i < r->nhdrs; i++) {
-    sbx_free(r->hdrs[i].name);
-    sbx_free(r->hdrs[i].value);
-  }
-  sbx_free(r->hdrs);
-  for (size_t i = 0; i < r->nparams; i++) {
-    sbx_free(r->params[i].name);
-    sbx_free(r->params[i].value);
-  }
+  tp__req_strings_free(r);
   sbx_buf_free(&r->body);
   sbx_free(r);
 }
@@ -117,20 +157,24 @@ void tp__req_peer_gone(struct tp_req *r) {
 }
 
 int tp__req_add_header(struct tp_req *r, const char *n, size_t nl, const char *v, size_t vl) {
+  if (r->hdrs == NULL) {
+    r->hdrs = r->hdrs_inline;
+    r->hcap = SBX_ARRAY_SIZE(r->hdrs_inline);
+  }
   if (r->nhdrs == r->hcap) {
-    size_t cap = r->hcap ? r->hcap * 2 : 16;
-    struct tp_kv *nh = sbx_realloc(r->hdrs, cap * sizeof(*nh));
+    size_t cap = r->hcap * 2;
+    struct tp_kv *nh = sbx_malloc(cap * sizeof(*nh));
     if (nh == NULL)
       return SBX_ENOMEM;
+    memcpy(nh, r->hdrs, r->nhdrs * sizeof(*nh));
+    if (r->hdrs != r->hdrs_inline)
+      sbx_free(r->hdrs);
     r->hdrs = nh;
     r->hcap = cap;
   }
-  char *name = sbx_strndup(n, nl), *value = sbx_strndup(v, vl);
-  if (!name || !value) {
-    sbx_free(name);
-    sbx_free(value);
+  char *name = tp__req_strndup(r, n, nl), *value = tp__req_strndup(r, v, vl);
+  if (!name || !value)
     return SBX_ENOMEM;
-  }
   r->hdrs[r->nhdrs].name = name;
   r->hdrs[r->nhdrs].value = value;
   r->nhdrs++;
@@ -138,8 +182,8 @@ int tp__req_add_header(struct tp_req *r, const char *n, size_t nl, const char *v
 }
 
 int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size_t tl) {
-  r->method = sbx_strdup(m);
-  r->target = sbx_strndup(target, tl);
+  r->method = tp__req_strndup(r, m, strlen(m));
+  r->target = tp__req_strndup(r, target, tl);
   if (!r->method || !r->target)
     return SBX_ENOMEM;
   r->is_head = strcmp(m, "HEAD") == 0;
@@ -147,11 +191,11 @@ int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size
   size_t pl = q ? (size_t)(q - target) : tl;
   if (pl == 0 || target[0] != '/')
     return SBX_EINVAL; /* only origin-form targets are served */
-  r->path = tp__pct_decode(target, pl, 0);
+  r->path = tp__req_decode(r, target, pl, 0);
   if (r->path == NULL)
     return SBX_EINVAL;
   if (q) {
-    r->query = sbx_strndup(q + 1, tl - pl - 1);
+    r->query = tp__req_strndup(r, q + 1, tl - pl - 1);
     if (!r->query)
       return SBX_ENOMEM;
   }
@@ -160,15 +204,13 @@ int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size
 
 void tp__req_route(struct tp_req *r) {
   struct tp_server *s = r->srv;
-  size_t tl = strlen(r->target);
-  const char *q = memchr(r->target, '?', tl);
-  char *raw = sbx_strndup(r->target, q ? (size_t)(q - r->target) : tl);
-  if (raw == NULL) {
-    r->route_status = 500;
-    return;
-  }
-  r->route = tp__route_match(s, r->method, raw, r, r->allow, sizeof(r->allow), &r->route_status);
-  sbx_free(raw);
+  char *q = strchr(r->target, '?');
+  if (q) /* the router sees the raw path alone: cut the query off for the time of the match */
+    *q = '\0';
+  r->route = tp__route_match(s, r->method, r->target, r, r->allow, sizeof(r->allow),
+                             &r->route_status);
+  if (q)
+    *q = '?';
   if (r->route) {
     r->body_limit = r->route->body_limit;
     return;
@@ -260,21 +302,18 @@ const char *tp_req_query(const struct tp_req *r, const char *name) {
     size_t seg = amp ? (size_t)(amp - p) : strlen(p);
     const char *eq = memchr(p, '=', seg);
     size_t kn = eq ? (size_t)(eq - p) : seg;
-    char *k = tp__pct_decode(p, kn, 1);
-    int match = k && strlen(k) == nl && memcmp(k, name, nl) == 0;
-    sbx_free(k);
+    char kbuf[128];
+    int match = kn < sizeof(kbuf) && tp__pct_decode_to(kbuf, p, kn, 1) == (long)nl &&
+                memcmp(kbuf, name, nl) == 0;
     if (match) {
-      char *v = eq ? tp__pct_decode(eq + 1, seg - kn - 1, 1) : sbx_strdup("");
       struct tp_req *mr = (struct tp_req *)r;
-      if (v == NULL || mr->nparams == SBX_ARRAY_SIZE(mr->params)) {
-        sbx_free(v);
+      if (mr->nparams == SBX_ARRAY_SIZE(mr->params))
         return NULL;
-      }
-      mr->params[mr->nparams].name = sbx_strdup(key);
-      if (mr->params[mr->nparams].name == NULL) {
-        sbx_free(v);
+      char *v = eq ? tp__req_decode(mr, eq + 1, seg - kn - 1, 1) : tp__req_strndup(mr, "", 0);
+      char *k = tp__req_strndup(mr, key, (size_t)kl);
+      if (v == NULL || k == NULL)
         return NULL;
-      }
+      mr->params[mr->nparams].name = k;
       mr->params[mr->nparams].value = v;
       mr->nparams++;
       return v;
@@ -358,17 +397,18 @@ static int64_t header_clen(const char *headers) {
 
 static int send_head(struct tp_req *r, int status, const char *headers, int64_t clen,
                      int has_body) {
-  struct sbx_buf b;
-  sbx_buf_init(&b, 64 * 1024);
-  int rc = sbx_buf_reserve(&b, 512); /* one allocation for the usual head */
-  if (rc == 0)
-    rc = build_headers(r, &b, headers, clen);
+  /* The server's scratch buffer: heads are built and handed over (copied) one at a time, and
+   * ops->head never builds another one, so no allocation per answer. */
+  struct sbx_buf *b = &r->srv->scratch;
+  sbx_buf_reset(b);
+  int rc = build_headers(r, b, headers, clen);
   if (rc == 0) {
     tp__count_status(r->srv, status);
     r->status = status;
-    rc = r->ops->head(r, status, b.data, b.len, clen, has_body);
+    rc = r->ops->head(r, status, b->data, b->len, clen, has_body);
   }
-  sbx_buf_free(&b);
+  if (b->cap > 16 * 1024) /* a rare big head: do not keep its memory */
+    sbx_buf_free(b);
   return rc;
 }
 

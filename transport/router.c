@@ -23,34 +23,35 @@ static int hexval(char c) {
   return -1;
 }
 
-char *tp__pct_decode(const char *s, size_t n, int plus) {
-  char *out = sbx_malloc(n + 1);
-  if (out == NULL)
-    return NULL;
+long tp__pct_decode_to(char *out, const char *s, size_t n, int plus) {
   size_t o = 0;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
     if (c == '%') {
       int h, l;
-      if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 || (l = hexval(s[i + 2])) < 0) {
-        sbx_free(out);
-        return NULL;
-      }
+      if (i + 2 >= n || (h = hexval(s[i + 1])) < 0 || (l = hexval(s[i + 2])) < 0)
+        return -1;
       c = (char)(h * 16 + l);
       i += 2;
-      if (c == '\0') {
-        sbx_free(out);
-        return NULL;
-      }
+      if (c == '\0')
+        return -1;
     } else if (c == '+' && plus) {
       c = ' ';
     } else if (c == '\0') {
-      sbx_free(out);
-      return NULL;
+      return -1;
     }
     out[o++] = c;
   }
   out[o] = '\0';
+  return (long)o;
+}
+
+char *tp__pct_decode(const char *s, size_t n, int plus) {
+  char *out = sbx_malloc(n + 1);
+  if (out != NULL && tp__pct_decode_to(out, s, n, plus) < 0) {
+    sbx_free(out);
+    out = NULL;
+  }
   return out;
 }
 
@@ -100,11 +101,7 @@ void tp__route_free(struct tp_route *rt) {
 }
 
 static void params_clear(struct tp_req *r) {
-  for (size_t i = 0; i < r->nparams; i++) {
-    sbx_free(r->params[i].name);
-    sbx_free(r->params[i].value);
-  }
-  r->nparams = 0;
+  r->nparams = 0; /* their strings stay in the request's arena until it goes */
 }
 
 static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl) {
@@ -115,13 +112,10 @@ static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl
   size_t nl = strlen(seg) - 2;
   if (seg[nl] == '*')
     nl--;
-  char *name = sbx_strndup(seg + 1, nl);
-  char *val = tp__pct_decode(v, vl, 0);
-  if (!name || !val) {
-    sbx_free(name);
-    sbx_free(val);
+  char *name = tp__req_strndup(r, seg + 1, nl);
+  char *val = tp__req_decode(r, v, vl, 0);
+  if (!name || !val)
     return -1;
-  }
   r->params[r->nparams].name = name;
   r->params[r->nparams].value = val;
   r->nparams++;

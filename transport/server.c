@@ -60,6 +60,7 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   SBX_LIST_INIT(&s->listeners);
   SBX_LIST_INIT(&s->conns);
   SBX_LIST_INIT(&s->sse_reqs);
+  sbx_buf_init(&s->scratch, 64 * 1024);
   s->server_name = sbx_strdup(cfg && cfg->server_name ? cfg->server_name : "cerea-sandbox");
   s->rbuf = sbx_malloc(TP_READ_BUF);
   if (s->server_name == NULL || s->rbuf == NULL) {
@@ -260,6 +261,7 @@ static void server_free(struct tp_server *s) {
   }
   sbx_free(s->phdrs);
   tp__fcache_free(s->fcache);
+  sbx_buf_free(&s->scratch);
   if (s->ssl_ctx)
     SSL_CTX_free(s->ssl_ctx);
   sbx_free(s->tls_cert_file);

@@ -91,7 +91,16 @@ static void h_nodelay(struct tp_req *r, void *ud) {
   tp_respond(r, 200, NULL, v ? "1" : "0", 1);
 }
 
+static void h_hdr(struct tp_req *r, void *ud) {
+  const char *v = tp_req_header(r, "x-last");
+  const char *q = tp_req_query(r, "k");
+  char out[512];
+  int n = snprintf(out, sizeof(out), "%s|%s", v ? v : "-", q ? q : "-");
+  tp_respond(r, 200, NULL, out, (size_t)n);
+}
+
 void th_add_routes(struct tp_server *s) {
+  tp_route(s, "GET", "/hdr", 0, h_hdr, NULL);
   tp_route(s, "GET", "/hello", 0, h_hello, NULL);
   tp_route(s, "POST", "/echo", 16, h_echo, NULL);
   tp_route(s, "GET", "/items/{id}", 0, h_item, NULL);

@@ -24,6 +24,7 @@ struct h1case {
 static char big_header[20000];
 static char many_headers[150 * 12 + 64];
 static char long_uri[10000];
+static char forty_headers[8192];
 
 static const struct h1case cases[] = {
     {"get", "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", 200, "\r\n\r\nhello", 0, 0, NULL},
@@ -72,9 +73,14 @@ static const struct h1case cases[] = {
     {"expect continue", "POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok", 200,
      "ok", 0, 0, NULL},
     {"tcp nodelay", "GET /nodelay HTTP/1.1\r\n\r\n", 200, "\r\n\r\n1", 0, 0, NULL},
+    {"many headers past the arena", forty_headers, 200, "\r\n\r\nthe end|v w", 0, 0, NULL},
 };
 
 static void build_big(void) {
+  strcpy(forty_headers, "GET /hdr?a=1&k=v%20w&z HTTP/1.1\r\n");
+  for (int i = 0; i < 40; i++)
+    sprintf(forty_headers + strlen(forty_headers), "X-H%02d: %0100d\r\n", i, i);
+  strcat(forty_headers, "X-Last: the end\r\n\r\n");
   strcpy(big_header, "GET /hello HTTP/1.1\r\nX-Big: ");
   size_t l = strlen(big_header);
   memset(big_header + l, 'a', 17000);

@@ -66,10 +66,7 @@ START_TEST(test_route_table) {
     ck_assert_str_eq(tp_req_param(&r, c->pname), c->pvalue);
   if (status == 405)
     ck_assert_str_eq(allow, "GET, POST");
-  for (size_t i = 0; i < r.nparams; i++) {
-    sbx_free(r.params[i].name);
-    sbx_free(r.params[i].value);
-  }
+  tp__req_strings_free(&r);
   tp_server_close(s, 0, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
