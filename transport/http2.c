@@ -547,14 +547,14 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   if (st == NULL || r->conn == NULL)
     return SBX_ECLOSED;
   struct h2 *h = st->h;
-  /* "Name: value\r\n" lines -> lower-case name/value pairs. */
+  /* "Name: value\r\n" lines -> lower-case name/value pairs.  Names are lower-cased into a copy;
+   * values point into hdrs (nghttp2 copies both). */
   size_t cap = 2;
-  for (size_t i = 0; i + 1 < hlen; i++)
-    if (hdrs[i] == '\r' && hdrs[i + 1] == '\n')
-      cap++;
+  for (const char *q = hdrs; (q = memchr(q, '\n', (size_t)(hdrs + hlen - q))) != NULL; q++)
+    cap++;
   /* The usual head fits on the stack; a big one is allocated. */
   nghttp2_nv nv_stack[32];
-  char copy_stack[2048];
+  char copy_stack[1024];
   nghttp2_nv *nv = cap <= 32 ? nv_stack : sbx_calloc(cap, sizeof(*nv));
   char *copy = hlen < sizeof(copy_stack) ? copy_stack : sbx_malloc(hlen + 1);
   if (!nv || !copy) {
@@ -564,32 +564,31 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
       sbx_free(copy);
     return SBX_ENOMEM;
   }
-  memcpy(copy, hdrs, hlen);
-  copy[hlen] = '\0';
-  char sbuf[8];
-  snprintf(sbuf, sizeof(sbuf), "%d", status);
-  size_t n = 0;
-  nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)sbuf, 7, strlen(sbuf),
-                         NGHTTP2_NV_FLAG_NONE};
-  char *p = copy;
-  while (*p && n < cap) {
-    char *eol = strstr(p, "\r\n");
+  char sbuf[4] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
+                  (char)('0' + status % 10), 0};
+  size_t n = 0, used = 0;
+  nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)sbuf, 7, 3, NGHTTP2_NV_FLAG_NONE};
+  const char *p = hdrs, *end = hdrs + hlen;
+  while (p < end && n < cap) {
+    const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol)
       break;
-    *eol = '\0';
-    char *colon = strchr(p, ':');
+    const char *le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
+    const char *colon = memchr(p, ':', (size_t)(le - p));
     if (colon && colon > p) {
       size_t nl = (size_t)(colon - p);
-      char *v = colon + 1;
-      while (*v == ' ' || *v == '\t')
+      const char *v = colon + 1;
+      while (v < le && (*v == ' ' || *v == '\t'))
         v++;
+      char *name = copy + used;
       for (size_t i = 0; i < nl; i++)
-        if (p[i] >= 'A' && p[i] <= 'Z')
-          p[i] = (char)(p[i] - 'A' + 'a');
-      if (!is_hop_header(p, nl))
-        nv[n++] = (nghttp2_nv){(uint8_t *)p, (uint8_t *)v, nl, strlen(v), NGHTTP2_NV_FLAG_NONE};
+        name[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+      used += nl;
+      if (!is_hop_header(name, nl))
+        nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)v, nl, (size_t)(le - v),
+                               NGHTTP2_NV_FLAG_NONE};
     }
-    p = eol + 2;
+    p = eol + 1;
   }
   nghttp2_data_provider prd;
   prd.source.ptr = st;

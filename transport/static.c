@@ -33,6 +33,7 @@ struct fc_ent {
   int fd;  /* -1: a miss, errno in err */
   int err;
   char *data; /* the bytes of a small regular file, else NULL */
+  char etag[64]; /* strong: size and mtime in ns, plus the coding of a variant file */
   struct stat st;
   uint64_t checked;
 };
@@ -73,6 +74,16 @@ static void fc_fill(struct fc_ent *e, const char *path, uint64_t now) {
     e->fd = -1;
   }
   e->checked = now;
+  if (e->fd >= 0) {
+    size_t pl = strlen(path);
+    const char *suffix = pl > 3 && strcmp(path + pl - 3, ".br") == 0   ? "-br"
+                         : pl > 3 && strcmp(path + pl - 3, ".gz") == 0 ? "-gzip"
+                                                                        : "";
+    snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx%s\"", (unsigned long long)e->st.st_size,
+             (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ull +
+                 (unsigned long long)e->st.st_mtim.tv_nsec,
+             suffix);
+  }
   if (e->fd >= 0 && S_ISREG(e->st.st_mode) && e->st.st_size <= FC_SMALL) {
     size_t n = (size_t)e->st.st_size;
     e->data = sbx_malloc(n + 1);
@@ -202,16 +213,18 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   const char *rel = r->path + strlen(m->prefix);
   char path[4096];
   struct stat st;
-  int n;
   if (!path_safe(rel)) {
     tp_respond_error(r, 404, "not_found", "no such file");
     return;
   }
-  n = snprintf(path, sizeof(path), "%s/%s", m->dir, rel);
-  if (n < 0 || (size_t)n >= sizeof(path) - 16) {
+  size_t dl = strlen(m->dir), rl = strlen(rel);
+  if (dl + 1 + rl >= sizeof(path) - 16) {
     tp_respond_error(r, 404, "not_found", "no such file");
     return;
   }
+  memcpy(path, m->dir, dl);
+  path[dl] = '/';
+  memcpy(path + dl + 1, rel, rl + 1);
   const struct fc_ent *e = fc_get(r->srv, path);
   if (e && S_ISDIR(e->st.st_mode)) {
     size_t pl = strlen(path);
@@ -248,19 +261,32 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
     return;
   }
   st = e->st;
-  char etag[96];
-  snprintf(etag, sizeof(etag), "\"%llx-%llx%s%s\"", (unsigned long long)st.st_size,
-           (unsigned long long)st.st_mtim.tv_sec * 1000000000ull + (unsigned long long)st.st_mtim.tv_nsec,
-           enc ? "-" : "", enc ? enc : "");
+  const char *etag = e->etag;
+  /* The head, by appends (no printf on the hot path). */
   char h[1024];
-  int hl = snprintf(h, sizeof(h),
-                    "Content-Type: %s\r\nETag: %s\r\nCache-Control: %s\r\nVary: Accept-Encoding\r\n%s%s%s",
-                    mime, etag, m->cache_control, enc ? "Content-Encoding: " : "", enc ? enc : "",
-                    enc ? "\r\n" : "");
-  if (hl < 0 || (size_t)hl >= sizeof(h) - 128) {
-    tp_respond_error(r, 500, "internal", "header too long");
-    return;
+  size_t hl = 0;
+#define H_ADD(str)                                                                                 \
+  do {                                                                                             \
+    size_t l_ = strlen(str);                                                                       \
+    if (hl + l_ < sizeof(h) - 160) {                                                               \
+      memcpy(h + hl, (str), l_);                                                                   \
+      hl += l_;                                                                                    \
+    }                                                                                              \
+  } while (0)
+  H_ADD("Content-Type: ");
+  H_ADD(mime);
+  H_ADD("\r\nETag: ");
+  H_ADD(etag);
+  H_ADD("\r\nCache-Control: ");
+  H_ADD(m->cache_control);
+  H_ADD("\r\nVary: Accept-Encoding\r\n");
+  if (enc) {
+    H_ADD("Content-Encoding: ");
+    H_ADD(enc);
+    H_ADD("\r\n");
   }
+#undef H_ADD
+  h[hl] = '\0';
   if (etag_listed(tp_req_header(r, "If-None-Match"), etag)) {
     tp_respond(r, 304, h, NULL, 0);
     return;
@@ -268,19 +294,20 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   uint64_t size = (uint64_t)st.st_size, start = 0, len = size;
   int status = 200;
   if (!enc) {
-    hl += snprintf(h + hl, sizeof(h) - (size_t)hl, "Accept-Ranges: bytes\r\n");
+    memcpy(h + hl, "Accept-Ranges: bytes\r\n", 23); /* room kept by H_ADD */
+    hl += 22;
     const char *ifr = tp_req_header(r, "If-Range");
     if (range && (!ifr || strcmp(ifr, etag) == 0)) {
       int pr = tp__parse_range(range, size, &start, &len);
       if (pr < 0) {
-        snprintf(h + hl, sizeof(h) - (size_t)hl, "Content-Range: bytes */%llu\r\n",
+        snprintf(h + hl, sizeof(h) - hl, "Content-Range: bytes */%llu\r\n",
                  (unsigned long long)size);
         tp_respond(r, 416, h, NULL, 0);
         return;
       }
       if (pr > 0) {
         status = 206;
-        snprintf(h + hl, sizeof(h) - (size_t)hl, "Content-Range: bytes %llu-%llu/%llu\r\n",
+        snprintf(h + hl, sizeof(h) - hl, "Content-Range: bytes %llu-%llu/%llu\r\n",
                  (unsigned long long)start, (unsigned long long)(start + len - 1),
                  (unsigned long long)size);
       }
