@@ -135,6 +135,22 @@ test('LRU eviction: at most N live kernels; the evicted chat\'s next run says re
   a.close(); b.close(); kernels.dispose();
 });
 
+test('LRU eviction never stops running code: with every kernel busy the set goes over its bound', async () => {
+  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 1 });
+  const { kernel: a } = await kernels.acquire('A');
+  a.state = 'busy';
+  const { kernel: b } = await kernels.acquire('B');
+  assert.notEqual(a.state, 'dead', 'the busy kernel was left alone');
+  assert.equal(kernels.live.size, 2);
+  a.state = 'ready';
+  await kernels.acquire('C');
+  assert.equal(a.state, 'dead', 'once idle, the least recently used go, down to the bound');
+  assert.equal(b.state, 'dead');
+  assert.deepEqual([...kernels.live.keys()], ['C']);
+  assert.deepEqual([...kernels.evicted].sort(), ['A', 'B']);
+  kernels.dispose();
+});
+
 test('a replayed run event is not run twice; a reconnect carries Last-Event-ID and the same page id', async () => {
   const orch = new FakeOrch();
   const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });

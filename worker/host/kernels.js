@@ -52,10 +52,12 @@ export class KernelSet {
     }
     this.live.delete(chat);
     while (this.live.size >= this.max) {
-      // Evict the least recently used idle kernel; a busy one is left alone unless all are busy.
+      // Evict the least recently used idle kernel.  Running or loading kernels are never evicted:
+      // when all are, the set goes over its bound for a while (killing running code to make room
+      // would cascade: its chat would need a kernel right back).
       let victim = null;
-      for (const [c, k] of this.live) if (k.state !== 'busy') { victim = c; break; }
-      if (victim === null) victim = this.live.keys().next().value;
+      for (const [c, k] of this.live) if (k.state === 'ready' || k.state === 'dead') { victim = c; break; }
+      if (victim === null) { this.log(`all ${this.live.size} kernels busy: one more beyond the bound of ${this.max}`); break; }
       const k = this.live.get(victim);
       this.live.delete(victim);
       this.evicted.add(victim);
