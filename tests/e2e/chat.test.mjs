@@ -276,3 +276,25 @@ test('switching chats gives a fresh interpreter without the old chat\'s files', 
   assert.notEqual(r3.json.status, 'ok', 'a run of the old chat does not execute on this page');
   await page.close();
 });
+
+test('a figure redrawn under the same name shows as the next version of one artifact', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const { page } = await openChat(chat);
+  await kernelReady(page);
+  // A 1x1 PNG written as figure-1.png twice (matplotlib is not shipped offline; the naming and
+  // versioning are what this checks).
+  const code = (shade) => `import zlib, struct
+def c(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+png = b'\\x89PNG\\r\\n\\x1a\\n' + c(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 0, 0, 0, 0)) + c(b'IDAT', zlib.compress(bytes([0, ${shade}]))) + c(b'IEND', b'')
+open('/mnt/output/figure-1.png', 'wb').write(png)`;
+  const r1 = await runCode(chat, code(10));
+  const r2 = await runCode(chat, code(200));
+  assert.equal(r1.files[0].name, 'figure-1.png');
+  assert.equal(r2.files[0].name, 'figure-1.png');
+  assert.equal(r2.files[0].version, r1.files[0].version + 1);
+  const card = page.locator(`.run-card[data-run-id="${r2.run_id}"] .artifact[data-name="figure-1.png"]`);
+  await card.waitFor();
+  assert.match(await card.textContent(), new RegExp(`v${r2.files[0].version}`));
+  await page.close();
+});
