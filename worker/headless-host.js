@@ -78,8 +78,9 @@ export async function main(argv = process.argv.slice(2)) {
   if (problems.length) log(`running TRUSTED code without a full sandbox: ${problems.join('; ')}`);
 
   const client = new OrchClient(opts.orchestrator, process.env.CEREA_HOST_CREDENTIAL || null);
-  const kernels = KernelSet.node({ init: nodeInitOptions(), max: opts.kernels, log });
   const chats = new Map();
+  const kernels = KernelSet.node({ init: nodeInitOptions(), max: opts.kernels, log,
+    onEvict: (id) => { const c = chats.get(id); if (c) c.forgetFiles(); } });
   const attach = (id) => {
     if (!/^[A-Za-z0-9._-]{1,80}$/.test(id)) { log(`attach: bad chat id ${JSON.stringify(id)}`); return; }
     const have = chats.get(id);

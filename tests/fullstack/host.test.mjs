@@ -110,9 +110,10 @@ test('a stalled download is skipped after the file wait with a note, and tried a
 
 test('LRU eviction: at most N live kernels; the evicted chat\'s next run says restarted, with a note and the remounted files', async () => {
   const orch = new FakeOrch();
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 1 });
-  const a = new ChatAttachment('A', orch, kernels, { pageId: 'p1' });
-  const b = new ChatAttachment('B', orch, kernels, { pageId: 'p1' });
+  const chats = {};
+  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 1, onEvict: (id) => chats[id].forgetFiles() });
+  const a = chats.A = new ChatAttachment('A', orch, kernels, { pageId: 'p1' });
+  const b = chats.B = new ChatAttachment('B', orch, kernels, { pageId: 'p1' });
   orch.files.set('/v1/files/f1', 'one');
   a.open();
   let res = orch.nextResult();
@@ -132,6 +133,7 @@ test('LRU eviction: at most N live kernels; the evicted chat\'s next run says re
   assert.deepEqual(r.body.remounted, ['f.txt']);
   assert.match(r.body.notes.join('\n'), /restarted .*make room for other chats.*variables .* gone/);
   assert.match(r.body.stdout, /saw 0 earlier runs/);
+  assert.equal(orch.downloads.filter((d) => d === '/v1/files/f1').length, 2, 'an evicted chat\'s bytes were dropped and fetched again');
   a.close(); b.close(); kernels.dispose();
 });
 

@@ -94,6 +94,10 @@ export class ChatAttachment {
     }
   }
 
+  // The chat's kernel was evicted: its file bytes go too (the host's memory stays bounded by the
+  // live kernels); the next run downloads them again and remounts them all.
+  forgetFiles() { this.cache.clear(); this.mounted = []; this.mountedSig = null; }
+
   kernelState() {
     const k = this.kernels.live.get(this.chatId);
     if (this.current) return 'busy';

@@ -22,7 +22,9 @@ export function sandboxWorkerFactory(workerOptions = {}) {
 
 export class KernelSet {
   // makeClient(): a new KernelClient (not yet ready).  max: live kernels besides the spare.
-  constructor({ makeClient, max = 2, log = () => {} }) {
+  // onEvict(chat): told after a chat's kernel was evicted (the host drops that chat's file bytes).
+  constructor({ makeClient, max = 2, log = () => {}, onEvict = () => {} }) {
+    this.onEvict = onEvict;
     this.makeClient = makeClient;
     this.max = Math.max(1, max);
     this.live = new Map();      // chat id → KernelClient, least recently used first
@@ -63,6 +65,7 @@ export class KernelSet {
       this.evicted.add(victim);
       this.log(`kernel of chat ${victim} evicted (at most ${this.max} live kernels)`);
       k.terminate('cancelled');
+      try { this.onEvict(victim); } catch { /* the host's bookkeeping only */ }
     }
     let k = this.spare;
     this.spare = null;
@@ -97,8 +100,8 @@ export class KernelSet {
     this.spare = null;
   }
 
-  static node({ init, max, log, loadTimeoutMs = 120000 }) {
+  static node({ init, max, log, onEvict, loadTimeoutMs = 120000 }) {
     const createWorker = sandboxWorkerFactory();
-    return new KernelSet({ max, log, makeClient: () => new KernelClient({ createWorker, init, loadTimeoutMs }) });
+    return new KernelSet({ max, log, onEvict, makeClient: () => new KernelClient({ createWorker, init, loadTimeoutMs }) });
   }
 }
