@@ -193,8 +193,44 @@ test('index page at phone width, settings dialog reachable by keyboard', async (
     assert.equal(await page.isVisible('#pypi'), true, 'the PyPI toggle shows when the operator allows PyPI');
     await screenshot(page, 'settings-phone');
     await page.keyboard.press('Escape');
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, PHONE.width);
     assert.ok(overflow <= 1, `no horizontal scroll (overflow ${overflow}px)`);
     await screenshot(page, 'index-phone');
   } finally { await phone.close(); }
+});
+
+test('the PyPI setting picks the worker (its CSP) and is hidden when the operator disabled PyPI', async (t) => {
+  if (!need(t)) return;
+  const page = await browser.ctx.newPage();
+  const workers = [];
+  page.on('worker', (w) => workers.push(new URL(w.url()).pathname));
+  await page.goto(`${orch.origin}/playground`);
+  await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 90_000 });
+  assert.equal(workers[0], '/worker-pypi/kernel-worker.js', 'on by default: the worker whose CSP allows the PyPI hosts');
+  const csp = (await fetch(`${orch.origin}/worker-pypi/kernel-worker.js`)).headers.get('content-security-policy');
+  assert.match(csp, /pypi\.org/);
+  await page.click('#open-settings');
+  await page.uncheck('#pypi');
+  await page.click('#settings button[value=ok]');
+  await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready' && window.cereaSupervisor.workerUrl.startsWith('/worker/'), null, { timeout: 90_000 });
+  assert.ok(workers.includes('/worker/kernel-worker.js'), JSON.stringify(workers));
+  await page.close();
+
+  const off = await orchestrator({ env: { CHAT_PYODIDE_PYPI_DISABLED: 'true' } });
+  if (off.skip) { t.diagnostic(`second orchestrator: ${off.skip}`); return; }
+  try {
+    const p2 = await browser.ctx.newPage();
+    const w2 = [];
+    p2.on('worker', (w) => w2.push(new URL(w.url()).pathname));
+    await p2.goto(`${off.origin}/playground`);
+    await p2.click('#open-settings');
+    assert.equal(await p2.isVisible('#pypi'), false, 'the toggle is hidden');
+    assert.equal(await p2.isVisible('#pypi-off'), true);
+    await p2.keyboard.press('Escape');
+    await p2.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 90_000 });
+    assert.ok(w2.every((p) => p === '/worker/kernel-worker.js'), JSON.stringify(w2));
+    const csp2 = (await fetch(`${off.origin}/worker-pypi/kernel-worker.js`)).headers.get('content-security-policy');
+    assert.doesNotMatch(csp2 || '', /pypi\.org/, 'the operator switch also closes /worker-pypi/');
+    await p2.close();
+  } finally { await off.stop(); }
 });

@@ -180,6 +180,10 @@ test('editor: completion, hover signature and syntax diagnostics appear', async 
   await setCode(page, 'def broken(:\n    return 1\n');
   await page.locator('.cm-lintRange-error').first().waitFor({ timeout: 5000 });
   await page.locator('.cm-lint-marker-error').first().waitFor({ timeout: 5000 });
+  await page.mouse.move(5, 800);
+  await page.locator('.cm-lintRange-error').first().hover();
+  await page.locator('.cm-tooltip-lint').waitFor({ timeout: 5000 });
+  assert.match(await page.locator('.cm-tooltip-lint').textContent(), /Syntax error/);
   await screenshot(page, 'playground-diagnostics');
   // Valid code: no diagnostics.
   await setCode(page, 'def fine(a):\n    return a\n');
@@ -240,6 +244,24 @@ test('an infinite loop hits the time limit: the spare takes over, files are back
   await page.close();
 });
 
+test('files dropped on the editor are attached and mounted at /mnt/data', async () => {
+  const { page } = await openPlayground();
+  await page.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.items.add(new File(['dropped,bytes\n'], 'dropped.csv', { type: 'text/csv' }));
+    dt.items.add(new File(['again'], 'dropped.csv', { type: 'text/csv' }));
+    const dz = document.getElementById('dropzone');
+    dz.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    dz.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  });
+  await page.locator('.chip', { hasText: 'dropped (2).csv' }).waitFor({ timeout: 5000 });
+  await setCode(page, 'import os\nprint(sorted(os.listdir("/mnt/data")), open("/mnt/data/dropped.csv").read().strip())');
+  const r = await runAndWait(page);
+  assert.equal(r.status, 'ok', r.text);
+  assert.equal(r.stdout.trim(), "['dropped (2).csv', 'dropped.csv'] dropped,bytes");
+  await page.close();
+});
+
 test('screenshots at phone width', async () => {
   const phone = await launch({ viewport: PHONE, isMobile: true });
   try {
@@ -248,7 +270,7 @@ test('screenshots at phone width', async () => {
     await page.waitForFunction(() => document.getElementById('runtime').dataset.state === 'ready', null, { timeout: 90_000 });
     await page.click('#run');
     await page.waitForSelector('.run-card[data-status=ok]', { timeout: 60_000 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, PHONE.width);
     assert.ok(overflow <= 1, `no horizontal scroll at phone width (overflow ${overflow}px)`);
     await screenshot(page, 'playground-phone');
   } finally { await phone.close(); }

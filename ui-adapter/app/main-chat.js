@@ -41,7 +41,8 @@ if (!session) {
   $('stream-state').textContent = 'This link has no page token: open the chat from the chat list or the link the app gave you.';
 } else {
   const title = (() => { try { return JSON.parse(localStorage.getItem('cerea.chats') || '[]').find((c) => c.chat_id === chatId)?.title; } catch { return null; } })();
-  $('chat-title').textContent = title || `Chat ${chatId}`;
+  $('chat-title').textContent = title || `Chat ${chatId.slice(0, 12)}…`;
+  $('chat-title').title = chatId;
   document.title = `${title || 'Chat'} — Cerea sandbox`;
   const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
   session.on('stream', ({ state }) => { $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state; });
