@@ -5,7 +5,7 @@
  * does (event stream, presence, started / files / result), over a Unix socket the orchestrator
  * listens on in its data directory (DATA/hosts/hosts.sock).  The orchestrator talks to a host's
  * process only through its stdin, one command a line: `key K` (the credential), `attach CHAT`;
- * the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`,
+ * `detach CHAT` (idle chats); the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`,
  * the same across its restarts: a restarted host re-attaching a chat without Last-Event-ID makes
  * the run the dead one held a new attempt at once (api_events.c), which is the restart policy for
  * a dead host's runs — the run is re-dispatched from scratch and nothing is lost.
@@ -22,7 +22,8 @@
  * checks its sandbox again and refuses to run without it (exit 3).
  *
  * Settings (environment): CEREA_HOSTS (hosts, default 1, 1..64), CEREA_HOST_KERNELS (live kernels
- * per host besides its spare, default 2), CEREA_NODE (node binary, default "node"),
+ * per host besides its spare, default 2), CEREA_HOST_CHAT_IDLE_S (a chat without live runs this
+ * long is detached from its host, default 600), CEREA_NODE (node binary, default "node"),
  * CEREA_SERVER_TRUSTED (1: no bubblewrap, code is trusted), CEREA_BWRAP (default "bwrap").
  *
  * Life of a host slot (state written by host_set_state only):
@@ -99,6 +100,7 @@ struct orch_hosts {
   int trusted;
   int closing;
   int open_timers;
+  uint64_t chat_idle_ms;     /* an assigned chat idle this long is detached from its host */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
   struct orch_map assign;    /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
@@ -107,6 +109,7 @@ struct assignment {
   char chat_id[STORE_ID_LEN + 1];
   int slot;
   uint64_t sent_ms;          /* last `attach` sent */
+  uint64_t idle_since_ms;    /* no live runs since (0: it has some) */
 };
 #define REATTACH_AFTER_MS 5000
 
@@ -392,8 +395,11 @@ static void host_spawn(struct host *h) {
 int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   int n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
   int kernels = env_int("CEREA_HOST_KERNELS", 2, 1, 64);
-  if (n < 0 || kernels < 0)
-    return sbx_error_set(err, SBX_EINVAL, "CEREA_HOSTS must be 1..%d and CEREA_HOST_KERNELS 1..64",
+  int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
+  if (n < 0 || kernels < 0 || idle_s < 0)
+    return sbx_error_set(err, SBX_EINVAL,
+                         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
+                         "1..2592000",
                          HOSTS_MAX);
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
@@ -414,6 +420,7 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   hs->n = n;
   hs->kernels = kernels;
   hs->trusted = trusted;
+  hs->chat_idle_ms = (uint64_t)idle_s * 1000;
   orch_map_init(&hs->assign);
   char real_data[PATH_MAX], real_static[PATH_MAX];
   int rc = 0;
@@ -492,12 +499,43 @@ fail:
   return rc;
 }
 
+/* Chats assigned but without live runs for chat_idle_ms are detached from their host (its stream,
+ * kernel and file bytes go; the host remembers the chat had a kernel, so its next run says
+ * restarted).  Bounds what a host holds when many chats come and go. */
+static void detach_idle(struct orch_hosts *hs) {
+  uint64_t now = sbx_now_mono_ms();
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch_map_next(&hs->assign, &i, &k, &v)) {
+    struct assignment *a = v;
+    struct orch_chat *c = orch_map_get(&hs->o->chats, a->chat_id);
+    if (c != NULL && !SBX_LIST_EMPTY(&c->runs)) {
+      a->idle_since_ms = 0;
+      continue;
+    }
+    if (a->idle_since_ms == 0) {
+      a->idle_since_ms = now;
+      continue;
+    }
+    if (now - a->idle_since_ms < hs->chat_idle_ms)
+      continue;
+    struct host *h = &hs->h[a->slot];
+    host_send(h, "detach %s\n", a->chat_id);
+    if (h->assigned > 0)
+      h->assigned--;
+    orch_map_del(&hs->assign, a->chat_id); /* a tombstone: the iteration goes on */
+    sbx_free(a);
+  }
+}
+
 /* The cron's duty here: every chat with live runs and no host yet goes to the ready host with the
  * fewest chats.  A chat stays with its host until that host exits; one whose host is up but whose
  * page is missing is attached again. */
 void orch_hosts_tick(struct orch_hosts *hs) {
   if (hs == NULL || hs->closing || hs->o == NULL)
     return;
+  detach_idle(hs);
   size_t i = 0;
   const char *k;
   void *v;

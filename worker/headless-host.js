@@ -85,12 +85,19 @@ export async function main(argv = process.argv.slice(2)) {
     if (!/^[A-Za-z0-9._-]{1,80}$/.test(id)) { log(`attach: bad chat id ${JSON.stringify(id)}`); return; }
     const have = chats.get(id);
     if (have && have.state !== 'closed') { say(`attached ${id}`); return; }
-    const c = new ChatAttachment(id, client, kernels, { pageId: opts.pageId, log });
+    const c = new ChatAttachment(id, client, kernels, { pageId: opts.pageId, log, hadKernel: dropped.has(id) });
+    dropped.delete(id);
     chats.set(id, c);
     c.open();
     say(`attached ${id}`);
   };
-  const detach = (id) => { const c = chats.get(id); if (c) { c.close(); chats.delete(id); } say(`detached ${id}`); };
+  // Chats detached after their kernel existed: re-attached, their next run says restarted.
+  const dropped = new Set();
+  const detach = (id) => {
+    const c = chats.get(id);
+    if (c) { if (c.hadKernel) dropped.add(id); c.close(); chats.delete(id); }
+    say(`detached ${id}`);
+  };
   let stopping = false;
   const stop = (why) => {
     if (stopping) return;

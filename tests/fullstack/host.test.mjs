@@ -153,6 +153,19 @@ test('LRU eviction never stops running code: with every kernel busy the set goes
   kernels.dispose();
 });
 
+test('a chat attached again after the orchestrator detached it (idle) says restarted on its next run', async () => {
+  const orch = new FakeOrch();
+  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });
+  const chat = new ChatAttachment('D', orch, kernels, { pageId: 'p1', hadKernel: true });
+  chat.open();
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('d1', 1), 1);
+  const r = await res;
+  assert.equal(r.body.restarted, true);
+  assert.match(r.body.notes.join('\n'), /variables from earlier runs are gone/);
+  chat.close(); kernels.dispose();
+});
+
 test('a replayed run event is not run twice; a reconnect carries Last-Event-ID and the same page id', async () => {
   const orch = new FakeOrch();
   const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });

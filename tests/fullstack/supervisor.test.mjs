@@ -97,3 +97,21 @@ test('a host that exits refusing its sandbox (status 3) is reported as such', as
   } finally { await srv.stop(); }
   assert.ok(readdirSync(`${dataDir}/hosts`).includes('refuse.sh'));
 });
+
+test('a chat idle past CEREA_HOST_CHAT_IDLE_S is detached from its host', async () => {
+  const dataDir = tempDir('fs-sup');
+  const node = fakeHost(dataDir);
+  const srv = await startStack({ dataDir, env: { CEREA_NODE: node, CEREA_HOST_CHAT_IDLE_S: '1', CODE_CANCEL_GRACE_MS: '100' } });
+  try {
+    for (let i = 0; i < 100 && !/ready/.test(srv.log); i++) await sleep(50);
+    const c = await newChat(srv);
+    const r = await call(srv, 'POST', `/v1/chats/${c.id}/runs`, { body: { code: 'print(1)' } });
+    for (let i = 0; i < 100 && !logOf(dataDir, 'host-0').includes(`attach ${c.id}`); i++) await sleep(50);
+    assert.match(logOf(dataDir, 'host-0'), new RegExp(`^stdin attach ${c.id}$`, 'm'));
+    await sleep(1500);
+    assert.doesNotMatch(logOf(dataDir, 'host-0'), /detach/, 'not while the chat has a live run');
+    await call(srv, 'POST', `/v1/runs/${r.json.run_id}/cancel`, { body: {} });
+    for (let i = 0; i < 100 && !logOf(dataDir, 'host-0').includes('detach'); i++) await sleep(50);
+    assert.match(logOf(dataDir, 'host-0'), new RegExp(`^stdin detach ${c.id}$`, 'm'));
+  } finally { await srv.stop(); }
+});

@@ -26,7 +26,8 @@ const encName = (name) => name.split('/').map(encodeURIComponent).join('/');
 
 export class ChatAttachment {
   // client: OrchClient; kernels: KernelSet; opts: {pageId, log, cancelGraceMs, fileWaitMs}
-  constructor(chatId, client, kernels, { pageId, log = () => {}, cancelGraceMs = 2000, fileWaitMs = FILE_WAIT_MS } = {}) {
+  // hadKernel: the chat had a kernel on this host before (detached, then attached again).
+  constructor(chatId, client, kernels, { pageId, log = () => {}, cancelGraceMs = 2000, fileWaitMs = FILE_WAIT_MS, hadKernel = false } = {}) {
     this.chatId = chatId;
     this.client = client;
     this.kernels = kernels;
@@ -44,7 +45,7 @@ export class ChatAttachment {
     this.cache = new Map();     // sha256 → Uint8Array (the chat's files, kept for remounts)
     this.mounted = [];          // the manifest last mounted: [{name, version, sha256, size, data}]
     this.mountedSig = null;     // its names and hashes, when the chat's kernel holds exactly it
-    this.hadKernel = false;
+    this.hadKernel = hadKernel;
     this.stats = { runs: 0, reconnects: 0 };
   }
 
