@@ -150,6 +150,7 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   const runId = created.json.run_id;
   await page.waitForFunction((id) => window.cereaSession.current?.run_id === id && window.cereaSupervisor.state === 'busy', runId, { timeout: 30_000 });
   await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.cereaSession.wakeLock.count), 1, 'the wake lock is asked for while the run goes');
   const c = await api('POST', `/v1/runs/${runId}/cancel`, {});
   assert.ok(c.status < 300, c.text);
   const r = await api('GET', `/v1/runs/${runId}?wait_s=30`);
@@ -157,6 +158,10 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   assert.equal(r.json.restarted, false, 'the interrupt landed: no restart');
   const r2 = await runCode(chat, 'print(kept, n > 0)');
   assert.equal(r2.stdout.trim(), 'still here True');
+  assert.equal(await page.evaluate(() => window.cereaSession.wakeLock.count), 0, 'and released after');
+  // A reload shows the chat's runs again (remembered ids, GET /v1/runs/{run}).
+  await page.reload();
+  await page.locator(`.run-card[data-run-id="${runId}"][data-status=cancelled]`).waitFor({ timeout: 20_000 });
   await page.close();
 });
 

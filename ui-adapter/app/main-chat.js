@@ -68,7 +68,26 @@ if (!session) {
     }
     return c;
   }
-  session.on('run', (v) => cardFor(v.run_id).update(v));
+  session.on('run', (v) => { cardFor(v.run_id).update(v); remember(v.run_id); });
+  // Runs seen on this chat are remembered in this browser, so a reload shows them again
+  // (GET /v1/runs/{run} with the page token); API v1 has no per-chat run list for pages.
+  const KEY = `cerea.runs.${chatId}`;
+  function remember(runId) {
+    try {
+      const ids = JSON.parse(localStorage.getItem(KEY) || '[]').filter((x) => x !== runId);
+      ids.push(runId);
+      localStorage.setItem(KEY, JSON.stringify(ids.slice(-30)));
+    } catch { /* storage full or off */ }
+  }
+  (async () => {
+    let ids = [];
+    try { ids = JSON.parse(localStorage.getItem(KEY) || '[]'); } catch { ids = []; }
+    for (const id of [...ids].reverse()) { // newest first, under any live card
+      if (cards.has(id)) continue;
+      try { const r = await api.getRun(id); if (!cards.has(id)) { cardFor(id).update(r); $('runs').append(cards.get(id).el); } }
+      catch { /* swept or gone */ }
+    }
+  })();
   // A run another tab executes: follow it through the API until it ends.
   session.on('elsewhere', async ({ run_id: runId }) => {
     for (let i = 0; i < 40; i++) {

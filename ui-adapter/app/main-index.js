@@ -26,6 +26,7 @@ with open("/mnt/output/hello.txt", "w") as f:
 const attached = new Map(); // name -> Uint8Array
 let supervisor = null;
 let running = null;
+const versions = new Map(); // output name -> times written in this playground session
 
 const editor = createEditor($('editor'), {
   doc: codeFromHash() ?? localStorage.getItem('cerea.playground.code') ?? DEFAULT_CODE,
@@ -65,6 +66,8 @@ async function run() {
   try {
     const files = [...attached].map(([name, bytes]) => ({ name, bytes }));
     const res = await supervisor.run({ code, files, timeoutS: supervisor.timeLimitOverrideS || 60 });
+    // A file written again under the same name is the next version of one artifact.
+    for (const f of res.files || []) { const v = (versions.get(f.name) || 0) + 1; versions.set(f.name, v); f.version = v; }
     card.update({ ...res, code, origin: 'user', duration_ms: res.duration_ms ?? Math.round(performance.now() - t0) });
   } catch (e) {
     card.update({ code, origin: 'user', status: 'error', error: { type: 'SandboxError', message: e.message } });
