@@ -119,10 +119,27 @@ echo "ratio ours/nghttpd, static file, TLS: $(ratio "${RPS[ours_tls_file]:-0}" "
 echo "ratio ours /healthz / nghttpd file, h2c: $(ratio "${RPS[ours_h2c_healthz]:-0}" "${RPS[ng_h2c_file]:-0}")"
 echo "CPU per request, nghttpd/ours (1.0 = as cheap), static file, h2c: $(ratio "${CPU[ng_h2c_file]:-0}" "${CPU[ours_h2c_file]:-0}"), TLS: $(ratio "${CPU[ng_tls_file]:-0}" "${CPU[ours_tls_file]:-0}")"
 
-echo "== idle connections (1,000 each; server RSS delta / connection)"
-echo "ours h2c:     $(python3 bench/http/idle_conns.py --port "$OURS_PORT" --pid "$OURS_PID" --n 1000 --proto h2)"
-echo "ours http/1.1: $(python3 bench/http/idle_conns.py --port "$OURS_PORT" --pid "$OURS_PID" --n 1000 --proto h1)"
-echo "nghttpd h2c:  $(python3 bench/http/idle_conns.py --port "$NG_PORT" --pid "$NG_PID" --n 1000 --proto h2)"
+echo "== idle connections (1,000 each, on a fresh server each; server RSS delta / connection)"
+# fresh NAME CMD...: starts a server on a new port for one measurement; sets FPORT and FPID.
+fresh() {
+  FPORT="$(free_port)"
+  "$@" >"$TMP/fresh.log" 2>&1 &
+  FPID=$!; PIDS+=("$FPID")
+  wait_port "$FPORT" || { echo "fresh server did not start"; cat "$TMP/fresh.log"; }
+  sleep 0.3
+}
+stop_fresh() { kill "$FPID" 2>/dev/null; wait "$FPID" 2>/dev/null; }
+ours_cmd() { exec "$CEREA_BIN" serve --listen "127.0.0.1:$FPORT" --data "$TMP/data-idle-$FPORT"; }
+fresh ours_cmd
+echo "ours h2c:      $(python3 bench/http/idle_conns.py --port "$FPORT" --pid "$FPID" --n 1000 --proto h2)"
+stop_fresh
+fresh ours_cmd
+echo "ours http/1.1: $(python3 bench/http/idle_conns.py --port "$FPORT" --pid "$FPID" --n 1000 --proto h1)"
+stop_fresh
+ng_cmd() { exec nghttpd --no-tls -d "$WWW" "$FPORT"; }
+fresh ng_cmd
+echo "nghttpd h2c:   $(python3 bench/http/idle_conns.py --port "$FPORT" --pid "$FPID" --n 1000 --proto h2)"
+stop_fresh
 
 kill -TERM "$OURS_PID"
 wait "$OURS_PID"; echo "our server exit code after SIGTERM: $?"
