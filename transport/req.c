@@ -56,7 +56,7 @@ struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum
   r->proto = p;
   r->refs = 1;
   r->file_fd = -1;
-  snprintf(r->peer, sizeof(r->peer), "%s", c->peer);
+  memcpy(r->peer, c->peer, sizeof(r->peer)); /* same size, NUL-terminated there */
   SBX_LIST_INIT(&r->sse_node);
   sbx_buf_init(&r->body, c->srv->cfg.limits.default_body_limit);
   return r;
