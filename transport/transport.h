@@ -13,7 +13,9 @@
  * Ownership: a struct tp_req is owned by the transport.  A handler either answers before
  * returning, or calls tp_req_hold() and answers later (long polls, `wait_s`); a held request must
  * be released with tp_req_release() exactly once, after answering or after its on_close callback
- * ran.  When the peer goes away, the request's close callback (tp_req_on_close) runs; after it the
+ * ran.  (A handler that returns without answering and without holding gets a 500 answered for
+ * it, and a warning in the log.)  Every string a tp_req_* accessor returns lives as long as the
+ * request.  When the peer goes away, the request's close callback (tp_req_on_close) runs; after it the
  * request may still be answered (the answer is dropped) but must still be released.
  *
  * Errors: functions return 0 or a negative SBX_* code (common.h), with detail in struct sbx_error
