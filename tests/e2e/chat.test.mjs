@@ -194,13 +194,13 @@ test('a page frozen mid-run pauses the run; active again, the run re-runs and fi
   const { page } = await openChat(chat);
   await kernelReady(page);
   const created = await api('POST', `/v1/chats/${chat.chat_id}/runs`, {
-    code: 'import time\nt = time.time()\nwhile time.time() - t < 3:\n    pass\nprint(open("/mnt/data/f.txt").read())', origin: 'tool' });
+    code: 'import time\nt = time.time()\nwhile time.time() - t < 5:\n    pass\nprint(open("/mnt/data/f.txt").read())', origin: 'tool' });
   const runId = created.json.run_id;
   await page.waitForFunction((id) => window.cereaSession.current?.run_id === id && window.cereaSupervisor.state === 'busy', runId, { timeout: 30_000 });
   const cdp = await page.context().newCDPSession(page);
   await background(page, cdp);
   let paused = null;
-  for (let i = 0; i < 50 && !paused; i++) {
+  for (let i = 0; i < 100 && !paused; i++) {
     const r = await api('GET', `/v1/runs/${runId}`);
     if (r.json.state === 'paused') paused = r.json;
     else await new Promise((res) => setTimeout(res, 100));

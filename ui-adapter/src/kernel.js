@@ -182,7 +182,7 @@ export class KernelSupervisor extends Emitter {
    * Python errors (status 'error'); rejects only when no kernel can be had at all.
    * @param {{code: string, timeoutS?: number, files?: Array<{name, bytes, sha256?}>, limits?: object, notes?: string[]}} req
    */
-  async run({ code, timeoutS = 60, files = [], limits = {}, notes = [], runId }) {
+  async run({ code, timeoutS = 60, files = [], limits = {}, notes = [], runId, pypi = true }) {
     if (this.state === 'idle' || this.state === 'dead') await this.start();
     while (this.state === 'loading') await new Promise((r) => this.once('state', r));
     if (this.state === 'busy') throw new Error('kernel busy: runs execute one at a time');
@@ -207,7 +207,7 @@ export class KernelSupervisor extends Emitter {
       crashed: (e) => settle({ kind: 'crashed', error: e }),
       cancel: (replace) => settle({ kind: replace ? 'abort' : 'cancel' }),
     };
-    port.run({ code, limits, pypi: this.pypi, runId }).then((result) => settle({ kind: 'result', result }),
+    port.run({ code, limits, pypi: this.pypi && pypi, runId }).then((result) => settle({ kind: 'result', result }),
       (error) => settle({ kind: 'crashed', error }));
     // Ports that cannot report "executing" start the clock at once.
     if (!port.reportsExecuting) startTimer();

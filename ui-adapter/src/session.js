@@ -216,7 +216,8 @@ export class ChatSession extends Emitter {
         throw e;
       }
       this._view(runId, { state: 'running', started_at: Date.now() });
-      const res = await this.supervisor.run({ code: job.code, timeoutS: job.timeout_s || 60, files, limits: job.limits || {}, notes, runId });
+      const res = await this.supervisor.run({ code: job.code, timeoutS: job.timeout_s || 60, files, limits: job.limits || {}, notes, runId,
+        pypi: job.pypi !== false });
       if (cur.superseded) { this.emit('stale', { run_id: runId, attempt }); return; }
       // Upload every listed file first, then the result.
       const listed = [];
