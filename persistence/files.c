@@ -196,6 +196,7 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
   sqlite3_bind_text(s, 15, stem, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 16, ext, -1, SQLITE_STATIC);
   sqlite3_bind_int(s, 17, n);
+  st->files_dirty = 1;
   if ((rc = st__step_done(db, s, "file insert", err)) != 0)
     goto out;
   op->res.created = 1;
@@ -314,6 +315,10 @@ int st__file_rows(sqlite3 *db, sqlite3_stmt *s, struct store_file **out, size_t 
   *out = v;
   *n = len;
   return 0;
+}
+
+uint64_t store_files_generation(struct store *st) {
+  return __atomic_load_n(&st->files_gen, __ATOMIC_ACQUIRE);
 }
 
 int store_file_list(struct store *st, const char *chat_id, int all_versions,

@@ -196,6 +196,11 @@ struct store {
   size_t inflight;        /* loop thread only: submitted, callback not yet run */
   int closing;            /* loop thread only */
   int lock_fd;            /* DATA/cerea.lock, flock'ed: one process per data directory */
+  /* Files generation (store_files_generation): bumped by the writer thread after every commit or
+   * rollback of a transaction in which a write touched the files table (files_dirty, writer thread
+   * only, set by those writes' exec).  Read from the loop thread with __atomic loads. */
+  uint64_t files_gen;
+  int files_dirty;
   /* writer thread only: blob directories whose entries must be fsynced before the commit */
   unsigned char dirty_sub[256];
   int dirty_top;

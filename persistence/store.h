@@ -153,6 +153,11 @@ int store_name_normalize(const char *name, enum store_source src, char **out,
 int store_file_get(struct store *st, const char *file_id, struct store_file *out);
 /* Every file of a chat (all versions when all_versions, else the latest of each name), oldest
  * first. */
+/* A counter that changes after every transaction that changed the files table has committed (or
+ * rolled back).  Read it BEFORE a store_file_list: while it still has that value, the list read is
+ * current, so a caller may keep the list and skip the next read (orchestrator: the dispatch
+ * manifest).  Loop thread or any thread; never fails. */
+uint64_t store_files_generation(struct store *st);
 int store_file_list(struct store *st, const char *chat_id, int all_versions,
                     struct store_file **out, size_t *n);
 void store_file_list_free(struct store_file *v, size_t n);

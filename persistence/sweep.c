@@ -82,6 +82,7 @@ static int sweep_exec(struct store *st, struct st_write *w, struct sbx_error *er
     goto out;
   for (size_t i = 0; i < n; i++) {
     s = st->ws[ST_FILE_DELETE];
+    st->files_dirty = 1;
     sqlite3_bind_text(s, 1, vals[i], -1, SQLITE_STATIC);
     if ((rc = st__step_done(st->wdb, s, "sweep file delete", err)) != 0)
       goto out;
@@ -160,6 +161,7 @@ int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb 
 static int retention_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
   sqlite3_stmt *s = st->ws[ST_RETENTION_APPLY];
+  st->files_dirty = 1;
   sqlite3_bind_int64(s, 1, op->i[0]);
   return st__step_done(st->wdb, s, "retention apply", err);
 }

@@ -90,6 +90,15 @@ static void move_all(struct sbx_list *to, struct sbx_list *from) {
   }
 }
 
+/* A transaction ended (committed or rolled back): if it touched the files table, readers' kept
+ * file lists are out of date from now on (store_files_generation). */
+static void files_txn_ended(struct store *st) {
+  if (st->files_dirty) {
+    __atomic_add_fetch(&st->files_gen, 1, __ATOMIC_RELEASE);
+    st->files_dirty = 0;
+  }
+}
+
 /* Runs one group; every write ends with rc and err set, and the committed ones had their
  * after_commit hook run.  Returns the number of commits made. */
 static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *finished) {
@@ -127,6 +136,7 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
         }
       }
       move_all(finished, &txn);
+      files_txn_ended(st);
       open = 0;
       continue;
     }
@@ -156,6 +166,7 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
         sbx_error_set(&e, SBX_EDB, "transaction rolled back");
       fail_all(&txn, rc ? rc : SBX_EDB, &e);
       move_all(finished, &txn);
+      files_txn_ended(st);
       open = 0;
     }
   }

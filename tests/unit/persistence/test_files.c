@@ -70,6 +70,68 @@ START_TEST(test_attachment_duplicates) {
 }
 END_TEST
 
+/* store_files_generation: moves after a committed write that changed the files table (add,
+ * retention, sweep delete), stays for writes that did not (chat, run), and a list read after a
+ * move sees the change. */
+START_TEST(test_files_generation) {
+  struct tctx t;
+  struct added a;
+  struct done d = {0};
+  t_open(&t);
+  uint64_t g0 = store_files_generation(t.st);
+  t_chat(&t, CHAT);
+  ck_assert_uint_eq(store_files_generation(t.st), g0); /* a chat is not a file */
+  struct store_run r = {0};
+  snprintf(r.id, sizeof r.id, "r0000000000000000000000000000001");
+  snprintf(r.chat_id, sizeof r.chat_id, CHAT);
+  r.code = "x";
+  r.origin = "tool";
+  r.state = "queued";
+  ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  ck_assert_uint_eq(store_files_generation(t.st), g0); /* nor is a run */
+  struct store_file *v = NULL;
+  size_t n = 9;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 0, &v, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  store_file_list_free(v, n);
+  ck_assert_int_eq(t_add(&t, CHAT, "data.csv", STORE_SRC_ATTACHMENT, "1,2", &a), 0);
+  uint64_t g1 = store_files_generation(t.st);
+  ck_assert_uint_ne(g1, g0);
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 0, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].name, "data.csv");
+  store_file_list_free(v, n);
+  store_file_free(&a.f);
+  /* retention rewrites expires_at of files */
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_retention_apply(t.st, 1000, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  uint64_t g2 = store_files_generation(t.st);
+  ck_assert_uint_ne(g2, g1);
+  /* a sweep that deletes a file (an output expired at 100) */
+  struct store_file_in in = {.chat_id = CHAT, .name = "fig.png", .source = STORE_SRC_OUTPUT,
+                             .mounted = 1, .expires_at = 100, .data = "png", .size = 3};
+  memset(&a, 0, sizeof a);
+  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
+  t_wait(&t);
+  ck_assert_int_eq(a.rc, 0);
+  store_file_free(&a.f);
+  uint64_t g3 = store_files_generation(t.st);
+  ck_assert_uint_ne(g3, g2);
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_sweep(t.st, 1000, 10, NULL, NULL), 0);
+  t_wait(&t);
+  ck_assert_uint_ne(store_files_generation(t.st), g3);
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 0, &v, &n), 0);
+  ck_assert_uint_eq(n, 1); /* fig.png swept, data.csv (attachment) kept */
+  store_file_list_free(v, n);
+  t_close(&t);
+}
+END_TEST
+
 #define NDUP 1000
 struct many {
   int called, failed;
@@ -286,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, test_attachment_duplicates);
   tcase_add_test(tc, test_thousand_duplicates);
   tcase_add_test(tc, test_versions);
+  tcase_add_test(tc, test_files_generation);
   tcase_add_test(tc, test_refusals_and_fields);
   tcase_add_test(tc, test_alloc_fail_at_n);
   suite_add_tcase(s, tc);
