@@ -128,9 +128,10 @@ int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct 
     return 1;
   struct orch_run *run = orch_api_valid_id(run_id) ? orch_map_get(&o->runs, run_id) : NULL;
   int rc = 0;
-  if (run != NULL)
-    rc = orch_rec_copy(rec, &run->rec);
-  else if (!orch_api_valid_id(run_id))
+  if (run != NULL) { /* callers read the live run itself: only its ids are copied (no strdups) */
+    snprintf(rec->id, sizeof(rec->id), "%s", run->rec.id);
+    snprintf(rec->chat_id, sizeof(rec->chat_id), "%s", run->rec.chat_id);
+  } else if (!orch_api_valid_id(run_id))
     rc = SBX_ENOENT;
   else {
     struct store_run tmp;

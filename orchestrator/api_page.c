@@ -234,6 +234,7 @@ static void commit_result(struct result_ctx *ctx) {
     r->started_at = sbx_now_wall_ms();
   r->finished_at = sbx_now_wall_ms();
   orch_run_finish(run, st);
+  run->files_recorded = (int)ctx->n_files;
   for (size_t i = 0; i < ctx->n_files; i++)
     store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, on_run_file_put, NULL);
   run->finishing = 0;

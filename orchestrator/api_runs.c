@@ -319,21 +319,39 @@ static void on_create_run(struct tp_req *req, void *ud) {
   snprintf(ctx->run_id, sizeof(ctx->run_id), "%s", run->id);
   ctx->wait_s = wait_s;
   /* Without an idempotency key (whose uniqueness only the store can settle) a live run goes into
-   * its chat's queue now, so its dispatch commits with it: one durable commit, not two, before
-   * the page hears of it. */
-  ctx->early = idem == NULL && run->state != ORCH_RUN_DONE;
+   * its chat's queue first and is dispatched (or paused) at once; its one put, queued after that,
+   * records the state it reached, and its `run` event is queued right behind the put: one row
+   * write and one durable commit, not two, before the page hears of it. */
+  int early = ctx->early = idem == NULL && run->state != ORCH_RUN_DONE;
+  if (early) {
+    ctx->run = NULL;
+    run->put_pending = 1;
+    if ((run = orch_run_accept(o, c, run)) == NULL) { /* freed it */
+      sbx_free(ctx);
+      orch_api_error(req, 500, "internal", "out of memory");
+      goto out;
+    }
+    run->put_pending = 0;
+    orch_run_sync_rec(run);
+  }
   tp_req_hold(req);
   if (store_run_put(o->st, &run->rec, on_run_stored, ctx) != 0) {
     tp_req_release(req);
+    if (early) { /* never stored: it never existed */
+      sbx_list_remove(&run->chat_link);
+      orch_map_del(&o->runs, run->id);
+    }
     orch_run_free(run);
     sbx_free(ctx);
     orch_api_error(req, 500, "internal", "run could not be queued");
+    if (early)
+      orch_chat_pump(c);
     goto out;
   }
-  if (ctx->early) {
-    ctx->run = NULL;
-    if (orch_run_accept(o, c, run) == NULL)
-      sbx_log(SBX_LOG_ERROR, "runs", "run %s: out of memory going live", ctx->run_id);
+  if (run->parked_event) {
+    json_t *ev = run->parked_event;
+    run->parked_event = NULL;
+    orch_event_emit(c, "run", ev);
   }
 out:
   json_decref(body);

@@ -85,6 +85,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 }
 
 void orch_run_free(struct orch_run *run) {
+  json_decref(run->parked_event);
   free_uploads(run->chat ? run->chat->o : NULL, run);
   orch_rec_clear(&run->rec);
   sbx_free(run);
@@ -98,6 +99,8 @@ static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
 
 void orch_run_persist(struct orch *o, struct orch_run *run) {
   orch_run_sync_rec(run);
+  if (run->put_pending)
+    return; /* the creating put, queued next, carries this state */
   if (store_run_put(o->st, &run->rec, on_persisted, NULL) != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: persist could not be queued", run->id);
 }
@@ -117,9 +120,11 @@ static void on_settled(int rc, const struct sbx_error *err, void *ud) {
   if (rc != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: final state not durable: %s", run->id,
             err ? err->msg : sbx_strerror(rc));
-  /* The run object is rendered once (it reads the run's files) for every answer waiting on it. */
+  /* The run object is rendered once for every answer waiting on it.  Its files are read from the
+   * store only if its result recorded some (run files are written nowhere else): a run without
+   * files costs no read here. */
   size_t len = 0;
-  json_t *j = orch_run_json(o, &run->rec);
+  json_t *j = orch_run_json(run->files_recorded ? o : NULL, &run->rec);
   char *text = j ? orch_json_dump(j, &len) : NULL;
   json_decref(j);
   if (ctx->answer) {
@@ -170,6 +175,35 @@ void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer
 
 /* ---- chats -------------------------------------------------------------------------------- */
 
+void orch_chat_free(struct orch_chat *c) {
+  if (c->files_kept)
+    store_file_list_free(c->files, c->n_files);
+  sbx_free(c);
+}
+
+/* The chat's latest files for a manifest: the kept list while the store's files generation has
+ * not moved since it was read (read before the list, so a change committed meanwhile only causes
+ * one more read), else a fresh read.  Borrowed; SBX_* from store_file_list. */
+static int chat_files(struct orch *o, struct orch_chat *c, const struct store_file **files, size_t *n) {
+  uint64_t gen = store_files_generation(o->st);
+  if (!c->files_kept || c->files_gen != gen) {
+    struct store_file *fresh = NULL;
+    size_t nf = 0;
+    int rc = store_file_list(o->st, c->id, 0, &fresh, &nf);
+    if (rc != 0)
+      return rc;
+    if (c->files_kept)
+      store_file_list_free(c->files, c->n_files);
+    c->files = fresh;
+    c->n_files = nf;
+    c->files_gen = gen;
+    c->files_kept = 1;
+  }
+  *files = c->files;
+  *n = c->n_files;
+  return 0;
+}
+
 struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq) {
   struct orch_chat *c = sbx_calloc(1, sizeof(*c));
   if (c == NULL)
@@ -219,7 +253,7 @@ size_t orch_chats_evict(struct orch *o, uint64_t idle_ms) {
         !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->streams))
       continue;
     orch_map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
-    sbx_free(c);
+    orch_chat_free(c);
     n++;
   }
   return n;
@@ -260,9 +294,9 @@ static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch
   json_object_set_new(j, "timeout_s", json_integer(run->timeout_s));
   json_object_set_new(j, "attempt", json_integer(run->attempts));
   json_t *mounts = json_array(), *left = json_array();
-  struct store_file *files = NULL;
+  const struct store_file *files = NULL;
   size_t n = 0;
-  int rc = store_file_list(o->st, c->id, 0, &files, &n);
+  int rc = chat_files(o, c, &files, &n);
   if (rc != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: file list failed (%s): dispatched without mounts",
             run->id, sbx_strerror(rc));
@@ -289,8 +323,6 @@ static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch
     }
     orch_manifest_free(&m);
   }
-  if (rc == 0)
-    store_file_list_free(files, n);
   json_object_set_new(j, "mounts", mounts);
   json_object_set_new(j, "left_out", left);
   json_t *lim = json_object();
@@ -313,8 +345,16 @@ static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page
   o->m.runs_dispatched++;
   if (again)
     o->m.attempts_redispatched++;
+  json_t *ev = manifest_payload(o, c, run);
+  if (run->put_pending) {
+    /* Dispatched while being created (api_runs.c, early path): the creating put, queued next,
+     * records it as dispatched, and the event is emitted right behind that put. */
+    json_decref(run->parked_event);
+    run->parked_event = ev;
+    return;
+  }
   orch_run_persist(o, run);
-  orch_event_emit(c, "run", manifest_payload(o, c, run));
+  orch_event_emit(c, "run", ev);
 }
 
 void orch_chat_pump(struct orch_chat *c) {

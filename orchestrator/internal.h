@@ -72,6 +72,11 @@ struct orch_run {
   int finishing;               /* a result is being made durable */
   char inflight_hash[65];      /* that result's hash (a resend gets the same answer) */
   int restart_sent;            /* the page was told to restart its kernel */
+  int put_pending;             /* created, its first put not yet queued: state changes ride on
+                                  that put, and a `run` event waits in parked_event */
+  json_t *parked_event;        /* the dispatch's `run` payload while put_pending (owned) */
+  int files_recorded;          /* run files queued with its result (0: none, the settle answer
+                                  renders `files: []` without reading the store) */
 };
 
 const char *orch_run_state_name(enum orch_run_state s);
@@ -233,6 +238,12 @@ struct orch_chat {
   uint64_t visible_counter;
   uint64_t used_ms;          /* last looked up (mono): idle chats are dropped from memory */
   int events_inflight;       /* appends not yet durable: the chat must stay (its seq counter) */
+  /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
+   * generation is still files_gen (owned; freed by orch_chat_free). */
+  struct store_file *files;
+  size_t n_files;
+  uint64_t files_gen;
+  int files_kept;
 };
 
 struct orch_stream {
@@ -294,6 +305,8 @@ struct orch {
 /* chat.c */
 /* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
 int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
+/* Frees a chat that nothing references any more (with its kept file list). */
+void orch_chat_free(struct orch_chat *c);
 struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
 struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id);
 struct orch_page *orch_chat_active_page(struct orch_chat *c);
@@ -342,7 +355,8 @@ json_t *orch_api_body_object(struct tp_req *req);
 struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
                                 int page_allowed, int query_token_allowed);
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
- * *live is the live run or NULL; rec is filled (owned by the caller: orch_rec_clear). */
+ * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
+ * id and chat_id are set (read the live run); owned by the caller either way: orch_rec_clear. */
 int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat);
 int orch_api_valid_id(const char *s);

@@ -320,7 +320,7 @@ static void free_everything(struct orch *o) {
       struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
       sbx_free(p);
     }
-    sbx_free(c);
+    orch_chat_free(c);
   }
   orch_map_free(&o->runs);
   orch_map_free(&o->chats);
