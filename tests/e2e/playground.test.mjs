@@ -44,11 +44,11 @@ async function runAndWait(page, { via = 'button' } = {}) {
   await page.waitForFunction((n) => {
     const cards = document.querySelectorAll('.run-card');
     return cards.length > n && !['running', 'queued'].includes(cards[0].dataset.status);
-  }, before, { timeout: 90_000 });
+  }, before, { timeout: 90_000, polling: 100 });
   const card = page.locator('.run-card').first();
   return {
     status: await card.getAttribute('data-status'),
-    stdout: (await card.locator('[data-testid=stdout]').textContent().catch(() => '')) || '',
+    stdout: (await card.locator('[data-testid=stdout]').count()) ? await card.locator('[data-testid=stdout]').textContent() : '',
     text: await card.textContent(),
     card,
   };
