@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
-import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE } from './harness.mjs';
+import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE, RESULTS } from './harness.mjs';
 
 let srv, browser, sentinel, sentinelHits = [];
 
@@ -259,6 +259,35 @@ test('files dropped on the editor are attached and mounted at /mnt/data', async 
   const r = await runAndWait(page);
   assert.equal(r.status, 'ok', r.text);
   assert.equal(r.stdout.trim(), "['dropped (2).csv', 'dropped.csv'] dropped,bytes");
+  await page.close();
+});
+
+test('HTML previews get the bundled React and Mermaid in place of their CDN tags', async () => {
+  const { page, errors } = await openPlayground();
+  const html = `<!doctype html><html><head>
+<script src="https://unpkg.com/react@18/umd/react.production.min.js"></script>
+<script src="https://unpkg.com/react-dom@18/umd/react-dom.production.min.js"></script>
+<script src="https://cdn.jsdelivr.net/npm/mermaid/dist/mermaid.min.js"></script>
+<script src="https://evil.example/steal.js"></script></head><body>
+<div id="root"></div><pre class="mermaid">graph TD; A-->B;</pre>
+<script>
+ReactDOM.createRoot(document.getElementById('root')).render(React.createElement('p', {id: 'r'}, 'rendered by React ' + React.version));
+mermaid.initialize({ startOnLoad: false });
+mermaid.run().then(() => { document.body.dataset.mermaid = document.querySelector('.mermaid svg') ? 'svg' : 'none'; },
+  (e) => { document.body.dataset.mermaid = 'error ' + e; });
+</script></body></html>`;
+  await setCode(page, `open('/mnt/output/app.html', 'w').write(${JSON.stringify(html)})`);
+  const r = await runAndWait(page);
+  assert.equal(r.status, 'ok', r.text);
+  const frameEl = r.card.locator('iframe.preview-html');
+  await frameEl.waitFor({ timeout: 10_000 });
+  const frame = await (await frameEl.elementHandle()).contentFrame();
+  await frame.waitForFunction(() => document.getElementById('r') && document.body.dataset.mermaid, null, { timeout: 20_000 });
+  assert.match(await frame.textContent('#r'), /rendered by React 19\./);
+  assert.equal(await frame.evaluate(() => document.body.dataset.mermaid), 'svg');
+  assert.equal(await frame.evaluate(() => [...document.scripts].some((s) => s.src)), false, 'no external script left');
+  assert.deepEqual(errors.filter((e) => /^http [45]/.test(e) && !/favicon/.test(e)), [], 'nothing fetched for the preview');
+  await r.card.screenshot({ path: `${RESULTS}/preview-react-mermaid.png` });
   await page.close();
 });
 
