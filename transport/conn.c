@@ -358,8 +358,10 @@ void tp__conn_close(struct tp_conn *c, const char *why) {
 void tp__conn_accept(struct tp_listener *l) {
   struct tp_server *s = l->srv;
   struct tp_conn *c = sbx_calloc(1, sizeof(*c));
-  if (c == NULL)
-    return; /* the connection stays in the backlog; libuv retries on the next accept */
+  if (c == NULL) {
+    tp__listener_reject(l); /* take it and close it: an untaken one would stop the listener */
+    return;
+  }
   c->srv = s;
   c->id = ++s->next_id;
   if (l->is_unix)

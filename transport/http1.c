@@ -223,6 +223,8 @@ static void h1_run(struct h1 *h);
 /* A request the parser refused: answer it with the error and close after. */
 static void h1_fail(struct h1 *h, int status, const char *code, const char *msg) {
   struct tp_conn *c = h->c;
+  if (h->state == H1_CLOSED)
+    return;
   c->srv->stats.protocol_errors++;
   h->close_after = 1;
   h->dispatch_pending = 0;
@@ -311,6 +313,8 @@ static void h1_run(struct h1 *h) {
 
 static int h1_feed(struct tp_conn *c, const char *data, size_t len) {
   struct h1 *h = c->pdata;
+  if (h->state == H1_CLOSED)
+    return 0; /* answered and closing: what else comes is not read */
   if (h->state == H1_BODY)
     tp__conn_timer(c, LIM(h)->idle_timeout_ms);
   if (h->state != H1_WAIT && h->pending.len == 0 && !h->running) {

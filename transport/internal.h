@@ -39,12 +39,22 @@ struct tp_listener {
     uv_handle_t handle;
     uv_stream_t stream;
   } h;
+  /* A handle to accept into and close at once when there is no memory for a connection: a
+   * connection libuv accepted must be taken, or the listener stops. */
+  union {
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+    uv_handle_t handle;
+    uv_stream_t stream;
+  } reject;
+  int reject_busy, reject_pending, listener_closed;
   struct tp_server *srv;
   struct sbx_list node;
   int is_unix;
   int port;
   char *unix_path;
 };
+void tp__listener_reject(struct tp_listener *l);
 
 struct tp_route {
   char *method;

@@ -409,6 +409,11 @@ static int send_head(struct tp_req *r, int status, const char *headers, int64_t 
   }
   if (b->cap > 16 * 1024) /* a rare big head: do not keep its memory */
     sbx_buf_free(b);
+  if (rc != 0 && r->conn) {
+    /* No memory for the head: the answer cannot be framed; the connection goes (the handler
+     * learns it through on_close, as for any peer that left). */
+    tp__conn_close(r->conn, "cannot answer: out of memory");
+  }
   return rc;
 }
 

@@ -101,16 +101,54 @@ out:
   return rc;
 }
 
-static void on_listener_closed(uv_handle_t *h) {
-  struct tp_listener *l = h->data;
+static void listener_free(struct tp_listener *l) {
   struct tp_server *s = l->srv;
   if (l->unix_path) {
     unlink(l->unix_path);
     sbx_free(l->unix_path);
   }
   sbx_free(l);
-  s->handles_open--;
   tp__server_maybe_finish(s);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  struct tp_listener *l = h->data;
+  l->srv->handles_open--;
+  l->listener_closed = 1;
+  if (!l->reject_busy)
+    listener_free(l);
+}
+
+static void on_reject_closed(uv_handle_t *h) {
+  struct tp_listener *l = h->data;
+  l->srv->handles_open--;
+  l->reject_busy = 0;
+  if (l->listener_closed) {
+    listener_free(l);
+    return;
+  }
+  if (l->reject_pending) { /* another connection waited meanwhile: try it again */
+    l->reject_pending = 0;
+    tp__conn_accept(l);
+  }
+}
+
+void tp__listener_reject(struct tp_listener *l) {
+  struct tp_server *s = l->srv;
+  if (l->reject_busy || l->listener_closed) {
+    l->reject_pending = 1;
+    return;
+  }
+  if (l->is_unix)
+    uv_pipe_init(s->loop, &l->reject.pipe, 0);
+  else
+    uv_tcp_init(s->loop, &l->reject.tcp);
+  l->reject.handle.data = l;
+  uv_accept(&l->h.stream, &l->reject.stream);
+  l->reject_busy = 1;
+  s->handles_open++;
+  sbx_log(SBX_LOG_WARN, TP_MOD, "out of memory: a new connection was closed");
+  uv_close(&l->reject.handle, on_reject_closed);
 }
 
 static void on_connection(uv_stream_t *server, int status) {

@@ -68,7 +68,8 @@ static void h_poll(struct tp_req *r, void *ud) {
 }
 
 static void h_sse(struct tp_req *r, void *ud) {
-  tp_sse_start(r, NULL, 0);
+  if (tp_sse_start(r, NULL, 0) != 0)
+    return; /* not held: nothing to release */
   tp_sse_send(r, "run", "1", "line1\nline2", 11);
   tp_sse_send(r, NULL, NULL, "x", 1);
   tp_stream_end(r);
@@ -78,7 +79,8 @@ static void h_sse(struct tp_req *r, void *ud) {
 static void on_sse_close(struct tp_req *r, void *ud) { tp_req_release(r); }
 
 static void h_sse_open(struct tp_req *r, void *ud) {
-  tp_sse_start(r, NULL, 50);
+  if (tp_sse_start(r, NULL, 50) != 0)
+    return;
   tp_req_on_close(r, on_sse_close, NULL);
   tp_sse_send(r, "hello", "7", "{}", 2);
 }
