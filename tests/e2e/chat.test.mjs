@@ -123,6 +123,7 @@ test('an infinite loop hits the time limit: spare takes over, files back, variab
   const r1 = await runCode(chat, 'secret = 41\nprint(secret + 1)');
   assert.equal(r1.stdout.trim(), '42');
   await page.evaluate(() => window.cereaSupervisor.whenSpareReady());
+  const downloads = await page.evaluate(() => window.cereaSession.cache.downloads);
   const r2 = await runCode(chat, 'while True:\n    pass\n', { timeout_s: 2 });
   assert.equal(r2.status, 'timeout', JSON.stringify(r2));
   assert.equal(r2.restarted, true);
@@ -135,6 +136,7 @@ test('an infinite loop hits the time limit: spare takes over, files back, variab
   const r3 = await runCode(chat, 'print(open("/mnt/data/keep.csv").read().strip())\nprint("secret" in globals())');
   assert.equal(r3.status, 'ok', JSON.stringify(r3));
   assert.equal(r3.stdout.trim(), 'k,v\n1,2\nFalse');
+  assert.equal(await page.evaluate(() => window.cereaSession.cache.downloads), downloads, 'the remount used the page\'s copies: no download');
   await page.close();
 });
 
@@ -301,5 +303,28 @@ open('/mnt/output/figure-1.png', 'wb').write(png)`;
   const card = page.locator(`.run-card[data-run-id="${r2.run_id}"] .artifact[data-name="figure-1.png"]`);
   await card.waitFor();
   assert.match(await card.textContent(), new RegExp(`v${r2.files[0].version}`));
+  await page.close();
+});
+
+test('a stalled download is skipped after 5 s with a note, and mounted on the next run', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat({ 'slow.csv': Buffer.from('finally,here\n') });
+  const { page } = await openChat(chat);
+  await kernelReady(page);
+  let stall = true;
+  await page.route('**/v1/files/**', async (route) => {
+    if (stall) { await new Promise((r) => setTimeout(r, 8000)); }
+    await route.continue().catch(() => {});
+  });
+  const t0 = Date.now();
+  const r1 = await runCode(chat, 'import os\nprint(os.path.exists("/mnt/data/slow.csv"))');
+  const waited = Date.now() - t0;
+  assert.equal(r1.status, 'ok', JSON.stringify(r1));
+  assert.equal(r1.stdout.trim(), 'False', 'the run went ahead without the stalled file');
+  assert.ok(r1.notes.some((n) => /slow\.csv: download did not finish within 5 s/.test(n)), JSON.stringify(r1.notes));
+  assert.ok(waited < 7500, `the run waited ${waited} ms for files (at most 5 s plus the run)`);
+  stall = false;
+  const r2 = await runCode(chat, 'print(open("/mnt/data/slow.csv").read().strip())');
+  assert.equal(r2.stdout.trim(), 'finally,here');
   await page.close();
 });
