@@ -17,6 +17,9 @@ function metricsValue(text, name, labels = '') {
   return m ? Number(m[1]) : null;
 }
 
+// Ids share a time-ordered prefix: the END tells them apart.  The full id is in the tooltip.
+const short = (id) => h('code', { title: id }, id.length > 10 ? `…${id.slice(-10)}` : id);
+
 function rows(tbody, list, cells) {
   tbody.replaceChildren(...(list.length ? list.map((x) => h('tr', {}, cells(x).map((c) => h('td', {}, c))))
     : [h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'None'))]));
@@ -27,12 +30,12 @@ async function refresh() {
     const [runs, pages, settings, metrics] = await Promise.all([api.adminRuns(), api.adminPages(), api.adminSettings(),
       api.raw('/metrics').then((r) => (r.ok ? r.text() : ''))]);
     $('admin-status').textContent = `Connected · updated ${new Date().toLocaleTimeString()}`;
-    rows($('pages').tBodies[0], pages.pages || [], (p) => [h('code', { title: p.chat_id }, p.chat_id.slice(0, 10)), h('code', { title: p.page_id }, p.page_id.slice(0, 8)), p.state, p.kernel, p.active ? 'yes' : '']);
+    rows($('pages').tBodies[0], pages.pages || [], (p) => [short(p.chat_id), short(p.page_id), p.state, p.kernel, p.active ? 'yes' : '']);
     const live = runs.live || [];
     const recent = (runs.recent || []).filter((r) => !live.some((l) => l.run_id === r.run_id));
     const paused = live.filter((r) => r.state === 'paused');
     rows($('runs').tBodies[0], [...live, ...recent].slice(0, 100), (r) => [
-      h('code', {}, r.run_id.slice(0, 10)), r.chat_id.slice(0, 10), r.origin || '',
+      short(r.run_id), short(r.chat_id), r.origin || '',
       r.state + (r.state === 'paused' && r.abandon_in_ms != null ? ` (abandoned in ${fmtMs(r.abandon_in_ms)})` : ''),
       r.status || '', String(r.attempts ?? ''), r.restarted ? 'yes' : '', r.duration_ms != null ? fmtMs(r.duration_ms) : '']);
     const bytes = metricsValue(metrics, 'cerea_bytes_stored');
