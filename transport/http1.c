@@ -180,9 +180,12 @@ static int on_headers_complete(http_parser *p) {
   h->http10 = p->http_major == 1 && p->http_minor == 0;
   tp__req_route(r);
   r->body.limit = r->body_limit;
-  if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
-      p->content_length > r->body_limit)
-    return refuse(h, 413, "body_too_large");
+  if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX) {
+    if (p->content_length > r->body_limit)
+      return refuse(h, 413, "body_too_large");
+    if (p->content_length > 0) /* one allocation for the whole body (a failure: appends retry) */
+      sbx_buf_reserve(&r->body, (size_t)p->content_length);
+  }
   const char *expect = tp_req_header(r, "Expect");
   if (expect && strcasecmp(expect, "100-continue") == 0 && !h->http10) {
     static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";

@@ -219,8 +219,11 @@ static void headers_done(struct h2 *h, struct h2s *st, int end_stream) {
     tp__req_route(r);
     r->body.limit = r->body_limit;
     const char *cl = tp_req_header(r, "content-length");
-    if (cl && strtoull(cl, NULL, 10) > r->body_limit)
+    unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+    if (n > r->body_limit)
       st->error = 413;
+    else if (n > 0) /* one allocation for the whole body (a failure: appends retry) */
+      sbx_buf_reserve(&r->body, (size_t)n);
   }
   tp__req_set_state(r, REQ_BODY_IN);
   if (st->error) {

@@ -1,6 +1,6 @@
 /* tp_serve.c -- a small server on the transport alone, for benchmarks and for trying the
  * transport by hand before (or beside) the orchestrator binary: /healthz, /metrics, /sse (one
- * event a second) and a static mount.
+ * event, then heartbeats), POST /echo (up to 64 MiB, answered with the same bytes) and a static mount.
  *
  *   tp_serve --listen 127.0.0.1:8081 [--listen unix:/tmp/x.sock] [--static DIR]
  *            [--tls-cert F --tls-key F]
@@ -28,6 +28,12 @@ static void h_metrics(struct tp_req *r, void *ud) {
   tp_metrics_write(srv, &b);
   tp_respond(r, 200, "Content-Type: text/plain; version=0.0.4\r\n", b.data, b.len);
   sbx_buf_free(&b);
+}
+
+static void h_echo(struct tp_req *r, void *ud) {
+  size_t n;
+  const char *b = tp_req_body(r, &n);
+  tp_respond(r, 200, "Content-Type: application/octet-stream\r\n", b, n);
 }
 
 static void on_close_sse(struct tp_req *r, void *ud) { tp_req_release(r); }
@@ -82,6 +88,7 @@ int main(int argc, char **argv) {
   tp_route(srv, "GET", "/healthz", 0, h_healthz, NULL);
   tp_route(srv, "GET", "/metrics", 0, h_metrics, NULL);
   tp_route(srv, "GET", "/sse", 0, h_sse, NULL);
+  tp_route(srv, "POST", "/echo", 64u << 20, h_echo, NULL);
   if (dir)
     tp_static_mount(srv, "/", dir, "public, max-age=3600");
   for (int i = 0; i < nl; i++) {
