@@ -72,8 +72,8 @@ START_TEST(test_server_unix) {
 }
 END_TEST
 
-/* Graceful close: a held answer in flight (30 ms) is delivered within the drain time. */
-static uv_loop_t *drain_loop;
+/* Graceful close: the server is closed while an answer is in flight (held, answered 50 ms
+ * later); the answer is delivered (with Connection: close) within the drain time. */
 static struct tp_server *drain_srv;
 static int drain_done;
 static char drain_reply[4096];
@@ -83,7 +83,7 @@ static void on_drain_closed(struct tp_server *s, void *ud) { drain_done = 1; }
 static void *drain_client(void *arg) {
   int port = *(int *)arg;
   int fd = th_connect(port);
-  th_sends(fd, "GET /hold HTTP/1.1\r\n\r\n");
+  th_sends(fd, "GET /slow HTTP/1.1\r\n\r\n");
   size_t n;
   char *all = th_read_all(fd, &n);
   snprintf(drain_reply, sizeof(drain_reply), "%s", all);
@@ -92,26 +92,33 @@ static void *drain_client(void *arg) {
   return NULL;
 }
 
-static void h_trigger(uv_timer_t *t) {
-  tp_server_close(drain_srv, 1000, on_drain_closed, NULL);
-  tp_server_close(drain_srv, 1000, on_drain_closed, NULL); /* twice: ignored */
+static void on_slow_timer(uv_timer_t *t) {
+  struct tp_req *r = t->data;
+  tp_respond(r, 200, NULL, "late", 4);
+  tp_req_release(r);
   uv_close((uv_handle_t *)t, NULL);
+}
+
+static uv_timer_t slow_timer;
+static void h_slow(struct tp_req *r, void *ud) {
+  tp_req_hold(r);
+  uv_timer_init(ud, &slow_timer);
+  slow_timer.data = r;
+  uv_timer_start(&slow_timer, on_slow_timer, 50, 0);
+  tp_server_close(drain_srv, 5000, on_drain_closed, NULL); /* while this answer is in flight */
+  tp_server_close(drain_srv, 5000, on_drain_closed, NULL); /* twice: ignored */
 }
 
 START_TEST(test_server_graceful_close) {
   uv_loop_t loop;
   uv_loop_init(&loop);
-  drain_loop = &loop;
   struct sbx_error err;
   ck_assert_int_eq(tp_server_new(&loop, NULL, &drain_srv, &err), 0);
-  th_add_routes(drain_srv);
+  tp_route(drain_srv, "GET", "/slow", 0, h_slow, &loop);
   ck_assert_int_eq(tp_server_listen(drain_srv, "127.0.0.1:0", &err), 0);
   int port = tp_server_port(drain_srv);
   pthread_t th;
   pthread_create(&th, NULL, drain_client, &port);
-  uv_timer_t t;
-  uv_timer_init(&loop, &t);
-  uv_timer_start(&t, h_trigger, 15, 0); /* the request is held by now (answers at 30 ms) */
   uv_run(&loop, UV_RUN_DEFAULT);
   pthread_join(th, NULL);
   ck_assert_int_eq(drain_done, 1);
