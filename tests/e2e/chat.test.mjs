@@ -328,3 +328,24 @@ test('a stalled download is skipped after 5 s with a note, and mounted on the ne
   assert.equal(r2.stdout.trim(), 'finally,here');
   await page.close();
 });
+
+test('output files in subfolders and with spaces keep their relative names', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const { page } = await openChat(chat);
+  await kernelReady(page);
+  const r = await runCode(chat, `import os
+os.makedirs('/mnt/output/plots/2026', exist_ok=True)
+open('/mnt/output/plots/2026/a b.txt', 'w').write('nested')
+open('/mnt/output/résumé final.txt', 'w').write('accents')`);
+  assert.equal(r.status, 'ok', JSON.stringify(r));
+  assert.deepEqual(r.files.map((f) => f.name).sort(), ['plots/2026/a b.txt', 'résumé final.txt']);
+  for (const f of r.files) {
+    const got = await fetch(`${orch.origin}/v1/files/${f.artifact_id}`, { headers: { Authorization: `Bearer ${chat.page_token}` } });
+    assert.equal(await got.text(), f.name.startsWith('plots') ? 'nested' : 'accents');
+  }
+  // Files the chat made are mounted at their relative path for the next run.
+  const r2 = await runCode(chat, `print(open('/mnt/data/plots/2026/a b.txt').read())`);
+  assert.equal(r2.stdout.trim(), 'nested', JSON.stringify(r2));
+  await page.close();
+});

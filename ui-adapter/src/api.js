@@ -64,9 +64,11 @@ export class Api {
   started(runId, attempt, pageId) {
     return this.call('POST', `/v1/runs/${enc(runId)}/started`, { attempt, page_id: pageId });
   }
-  putRunFile(runId, name, bytes) {
-    // The name may hold '/': encode each segment so the server sees one URL-encoded name.
-    return this.call('PUT', `/v1/runs/${enc(runId)}/files/${encodeURIComponent(name)}`, bytes);
+  putRunFile(runId, name, bytes, attempt) {
+    // The name may hold '/': it travels URL-encoded as one segment.  `attempt` lets the server
+    // refuse (409) a stale attempt's upload.
+    const q = attempt ? `?attempt=${attempt}` : '';
+    return this.call('PUT', `/v1/runs/${enc(runId)}/files/${encodeURIComponent(name)}${q}`, bytes);
   }
   result(runId, body) { return this.call('POST', `/v1/runs/${enc(runId)}/result`, body); }
   listFiles(chatId) { return this.call('GET', `/v1/chats/${enc(chatId)}/files`); }

@@ -225,7 +225,7 @@ export class ChatSession extends Emitter {
         const bytes = f.bytes;
         const sha = f.sha256 || await sha256Hex(bytes);
         try {
-          await this.api.putRunFile(runId, f.name, bytes);
+          await this.api.putRunFile(runId, f.name, bytes, attempt);
           listed.push({ name: f.name, size: bytes.length, sha256: sha, kind: f.kind || 'file' });
         } catch (e) {
           if (e instanceof ApiError && e.status === 409) { this.emit('stale', { run_id: runId, attempt }); return; }
