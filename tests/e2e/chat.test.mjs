@@ -12,7 +12,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { launch, orchestrator, backend, screenshot, watchConsole, DESKTOP, PHONE } from './harness.mjs';
+import https from 'node:https';
+import { launch, orchestrator, backend, screenshot, watchConsole, selfSignedCert, DESKTOP, PHONE } from './harness.mjs';
 
 let orch = null, skipReason = null, api, browser;
 const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
@@ -348,4 +349,38 @@ open('/mnt/output/résumé final.txt', 'w').write('accents')`);
   const r2 = await runCode(chat, `print(open('/mnt/data/plots/2026/a b.txt').read())`);
   assert.equal(r2.stdout.trim(), 'nested', JSON.stringify(r2));
   await page.close();
+});
+
+test('over TLS the chat page speaks HTTP/2 (ALPN h2), stream and run included', async (t) => {
+  if (!need(t)) return;
+  const { cert, key, dir } = selfSignedCert();
+  const tls = await orchestrator({ args: ['--tls-cert', cert, '--tls-key', key], scheme: 'https' });
+  if (tls.skip) { fs.rmSync(dir, { recursive: true, force: true }); t.skip(`TLS orchestrator unavailable: ${tls.skip}`); return; }
+  const b = await launch({ ignoreHTTPSErrors: true });
+  try {
+    const post = (p, body) => new Promise((resolve, reject) => {
+      const data = Buffer.from(JSON.stringify(body));
+      const req = https.request(`${tls.origin}${p}`, { method: 'POST', rejectUnauthorized: false,
+        headers: { Authorization: `Bearer ${tls.apiKey}`, 'Content-Type': 'application/json', 'Content-Length': data.length } }, (res) => {
+        let s = ''; res.on('data', (d) => { s += d; }); res.on('end', () => resolve(JSON.parse(s)));
+      });
+      req.on('error', reject); req.end(data);
+    });
+    const chat = await post('/v1/chats', {});
+    const page = await b.ctx.newPage();
+    const protocols = new Set();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Network.enable');
+    cdp.on('Network.responseReceived', (e) => { if (e.response.url.includes('/v1/')) protocols.add(e.response.protocol); });
+    await page.goto(`${tls.origin}/chat/${chat.chat_id}#token=${chat.page_token}`);
+    await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open' && window.cereaSupervisor.state === 'ready', null, { timeout: 90_000 });
+    assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+    const run = await post(`/v1/chats/${chat.chat_id}/runs`, { code: 'print(6 * 7)', origin: 'tool', wait_s: 60 });
+    assert.equal(run.status, 'ok', JSON.stringify(run));
+    assert.equal(run.stdout.trim(), '42');
+    assert.deepEqual([...protocols], ['h2'], `API calls over ${[...protocols]}`);
+    await page.close();
+  } finally {
+    await b.close(); await tls.stop(); fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
+import https from 'node:https';
+import { spawn, execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { startStaticServer } from './static-server.mjs';
 
@@ -21,10 +22,11 @@ export const DESKTOP = { width: 1280, height: 860 };
 export const PHONE = { width: 390, height: 844 };
 
 /** A browser context on a fresh profile.  close() removes the profile. */
-export async function launch({ viewport = DESKTOP, isMobile = false } = {}) {
+export async function launch({ viewport = DESKTOP, isMobile = false, ignoreHTTPSErrors = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-profile-'));
   const ctx = await chromium.launchPersistentContext(dir, {
     executablePath: CHROMIUM, headless: true, viewport, isMobile, hasTouch: isMobile, acceptDownloads: true,
+    ignoreHTTPSErrors,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
@@ -64,20 +66,20 @@ export function freePort() {
  * Start the real orchestrator.  Resolves {origin, apiKey, pid, stop()} once /healthz answers, or
  * {skip: reason} when the binary is missing or does not come up (the caller skips with the reason).
  */
-export async function orchestrator({ env = {}, timeoutMs = 15000 } = {}) {
+export async function orchestrator({ env = {}, timeoutMs = 15000, args = [], scheme = 'http' } = {}) {
   const bin = process.env.CEREA_BIN || path.join(ROOT, 'build', 'cerea-sandbox');
   if (!fs.existsSync(bin)) return { skip: 'build/cerea-sandbox is not built' };
   const data = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-data-'));
   const port = await freePort();
   const apiKey = 'e2e-key-' + Math.random().toString(36).slice(2);
   const log = [];
-  const child = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--data', data], {
+  const child = spawn(bin, ['serve', '--listen', `127.0.0.1:${port}`, '--data', data, ...args], {
     cwd: ROOT, env: { ...process.env, CEREA_API_KEY: apiKey, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout.on('data', (d) => log.push(String(d)));
   child.stderr.on('data', (d) => log.push(String(d)));
   let exited = null;
   child.on('exit', (code, sig) => { exited = { code, sig }; });
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `${scheme}://127.0.0.1:${port}`;
   const stop = async () => {
     if (exited === null) {
       process.kill(child.pid, 'SIGTERM');
@@ -91,13 +93,34 @@ export async function orchestrator({ env = {}, timeoutMs = 15000 } = {}) {
   while (Date.now() - t0 < timeoutMs) {
     if (exited !== null) { await stop(); return { skip: `orchestrator exited at start (${JSON.stringify(exited)}): ${log.join('').slice(-400)}` }; }
     try {
-      const r = await fetch(`${origin}/healthz`);
+      const r = scheme === 'https' ? await insecureGet(`${origin}/healthz`) : await fetch(`${origin}/healthz`);
       if (r.ok) return { origin, apiKey, pid: child.pid, stop, log };
     } catch { /* not yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stop();
   return { skip: `orchestrator did not answer /healthz within ${timeoutMs} ms: ${log.join('').slice(-400)}` };
+}
+
+/** GET over TLS accepting the test's self-signed certificate: {ok, status, text}. */
+export function insecureGet(url, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = https.get(url, { rejectUnauthorized: false, headers }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ ok: res.statusCode < 300, status: res.statusCode, text: body, headers: res.headers }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** A self-signed certificate for 127.0.0.1 made with openssl: {cert, key, dir}. */
+export function selfSignedCert() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-tls-'));
+  const cert = path.join(dir, 'cert.pem'), key = path.join(dir, 'key.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', cert], { stdio: 'ignore' });
+  return { cert, key, dir };
 }
 
 /** Backend API helper with the operator key. */
