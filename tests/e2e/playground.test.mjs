@@ -244,6 +244,22 @@ test('an infinite loop hits the time limit: the spare takes over, files are back
   await page.close();
 });
 
+test('Stop interrupts a running loop and keeps the variables', async () => {
+  const { page } = await openPlayground();
+  await setCode(page, 'kept = "yes"\nn = 0\nwhile True:\n    n += 1\n');
+  await page.click('#run');
+  await page.waitForFunction(() => window.cereaSupervisor.state === 'busy');
+  await page.waitForTimeout(300);
+  assert.equal(await page.isVisible('#cancel'), true);
+  await page.click('#cancel');
+  await page.locator('.run-card[data-status=cancelled]').first().waitFor({ timeout: 10_000 });
+  assert.equal(await page.isVisible('#cancel'), false);
+  await setCode(page, 'print(kept, n > 0)');
+  const r = await runAndWait(page);
+  assert.equal(r.stdout.trim(), 'yes True', r.text);
+  await page.close();
+});
+
 test('files dropped on the editor are attached and mounted at /mnt/data', async () => {
   const { page } = await openPlayground();
   await page.evaluate(() => {
