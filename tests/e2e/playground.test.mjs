@@ -244,6 +244,22 @@ test('an infinite loop hits the time limit: the spare takes over, files are back
   await page.close();
 });
 
+test('cards show a SyntaxError, and the truncation note when output passes 8,000 characters', async () => {
+  const { page } = await openPlayground();
+  await setCode(page, 'print("before")\ndef broken(:\n    pass\n');
+  let r = await runAndWait(page);
+  assert.equal(r.status, 'error');
+  assert.match(r.text, /SyntaxError/);
+  assert.doesNotMatch(r.stdout, /before/, 'nothing ran: the code is compiled first');
+  await setCode(page, 'print("é" * 9000)\nimport sys\nprint("x" * 9000, file=sys.stderr)');
+  r = await runAndWait(page);
+  assert.equal(r.status, 'ok');
+  assert.equal(r.stdout.trim().length, 8000, 'capped at 8,000 characters, not bytes');
+  assert.match(r.text, /Output truncated at 8,000 characters/);
+  assert.match(r.text, /Error output truncated at 8,000 characters/);
+  await page.close();
+});
+
 test('Stop interrupts a running loop and keeps the variables', async () => {
   const { page } = await openPlayground();
   await setCode(page, 'kept = "yes"\nn = 0\nwhile True:\n    n += 1\n');
