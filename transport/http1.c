@@ -183,7 +183,7 @@ static int on_headers_complete(http_parser *p) {
   if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX) {
     if (p->content_length > r->body_limit)
       return refuse(h, 413, "body_too_large");
-    if (p->content_length > 0) /* one allocation for the whole body (a failure: appends retry) */
+    if (p->content_length > 0 && !(r->route && r->route->on_body)) /* one allocation */
       sbx_buf_reserve(&r->body, (size_t)p->content_length);
   }
   const char *expect = tp_req_header(r, "Expect");
@@ -200,10 +200,29 @@ static int on_headers_complete(http_parser *p) {
 
 static int on_body(http_parser *p, const char *at, size_t n) {
   struct h1 *h = H(p);
-  int rc = sbx_buf_append(&h->req->body, at, n);
-  if (rc == SBX_ETOOBIG)
+  int st = tp__req_body_data(h->req, at, n);
+  switch (st) {
+  case 0:
+    return 0;
+  case 413:
     return refuse(h, 413, "body_too_large");
-  return rc ? refuse(h, 503, "no_memory") : 0;
+  case 503:
+    return refuse(h, 503, "no_memory");
+  case 500:
+    return refuse(h, 500, "io");
+  default:
+    return refuse(h, 400, "bad_body");
+  }
+}
+
+/* A chunk announces its size first: one past the limit is refused before its bytes come. */
+static int on_chunk_header(http_parser *p) {
+  struct h1 *h = H(p);
+  struct tp_req *r = h->req;
+  uint64_t have = r->route && r->route->on_body ? r->body_seen : r->body.len;
+  if (p->content_length > r->body_limit || have + p->content_length > r->body_limit)
+    return refuse(h, 413, "body_too_large");
+  return 0;
 }
 
 static int on_message_complete(http_parser *p) {
@@ -244,6 +263,7 @@ static void h1_fail(struct h1 *h, int status, const char *code, const char *msg)
     h1_set_state(h, H1_WAIT);
   tp__req_ref(h->req);
   struct tp_req *r = h->req;
+  tp__req_abandon(r); /* a body sink drops its state */
   tp_respond_error(r, status, code, msg); /* ends the request; closes after the write */
   tp__req_unref(r);
 }
@@ -255,6 +275,7 @@ static const char *err_msg(int status) {
   case 431: return "request headers over the limit";
   case 405: return "method not allowed";
   case 503: return "out of memory";
+  case 500: return "the request body could not be stored";
   default: return "malformed request";
   }
 }
@@ -537,6 +558,7 @@ int tp__h1_start(struct tp_conn *c, const char *data, size_t len) {
     settings.on_header_value = on_header_value;
     settings.on_headers_complete = on_headers_complete;
     settings.on_body = on_body;
+    settings.on_chunk_header = on_chunk_header;
     settings.on_message_complete = on_message_complete;
     settings_ready = 1;
   }

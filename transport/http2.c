@@ -222,7 +222,7 @@ static void headers_done(struct h2 *h, struct h2s *st, int end_stream) {
     unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
     if (n > r->body_limit)
       st->error = 413;
-    else if (n > 0) /* one allocation for the whole body (a failure: appends retry) */
+    else if (n > 0 && !(r->route && r->route->on_body)) /* one allocation for the body */
       sbx_buf_reserve(&r->body, (size_t)n);
   }
   tp__req_set_state(r, REQ_BODY_IN);
@@ -269,9 +269,9 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
   struct h2s *st = nghttp2_session_get_stream_user_data(ss, id);
   if (st == NULL || st->refused || st->req == NULL || st->error || st->dispatched)
     return 0;
-  int rc = sbx_buf_append(&st->req->body, data, len);
-  if (rc != 0) {
-    st->error = rc == SBX_ETOOBIG ? 413 : 503;
+  int status = tp__req_body_data(st->req, data, len); /* a sink runs here: it does not answer */
+  if (status != 0) {
+    st->error = status;
     st->dispatched = 1;
     push_ev(h, EV_ERROR, id, st->error, NULL);
   }
@@ -402,6 +402,7 @@ static void h2_answer_error(struct tp_req *r, int status) {
            {413, "body_too_large", "request body over the limit"},
            {414, "uri_too_long", "request path over the limit"},
            {431, "headers_too_large", "request headers over the limit"},
+           {500, "io", "the request body could not be stored"},
            {503, "no_memory", "out of memory"}};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(t); i++)
     if (t[i].status == status) {
@@ -460,6 +461,7 @@ static void h2_run(struct h2 *h) {
       case EV_ERROR:
         if (st && st->req && st->req->state < REQ_RESPONDING) {
           c->srv->stats.protocol_errors++;
+          tp__req_abandon(st->req); /* a body sink drops its state */
           h2_answer_error(st->req, ev.status);
           /* The client may still be sending a body we refused: end the stream after the answer
            * (the reset is submitted next round, after the answer's frames went out). */

@@ -66,6 +66,7 @@ struct tp_route {
   int rest;    /* last segment is {name*} */
   size_t body_limit;
   tp_handler_cb cb;
+  tp_body_cb on_body; /* NULL: the body is buffered */
   void *ud;
 };
 
@@ -272,6 +273,7 @@ struct tp_req {
   size_t nparams;
   struct sbx_buf body;
   size_t body_limit;
+  uint64_t body_seen; /* bytes given to a body sink */
   const struct tp_route *route;
   int route_status; /* 0 matched a route; 404/405; 1 static */
   const struct tp_mount *mount;
@@ -317,6 +319,12 @@ int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size
 void tp__req_route(struct tp_req *r);
 /* The whole request arrived: runs the handler (or static, 404, 405). */
 void tp__req_dispatch(struct tp_req *r);
+/* A piece of the request body: buffered, or given to the route's sink.  0, or the HTTP status
+ * that refuses the request (413, 503, 500, 400). */
+int tp__req_body_data(struct tp_req *r, const void *p, size_t n);
+/* The request ends without its handler (refused while arriving): its close callback runs, so a
+ * body sink can drop its state. */
+void tp__req_abandon(struct tp_req *r);
 /* The peer is gone: fires on_close once, drops the peer's reference. */
 void tp__req_peer_gone(struct tp_req *r);
 /* The protocol's queue for this request drained below the low-water mark. */

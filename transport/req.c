@@ -137,6 +137,39 @@ static void sse_forget(struct tp_req *r) {
   }
 }
 
+int tp__req_body_data(struct tp_req *r, const void *p, size_t n) {
+  if (r->route == NULL || r->route->on_body == NULL) {
+    int rc = sbx_buf_append(&r->body, p, n);
+    return rc == 0 ? 0 : rc == SBX_ETOOBIG ? 413 : 503;
+  }
+  if (n > r->body_limit - SBX_MIN(r->body_seen, (uint64_t)r->body_limit))
+    return 413;
+  r->body_seen += n;
+  int rc = r->route->on_body(r, p, n, r->route->ud);
+  switch (rc) {
+  case 0:
+    return 0;
+  case SBX_ETOOBIG:
+    return 413;
+  case SBX_ENOMEM:
+    return 503;
+  case SBX_EIO:
+    return 500;
+  default:
+    return 400;
+  }
+}
+
+void tp__req_abandon(struct tp_req *r) {
+  if (r->state < REQ_HANDLING && r->close_cb) {
+    tp_req_close_cb cb = r->close_cb;
+    r->close_cb = NULL;
+    tp__req_ref(r);
+    cb(r, r->close_ud);
+    tp__req_unref(r);
+  }
+}
+
 void tp__req_peer_gone(struct tp_req *r) {
   if (r->gone)
     return;

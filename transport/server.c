@@ -383,6 +383,11 @@ void tp_server_close(struct tp_server *s, uint64_t drain_ms, tp_closed_cb cb, vo
 
 int tp_route(struct tp_server *s, const char *method, const char *pattern, size_t body_limit,
              tp_handler_cb cb, void *ud) {
+  return tp_route_streamed(s, method, pattern, body_limit, NULL, cb, ud);
+}
+
+int tp_route_streamed(struct tp_server *s, const char *method, const char *pattern,
+                      size_t body_limit, tp_body_cb on_body, tp_handler_cb cb, void *ud) {
   if (!method || !pattern || pattern[0] != '/' || !cb)
     return SBX_EINVAL;
   struct tp_route *nr = sbx_realloc(s->routes, (s->nroutes + 1) * sizeof(*nr));
@@ -395,6 +400,7 @@ int tp_route(struct tp_server *s, const char *method, const char *pattern, size_
   rt->pattern = sbx_strdup(pattern);
   rt->body_limit = body_limit ? body_limit : s->cfg.limits.default_body_limit;
   rt->cb = cb;
+  rt->on_body = on_body;
   rt->ud = ud;
   int rc = (rt->method && rt->pattern) ? tp__route_compile(rt) : SBX_ENOMEM;
   if (rc != 0) {

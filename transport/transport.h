@@ -90,6 +90,18 @@ typedef void (*tp_handler_cb)(struct tp_req *req, void *ud);
 int tp_route(struct tp_server *s, const char *method, const char *pattern, size_t body_limit,
              tp_handler_cb cb, void *ud);
 
+/* Request bodies streamed to a sink instead of buffered (large uploads): like tp_route, but each
+ * piece of the body goes to on_body as it arrives (data borrowed for the call), and the handler
+ * runs once the body is complete, with tp_req_body() empty.  body_limit still applies (413).
+ * on_body returns 0, or a negative SBX_* code to refuse the request: SBX_ETOOBIG -> 413,
+ * SBX_ENOMEM -> 503, SBX_EIO -> 500, any other -> 400.  on_body must not answer the request (it
+ * runs inside the protocol parser); state it keeps goes in tp_req_set_data(), and the close
+ * callback it sets with tp_req_on_close() runs when the request ends without its handler
+ * (refused, client gone), so the state can be dropped. */
+typedef int (*tp_body_cb)(struct tp_req *req, const void *data, size_t len, void *ud);
+int tp_route_streamed(struct tp_server *s, const char *method, const char *pattern,
+                      size_t body_limit, tp_body_cb on_body, tp_handler_cb cb, void *ud);
+
 /* Serves files under `dir` at URL prefix `prefix` ("/pyodide/").  Content types by extension
  * (.wasm application/wasm, .mjs text/javascript, ...); ETag + If-None-Match; Range; when
  * FILE.br / FILE.gz exist and the client accepts them, they are sent with Content-Encoding.

@@ -10,6 +10,49 @@
 #include "internal.h"
 
 int th_poll_closed;
+int th_sink_live; /* sink states allocated and not yet freed */
+
+/* POST /sink (streamed, limit 1 MiB): counts bytes and pieces; POST /sink-refuse refuses past
+ * 10 bytes with SBX_EIO.  Their state lives in tp_req_set_data and is freed by the handler or by
+ * the close callback. */
+struct sink {
+  size_t bytes, pieces;
+  unsigned sum;
+};
+static void sink_drop(struct tp_req *r, void *ud) {
+  free(tp_req_get_data(r));
+  tp_req_set_data(r, NULL);
+  th_sink_live--;
+}
+static int sink_data(struct tp_req *r, const void *p, size_t n, void *ud) {
+  struct sink *k = tp_req_get_data(r);
+  if (k == NULL) {
+    k = calloc(1, sizeof(*k));
+    tp_req_set_data(r, k);
+    tp_req_on_close(r, sink_drop, NULL);
+    th_sink_live++;
+  }
+  k->bytes += n;
+  k->pieces++;
+  for (size_t i = 0; i < n; i++)
+    k->sum += ((const unsigned char *)p)[i];
+  if (ud != NULL && k->bytes > 10)
+    return SBX_EIO;
+  return 0;
+}
+static void h_sink(struct tp_req *r, void *ud) {
+  struct sink *k = tp_req_get_data(r);
+  size_t blen;
+  tp_req_body(r, &blen);
+  char out[128];
+  int n = snprintf(out, sizeof(out), "bytes=%zu sum=%u buffered=%zu", k ? k->bytes : 0,
+                   k ? k->sum : 0, blen);
+  if (k) {
+    tp_req_on_close(r, NULL, NULL);
+    sink_drop(r, NULL);
+  }
+  tp_respond(r, 200, NULL, out, (size_t)n);
+}
 
 static void h_hello(struct tp_req *r, void *ud) {
   tp_respond(r, 200, "Content-Type: text/plain\r\n", "hello", 5);
@@ -102,6 +145,8 @@ static void h_hdr(struct tp_req *r, void *ud) {
 }
 
 void th_add_routes(struct tp_server *s) {
+  tp_route_streamed(s, "POST", "/sink", 1 << 20, sink_data, h_sink, NULL);
+  tp_route_streamed(s, "POST", "/sink-refuse", 1 << 20, sink_data, h_sink, (void *)1);
   tp_route(s, "GET", "/hdr", 0, h_hdr, NULL);
   tp_route(s, "GET", "/hello", 0, h_hello, NULL);
   tp_route(s, "POST", "/echo", 16, h_echo, NULL);

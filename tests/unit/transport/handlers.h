@@ -8,4 +8,5 @@
  * GET /nodelay (answers "1" when TCP_NODELAY is set on the socket). */
 void th_add_routes(struct tp_server *s);
 extern int th_poll_closed; /* on_close calls seen by /poll */
+extern int th_sink_live;   /* body sink states not freed (POST /sink, /sink-refuse) */
 #endif

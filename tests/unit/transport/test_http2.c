@@ -482,6 +482,39 @@ START_TEST(test_h2_slow_body) {
 }
 END_TEST
 
+/* Streamed bodies over HTTP/2: the sink sees every byte; a refusing sink gets 500 and its state
+ * dropped. */
+static void client_sink(struct th *t) {
+  static char big[100000];
+  unsigned sum = 0;
+  for (size_t i = 0; i < sizeof(big); i++) {
+    big[i] = (char)(i % 253);
+    sum += (unsigned char)big[i];
+  }
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  struct h2resp *a = h2c_request(&c, "POST", "/sink", NULL, big, sizeof(big));
+  struct h2resp *b = h2c_request(&c, "POST", "/sink-refuse", NULL, big, 1000);
+  ck_assert(h2c_wait(&c, a, 3000));
+  ck_assert(h2c_wait(&c, b, 3000));
+  char want[128];
+  snprintf(want, sizeof(want), "bytes=100000 sum=%u buffered=0", sum);
+  ck_assert_int_eq(a->status, 200);
+  ck_assert_msg(a->body && strcmp(a->body, want) == 0, "%s", a->body);
+  ck_assert_int_eq(b->status, 500);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_body_sink) {
+  th_sink_live = 0;
+  struct th t;
+  th_init(&t, NULL);
+  th_add_routes(t.srv);
+  th_run(&t, client_sink);
+  ck_assert_int_eq(th_sink_live, 0);
+}
+END_TEST
+
 Suite *http2_suite(void);
 Suite *http2_suite(void) {
   Suite *s = suite_create("http2");
@@ -496,6 +529,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_close_with_stream);
   tcase_add_test(tc, test_h2_outbound_bound);
   tcase_add_test(tc, test_h2_slow_body);
+  tcase_add_test(tc, test_h2_body_sink);
   suite_add_tcase(s, tc);
   return s;
 }
