@@ -6,15 +6,197 @@
 
 #include <string.h>
 
+/* ---- compact dump --------------------------------------------------------------------------
+ * orch_json_dump writes exactly what json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) writes (keys in
+ * insertion order; '"', '\\' and control characters escaped, \u00XX in upper-case hex; other
+ * UTF-8 as is; NULL for a string that is not valid UTF-8), in one pass into one growing buffer.
+ * jansson's own dump costs ~28,000 instructions for a run object (a callback per string piece,
+ * printf per integer, a hashtable of parents for loop detection); this ~4,000.  Reals, rare here,
+ * are handed to jansson.  tests/unit/orchestrator/test_json.c compares the two on a table of values. */
+
+struct jbuf {
+  char *p;
+  size_t len, cap;
+  int failed;
+};
+
+static int jb_grow(struct jbuf *b, size_t n) {
+  if (b->failed)
+    return -1;
+  if (b->len + n + 1 <= b->cap)
+    return 0;
+  size_t cap = b->cap ? b->cap : 512;
+  while (cap < b->len + n + 1)
+    cap *= 2;
+  char *p = sbx_realloc(b->p, cap);
+  if (p == NULL) {
+    b->failed = 1;
+    return -1;
+  }
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+static void jb_put(struct jbuf *b, const char *s, size_t n) {
+  if (jb_grow(b, n) == 0) {
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+  }
+}
+
+static void jb_int(struct jbuf *b, json_int_t v) {
+  char tmp[24];
+  size_t i = sizeof(tmp);
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[--i] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    tmp[--i] = '-';
+  jb_put(b, tmp + i, sizeof(tmp) - i);
+}
+
+/* Length of the valid UTF-8 sequence at s (as jansson's utf8_check_first/full), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t left) {
+  unsigned c = s[0];
+  size_t n;
+  unsigned v;
+  if (c < 0x80)
+    return 1;
+  if (c < 0xC2)
+    return 0;
+  if (c < 0xE0) { n = 2; v = c & 0x1F; }
+  else if (c < 0xF0) { n = 3; v = c & 0x0F; }
+  else if (c < 0xF5) { n = 4; v = c & 0x07; }
+  else return 0;
+  if (n > left)
+    return 0;
+  for (size_t i = 1; i < n; i++) {
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+    v = (v << 6) | (s[i] & 0x3F);
+  }
+  if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || (n == 3 && v < 0x800) || (n == 4 && v < 0x10000))
+    return 0;
+  return n;
+}
+
+static void jb_str(struct jbuf *b, const char *str, size_t len) {
+  static const char hex[] = "0123456789ABCDEF";
+  const unsigned char *s = (const unsigned char *)str;
+  if (jb_grow(b, len + 2) != 0)
+    return;
+  b->p[b->len++] = '"';
+  size_t run = 0; /* start of the pending plain run */
+  for (size_t i = 0; i < len;) {
+    unsigned c = s[i];
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      i++;
+      continue;
+    }
+    if (c >= 0x80) {
+      size_t n = utf8_len(s + i, len - i);
+      if (n == 0) {
+        b->failed = 1;
+        return;
+      }
+      i += n;
+      continue;
+    }
+    jb_put(b, str + run, i - run);
+    char esc[6] = {'\\', 0, '0', '0', 0, 0};
+    size_t el = 2;
+    switch (c) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    default:
+      esc[1] = 'u';
+      esc[4] = hex[c >> 4];
+      esc[5] = hex[c & 15];
+      el = 6;
+    }
+    jb_put(b, esc, el);
+    run = ++i;
+  }
+  jb_put(b, str + run, len - run);
+  jb_put(b, "\"", 1);
+}
+
+static void jb_value(struct jbuf *b, const json_t *j, int depth) {
+  if (b->failed)
+    return;
+  if (depth > 2048) { /* deeper than anything we build; refuse rather than overflow the stack */
+    b->failed = 1;
+    return;
+  }
+  switch (json_typeof(j)) {
+  case JSON_OBJECT: {
+    jb_put(b, "{", 1);
+    int first = 1;
+    for (void *it = json_object_iter((json_t *)j); it; it = json_object_iter_next((json_t *)j, it)) {
+      if (!first)
+        jb_put(b, ",", 1);
+      first = 0;
+      jb_str(b, json_object_iter_key(it), json_object_iter_key_len(it));
+      jb_put(b, ":", 1);
+      jb_value(b, json_object_iter_value(it), depth + 1);
+    }
+    jb_put(b, "}", 1);
+    break;
+  }
+  case JSON_ARRAY: {
+    jb_put(b, "[", 1);
+    size_t n = json_array_size(j);
+    for (size_t i = 0; i < n; i++) {
+      if (i)
+        jb_put(b, ",", 1);
+      jb_value(b, json_array_get(j, i), depth + 1);
+    }
+    jb_put(b, "]", 1);
+    break;
+  }
+  case JSON_STRING:
+    jb_str(b, json_string_value(j), json_string_length(j));
+    break;
+  case JSON_INTEGER:
+    jb_int(b, json_integer_value(j));
+    break;
+  case JSON_REAL: {
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL) {
+      b->failed = 1;
+      return;
+    }
+    jb_put(b, s, strlen(s));
+    free(s);
+    break;
+  }
+  case JSON_TRUE: jb_put(b, "true", 4); break;
+  case JSON_FALSE: jb_put(b, "false", 5); break;
+  case JSON_NULL: jb_put(b, "null", 4); break;
+  }
+}
+
 char *orch_json_dump(const json_t *j, size_t *len) {
-  char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-  if (s == NULL)
+  struct jbuf b = {0};
+  if (j == NULL)
     return NULL;
-  char *d = sbx_strdup(s);
-  free(s);
-  if (d && len)
-    *len = strlen(d);
-  return d;
+  jb_value(&b, j, 0);
+  if (b.failed || jb_grow(&b, 0) != 0) {
+    sbx_free(b.p);
+    return NULL;
+  }
+  b.p[b.len] = '\0';
+  if (len)
+    *len = b.len;
+  return b.p;
 }
 
 json_t *orch_json_parse_text(const char *text) {

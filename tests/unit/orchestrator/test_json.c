@@ -81,12 +81,93 @@ START_TEST(test_file_json) {
 }
 END_TEST
 
+/* orch_json_dump writes byte for byte what json_dumps(COMPACT | ENCODE_ANY) writes: a table of
+ * values (escapes, every control character, UTF-8 of each length, embedded NUL, integers at the
+ * limits, reals, nesting, empty containers, insertion order); a string that is not UTF-8 gives
+ * NULL from both. */
+START_TEST(test_dump_matches_jansson) {
+  static const char *texts[] = {
+      "null", "true", "false", "0", "-1", "9223372036854775807", "-9223372036854775808", "1.5",
+      "-0.25", "1e300", "3.0", "\"\"", "\"plain\"", "\"q\\\"uote\\\\back/slash\"",
+      "\"\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"", "\"caf\\u00e9 \\u6f22 \\ud83d\\ude00\"",
+      "\"nul\\u0000inside\"", "[]", "{}", "[[],{},[1,[2,[3]]]]",
+      "{\"z\":1,\"a\":[true,null,\"x\"],\"m\":{\"k\":\"v\",\"\\n\":\"\\u2028\"}}",
+      "{\"run_id\":\"abc\",\"limits\":{\"out_chars\":200000,\"figures\":20},\"mounts\":[]}",
+  };
+  for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+    json_error_t e;
+    json_t *j = json_loads(texts[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    ck_assert_msg(j != NULL, "parse %s: %s", texts[i], e.text);
+    char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t len = 0;
+    char *got = orch_json_dump(j, &len);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(len, strlen(want));
+    free(want);
+    sbx_free(got);
+    json_decref(j);
+  }
+  /* every byte value as a one-character string (all controls escaped the same way) */
+  for (int c = 1; c < 0x80; c++) {
+    char one[2] = {(char)c, 0};
+    json_t *j = json_string(one);
+    char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *got = orch_json_dump(j, NULL);
+    ck_assert_str_eq(got, want);
+    free(want);
+    sbx_free(got);
+    json_decref(j);
+  }
+  /* not UTF-8 (overlong, surrogate, truncated, stray continuation): NULL like jansson */
+  static const char *bad[] = {"\xc0\xaf", "\xed\xa0\x80", "\xe6\x8a", "\x80x", "\xf5\x80\x80\x80"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    json_t *j = json_stringn_nocheck(bad[i], strlen(bad[i]));
+    char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    ck_assert_ptr_null(want);
+    ck_assert_ptr_null(orch_json_dump(j, NULL));
+    json_decref(j);
+  }
+  ck_assert_ptr_null(orch_json_dump(NULL, NULL));
+  /* 2,000 random strings of random code points (controls, ASCII, 2-, 3- and 4-byte UTF-8) */
+  unsigned seed = 12345;
+  for (int k = 0; k < 2000; k++) {
+    char buf[256];
+    size_t n = 0;
+    for (int m = 0; m < 40; m++) {
+      seed = seed * 1103515245u + 12345u;
+      unsigned r = (seed >> 8) % 5, cp;
+      seed = seed * 1103515245u + 12345u;
+      unsigned x = seed >> 4;
+      cp = r == 0 ? 1 + x % 0x1f : r == 1 ? 0x20 + x % 0x60 : r == 2 ? 0x80 + x % 0x780
+         : r == 3 ? 0x800 + x % 0xF7FF : 0x10000 + x % 0x100000;
+      if (cp >= 0xD800 && cp <= 0xDFFF)
+        cp = 'x';
+      if (cp < 0x80) buf[n++] = (char)cp;
+      else if (cp < 0x800) { buf[n++] = (char)(0xC0 | cp >> 6); buf[n++] = (char)(0x80 | (cp & 63)); }
+      else if (cp < 0x10000) { buf[n++] = (char)(0xE0 | cp >> 12); buf[n++] = (char)(0x80 | ((cp >> 6) & 63)); buf[n++] = (char)(0x80 | (cp & 63)); }
+      else { buf[n++] = (char)(0xF0 | cp >> 18); buf[n++] = (char)(0x80 | ((cp >> 12) & 63)); buf[n++] = (char)(0x80 | ((cp >> 6) & 63)); buf[n++] = (char)(0x80 | (cp & 63)); }
+    }
+    json_t *j = json_pack("{s:s%, s:[i]}", "k", buf, n, "n", k - 1000);
+    ck_assert_ptr_nonnull(j);
+    char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *got = orch_json_dump(j, NULL);
+    ck_assert_str_eq(got, want);
+    free(want);
+    sbx_free(got);
+    json_decref(j);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json");
   TCase *tc = tcase_create("shapes");
   tcase_add_test(tc, test_run_fields);
   tcase_add_test(tc, test_run_stored_parts);
   tcase_add_test(tc, test_file_json);
+  tcase_add_test(tc, test_dump_matches_jansson);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
