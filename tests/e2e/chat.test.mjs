@@ -161,7 +161,8 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   assert.equal(r.json.restarted, false, 'the interrupt landed: no restart');
   const r2 = await runCode(chat, 'print(kept, n > 0)');
   assert.equal(r2.stdout.trim(), 'still here True');
-  assert.equal(await page.evaluate(() => window.cereaSession.wakeLock.count), 0, 'and released after');
+  // Released once the page has its answer to the result POST (the API's waiter may answer first).
+  await page.waitForFunction(() => window.cereaSession.wakeLock.count === 0, null, { timeout: 5000 });
   // A reload shows the chat's runs again (remembered ids, GET /v1/runs/{run}).
   await page.reload();
   await page.locator(`.run-card[data-run-id="${runId}"][data-status=cancelled]`).waitFor({ timeout: 20_000 });

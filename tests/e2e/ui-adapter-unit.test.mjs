@@ -109,6 +109,7 @@ class FakePort extends Emitter {
       this._resolve = resolve;
       if (code === 'ok') setTimeout(() => resolve({ status: 'ok', stdout: `k${this.id} files=${[...this.files.keys()].join(',')} x=${this.ns.x ?? 'none'}`, files: [] }), 5);
       else if (code === 'set') { this.ns.x = 1; setTimeout(() => resolve({ status: 'ok', stdout: '', files: [] }), 5); }
+      else if (code === 'pass') setTimeout(() => resolve({ status: 'ok', stdout: '', files: [] }), 1);
       else if (code === 'die') setTimeout(() => { this.dead = true; this.emit('exit', new Error('boom')); reject(new Error('boom')); }, 5);
       this.interruptible = code === 'loop';
     });
