@@ -15,17 +15,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void sha256_hex(const char *s, char out[65]) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256((const unsigned char *)s, strlen(s), d);
-  sbx_hex(d, sizeof(d), out);
-}
+static void sha256_hex(const char *s, char out[65]) { store_sha256_hex(s, strlen(s), out); }
 
 int orch_ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
