@@ -160,7 +160,7 @@ test('the admin page shows a live run and changes retention', async (t) => {
   await admin.fill('#apikey', orch.apiKey);
   await admin.click('#connect');
   await admin.locator('#pages tbody tr', { hasText: chat.chat_id.slice(-10) }).waitFor({ timeout: 10_000 });
-  const run = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'import time\nt=time.time()\nwhile time.time()-t < 4:\n    pass', origin: 'tool' });
+  const run = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'import time\nt=time.time()\nwhile time.time()-t < 6:\n    pass', origin: 'tool' });
   const row = admin.locator('#runs tbody tr', { hasText: run.json.run_id.slice(-10) });
   await row.filter({ hasText: 'running' }).waitFor({ timeout: 15_000 });
   await screenshot(admin, 'admin-desktop');

@@ -151,8 +151,9 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   await runCode(chat, 'kept = "still here"');
   const created = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'n = 0\nwhile True:\n    n += 1\n', origin: 'tool' });
   const runId = created.json.run_id;
-  await page.waitForFunction((id) => window.cereaSession.current?.run_id === id && window.cereaSupervisor.state === 'busy', runId, { timeout: 30_000 });
-  await page.waitForTimeout(300);
+  // Python is executing the user's code (the kernel's `started` event): an interrupt can land.
+  await page.waitForFunction((id) => window.cereaSession.current?.run_id === id && window.cereaSupervisor.current?.client?.running === id, runId, { timeout: 30_000 });
+  await page.waitForTimeout(200);
   assert.equal(await page.evaluate(() => window.cereaSession.wakeLock.count), 1, 'the wake lock is asked for while the run goes');
   const c = await api('POST', `/v1/runs/${runId}/cancel`, {});
   assert.ok(c.status < 300, c.text);
@@ -254,7 +255,7 @@ test('left-out files say why; the chat page at phone width', async (t) => {
     await chip.waitFor();
     assert.match(await chip.textContent(), /not in the sandbox: .*20/i);
     await kernelReady(page);
-    const created = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'import os, time\nprint(sorted(os.listdir("/mnt/data")))\ntime.sleep(1)', origin: 'tool' });
+    const created = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'import os, time\nprint(sorted(os.listdir("/mnt/data")))\ntime.sleep(2)', origin: 'tool' });
     await page.locator(`.run-card[data-run-id="${created.json.run_id}"] .keep-open`).waitFor({ timeout: 30_000 });
     await screenshot(page, 'chat-phone-running');
     const r = await api('GET', `/v1/runs/${created.json.run_id}?wait_s=60`);

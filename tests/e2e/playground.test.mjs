@@ -264,8 +264,8 @@ test('Stop interrupts a running loop and keeps the variables', async () => {
   const { page } = await openPlayground();
   await setCode(page, 'kept = "yes"\nn = 0\nwhile True:\n    n += 1\n');
   await page.click('#run');
-  await page.waitForFunction(() => window.cereaSupervisor.state === 'busy');
-  await page.waitForTimeout(300);
+  await page.waitForFunction(() => window.cereaSupervisor.state === 'busy' && window.cereaSupervisor.current?.client?.running);
+  await page.waitForTimeout(200);
   assert.equal(await page.isVisible('#cancel'), true);
   await page.click('#cancel');
   await page.locator('.run-card[data-status=cancelled]').first().waitFor({ timeout: 10_000 });

@@ -39,7 +39,7 @@ export class KernelSupervisor extends Emitter {
    * @param {number} [o.loadTimeoutMs]  a kernel not ready by then is dead (Pyodide hangs, not fails, under a bad CSP)
    * @param {(url: string, opts: object) => KernelPort} [o.createPort]  for tests
    */
-  constructor({ workerUrl, pypi = false, spare = true, cancelGraceMs = 500, loadTimeoutMs = 120_000, createPort } = {}) {
+  constructor({ workerUrl, pypi = false, spare = true, cancelGraceMs = 1000, loadTimeoutMs = 120_000, createPort } = {}) {
     super();
     this.workerUrl = workerUrl;
     this.pypi = pypi;
@@ -217,11 +217,14 @@ export class KernelSupervisor extends Emitter {
 
     let out = await done;
     if (out.kind === 'cancel') {
-      port.interrupt();
+      // Before Python starts the user's code the interrupt cannot land: send it as soon as it can.
+      let offLate = null;
+      if (!port.interrupt()) offLate = port.on('executing', () => { port.interrupt(); offLate?.(); });
       const graceful = await Promise.race([
         new Promise((r) => { settle = r; }).then((v) => v),
         new Promise((r) => setTimeout(() => r({ kind: 'grace-expired' }), this.cancelGraceMs)),
       ]);
+      offLate?.();
       out = graceful.kind === 'result' ? { kind: 'cancelled-kept', result: graceful.result } : { kind: 'cancelled-replaced' };
     }
     clearTimeout(timer);
