@@ -11,8 +11,10 @@
  * a dead host's runs — the run is re-dispatched from scratch and nothing is lost.
  *
  * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"): every host runs as
- *   bwrap --unshare-net --unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc
- *         --tmpfs /tmp --tmpfs DATA --bind DATA/hosts DATA/hosts
+ *   bwrap --unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session
+ *         --ro-bind /usr /usr (+ /bin /lib /lib64 /sbin symlinks, /etc/ld.so.cache) --dev --proc
+ *         --tmpfs /tmp --ro-bind ROOT/{package.json,worker,kernel} PYODIDE (read-only)
+ *         [--ro-bind NODE_BIN_DIR when not under /usr] --bind DATA/hosts DATA/hosts (the socket)
  *     node --disallow-code-generation-from-strings --experimental-permission --allow-worker
  *          --allow-fs-read=ROOT/worker --allow-fs-read=ROOT/kernel --allow-fs-read=PYODIDE
  *          ROOT/worker/headless-host.js --orchestrator unix:DATA/hosts/hosts.sock ...
@@ -102,6 +104,7 @@ struct orch_hosts {
   int open_timers;
   uint64_t chat_idle_ms;     /* an assigned chat idle this long is detached from its host */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
+  char node_prefix[PATH_MAX]; /* the folder of the node binary, bound when not under /usr */
   struct orch_map assign;    /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
 
@@ -134,26 +137,33 @@ static int env_int(const char *name, int dflt, int lo, int hi) {
   return (int)x;
 }
 
-/* A program found on PATH (or given with a slash) that we may execute. */
-static int have_program(const char *prog) {
-  if (strchr(prog, '/'))
-    return access(prog, X_OK) == 0;
-  const char *path = getenv("PATH");
-  if (path == NULL)
-    path = "/usr/bin:/bin";
+/* A program found on PATH (or given with a slash) that we may execute; its resolved path in out
+ * (PATH_MAX bytes) when out is not NULL. */
+static int find_program(const char *prog, char *out) {
   char buf[PATH_MAX];
-  while (*path) {
-    const char *colon = strchr(path, ':');
-    size_t len = colon ? (size_t)(colon - path) : strlen(path);
-    snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog);
-    if (access(buf, X_OK) == 0)
-      return 1;
-    if (colon == NULL)
-      break;
-    path = colon + 1;
+  int found = 0;
+  if (strchr(prog, '/')) {
+    snprintf(buf, sizeof(buf), "%s", prog);
+    found = access(buf, X_OK) == 0;
+  } else {
+    const char *path = getenv("PATH");
+    if (path == NULL)
+      path = "/usr/bin:/bin";
+    while (*path && !found) {
+      const char *colon = strchr(path, ':');
+      size_t len = colon ? (size_t)(colon - path) : strlen(path);
+      snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog);
+      found = access(buf, X_OK) == 0;
+      if (colon == NULL)
+        break;
+      path = colon + 1;
+    }
   }
-  return 0;
+  if (found && out != NULL && realpath(buf, out) == NULL)
+    snprintf(out, PATH_MAX, "%s", buf);
+  return found;
 }
+static int have_program(const char *prog) { return find_program(prog, NULL); }
 
 static char *join(const char *a, const char *b) {
   size_t n = strlen(a) + strlen(b) + 2;
@@ -326,14 +336,37 @@ static void host_spawn(struct host *h) {
   snprintf(orch_arg, sizeof(orch_arg), "unix:%s", hs->sock_path);
   snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", hs->pyodide);
 
-  char *argv[48];
+  char *argv[80];
   int a = 0;
+  char pkg[PATH_MAX + 16], worker_dir[PATH_MAX + 8], kernel_dir[PATH_MAX + 8];
+  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->root);
+  snprintf(worker_dir, sizeof(worker_dir), "%s/worker", hs->root);
+  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->root);
   if (!hs->trusted) {
-    const char *bw[] = {hs->bwrap, "--unshare-net", "--unshare-pid", "--die-with-parent",
-                        "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                        "--tmpfs", hs->data_dir, "--bind", hs->sock_dir, hs->sock_dir, "--"};
+    /* The sandbox sees /usr (with the usual /bin, /lib symlinks), the node install when it lives
+     * elsewhere, our sources and the runtime read-only, and the socket's folder: nothing else of
+     * the machine (no /etc but the loader cache, no /home, /root, data dir or other checkouts). */
+    const char *bw[] = {hs->bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                        "--die-with-parent", "--new-session",
+                        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                        "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib",
+                        "--symlink", "usr/lib64", "/lib64", "--ro-bind-try", "/etc/ld.so.cache",
+                        "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                        "--ro-bind", pkg, pkg, "--ro-bind", worker_dir, worker_dir,
+                        "--ro-bind", kernel_dir, kernel_dir, "--ro-bind", hs->pyodide, hs->pyodide,
+                        "--chdir", "/"};
     for (size_t i = 0; i < SBX_ARRAY_SIZE(bw); i++)
       argv[a++] = (char *)bw[i];
+    if (strncmp(hs->node_prefix, "/usr/", 5) != 0) {
+      argv[a++] = "--ro-bind";
+      argv[a++] = hs->node_prefix;
+      argv[a++] = hs->node_prefix;
+    }
+    /* Last: the socket's folder, writable (a later bind wins over an earlier one). */
+    argv[a++] = "--bind";
+    argv[a++] = hs->sock_dir;
+    argv[a++] = hs->sock_dir;
+    argv[a++] = "--";
   }
   const char *nd[] = {hs->node, "--disallow-code-generation-from-strings", "--experimental-permission",
                       "--allow-worker", fs_worker, fs_kernel, fs_py, "--no-warnings", script,
@@ -405,7 +438,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
   const char *node = getenv("CEREA_NODE") ? getenv("CEREA_NODE") : "node";
   const char *bwrap = getenv("CEREA_BWRAP") ? getenv("CEREA_BWRAP") : "bwrap";
-  if (!have_program(node))
+  char node_real[PATH_MAX];
+  if (!find_program(node, node_real))
     return sbx_error_set(err, SBX_ENOENT, "server mode: %s not found (set CEREA_NODE)", node);
   if (!trusted && !have_program(bwrap))
     return sbx_error_set(err, SBX_EPERM,
@@ -447,7 +481,15 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   hs->pyodide = join(real_static, "pyodide");
   hs->sock_dir = join(real_data, "hosts");
   hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
-  hs->node = sbx_strdup(node);
+  hs->node = sbx_strdup(node_real);
+  /* /opt/node/bin/node -> /opt/node/bin (Node is one binary over system libraries); /usr/bin/node
+   * is under /usr already. */
+  snprintf(hs->node_prefix, sizeof(hs->node_prefix), "%s", node_real);
+  {
+    char *slash = strrchr(hs->node_prefix, '/');
+    if (slash && slash != hs->node_prefix)
+      *slash = '\0';
+  }
   hs->bwrap = sbx_strdup(bwrap);
   hs->h = sbx_calloc((size_t)n, sizeof(*hs->h));
   if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->sock_dir || !hs->sock_path || !hs->node ||

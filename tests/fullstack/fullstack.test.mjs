@@ -16,11 +16,17 @@ const blob = randomBytes(300 * 1024);   // every byte value, binary: read back b
 
 before(async () => {
   srv = await startStack();
+  cleanup.push(srv.dataDir);
   await hostReady(srv);
   A = await newChat(srv);
   B = await newChat(srv);
 });
-after(async () => { if (srv) await srv.stop(); });
+after(async () => {
+  if (srv) await srv.stop();
+  const { rmSync } = await import('node:fs');
+  for (const d of cleanup) rmSync(d, { recursive: true, force: true });   // 100+ MB of blobs
+});
+const cleanup = [];
 
 const py = (lines) => lines.join('\n');
 
@@ -257,6 +263,7 @@ test('CLI: `cerea-sandbox run` creates a chat, attaches, runs, prints, saves art
   const { writeFileSync, readFileSync } = await import('node:fs');
   const { BIN } = await import('../integration/lib.mjs');
   const dir = tempDir('fs-cli');
+  cleanup.push(dir);
   writeFileSync(`${dir}/in.bin`, blob);
   writeFileSync(`${dir}/job.py`, py([
     'import hashlib, shutil',

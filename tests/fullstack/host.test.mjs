@@ -3,7 +3,8 @@
 // kernels: stalled downloads, LRU eviction, replayed events, reconnects with Last-Event-ID, cancel
 // before start), and with the real processes where the rule is about them (a host without its
 // sandbox refuses to run; server mode refuses to start hosts without bubblewrap unless trusted).
-import { test } from 'node:test';
+import { test, after } from 'node:test';
+import { rmSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -251,6 +252,7 @@ test('the same host with the Node flags but no network namespace still refuses',
 
 test('server mode refuses to start hosts without bubblewrap unless CEREA_SERVER_TRUSTED=1', async () => {
   const dir = tempDir('fs-nobwrap');
+  after(() => rmSync(dir, { recursive: true, force: true }));
   const env = { CHAT_CODE_EXECUTION: 'server', CEREA_BWRAP: '/nonexistent/bwrap', CEREA_API_KEY: 'k-0123456789abcdef0123' };
   const r = await runProc(BIN, ['serve', '--listen', '127.0.0.1:0', '--data', dir], env);
   assert.equal(r.code, 1, r.out);

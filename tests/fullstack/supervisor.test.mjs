@@ -3,10 +3,10 @@
 // gets, restart with backoff when one exits, chats spread over N hosts, no zombies, and every host
 // killed by handle when the orchestrator stops.  The script lives in DATA/hosts/, the one
 // directory bound into the sandbox, so the same test runs sandboxed (bubblewrap) and trusted.
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync } from 'node:fs';
-import { startStack, tempDir, newChat, call, sleep, descendants, BWRAP } from './lib.mjs';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { startStack, tempDir, newChat, call, sleep, descendants, BWRAP, ROOT } from './lib.mjs';
 
 // A stand-in host: logs its argv and every stdin line to DATA/hosts/host-<page id>.log, says
 // `ready`, and exits after EXIT_AFTER seconds when that is set (else runs until stdin closes).
@@ -20,6 +20,7 @@ prev=
 for a in "$@"; do [ "$prev" = "--page-id" ] && id=$a; prev=$a; done
 log="$dir/$id.log"
 echo "argv $*" >> "$log"
+echo "view root=$(ls / | tr '\\n' ,) db=$(test -e "$dir/../cerea.db" && echo yes || echo no) etc=$(ls /etc | tr '\\n' ,)" >> "$log"
 echo ready
 if [ -n "${exitAfter}" ]; then sleep ${exitAfter}; exit 7; fi
 while read -r line; do echo "stdin $line" >> "$log"; done
@@ -27,6 +28,8 @@ while read -r line; do echo "stdin $line" >> "$log"; done
   return path;
 }
 
+const dirs = [];
+after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 const logOf = (dataDir, id) => (existsSync(`${dataDir}/hosts/${id}.log`) ? readFileSync(`${dataDir}/hosts/${id}.log`, 'utf8') : '');
 
 function zombies(pid) {
@@ -37,6 +40,7 @@ function zombies(pid) {
 
 test('hosts get the sandboxed command line and the credential on stdin; chats spread over N hosts; all killed by handle on stop', async () => {
   const dataDir = tempDir('fs-sup');
+  dirs.push(dataDir);
   const node = fakeHost(dataDir);
   const srv = await startStack({ dataDir, env: { CEREA_NODE: node, CEREA_HOSTS: '2' } });
   try {
@@ -59,7 +63,16 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
     const attached = [h0, h1].map((l) => [...l.matchAll(/^stdin attach (\S+)$/gm)].map((m) => m[1]));
     assert.deepEqual(attached.flat().sort(), [c1.id, c2.id].sort());
     assert.equal(attached[0].length, 1, 'one chat per host: the least loaded ready host takes the next');
-    if (BWRAP) assert.match(srv.log, /host 0 started \(pid \d+, sandboxed\)/);
+    if (BWRAP) {
+      assert.match(srv.log, /host 0 started \(pid \d+, sandboxed\)/);
+      // What the sandbox sees of the machine: /usr and its symlinks, /dev, /proc, /tmp, our tree;
+      // not the database beside the socket, not /root, /home or /etc beyond the loader cache.
+      const view = /^view root=(\S*) db=(\w+) etc=(\S*)$/m.exec(h0);
+      assert.ok(view, h0);
+      assert.deepEqual(view[1].split(',').filter(Boolean).filter((d) => !['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr', ROOT.split('/')[1]].includes(d)), []);
+      assert.equal(view[2], 'no', 'the data dir (database, blobs, api_key) is not visible');
+      assert.deepEqual(view[3].split(',').filter(Boolean), ['ld.so.cache']);
+    }
     const kids = descendants(srv.pid);
     assert.ok(kids.length >= 2);
     const r = await srv.stop();
@@ -73,6 +86,7 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
 
 test('a host that keeps exiting is restarted with backoff (not in a tight loop) and leaves no zombies', async () => {
   const dataDir = tempDir('fs-sup');
+  dirs.push(dataDir);
   const node = fakeHost(dataDir, { exitAfter: '0.1' });
   const srv = await startStack({ dataDir, env: { CEREA_NODE: node } });
   try {
@@ -87,6 +101,7 @@ test('a host that keeps exiting is restarted with backoff (not in a tight loop) 
 
 test('a host that exits refusing its sandbox (status 3) is reported as such', async () => {
   const dataDir = tempDir('fs-sup');
+  dirs.push(dataDir);
   mkdirSync(`${dataDir}/hosts`, { recursive: true });
   const node = `${dataDir}/hosts/refuse.sh`;
   writeFileSync(node, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
@@ -100,6 +115,7 @@ test('a host that exits refusing its sandbox (status 3) is reported as such', as
 
 test('a chat idle past CEREA_HOST_CHAT_IDLE_S is detached from its host', async () => {
   const dataDir = tempDir('fs-sup');
+  dirs.push(dataDir);
   const node = fakeHost(dataDir);
   const srv = await startStack({ dataDir, env: { CEREA_NODE: node, CEREA_HOST_CHAT_IDLE_S: '1', CODE_CANCEL_GRACE_MS: '100' } });
   try {
