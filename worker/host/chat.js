@@ -282,8 +282,16 @@ export class ChatAttachment {
     const q = `?attempt=${cur.attempt}`;
     const listed = [];
     for (const f of result.files || []) {
-      const r = await this.client.request('PUT', `/v1/runs/${cur.run_id}/files/${encName(f.name)}${q}`,
-        { body: Buffer.from(f.data.buffer, f.data.byteOffset, f.data.length), headers: { 'content-type': 'application/octet-stream' } });
+      let r = { status: 0 };
+      for (let i = 0; i < 3 && r.status === 0; i++) {
+        try {
+          r = await this.client.request('PUT', `/v1/runs/${cur.run_id}/files/${encName(f.name)}${q}`,
+            { body: Buffer.from(f.data.buffer, f.data.byteOffset, f.data.length), headers: { 'content-type': 'application/octet-stream' } });
+        } catch (e) {
+          this.log(`run ${cur.run_id}: ${f.name} not uploaded (${e.message}); retrying`);
+          await sleep(200 * (i + 1));
+        }
+      }
       if (r.status === 201) listed.push({ name: f.name, size: f.size, sha256: f.sha256, kind: f.kind });
       else if (r.status === 409) return;   // a stale attempt: the orchestrator moved on
       else result.notes.push(`${f.name} could not be saved (HTTP ${r.status})`);
