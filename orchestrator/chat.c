@@ -124,9 +124,7 @@ static void on_settled(int rc, const struct sbx_error *err, void *ud) {
    * store only if its result recorded some (run files are written nowhere else): a run without
    * files costs no read here. */
   size_t len = 0;
-  json_t *j = orch_run_json(run->files_recorded ? o : NULL, &run->rec);
-  char *text = j ? orch_json_dump(j, &len) : NULL;
-  json_decref(j);
+  char *text = orch_run_text(run->files_recorded ? o : NULL, &run->rec, &len);
   if (ctx->answer) {
     if (rc == 0 && text)
       orch_api_text(ctx->answer, 200, text, len);

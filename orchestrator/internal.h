@@ -340,6 +340,9 @@ void orch_stream_catch_up(struct orch_stream *s);
 
 /* json.c */
 json_t *orch_run_json(struct orch *o, const struct store_run *rec);
+/* The same object as compact text (== orch_json_dump(orch_run_json(o, rec))), built without a
+ * jansson tree; owned (sbx_free); NULL when out of memory. */
+char *orch_run_text(struct orch *o, const struct store_run *rec, size_t *len);
 json_t *orch_file_json(const struct store_file *f, int exec_on);
 json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */

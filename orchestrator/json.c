@@ -242,20 +242,9 @@ json_t *orch_file_json(const struct store_file *f, int exec_on) {
   return j;
 }
 
-json_t *orch_run_json(struct orch *o, const struct store_run *r) {
-  json_t *j = json_object();
-  json_object_set_new(j, "run_id", json_string(r->id));
-  json_object_set_new(j, "chat_id", json_string(r->chat_id));
-  json_object_set_new(j, "turn_id", r->turn_id[0] ? json_string(r->turn_id) : json_null());
-  json_object_set_new(j, "origin", str_or_null(r->origin));
-  json_object_set_new(j, "state", str_or_null(r->state));
-  json_object_set_new(j, "status", str_or_null(r->status));
-  json_object_set_new(j, "stdout", json_string(r->stdout_text ? r->stdout_text : ""));
-  json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
-  json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
-  json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
-  json_t *err = orch_json_parse_text(r->error_json);
-  json_object_set_new(j, "error", err ? err : json_null());
+/* The run's files (output artifacts, in order) as a new array; [] when o is NULL or the run has
+ * not ended. */
+static json_t *run_files_json(struct orch *o, const struct store_run *r) {
   json_t *files = json_array();
   if (o != NULL && r->status != NULL) {
     struct store_file *fv = NULL;
@@ -277,6 +266,24 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
       store_file_list_free(fv, n);
     }
   }
+  return files;
+}
+
+json_t *orch_run_json(struct orch *o, const struct store_run *r) {
+  json_t *j = json_object();
+  json_object_set_new(j, "run_id", json_string(r->id));
+  json_object_set_new(j, "chat_id", json_string(r->chat_id));
+  json_object_set_new(j, "turn_id", r->turn_id[0] ? json_string(r->turn_id) : json_null());
+  json_object_set_new(j, "origin", str_or_null(r->origin));
+  json_object_set_new(j, "state", str_or_null(r->state));
+  json_object_set_new(j, "status", str_or_null(r->status));
+  json_object_set_new(j, "stdout", json_string(r->stdout_text ? r->stdout_text : ""));
+  json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
+  json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
+  json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
+  json_t *err = orch_json_parse_text(r->error_json);
+  json_object_set_new(j, "error", err ? err : json_null());
+  json_t *files = run_files_json(o, r);
   json_object_set_new(j, "files", files);
   json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
   json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
@@ -293,4 +300,123 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
                                             ? json_integer(r->finished_at - r->started_at)
                                             : json_null());
   return j;
+}
+
+/* ---- the run object as text ------------------------------------------------------------------
+ * orch_run_text(o, r) == orch_json_dump(orch_run_json(o, r)), byte for byte, without building
+ * the jansson tree (test_json.c compares the two on a table of records).  Like the tree, a string
+ * field that is not valid UTF-8 is left out (json_string gives NULL, json_object_set_new skips
+ * it); stored JSON parts and the files array still go through jansson, they are rare or small. */
+
+static int utf8_ok(const char *s) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t len = strlen(s);
+  for (size_t i = 0; i < len;) {
+    size_t n = u[i] < 0x80 ? 1 : utf8_len(u + i, len - i);
+    if (n == 0)
+      return 0;
+    i += n;
+  }
+  return 1;
+}
+
+static void jf_key(struct jbuf *b, const char *k) {
+  if (b->len > 1)
+    jb_put(b, ",", 1);
+  jb_put(b, "\"", 1);
+  jb_put(b, k, strlen(k)); /* our keys: plain ASCII */
+  jb_put(b, "\":", 2);
+}
+
+static void jf_str(struct jbuf *b, const char *k, const char *v) {
+  if (!utf8_ok(v))
+    return;
+  jf_key(b, k);
+  jb_str(b, v, strlen(v));
+}
+
+static void jf_str_or_null(struct jbuf *b, const char *k, const char *v) {
+  if (v)
+    jf_str(b, k, v);
+  else {
+    jf_key(b, k);
+    jb_put(b, "null", 4);
+  }
+}
+
+static void jf_lit(struct jbuf *b, const char *k, const char *lit) {
+  jf_key(b, k);
+  jb_put(b, lit, strlen(lit));
+}
+
+static void jf_int(struct jbuf *b, const char *k, json_int_t v) {
+  jf_key(b, k);
+  jb_int(b, v);
+}
+
+static void jf_ms_or_null(struct jbuf *b, const char *k, int64_t ms) {
+  if (ms)
+    jf_int(b, k, ms);
+  else
+    jf_lit(b, k, "null");
+}
+
+/* A stored JSON part: parsed and written (want_array: only an array, else []). */
+static void jf_part(struct jbuf *b, const char *k, const char *text, int want_array) {
+  json_t *v = orch_json_parse_text(text);
+  jf_key(b, k);
+  if (v != NULL && (!want_array || json_is_array(v)))
+    jb_value(b, v, 0);
+  else
+    jb_put(b, want_array ? "[]" : "null", want_array ? 2 : 4);
+  json_decref(v);
+}
+
+char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
+  struct jbuf b = {0};
+  jb_put(&b, "{", 1);
+  jf_str(&b, "run_id", r->id);
+  jf_str(&b, "chat_id", r->chat_id);
+  if (r->turn_id[0])
+    jf_str(&b, "turn_id", r->turn_id);
+  else
+    jf_lit(&b, "turn_id", "null");
+  jf_str_or_null(&b, "origin", r->origin);
+  jf_str_or_null(&b, "state", r->state);
+  jf_str_or_null(&b, "status", r->status);
+  jf_str(&b, "stdout", r->stdout_text ? r->stdout_text : "");
+  jf_str(&b, "stderr", r->stderr_text ? r->stderr_text : "");
+  jf_lit(&b, "stdout_truncated", r->stdout_truncated ? "true" : "false");
+  jf_lit(&b, "stderr_truncated", r->stderr_truncated ? "true" : "false");
+  jf_part(&b, "error", r->error_json, 0);
+  jf_key(&b, "files");
+  if (o != NULL && r->status != NULL) {
+    json_t *files = run_files_json(o, r);
+    jb_value(&b, files, 0);
+    json_decref(files);
+  } else {
+    jb_put(&b, "[]", 2);
+  }
+  jf_int(&b, "files_unlisted", r->files_unlisted);
+  jf_int(&b, "figures_dropped", r->figures_dropped);
+  jf_part(&b, "notes", r->notes_json, 1);
+  jf_lit(&b, "restarted", r->restarted ? "true" : "false");
+  jf_part(&b, "remounted", r->remounted_json, 1);
+  jf_int(&b, "attempts", r->attempts);
+  jf_ms_or_null(&b, "created_at", r->created_at);
+  jf_ms_or_null(&b, "started_at", r->started_at);
+  jf_ms_or_null(&b, "finished_at", r->finished_at);
+  if (r->started_at && r->finished_at)
+    jf_int(&b, "duration_ms", r->finished_at - r->started_at);
+  else
+    jf_lit(&b, "duration_ms", "null");
+  jb_put(&b, "}", 1);
+  if (b.failed || jb_grow(&b, 0) != 0) {
+    sbx_free(b.p);
+    return NULL;
+  }
+  b.p[b.len] = '\0';
+  if (len)
+    *len = b.len;
+  return b.p;
 }

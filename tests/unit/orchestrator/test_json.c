@@ -161,6 +161,60 @@ START_TEST(test_dump_matches_jansson) {
 }
 END_TEST
 
+/* orch_run_text is orch_json_dump(orch_run_json()) byte for byte: nulls and defaults, escapes,
+ * stored parts valid / invalid / of the wrong type, timestamps, a string that is not UTF-8
+ * (left out by both). */
+START_TEST(test_run_text_matches_tree) {
+  struct { const char *turn, *origin, *state, *status, *out, *err_json, *notes, *rem; int64_t c, s, f; int flags; } rows[] = {
+      {"", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0},
+      {"t1", "tool", "queued", NULL, "", NULL, NULL, NULL, 1700000000000, 0, 0, 0},
+      {"", "auto", "done", "ok", "hi \"there\"\n\t\x01 caf\xc3\xa9 \xf0\x9f\x98\x80", "null", "[\"a\",\"b\\n\"]",
+       "[\"x.csv\"]", 1, 2, 5, 7},
+      {"", "user", "done", "error", "x", "{\"type\":\"ZeroDivisionError\",\"message\":\"m\",\"traceback\":null}",
+       "{\"not\":\"an array\"}", "not json", 10, 20, 30, 1},
+      {"", "tool", "done", "timeout", "bad \xc3\x28 utf8", "42", "[]", "[1.5, true]", -5, 0, 9, 2},
+      {"", "tool", "done", "crashed", "\\back\\slash/", "{ \"spaced\" : [ 1 , 2 ] }", "", "[{\"k\":null}]", 3, 4, 0, 4},
+  };
+  for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    struct store_run r;
+    memset(&r, 0, sizeof(r));
+    snprintf(r.id, sizeof(r.id), "r%031zu", i);
+    snprintf(r.chat_id, sizeof(r.chat_id), "c%031zu", i);
+    snprintf(r.turn_id, sizeof(r.turn_id), "%s", rows[i].turn);
+    r.origin = (char *)rows[i].origin;
+    r.state = (char *)rows[i].state;
+    r.status = (char *)rows[i].status;
+    r.stdout_text = (char *)rows[i].out;
+    r.stderr_text = (char *)(i % 2 ? "err" : NULL);
+    r.error_json = (char *)rows[i].err_json;
+    r.notes_json = (char *)rows[i].notes;
+    r.remounted_json = (char *)rows[i].rem;
+    r.created_at = rows[i].c;
+    r.started_at = rows[i].s;
+    r.finished_at = rows[i].f;
+    r.stdout_truncated = rows[i].flags & 1;
+    r.stderr_truncated = (rows[i].flags >> 1) & 1;
+    r.restarted = (rows[i].flags >> 2) & 1;
+    r.files_unlisted = (int)i;
+    r.figures_dropped = (int)(i * 3);
+    r.attempts = (int)i + 1;
+    json_t *j = orch_run_json(NULL, &r);
+    size_t wl = 0, gl = 0;
+    char *want = orch_json_dump(j, &wl);
+    char *got = orch_run_text(NULL, &r, &gl);
+    ck_assert_ptr_nonnull(want);
+    ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(gl, wl);
+    if (i == 4)
+      ck_assert_ptr_null(strstr(got, "\"stdout\"")); /* not UTF-8: left out, as by the tree */
+    sbx_free(want);
+    sbx_free(got);
+    json_decref(j);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json");
   TCase *tc = tcase_create("shapes");
@@ -168,6 +222,7 @@ int main(void) {
   tcase_add_test(tc, test_run_stored_parts);
   tcase_add_test(tc, test_file_json);
   tcase_add_test(tc, test_dump_matches_jansson);
+  tcase_add_test(tc, test_run_text_matches_tree);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
