@@ -1,0 +1,170 @@
+/* test_hosts.c -- server execution mode's supervisor (hosts.c) on a real loop with stand-in hosts
+ * (CEREA_NODE = a small shell script, trusted: no bubblewrap here): refusals at start (no bwrap
+ * without the trusted flag, bad counts, missing node), restarts with backoff, every process reaped,
+ * and the server closing with its hosts so that uv_loop_close() == 0.  The full sandboxed stack is
+ * tested in tests/fullstack/. */
+#include "orch.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef SBX_SOURCE_DIR
+#error "SBX_SOURCE_DIR must name the checkout (worker/headless-host.js is looked up there)"
+#endif
+
+static char data_dir[64], static_dir[96], script[160], log_path[160];
+
+static void make_dirs(const char *script_body) {
+  snprintf(data_dir, sizeof(data_dir), "/tmp/cerea-thosts-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(data_dir));
+  snprintf(static_dir, sizeof(static_dir), "%s/www", data_dir);
+  ck_assert_int_eq(mkdir(static_dir, 0755), 0);
+  char p[200];
+  snprintf(p, sizeof(p), "%s/pyodide", static_dir);
+  ck_assert_int_eq(mkdir(p, 0755), 0);
+  snprintf(p, sizeof(p), "%s/hosts", data_dir);
+  ck_assert_int_eq(mkdir(p, 0700), 0);
+  snprintf(script, sizeof(script), "%s/hosts/fake-node.sh", data_dir);
+  snprintf(log_path, sizeof(log_path), "%s/hosts/starts.log", data_dir);
+  FILE *f = fopen(script, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f, "#!/bin/sh\necho start >> '%s'\n%s", log_path, script_body);
+  fclose(f);
+  chmod(script, 0755);
+  setenv("CEREA_NODE", script, 1);
+  setenv("CEREA_ROOT", SBX_SOURCE_DIR, 1);
+  setenv("CEREA_SERVER_TRUSTED", "1", 1);
+  unsetenv("CEREA_BWRAP");
+  unsetenv("CEREA_HOSTS");
+  unsetenv("CEREA_HOST_KERNELS");
+}
+
+static void config(struct orch_config *c) {
+  ck_assert_int_eq(orch_config_defaults(c), 0);
+  ck_assert_int_eq(orch_config_set(c, "CHAT_CODE_EXECUTION", "server", NULL), 0);
+  ck_assert_int_eq(orch_config_set(c, "CEREA_LISTEN", "127.0.0.1:0", NULL), 0);
+  ck_assert_int_eq(orch_config_set(c, "CEREA_DATA_DIR", data_dir, NULL), 0);
+  ck_assert_int_eq(orch_config_set(c, "CEREA_STATIC_DIR", static_dir, NULL), 0);
+  ck_assert_int_eq(orch_config_set(c, "CEREA_API_KEY", "unit-test-key-0123456789", NULL), 0);
+}
+
+static int count_starts(void) {
+  FILE *f = fopen(log_path, "r");
+  if (f == NULL)
+    return 0;
+  int n = 0;
+  char line[64];
+  while (fgets(line, sizeof(line), f))
+    n++;
+  fclose(f);
+  return n;
+}
+
+static int closed;
+static void on_closed(void *ud) { (void)ud; closed = 1; }
+static void on_stop(uv_timer_t *t) {
+  orch_close(t->data, on_closed, NULL);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+/* Runs a server for run_ms, then closes it; every handle must be gone afterwards. */
+static void run_for(uint64_t run_ms) {
+  struct orch_config c;
+  config(&c);
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct orch *o = NULL;
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  int rc = orch_new(&loop, &c, &o, &err);
+  ck_assert_msg(rc == 0, "orch_new: %s", err.msg);
+  uv_timer_t stop;
+  uv_timer_init(&loop, &stop);
+  stop.data = o;
+  uv_timer_start(&stop, on_stop, run_ms, 0);
+  closed = 0;
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(closed, 1);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  orch_config_free(&c);
+}
+
+START_TEST(test_restart_with_backoff_and_close) {
+  make_dirs("echo ready\nexit 7\n");
+  run_for(2000);
+  /* Exits at once: started at 0, then after 250, 500, 1000 ms of backoff (1750 ms): 4, not 20. */
+  int n = count_starts();
+  ck_assert_msg(n >= 3 && n <= 5, "starts in 2 s: %d", n);
+  /* Every child was reaped by its exit callback. */
+  ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+  ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+START_TEST(test_close_kills_running_hosts) {
+  /* A host that ignores SIGTERM: the close waits, SIGKILLs it after the grace, then finishes. */
+  make_dirs("trap '' TERM\necho ready\nwhile true; do sleep 0.1; done\n");
+  setenv("CEREA_HOSTS", "2", 1);
+  uint64_t t0 = sbx_now_mono_ms();
+  run_for(500);
+  uint64_t took = sbx_now_mono_ms() - t0;
+  ck_assert_int_eq(count_starts(), 2);
+  ck_assert_msg(took >= 3000 && took < 8000, "close took %llu ms", (unsigned long long)took);
+  ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+}
+END_TEST
+
+START_TEST(test_refusals) {
+  make_dirs("exit 0\n");
+  struct orch_config c;
+  struct sbx_error err;
+  uv_loop_t loop;
+  struct orch *o = NULL;
+  const struct { const char *key, *value; int rc; const char *msg; } cases[] = {
+      {"CEREA_BWRAP", "/nonexistent/bwrap", SBX_EPERM, "without bubblewrap"},
+      {"CEREA_HOSTS", "0", SBX_EINVAL, "CEREA_HOSTS must be 1..64"},
+      {"CEREA_HOSTS", "65", SBX_EINVAL, "CEREA_HOSTS"},
+      {"CEREA_HOST_KERNELS", "x", SBX_EINVAL, "CEREA_HOST_KERNELS"},
+      {"CEREA_NODE", "/nonexistent/node", SBX_ENOENT, "not found (set CEREA_NODE)"},
+      {"CEREA_ROOT", "/nonexistent", SBX_ENOENT, "headless-host.js not found"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    make_dirs("exit 0\n");
+    if (strcmp(cases[i].key, "CEREA_BWRAP") == 0)
+      unsetenv("CEREA_SERVER_TRUSTED");
+    setenv(cases[i].key, cases[i].value, 1);
+    config(&c);
+    ck_assert_int_eq(uv_loop_init(&loop), 0);
+    sbx_error_clear(&err);
+    int rc = orch_new(&loop, &c, &o, &err);
+    ck_assert_msg(rc == cases[i].rc, "%s=%s: rc %d (%s)", cases[i].key, cases[i].value, rc, err.msg);
+    ck_assert_msg(strstr(err.msg, cases[i].msg) != NULL, "%s=%s: %s", cases[i].key, cases[i].value, err.msg);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ck_assert_int_eq(uv_loop_close(&loop), 0);
+    ck_assert_int_eq(count_starts(), 0);
+    orch_config_free(&c);
+    unsetenv(cases[i].key);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("hosts");
+  TCase *tc = tcase_create("supervisor");
+  tcase_set_timeout(tc, 30);
+  tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_restart_with_backoff_and_close);
+  tcase_add_test(tc, test_close_kills_running_hosts);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
