@@ -20,7 +20,18 @@
 
 static char data_dir[64], static_dir[96], script[160], log_path[160];
 
+/* The previous case's temp tree goes before the next one is made (tests leave nothing in /tmp). */
+static void remove_dirs(void) {
+  if (data_dir[0] == '\0')
+    return;
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", data_dir);
+  ck_assert_int_eq(system(cmd), 0);
+  data_dir[0] = '\0';
+}
+
 static void make_dirs(const char *script_body) {
+  remove_dirs();
   snprintf(data_dir, sizeof(data_dir), "/tmp/cerea-thosts-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(data_dir));
   snprintf(static_dir, sizeof(static_dir), "%s/www", data_dir);
@@ -104,6 +115,7 @@ START_TEST(test_restart_with_backoff_and_close) {
   /* Every child was reaped by its exit callback. */
   ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
   ck_assert_int_eq(errno, ECHILD);
+  remove_dirs();
 }
 END_TEST
 
@@ -117,6 +129,7 @@ START_TEST(test_close_kills_running_hosts) {
   ck_assert_int_eq(count_starts(), 2);
   ck_assert_msg(took >= 3000 && took < 8000, "close took %llu ms", (unsigned long long)took);
   ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+  remove_dirs();
 }
 END_TEST
 
@@ -151,6 +164,7 @@ START_TEST(test_refusals) {
     orch_config_free(&c);
     unsetenv(cases[i].key);
   }
+  remove_dirs();
 }
 END_TEST
 
