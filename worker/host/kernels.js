@@ -8,8 +8,11 @@
 //                                     before, reports `restarted`.
 //   retire(chat, reason)              terminates the chat's kernel (time limit, cancel that could not
 //                                     interrupt, crash); the next acquire takes the spare.
-//   evictedSince(chat)                1 when the chat lost its kernel to LRU eviction (cleared by
-//                                     the next acquire's caller through takeEvicted()).
+//   takeEvicted(chat)                 true (once) when the chat lost its kernel to LRU eviction;
+//                                     onEvict(chat) is also called at eviction time.  Idle kernels
+//                                     only: running or loading ones are never evicted (the set goes
+//                                     over its bound instead).
+//   drop(chat)                        the chat is detached: its kernel goes, nothing is remembered.
 //   dispose()                         terminates every kernel.  Safe twice.
 //
 // It does not talk to the orchestrator, hold chat files or run code (chat.js does).
