@@ -1,9 +1,14 @@
-/* api_chats.c -- POST /v1/chats (backend): a new chat and its page token, answered once durable.
- * The token is returned once and only its sha256 is stored.  What it does not do: files, runs.
+/* api_chats.c -- the chat calls: POST /v1/chats (backend: a new chat and its page token, answered
+ * once durable; the token is returned once and only its sha256 is stored), GET /v1/chats (the
+ * chat list, API key), PATCH /v1/chats/{chat} (rename, answered once durable) and
+ * GET /v1/chats/{chat}/runs (the chat's run history, newest first, for a page after a reload).
+ * The last two take the API key or the chat's own page token.  What it does not do: files, or
+ * create, dispatch or change runs (api_runs.c, api_page.c); the run object is json.c's.
  */
 #include "internal.h"
 #include "transport.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 struct create_ctx {
@@ -80,6 +85,14 @@ static void on_create_chat(struct tp_req *req, void *ud) {
   tp_req_hold(req);
 }
 
+static json_t *chat_json(const struct store_chat *c) {
+  json_t *j = json_object();
+  json_object_set_new(j, "chat_id", json_string(c->id));
+  json_object_set_new(j, "title", c->title ? json_string(c->title) : json_null());
+  json_object_set_new(j, "created_at", json_integer(c->created_at));
+  return j;
+}
+
 static void on_list_chats(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_auth a;
@@ -96,20 +109,159 @@ static void on_list_chats(struct tp_req *req, void *ud) {
     return;
   }
   json_t *arr = json_array();
-  for (size_t i = 0; i < n; i++) {
-    json_t *c = json_object();
-    json_object_set_new(c, "chat_id", json_string(v[i].id));
-    json_object_set_new(c, "title", v[i].title ? json_string(v[i].title) : json_null());
-    json_object_set_new(c, "created_at", json_integer(v[i].created_at));
-    json_array_append_new(arr, c);
-  }
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new(arr, chat_json(&v[i]));
   store_chat_list_free(v, n);
   json_t *j = json_object();
   json_object_set_new(j, "chats", arr);
   orch_api_json(req, 200, j);
 }
 
+/* ---- rename --------------------------------------------------------------------------------- */
+
+#define CHAT_TITLE_MAX 200 /* characters (code points), after trimming */
+
+static int is_space(unsigned char ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r'); }
+
+/* Trims ASCII white space from both ends of s[0..len) (valid UTF-8, as jansson guarantees) and
+ * checks the rest: 1..CHAT_TITLE_MAX code points, none a control character (C0, DEL, C1) or a line
+ * or paragraph separator (U+2028/9).  Returns the trimmed title (owned) or NULL with *why set. */
+static char *title_check(const char *s, size_t len, const char **why) {
+  while (len > 0 && is_space((unsigned char)s[0]))
+    s++, len--;
+  while (len > 0 && is_space((unsigned char)s[len - 1]))
+    len--;
+  size_t chars = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if ((c & 0xC0) != 0x80)
+      chars++;
+    int ctl = c < 0x20 || c == 0x7F ||
+              (c == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9F) ||
+              (c == 0xE2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
+               ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9));
+    if (ctl) {
+      *why = "title: no control characters or line breaks";
+      return NULL;
+    }
+  }
+  if (chars == 0 || chars > CHAT_TITLE_MAX) {
+    *why = "title: from 1 to 200 characters (white space at either end is trimmed)";
+    return NULL;
+  }
+  char *t = sbx_malloc(len + 1);
+  if (t != NULL) {
+    memcpy(t, s, len);
+    t[len] = '\0';
+  } else {
+    *why = NULL;
+  }
+  return t;
+}
+
+struct rename_ctx {
+  struct orch *o;
+  struct tp_req *req;
+  store_id chat_id;
+};
+
+static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
+  struct rename_ctx *ctx = ud;
+  struct store_chat c;
+  if (rc == SBX_ENOENT) {
+    orch_api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
+  } else if (rc != 0) {
+    orch_api_error(ctx->req, 500, "storage", "title not stored: %s", err ? err->msg : sbx_strerror(rc));
+  } else if ((rc = store_chat_get(ctx->o->st, ctx->chat_id, &c)) != 0) {
+    orch_api_error(ctx->req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+  } else {
+    orch_api_json(ctx->req, 200, chat_json(&c));
+    store_chat_free(&c);
+  }
+  tp_req_release(ctx->req);
+  sbx_free(ctx);
+}
+
+static void on_rename_chat(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  if (c == NULL)
+    return;
+  json_t *body = orch_api_body_object(req);
+  if (body == NULL)
+    return;
+  json_t *t = json_object_get(body, "title");
+  const char *why = "title: a string is required";
+  char *title = json_is_string(t) ? title_check(json_string_value(t), json_string_length(t), &why) : NULL;
+  json_decref(body);
+  if (title == NULL) {
+    if (why)
+      orch_api_error(req, 400, "invalid_field", "%s", why);
+    else
+      orch_api_error(req, 500, "internal", "out of memory");
+    return;
+  }
+  struct rename_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  if (ctx == NULL) {
+    sbx_free(title);
+    orch_api_error(req, 500, "internal", "out of memory");
+    return;
+  }
+  ctx->o = o;
+  ctx->req = req;
+  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
+  tp_req_hold(req);
+  int rc = store_chat_set_title(o->st, c->id, title, on_title_set, ctx); /* the store copies it */
+  sbx_free(title);
+  if (rc != 0) {
+    tp_req_release(req);
+    sbx_free(ctx);
+    orch_api_error(req, 500, "internal", "rename could not be queued");
+  }
+}
+
+/* ---- run history ------------------------------------------------------------------------------ */
+
+#define CHAT_RUNS_DEFAULT 50
+#define CHAT_RUNS_MAX 200
+
+/* Stored runs of the chat, newest first; a run still live is answered from memory (its latest
+ * state).  A run created in the last instant, not yet queued for the store, is not listed yet. */
+static void on_chat_runs(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  if (c == NULL)
+    return;
+  long limit = CHAT_RUNS_DEFAULT;
+  const char *q = tp_req_query(req, "limit");
+  if (q != NULL) {
+    char *end = NULL;
+    limit = strtol(q, &end, 10);
+    if (*q == '\0' || end == NULL || *end != '\0' || limit < 1 || limit > CHAT_RUNS_MAX) {
+      orch_api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d", CHAT_RUNS_MAX);
+      return;
+    }
+  }
+  struct store_run *v = NULL;
+  size_t n = 0;
+  if (store_run_list(o->st, c->id, (size_t)limit, &v, &n) != 0) {
+    orch_api_error(req, 500, "storage", "cannot list runs");
+    return;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) {
+    struct orch_run *live = orch_map_get(&o->runs, v[i].id);
+    json_array_append_new(arr, orch_run_json(o, live ? &live->rec : &v[i]));
+  }
+  store_run_list_free(v, n);
+  json_t *j = json_object();
+  json_object_set_new(j, "runs", arr);
+  orch_api_json(req, 200, j);
+}
+
 void orch_routes_chats(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats", 64 * 1024, on_create_chat, o);
   tp_route(o->tp, "GET", "/v1/chats", 0, on_list_chats, o);
+  tp_route(o->tp, "PATCH", "/v1/chats/{chat}", 16 * 1024, on_rename_chat, o);
+  tp_route(o->tp, "GET", "/v1/chats/{chat}/runs", 0, on_chat_runs, o);
 }
