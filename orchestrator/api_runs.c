@@ -349,9 +349,9 @@ static void on_create_run(struct tp_req *req, void *ud) {
     goto out;
   }
   if (run->parked_event) {
-    json_t *ev = run->parked_event;
+    char *ev = run->parked_event;
     run->parked_event = NULL;
-    orch_event_emit(c, "run", ev);
+    orch_event_emit_text(c, "run", ev, run->parked_len);
   }
 out:
   json_decref(body);

@@ -85,7 +85,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 }
 
 void orch_run_free(struct orch_run *run) {
-  json_decref(run->parked_event);
+  sbx_free(run->parked_event);
   free_uploads(run->chat ? run->chat->o : NULL, run);
   orch_rec_clear(&run->rec);
   sbx_free(run);
@@ -282,16 +282,10 @@ static struct orch_run *head_run(struct orch_chat *c) {
   return SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
 }
 
-static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch_run *run) {
-  json_t *j = json_object();
-  json_object_set_new(j, "run_id", json_string(run->id));
-  json_object_set_new(j, "chat_id", json_string(c->id));
-  json_object_set_new(j, "page_id", json_string(run->page_id));
-  json_object_set_new(j, "code", json_string(run->rec.code ? run->rec.code : ""));
-  json_object_set_new(j, "origin", json_string(run->rec.origin ? run->rec.origin : "tool"));
-  json_object_set_new(j, "timeout_s", json_integer(run->timeout_s));
-  json_object_set_new(j, "attempt", json_integer(run->attempts));
-  json_t *mounts = json_array(), *left = json_array();
+/* The `run` event for this attempt: the run, its mount manifest (the chat's kept file list), the
+ * limits.  Owned text; NULL when out of memory. */
+static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run *run, size_t *len) {
+  json_t *mounts = NULL, *left = NULL;
   const struct store_file *files = NULL;
   size_t n = 0;
   int rc = chat_files(o, c, &files, &n);
@@ -299,7 +293,9 @@ static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: file list failed (%s): dispatched without mounts",
             run->id, sbx_strerror(rc));
   struct orch_manifest m;
-  if (rc == 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0) {
+  if (rc == 0 && n > 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0) {
+    mounts = json_array();
+    left = json_array();
     for (size_t i = 0; i < m.n_mounts; i++) {
       const struct store_file *f = m.mounts[i].file;
       char url[80];
@@ -321,16 +317,12 @@ static json_t *manifest_payload(struct orch *o, struct orch_chat *c, struct orch
     }
     orch_manifest_free(&m);
   }
-  json_object_set_new(j, "mounts", mounts);
-  json_object_set_new(j, "left_out", left);
-  json_t *lim = json_object();
-  json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
-  json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
-  json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
-  json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
-  json_object_set_new(j, "limits", lim);
-  json_object_set_new(j, "pypi", json_boolean(!o->cfg->pypi_disabled));
-  return j;
+  char *text = orch_dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
+                                  run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
+                                  run->attempts, mounts, left, !o->cfg->pypi_disabled, len);
+  json_decref(mounts);
+  json_decref(left);
+  return text;
 }
 
 static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page *p) {
@@ -343,16 +335,23 @@ static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page
   o->m.runs_dispatched++;
   if (again)
     o->m.attempts_redispatched++;
-  json_t *ev = manifest_payload(o, c, run);
+  size_t len = 0;
+  char *ev = manifest_text(o, c, run, &len);
+  if (ev == NULL) { /* the page never hears of it: the watchdog ends the attempt */
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory rendering its manifest", run->id);
+    orch_run_persist(o, run);
+    return;
+  }
   if (run->put_pending) {
     /* Dispatched while being created (api_runs.c, early path): the creating put, queued next,
      * records it as dispatched, and the event is emitted right behind that put. */
-    json_decref(run->parked_event);
+    sbx_free(run->parked_event);
     run->parked_event = ev;
+    run->parked_len = len;
     return;
   }
   orch_run_persist(o, run);
-  orch_event_emit(c, "run", ev);
+  orch_event_emit_text(c, "run", ev, len);
 }
 
 void orch_chat_pump(struct orch_chat *c) {

@@ -89,10 +89,17 @@ static void on_appended(int rc, const struct sbx_error *err, void *ud) {
 }
 
 int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload) {
+  size_t len = 0;
+  char *data = payload ? orch_json_dump(payload, &len) : NULL;
+  json_decref(payload);
+  if (data == NULL)
+    return SBX_ENOMEM;
+  return orch_event_emit_text(c, type, data, len);
+}
+
+int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len) {
   struct orch *o = c->o;
   struct emit_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
-  char *data = payload ? orch_json_dump(payload, NULL) : NULL;
-  json_decref(payload);
   if (ctx == NULL || data == NULL) {
     sbx_free(ctx);
     sbx_free(data);
@@ -103,7 +110,7 @@ int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload) {
   snprintf(ctx->type, sizeof(ctx->type), "%s", type);
   ctx->seq = ++c->event_seq;
   ctx->data = data;
-  ctx->len = strlen(data);
+  ctx->len = len;
   int rc = store_event_append(o->st, c->id, ctx->seq, type, data, on_appended, ctx);
   if (rc != 0) {
     sbx_free(ctx->data);

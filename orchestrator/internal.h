@@ -74,7 +74,8 @@ struct orch_run {
   int restart_sent;            /* the page was told to restart its kernel */
   int put_pending;             /* created, its first put not yet queued: state changes ride on
                                   that put, and a `run` event waits in parked_event */
-  json_t *parked_event;        /* the dispatch's `run` payload while put_pending (owned) */
+  char *parked_event;          /* the dispatch's `run` payload text while put_pending (owned) */
+  size_t parked_len;
   int files_recorded;          /* run files queued with its result (0: none, the settle answer
                                   renders `files: []` without reading the store) */
 };
@@ -335,6 +336,8 @@ void orch_rec_clear(struct store_run *r);
 /* Appends an event to the chat's log (durable) then sends it to every stream of the chat.
  * payload is stolen. */
 int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload);
+/* The same with the payload already as JSON text (steals data, sbx-allocated, len bytes). */
+int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len);
 /* Sends events after `after_seq` from the store to one stream (replay / catch-up). */
 void orch_stream_catch_up(struct orch_stream *s);
 
@@ -343,6 +346,10 @@ json_t *orch_run_json(struct orch *o, const struct store_run *rec);
 /* The same object as compact text (== orch_json_dump(orch_run_json(o, rec))), built without a
  * jansson tree; owned (sbx_free); NULL when out of memory. */
 char *orch_run_text(struct orch *o, const struct store_run *rec, size_t *len);
+/* The `run` event payload as compact text; mounts / left_out borrowed (NULL: []); owned. */
+char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+                         const char *code, const char *origin, int timeout_s, int attempt,
+                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len);
 json_t *orch_file_json(const struct store_file *f, int exec_on);
 json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */

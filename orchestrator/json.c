@@ -420,3 +420,51 @@ char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
     *len = b.len;
   return b.p;
 }
+
+/* The `run` event's payload as text, fields in the order pages have always seen:
+ * {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out, limits, pypi}.
+ * mounts / left_out: arrays (borrowed) or NULL for []. */
+char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+                         const char *code, const char *origin, int timeout_s, int attempt,
+                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len) {
+  struct jbuf b = {0};
+  jb_put(&b, "{", 1);
+  jf_str(&b, "run_id", run_id);
+  jf_str(&b, "chat_id", chat_id);
+  jf_str(&b, "page_id", page_id);
+  jf_str(&b, "code", code);
+  jf_str(&b, "origin", origin);
+  jf_int(&b, "timeout_s", timeout_s);
+  jf_int(&b, "attempt", attempt);
+  jf_key(&b, "mounts");
+  if (mounts)
+    jb_value(&b, mounts, 0);
+  else
+    jb_put(&b, "[]", 2);
+  jf_key(&b, "left_out");
+  if (left_out)
+    jb_value(&b, left_out, 0);
+  else
+    jb_put(&b, "[]", 2);
+  jf_key(&b, "limits");
+  jb_put(&b, "{", 1);
+  jb_put(&b, "\"out_chars\":", 12);
+  jb_int(&b, ORCH_OUT_CHARS);
+  jb_put(&b, ",\"files_listed\":", 16);
+  jb_int(&b, ORCH_FILES_LISTED);
+  jb_put(&b, ",\"figures\":", 11);
+  jb_int(&b, ORCH_FIGURES);
+  jb_put(&b, ",\"file_load_bytes\":", 19);
+  jb_int(&b, ORCH_UPLOAD_MAX);
+  jb_put(&b, "}", 1);
+  jf_lit(&b, "pypi", pypi ? "true" : "false");
+  jb_put(&b, "}", 1);
+  if (b.failed || jb_grow(&b, 0) != 0) {
+    sbx_free(b.p);
+    return NULL;
+  }
+  b.p[b.len] = '\0';
+  if (len)
+    *len = b.len;
+  return b.p;
+}

@@ -215,6 +215,44 @@ START_TEST(test_run_text_matches_tree) {
 }
 END_TEST
 
+/* orch_dispatch_text is what the `run` event carried as a jansson tree, byte for byte. */
+START_TEST(test_dispatch_text_matches_tree) {
+  json_t *mounts = json_pack("[{s:s, s:i}]", "name", "sales.csv", "version", 2);
+  json_t *left = json_pack("[{s:s, s:s}]", "name", "big.bin", "reason", "over \"20 MB\"");
+  const char *codes[] = {"pass", "print(\"a\\tb\")\n# caf\xc3\xa9", "", "bad \xff code"};
+  for (size_t i = 0; i < 4; i++) {
+    json_t *j = json_object();
+    json_object_set_new(j, "run_id", json_string("r1"));
+    json_object_set_new(j, "chat_id", json_string("c1"));
+    json_object_set_new(j, "page_id", json_string("pg"));
+    json_object_set_new(j, "code", json_string(codes[i]));
+    json_object_set_new(j, "origin", json_string("auto"));
+    json_object_set_new(j, "timeout_s", json_integer(30));
+    json_object_set_new(j, "attempt", json_integer((json_int_t)i + 1));
+    json_object_set_new(j, "mounts", i % 2 ? json_incref(mounts) : json_array());
+    json_object_set_new(j, "left_out", i % 2 ? json_incref(left) : json_array());
+    json_t *lim = json_object();
+    json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
+    json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
+    json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
+    json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
+    json_object_set_new(j, "limits", lim);
+    json_object_set_new(j, "pypi", json_boolean(i != 2));
+    size_t wl = 0, gl = 0;
+    char *want = orch_json_dump(j, &wl);
+    char *got = orch_dispatch_text("r1", "c1", "pg", codes[i], "auto", 30, (int)i + 1,
+                                   i % 2 ? mounts : NULL, i % 2 ? left : NULL, i != 2, &gl);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(gl, wl);
+    sbx_free(want);
+    sbx_free(got);
+    json_decref(j);
+  }
+  json_decref(mounts);
+  json_decref(left);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json");
   TCase *tc = tcase_create("shapes");
@@ -223,6 +261,7 @@ int main(void) {
   tcase_add_test(tc, test_file_json);
   tcase_add_test(tc, test_dump_matches_jansson);
   tcase_add_test(tc, test_run_text_matches_tree);
+  tcase_add_test(tc, test_dispatch_text_matches_tree);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
