@@ -164,7 +164,7 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   assert.equal(r2.stdout.trim(), 'still here True');
   // Released once the page has its answer to the result POST (the API's waiter may answer first).
   await page.waitForFunction(() => window.cereaSession.wakeLock.count === 0, null, { timeout: 5000 });
-  // A reload shows the chat's runs again (remembered ids, GET /v1/runs/{run}).
+  // A reload shows the chat's runs again (GET /v1/chats/{chat}/runs with the page token).
   await page.reload();
   await page.locator(`.run-card[data-run-id="${runId}"][data-status=cancelled]`).waitFor({ timeout: 20_000 });
   await page.close();

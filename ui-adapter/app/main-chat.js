@@ -68,24 +68,17 @@ if (!session) {
     }
     return c;
   }
-  session.on('run', (v) => { cardFor(v.run_id).update(v); remember(v.run_id); });
-  // Runs seen on this chat are remembered in this browser, so a reload shows them again
-  // (GET /v1/runs/{run} with the page token); API v1 has no per-chat run list for pages.
-  const KEY = `cerea.runs.${chatId}`;
-  function remember(runId) {
-    try {
-      const ids = JSON.parse(localStorage.getItem(KEY) || '[]').filter((x) => x !== runId);
-      ids.push(runId);
-      localStorage.setItem(KEY, JSON.stringify(ids.slice(-30)));
-    } catch { /* storage full or off */ }
-  }
+  session.on('run', (v) => { cardFor(v.run_id).update(v); });
+  // After a reload the chat's runs come back from the server (GET /v1/chats/{chat}/runs with the
+  // page token, newest first, runs other pages executed included), under any live card.
   (async () => {
-    let ids = [];
-    try { ids = JSON.parse(localStorage.getItem(KEY) || '[]'); } catch { ids = []; }
-    for (const id of [...ids].reverse()) { // newest first, under any live card
-      if (cards.has(id)) continue;
-      try { const r = await api.getRun(id); if (!cards.has(id)) { cardFor(id).update(r); $('runs').append(cards.get(id).el); } }
-      catch { /* swept or gone */ }
+    let runs = [];
+    try { runs = (await api.chatRuns(chatId, 50))?.runs || []; }
+    catch (e) { $('stream-state').title = `Earlier runs not loaded: ${e.message}`; return; }
+    for (const r of runs) {
+      if (cards.has(r.run_id)) continue;
+      cardFor(r.run_id).update(r);
+      $('runs').append(cards.get(r.run_id).el);
     }
   })();
   // A run another tab executes: follow it through the API until it ends.

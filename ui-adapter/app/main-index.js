@@ -1,5 +1,5 @@
 // main-index.js -- the page at / and /playground: the chat list (create with the operator's API
-// key, open, rename; kept in this browser) and the playground (CodeMirror editor, a local kernel
+// key, open, rename through the API; page tokens kept in this browser) and the playground (CodeMirror editor, a local kernel
 // worker running the user's own code with no orchestrator involved, drag-and-drop attachments
 // mounted at /mnt/data, run and artifact cards, share links, the PyPI setting).  It does not talk
 // to a chat's event stream (chat.html does).
@@ -114,34 +114,56 @@ dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('dr
 // Chats are created with the operator's API key (POST /v1/chats is a backend call).  The page
 // token of a chat created here is kept in this browser (the API never shows a token again), so
 // only those chats can be opened from here; GET /v1/chats lists the others, marked as such.
-// Renaming is local: API v1 has no call to change a chat's title.
+// A rename is stored on the server (PATCH /v1/chats/{chat} with the chat's page token, or the API
+// key for a chat created elsewhere); the server's titles win over the ones kept here.
 const CHATS = 'cerea.chats';
 const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
 const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c));
 let serverChats = [];
+let chatsError = ''; // the last rename's failure, shown until the next one
 async function fetchServerChats() {
   const { apiKey } = loadSettings();
   if (!apiKey) { serverChats = []; return; }
   try { serverChats = (await new Api({ token: apiKey }).call('GET', '/v1/chats'))?.chats || []; }
-  catch { serverChats = []; }
+  catch { serverChats = []; return; }
+  const titles = new Map(serverChats.filter((c) => c.title).map((c) => [c.chat_id, c.title]));
+  const chats = loadChats();
+  let changed = false;
+  for (const c of chats) if (titles.has(c.chat_id) && titles.get(c.chat_id) !== c.title) { c.title = titles.get(c.chat_id); changed = true; }
+  if (changed) { try { saveChats(chats); } catch { /* full */ } }
+}
+async function renameChat(chatId, current, token) {
+  const t = prompt('New name for this chat', current || '');
+  if (t === null) return;
+  if (!t.trim()) { chatsError = 'A chat name cannot be empty.'; renderChats(); return; }
+  try {
+    const r = await new Api({ token }).renameChat(chatId, t);
+    const all = loadChats();
+    for (const c of all) if (c.chat_id === chatId) c.title = r.title;
+    saveChats(all);
+    for (const c of serverChats) if (c.chat_id === chatId) c.title = r.title;
+    chatsError = '';
+  } catch (e) { chatsError = `Could not rename the chat: ${e.message}`; }
+  renderChats();
+}
+function renameButton(chatId, title, token) {
+  return h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': `Rename ${title || chatId}`,
+    onclick: () => renameChat(chatId, title, token) }, 'Rename');
 }
 function renderChats() {
   const chats = loadChats();
   const mine = new Set(chats.map((c) => c.chat_id));
   const others = serverChats.filter((c) => !mine.has(c.chat_id));
-  $('chats-note').textContent = chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).';
-  const items = chats.map((c, i) => {
+  const { apiKey } = loadSettings();
+  $('chats-note').textContent = chatsError || (chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).');
+  const items = chats.map((c) => {
     const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}` }, c.title || c.chat_id);
-    const rename = h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': `Rename ${c.title || c.chat_id}`,
-      onclick: () => {
-        const t = prompt('New name for this chat', c.title || '');
-        if (t !== null) { const all = loadChats(); all[i].title = t.trim() || all[i].chat_id; saveChats(all); renderChats(); }
-      } }, 'Rename');
-    return h('li', { 'data-chat-id': c.chat_id }, link, rename);
+    return h('li', { 'data-chat-id': c.chat_id }, link, renameButton(c.chat_id, c.title, c.page_token || apiKey));
   });
   for (const c of others) {
     items.push(h('li', { 'data-chat-id': c.chat_id, class: 'muted', title: 'Created elsewhere: its page token is not in this browser' },
-      h('span', {}, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere')));
+      h('span', {}, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere'),
+      apiKey ? renameButton(c.chat_id, c.title, apiKey) : null));
   }
   $('chat-list').replaceChildren(...items);
 }

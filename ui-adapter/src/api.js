@@ -83,6 +83,10 @@ export class Api {
   getRun(runId, waitS) {
     return this.call('GET', `/v1/runs/${enc(runId)}` + (waitS ? `?wait_s=${waitS}` : ''));
   }
+  /** The chat's runs, newest first (page token or API key): `{runs: [run objects]}`. */
+  chatRuns(chatId, limit = 50) { return this.call('GET', `/v1/chats/${enc(chatId)}/runs?limit=${limit}`); }
+  /** Renames a chat (its page token or the API key) -> `{chat_id, title, created_at}`. */
+  renameChat(chatId, title) { return this.call('PATCH', `/v1/chats/${enc(chatId)}`, { title }); }
   createRun(chatId, body) { return this.call('POST', `/v1/chats/${enc(chatId)}/runs`, body); }
   cancelRun(runId) { return this.call('POST', `/v1/runs/${enc(runId)}/cancel`, {}); }
   config() { return this.call('GET', '/v1/config'); }

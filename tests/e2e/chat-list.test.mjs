@@ -1,0 +1,74 @@
+// chat-list.test.mjs -- the app's chat list against the real orchestrator, in Chromium: a chat
+// created from the list and renamed there is renamed on the server (PATCH /v1/chats/{chat} with
+// the page token this browser holds), the new name survives a reload even when this browser's own
+// copy is stale (the server's titles win), the chat page shows it, and a rename the server refuses
+// says why and changes nothing.  Run history after a reload is checked in chat.test.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, orchestrator, backend, watchConsole, DESKTOP } from './harness.mjs';
+
+let orch, skipReason = null, api, browser;
+
+before(async () => {
+  orch = await orchestrator();
+  if (orch.skip) { skipReason = orch.skip; return; }
+  api = backend(orch.origin, orch.apiKey);
+  browser = await launch({ viewport: DESKTOP });
+});
+after(async () => {
+  await browser?.close();
+  if (orch && !orch.skip) await orch.stop();
+});
+const need = (t) => { if (skipReason) { t.skip(`orchestrator unavailable: ${skipReason}`); return false; } return true; };
+
+async function renameInUi(page, chatId, answer) {
+  page.once('dialog', (d) => d.accept(answer));
+  await page.click(`#chat-list li[data-chat-id="${chatId}"] button`);
+}
+
+test('a rename from the chat list is stored on the server and survives a reload', async (t) => {
+  if (!need(t)) return;
+  const page = await browser.ctx.newPage();
+  const errors = watchConsole(page);
+  await page.goto(`${orch.origin}/`);
+  await page.click('#open-settings');
+  await page.fill('#apikey', orch.apiKey);
+  await page.locator('#apikey').dispatchEvent('change');
+  await page.click('#settings button[value=ok]');
+  await page.click('#new-chat');
+  const item = page.locator('#chat-list li[data-chat-id]').first();
+  await item.waitFor();
+  const chatId = await item.getAttribute('data-chat-id');
+  const link = page.locator(`#chat-list li[data-chat-id="${chatId}"] a`);
+
+  await renameInUi(page, chatId, '  Quarterly numbers  ');
+  await page.waitForFunction((id) => document.querySelector(`#chat-list li[data-chat-id="${id}"] a`)?.textContent === 'Quarterly numbers', chatId, { timeout: 10_000 });
+  const listed = (await api('GET', '/v1/chats')).json.chats.find((c) => c.chat_id === chatId);
+  assert.equal(listed?.title, 'Quarterly numbers', 'the server holds the new title');
+
+  // This browser's copy goes stale (another device renamed it): the reload shows the server's.
+  await page.evaluate((id) => {
+    const chats = JSON.parse(localStorage.getItem('cerea.chats'));
+    chats.find((c) => c.chat_id === id).title = 'stale local name';
+    localStorage.setItem('cerea.chats', JSON.stringify(chats));
+  }, chatId);
+  await page.reload();
+  await page.waitForFunction((id) => document.querySelector(`#chat-list li[data-chat-id="${id}"] a`)?.textContent === 'Quarterly numbers', chatId, { timeout: 10_000 });
+
+  // A name the server refuses (over 200 characters) is reported and changes nothing.
+  await renameInUi(page, chatId, 'x'.repeat(201));
+  await page.waitForFunction(() => /Could not rename the chat: 400/.test(document.getElementById('chats-note').textContent), null, { timeout: 10_000 });
+  assert.equal(await link.textContent(), 'Quarterly numbers');
+  assert.equal((await api('GET', '/v1/chats')).json.chats.find((c) => c.chat_id === chatId).title, 'Quarterly numbers');
+
+  // The chat page shows the name.
+  await link.click();
+  await page.waitForURL(/\/chat\//);
+  await page.waitForFunction(() => document.getElementById('chat-title')?.textContent === 'Quarterly numbers', null, { timeout: 10_000 });
+  // The refused PATCH is the only failed chat-list call (a presence 409 while the chat page's
+  // stream connects is the page protocol's, as in app.test.mjs).
+  const failed = errors.filter((e) => /^http /.test(e) && !/^http 409 POST \/v1\/chats\/[^/]+\/presence$/.test(e));
+  assert.deepEqual(failed, [`http 400 PATCH /v1/chats/${chatId}`]);
+  assert.deepEqual(errors.filter((e) => /^pageerror/.test(e)), [], 'no uncaught errors');
+  await page.close();
+});
