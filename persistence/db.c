@@ -155,6 +155,9 @@ static const char *const migrations[] = {
     /* 3: the next per-chat run seq (MAX(seq) of a chat) by index: without it every run insert
      * scanned all runs of its chat (found by bench/store: quadratic past ~10^4 runs) */
     "CREATE INDEX runs_chat_seq ON runs(chat_id, seq);",
+    /* 4: when each event was logged (wall ms), so store_event_trim can drop old ones.  Events
+     * logged before it read 0: old, trimmed like any other beyond each chat's newest. */
+    "ALTER TABLE events ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

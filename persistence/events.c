@@ -1,6 +1,9 @@
 /* events.c -- the per-chat event log that lets an SSE stream resume after Last-Event-ID.  The
  * orchestrator picks each seq (a per-chat counter continuing after store_event_last_seq); a seq
- * used twice fails with SBX_ECONFLICT.  What it does not do: trim the log or format SSE. */
+ * used twice fails with SBX_ECONFLICT.  Each event records when it was logged, and
+ * store_event_trim deletes old prefixes of the chats' logs in bounded steps (see store.h for the
+ * rule; it never deletes a chat's newest event, so the seq counter never goes back).
+ * What it does not do: format SSE, decide when to trim (the orchestrator's cron does). */
 #include "internal.h"
 
 #include <string.h>
@@ -20,6 +23,7 @@ static int event_exec(struct store *st, struct st_write *w, struct sbx_error *er
   sqlite3_bind_int64(s, 2, op->i[0]);
   sqlite3_bind_text(s, 3, op->s[1], -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 4, op->s[2], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 5, op->i[1]);
   return st__step_done(st->wdb, s, "event append", err);
 }
 
@@ -34,6 +38,7 @@ int store_event_append(struct store *st, const char *chat_id, int64_t seq, const
     return SBX_ENOMEM;
   }
   op->i[0] = seq;
+  op->i[1] = sbx_now_wall_ms(); /* when it was logged: what store_event_trim ages by */
   return st__submit(st, &op->w);
 }
 
@@ -99,4 +104,145 @@ int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, 
   *out = v;
   *n = len;
   return 0;
+}
+
+/* ---- trimming -------------------------------------------------------------------------------
+ * One step walks the chats that have events in key order from st->trim_cursor (the last chat it
+ * finished).  Per chat, cheap checks first on the primary key (oldest event young enough, or no
+ * more events than keep_per_chat by seq span: nothing to do), then the keep-th newest seq, then
+ * the old prefix below it, deleted as one key range.  A chat left unfinished because the budget
+ * ran out is looked at again first by the next step. */
+struct trim_op {
+  struct st_write w;
+  store_sweep_cb cb;
+  void *ud;
+  int64_t older_than_ms;
+  int64_t keep; /* >= 1 */
+  size_t budget;
+  size_t removed;
+};
+
+/* Trims one chat: deletes at most `room` rows of its old prefix; *n gets how many. */
+static int trim_chat(struct store *st, struct trim_op *op, const char *chat, size_t room,
+                     size_t *n, struct sbx_error *err) {
+  sqlite3_stmt *s = st->ws[ST_EVENT_SPAN];
+  int64_t oldest, oldest_at, newest, bound, upto = 0;
+  int rc;
+  *n = 0;
+  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) {
+    st__reset(s);
+    return rc == SQLITE_DONE ? 0 : st__translate(st->wdb, rc, "event trim span", err);
+  }
+  oldest = sqlite3_column_int64(s, 0);
+  oldest_at = sqlite3_column_int64(s, 1);
+  newest = sqlite3_column_int64(s, 2);
+  st__reset(s);
+  if (oldest_at >= op->older_than_ms || newest - oldest < op->keep)
+    return 0; /* nothing old, or at most keep events (seqs are unique: count <= span) */
+  s = st->ws[ST_EVENT_KTH_NEWEST];
+  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, op->keep - 1);
+  rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) {
+    st__reset(s);
+    return rc == SQLITE_DONE ? 0 : st__translate(st->wdb, rc, "event trim keep", err);
+  }
+  bound = sqlite3_column_int64(s, 0); /* the keep-th newest: everything below it may go */
+  st__reset(s);
+  s = st->ws[ST_EVENT_OLD_PREFIX];
+  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, bound);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)room);
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (sqlite3_column_int64(s, 1) >= op->older_than_ms)
+      break; /* the prefix ends at the first event young enough */
+    upto = sqlite3_column_int64(s, 0);
+    (*n)++;
+  }
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    *n = 0;
+    rc = st__translate(st->wdb, rc, "event trim prefix", err);
+    st__reset(s);
+    return rc;
+  }
+  st__reset(s);
+  if (*n == 0)
+    return 0;
+  s = st->ws[ST_EVENT_DELETE_UPTO];
+  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, upto);
+  if ((rc = st__step_done(st->wdb, s, "event trim delete", err)) != 0)
+    *n = 0;
+  return rc;
+}
+
+static int trim_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct trim_op *op = (struct trim_op *)w;
+  store_id cursor, chat;
+  size_t visits = 0, max_visits = op->budget * 8;
+  int rc = 0;
+  memcpy(cursor, st->trim_cursor, sizeof cursor);
+  op->removed = 0;
+  while (op->removed < op->budget && visits++ < max_visits) {
+    sqlite3_stmt *s = st->ws[ST_EVENT_NEXT_CHAT];
+    sqlite3_bind_text(s, 1, st->trim_cursor, -1, SQLITE_STATIC);
+    int src = sqlite3_step(s);
+    if (src == SQLITE_DONE) { /* the end: the next step starts over */
+      st__reset(s);
+      st->trim_cursor[0] = '\0';
+      break;
+    }
+    if (src != SQLITE_ROW) {
+      rc = st__translate(st->wdb, src, "event trim chats", err);
+      st__reset(s);
+      goto out;
+    }
+    st__col_id(s, 0, chat);
+    st__reset(s);
+    size_t n = 0;
+    if ((rc = trim_chat(st, op, chat, op->budget - op->removed, &n, err)) != 0)
+      goto out;
+    op->removed += n;
+    if (op->removed < op->budget)
+      memcpy(st->trim_cursor, chat, sizeof chat); /* finished: the next one after it */
+  }
+out:
+  if (rc != 0) { /* rolled back: the step never happened */
+    memcpy(st->trim_cursor, cursor, sizeof cursor);
+    op->removed = 0;
+  }
+  return rc;
+}
+
+static void trim_done(struct store *st, struct st_write *w) {
+  (void)st;
+  struct trim_op *op = (struct trim_op *)w;
+  if (op->cb)
+    op->cb(w->rc, w->rc ? &w->err : NULL, w->rc ? 0 : op->removed, op->ud);
+}
+
+static void trim_release(struct store *st, struct st_write *w) {
+  (void)st;
+  sbx_free(w);
+}
+
+int store_event_trim(struct store *st, int64_t older_than_ms, size_t keep_per_chat, size_t budget,
+                     store_sweep_cb cb, void *ud) {
+  if (budget == 0 || budget > 100000)
+    return SBX_EINVAL;
+  struct trim_op *op = sbx_calloc(1, sizeof *op);
+  if (op == NULL)
+    return SBX_ENOMEM;
+  SBX_LIST_INIT(&op->w.link);
+  op->w.exec = trim_exec;
+  op->w.done = trim_done;
+  op->w.release = trim_release;
+  op->cb = cb;
+  op->ud = ud;
+  op->older_than_ms = older_than_ms;
+  op->keep = keep_per_chat == 0 ? 1 : (int64_t)SBX_MIN(keep_per_chat, (size_t)INT64_MAX);
+  op->budget = budget;
+  return st__submit(st, &op->w);
 }

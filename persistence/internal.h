@@ -24,7 +24,7 @@
 #include "store.h"
 
 #define ST_MOD "store"
-#define ST_SCHEMA_VERSION 3
+#define ST_SCHEMA_VERSION 4
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -96,10 +96,22 @@
   X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "      \
                "WHERE r.run_id = ?1 ORDER BY r.position")                                          \
   X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1")                                              \
-  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload) VALUES(?1, ?2, ?3, ?4)")        \
+  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload, created_at) "                  \
+                  "VALUES(?1, ?2, ?3, ?4, ?5)")                                                    \
   X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1")                     \
   X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "          \
                  "ORDER BY seq LIMIT ?3")                                                          \
+  /* trimming (events.c): chats in key order, then per chat its oldest event, newest seq, the \
+   * keep-th newest seq and the old prefix below it, all on the (chat_id, seq) primary key */   \
+  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1")      \
+  X(EVENT_SPAN, "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "          \
+                "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                   \
+                "ORDER BY e.seq LIMIT 1")                                                          \
+  X(EVENT_KTH_NEWEST, "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "               \
+                      "LIMIT 1 OFFSET ?2")                                                         \
+  X(EVENT_OLD_PREFIX, "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "        \
+                      "ORDER BY seq LIMIT ?3")                                                     \
+  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2")                      \
   X(SETTING_PUT, "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                \
                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value")                          \
   X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1")                                      \
@@ -205,6 +217,8 @@ struct store {
   unsigned char dirty_sub[256];
   int dirty_top;
   uint64_t tmp_seq;
+  /* writer thread only: store_event_trim's round robin, the last chat it finished ("" = start) */
+  store_id trim_cursor;
 };
 
 /* db.c */

@@ -242,6 +242,22 @@ int store_event_last_seq(struct store *st, const char *chat_id, int64_t *out);
 int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, size_t limit,
                       struct store_event **out, size_t *n);
 void store_event_list_free(struct store_event *v, size_t n);
+/* Bounded work steps (store_event_trim, store_sweep) report how many rows they removed. */
+typedef void (*store_sweep_cb)(int rc, const struct sbx_error *err, size_t removed, void *ud);
+/* One bounded trim step of the event log, queued to the writer (durable when cb gets rc == 0).
+ * Per chat it deletes a PREFIX of the log: from the oldest seq up, stopping at the first event
+ * created at or after older_than_ms (wall ms; set by store_event_append) or among the chat's
+ * newest keep_per_chat.  So what remains of a chat's log is always a contiguous tail (a page
+ * whose Last-Event-ID is below the oldest remaining seq minus one knows events were trimmed),
+ * and keep_per_chat is at least 1 (0 counts as 1): the newest event of a chat is never deleted,
+ * so store_event_last_seq, from which the orchestrator continues a chat's seq, never goes back
+ * and a seq is never reused.  At most `budget` rows are deleted and at most 8 x budget chats
+ * looked at per call; the next call resumes after the last chat finished (round robin).  cb gets
+ * the rows deleted; call again soon while it reports a full budget.
+ * Errors (returned): SBX_EINVAL (budget 0 or > 100000), SBX_ENOMEM, SBX_ECLOSED; (cb): the
+ * SQLite ones, the step then deleted nothing. */
+int store_event_trim(struct store *st, int64_t older_than_ms, size_t keep_per_chat, size_t budget,
+                     store_sweep_cb cb, void *ud);
 
 /* ---- settings (runtime settings an operator changes; survive restarts) ------------------------ */
 int store_setting_put(struct store *st, const char *key, const char *value, store_done_cb cb,
@@ -252,8 +268,7 @@ int store_setting_get(struct store *st, const char *key, char **out);
 /* ---- retention ------------------------------------------------------------------------------- */
 /* One bounded sweep step, queued to the writer: deletes at most `budget` files whose expires_at
  * is in (0, now_ms], then blobs nothing references any more (their files unlinked after commit).
- * cb gets how many were removed through *removed (may be NULL). */
-typedef void (*store_sweep_cb)(int rc, const struct sbx_error *err, size_t removed, void *ud);
+ * cb (store_sweep_cb, declared with the event log) gets how many were removed. */
 int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb cb, void *ud);
 /* Sets a new expiry for every kept artifact from its creation time (retention setting changed). */
 int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb cb, void *ud);

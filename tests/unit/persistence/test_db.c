@@ -107,7 +107,7 @@ START_TEST(test_migration_2_to_3) {
   sqlite3_close(db);
   struct tctx o = t;
   t_reopen(&o); /* store_open migrates 2 -> 3 */
-  ck_assert_int_eq(store_schema_version(o.st), 3);
+  ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
   ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
                                       "'runs_chat_seq'"),
                    1);
@@ -146,6 +146,53 @@ START_TEST(test_migration_2_to_3) {
   ck_assert_int_eq(store_run_get(o.st, "r3", &g), 0);
   ck_assert_int_eq(g.seq, 3);
   store_run_free(&g);
+  t_close(&o);
+}
+END_TEST
+
+static void on_trim_done(int rc, const struct sbx_error *err, size_t removed, void *ud) {
+  (void)err;
+  ck_assert_int_eq(rc, 0);
+  *(size_t *)ud = removed;
+}
+
+START_TEST(test_migration_3_to_4) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 3, &err), 0);
+  insert_v1_rows(db);
+  /* events logged by a version-3 program: no created_at */
+  ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO events(chat_id, seq, type, payload) VALUES"
+                                    " ('c1', 1, 'run', '{}'), ('c1', 2, 'files', '{}'),"
+                                    " ('c1', 3, 'cancel', '{}')",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  ck_assert_int_ne(sqlite3_exec(db, "SELECT created_at FROM events", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  struct tctx o = t;
+  t_reopen(&o); /* store_open migrates 3 -> 4 */
+  ck_assert_int_eq(store_schema_version(o.st), 4);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events WHERE created_at = 0"), 3);
+  /* a new event records when it was logged */
+  struct done d = {0};
+  int64_t before = sbx_now_wall_ms();
+  ck_assert_int_eq(store_event_append(o.st, "c1", 4, "run", "{}", on_done, &d), 0);
+  t_wait(&o);
+  ck_assert_int_eq(d.rc, 0);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events WHERE seq = 4 AND "
+                                      "created_at > 0"),
+                   1);
+  /* the old ones read as old: trimmed down to the chat's newest events */
+  size_t removed = 99;
+  ck_assert_int_eq(store_event_trim(o.st, before, 2, 100, on_trim_done, &removed), 0);
+  t_wait(&o);
+  ck_assert_uint_eq(removed, 2);
+  int64_t last = 0;
+  ck_assert_int_eq(store_event_last_seq(o.st, "c1", &last), 0);
+  ck_assert_int_eq(last, 4);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT min(seq) FROM events"), 3);
   t_close(&o);
 }
 END_TEST
@@ -301,6 +348,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_0_to_1);
   tcase_add_test(tc, test_migration_1_to_2);
   tcase_add_test(tc, test_migration_2_to_3);
+  tcase_add_test(tc, test_migration_3_to_4);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_one_process_per_dir);
