@@ -343,11 +343,12 @@ static void on_result(struct tp_req *req, void *ud) {
     orch_rec_clear(&rec);
     return;
   }
-  char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+  size_t canon_len = 0;
+  char *canon = orch_json_dump_sorted(body, &canon_len); /* == json_dumps(COMPACT | SORT_KEYS) */
   char hash[65] = "";
   if (canon)
-    store_sha256_hex(canon, strlen(canon), hash);
-  free(canon);
+    store_sha256_hex(canon, canon_len, hash);
+  sbx_free(canon);
   struct result_ctx *ctx = NULL;
   json_t *ja = json_object_get(body, "attempt");
   const char *bad;

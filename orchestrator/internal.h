@@ -353,6 +353,8 @@ char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *pa
 json_t *orch_file_json(const struct store_file *f, int exec_on);
 json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */
+/* The same with object keys sorted: == json_dumps(j, COMPACT | SORT_KEYS | ENCODE_ANY). */
+char *orch_json_dump_sorted(const json_t *j, size_t *len);
 
 /* api.c: shared handler helpers */
 void orch_api_json(struct tp_req *req, int status, json_t *body); /* steals body */

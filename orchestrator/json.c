@@ -18,7 +18,21 @@ struct jbuf {
   char *p;
   size_t len, cap;
   int failed;
+  int sorted; /* object keys in jansson's JSON_SORT_KEYS order (bytes, then length) */
 };
+
+struct jkey {
+  const char *key;
+  size_t len;
+  const json_t *value;
+};
+
+static int jkey_cmp(const void *a, const void *b) {
+  const struct jkey *x = a, *y = b;
+  size_t n = x->len < y->len ? x->len : y->len;
+  int r = memcmp(x->key, y->key, n);
+  return r ? r : (x->len > y->len) - (x->len < y->len);
+}
 
 static int jb_grow(struct jbuf *b, size_t n) {
   if (b->failed)
@@ -140,6 +154,28 @@ static void jb_value(struct jbuf *b, const json_t *j, int depth) {
   case JSON_OBJECT: {
     jb_put(b, "{", 1);
     int first = 1;
+    size_t n = json_object_size(j);
+    if (b->sorted && n > 1) {
+      struct jkey *keys = sbx_malloc(n * sizeof(*keys));
+      size_t k = 0;
+      if (keys == NULL) {
+        b->failed = 1;
+        return;
+      }
+      for (void *it = json_object_iter((json_t *)j); it && k < n; it = json_object_iter_next((json_t *)j, it))
+        keys[k++] = (struct jkey){json_object_iter_key(it), json_object_iter_key_len(it), json_object_iter_value(it)};
+      qsort(keys, k, sizeof(*keys), jkey_cmp);
+      for (size_t i = 0; i < k; i++) {
+        if (i)
+          jb_put(b, ",", 1);
+        jb_str(b, keys[i].key, keys[i].len);
+        jb_put(b, ":", 1);
+        jb_value(b, keys[i].value, depth + 1);
+      }
+      sbx_free(keys);
+      jb_put(b, "}", 1);
+      break;
+    }
     for (void *it = json_object_iter((json_t *)j); it; it = json_object_iter_next((json_t *)j, it)) {
       if (!first)
         jb_put(b, ",", 1);
@@ -184,8 +220,9 @@ static void jb_value(struct jbuf *b, const json_t *j, int depth) {
   }
 }
 
-char *orch_json_dump(const json_t *j, size_t *len) {
+static char *dump(const json_t *j, int sorted, size_t *len) {
   struct jbuf b = {0};
+  b.sorted = sorted;
   if (j == NULL)
     return NULL;
   jb_value(&b, j, 0);
@@ -198,6 +235,9 @@ char *orch_json_dump(const json_t *j, size_t *len) {
     *len = b.len;
   return b.p;
 }
+
+char *orch_json_dump(const json_t *j, size_t *len) { return dump(j, 0, len); }
+char *orch_json_dump_sorted(const json_t *j, size_t *len) { return dump(j, 1, len); }
 
 json_t *orch_json_parse_text(const char *text) {
   if (text == NULL || *text == '\0')

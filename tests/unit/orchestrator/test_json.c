@@ -93,6 +93,8 @@ START_TEST(test_dump_matches_jansson) {
       "\"nul\\u0000inside\"", "[]", "{}", "[[],{},[1,[2,[3]]]]",
       "{\"z\":1,\"a\":[true,null,\"x\"],\"m\":{\"k\":\"v\",\"\\n\":\"\\u2028\"}}",
       "{\"run_id\":\"abc\",\"limits\":{\"out_chars\":200000,\"figures\":20},\"mounts\":[]}",
+      "{\"b\":1,\"ab\":2,\"a\":{\"z\":[{\"y\":1,\"x\":2}],\"\":0,\"A\":1},\"\u00e9\":3,\"e\":4,\"a b\":5}",
+      "{\"status\":\"ok\",\"attempt\":1,\"stdout\":\"\",\"stderr\":\"\",\"files\":[],\"notes\":[\"n\"]}",
   };
   for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
     json_error_t e;
@@ -103,6 +105,13 @@ START_TEST(test_dump_matches_jansson) {
     char *got = orch_json_dump(j, &len);
     ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(got);
+    ck_assert_str_eq(got, want);
+    ck_assert_uint_eq(len, strlen(want));
+    free(want);
+    sbx_free(got);
+    /* sorted keys: the canonical form the result hash is taken over */
+    want = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    got = orch_json_dump_sorted(j, &len);
     ck_assert_str_eq(got, want);
     ck_assert_uint_eq(len, strlen(want));
     free(want);
