@@ -6,6 +6,9 @@
  *  - run deadlines: pause wait over -> abandoned, watchdog -> timeout/crashed, cancel grace;
  *  - page grace over -> the page is gone and what it ran is paused;
  *  - retention: one bounded sweep step of expired artifacts every ORCH_SWEEP_EVERY_MS;
+ *  - event log: one bounded trim step (store_event_trim) every ORCH_SWEEP_EVERY_MS, on every tick
+ *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
+ *    keeping its newest ORCH_TRIM_KEEP (a page in its grace period never misses one);
  *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use).
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
@@ -25,10 +28,24 @@
 #define ORCH_CRON_MS 100
 #define ORCH_SWEEP_EVERY_MS 60000
 #define ORCH_SWEEP_BUDGET 200
+#define ORCH_TRIM_BUDGET 500            /* event rows per trim step (one short writer transaction) */
+#define ORCH_TRIM_KEEP 1000             /* newest events each chat keeps whatever their age */
+#define ORCH_TRIM_MIN_AGE_MS 3600000    /* events younger than max(this, 10 x page grace) stay */
 #define ORCH_EVICT_EVERY_MS 10000
 #define ORCH_CHAT_IDLE_MS (5 * 60 * 1000) /* an idle chat leaves memory (the store keeps it) */
 
-static uint64_t last_sweep_ms, last_evict_ms;
+static uint64_t last_sweep_ms, last_evict_ms, last_trim_ms;
+static int trim_pending, trim_more; /* a step queued; the last one came back full */
+
+static void on_trim(int rc, const struct sbx_error *err, size_t removed, void *ud) {
+  (void)ud;
+  trim_pending = 0;
+  trim_more = rc == 0 && removed == ORCH_TRIM_BUDGET;
+  if (rc != 0)
+    sbx_log(SBX_LOG_WARN, "orch", "event log trim failed: %s", err ? err->msg : sbx_strerror(rc));
+  else if (removed > 0)
+    sbx_log(SBX_LOG_DEBUG, "orch", "event log trim removed %zu events", removed);
+}
 
 static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *ud) {
   (void)ud;
@@ -56,6 +73,13 @@ static void on_cron(uv_timer_t *t) {
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
     store_sweep(o->st, sbx_now_wall_ms(), ORCH_SWEEP_BUDGET, on_sweep, o);
+  }
+  if (!trim_pending && (trim_more || now - last_trim_ms >= ORCH_SWEEP_EVERY_MS)) {
+    uint64_t age = SBX_MAX((uint64_t)ORCH_TRIM_MIN_AGE_MS, 10 * o->rt.page_grace_ms);
+    last_trim_ms = now;
+    trim_more = 0;
+    trim_pending = store_event_trim(o->st, sbx_now_wall_ms() - (int64_t)age, ORCH_TRIM_KEEP,
+                                    ORCH_TRIM_BUDGET, on_trim, o) == 0;
   }
 }
 
