@@ -4,7 +4,10 @@
  *   Attaches page P to the chat (a second stream of the same page replaces the first), replays
  *   what it missed when Last-Event-ID is given, and lets the scheduler dispatch to it.  A page
  *   reconnecting WITHOUT Last-Event-ID lost its place: a run it held is re-dispatched as a new
- *   attempt.  When the stream drops, the page enters its grace period (page.c).
+ *   attempt.  So did one whose Last-Event-ID is older than what the log still holds (the cron
+ *   trims old events, never inside a grace period: store_event_trim): it is treated the same,
+ *   rather than replaying a log with a hole in it.  When the stream drops, the page enters its
+ *   grace period (page.c).
  * POST /v1/chats/{chat}/presence {page_id, visible, kernel}
  *   Foreground/background and kernel state; hidden pauses the run the page holds.
  * What it does not do: send events (events.c) or decide dispatch (chat.c).
@@ -52,6 +55,19 @@ static int parse_visible(const char *q, int dflt) {
   return !(strcmp(q, "0") == 0 || strcmp(q, "false") == 0 || strcmp(q, "hidden") == 0);
 }
 
+/* 1 when events after `last` were trimmed from the log: the trim deletes oldest-first, so that is
+ * when the oldest event left comes after last + 1.  (A chat's first appends failing looks the
+ * same; the page then re-runs what it held, which is safe.) */
+static int log_lost_after(struct orch *o, struct orch_chat *c, int64_t last) {
+  struct store_event *ev = NULL;
+  size_t n = 0;
+  int lost = 0;
+  if (last < c->event_seq && store_event_since(o->st, c->id, 0, 1, &ev, &n) == 0 && n == 1)
+    lost = ev[0].seq > last + 1;
+  store_event_list_free(ev, n);
+  return lost;
+}
+
 static void on_events(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 1);
@@ -76,6 +92,8 @@ static void on_events(struct tp_req *req, void *ud) {
     }
     if (last > c->event_seq)
       last = c->event_seq;
+    if (log_lost_after(o, c, last))
+      last = -1; /* lost its place, as without Last-Event-ID */
   }
   struct orch_stream *s = sbx_calloc(1, sizeof(*s));
   struct orch_page *p = orch_chat_page(c, pid);
