@@ -8,6 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, call, newChat, upload, Page, sleep, tempDir } from './lib.mjs';
 
@@ -15,7 +16,7 @@ const env = { PAGE_GRACE_MS: '60000' }; // the page stays in its grace for the w
 let srv;
 const dataDir = tempDir('trim');
 before(async () => { srv = await startServer({ dataDir, env }); });
-after(async () => { await srv.stop(); });
+after(async () => { await srv.stop(); rmSync(dataDir, { recursive: true, force: true }); });
 
 const sql = (q) => execFileSync('sqlite3', ['-cmd', '.timeout 5000', join(dataDir, 'cerea.db'), q], { encoding: 'utf8' }).trim();
 const createRun = (chat) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x' } });
