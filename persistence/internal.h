@@ -11,7 +11,7 @@
  *   files.c    store_file_*: the naming rules applied against the stored set
  *   chats.c    chats and turns
  *   runs.c     runs and run files
- *   events.c   the per-chat event log
+ *   events.c   the per-chat event log and its bounded trimming
  *   settings.c runtime settings
  *   sweep.c    retention: bounded sweep steps, retention changes
  */
@@ -217,7 +217,8 @@ struct store {
   unsigned char dirty_sub[256];
   int dirty_top;
   uint64_t tmp_seq;
-  /* writer thread only: store_event_trim's round robin, the last chat it finished ("" = start) */
+  /* writer thread only: store_event_trim's round robin, the last chat it finished ("" = start;
+   * chat ids fit a store_id: store_chat.id is one) */
   store_id trim_cursor;
 };
 
