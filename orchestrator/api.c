@@ -84,16 +84,40 @@ static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
   return 0;
 }
 
+/* Is a page-token-shaped credential really its chat's token?  Its shape alone proves nothing:
+ * "<chat id>.<64 zeros>" is a wrong credential (401), not a page token (403). */
+static int page_token_real(struct orch *o, const struct orch_auth *a) {
+  struct orch_chat *c = NULL;
+  return a->kind == ORCH_CRED_PAGE && orch_chat_get(o, a->chat_id, &c) == 0 &&
+         orch_auth_allows(a, c->id, c->token_hash);
+}
+
+/* Refuses a page token or the host key on a backend call: 403 for a real one, 401 for anything
+ * else that is not the API key.  Returns nonzero once it answered. */
+static int deny_not_backend(struct orch *o, struct tp_req *req, const struct orch_auth *a, const char *what) {
+  if (a->kind == ORCH_CRED_API)
+    return 0;
+  if (a->kind == ORCH_CRED_HOST || page_token_real(o, a))
+    orch_api_error(req, 403, "forbidden", "%s needs the API key, not a page token", what);
+  else
+    orch_api_error(req, 401, "unauthorized", a->kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+  return 1;
+}
+
+int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what) {
+  struct orch_auth a;
+  read_auth(o, req, 0, &a);
+  return deny_not_backend(o, req, &a, what);
+}
+
 struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
                                 int page_allowed, int query_ok) {
   struct orch_auth a;
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
     return NULL;
-  if ((a.kind == ORCH_CRED_PAGE || a.kind == ORCH_CRED_HOST) && !page_allowed) {
-    orch_api_error(req, 403, "forbidden", "this call needs the API key, not a page token");
+  if (!page_allowed && deny_not_backend(o, req, &a, "this call"))
     return NULL;
-  }
   if (a.kind == ORCH_CRED_PAGE && (!orch_api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
     orch_api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;

@@ -37,15 +37,8 @@ static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
 
 static void on_create_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
-  if (a.kind != ORCH_CRED_API) {
-    if (a.kind == ORCH_CRED_PAGE)
-      orch_api_error(req, 403, "forbidden", "creating chats needs the API key");
-    else
-      orch_api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+  if (orch_api_backend_only(o, req, "creating chats"))
     return;
-  }
   const char *title = NULL;
   json_t *body = NULL;
   size_t len = 0;
@@ -95,13 +88,8 @@ static json_t *chat_json(const struct store_chat *c) {
 
 static void on_list_chats(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
-  if (a.kind != ORCH_CRED_API) {
-    orch_api_error(req, a.kind == ORCH_CRED_PAGE ? 403 : 401, a.kind == ORCH_CRED_PAGE ? "forbidden" : "unauthorized",
-                   "listing chats needs the API key");
+  if (orch_api_backend_only(o, req, "listing chats"))
     return;
-  }
   struct store_chat *v = NULL;
   size_t n = 0;
   if (store_chat_list(o->st, 200, &v, &n) != 0) {

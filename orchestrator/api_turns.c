@@ -12,15 +12,7 @@
 #include <string.h>
 
 static int backend_only(struct orch *o, struct tp_req *req) {
-  struct orch_auth a;
-  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
-  if (a.kind == ORCH_CRED_API)
-    return 0;
-  if (a.kind == ORCH_CRED_PAGE)
-    orch_api_error(req, 403, "forbidden", "turns need the API key");
-  else
-    orch_api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
-  return 1;
+  return orch_api_backend_only(o, req, "turns");
 }
 
 struct turn_ctx {

@@ -363,6 +363,9 @@ void orch_api_error(struct tp_req *req, int status, const char *code, const char
     __attribute__((format(printf, 4, 5)));
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
 json_t *orch_api_body_object(struct tp_req *req);
+/* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
+ * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
+int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what);
 /* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure. */
 struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
                                 int page_allowed, int query_token_allowed);
