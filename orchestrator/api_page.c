@@ -14,6 +14,7 @@
 #include "internal.h"
 #include "transport.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,6 +199,24 @@ static char *dump_field(json_t *body, const char *key) {
   return v && !json_is_null(v) ? orch_json_dump(v, NULL) : NULL;
 }
 
+/* The first ORCH_OUT_CHARS characters (code points) of the UTF-8 text s, newly allocated; *cut
+ * set when s was longer.  A page caps its streams itself; this keeps a careless or hostile page
+ * from storing megabytes of "stdout" in a run that every reader of the run then receives. */
+static char *capped_text(const char *s, int *cut) {
+  size_t i = 0, chars = 0;
+  *cut = 0;
+  if (s == NULL)
+    return sbx_strdup("");
+  while (s[i] && chars < ORCH_OUT_CHARS) {
+    i++; /* skip continuation bytes: jansson handed us valid UTF-8 */
+    while ((s[i] & 0xC0) == 0x80)
+      i++;
+    chars++;
+  }
+  *cut = s[i] != '\0';
+  return *cut ? sbx_strndup(s, i) : sbx_strdup(s);
+}
+
 static void on_run_file_put(int rc, const struct sbx_error *err, void *ud) {
   (void)ud;
   if (rc != 0)
@@ -217,10 +236,11 @@ static void commit_result(struct result_ctx *ctx) {
   sbx_free(r->notes_json);
   sbx_free(r->remounted_json);
   sbx_free(r->result_hash);
-  r->stdout_text = sbx_strdup(json_string_value(json_object_get(b, "stdout")) ?: "");
-  r->stderr_text = sbx_strdup(json_string_value(json_object_get(b, "stderr")) ?: "");
-  r->stdout_truncated = json_is_true(json_object_get(b, "stdout_truncated"));
-  r->stderr_truncated = json_is_true(json_object_get(b, "stderr_truncated"));
+  int cut_out = 0, cut_err = 0;
+  r->stdout_text = capped_text(json_string_value(json_object_get(b, "stdout")), &cut_out);
+  r->stderr_text = capped_text(json_string_value(json_object_get(b, "stderr")), &cut_err);
+  r->stdout_truncated = cut_out || json_is_true(json_object_get(b, "stdout_truncated"));
+  r->stderr_truncated = cut_err || json_is_true(json_object_get(b, "stderr_truncated"));
   r->error_json = dump_field(b, "error");
   r->notes_json = dump_field(b, "notes");
   r->remounted_json = dump_field(b, "remounted");
@@ -298,7 +318,7 @@ static const char *check_result_body(json_t *b) {
   const char *ints[] = {"files_unlisted", "figures_dropped"};
   for (size_t i = 0; i < 2; i++) {
     json_t *v = json_object_get(b, ints[i]);
-    if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0))
+    if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX))
       return "files_unlisted, figures_dropped: non-negative integers";
   }
   json_t *e = json_object_get(b, "error");
@@ -322,9 +342,15 @@ static const char *check_result_body(json_t *b) {
     size_t k;
     json_t *x;
     json_array_foreach(f, k, x) {
-      const char *kind = json_string_value(json_object_get(x, "kind"));
+      /* size, sha256 and kind may be left out (null), but never given as another type: a size
+       * "999" or a sha256 42 would otherwise skip the comparison with the uploaded bytes. */
+      json_t *jk = json_object_get(x, "kind"), *js = json_object_get(x, "size"),
+             *jh = json_object_get(x, "sha256");
+      const char *kind = json_string_value(jk);
       if (!json_is_object(x) || !json_is_string(json_object_get(x, "name")) ||
-          (kind && strcmp(kind, "file") && strcmp(kind, "figure")))
+          (jk && !json_is_null(jk) && (!kind || (strcmp(kind, "file") && strcmp(kind, "figure")))) ||
+          (js && !json_is_null(js) && (!json_is_integer(js) || json_integer_value(js) < 0)) ||
+          (jh && !json_is_null(jh) && (!json_is_string(jh) || json_string_length(jh) != 64)))
         return "files: each {name, size, sha256, kind: file|figure}";
     }
   }
