@@ -1,5 +1,5 @@
 // bench/kernel.mjs -- figures of the Pyodide kernel in Node worker_threads (real runtime from
-// build/www/pyodide), for docs/benchmarks-kernel.md:
+// build/www/pyodide), for docs/benchmarks.md:
 //   1. cold start: new KernelClient → ready (Pyodide + kernel package + lock-down)
 //   2. empty-run round trip: run({code: 'pass'}) on a warm kernel (full path: prepare, arm,
 //      execute, flush, /mnt/output diff), median and p95

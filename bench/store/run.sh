@@ -3,7 +3,7 @@
 # durable run-result writes per second, one transaction per write against group commit, in the
 # same run, with p50/p99 latency (submit -> durable callback).  Extra arguments go to the bench:
 #   bash bench/store/run.sh [--dir DIR] [--group N] [--single N] [--inflight W]
-# Figures and the machine they came from: docs/benchmarks-store.md.
+# Figures and the machine they came from: docs/benchmarks.md.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"

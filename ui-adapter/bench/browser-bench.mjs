@@ -1,4 +1,4 @@
-// browser-bench.mjs -- browser-side figures for docs/benchmarks-browser.md, in Debian's Chromium
+// browser-bench.mjs -- browser-side figures for docs/benchmarks.md, in Debian's Chromium
 // (playwright-core, headless) against the real orchestrator (or the static test server when the
 // binary is missing):
 //   1. time-limit hit → the next run executing on the spare kernel (files remounted): from the
