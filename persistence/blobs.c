@@ -8,7 +8,9 @@
  * commits, the bytes are durable.  The same content is never stored twice: a row in `blobs` means the file is
  * there.  A file without a row (its transaction rolled back, or the process died between the
  * blob and the commit) is reused when the same content comes again and is otherwise harmless.
- * Reads: store_blob_path for streaming, store_blob_read for small blobs.
+ * Reads: store_blob_path for streaming, store_blob_read for small blobs.  A staged blob (stage.c:
+ * a streamed upload, written and hashed on the loop thread into blobs/tmp/) joins the same path
+ * as a pending file of its write (st__blob_put_staged): fsynced, renamed, directory fsynced.
  *
  * What it does not do: decide when a blob may go (sweep.c does, after the commit that dropped
  * its last reference).
@@ -169,6 +171,55 @@ int st__blob_put(struct store *st, struct st_write *w, const char *sha, const vo
     return st__translate(st->wdb, rc, "blob lookup", err);
   if ((rc = write_blob_file(st, w, sha, data, len, err)) != 0)
     return rc;
+  s = st->ws[ST_BLOB_INSERT];
+  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)len);
+  sqlite3_bind_int64(s, 3, sbx_now_wall_ms());
+  if ((rc = st__step_done(st->wdb, s, "blob insert", err)) != 0)
+    return rc;
+  w->blob_delta += (int64_t)len;
+  return 0;
+}
+
+int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, char **tmp,
+                        uint64_t len, struct sbx_error *err) {
+  sqlite3_stmt *s = st->ws[ST_BLOB_EXISTS];
+  int rc;
+  char sub[4096];
+  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
+  rc = sqlite3_step(s);
+  st__reset(s);
+  if (rc == SQLITE_ROW)
+    return 0; /* stored already: the caller unlinks the temp file */
+  if (rc != SQLITE_DONE)
+    return st__translate(st->wdb, rc, "blob lookup", err);
+  char *final = st__blob_path(st, sha);
+  int idx = hexval(sha[0]) * 16 + hexval(sha[1]);
+  if (final == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "blob path: out of memory");
+  struct stat sb;
+  if (stat(final, &sb) == 0 && (uint64_t)sb.st_size == len) {
+    st->dirty_sub[idx] = 1; /* a complete leftover (see write_blob_file): reused */
+    sbx_free(final);
+  } else {
+    snprintf(sub, sizeof sub, "%s/%.2s", st->blob_dir, sha);
+    if (mkdir(sub, 0700) == 0) {
+      st->dirty_top = 1;
+    } else if (errno != EEXIST) {
+      rc = sbx_error_set(err, errno_code(errno), "mkdir %s: %s", sub, strerror(errno));
+      sbx_free(final);
+      return rc;
+    }
+    struct st_blob_pending *pv = sbx_realloc(w->pending, (w->npending + 1) * sizeof *pv);
+    if (pv == NULL) {
+      sbx_free(final);
+      return sbx_error_set(err, SBX_ENOMEM, "blob: out of memory");
+    }
+    w->pending = pv;
+    pv[w->npending++] = (struct st_blob_pending){-1, *tmp, final, 0};
+    *tmp = NULL; /* the pending entry owns it now: renamed before the commit or unlinked */
+    st->dirty_sub[idx] = 1;
+  }
   s = st->ws[ST_BLOB_INSERT];
   sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 2, (sqlite3_int64)len);
@@ -396,12 +447,36 @@ out:
 }
 
 
+/* Every file in blobs/tmp/ is a stage of an earlier process (stage.c): none is referenced. */
+static size_t cleanup_stages(struct store *st) {
+  size_t removed = 0;
+  char *dir = st__stage_dir(st);
+  if (dir == NULL)
+    return 0;
+  if (mkdir(dir, 0700) != 0 && errno == EEXIST) {
+    DIR *d = opendir(dir);
+    struct dirent *f;
+    while (d && (f = readdir(d)) != NULL) {
+      if (f->d_name[0] == '.')
+        continue;
+      char p[4096 + 256];
+      snprintf(p, sizeof p, "%s/%s", dir, f->d_name);
+      if (unlink(p) == 0)
+        removed++;
+    }
+    if (d)
+      closedir(d);
+  }
+  sbx_free(dir);
+  return removed;
+}
+
 void st__blob_cleanup_tmp(struct store *st) {
+  size_t removed = cleanup_stages(st);
   DIR *top = opendir(st->blob_dir);
   if (top == NULL)
     return;
   struct dirent *e;
-  size_t removed = 0;
   while ((e = readdir(top)) != NULL) {
     if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
       continue;

@@ -1,5 +1,6 @@
 /* files.c -- the files of a chat: store_file_add applies the naming rules (naming.c) against the
- * stored set and stores blob + row on the writer thread; the reads list and fetch file rows.
+ * stored set and stores blob + row on the writer thread (store_file_add_staged the same, with the
+ * content already in a stage's temp file: stage.c); the reads list and fetch file rows.
  *
  * The rules, in the order store_file_add applies them:
  *   attachment, knowledge: same name family ("report.pdf", "report (2).pdf", ...) holding the
@@ -13,6 +14,7 @@
 #include "internal.h"
 
 #include <string.h>
+#include <unistd.h>
 
 void store_file_free(struct store_file *f) {
   if (f == NULL)
@@ -65,6 +67,11 @@ struct file_op {
   int64_t expires_at;
   const void *data; /* borrowed until cb */
   size_t size;
+  /* store_file_add_staged: the stage's temp file (owned until st__blob_put_staged takes it; the
+   * release unlinks what is left) and its digest, computed on the loop thread */
+  char *staged_tmp;
+  char staged_sha[65];
+  int staged;
   struct store_file_added res;
 };
 
@@ -103,7 +110,10 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
     rc = st__translate(db, rc, "chat lookup", err);
     goto out;
   }
-  store_sha256_hex(op->data, op->size, sha);
+  if (op->staged)
+    memcpy(sha, op->staged_sha, sizeof sha);
+  else
+    store_sha256_hex(op->data, op->size, sha);
   if ((rc = st__name_split(norm, &stem, &ext, &n)) != 0) {
     rc = sbx_error_set(err, rc, "name: out of memory");
     goto out;
@@ -159,7 +169,11 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
     final = norm;
     norm = NULL;
   }
-  if ((rc = st__blob_put(st, w, sha, op->data, op->size, err)) != 0)
+  if (op->staged)
+    rc = st__blob_put_staged(st, w, sha, &op->staged_tmp, op->size, err);
+  else
+    rc = st__blob_put(st, w, sha, op->data, op->size, err);
+  if (rc != 0)
     goto out;
 
   struct store_file *f = &op->res.file;
@@ -226,6 +240,9 @@ static void file_add_done(struct store *st, struct st_write *w) {
 }
 
 static void file_op_free(struct file_op *op) {
+  if (op->staged_tmp) /* a stage the writer did not take (same content, a failure, not run) */
+    unlink(op->staged_tmp);
+  sbx_free(op->staged_tmp);
   sbx_free(op->chat_id);
   sbx_free(op->name);
   sbx_free(op->left_out_reason);
@@ -247,12 +264,10 @@ static int dup_opt(const char *in, char **out) {
   return (*out = sbx_strdup(in)) ? 0 : SBX_ENOMEM;
 }
 
-int store_file_add(struct store *st, const struct store_file_in *in, store_file_cb cb, void *ud) {
-  if (in == NULL || in->chat_id == NULL || cb == NULL || (in->data == NULL && in->size > 0))
-    return SBX_EINVAL;
+static struct file_op *file_op_new(const struct store_file_in *in, store_file_cb cb, void *ud) {
   struct file_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
-    return SBX_ENOMEM;
+    return NULL;
   SBX_LIST_INIT(&op->w.link);
   op->w.exec = file_add_exec;
   op->w.done = file_add_done;
@@ -268,9 +283,45 @@ int store_file_add(struct store *st, const struct store_file_in *in, store_file_
       dup_opt(in->left_out_reason, &op->left_out_reason) || dup_opt(in->text_of, &op->text_of) ||
       dup_opt(in->run_id, &op->run_id) || dup_opt(in->kind, &op->kind)) {
     file_op_free(op);
+    return NULL;
+  }
+  return op;
+}
+
+int store_file_add(struct store *st, const struct store_file_in *in, store_file_cb cb, void *ud) {
+  if (in == NULL || in->chat_id == NULL || cb == NULL || (in->data == NULL && in->size > 0))
+    return SBX_EINVAL;
+  struct file_op *op = file_op_new(in, cb, ud);
+  if (op == NULL)
+    return SBX_ENOMEM;
+  return st__submit(st, &op->w);
+}
+
+int store_file_add_staged(struct store *st, const struct store_file_in *in,
+                          struct store_blob_stage *sg, store_file_cb cb, void *ud) {
+  if (in == NULL || in->chat_id == NULL || cb == NULL || sg == NULL) {
+    store_blob_stage_abort(sg);
+    return SBX_EINVAL;
+  }
+  struct store_file_in copy = *in;
+  copy.data = NULL;
+  copy.size = 0;
+  struct file_op *op = file_op_new(&copy, cb, ud);
+  if (op == NULL) {
+    store_blob_stage_abort(sg);
     return SBX_ENOMEM;
   }
-  return st__submit(st, &op->w);
+  uint64_t size = 0;
+  struct sbx_error e;
+  sbx_error_clear(&e);
+  int rc = st__stage_take(sg, &op->staged_tmp, op->staged_sha, &size, &e);
+  if (rc != 0) {
+    file_op_free(op);
+    return rc;
+  }
+  op->staged = 1;
+  op->size = (size_t)size;
+  return st__submit(st, &op->w); /* a refused submit releases op: the temp file goes with it */
 }
 
 /* ---- reads --------------------------------------------------------------------------------- */

@@ -7,6 +7,7 @@
  *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
  *              callbacks on the loop thread through a uv_async_t
  *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
+ *   stage.c    staged blobs: a streamed upload's temp file and incremental sha256 (loop thread)
  *   naming.c   NFC normalization and the refusal rules; "name (N).ext" splitting
  *   files.c    store_file_*: the naming rules applied against the stored set
  *   chats.c    chats and turns
@@ -20,6 +21,7 @@
 
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/types.h>
 
 #include "store.h"
 
@@ -258,11 +260,29 @@ int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_e
 /* Writer thread: closes a write's pending blob files, unlinking temp files never renamed. */
 void st__blob_pending_drop(struct st_write *w);
 char *st__blob_path(const struct store *st, const char *sha);
-/* At open: removes temp files a killed process left in blobs/xx/ (never referenced). */
+/* Writer thread, like st__blob_put for a staged blob: the content is already in the temp file
+ * *tmp (written and hashed by stage.c, not yet fsynced).  When it is new, the temp file becomes a
+ * pending blob file of w (*tmp is stolen: set to NULL; blobs.c fsyncs and renames it before the
+ * commit, or unlinks it when the write fails); otherwise *tmp is left to the caller to unlink. */
+int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, char **tmp,
+                        uint64_t len, struct sbx_error *err);
+/* At open: removes temp files a killed process left in blobs/xx/ and blobs/tmp/ (never
+ * referenced), and makes blobs/tmp/. */
 void st__blob_cleanup_tmp(struct store *st);
 int st__fsync_dir(const char *dir);
 /* fsync as blobs.c calls it; tests replace it to inject failures (default: fsync). */
 extern int (*st__fsync)(int fd);
+
+/* stage.c */
+/* DATA/blobs/tmp (owned), where stages keep their temp files. */
+char *st__stage_dir(const struct store *st);
+/* Finishes the stage (if still writing) and frees it, moving its temp path (owned) to *tmp and
+ * its digest and size out.  On failure the stage is aborted (temp unlinked) and the error
+ * returned.  Loop thread. */
+int st__stage_take(struct store_blob_stage *sg, char **tmp, char sha[65], uint64_t *size,
+                   struct sbx_error *err);
+/* write(2) as stage.c calls it; tests replace it to inject I/O errors. */
+extern ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n);
 
 /* naming.c */
 /* NFC of valid UTF-8 (refuses invalid UTF-8); *out owned. SBX_ENAME / SBX_ENOMEM. */

@@ -20,7 +20,8 @@
  *
  * Ownership: records returned by reads are owned by the caller and freed with the matching
  * _free function.  Inputs to writes are copied before the call returns, except large blob data
- * passed with store_file_add, which is borrowed until its callback (documented there).
+ * passed with store_file_add, which is borrowed until its callback (documented there), and a
+ * staged blob, which store_file_add_staged steals.
  *
  * Errors: 0 or a negative SBX_* code.  SQLite errors become SBX_EDB / SBX_EIO / SBX_EFULL /
  * SBX_ECORRUPT / SBX_EBUSY (and SBX_ENOMEM, SBX_EPERM read-only, SBX_ECONFLICT for a constraint
@@ -145,6 +146,37 @@ typedef void (*store_file_cb)(int rc, const struct sbx_error *err,
  * SBX_ENAME (bad name, detail says why), SBX_ENOENT (no such chat), SBX_EIO, SBX_EDB.  Returns
  * nonzero (and never calls cb) only when the write could not even be queued (SBX_ENOMEM). */
 int store_file_add(struct store *st, const struct store_file_in *in, store_file_cb cb, void *ud);
+
+/* ---- staged blobs: streamed uploads (stage.c) ------------------------------------------------
+ * The content of an upload written piece by piece as it arrives, instead of one buffer held whole:
+ *   store_blob_stage_begin      a temp file in DATA/blobs/tmp/ and a fresh SHA-256;
+ *   store_blob_stage_write      appends a piece (synchronous write on the calling, loop, thread:
+ *                               a page-cache write; no fsync) and hashes it;
+ *   store_blob_stage_finish     (optional) closes the file and gives the sha256, e.g. to answer
+ *                               before storing; no write after it;
+ *   store_file_add_staged       STEALS the stage (even on failure): the writer fsyncs and renames
+ *                               the temp file into its content address, or unlinks it when that
+ *                               content is stored already, and inserts the row with the naming
+ *                               rules, exactly as store_file_add;
+ *   store_blob_stage_abort      drops a stage not handed to store_file_add_staged (temp unlinked).
+ * Every stage ends in exactly one of store_file_add_staged or store_blob_stage_abort.  A temp file
+ * a killed process left is removed by the next store_open.  Loop thread only.
+ * Errors: begin: SBX_ENOMEM, SBX_ECLOSED, SBX_EIO / SBX_EFULL (cannot create the temp file);
+ * write: SBX_EIO, SBX_EFULL (disk full; the stage is then failed: only abort is left),
+ * SBX_ESTATE (written after finish or after a failure); finish: SBX_EIO, SBX_ESTATE. */
+struct store_blob_stage;
+int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, struct sbx_error *err);
+int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t len,
+                           struct sbx_error *err);
+uint64_t store_blob_stage_size(const struct store_blob_stage *sg);
+int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct sbx_error *err);
+void store_blob_stage_abort(struct store_blob_stage *sg); /* NULL: nothing */
+/* store_file_add with the content of a stage (in->data and in->size are ignored).  Steals sg.
+ * Errors via cb as store_file_add's; returned (cb never called; the stage is gone all the same):
+ * SBX_EINVAL, SBX_ENOMEM, SBX_ECLOSED, or the stage's own failure (SBX_EIO, SBX_ESTATE). */
+int store_file_add_staged(struct store *st, const struct store_file_in *in,
+                          struct store_blob_stage *sg, store_file_cb cb, void *ud);
+
 /* Validates and NFC-normalizes a name for a source without storing anything; *out owned.
  * SBX_ENAME with detail. Exposed for the orchestrator's early 400s and for tests. */
 int store_name_normalize(const char *name, enum store_source src, char **out,

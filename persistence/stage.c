@@ -1,0 +1,224 @@
+/* stage.c -- staged blobs: the content of a streamed upload written to a temp file piece by piece
+ * as it arrives, hashed as it goes, and handed whole to the writer by store_file_add_staged.
+ *
+ * Why: store_file_add borrows one buffer holding the whole content, so an upload of 50 MiB costs
+ * 50 MiB of memory until it is stored, and the writer thread hashes and writes all of it inside
+ * its group (every other write of that group waits).  A stage moves both jobs off the writer:
+ * the bytes go to DATA/blobs/tmp/<random>.tmp and into an incremental SHA-256 (OpenSSL EVP) as
+ * they come; the writer is left with an fsync and a rename into the content address (or an
+ * unlink when that content is stored already), exactly as it finishes a store_file_add blob.
+ *
+ * Where the writes happen: synchronously, on the loop thread, one write(2) per piece (the
+ * transport hands pieces of up to ~64 KiB).  Chosen over uv_fs_write on the thread pool because
+ *   - the piece is borrowed only for the sink call and the transport has no way to pause a
+ *     request body, so asynchronous writes would need a copy of every piece and a queue with no
+ *     natural bound (the network can outrun the disk): the memory this file exists to save;
+ *   - a write(2) of 64 KiB into the page cache costs tens of microseconds (the SHA-256 of the
+ *     same piece costs more), so 50 MiB is ~800 short steps interleaved with every other event
+ *     of the loop, never one long one;
+ *   - the slow part, the fsync, does not happen here: the writer thread does it before the
+ *     commit (blobs.c, in parallel with the group's other blob files).
+ * The cost accepted: when the kernel throttles a process with too many dirty pages, one write may
+ * block the loop for a while (the same as any synchronous log write would).
+ *
+ * Temp files live in DATA/blobs/tmp/ (same file system as the blobs, so the rename is atomic);
+ * store_open removes every file there (a process killed mid-upload leaves its stage behind; no
+ * row ever names one).  A stage's temp file is removed by store_blob_stage_abort, by the writer
+ * when its write fails or its content was stored already, or at the next open.
+ *
+ * A stage's life (one object per upload, loop thread only):
+ *
+ *    begin ──▶ WRITING ──(write fails)──▶ FAILED ──(abort)──▶ freed, temp unlinked
+ *                 │  ▲ write                 
+ *                 │──┘                      
+ *                 ├──(finish: digest final, file closed)──▶ FINISHED
+ *                 │                                            │
+ *                 └──(abort)──▶ freed, temp unlinked           ├──(abort)──▶ freed, temp unlinked
+ *                                                              │
+ *   store_file_add_staged (from WRITING or FINISHED) ──────────┴──▶ taken by the write (freed;
+ *                                                                   the temp path moves to it)
+ *
+ *   transition            performed by
+ *   -> WRITING            store_blob_stage_begin
+ *   WRITING -> FAILED     store_blob_stage_write, on an I/O error
+ *   WRITING -> FINISHED   store_blob_stage_finish (or st__stage_take, which finishes first)
+ *   any -> freed          store_blob_stage_abort, st__stage_take
+ *
+ * What it does not do: know about files or names (files.c), or make anything durable (blobs.c,
+ * on the writer thread).
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum stage_state { STAGE_WRITING = 0, STAGE_FAILED, STAGE_FINISHED };
+static const char *const stage_state_names[] = {"writing", "failed", "finished"};
+
+struct store_blob_stage {
+  struct store *st;
+  enum stage_state state; /* written by set_state only */
+  int fd;                 /* open while WRITING */
+  char *tmp;              /* DATA/blobs/tmp/<id>.tmp, owned */
+  EVP_MD_CTX *md;         /* NULL once FINISHED */
+  uint64_t size;
+  char sha[65];           /* set once FINISHED */
+};
+
+ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n) = write;
+
+static void set_state(struct store_blob_stage *sg, enum stage_state to) {
+  enum stage_state from = sg->state;
+  if (!((from == STAGE_WRITING && (to == STAGE_FAILED || to == STAGE_FINISHED)))) {
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "stage: bad transition %s -> %s", stage_state_names[from],
+            stage_state_names[to]);
+    return;
+  }
+  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, stage_state_names[from], stage_state_names[to]);
+  sg->state = to;
+}
+
+static int errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
+
+char *st__stage_dir(const struct store *st) {
+  size_t n = strlen(st->blob_dir) + 5;
+  char *p = sbx_malloc(n);
+  if (p)
+    snprintf(p, n, "%s/tmp", st->blob_dir);
+  return p;
+}
+
+static void stage_free(struct store_blob_stage *sg) {
+  if (sg->fd >= 0)
+    close(sg->fd);
+  if (sg->md)
+    EVP_MD_CTX_free(sg->md);
+  sbx_free(sg->tmp);
+  sbx_free(sg);
+}
+
+int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, struct sbx_error *err) {
+  *out = NULL;
+  if (st == NULL || st->closing)
+    return sbx_error_set(err, SBX_ECLOSED, "store closed");
+  int rc = 0;
+  store_id id;
+  char *dir = NULL;
+  struct store_blob_stage *sg = sbx_calloc(1, sizeof *sg);
+  if (sg == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "stage: out of memory");
+  sg->st = st;
+  sg->fd = -1;
+  sg->state = STAGE_WRITING;
+  if ((dir = st__stage_dir(st)) == NULL || (sg->tmp = sbx_malloc(strlen(dir) + 40)) == NULL) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "stage: out of memory");
+    goto out;
+  }
+  if ((rc = store_new_id(id)) != 0) {
+    rc = sbx_error_set(err, rc, "stage: no random name");
+    goto out;
+  }
+  sprintf(sg->tmp, "%s/%s.tmp", dir, id);
+  if ((sg->md = EVP_MD_CTX_new()) == NULL || EVP_DigestInit_ex(sg->md, EVP_sha256(), NULL) != 1) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "stage: digest init failed");
+    goto out;
+  }
+  sg->fd = open(sg->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (sg->fd < 0 && errno == ENOENT && mkdir(dir, 0700) == 0) /* removed under us: once more */
+    sg->fd = open(sg->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (sg->fd < 0) {
+    rc = sbx_error_set(err, errno_code(errno), "open %s: %s", sg->tmp, strerror(errno));
+    goto out;
+  }
+  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, "none", stage_state_names[STAGE_WRITING]);
+  *out = sg;
+out:
+  sbx_free(dir);
+  if (rc != 0)
+    stage_free(sg);
+  return rc;
+}
+
+int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t len,
+                           struct sbx_error *err) {
+  if (sg->state != STAGE_WRITING)
+    return sbx_error_set(err, SBX_ESTATE, "stage: %s, not writing", stage_state_names[sg->state]);
+  const char *p = data;
+  size_t n = len;
+  while (n > 0) {
+    ssize_t w = st__stage_write_fn(sg->fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = w < 0 ? errno : EIO;
+      set_state(sg, STAGE_FAILED);
+      return sbx_error_set(err, errno_code(e), "write %s: %s", sg->tmp, strerror(e));
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  if (len > 0 && EVP_DigestUpdate(sg->md, data, len) != 1) {
+    set_state(sg, STAGE_FAILED);
+    return sbx_error_set(err, SBX_EIO, "stage: digest update failed");
+  }
+  sg->size += len;
+  return 0;
+}
+
+uint64_t store_blob_stage_size(const struct store_blob_stage *sg) { return sg->size; }
+
+int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct sbx_error *err) {
+  if (sg->state == STAGE_WRITING) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    int ok = EVP_DigestFinal_ex(sg->md, md, &n) == 1 && n == 32;
+    EVP_MD_CTX_free(sg->md);
+    sg->md = NULL;
+    int rc = close(sg->fd);
+    int e = errno;
+    sg->fd = -1;
+    if (!ok || rc != 0) {
+      set_state(sg, STAGE_FAILED);
+      return ok ? sbx_error_set(err, errno_code(e), "close %s: %s", sg->tmp, strerror(e))
+                : sbx_error_set(err, SBX_EIO, "stage: digest failed");
+    }
+    sbx_hex(md, 32, sg->sha);
+    set_state(sg, STAGE_FINISHED);
+  }
+  if (sg->state != STAGE_FINISHED)
+    return sbx_error_set(err, SBX_ESTATE, "stage: %s", stage_state_names[sg->state]);
+  if (sha256)
+    memcpy(sha256, sg->sha, 65);
+  return 0;
+}
+
+void store_blob_stage_abort(struct store_blob_stage *sg) {
+  if (sg == NULL)
+    return;
+  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, stage_state_names[sg->state], "aborted");
+  if (sg->fd >= 0) {
+    close(sg->fd);
+    sg->fd = -1;
+  }
+  unlink(sg->tmp);
+  stage_free(sg);
+}
+
+int st__stage_take(struct store_blob_stage *sg, char **tmp, char sha[65], uint64_t *size,
+                   struct sbx_error *err) {
+  int rc = store_blob_stage_finish(sg, sha, err);
+  if (rc != 0) {
+    store_blob_stage_abort(sg);
+    return rc;
+  }
+  *tmp = sg->tmp;
+  *size = sg->size;
+  sg->tmp = NULL;
+  stage_free(sg);
+  return 0;
+}
