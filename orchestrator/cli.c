@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,7 +242,69 @@ static int attach_files(const struct cli *c, int argc, char **argv, const char *
   return 0;
 }
 
-/* Saves each artifact of the run into dir under its relative name.  0, or -1 (printed). */
+/* Is name a relative path of plain segments (no empty, "." or ".." segment, no control bytes)?
+ * The server normalizes output names already; the CLI checks again since it writes to disk. */
+static int artifact_name_ok(const char *name) {
+  if (name == NULL || *name == '\0' || *name == '/')
+    return 0;
+  for (const char *seg = name;;) {
+    const char *end = strchr(seg, '/');
+    size_t n = end ? (size_t)(end - seg) : strlen(seg);
+    if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+      return 0;
+    for (size_t i = 0; i < n; i++)
+      if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
+        return 0;
+    if (end == NULL)
+      return 1;
+    seg = end + 1;
+  }
+}
+
+/* Opens dir/name for writing without leaving dir: each folder is made and entered with openat
+ * and O_NOFOLLOW, so a symlink already inside dir cannot send the write elsewhere.  fd or -1. */
+static int open_inside(const char *dir, const char *name) {
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  char seg[4096];
+  const char *p = name;
+  while (dfd >= 0) {
+    const char *slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n >= sizeof(seg)) {
+      close(dfd);
+      return -1;
+    }
+    memcpy(seg, p, n);
+    seg[n] = '\0';
+    if (slash == NULL) {
+      int fd = openat(dfd, seg, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+      close(dfd);
+      return fd;
+    }
+    mkdirat(dfd, seg, 0755);
+    int next = openat(dfd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(dfd);
+    dfd = next;
+    p = slash + 1;
+  }
+  return -1;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Saves each artifact of the run into dir under its relative name, never outside dir.  0, or -1
+ * (printed). */
 static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
   size_t i;
   json_t *v;
@@ -250,32 +313,25 @@ static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
   json_array_foreach(json_object_get(run, "files"), i, v) {
     const char *name = json_string_value(json_object_get(v, "name"));
     const char *id = json_string_value(json_object_get(v, "artifact_id"));
-    if (name == NULL || id == NULL || name[0] == '/' || strstr(name, "..") != NULL) {
+    if (!artifact_name_ok(name) || id == NULL || strlen(id) > 64) {
+      fprintf(stderr, "cerea-sandbox: artifact %s not saved: not a safe relative name\n", name ? name : "(none)");
       rc = -1;
       continue;
     }
-    char url[128], path[4096];
+    char url[128];
     snprintf(url, sizeof(url), "/v1/files/%s", id);
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    for (char *p = path + strlen(dir) + 1; *p; p++)
-      if (*p == '/') {
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-      }
-    int st = 0;
+    int st = 0, fd = -1;
     char *data = NULL;
     size_t len = 0;
-    FILE *f = NULL;
     if (cli_request(c, "GET", url, NULL, NULL, 0, &st, &data, &len) != 0 || st != 200 ||
-        (f = fopen(path, "wb")) == NULL || fwrite(data, 1, len, f) != len) {
-      fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %s\n", name, path);
+        (fd = open_inside(dir, name)) < 0 || write_all(fd, data, len) != 0) {
+      fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %s/%s\n", name, dir, name);
       rc = -1;
     } else {
-      fprintf(stderr, "saved %s (%zu bytes)\n", path, len);
+      fprintf(stderr, "saved %s/%s (%zu bytes)\n", dir, name, len);
     }
-    if (f)
-      fclose(f);
+    if (fd >= 0)
+      close(fd);
     sbx_free(data);
   }
   return rc;

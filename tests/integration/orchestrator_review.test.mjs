@@ -207,3 +207,46 @@ test('run creation: every field of the wrong type is a 400 and creates nothing',
   const runs = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`);
   assert.equal(runs.json.runs.length, 0);
 });
+
+test('CLI --out DIR never writes outside DIR, whatever names a server sends, and keeps names with ".." inside a segment', async () => {
+  const { spawn } = await import('node:child_process');
+  const http = await import('node:http');
+  const fs = await import('node:fs');
+  const { join } = await import('node:path');
+  const { BIN, ROOT, tempDir } = await import('./lib.mjs');
+  const base = tempDir('cliout');
+  const out = join(base, 'out'), outside = join(base, 'outside');
+  fs.mkdirSync(out); fs.mkdirSync(outside);
+  fs.symlinkSync(outside, join(out, 'link'));
+  const names = ['../up.txt', 'a/../../up2.txt', `${outside}/abs.txt`, 'ok/nested.txt', 'data..csv', 'link/through.txt', 'a//b', './dot.txt'];
+  const files = names.map((name, i) => ({ name, artifact_id: `id${i}`, kind: 'file', size: 2 }));
+  const fake = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => {
+      if (req.method === 'POST' && req.url.endsWith('/runs')) {
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ run_id: 'r1', state: 'done', status: 'ok', stdout: '', stderr: '', files, notes: [] }));
+      } else if (req.url.startsWith('/v1/files/')) {
+        res.writeHead(200); res.end('hi');
+      } else { res.writeHead(404); res.end('{}'); }
+    });
+  });
+  await new Promise((r) => fake.listen(0, '127.0.0.1', r));
+  try {
+    const child = spawn(BIN, ['run', '--url', `http://127.0.0.1:${fake.address().port}`, '--key', 'k'.repeat(20),
+      '--chat', '0'.repeat(32), '--wait', '5', '--out', out, '-'], { cwd: ROOT });
+    let err = '';
+    child.stderr.on('data', (d) => { err += d; });
+    child.stdin.end('print(1)\n');
+    const code = await new Promise((r) => child.on('exit', r));
+    assert.equal(code, 2, `unsafe names make the exit code 2: ${err}`);
+    assert.deepEqual(fs.readdirSync(outside), [], `nothing written through the symlink: ${err}`);
+    assert.deepEqual(fs.readdirSync(base).sort(), ['out', 'outside'], 'nothing written beside DIR');
+    assert.equal(fs.readFileSync(join(out, 'ok/nested.txt'), 'utf8'), 'hi');
+    assert.equal(fs.readFileSync(join(out, 'data..csv'), 'utf8'), 'hi', `a ".." inside a segment is a plain name: ${err}`);
+  } finally {
+    fake.close();
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+});
