@@ -85,6 +85,7 @@ static void on_finish_part(int rc, const struct sbx_error *err, void *ud) {
   if (--t->pending > 0)
     return;
   struct orch *o = t->o;
+  orch_map_del(&o->finishing_turns, t->turn.id);
   if (t->failed) {
     orch_api_error(t->req, 500, "storage", "the turn's runs could not be stored");
   } else {
@@ -131,7 +132,9 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   }
   struct orch_turn turn = {.state = st.state == STORE_TURN_FINISHED ? ORCH_TURN_FINISHED : ORCH_TURN_OPEN};
   snprintf(turn.id, sizeof(turn.id), "%s", st.id);
-  if (orch_turn_finish(&turn) != 0) {
+  /* The stored state says open until this finish is durable: a second finish arriving in the
+   * meantime must not schedule the answer's blocks again. */
+  if (orch_turn_finish(&turn) != 0 || orch_map_get(&o->finishing_turns, st.id) != NULL) {
     orch_api_error(req, 409, "conflict", "the turn is already finished");
     goto out;
   }
@@ -164,9 +167,14 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   }
   /* Queue every write; one callback each; the answer goes once all are durable. */
   t->pending = 1 + t->n_runs;
+  if (orch_map_put(&o->finishing_turns, t->turn.id, t) != 0) {
+    orch_api_error(req, 500, "internal", "out of memory");
+    goto out;
+  }
   tp_req_hold(req);
   if (store_turn_put(o->st, &t->turn, on_finish_part, t) != 0) {
     tp_req_release(req);
+    orch_map_del(&o->finishing_turns, t->turn.id);
     orch_api_error(req, 500, "internal", "writes could not be queued");
     goto out;
   }

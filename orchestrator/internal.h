@@ -288,6 +288,7 @@ struct orch {
   char *static_dir;          /* build/www or --static */
   struct orch_map chats;     /* id -> struct orch_chat */
   struct orch_map runs;      /* id -> live struct orch_run */
+  struct orch_map finishing_turns; /* turn id -> its finish being stored (api_turns.c) */
   uv_timer_t cron;
   struct orch_runtime {      /* runtime settings: from cfg, then the stored admin settings */
     int time_limit_s;

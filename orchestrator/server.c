@@ -218,6 +218,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   o->cfg = cfg;
   orch_map_init(&o->chats);
   orch_map_init(&o->runs);
+  orch_map_init(&o->finishing_turns);
   o->run_seq = sbx_now_wall_ms() * 1000;
 
   o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
@@ -321,6 +322,7 @@ fail:
       orch_run_free(v);
   }
   orch_map_free(&o->runs);
+  orch_map_free(&o->finishing_turns);
   orch_map_free(&o->chats);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
@@ -347,6 +349,7 @@ static void free_everything(struct orch *o) {
     orch_chat_free(c);
   }
   orch_map_free(&o->runs);
+  orch_map_free(&o->finishing_turns);
   orch_map_free(&o->chats);
 }
 
