@@ -322,8 +322,13 @@ static const char *check_result_body(json_t *b) {
       return "files_unlisted, figures_dropped: non-negative integers";
   }
   json_t *e = json_object_get(b, "error");
-  if (e && !json_is_null(e) && (!json_is_object(e) || !json_is_string(json_object_get(e, "type"))))
-    return "error: null or {type, message, traceback}";
+  if (e && !json_is_null(e)) {
+    json_t *em = json_is_object(e) ? json_object_get(e, "message") : NULL;
+    json_t *et = json_is_object(e) ? json_object_get(e, "traceback") : NULL;
+    if (!json_is_object(e) || !json_is_string(json_object_get(e, "type")) ||
+        (em && !json_is_null(em) && !json_is_string(em)) || (et && !json_is_null(et) && !json_is_string(et)))
+      return "error: null or {type, message, traceback} (strings)";
+  }
   const char *arrs[] = {"notes", "remounted"};
   for (size_t i = 0; i < 2; i++) {
     json_t *v = json_object_get(b, arrs[i]);
