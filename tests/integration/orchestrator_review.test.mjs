@@ -156,7 +156,7 @@ test('result bodies that lie about their files are refused and change nothing', 
     { status: 'rejected' }, { status: 'abandoned' }, { status: 5 },
     { stdout: 5 }, { stdout_truncated: 'yes' }, { files_unlisted: -1 }, { files_unlisted: '3' },
     { figures_dropped: 1e12 }, { files_unlisted: 4294967297 },
-    { error: 'boom' }, { error: { type: 5 } }, { notes: 'x' }, { notes: [1] }, { remounted: {} },
+    { error: 'boom' }, { error: { type: 5 } }, { error: { type: 'E', message: { nested: 1 } } }, { error: { type: 'E', traceback: [1] } }, { notes: 'x' }, { notes: [1] }, { remounted: {} },
     { attempt: '1' }, { attempt: 1.5 }, { attempt: null },
   ];
   const wrong = [];
@@ -249,4 +249,31 @@ test('CLI --out DIR never writes outside DIR, whatever names a server sends, and
     fake.close();
     fs.rmSync(base, { recursive: true, force: true });
   }
+});
+
+test('static files: encoded dot segments, encoded slashes, backslashes and NUL never leave the served tree', async () => {
+  const targets = ['/assets/..%2f..%2f..%2fCMakeLists.txt', '/assets/%2e%2e/%2e%2e/%2e%2e/CMakeLists.txt',
+    '/pyodide/..%2F..%2F..%2FCMakeLists.txt', '/pyodide/%2E%2E%2F%2E%2E%2F%2E%2E%2FCMakeLists.txt',
+    '/assets/..%5c..%5c..%5cCMakeLists.txt', '/assets/x%00.js', '/worker/..%2f..%2f..%2fCMakeLists.txt',
+    '/worker/%2e%2e/%2e%2e/%2e%2e/CMakeLists.txt', '/worker-pypi/..%2f..%2f..%2fCMakeLists.txt',
+    '/assets//../../../CMakeLists.txt', '/assets/./../../../CMakeLists.txt', '/pyodide/../../../CMakeLists.txt'];
+  const wrong = [];
+  for (const t of targets) {
+    const r = await rawRequest(srv, 'GET', t);
+    if (r.status === 200 || /cmake_minimum_required/i.test(r.text)) wrong.push(`${t}: ${r.status}`);
+  }
+  assert.deepEqual(wrong, []);
+});
+
+test('two finishes of one turn sent at once: one schedules its blocks, the other gets 409', async () => {
+  const chat = await newChat(srv);
+  const turn = await call(srv, 'POST', `/v1/chats/${chat.id}/turns`, { body: {} });
+  assert.equal(turn.status, 201);
+  const answer = 'Here:\n```python\nprint(1)\n```\nand\n```python\nprint(2)\n```\n';
+  const finishes = await Promise.all(Array.from({ length: 4 }, () =>
+    call(srv, 'POST', `/v1/turns/${turn.json.turn_id}/finish`, { body: { answer } })));
+  const statuses = finishes.map((r) => r.status).sort();
+  assert.deepEqual(statuses, [200, 409, 409, 409], finishes.map((r) => r.buf.toString()).join('\n'));
+  const runs = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`);
+  assert.equal(runs.json.runs.length, 2, 'each python block scheduled once');
 });
