@@ -1,13 +1,34 @@
 /* api_files.c -- a chat's files: upload (raw body, up to 50 MiB; 413 beyond, refused by the
- * transport before the handler), list, and download.
+ * transport), list, and download.
  *
- * Upload decides `mounted` / `left_out_reason` with the manifest's rules against the chat's files
- * as stored now (manifest.c), then lets the store apply the naming rules (same content -> the same
- * file, 200; same name other content -> "name (N).ext"; tool/output -> next version) and answers
- * once durable.  With text_of=FILE_ID the upload is that file's extracted text, named
- * "<name>.md" and mounted beside it.  Download streams the blob, only through a chat that holds
- * the file; HTML and SVG get a sandbox CSP so an artifact never runs as our origin.
+ * Upload is streamed: the route is a tp_route_streamed one, so the body never sits in memory
+ * whole.  Its first piece makes an upload context (kept with tp_req_set_data) that checks the
+ * credential quietly (the sink cannot answer) and, when it could reach the chat, opens a store
+ * stage (persistence: a temp file + incremental sha256); every piece is appended to it.  A
+ * request without a usable credential has its body read and dropped, never written, and gets
+ * the same 401/403 as before from the handler.  When the body ends, the handler checks
+ * everything as it always did (credential, chat, source, name, text_of), decides `mounted` /
+ * `left_out_reason` with the manifest's rules against the chat's files as stored now
+ * (manifest.c) and the body's size, then hands the stage to store_file_add_staged (naming rules:
+ * same content -> the same file, 200; same name other content -> "name (N).ext"; tool/output ->
+ * next version) and answers once durable.  A request that ends without its handler (413 past
+ * 50 MiB, client gone, a refused piece) aborts the stage in its close callback: no temp file, no
+ * row.  With text_of=FILE_ID the upload is that file's extracted text, named "<name>.md" and
+ * mounted beside it.  Download streams the blob, only through a chat that holds the file; HTML
+ * and SVG get a sandbox CSP so an artifact never runs as our origin.
  * What it does not do: output files of runs (api_page.c stores those with the result).
+ *
+ * An upload context's life:
+ *
+ *   first piece ──▶ STAGING ──(piece)──▶ STAGING ──(body ends: handler)──▶ STORING ──(store cb)──▶ freed
+ *        │              └──(close: refused / gone / piece failed)──▶ freed, stage aborted
+ *        └──▶ DISCARDING (no usable credential; pieces dropped) ──(handler / close)──▶ freed
+ *   an empty body: the handler makes the context itself (STAGING, no piece).
+ *
+ *   transition              performed by
+ *   -> STAGING/DISCARDING   upload_new (from on_upload_body, or on_upload for an empty body)
+ *   STAGING -> STORING      on_upload, once the stage is handed to the store
+ *   any -> freed            upload_free (on_upload_gone, on_upload's refusals, on_file_added)
  */
 #include "internal.h"
 #include "transport.h"
@@ -15,14 +36,99 @@
 #include <string.h>
 #include <strings.h>
 
+enum upload_state { UP_STAGING = 0, UP_DISCARDING, UP_STORING };
+static const char *const upload_state_names[] = {"staging", "discarding", "storing"};
+
 struct upload_ctx {
   struct orch *o;
   struct tp_req *req;
+  enum upload_state state;      /* written by set_state only */
+  struct store_blob_stage *stage; /* STAGING: owned; NULL otherwise */
   char chat_id[STORE_ID_LEN + 1];
   char *name;
 };
 
+static void set_state(struct upload_ctx *u, enum upload_state to) {
+  SBX_TRACE_STATE("api", "upload", tp_req_path(u->req), upload_state_names[u->state],
+                  upload_state_names[to]);
+  u->state = to;
+}
+
 static int exec_on(struct orch *o) { return o->cfg->exec_mode != ORCH_EXEC_OFF; }
+
+static void upload_free(struct upload_ctx *u) {
+  store_blob_stage_abort(u->stage); /* NULL once handed to the store */
+  sbx_free(u->name);
+  sbx_free(u);
+}
+
+/* The quiet part of the handler's checks, for the sink (which cannot answer): 1 when the
+ * request's credential could reach the chat (an API key or host key; a page token of this chat). */
+static int could_reach(struct orch *o, struct tp_req *req) {
+  struct orch_auth a;
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
+  if (a.kind == ORCH_CRED_API || a.kind == ORCH_CRED_HOST)
+    return 1;
+  if (a.kind != ORCH_CRED_PAGE)
+    return 0;
+  const char *chat_id = tp_req_param(req, "chat");
+  struct orch_chat *c = NULL;
+  return orch_api_valid_id(chat_id) && orch_chat_get(o, chat_id, &c) == 0 &&
+         orch_auth_allows(&a, c->id, c->token_hash);
+}
+
+static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc) {
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  *rc = 0;
+  struct upload_ctx *u = sbx_calloc(1, sizeof(*u));
+  if (u == NULL) {
+    *rc = SBX_ENOMEM;
+    return NULL;
+  }
+  u->o = o;
+  u->req = req;
+  u->state = UP_STAGING;
+  if (!could_reach(o, req)) {
+    set_state(u, UP_DISCARDING);
+    return u;
+  }
+  if ((*rc = store_blob_stage_begin(o->st, &u->stage, &err)) != 0) {
+    sbx_log(SBX_LOG_ERROR, "api", "upload not staged: %s", err.msg);
+    sbx_free(u);
+    return NULL;
+  }
+  return u;
+}
+
+/* The request ended without its handler (413, client gone, a refused piece). */
+static void on_upload_gone(struct tp_req *req, void *ud) {
+  struct upload_ctx *u = ud;
+  tp_req_set_data(req, NULL);
+  upload_free(u);
+}
+
+/* Each piece of the body as it arrives (inside the protocol parser: never answers). */
+static int on_upload_body(struct tp_req *req, const void *data, size_t len, void *ud) {
+  struct orch *o = ud;
+  struct upload_ctx *u = tp_req_get_data(req);
+  int rc;
+  if (u == NULL) {
+    if ((u = upload_new(o, req, &rc)) == NULL)
+      return rc == SBX_ENOMEM ? SBX_ENOMEM : SBX_EIO;
+    tp_req_set_data(req, u);
+    tp_req_on_close(req, on_upload_gone, u);
+  }
+  if (u->state != UP_STAGING)
+    return 0; /* DISCARDING: read and dropped */
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  if ((rc = store_blob_stage_write(u->stage, data, len, &err)) != 0) {
+    sbx_log(SBX_LOG_ERROR, "api", "upload: %s", err.msg);
+    return SBX_EIO; /* 500; the close callback drops the stage */
+  }
+  return 0;
+}
 
 static void on_file_added(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
   struct upload_ctx *ctx = ud;
@@ -45,18 +151,35 @@ static void on_file_added(int rc, const struct sbx_error *err, const struct stor
     }
   }
   tp_req_release(ctx->req);
-  sbx_free(ctx->name);
-  sbx_free(ctx);
+  upload_free(ctx);
 }
 
+/* The body is complete (all of it in the stage). */
 static void on_upload(struct tp_req *req, void *ud) {
   struct orch *o = ud;
+  struct upload_ctx *u = tp_req_get_data(req);
+  tp_req_on_close(req, NULL, NULL); /* from here on the context is this handler's */
+  tp_req_set_data(req, NULL);
   struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
-  if (c == NULL)
+  if (c == NULL) {
+    if (u)
+      upload_free(u);
     return;
+  }
+  int rc = 0;
+  if (u == NULL && (u = upload_new(o, req, &rc)) == NULL) { /* an empty body */
+    orch_api_error(req, 500, "storage", "upload not staged: %s", sbx_strerror(rc));
+    return;
+  }
+  if (u->state != UP_STAGING) { /* the credential changed its mind between sink and handler */
+    upload_free(u);
+    orch_api_error(req, 503, "busy", "upload not kept; try again");
+    return;
+  }
   enum store_source src = STORE_SRC_ATTACHMENT;
   const char *s = tp_req_query(req, "source");
   if (s && store_source_parse(s, &src) != 0) {
+    upload_free(u);
     orch_api_error(req, 400, "invalid_field", "source: one of attachment, knowledge, tool, output");
     return;
   }
@@ -69,6 +192,7 @@ static void on_upload(struct tp_req *req, void *ud) {
     if (!got || strcmp(target.chat_id, c->id) != 0) {
       if (got)
         store_file_free(&target);
+      upload_free(u);
       orch_api_error(req, 404, "not_found", "text_of: no file %s in this chat", text_of);
       return;
     }
@@ -81,6 +205,7 @@ static void on_upload(struct tp_req *req, void *ud) {
   }
   if (name == NULL || *name == '\0') {
     sbx_free(derived);
+    upload_free(u);
     orch_api_error(req, 400, "invalid_field", "name: the file name is required (?name=...)");
     return;
   }
@@ -90,14 +215,15 @@ static void on_upload(struct tp_req *req, void *ud) {
   if (store_name_normalize(name, src, &norm, &err) != 0) {
     orch_api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
     sbx_free(derived);
+    upload_free(u);
     return;
   }
-  size_t len = 0;
-  const char *body = tp_req_body(req, &len);
-  if (len > ORCH_UPLOAD_MAX) {
+  sbx_free(derived);
+  uint64_t len = store_blob_stage_size(u->stage);
+  if (len > ORCH_UPLOAD_MAX) { /* the transport refuses it first; kept as the rule's statement */
     orch_api_error(req, 413, "too_large", "uploads are limited to 50 MB");
     sbx_free(norm);
-    sbx_free(derived);
+    upload_free(u);
     return;
   }
   struct store_file *files = NULL;
@@ -107,29 +233,21 @@ static void on_upload(struct tp_req *req, void *ud) {
     reason = orch_manifest_admit(files, n, norm, src, NULL, len);
     store_file_list_free(files, n);
   }
-  struct upload_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
-  if (ctx == NULL) {
-    sbx_free(norm);
-    sbx_free(derived);
-    orch_api_error(req, 500, "internal", "out of memory");
-    return;
-  }
-  ctx->o = o;
-  ctx->req = req;
-  ctx->name = norm;
-  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
+  u->name = norm;
+  snprintf(u->chat_id, sizeof(u->chat_id), "%s", c->id);
   struct store_file_in in = {
       .chat_id = c->id, .name = norm, .source = src, .mounted = reason == NULL,
-      .left_out_reason = reason, .text_of = text_of, .data = body ? body : "", .size = len,
+      .left_out_reason = reason, .text_of = text_of,
   };
-  tp_req_hold(req); /* the body is borrowed by the store until the callback */
-  if (store_file_add(o->st, &in, on_file_added, ctx) != 0) {
+  struct store_blob_stage *stage = u->stage;
+  u->stage = NULL; /* stolen by the store, even on failure */
+  set_state(u, UP_STORING);
+  tp_req_hold(req); /* answered once durable */
+  if ((rc = store_file_add_staged(o->st, &in, stage, on_file_added, u)) != 0) {
     tp_req_release(req);
-    sbx_free(ctx->name);
-    sbx_free(ctx);
-    orch_api_error(req, 500, "internal", "upload could not be queued");
+    upload_free(u);
+    orch_api_error(req, 500, "internal", "upload could not be queued: %s", sbx_strerror(rc));
   }
-  sbx_free(derived);
 }
 
 static void on_list(struct tp_req *req, void *ud) {
@@ -216,7 +334,8 @@ static void on_download(struct tp_req *req, void *ud) {
 }
 
 void orch_routes_files(struct orch *o) {
-  tp_route(o->tp, "POST", "/v1/chats/{chat}/files", ORCH_UPLOAD_MAX, on_upload, o);
+  tp_route_streamed(o->tp, "POST", "/v1/chats/{chat}/files", ORCH_UPLOAD_MAX, on_upload_body,
+                    on_upload, o);
   tp_route(o->tp, "GET", "/v1/chats/{chat}/files", 0, on_list, o);
   tp_route(o->tp, "GET", "/v1/files/{file}", 0, on_download, o);
 }
