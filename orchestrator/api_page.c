@@ -28,6 +28,12 @@ static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, s
   return 0;
 }
 
+/* A JSON attempt number: an integer from 1 to INT32_MAX (a bigger one would wrap when cast to
+ * int and could pass for the current attempt). */
+static int attempt_ok(json_t *ja) {
+  return json_is_integer(ja) && json_integer_value(ja) >= 1 && json_integer_value(ja) <= INT32_MAX;
+}
+
 static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int attempt) {
   if (run == NULL || run->state == ORCH_RUN_DONE) {
     orch_api_error(req, 409, "conflict", "the run has ended");
@@ -56,7 +62,7 @@ static void on_started(struct tp_req *req, void *ud) {
   if (body == NULL)
     return;
   json_t *ja = json_object_get(body, "attempt");
-  if (!json_is_integer(ja)) {
+  if (!attempt_ok(ja)) {
     orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
   } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
     const char *pid = json_string_value(json_object_get(body, "page_id"));
@@ -102,8 +108,9 @@ static void on_put_file(struct tp_req *req, void *ud) {
   int attempt = run ? run->attempts : 0;
   if (qa) {
     char *end;
-    attempt = (int)strtol(qa, &end, 10);
-    if (end == qa || *end) {
+    long v = strtol(qa, &end, 10);
+    attempt = (int)v;
+    if (end == qa || *end || v < 1 || v > INT32_MAX) {
       orch_api_error(req, 400, "invalid_field", "attempt: an integer");
       return;
     }
@@ -383,7 +390,7 @@ static void on_result(struct tp_req *req, void *ud) {
   struct result_ctx *ctx = NULL;
   json_t *ja = json_object_get(body, "attempt");
   const char *bad;
-  if (!json_is_integer(ja)) {
+  if (!attempt_ok(ja)) {
     orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
     goto out;
   }
