@@ -157,12 +157,21 @@ test('result bodies that lie about their files are refused and change nothing', 
     { stdout: 5 }, { stdout_truncated: 'yes' }, { files_unlisted: -1 }, { files_unlisted: '3' },
     { figures_dropped: 1e12 }, { files_unlisted: 4294967297 },
     { error: 'boom' }, { error: { type: 5 } }, { error: { type: 'E', message: { nested: 1 } } }, { error: { type: 'E', traceback: [1] } }, { notes: 'x' }, { notes: [1] }, { remounted: {} },
-    { attempt: '1' }, { attempt: 1.5 }, { attempt: null },
+    { attempt: '1' }, { attempt: 1.5 }, { attempt: null }, { attempt: 4294967297 }, { attempt: -4294967295 }, { attempt: 0 },
   ];
   const wrong = [];
   for (const extra of lies) {
     const r = await b.page.result(b.run, extra);
     if (r.status !== 400) wrong.push(`${JSON.stringify(extra).slice(0, 100)}: ${r.status} ${r.buf.toString().slice(0, 100)}`);
+  }
+  assert.deepEqual(wrong, []);
+  for (const a of ['4294967297', '-4294967295', '0', '1x', '']) {
+    const r = await call(srv, 'PUT', `/v1/runs/${b.runId}/files/wrap.txt?attempt=${a}`, { token: b.chat.token, raw: 'x' });
+    if (r.status !== 400) wrong.push(`PUT ?attempt=${a}: ${r.status}`);
+  }
+  for (const a of [4294967297, -4294967295, 0, '1']) {
+    const r = await call(srv, 'POST', `/v1/runs/${b.runId}/started`, { token: b.chat.token, body: { attempt: a, page_id: 'pl' } });
+    if (r.status !== 400) wrong.push(`started attempt ${a}: ${r.status}`);
   }
   assert.deepEqual(wrong, []);
   const g = await call(srv, 'GET', `/v1/runs/${b.runId}`);
@@ -276,4 +285,19 @@ test('two finishes of one turn sent at once: one schedules its blocks, the other
   assert.deepEqual(statuses, [200, 409, 409, 409], finishes.map((r) => r.buf.toString()).join('\n'));
   const runs = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`);
   assert.equal(runs.json.runs.length, 2, 'each python block scheduled once');
+});
+
+test('racing clients: one idempotency key sent 4 times at once makes one run; the same upload 4 times at once one file', async () => {
+  const chat = await newChat(srv);
+  const creates = await Promise.all(Array.from({ length: 4 }, () =>
+    call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'print(1)', idempotency_key: 'once' } })));
+  const ids = new Set(creates.map((r) => r.json?.run_id));
+  assert.equal(ids.size, 1, creates.map((r) => `${r.status} ${r.buf}`).join('\n'));
+  assert.deepEqual(creates.map((r) => r.status).sort(), [200, 200, 200, 201]);
+  assert.equal((await call(srv, 'GET', `/v1/chats/${chat.id}/runs`)).json.runs.length, 1);
+  const ups = await Promise.all(Array.from({ length: 4 }, () => upload(srv, chat, 'same.txt', 'same bytes')));
+  assert.equal(new Set(ups.map((r) => r.json?.file_id)).size, 1, ups.map((r) => `${r.status} ${r.buf}`).join('\n'));
+  const diff = await Promise.all(Array.from({ length: 4 }, (_, i) => upload(srv, chat, 'other.txt', `content ${i}`)));
+  const names = diff.map((r) => r.json?.name).sort();
+  assert.equal(new Set(names).size, 4, `each different content gets its own name: ${names}`);
 });
