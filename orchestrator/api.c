@@ -37,11 +37,13 @@ void orch_api_error(struct tp_req *req, int status, const char *code, const char
   tp_respond_error(req, status, code, msg);
 }
 
-json_t *orch_api_body_object(struct tp_req *req) {
+json_t *orch_api_body_object(struct tp_req *req) { return orch_api_body_object_flags(req, 0); }
+
+json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags) {
   size_t len = 0;
   const char *body = tp_req_body(req, &len);
   json_error_t je;
-  json_t *j = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+  json_t *j = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES | flags, &je) : NULL;
   if (j == NULL) {
     if (body == NULL || len == 0)
       orch_api_error(req, 400, "malformed_json", "a JSON object body is required");

@@ -369,6 +369,43 @@ static const char *check_result_body(json_t *b) {
   return NULL;
 }
 
+/* Replaces every U+0000 in the string values of j (at any depth) by U+FFFD.  Program output may
+ * hold NUL characters (print('\0')); refusing them would make the run's result unreportable, and
+ * kept they would cut the C strings the run is stored from.  Object keys with NUL stay (no field
+ * of ours has one; such a key is simply never read). */
+static void replace_nul(json_t *j) {
+  if (json_is_string(j)) {
+    const char *s = json_string_value(j);
+    size_t n = json_string_length(j), nul = 0;
+    for (size_t i = 0; i < n; i++)
+      nul += s[i] == '\0';
+    if (nul == 0)
+      return;
+    char *t = sbx_malloc(n + 2 * nul + 1);
+    if (t == NULL)
+      return;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (s[i] == '\0') {
+        memcpy(t + o, "\xEF\xBF\xBD", 3);
+        o += 3;
+      } else {
+        t[o++] = s[i];
+      }
+    }
+    json_string_setn_nocheck(j, t, o);
+    sbx_free(t);
+  } else if (json_is_array(j)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(j, i, v) replace_nul(v);
+  } else if (json_is_object(j)) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) replace_nul(v);
+  }
+}
+
 static void on_result(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
@@ -376,11 +413,12 @@ static void on_result(struct tp_req *req, void *ud) {
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch_api_body_object_flags(req, JSON_ALLOW_NUL);
   if (body == NULL) {
     orch_rec_clear(&rec);
     return;
   }
+  replace_nul(body);
   size_t canon_len = 0;
   char *canon = orch_json_dump_sorted(body, &canon_len); /* == json_dumps(COMPACT | SORT_KEYS) */
   char hash[65] = "";

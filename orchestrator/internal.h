@@ -364,6 +364,8 @@ void orch_api_error(struct tp_req *req, int status, const char *code, const char
     __attribute__((format(printf, 4, 5)));
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
 json_t *orch_api_body_object(struct tp_req *req);
+/* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
+json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags);
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what);

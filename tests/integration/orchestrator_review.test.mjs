@@ -301,3 +301,33 @@ test('racing clients: one idempotency key sent 4 times at once makes one run; th
   const names = diff.map((r) => r.json?.name).sort();
   assert.equal(new Set(names).size, 4, `each different content gets its own name: ${names}`);
 });
+
+test('program output holding NUL characters is reported (as U+FFFD), never a 400 that leaves the run unreportable', async () => {
+  const b = await chatWithRun('pz');
+  assert.equal((await b.page.started(b.run)).status, 200);
+  assert.equal((await b.page.putFile(b.run, 'ok.txt', 'x')).status, 201);
+  const bad = await b.page.result(b.run, { files: [{ name: 'ok.txt\u0000evil', kind: 'file' }] });
+  assert.equal(bad.status, 400, 'a listed name with NUL matches no upload');
+  const r = await b.page.result(b.run, {
+    status: 'error', stdout: 'a\u0000b\n', stderr: '\u0000',
+    error: { type: 'ValueError', message: 'bad \u0000 byte', traceback: 'tb\u0000' }, notes: ['n\u0000'],
+  });
+  assert.equal(r.status, 200, r.buf.toString());
+  assert.equal(r.json.stdout, 'a\ufffdb\n');
+  assert.equal(r.json.stderr, '\ufffd');
+  assert.equal(r.json.error.message, 'bad \ufffd byte');
+  assert.deepEqual(r.json.notes, ['n\ufffd']);
+  const g = await call(srv, 'GET', `/v1/runs/${b.runId}`);
+  assert.equal(g.json.stdout, 'a\ufffdb\n');
+  assert.deepEqual(g.json.notes, ['n\ufffd']);
+  // The same body again is the same result (idempotent), not a conflict.
+  const again = await b.page.result(b.run, {
+    status: 'error', stdout: 'a\u0000b\n', stderr: '\u0000',
+    error: { type: 'ValueError', message: 'bad \u0000 byte', traceback: 'tb\u0000' }, notes: ['n\u0000'],
+  });
+  assert.equal(again.status, 200);
+  // Code with NUL is still refused at creation: it would be cut short silently.
+  const code = await call(srv, 'POST', `/v1/chats/${b.chat.id}/runs`, { body: { code: 'print(1)\u0000rm' } });
+  assert.equal(code.status, 400);
+  b.page.close();
+});
