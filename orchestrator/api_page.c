@@ -2,12 +2,19 @@
  *
  * POST /v1/runs/{run}/started {attempt, page_id}   -> 200; a stale attempt -> 409
  * PUT  /v1/runs/{run}/files/{name*}[?attempt=N]    -> 201 {name, size, sha256}; the name is the
- *      path under /mnt/output (may hold '/'), checked by the store's naming rules (400); kept in
- *      memory with the attempt until the result (a stale attempt's files never become artifacts).
+ *      path under /mnt/output (may hold '/'), checked by the store's naming rules (400).  The body
+ *      streams into a store stage (a temp file under DATA/blobs/tmp, hashed as it comes; never
+ *      whole in memory), kept with the attempt until the result (a stale attempt's files never
+ *      become artifacts: their stages are aborted).  A body arriving for a run that cannot take
+ *      it (no usable credential, run not running) is read and dropped; the handler answers the
+ *      same errors as ever once the body is in.
  * POST /v1/runs/{run}/result {attempt, status, ...} -> 200 the run object, once durable:
  *      each listed file (uploaded first, same size and sha256) is stored as an output file of the
  *      chat (the next version of its name, source output, kind file|figure, expires after the
- *      retention), recorded as the run's file in order, then the run is stored done.  The same
+ *      retention; the stage handed to store_file_add_staged), recorded as the run's file in
+ *      order, then the run is stored done.  A file whose store failed must be uploaded again
+ *      before the result is retried (its stage went with the failed write); one stored by an
+ *      earlier try of the result is kept.  The same
  *      body again -> the same answer; a different one -> 409 (result_hash); a stale attempt -> 409.
  * What it does not do: decide what a status means for the kernel (the page already replaced it).
  */
@@ -96,8 +103,62 @@ static struct orch_upload *find_upload(struct orch_run *run, const char *name) {
   return NULL;
 }
 
-static void on_put_file(struct tp_req *req, void *ud) {
+/* The sink's context of a PUT: the stage its body goes to (NULL: the body is dropped). */
+struct put_ctx {
+  struct store_blob_stage *stage;
+};
+
+/* The quiet part of the handler's checks, for the sink (which cannot answer): 1 when the body
+ * could be kept (a credential that may reach the run's chat, the run dispatched or running). */
+static int put_could_keep(struct orch *o, struct tp_req *req) {
+  struct orch_auth a;
+  orch_auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
+  if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
+    return 0;
+  const char *id = tp_req_param(req, "run");
+  struct orch_run *run = orch_api_valid_id(id) ? orch_map_get(&o->runs, id) : NULL;
+  if (run == NULL || run->finishing ||
+      (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
+    return 0;
+  if (a.kind == ORCH_CRED_PAGE)
+    return run->chat != NULL && orch_auth_allows(&a, run->chat->id, run->chat->token_hash);
+  return 1;
+}
+
+static void on_put_gone(struct tp_req *req, void *ud) {
+  struct put_ctx *p = ud;
+  tp_req_set_data(req, NULL);
+  store_blob_stage_abort(p->stage);
+  sbx_free(p);
+}
+
+static int on_put_body(struct tp_req *req, const void *data, size_t len, void *ud) {
   struct orch *o = ud;
+  struct put_ctx *p = tp_req_get_data(req);
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  if (p == NULL) {
+    if ((p = sbx_calloc(1, sizeof(*p))) == NULL)
+      return SBX_ENOMEM;
+    if (put_could_keep(o, req) && store_blob_stage_begin(o->st, &p->stage, &err) != 0) {
+      sbx_log(SBX_LOG_ERROR, "page", "output file not staged: %s", err.msg);
+      sbx_free(p);
+      return SBX_EIO;
+    }
+    tp_req_set_data(req, p);
+    tp_req_on_close(req, on_put_gone, p);
+  }
+  if (p->stage && store_blob_stage_write(p->stage, data, len, &err) != 0) {
+    sbx_log(SBX_LOG_ERROR, "page", "output file: %s", err.msg);
+    return SBX_EIO; /* 500; the close callback drops the stage */
+  }
+  return 0;
+}
+
+/* The checks and the bookkeeping of a PUT whose body is in *stage (NULL: none was kept, because
+ * the body was empty or dropped).  Takes *stage (sets it NULL) only when the file is kept. */
+static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage **stage,
+                     int dropped) {
   struct orch_run *run;
   struct orch_chat *c;
   struct store_run rec;
@@ -128,8 +189,19 @@ static void on_put_file(struct tp_req *req, void *ud) {
     orch_api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
     return;
   }
-  size_t len = 0;
-  const char *body = tp_req_body(req, &len);
+  if (*stage == NULL && dropped) { /* the run could not take it when the body came */
+    sbx_free(name);
+    orch_api_error(req, 503, "busy", "output file not kept; try again");
+    return;
+  }
+  char sha[65];
+  if ((*stage == NULL && store_blob_stage_begin(o->st, stage, &err) != 0) ||
+      store_blob_stage_finish(*stage, sha, &err) != 0) {
+    sbx_free(name);
+    orch_api_error(req, 500, "storage", "output file not staged: %s", err.msg);
+    return;
+  }
+  size_t len = (size_t)store_blob_stage_size(*stage);
   struct orch_upload *u = find_upload(run, name);
   size_t count = 0;
   struct sbx_list *it;
@@ -146,34 +218,41 @@ static void on_put_file(struct tp_req *req, void *ud) {
     orch_api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
     return;
   }
-  char *data = sbx_malloc(len ? len : 1);
-  if (data == NULL || (u == NULL && (u = sbx_calloc(1, sizeof(*u))) == NULL)) {
-    sbx_free(data);
+  if (u == NULL && (u = sbx_calloc(1, sizeof(*u))) == NULL) {
     sbx_free(name);
     orch_api_error(req, 500, "internal", "out of memory");
     return;
   }
-  if (len)
-    memcpy(data, body, len);
   if (u->name == NULL) {
     u->name = name;
     sbx_list_insert_tail(&run->uploads, &u->link);
   } else {
     sbx_free(name);
-    sbx_free(u->data);
+    store_blob_stage_abort(u->stage); /* the earlier upload of this name */
   }
   run->upload_bytes = run->upload_bytes - old + len;
   o->pending_upload_bytes = o->pending_upload_bytes - old + len;
-  u->data = data;
+  u->stage = *stage;
+  *stage = NULL;
   u->size = len;
   u->attempt = attempt;
   u->file_id[0] = '\0';
-  store_sha256_hex(data, len, u->sha256);
+  memcpy(u->sha256, sha, sizeof(sha));
   json_t *j = json_object();
   json_object_set_new(j, "name", json_string(u->name));
   json_object_set_new(j, "size", json_integer((json_int_t)len));
   json_object_set_new(j, "sha256", json_string(u->sha256));
   orch_api_json(req, 201, j);
+}
+
+static void on_put_file(struct tp_req *req, void *ud) {
+  struct put_ctx *p = tp_req_get_data(req);
+  tp_req_on_close(req, NULL, NULL); /* from here on the stage is this handler's */
+  tp_req_set_data(req, NULL);
+  struct store_blob_stage *stage = p ? p->stage : NULL;
+  sbx_free(p);
+  put_file(ud, req, &stage, p != NULL);
+  store_blob_stage_abort(stage); /* not kept (refused): NULL when it was */
 }
 
 /* ---- result ------------------------------------------------------------------------------- */
@@ -277,6 +356,8 @@ static void commit_result(struct result_ctx *ctx) {
   ctx_free(ctx);
 }
 
+static void outputs_settled(struct result_ctx *ctx);
+
 static void on_output_stored(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
   struct file_cb *fc = ud;
   struct result_ctx *ctx = fc->ctx;
@@ -287,8 +368,12 @@ static void on_output_stored(int rc, const struct sbx_error *err, const struct s
   } else {
     snprintf(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), "%s", res->file.id);
   }
-  if (--ctx->pending > 0)
-    return;
+  if (--ctx->pending == 0)
+    outputs_settled(ctx);
+}
+
+/* Every output file of the result is stored (or failed): answer the failure, or go on. */
+static void outputs_settled(struct result_ctx *ctx) {
   if (ctx->failed) {
     ctx->run->finishing = 0;
     if (ctx->failed == SBX_ENAME)
@@ -472,7 +557,7 @@ static void on_result(struct tp_req *req, void *ud) {
     struct orch_upload *u = find_upload(run, norm);
     const char *sha = json_string_value(json_object_get(f, "sha256"));
     json_t *sz = json_object_get(f, "size");
-    if (u == NULL || u->attempt != run->attempts) {
+    if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
       orch_api_error(req, 400, "file_not_uploaded",
                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
       sbx_free(norm);
@@ -511,31 +596,32 @@ static void on_result(struct tp_req *req, void *ud) {
   if (store_file_list(o->st, c->id, 0, &existing, &ne) != 0)
     ne = 0;
   int64_t expires = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
-  ctx->pending = n;
+  ctx->pending = 1; /* this loop's own hold: released after it */
   for (size_t i = 0; i < n; i++) {
     struct orch_upload *u = ctx->files[i];
+    if (u->stage == NULL)
+      continue; /* stored by an earlier try of this result: its file_id stands */
     u->file_id[0] = '\0';
     const char *reason = orch_manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, ctx->kinds[i], u->size);
     struct store_file_in in = {
         .chat_id = c->id, .name = u->name, .source = STORE_SRC_OUTPUT, .mounted = reason == NULL,
         .left_out_reason = reason, .run_id = run->id, .kind = ctx->kinds[i], .expires_at = expires,
-        .data = u->data, .size = u->size,
     };
     ctx->cbs[i].ctx = ctx;
     ctx->cbs[i].i = i;
-    if (store_file_add(o->st, &in, on_output_stored, &ctx->cbs[i]) != 0) {
-      /* could not queue: count it as failed now */
-      ctx->failed = SBX_ENOMEM;
-      if (--ctx->pending == 0) {
-        run->finishing = 0;
-        orch_api_error(req, 500, "internal", "output files could not be queued");
-        tp_req_release(req);
-        ctx_free(ctx);
-      }
+    struct store_blob_stage *sg = u->stage;
+    u->stage = NULL; /* stolen by the store, even when it cannot queue */
+    ctx->pending++;
+    int qrc = store_file_add_staged(o->st, &in, sg, on_output_stored, &ctx->cbs[i]);
+    if (qrc != 0) { /* could not queue: count it as failed now */
+      ctx->failed = ctx->failed ? ctx->failed : qrc;
+      ctx->pending--;
     }
   }
   if (ne)
     store_file_list_free(existing, ne);
+  if (--ctx->pending == 0)
+    outputs_settled(ctx);
   ctx = NULL;
 out:
   if (ctx)
@@ -546,6 +632,7 @@ out:
 
 void orch_routes_page(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/runs/{run}/started", 16 * 1024, on_started, o);
-  tp_route(o->tp, "PUT", "/v1/runs/{run}/files/{name*}", ORCH_UPLOAD_MAX, on_put_file, o);
+  tp_route_streamed(o->tp, "PUT", "/v1/runs/{run}/files/{name*}", ORCH_UPLOAD_MAX, on_put_body,
+                    on_put_file, o);
   tp_route(o->tp, "POST", "/v1/runs/{run}/result", 4u << 20, on_result, o);
 }

@@ -78,7 +78,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
     if (o)
       o->pending_upload_bytes -= u->size;
     sbx_free(u->name);
-    sbx_free(u->data);
+    store_blob_stage_abort(u->stage); /* an upload never stored: its temp file goes */
     sbx_free(u);
   }
   run->upload_bytes = 0;

@@ -270,7 +270,7 @@ struct orch_upload {          /* an output file uploaded for the current attempt
   struct sbx_list link;
   char *name;                /* normalized */
   char sha256[65];
-  char *data;
+  struct store_blob_stage *stage; /* the content (a store stage) until stored; then NULL */
   size_t size;
   int attempt;
   char file_id[STORE_ID_LEN + 1]; /* set once stored */

@@ -3,7 +3,9 @@
 // round-trips byte for byte (HTTP/1.1 and h2c); 50 MiB + 1 is refused with 413, announced or
 // streamed chunked, and leaves no temp file; a client gone mid-upload leaves no temp file and no
 // row; a request without a credential gets its 401 and writes nothing; and the server's resident
-// memory stays far below the size of a 40 MiB upload while it streams in.
+// memory stays far below the size of a 40 MiB upload while it streams in.  The page's output
+// files (PUT /v1/runs/{run}/files/{name*}) stream the same way, wait on disk for the result, and
+// leave nothing behind when replaced, cut off, or never claimed by a result.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
@@ -11,7 +13,7 @@ import { connect as h2connect } from 'node:http2';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, newChat, call, sleep } from './lib.mjs';
+import { startServer, newChat, call, sleep, Page } from './lib.mjs';
 
 const MIB = 1024 * 1024;
 let srv;
@@ -59,6 +61,10 @@ async function waitFor(cond, ms = 5000, what = 'condition') {
   throw new Error(`timed out waiting for ${what}`);
 }
 
+// The stage of a refused request is dropped right after its answer is written (the same loop
+// turn), so a fast client may look a moment before: wait for it.
+const noTemp = (s = srv) => waitFor(() => tempFiles(s).length === 0, 5000, 'no temp file left');
+
 function rssKiB(pid) {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m[1]);
@@ -67,11 +73,11 @@ function rssKiB(pid) {
 // Sends `data` over HTTP/1.1 in pieces of `piece` bytes (chunked when `chunked`), waiting for
 // each write to drain; `onPiece(i)` runs after each.  Resolves {status, json} (or {error} when the
 // server closed first).  `stopAfter` bytes: destroy the request there (client gone).
-function send(s, path, data, { chunked = false, piece = MIB, token = s.key, onPiece, stopAfter } = {}) {
+function send(s, path, data, { chunked = false, piece = MIB, token = s.key, onPiece, stopAfter, method = 'POST' } = {}) {
   return new Promise((resolve) => {
     const headers = { authorization: `Bearer ${token}` };
     if (!chunked) headers['content-length'] = data.length;
-    const req = httpRequest({ host: '127.0.0.1', port: s.port, method: 'POST', path, headers });
+    const req = httpRequest({ host: '127.0.0.1', port: s.port, method, path, headers });
     let done = false;
     const finish = (v) => { if (!done) { done = true; resolve(v); } };
     req.on('response', (res) => {
@@ -135,7 +141,7 @@ test('a 50 MiB upload round-trips byte for byte, and the same content again is t
   const again = await send(srv, `/v1/chats/${chat.id}/files?name=fifty.bin`, data, { chunked: true, piece: 64 * 1024 });
   assert.equal(again.status, 200, JSON.stringify(again));
   assert.equal(again.json.file_id, r.json.file_id);
-  assert.deepEqual(tempFiles(), []);
+  await noTemp();
   // an empty upload still works (no body piece ever reaches the sink)
   const empty = await send(srv, `/v1/chats/${chat.id}/files?name=empty.txt`, Buffer.alloc(0));
   assert.equal(empty.status, 201);
@@ -171,7 +177,7 @@ test('50 MiB + 1 is refused with 413, announced or streamed, and leaves no temp 
       req.flushHeaders();
     });
     assert.equal(status, 413);
-    assert.deepEqual(tempFiles(own), []);
+    await noTemp(own);
   } finally { await own.stop(); rmSync(own.dataDir, { recursive: true, force: true }); }
 });
 
@@ -210,7 +216,7 @@ test('an upload without a usable credential gets its 401/403 and writes nothing'
   // a page token of this chat may upload; a bad name is refused after the body, nothing kept
   const page = await send(srv, `/v1/chats/${chat.id}/files?name=${encodeURIComponent('../x')}`, data, { token: chat.token });
   assert.equal(page.status, 400);
-  assert.deepEqual(tempFiles(), []);
+  await noTemp();
   const list = await call(srv, 'GET', `/v1/chats/${chat.id}/files`);
   assert.deepEqual(list.json.files, []);
 });
@@ -249,4 +255,52 @@ test('h2c: a 20 MiB upload round-trips; a streamed body past 50 MiB is refused w
     const list = await call(srv, 'GET', `/v1/chats/${chat.id}/files`);
     assert.deepEqual(list.json.files.map((f) => f.name), ['h2.bin']);
   } finally { session.close(); }
+});
+
+test('output files (PUT) stream to disk until the result: 30 MiB round-trips, replaced and cut-off ones leave nothing', async () => {
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'pg-put');
+  await page.opened;
+  const created = await call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'print(1)' } });
+  assert.equal(created.status, 201);
+  const ev = (await page.nextRun()).data;
+  assert.equal((await page.started(ev)).status, 200);
+  const path = (name) => `/v1/runs/${ev.run_id}/files/${name}?attempt=${ev.attempt}`;
+  const big = bytes(30 * MIB, 21);
+  const base = rssKiB(srv.pid);
+  let peak = base;
+  const put = await send(srv, path('plots/big.bin'), big, { method: 'PUT', token: chat.token, piece: 256 * 1024,
+    onPiece: () => { peak = Math.max(peak, rssKiB(srv.pid)); } });
+  assert.equal(put.status, 201, JSON.stringify(put));
+  assert.deepEqual(put.json, { name: 'plots/big.bin', size: 30 * MIB, sha256: sha256(big) });
+  assert.ok((peak - base) / 1024 < 16, `RSS grew by ${((peak - base) / 1024).toFixed(1)} MiB during a 30 MiB PUT`);
+  assert.equal(tempFiles().length, 1); // waiting for the result, on disk
+  // the same name again replaces it: still one temp file
+  const small = Buffer.from('second version');
+  assert.equal((await page.putFile(ev, 'plots/big.bin', small)).status, 201);
+  const again = await send(srv, path('plots/big.bin'), big, { method: 'PUT', token: chat.token });
+  assert.equal(again.status, 201);
+  assert.equal(tempFiles().length, 1);
+  // one cut off mid-body: nothing kept
+  const cut = await send(srv, path('cut.bin'), bytes(20 * MIB, 22), { method: 'PUT', token: chat.token, stopAfter: 6 * MIB });
+  assert.ok(cut.aborted);
+  await waitFor(() => tempFiles().length === 1, 5000, 'the cut-off stage to go');
+  // one not listed by the result: dropped with the run's uploads
+  assert.equal((await page.putFile(ev, 'unlisted.txt', 'x')).status, 201);
+  assert.equal(tempFiles().length, 2);
+  const res = await page.result(ev, { files: [{ name: 'plots/big.bin', size: big.length, sha256: sha256(big), kind: 'file' }] });
+  assert.equal(res.status, 200, JSON.stringify(res.json));
+  assert.equal(res.json.files.length, 1);
+  const back = await call(srv, 'GET', `/v1/files/${res.json.files[0].artifact_id}`);
+  assert.ok(back.buf.equals(big), 'the artifact differs from the uploaded bytes');
+  await waitFor(() => tempFiles().length === 0, 5000, 'the unlisted stage to go');
+  // the same result again: the same answer (idempotent), nothing re-stored
+  const res2 = await page.result(ev, { files: [{ name: 'plots/big.bin', size: big.length, sha256: sha256(big), kind: 'file' }] });
+  assert.equal(res2.status, 200);
+  assert.equal(res2.json.files[0].artifact_id, res.json.files[0].artifact_id);
+  // a PUT for a run that has ended: 409 as ever, nothing written
+  const late = await send(srv, path('late.bin'), bytes(4 * MIB, 23), { method: 'PUT', token: chat.token });
+  assert.equal(late.status, 409);
+  await noTemp();
+  page.close();
 });
