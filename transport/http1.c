@@ -180,6 +180,11 @@ static int on_headers_complete(http_parser *p) {
   h->http10 = p->http_major == 1 && p->http_minor == 0;
   tp__req_route(r);
   r->body.limit = r->body_limit;
+  /* The parser frames "gzip, chunked" as chunked and hands the gzip bytes on as if they were the
+   * body: a transfer coding we do not decode is refused instead (RFC 9112 6.1: 501). */
+  const char *te = tp_req_header(r, "Transfer-Encoding");
+  if (te && strcasecmp(te, "chunked") != 0)
+    return refuse(h, 501, "unsupported_transfer_coding");
   if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX) {
     if (p->content_length > r->body_limit)
       return refuse(h, 413, "body_too_large");

@@ -331,3 +331,21 @@ test('program output holding NUL characters is reported (as U+FFFD), never a 400
   assert.equal(code.status, 400);
   b.page.close();
 });
+
+test('HTTP/1.1 framing abuse: CL+TE, two lengths, an undecoded transfer coding are refused; plain chunked works', async () => {
+  const send = (bytes) => new Promise((resolve) => {
+    const s = net.connect(srv.port, '127.0.0.1');
+    let got = '';
+    s.on('data', (d) => { got += d; });
+    s.on('error', () => {});
+    s.on('close', () => resolve(got));
+    s.write(bytes);
+    setTimeout(() => s.end(), 300);
+  });
+  const key = `Authorization: Bearer ${srv.key}\r\n`;
+  const statuses = async (bytes) => ((await send(bytes)).match(/HTTP\/1\.1 \d+/g) || []).map((x) => Number(x.slice(9)));
+  assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /v1/admin/runs HTTP/1.1\r\nHost: x\r\n\r\n`), [400]);
+  assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}`), [400]);
+  assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), [501]);
+  assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Transfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), [201]);
+});
