@@ -11,7 +11,8 @@
  * callback with rc == 0 means the write is durable.  A write that fails rolls back alone (a
  * savepoint per write), the others of its group still commit.  Blob contents are written by the
  * writer thread too (temp file, fsync, rename, directory fsync) before the row that references
- * them.  Reads run synchronously on the caller's (loop) thread on a separate read connection;
+ * them; a streamed upload's content is written and hashed as it arrives, on the loop thread, into
+ * a stage (below), and the writer only fsyncs and renames it.  Reads run synchronously on the caller's (loop) thread on a separate read connection;
  * they see every write whose callback has run.
  *
  * What it is not: it knows nothing of HTTP, of the run state machine or of mount rules; the
