@@ -215,6 +215,18 @@ test('run creation: every field of the wrong type is a 400 and creates nothing',
   assert.deepEqual(wrong, []);
   const runs = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`);
   assert.equal(runs.json.runs.length, 0);
+  const one = await call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x' } });
+  assert.equal(one.status, 201);
+  for (const w of ['-1', 'abc', '1e9', '', 'Infinity', '-Infinity']) {
+    const r = await call(srv, 'GET', `/v1/runs/${one.json.run_id}?wait_s=${w}`);
+    if (r.status !== 400) wrong.push(`GET wait_s=${w}: ${r.status}`);
+  }
+  for (const body of [[], 'x', 5, { page_id: 5, visible: true }, { page_id: 'p', visible: 'no' }, { page_id: 'p', kernel: 'pwned' },
+    { page_id: 'a\nb', visible: true }, { page_id: 'x'.repeat(500), visible: true }]) {
+    const r = await call(srv, 'POST', `/v1/chats/${chat.id}/presence`, { token: chat.token, body: JSON.stringify(body) });
+    if (r.status !== 400) wrong.push(`presence ${JSON.stringify(body).slice(0, 40)}: ${r.status}`);
+  }
+  assert.deepEqual(wrong, []);
 });
 
 test('CLI --out DIR never writes outside DIR, whatever names a server sends, and keeps names with ".." inside a segment', async () => {
@@ -348,4 +360,25 @@ test('HTTP/1.1 framing abuse: CL+TE, two lengths, an undecoded transfer coding a
   assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}`), [400]);
   assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), [501]);
   assert.deepEqual(await statuses(`POST /v1/chats HTTP/1.1\r\nHost: x\r\n${key}Transfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), [201]);
+});
+
+// api_runs.c is being changed by another engineer: the fix is described in the review report.
+// parse_wait() checks `v < 0 || v > ORCH_WAIT_S_MAX`, which NaN passes (strtod accepts "nan"), so
+// GET /v1/runs/{run}?wait_s=NaN becomes a waiter with (uint64_t)(NaN * 1000) ms (undefined
+// behaviour; in practice it waits for the run's end, however long).  Fix: `return v >= 0 && v <=
+// ORCH_WAIT_S_MAX ? v : -1;` (false for NaN), i.e. 400 invalid_field.
+test('GET /v1/runs/{run}?wait_s=NaN is a 400, not a wait without a limit', { todo: 'api_runs.c parse_wait lets NaN through (fix in the review report)' }, async () => {
+  const chat = await newChat(srv);
+  const one = await call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x' } });
+  assert.equal(one.status, 201);
+  for (const w of ['NaN', 'nan', '-nan']) {
+    let status = 'still waiting after 2 s';
+    try {
+      const r = await fetch(`${srv.base}/v1/runs/${one.json.run_id}?wait_s=${w}`, {
+        headers: { authorization: `Bearer ${srv.key}` }, signal: AbortSignal.timeout(2000) });
+      status = r.status;
+      await r.arrayBuffer();
+    } catch { /* timed out */ }
+    assert.equal(status, 400, `wait_s=${w}`);
+  }
 });
