@@ -84,7 +84,8 @@ static double parse_wait(json_t *j, const char *q) {
     if (end == q || *end)
       return -1;
   }
-  return v < 0 || v > ORCH_WAIT_S_MAX ? -1 : v;
+  /* Written so that NaN (strtod accepts "nan") fails too: every comparison with NaN is false. */
+  return v >= 0 && v <= ORCH_WAIT_S_MAX ? v : -1;
 }
 
 static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *run, int status,

@@ -367,7 +367,7 @@ test('HTTP/1.1 framing abuse: CL+TE, two lengths, an undecoded transfer coding a
 // GET /v1/runs/{run}?wait_s=NaN becomes a waiter with (uint64_t)(NaN * 1000) ms (undefined
 // behaviour; in practice it waits for the run's end, however long).  Fix: `return v >= 0 && v <=
 // ORCH_WAIT_S_MAX ? v : -1;` (false for NaN), i.e. 400 invalid_field.
-test('GET /v1/runs/{run}?wait_s=NaN is a 400, not a wait without a limit', { todo: 'api_runs.c parse_wait lets NaN through (fix in the review report)' }, async () => {
+test('GET /v1/runs/{run}?wait_s=NaN is a 400, not a wait without a limit', async () => {
   const chat = await newChat(srv);
   const one = await call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x' } });
   assert.equal(one.status, 201);
