@@ -170,10 +170,11 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
   await page.close();
 });
 
-// Headless Chromium keeps a page "visible" and ignores Page.setWebLifecycleState 'frozen' for a
-// visible page (no freeze event, timers keep running: checked on Chromium 156).  So the test
-// sends the CDP freeze (real where the browser honours it) AND plays what a phone's OS does to the
-// page: visibilityState becomes 'hidden', then visibilitychange and freeze fire; on return, resume
+// Under Playwright's default launch, focus emulation keeps every page "visible" and Chromium then
+// ignores Page.setWebLifecycleState 'frozen' (no freeze event, timers keep running).  The real
+// lifecycle (a tab really hidden, then frozen by CDP, then resumed) is driven in
+// lifecycle.test.mjs, over connectOverCDP without those defaults.  This quicker test sends the CDP
+// freeze AND plays what a phone's OS does to the page: visibilityState becomes 'hidden', then visibilitychange and freeze fire; on return, resume
 // and visibilitychange with 'visible'.  Everything after that (presence, pause, re-dispatch,
 // superseding the old attempt) is the real code.
 async function background(page, cdp) {
