@@ -1,8 +1,9 @@
 /* api_chats.c -- the chat calls: POST /v1/chats (backend: a new chat and its page token, answered
  * once durable; the token is returned once and only its sha256 is stored), GET /v1/chats (the
- * chat list, API key), PATCH /v1/chats/{chat} (rename, answered once durable) and
+ * chat list, API key), GET /v1/chats/{chat} (one chat: id, title, creation time, so a chat page
+ * can show its title), PATCH /v1/chats/{chat} (rename, answered once durable) and
  * GET /v1/chats/{chat}/runs (the chat's run history, newest first, for a page after a reload).
- * The last two take the API key or the chat's own page token.  What it does not do: files, or
+ * The last three take the API key or the chat's own page token.  What it does not do: files, or
  * create, dispatch or change runs (api_runs.c, api_page.c); the run object is json.c's.
  */
 #include "internal.h"
@@ -103,6 +104,24 @@ static void on_list_chats(struct tp_req *req, void *ud) {
   json_t *j = json_object();
   json_object_set_new(j, "chats", arr);
   orch_api_json(req, 200, j);
+}
+
+/* One chat (GET /v1/chats/{chat}): the object PATCH answers with, read from the store. */
+static void on_get_chat(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_chat *oc = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  if (oc == NULL)
+    return;
+  struct store_chat c;
+  int rc = store_chat_get(o->st, oc->id, &c);
+  if (rc == SBX_ENOENT) {
+    orch_api_error(req, 404, "not_found", "no chat %s", oc->id);
+  } else if (rc != 0) {
+    orch_api_error(req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+  } else {
+    orch_api_json(req, 200, chat_json(&c));
+    store_chat_free(&c);
+  }
 }
 
 /* ---- rename --------------------------------------------------------------------------------- */
@@ -250,6 +269,7 @@ static void on_chat_runs(struct tp_req *req, void *ud) {
 void orch_routes_chats(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats", 64 * 1024, on_create_chat, o);
   tp_route(o->tp, "GET", "/v1/chats", 0, on_list_chats, o);
+  tp_route(o->tp, "GET", "/v1/chats/{chat}", 0, on_get_chat, o);
   tp_route(o->tp, "PATCH", "/v1/chats/{chat}", 16 * 1024, on_rename_chat, o);
   tp_route(o->tp, "GET", "/v1/chats/{chat}/runs", 0, on_chat_runs, o);
 }

@@ -1,4 +1,5 @@
-// orchestrator_chats.test.mjs -- the chat list calls over real HTTP: PATCH /v1/chats/{chat}
+// orchestrator_chats.test.mjs -- the chat list calls over real HTTP: GET /v1/chats/{chat} (one
+// chat, page token of that chat or API key), PATCH /v1/chats/{chat}
 // (rename: trimmed, 1..200 characters, no control characters; page token of that chat or API key)
 // and GET /v1/chats/{chat}/runs (the chat's runs newest first, limit 1..200, default 50), their
 // refusals (bad title, unknown chat, another chat's token, no or wrong credential, limit bounds),
@@ -72,6 +73,48 @@ test('rename refusals: unknown chat, another chat\'s token, no or wrong credenti
   assert.equal((await call(srv, 'GET', '/v1/chats', { token: null })).status, 401);
 });
 
+test('GET /v1/chats/{chat} with the page token or the API key: the object PATCH answers', async () => {
+  const chat = await newChat(srv);
+  const fresh = await call(srv, 'GET', `/v1/chats/${chat.id}`, { token: chat.token });
+  assert.equal(fresh.status, 200, fresh.buf.toString());
+  assert.deepEqual(Object.keys(fresh.json).sort(), ['chat_id', 'created_at', 'title']);
+  assert.equal(fresh.json.chat_id, chat.id);
+  assert.equal(fresh.json.title, null, 'a chat created without a title reads title null');
+  assert.equal(typeof fresh.json.created_at, 'number');
+  const renamed = await rename(chat, '  Read back ☃ ');
+  assert.equal(renamed.status, 200);
+  const byPage = await call(srv, 'GET', `/v1/chats/${chat.id}`, { token: chat.token });
+  assert.equal(byPage.status, 200);
+  assert.deepEqual(byPage.json, renamed.json, 'the same object PATCH answered');
+  const byKey = await call(srv, 'GET', `/v1/chats/${chat.id}`);
+  assert.equal(byKey.status, 200, byKey.buf.toString());
+  assert.deepEqual(byKey.json, renamed.json);
+  assert.equal(byKey.json.title, 'Read back ☃');
+  // The neighbouring routes still answer their own objects.
+  assert.ok(Array.isArray((await call(srv, 'GET', '/v1/chats')).json.chats), 'GET /v1/chats is still the list');
+  assert.deepEqual((await call(srv, 'GET', `/v1/chats/${chat.id}/runs`, { token: chat.token })).json, { runs: [] });
+  // A title set at creation reads back too.
+  const titled = await call(srv, 'POST', '/v1/chats', { body: { title: 'From the start' } });
+  assert.equal(titled.status, 201);
+  const t = await call(srv, 'GET', `/v1/chats/${titled.json.chat_id}`, { token: titled.json.page_token });
+  assert.equal(t.json.title, 'From the start');
+});
+
+test('GET /v1/chats/{chat} refusals: unknown chat, another chat\'s token, no or wrong credential', async () => {
+  const a = await newChat(srv), b = await newChat(srv);
+  const unknown = await call(srv, 'GET', `/v1/chats/${'0'.repeat(32)}`);
+  assert.equal(unknown.status, 404, unknown.buf.toString());
+  assert.equal(unknown.json.error.code, 'not_found');
+  assert.equal((await call(srv, 'GET', '/v1/chats/no-such-chat')).status, 404);
+  const other = await call(srv, 'GET', `/v1/chats/${a.id}`, { token: b.token });
+  assert.equal(other.status, 403, other.buf.toString());
+  assert.equal(other.json.error.code, 'forbidden');
+  assert.ok(!other.buf.toString().includes(a.id), 'the refusal does not echo the other chat');
+  assert.equal((await call(srv, 'GET', `/v1/chats/${a.id}`, { token: null })).status, 401);
+  assert.equal((await call(srv, 'GET', `/v1/chats/${a.id}`, { token: 'wrong-key' })).status, 401);
+  assert.equal((await call(srv, 'GET', `/v1/chats/${a.id}`, { token: `${a.id}.${'0'.repeat(64)}` })).status, 401, 'a forged token for the right chat');
+});
+
 test('GET /v1/chats/{chat}/runs: run objects newest first, live and finished, only that chat', async () => {
   const chat = await newChat(srv), other = await newChat(srv);
   const empty = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`, { token: chat.token });
@@ -135,6 +178,7 @@ test('titles and run history survive a restart on the same data dir', async () =
   await srv.stop('SIGKILL');
   srv = await startServer({ dataDir });
   assert.equal((await listed(chat.id)).title, 'Before restart');
+  assert.equal((await call(srv, 'GET', `/v1/chats/${chat.id}`, { token: chat.token })).json.title, 'Before restart');
   const got = await call(srv, 'GET', `/v1/chats/${chat.id}/runs`, { token: chat.token });
   assert.equal(got.status, 200);
   assert.deepEqual(got.json.runs.map((r) => r.run_id), [run.json.run_id]);
