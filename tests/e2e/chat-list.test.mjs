@@ -2,10 +2,19 @@
 // created from the list and renamed there is renamed on the server (PATCH /v1/chats/{chat} with
 // the page token this browser holds), the new name survives a reload even when this browser's own
 // copy is stale (the server's titles win), the chat page shows it, and a rename the server refuses
-// says why and changes nothing.  Run history after a reload is checked in chat.test.mjs.
+// says why and changes nothing.  The chat page takes its title from the server
+// (GET /v1/chats/{chat} with its page token): a chat renamed through the API shows its name in a
+// fresh browser profile that holds no copy, the copy kept in this browser is shown only when that
+// call fails, and a rename from the chat list in another tab shows on the open chat page without a
+// reload.  Run history after a reload is checked in chat.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, orchestrator, backend, watchConsole, DESKTOP } from './harness.mjs';
+
+const titleIs = (page, want, source) => page.waitForFunction(([w, s]) => {
+  const el = document.getElementById('chat-title');
+  return el?.textContent === w && el.dataset.source === s;
+}, [want, source], { timeout: 10_000 });
 
 let orch, skipReason = null, api, browser;
 
@@ -71,4 +80,51 @@ test('a rename from the chat list is stored on the server and survives a reload'
   assert.deepEqual(failed, [`http 400 PATCH /v1/chats/${chatId}`]);
   assert.deepEqual(errors.filter((e) => /^pageerror/.test(e)), [], 'no uncaught errors');
   await page.close();
+});
+
+test('the chat page shows the server\'s title in a fresh profile, the stored copy only when the call fails, and a rename from another tab', async (t) => {
+  if (!need(t)) return;
+  const created = await api('POST', '/v1/chats', { title: 'Created name' });
+  assert.equal(created.status, 201);
+  const { chat_id: chatId, page_token: token } = created.json;
+  const renamed = await api('PATCH', `/v1/chats/${chatId}`, { title: 'Renamed through the API' });
+  assert.equal(renamed.status, 200, renamed.text);
+
+  const fresh = await launch({ viewport: DESKTOP });
+  try {
+    const page = await fresh.ctx.newPage();
+    const errors = watchConsole(page);
+    const chatUrl = `${orch.origin}/chat/${chatId}#token=${encodeURIComponent(token)}`;
+    await page.goto(chatUrl);
+    await titleIs(page, 'Renamed through the API', 'server');
+    assert.equal(await page.evaluate(() => localStorage.getItem('cerea.chats')), null, 'this profile holds no copy of the chat list');
+    assert.equal(await page.title(), 'Renamed through the API — Cerea sandbox');
+
+    // The call fails (the server answers 503): the copy kept in this browser is shown.
+    await page.evaluate(([id, tok]) => localStorage.setItem('cerea.chats', JSON.stringify([{ chat_id: id, page_token: tok, title: 'Kept in this browser' }])), [chatId, token]);
+    const only = new RegExp(`/v1/chats/${chatId}$`);
+    await page.route(only, (r) => (r.request().method() === 'GET' ? r.fulfill({ status: 503, body: '{}' }) : r.fallback()));
+    await page.reload();
+    await titleIs(page, 'Kept in this browser', 'local');
+    await page.unroute(only);
+    await page.reload();
+    await titleIs(page, 'Renamed through the API', 'server');
+
+    // A rename from the chat list in a second tab (PATCH with the page token kept here) shows on the
+    // open chat page without a reload, and the server holds it.
+    const list = await fresh.ctx.newPage();
+    await list.goto(`${orch.origin}/`);
+    await list.locator(`#chat-list li[data-chat-id="${chatId}"] a`).waitFor();
+    await renameInUi(list, chatId, 'Renamed in the other tab');
+    await titleIs(page, 'Renamed in the other tab', 'server');
+    assert.equal((await api('GET', `/v1/chats/${chatId}`)).json.title, 'Renamed in the other tab');
+    await list.close();
+
+    const failed = errors.filter((e) => /^http /.test(e) && !/^http 409 POST \/v1\/chats\/[^/]+\/presence$/.test(e));
+    assert.deepEqual(failed, [`http 503 GET /v1/chats/${chatId}`], 'only the refused title read failed');
+    assert.deepEqual(errors.filter((e) => /^pageerror/.test(e)), [], 'no uncaught errors');
+    await page.close();
+  } finally {
+    await fresh.close();
+  }
 });

@@ -40,10 +40,30 @@ runtimeProgress($('runtime'), supervisor);
 if (!session) {
   $('stream-state').textContent = 'This link has no page token: open the chat from the chat list or the link the app gave you.';
 } else {
-  const title = (() => { try { return JSON.parse(localStorage.getItem('cerea.chats') || '[]').find((c) => c.chat_id === chatId)?.title; } catch { return null; } })();
-  $('chat-title').textContent = title || `Chat ${chatId.slice(0, 12)}…`;
+  // The title is the server's (GET /v1/chats/{chat} with the page token); the copy this browser
+  // keeps from the chat list is shown only when that call fails.  It is read again when this
+  // page comes back to the front and when the chat list in another tab of this browser changes
+  // (a rename there), so a rename shows here without a reload.
+  const storedTitle = () => { try { return JSON.parse(localStorage.getItem('cerea.chats') || '[]').find((c) => c.chat_id === chatId)?.title; } catch { return null; } };
+  const showTitle = (title) => {
+    $('chat-title').textContent = title || `Chat ${chatId.slice(0, 12)}…`;
+    document.title = `${title || 'Chat'} — Cerea sandbox`;
+  };
   $('chat-title').title = chatId;
-  document.title = `${title || 'Chat'} — Cerea sandbox`;
+  showTitle(null);
+  let titleSeq = 0;
+  async function loadTitle() {
+    const seq = ++titleSeq;
+    let title, source = 'server';
+    try { title = (await new Api({ token }).getChat(chatId))?.title; }
+    catch { title = storedTitle(); source = 'local'; }
+    if (seq !== titleSeq) return; // a later read wins over an earlier slow one
+    showTitle(title);
+    $('chat-title').dataset.source = source;
+  }
+  loadTitle();
+  addEventListener('storage', (e) => { if (e.key === 'cerea.chats') loadTitle(); });
+  document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') loadTitle(); });
   const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
   session.on('stream', ({ state }) => { $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state; });
   session.on('kernel', ({ state }) => { $('kernel-state').textContent = `Python: ${state}`; $('kernel-state').dataset.state = state; });

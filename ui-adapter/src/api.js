@@ -85,6 +85,8 @@ export class Api {
   }
   /** The chat's runs, newest first (page token or API key): `{runs: [run objects]}`. */
   chatRuns(chatId, limit = 50) { return this.call('GET', `/v1/chats/${enc(chatId)}/runs?limit=${limit}`); }
+  /** One chat (its page token or the API key) -> `{chat_id, title, created_at}`. */
+  getChat(chatId) { return this.call('GET', `/v1/chats/${enc(chatId)}`); }
   /** Renames a chat (its page token or the API key) -> `{chat_id, title, created_at}`. */
   renameChat(chatId, title) { return this.call('PATCH', `/v1/chats/${enc(chatId)}`, { title }); }
   createRun(chatId, body) { return this.call('POST', `/v1/chats/${enc(chatId)}/runs`, body); }
