@@ -52,6 +52,19 @@ static int jb_grow(struct jbuf *b, size_t n) {
   return 0;
 }
 
+/* Ends a buffer: the NUL-terminated text (owned by the caller) and its length, or NULL (and the
+ * buffer freed) when any step ran out of memory. */
+static char *jb_finish(struct jbuf *b, size_t *len) {
+  if (b->failed || jb_grow(b, 0) != 0) {
+    sbx_free(b->p);
+    return NULL;
+  }
+  b->p[b->len] = '\0';
+  if (len)
+    *len = b->len;
+  return b->p;
+}
+
 static void jb_put(struct jbuf *b, const char *s, size_t n) {
   if (jb_grow(b, n) == 0) {
     memcpy(b->p + b->len, s, n);
@@ -226,14 +239,7 @@ static char *dump(const json_t *j, int sorted, size_t *len) {
   if (j == NULL)
     return NULL;
   jb_value(&b, j, 0);
-  if (b.failed || jb_grow(&b, 0) != 0) {
-    sbx_free(b.p);
-    return NULL;
-  }
-  b.p[b.len] = '\0';
-  if (len)
-    *len = b.len;
-  return b.p;
+  return jb_finish(&b, len);
 }
 
 char *orch_json_dump(const json_t *j, size_t *len) { return dump(j, 0, len); }
@@ -451,14 +457,7 @@ char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
   else
     jf_lit(&b, "duration_ms", "null");
   jb_put(&b, "}", 1);
-  if (b.failed || jb_grow(&b, 0) != 0) {
-    sbx_free(b.p);
-    return NULL;
-  }
-  b.p[b.len] = '\0';
-  if (len)
-    *len = b.len;
-  return b.p;
+  return jb_finish(&b, len);
 }
 
 /* The `run` event's payload as text, fields in the order pages have always seen:
@@ -499,12 +498,5 @@ char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *pa
   jb_put(&b, "}", 1);
   jf_lit(&b, "pypi", pypi ? "true" : "false");
   jb_put(&b, "}", 1);
-  if (b.failed || jb_grow(&b, 0) != 0) {
-    sbx_free(b.p);
-    return NULL;
-  }
-  b.p[b.len] = '\0';
-  if (len)
-    *len = b.len;
-  return b.p;
+  return jb_finish(&b, len);
 }
