@@ -1,5 +1,6 @@
 /* harness.c -- see harness.h. */
 #include "harness.h"
+#include "handlers.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -61,6 +62,13 @@ void th_run(struct th *t, void (*client)(struct th *t)) {
   pthread_join(t->thread, NULL);
   ck_assert_int_eq(t->closed, 1);
   ck_assert_int_eq(uv_loop_close(&t->loop), 0);
+}
+
+void th_run_routes(const struct tp_limits *lim, void (*client)(struct th *t)) {
+  struct th t;
+  th_init(&t, lim);
+  th_add_routes(t.srv);
+  th_run(&t, client);
 }
 
 int th_connect(int port) {

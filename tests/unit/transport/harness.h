@@ -28,6 +28,9 @@ void th_init(struct th *t, const struct tp_limits *lim);
 void th_init_tls(struct th *t, const struct tp_limits *lim, const char *cert, const char *key);
 /* Listens, runs `client` in a thread, closes the server after it, checks the loop is empty. */
 void th_run(struct th *t, void (*client)(struct th *t));
+/* The common case: a plain server (limits may be NULL: defaults) carrying th_add_routes()'s routes,
+ * run with `client` as th_run() does. */
+void th_run_routes(const struct tp_limits *lim, void (*client)(struct th *t));
 
 /* Client side (blocking, 5 s timeouts). */
 int th_connect(int port);

@@ -133,10 +133,7 @@ START_TEST(test_h1_table) {
   cur_len = strlen(cur->req);
   if (strcmp(cur->name, "NUL in a header") == 0)
     cur_len = sizeof("GET /hello HTTP/1.1\r\nX-A: a\0b\r\n\r\n") - 1;
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_case);
+  th_run_routes(NULL, client_case);
 }
 END_TEST
 
@@ -159,10 +156,7 @@ static void client_isolation(struct th *t) {
 }
 
 START_TEST(test_h1_malformed_isolated) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_isolation);
+  th_run_routes(NULL, client_isolation);
 }
 END_TEST
 
@@ -191,10 +185,7 @@ START_TEST(test_h1_timeouts) {
   tp_limits_default(&l);
   l.header_timeout_ms = 200;
   l.idle_timeout_ms = 300;
-  struct th t;
-  th_init(&t, &l);
-  th_add_routes(t.srv);
-  th_run(&t, client_header_timeout);
+  th_run_routes(&l, client_header_timeout);
 }
 END_TEST
 
@@ -217,10 +208,7 @@ static void client_early_close(struct th *t) {
 
 START_TEST(test_h1_early_close) {
   th_poll_closed = 0;
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_early_close);
+  th_run_routes(NULL, client_early_close);
   ck_assert_int_eq(th_poll_closed, 1);
 }
 END_TEST
@@ -274,10 +262,7 @@ static void client_sink(struct th *t) {
 
 START_TEST(test_h1_body_sink) {
   th_sink_live = 0;
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_sink);
+  th_run_routes(NULL, client_sink);
   ck_assert_int_eq(th_sink_live, 0);
 }
 END_TEST

@@ -56,10 +56,7 @@ static void client_requests(struct th *t) {
 }
 
 START_TEST(test_h2_requests) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_requests);
+  th_run_routes(NULL, client_requests);
 }
 END_TEST
 
@@ -85,10 +82,7 @@ static void client_sse(struct th *t) {
 }
 
 START_TEST(test_h2_sse) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_sse);
+  th_run_routes(NULL, client_sse);
 }
 END_TEST
 
@@ -160,10 +154,7 @@ static void client_limits(struct th *t) {
 }
 
 START_TEST(test_h2_limits) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_limits);
+  th_run_routes(NULL, client_limits);
 }
 END_TEST
 
@@ -214,10 +205,7 @@ START_TEST(test_h2_concurrency) {
   tp_limits_default(&l);
   l.h2_max_concurrent_streams = 2;
   th_poll_closed = 0;
-  struct th t;
-  th_init(&t, &l);
-  th_add_routes(t.srv);
-  th_run(&t, client_concurrency);
+  th_run_routes(&l, client_concurrency);
   ck_assert_int_eq(th_poll_closed, 2); /* one reset, one by the connection's end */
 }
 END_TEST
@@ -308,10 +296,7 @@ static void client_abuse(struct th *t) {
 
 START_TEST(test_h2_abuse) {
   abuse_kind = _i;
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_abuse);
+  th_run_routes(NULL, client_abuse);
 }
 END_TEST
 
@@ -337,10 +322,7 @@ START_TEST(test_h2_idle) {
   tp_limits_default(&l);
   l.idle_timeout_ms = 300;
   l.handshake_timeout_ms = 300;
-  struct th t;
-  th_init(&t, &l);
-  th_add_routes(t.srv);
-  th_run(&t, client_idle);
+  th_run_routes(&l, client_idle);
 }
 END_TEST
 
@@ -355,10 +337,7 @@ static void client_shutdown(struct th *t) {
 }
 
 START_TEST(test_h2_close_with_stream) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_shutdown);
+  th_run_routes(NULL, client_shutdown);
 }
 END_TEST
 
@@ -475,10 +454,7 @@ START_TEST(test_h2_slow_body) {
   struct tp_limits l;
   tp_limits_default(&l);
   l.header_timeout_ms = 200;
-  struct th t;
-  th_init(&t, &l);
-  th_add_routes(t.srv);
-  th_run(&t, client_slow_body);
+  th_run_routes(&l, client_slow_body);
 }
 END_TEST
 
@@ -507,10 +483,7 @@ static void client_sink(struct th *t) {
 
 START_TEST(test_h2_body_sink) {
   th_sink_live = 0;
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_sink);
+  th_run_routes(NULL, client_sink);
   ck_assert_int_eq(th_sink_live, 0);
 }
 END_TEST

@@ -148,10 +148,7 @@ START_TEST(test_server_conn_limit) {
   struct tp_limits l;
   tp_limits_default(&l);
   l.max_connections = 2;
-  struct th t;
-  th_init(&t, &l);
-  th_add_routes(t.srv);
-  th_run(&t, client_limit);
+  th_run_routes(&l, client_limit);
 }
 END_TEST
 
@@ -179,10 +176,7 @@ static void client_sniff(struct th *t) {
 }
 
 START_TEST(test_server_sniff) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_sniff);
+  th_run_routes(NULL, client_sniff);
 }
 END_TEST
 

@@ -78,10 +78,7 @@ static void client_sse(struct th *t) {
 }
 
 START_TEST(test_sse_live) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_sse);
+  th_run_routes(NULL, client_sse);
 }
 END_TEST
 

@@ -216,10 +216,7 @@ static void client_tls_on_plain(struct th *t) {
 }
 
 START_TEST(test_tls_on_plain_listener) {
-  struct th t;
-  th_init(&t, NULL);
-  th_add_routes(t.srv);
-  th_run(&t, client_tls_on_plain);
+  th_run_routes(NULL, client_tls_on_plain);
 }
 END_TEST
 
