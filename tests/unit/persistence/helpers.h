@@ -136,4 +136,16 @@ static inline int t_add(struct tctx *t, const char *chat, const char *name, enum
   return a->rc;
 }
 
+/* The tail of every suite's main(): adds the case, runs it forked (CK_FORK, so one test's
+ * crash or leak check does not take the others with it), returns the exit status. */
+static inline int t_run_suite(Suite *s, TCase *tc) {
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_set_fork_status(sr, CK_FORK);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
+
 #endif

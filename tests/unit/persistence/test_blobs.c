@@ -251,11 +251,5 @@ int main(void) {
   tcase_add_test(tc, test_large_blob);
   tcase_add_test(tc, test_blob_fsync_fails);
   tcase_add_test(tc, test_many_blobs_few_fds);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_FORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return t_run_suite(s, tc);
 }

@@ -351,11 +351,5 @@ int main(void) {
   tcase_add_test(tc, test_files_generation);
   tcase_add_test(tc, test_refusals_and_fields);
   tcase_add_test(tc, test_alloc_fail_at_n);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_FORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return t_run_suite(s, tc);
 }

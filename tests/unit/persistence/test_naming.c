@@ -200,11 +200,5 @@ int main(void) {
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_sources);
   tcase_add_test(tc, test_nfc_oom);
-  suite_add_tcase(s, tc);
-  SRunner *sr = srunner_create(s);
-  srunner_set_fork_status(sr, CK_FORK);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? 1 : 0;
+  return t_run_suite(s, tc);
 }
