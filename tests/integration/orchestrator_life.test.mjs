@@ -15,14 +15,24 @@ after(async () => { await srv.stop(); });
 
 const createRun = (chat, body = {}) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x', ...body } });
 const getRun = (id, wait) => call(srv, 'GET', `/v1/runs/${id}${wait ? `?wait_s=${wait}` : ''}`);
+// A scripted page for `chat`, its event stream open.
+const openPage = async (chat, pageId = 'tab', opts) => {
+  const p = new Page(srv, chat, pageId, opts);
+  await p.opened;
+  return p;
+};
+// Create a run, take its dispatch on page `p` and report it started: { r: create reply, e: run event }.
+const startRun = async (chat, p) => {
+  const r = await createRun(chat);
+  const e = await p.nextRun();
+  await p.started(e.data);
+  return { r, e };
+};
 
 test('hidden mid-run: paused; visible again: re-dispatched as attempt 2; attempt 1 refused', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'phone');
-  await p.opened;
-  const r = await createRun(chat);
-  const e1 = await p.nextRun();
-  await p.started(e1.data);
+  const p = await openPage(chat, 'phone');
+  const { r, e: e1 } = await startRun(chat, p);
   await p.presence(false, 'busy');
   assert.equal((await getRun(r.json.run_id)).json.state, 'paused');
   const back = await p.presence(true, 'ready');
@@ -38,8 +48,7 @@ test('hidden mid-run: paused; visible again: re-dispatched as attempt 2; attempt
 
 test('hidden past CODE_PAUSED_WAIT_MS: abandoned with a message the assistant can relay', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'phone');
-  await p.opened;
+  const p = await openPage(chat, 'phone');
   const r = await createRun(chat);
   await p.nextRun();
   await p.presence(false);
@@ -59,19 +68,15 @@ test('a run queued while no page is visible waits, then is abandoned', async () 
 
 test('stream dropped and resumed within the grace: missed events replayed, the run carries on', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
-  const r = await createRun(chat);
-  const e1 = await p.nextRun();
-  await p.started(e1.data);
+  const p = await openPage(chat);
+  const { r, e: e1 } = await startRun(chat, p);
   const last = p.lastId;
   p.close();
   await sleep(100);
   await upload(srv, chat, 'during-gap.txt', 'x');
   await sleep(200);
   assert.equal((await getRun(r.json.run_id)).json.state, 'running');
-  const p2 = new Page(srv, chat, 'tab', { lastEventId: last });
-  await p2.opened;
+  const p2 = await openPage(chat, 'tab', { lastEventId: last });
   const f = await p2.next('files');
   assert.equal(f.data.name, 'during-gap.txt');
   assert.equal(f.id, last + 1);
@@ -83,18 +88,14 @@ test('stream dropped and resumed within the grace: missed events replayed, the r
 
 test('past the grace: the page is gone, its run paused, then re-dispatched to the page that comes back', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
-  const r = await createRun(chat);
-  const e1 = await p.nextRun();
-  await p.started(e1.data);
+  const p = await openPage(chat);
+  const { r, e: e1 } = await startRun(chat, p);
   p.close();
   await sleep(1300);
   assert.equal((await getRun(r.json.run_id)).json.state, 'paused');
   const pages = await call(srv, 'GET', '/v1/admin/pages');
   assert.ok(!pages.json.pages.some((x) => x.chat_id === chat.id && x.page_id === 'tab'));
-  const p2 = new Page(srv, chat, 'tab', { lastEventId: p.lastId });
-  await p2.opened;
+  const p2 = await openPage(chat, 'tab', { lastEventId: p.lastId });
   const e2 = await p2.nextRun();
   assert.equal(e2.data.attempt, 2);
   assert.equal((await p2.result(e2.data)).status, 200);
@@ -103,8 +104,7 @@ test('past the grace: the page is gone, its run paused, then re-dispatched to th
 
 test('watchdog: never started -> crashed; started and silent -> timeout; the page is told to restart', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
+  const p = await openPage(chat);
   const r1 = await createRun(chat);
   const e1 = await p.nextRun();
   const g1 = await getRun(r1.json.run_id, 10);
@@ -112,9 +112,7 @@ test('watchdog: never started -> crashed; started and silent -> timeout; the pag
   assert.equal(g1.json.restarted, true);
   const rs = await p.next('restart');
   assert.equal(rs.data.run_id, e1.data.run_id);
-  const r2 = await createRun(chat);
-  const e2 = await p.nextRun();
-  await p.started(e2.data);
+  const { r: r2, e: e2 } = await startRun(chat, p);
   const g2 = await getRun(r2.json.run_id, 10);
   assert.equal(g2.json.status, 'timeout');
   assert.equal((await p.next('restart')).data.run_id, r2.json.run_id);
@@ -124,11 +122,8 @@ test('watchdog: never started -> crashed; started and silent -> timeout; the pag
 
 test('cancel a running run: cancel event; no answer within the grace -> cancelled and restart', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
-  const r = await createRun(chat);
-  const e = await p.nextRun();
-  await p.started(e.data);
+  const p = await openPage(chat);
+  const { r, e } = await startRun(chat, p);
   const c = await call(srv, 'POST', `/v1/runs/${r.json.run_id}/cancel`);
   assert.equal(c.status, 202);
   assert.equal((await p.next('cancel')).data.run_id, r.json.run_id);
@@ -150,8 +145,7 @@ test('turns: finish schedules each python block as an auto run, in order', async
   assert.equal(f.status, 200);
   assert.equal(f.json.runs.length, 3);
   assert.equal((await call(srv, 'POST', `/v1/turns/${t.json.turn_id}/finish`, { body: { answer } })).status, 409);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
+  const p = await openPage(chat);
   const codes = [];
   for (let i = 0; i < 4; i++) {
     const e = await p.nextRun();
@@ -178,8 +172,7 @@ test('admin: runs and pages views; settings round trip, persisted across a resta
   assert.equal(s1.status, 200);
   assert.equal(s1.json.retention_days, 7);
   // artifacts stored from now on expire after 7 days
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
+  const p = await openPage(chat);
   await createRun(chat);
   const e = await p.nextRun();
   await p.putFile(e.data, 'r.txt', 'r');
