@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launch, orchestrator, backend, screenshot, watchConsole, DESKTOP, PHONE } from './harness.mjs';
+import { launch, orchestrator, backend, screenshot, watchConsole, newChatInApp, DESKTOP, PHONE } from './harness.mjs';
 
 let orch, skipReason = null, api, browser, sentinel, hits = [];
 
@@ -73,12 +73,7 @@ test('create a chat in the app, attach a file, type and run code, see output and
   if (!need(t)) return;
   const page = await browser.ctx.newPage();
   const errors = watchConsole(page);
-  await page.goto(`${orch.origin}/`);
-  await page.click('#open-settings');
-  await page.fill('#apikey', orch.apiKey);
-  await page.locator('#apikey').dispatchEvent('change');
-  await page.click('#settings button[value=ok]');
-  await page.click('#new-chat');
+  await newChatInApp(page, orch);
   const link = page.locator('#chat-list li a').first();
   await link.waitFor();
   await screenshot(page, 'index-desktop');

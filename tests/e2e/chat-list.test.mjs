@@ -9,7 +9,7 @@
 // reload.  Run history after a reload is checked in chat.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, orchestrator, backend, watchConsole, DESKTOP } from './harness.mjs';
+import { launch, orchestrator, backend, watchConsole, newChatInApp, DESKTOP } from './harness.mjs';
 
 const titleIs = (page, want, source) => page.waitForFunction(([w, s]) => {
   const el = document.getElementById('chat-title');
@@ -39,12 +39,7 @@ test('a rename from the chat list is stored on the server and survives a reload'
   if (!need(t)) return;
   const page = await browser.ctx.newPage();
   const errors = watchConsole(page);
-  await page.goto(`${orch.origin}/`);
-  await page.click('#open-settings');
-  await page.fill('#apikey', orch.apiKey);
-  await page.locator('#apikey').dispatchEvent('change');
-  await page.click('#settings button[value=ok]');
-  await page.click('#new-chat');
+  await newChatInApp(page, orch);
   const item = page.locator('#chat-list li[data-chat-id]').first();
   await item.waitFor();
   const chatId = await item.getAttribute('data-chat-id');

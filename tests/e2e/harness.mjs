@@ -123,6 +123,19 @@ export function selfSignedCert() {
   return { cert, key, dir };
 }
 
+/**
+ * In the app's chat list at orch.origin: enter the operator key in Settings, then press
+ * "New chat".  Waits for nothing after the click; the caller waits for what it checks.
+ */
+export async function newChatInApp(page, orch) {
+  await page.goto(`${orch.origin}/`);
+  await page.click('#open-settings');
+  await page.fill('#apikey', orch.apiKey);
+  await page.locator('#apikey').dispatchEvent('change');
+  await page.click('#settings button[value=ok]');
+  await page.click('#new-chat');
+}
+
 /** Backend API helper with the operator key. */
 export function backend(origin, apiKey) {
   return async (method, p, body, headers = {}) => {
