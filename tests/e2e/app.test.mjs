@@ -182,6 +182,7 @@ test('index page at phone width, settings dialog reachable by keyboard', async (
   try {
     const page = await phone.ctx.newPage();
     await page.goto(`${orch.origin}/`);
+    await page.locator('#open-settings:not([disabled])').waitFor(); // enabled once the dialog is wired
     await page.locator('#open-settings').focus();
     await page.keyboard.press('Enter');
     assert.equal(await page.locator('#settings').evaluate((d) => d.open), true);

@@ -38,7 +38,11 @@ export async function wireSettingsDialog({ onChange } = {}) {
   pypi.checked = !!s.pypi;
   const key = document.getElementById('apikey');
   key.value = s.apiKey || '';
-  document.getElementById('open-settings').addEventListener('click', () => dlg.showModal());
+  // The button ships disabled and is enabled only here, once the dialog reflects the server's
+  // config: a click before that used to land on a button with no handler yet and do nothing.
+  const open = document.getElementById('open-settings');
+  open.addEventListener('click', () => dlg.showModal());
+  open.disabled = false;
   pypi.addEventListener('change', () => { const n = { ...loadSettings(), pypi: pypi.checked }; saveSettings(n); onChange?.(n); });
   key.addEventListener('change', () => { const n = { ...loadSettings(), apiKey: key.value.trim() }; saveSettings(n); onChange?.(n); });
 }
