@@ -26,6 +26,10 @@ if [ "$CLIENT" = c ] && [ -z "${RUNS_LOAD:-}" ]; then
   cmake --build build --target runs_load -j2 2>&1 | grep -E "warning|error|Error" || true
   RUNS_LOAD="$ROOT/build/bench/runs/runs_load"
 fi
+if [ -z "${SQLITE_FLOOR:-}" ]; then
+  cmake --build build --target sqlite_floor -j2 2>&1 | grep -E "warning|error|Error" || true
+  SQLITE_FLOOR="$ROOT/build/bench/runs/sqlite_floor"
+fi
 WWW="$ROOT/build/www"; FILE=/pyodide/NOTICE.txt
 [ -f "$WWW$FILE" ] || { echo "no $WWW$FILE: run scripts/setup.sh"; exit 1; }
 for t in h2load nghttpd node python3; do command -v "$t" >/dev/null || { echo "missing $t"; exit 1; }; done
@@ -55,13 +59,37 @@ h2load -t1 -c100 -m10 -D "$DURATION" "http://127.0.0.1:$NGP$FILE" 2>&1 | tee "$T
 NG_T1="$(ticks "$NGPID")"
 NG_RPS="$(grep -oE 'finished in [0-9.]+s, [0-9.]+ req/s' "$TMP/h2load.txt" | grep -oE '[0-9.]+ req/s' | cut -d' ' -f1)"
 NG_REQS="$(grep -oE 'requests: [0-9]+ total' "$TMP/h2load.txt" | grep -oE '[0-9]+')"
-python3 - "$TMP/runs.json" "$NG_RPS" "$NG_REQS" "$NG_T0" "$NG_T1" <<'PY'
+# The floor: the same h2load on our cheapest exchange (GET /healthz: no body, no auth, no SQL),
+# and the least CPU SQLite needs for one run's rows (bench/runs/sqlite_floor.c), on the same medium
+OURS_T0="$(ticks "$OURS")"
+echo "== ours /healthz, h2load -t1 -c100 -m10 -D $DURATION"
+h2load -t1 -c100 -m10 -D "$DURATION" "http://127.0.0.1:$PORT/healthz" 2>&1 | tee "$TMP/h2load-ours.txt" | grep -E "finished in|requests:"
+OURS_T1="$(ticks "$OURS")"
+HZ_REQS="$(grep -oE 'requests: [0-9]+ total' "$TMP/h2load-ours.txt" | grep -oE '[0-9]+')"
+echo "== SQLite floor (sqlite_floor, synchronous=OFF, groups of 8 runs, data dir beside ours)"
+"$SQLITE_FLOOR" "$TMP/floor-schema" --runs 100000 --group 8 | tee "$TMP/floor.json"
+"$SQLITE_FLOOR" "$TMP/floor-bare" --runs 100000 --group 8 --bare | tee -a "$TMP/floor.json"
+python3 - "$TMP/runs.json" "$NG_RPS" "$NG_REQS" "$NG_T0" "$NG_T1" "$HZ_REQS" "$OURS_T0" "$OURS_T1" "$TMP/floor.json" "$(nproc)" <<'PY'
 import json, os, sys
 res = [json.loads(l) for l in open(sys.argv[1]) if l.startswith('{"result"')][0]["result"]["loaded"]
 ng, reqs, t0, t1 = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-ng_us = (t1 - t0) * 1e6 / os.sysconf("SC_CLK_TCK") / max(1, reqs)
-runs, ours_us = res["runs_per_s"], res["server_cpu_us_per_run"]
+hz_reqs, o0, o1 = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+tck = os.sysconf("SC_CLK_TCK")
+ng_us = (t1 - t0) * 1e6 / tck / max(1, reqs)
+hz_us = (o1 - o0) * 1e6 / tck / max(1, hz_reqs)
+fl = {d["mode"]: d["cpu_us_per_run"] for d in map(json.loads, open(sys.argv[9]))}
+cores = int(sys.argv[10])
+runs, ours_us, client_us = res["runs_per_s"], res["server_cpu_us_per_run"], res["client_cpu_us_per_run"]
 print(f"== runs/s {runs:.0f} vs nghttpd {ng:.0f} req/s: ratio {runs/ng:.3f} (target >= 0.25)")
 print(f"== server CPU: ours {ours_us:.1f} us/run, nghttpd {ng_us:.2f} us/req: "
       f"CPU-normalised ratio {ng_us/ours_us:.3f} (runs per core-second / nghttpd requests per core-second)")
+budget = 4 * ng_us
+print(f"== budget and floors, server CPU per run (a run = 3 HTTP exchanges + 1 event + 2 durable commits):")
+print(f"   budget for 0.25x CPU-normalised: 4 x nghttpd's request = {budget:.1f} us")
+print(f"   floor A: 3 exchanges at nghttpd's cost + SQLite's bare 2 rows = "
+      f"{3 * ng_us:.1f} + {fl['bare']:.1f} = {3 * ng_us + fl['bare']:.1f} us")
+print(f"   floor B: 3 exchanges at our /healthz cost ({hz_us:.2f} us) + SQLite with this schema = "
+      f"{3 * hz_us:.1f} + {fl['schema']:.1f} = {3 * hz_us + fl['schema']:.1f} us")
+print(f"   measured: {ours_us:.1f} us; load generator {client_us:.1f} us/run, so on {cores} cores "
+      f"runs/s <= {cores * 1e6 / client_us:.0f} even with a free server (0.25x = {0.25 * ng:.0f})")
 PY
