@@ -71,20 +71,19 @@
               "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, " \
               "answer = excluded.answer, finished_at = excluded.finished_at")                      \
   X(TURN_GET, "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns WHERE id = ?1") \
-  X(RUN_PUT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "  \
-             "?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 THEN ?22 "  \
-             "ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) END, ?23, ?24, " \
-             "?25) ON CONFLICT(id) DO UPDATE SET turn_id = excluded.turn_id, code = excluded.code, " \
-             "origin = excluded.origin, state = excluded.state, status = excluded.status, "        \
-             "timeout_s = excluded.timeout_s, attempts = excluded.attempts, stdout_text = "        \
-             "excluded.stdout_text, stderr_text = excluded.stderr_text, stdout_truncated = "       \
-             "excluded.stdout_truncated, stderr_truncated = excluded.stderr_truncated, error_json " \
-             "= excluded.error_json, notes_json = excluded.notes_json, remounted_json = "          \
-             "excluded.remounted_json, restarted = excluded.restarted, files_unlisted = "          \
-             "excluded.files_unlisted, figures_dropped = excluded.figures_dropped, result_hash = " \
-             "excluded.result_hash, idempotency_key = excluded.idempotency_key, seq = CASE WHEN "  \
-             "?22 > 0 THEN ?22 ELSE runs.seq END, started_at = excluded.started_at, finished_at = " \
-             "excluded.finished_at WHERE runs.chat_id = excluded.chat_id")                         \
+  /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
+   * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
+   * is rewritten), RUN_INSERT when it changed nothing */                                         \
+  X(RUN_INSERT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "    \
+                "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "   \
+                "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "   \
+                "END, ?23, ?24, ?25)")                                                             \
+  X(RUN_UPDATE, "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "  \
+                "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "            \
+                "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "  \
+                "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "               \
+                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25 "   \
+                "WHERE id = ?1 AND chat_id = ?2")                                                  \
   X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                         \
   X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                     \
   X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \

@@ -1,6 +1,12 @@
 /* runs.c -- runs (the whole run object, one row, replaced on every change the orchestrator
  * persists) and run files (which files a run produced, in the order they were written).
  *
+ * A put is an UPDATE of the columns that change after creation, and an INSERT only when it
+ * changed nothing: the identity columns (chat, seq, idempotency key, created_at) are never named
+ * in the UPDATE, so a result rewrites the run's row and its runs_unfinished entry but not its
+ * entries in the chat-keyed indexes, which are one random page each (test_runs checks it on the
+ * statement's bytecode; bench/runs/wal_pages.py measured the pages).
+ *
  * Idempotency: a run put with an idempotency key another run of the chat already holds fails
  * with SBX_EEXIST and that run's id as the error detail (err->msg is exactly the 32-char id).
  * What it does not do: know the run state machine; `state` and `status` are the orchestrator's
@@ -94,6 +100,34 @@ struct run_op {
   struct store_run r;
 };
 
+static void run_bind(sqlite3_stmt *s, const struct store_run *r) {
+  sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, r->chat_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, r->turn_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, r->code ? r->code : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 5, r->origin ? r->origin : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 6, r->state ? r->state : "", -1, SQLITE_STATIC);
+  st__bind_text(s, 7, r->status);
+  sqlite3_bind_int(s, 8, r->timeout_s);
+  sqlite3_bind_int(s, 9, r->attempts);
+  st__bind_text(s, 10, r->stdout_text);
+  st__bind_text(s, 11, r->stderr_text);
+  sqlite3_bind_int(s, 12, r->stdout_truncated);
+  sqlite3_bind_int(s, 13, r->stderr_truncated);
+  st__bind_text(s, 14, r->error_json);
+  st__bind_text(s, 15, r->notes_json);
+  st__bind_text(s, 16, r->remounted_json);
+  sqlite3_bind_int(s, 17, r->restarted);
+  sqlite3_bind_int(s, 18, r->files_unlisted);
+  sqlite3_bind_int(s, 19, r->figures_dropped);
+  st__bind_text(s, 20, r->result_hash);
+  st__bind_text(s, 21, r->idempotency_key);
+  sqlite3_bind_int64(s, 22, r->seq);
+  sqlite3_bind_int64(s, 23, r->created_at);
+  sqlite3_bind_int64(s, 24, r->started_at);
+  sqlite3_bind_int64(s, 25, r->finished_at);
+}
+
 static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct run_op *op = (struct run_op *)w;
   const struct store_run *r = &op->r;
@@ -122,37 +156,26 @@ static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *
     return sbx_error_set(err, SBX_ENOENT, "no chat %s", r->chat_id);
   if (rc != SQLITE_ROW)
     return st__translate(db, rc, "chat lookup", err);
-  s = st->ws[ST_RUN_PUT];
-  sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, r->chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, r->turn_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, r->code ? r->code : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 5, r->origin ? r->origin : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 6, r->state ? r->state : "", -1, SQLITE_STATIC);
-  st__bind_text(s, 7, r->status);
-  sqlite3_bind_int(s, 8, r->timeout_s);
-  sqlite3_bind_int(s, 9, r->attempts);
-  st__bind_text(s, 10, r->stdout_text);
-  st__bind_text(s, 11, r->stderr_text);
-  sqlite3_bind_int(s, 12, r->stdout_truncated);
-  sqlite3_bind_int(s, 13, r->stderr_truncated);
-  st__bind_text(s, 14, r->error_json);
-  st__bind_text(s, 15, r->notes_json);
-  st__bind_text(s, 16, r->remounted_json);
-  sqlite3_bind_int(s, 17, r->restarted);
-  sqlite3_bind_int(s, 18, r->files_unlisted);
-  sqlite3_bind_int(s, 19, r->figures_dropped);
-  st__bind_text(s, 20, r->result_hash);
-  st__bind_text(s, 21, r->idempotency_key);
-  sqlite3_bind_int64(s, 22, r->seq);
-  sqlite3_bind_int64(s, 23, r->created_at);
-  sqlite3_bind_int64(s, 24, r->started_at);
-  sqlite3_bind_int64(s, 25, r->finished_at);
-  if ((rc = st__step_done(db, s, "run put", err)) != 0)
-    return rc;
-  if (sqlite3_changes(db) == 0) /* the upsert's WHERE: a run never moves to another chat */
-    return sbx_error_set(err, SBX_ECONFLICT, "run %s belongs to another chat", r->id);
-  return 0;
+  /* Update first: a put of a run that exists rewrites its row and, of the indexes, only
+   * runs_unfinished (state); its chat, seq, idempotency key and creation time stay as created. */
+  for (int pass = 0; pass < 2; pass++) {
+    s = st->ws[pass == 0 ? ST_RUN_UPDATE : ST_RUN_INSERT];
+    run_bind(s, r);
+    if ((rc = st__step_done(db, s, pass == 0 ? "run update" : "run insert", err)) != 0)
+      break;
+    if (sqlite3_changes(db) > 0)
+      return 0;
+  }
+  if (rc == SBX_ECONFLICT) { /* the insert hit an existing id: a run never moves to another chat */
+    s = st->ws[ST_RUN_CHAT_OF];
+    sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
+    int found = sqlite3_step(s) == SQLITE_ROW &&
+                strcmp((const char *)sqlite3_column_text(s, 0), r->chat_id) != 0;
+    st__reset(s);
+    if (found)
+      return sbx_error_set(err, SBX_ECONFLICT, "run %s belongs to another chat", r->id);
+  }
+  return rc;
 }
 
 static void run_put_done(struct store *st, struct st_write *w) {

@@ -242,9 +242,11 @@ struct store_run {
   int64_t created_at, started_at, finished_at; /* wall ms; 0 when not yet */
 };
 void store_run_free(struct store_run *r);
-/* Inserts or replaces the whole row (the orchestrator keeps the truth in memory and persists each
- * change).  When idempotency_key is set and another run of the chat has it, fails with
- * SBX_EEXIST and puts that run's id in existing_id (via cb's err->msg). */
+/* Inserts the run, or replaces the row of one that exists (the orchestrator keeps the truth in
+ * memory and persists each change); a run's chat, seq (0: the chat's next), idempotency key and
+ * created_at are fixed by its first put, later puts replace every other field.  When
+ * idempotency_key is set and another run of the chat has it, fails with SBX_EEXIST and puts that
+ * run's id in existing_id (via cb's err->msg); a run id of another chat fails with SBX_ECONFLICT. */
 int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud);
 int store_run_get(struct store *st, const char *run_id, struct store_run *out);
 int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,

@@ -1,6 +1,8 @@
 /* test_runs.c -- runs.c: the whole run row round-trips, put replaces, seq is assigned when 0,
- * idempotency keys (conflict names the other run), unknown chat, a run never moves chats, the
- * unfinished list for start-up, newest-first lists, and run files in the order written. */
+ * idempotency keys (conflict names the other run), unknown chat, a run never moves chats, a later
+ * put keeps the run's identity (chat, seq, key, created_at) and its UPDATE writes no chat-keyed
+ * index (checked on the bytecode), the unfinished list for start-up, newest-first lists, and run
+ * files in the order written. */
 #include "helpers.h"
 
 #define CHAT "c0000000000000000000000000000001"
@@ -105,6 +107,112 @@ START_TEST(test_run_roundtrip) {
   ck_assert_int_eq(put(&t, &moved, &d), SBX_ECONFLICT);
   struct store_run none = {0};
   ck_assert_int_eq(store_run_put(t.st, &none, on_done, &d), SBX_EINVAL);
+  t_close(&t);
+}
+END_TEST
+
+/* Root pages of the b-trees a statement writes (Insert / IdxInsert / IdxDelete / Delete on a
+ * cursor, mapped to the root page its Open* named), as a bit set over the first 64 pages (a
+ * fresh database's schema lives there). */
+static uint64_t written_roots(sqlite3 *db, const char *sql) {
+  char q[4096];
+  snprintf(q, sizeof q, "EXPLAIN %s", sql);
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
+  int root_of_cursor[64] = {0};
+  uint64_t set = 0;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const char *op = (const char *)sqlite3_column_text(s, 1);
+    int p1 = sqlite3_column_int(s, 2), p2 = sqlite3_column_int(s, 3);
+    if (p1 < 0 || p1 >= 64)
+      continue;
+    if (strcmp(op, "OpenWrite") == 0 || strcmp(op, "OpenRead") == 0) {
+      ck_assert_int_lt(p2, 64);
+      root_of_cursor[p1] = p2;
+    } else if (strcmp(op, "Insert") == 0 || strcmp(op, "IdxInsert") == 0 ||
+               strcmp(op, "IdxDelete") == 0 || strcmp(op, "Delete") == 0) {
+      ck_assert_int_gt(root_of_cursor[p1], 0);
+      set |= 1ull << root_of_cursor[p1];
+    }
+  }
+  sqlite3_finalize(s);
+  return set;
+}
+
+static uint64_t root_of(sqlite3 *db, const char *name) {
+  char q[256];
+  snprintf(q, sizeof q, "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", name);
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  int root = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  ck_assert_int_gt(root, 0);
+  ck_assert_int_lt(root, 64);
+  return 1ull << root;
+}
+
+START_TEST(test_run_update_keeps_identity) {
+  struct tctx t;
+  struct done d;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  t_chat(&t, CHAT2);
+  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "queued", 100);
+  r.idempotency_key = "key-1";
+  ck_assert_int_eq(put(&t, &r, &d), 0);
+  /* the result put: new state and outputs; seq, key and created_at as a caller might garble them */
+  r.state = "done";
+  r.status = "ok";
+  r.stdout_text = "out";
+  r.attempts = 1;
+  r.finished_at = 105;
+  r.seq = 77;
+  r.idempotency_key = NULL;
+  r.created_at = 5;
+  ck_assert_int_eq(put(&t, &r, &d), 0);
+  struct store_run g;
+  ck_assert_int_eq(store_run_get(t.st, r.id, &g), 0);
+  ck_assert_str_eq(g.state, "done");
+  ck_assert_str_eq(g.status, "ok");
+  ck_assert_str_eq(g.stdout_text, "out");
+  ck_assert_int_eq(g.attempts, 1);
+  ck_assert_int_eq(g.finished_at, 105);
+  ck_assert_int_eq(g.seq, 1);
+  ck_assert_str_eq(g.idempotency_key, "key-1");
+  ck_assert_int_eq(g.created_at, 100);
+  store_run_free(&g);
+  store_id got;
+  ck_assert_int_eq(store_run_by_idempotency(t.st, CHAT, "key-1", got), 0);
+  ck_assert_str_eq(got, r.id);
+  /* the run's id in another chat: refused, the row untouched */
+  struct store_run moved = mk(r.id, CHAT2, "running", 1);
+  ck_assert_int_eq(put(&t, &moved, &d), SBX_ECONFLICT);
+  ck_assert_ptr_nonnull(strstr(d.msg, "another chat"));
+  ck_assert_int_eq(store_run_get(t.st, r.id, &g), 0);
+  ck_assert_str_eq(g.chat_id, CHAT);
+  ck_assert_str_eq(g.state, "done");
+  store_run_free(&g);
+  /* an explicit seq on creation is kept */
+  struct store_run r2 = mk("r0000000000000000000000000000002", CHAT, "queued", 110);
+  r2.seq = 1000;
+  ck_assert_int_eq(put(&t, &r2, &d), 0);
+  ck_assert_int_eq(store_run_get(t.st, r2.id, &g), 0);
+  ck_assert_int_eq(g.seq, 1000);
+  store_run_free(&g);
+  /* the update's bytecode: writes the table and runs_unfinished (state), no chat-keyed index;
+   * the insert's writes runs_chat_seq (so the check can see one) */
+  sqlite3 *db = t.st->wdb;
+  uint64_t upd = written_roots(db, sqlite3_sql(t.st->ws[ST_RUN_UPDATE]));
+  uint64_t ins = written_roots(db, sqlite3_sql(t.st->ws[ST_RUN_INSERT]));
+  uint64_t seq_idx = root_of(db, "runs_chat_seq"), idem_idx = root_of(db, "runs_idem");
+  ck_assert(upd & root_of(db, "runs"));
+  ck_assert(upd & root_of(db, "runs_unfinished"));
+  ck_assert(!(upd & seq_idx));
+  ck_assert(!(upd & idem_idx));
+  ck_assert(!(upd & root_of(db, "sqlite_autoindex_runs_1")));
+  ck_assert(ins & seq_idx);
+  ck_assert(ins & idem_idx);
   t_close(&t);
 }
 END_TEST
@@ -224,6 +332,7 @@ int main(void) {
   Suite *s = suite_create("runs");
   TCase *tc = tcase_create("runs");
   tcase_add_test(tc, test_run_roundtrip);
+  tcase_add_test(tc, test_run_update_keeps_identity);
   tcase_add_test(tc, test_run_lists);
   tcase_add_test(tc, test_run_files);
   tcase_add_test(tc, test_run_alloc_fail_at_n);
