@@ -56,11 +56,14 @@ struct tp_listener {
 };
 void tp__listener_reject(struct tp_listener *l);
 
+#define TP_ROUTE_MAX_SEGS 32 /* segments in a route pattern */
+
 struct tp_route {
   char *method;
   char *pattern;
   char **segs; /* pattern split on '/'; "{x}" param, "{x*}" rest */
   unsigned char *seg_param; /* per segment: 1 when a parameter */
+  size_t *seg_len;          /* per segment: its length */
   size_t nsegs;
   int literal; /* no parameter at all */
   int rest;    /* last segment is {name*} */

@@ -3,8 +3,9 @@
  * tables every file needs (status texts, MIME types).  It does not run handlers (req.c).
  *
  * Matching is on the raw path split at '/', each segment decoded afterwards, so "%2F" inside a
- * parameter stays inside it.  Literal routes (no parameter) are tried first, then parametrised
- * ones in registration order.  A path that matches some route with another method gives 405 with
+ * parameter stays inside it; the path is split once per request and routes are compared
+ * segment by segment against that table.  Literal routes (no parameter) are tried first, then
+ * parametrised ones in registration order.  A pattern has at most TP_ROUTE_MAX_SEGS segments.  A path that matches some route with another method gives 405 with
  * the Allow list.
  */
 #include "internal.h"
@@ -61,9 +62,12 @@ int tp__route_compile(struct tp_route *rt) {
   for (const char *q = p; *q; q++)
     if (*q == '/')
       cap++;
+  if (cap > TP_ROUTE_MAX_SEGS)
+    return SBX_EINVAL;
   rt->segs = sbx_calloc(cap, sizeof(char *));
   rt->seg_param = sbx_calloc(cap, sizeof(*rt->seg_param));
-  if (rt->segs == NULL || rt->seg_param == NULL)
+  rt->seg_len = sbx_calloc(cap, sizeof(*rt->seg_len));
+  if (rt->segs == NULL || rt->seg_param == NULL || rt->seg_len == NULL)
     return SBX_ENOMEM;
   rt->literal = 1;
   for (;;) {
@@ -72,6 +76,7 @@ int tp__route_compile(struct tp_route *rt) {
     char *seg = sbx_strndup(p, sl);
     if (seg == NULL)
       return SBX_ENOMEM;
+    rt->seg_len[rt->nsegs] = sl;
     rt->segs[rt->nsegs++] = seg;
     if (sl >= 2 && seg[0] == '{' && seg[sl - 1] == '}') {
       rt->literal = 0;
@@ -96,17 +101,12 @@ void tp__route_free(struct tp_route *rt) {
     sbx_free(rt->segs[i]);
   sbx_free(rt->segs);
   sbx_free(rt->seg_param);
+  sbx_free(rt->seg_len);
   sbx_free(rt->method);
   sbx_free(rt->pattern);
 }
 
-static void params_clear(struct tp_req *r) {
-  r->nparams = 0; /* their strings stay in the request's arena until it goes */
-}
-
 static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl) {
-  if (r == NULL)
-    return 0;
   if (r->nparams == SBX_ARRAY_SIZE(r->params))
     return -1;
   size_t nl = strlen(seg) - 2;
@@ -122,9 +122,8 @@ static int add_param(struct tp_req *r, const char *seg, const char *v, size_t vl
   return 0;
 }
 
-/* Is the raw (percent-encoded) segment [p, p+n) equal to the literal `lit` once decoded?  No
- * allocation: every request that misses the routes (static files) runs this for every route. */
-static int seg_eq(const char *p, size_t n, const char *lit) {
+/* Is the raw (percent-encoded) segment [p, p+n) equal to the literal `lit` once decoded? */
+static int seg_eq_pct(const char *p, size_t n, const char *lit) {
   size_t i = 0;
   for (; i < n; lit++) {
     if (*lit == '\0')
@@ -147,77 +146,126 @@ static int seg_eq(const char *p, size_t n, const char *lit) {
   return *lit == '\0';
 }
 
-/* Does `rt` match the raw `path`?  Fills r's params when r is given. */
-static int route_matches(const struct tp_route *rt, const char *path, struct tp_req *r) {
-  const char *p = path + 1;
-  for (size_t i = 0; i < rt->nsegs; i++) {
-    const char *seg = rt->segs[i];
-    int param = rt->seg_param[i];
-    if (param && rt->rest && i == rt->nsegs - 1) {
-      if (*p == '\0' || add_param(r, seg, p, strlen(p)) != 0)
-        goto no;
-      return 1;
+/* The request path split once at '/' (raw, undecoded): every route is compared against this
+ * table, so a route that has another number of segments costs one comparison, and a literal
+ * segment without '%' one length test and a memcmp.  No allocation. */
+struct split {
+  struct {
+    const char *p;
+    size_t len;
+    int pct; /* holds a '%': compared decoded */
+  } seg[TP_ROUTE_MAX_SEGS];
+  size_t n;        /* segments in the path (may be more than the table holds) */
+  const char *end; /* the path's terminating NUL */
+};
+
+static void split_path(const char *path, struct split *sp) {
+  const char *p = path + 1, *start = p;
+  int pct = 0;
+  sp->n = 0;
+  for (;; p++) {
+    char c = *p;
+    if (c == '/' || c == '\0') {
+      if (sp->n < TP_ROUTE_MAX_SEGS) {
+        sp->seg[sp->n].p = start;
+        sp->seg[sp->n].len = (size_t)(p - start);
+        sp->seg[sp->n].pct = pct;
+      }
+      sp->n++;
+      if (c == '\0')
+        break;
+      start = p + 1;
+      pct = 0;
+    } else if (c == '%') {
+      pct = 1;
     }
-    const char *slash = strchr(p, '/');
-    size_t pl = slash ? (size_t)(slash - p) : strlen(p);
-    if (param) {
-      if (pl == 0 || add_param(r, seg, p, pl) != 0)
-        goto no;
-    } else if (!seg_eq(p, pl, seg)) {
-      goto no;
-    }
-    if (i == rt->nsegs - 1)
-      return slash == NULL ? 1 : (r ? (params_clear(r), 0) : 0);
-    if (!slash)
-      goto no;
-    p = slash + 1;
   }
+  sp->end = p;
+}
+
+/* Segments are short: a plain loop, which mostly stops at the first byte, beats a call. */
+static int bytes_eq(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+/* Does `rt` match the split path?  Fills r's params when r is given (0 and params cleared when
+ * they do not fit or there is no memory). */
+static int route_matches(const struct tp_route *rt, const struct split *sp, struct tp_req *r) {
+  size_t last = rt->nsegs - 1;
+  if (rt->rest ? sp->n < rt->nsegs : sp->n != rt->nsegs)
+    return 0;
+  for (size_t i = 0; i < rt->nsegs; i++) {
+    const char *p = sp->seg[i].p;
+    size_t pl = sp->seg[i].len;
+    if (rt->rest && i == last)
+      pl = (size_t)(sp->end - p); /* the rest of the path, slashes included */
+    if (rt->seg_param[i]) {
+      if (pl == 0)
+        goto no;
+      if (r && add_param(r, rt->segs[i], p, pl) != 0)
+        goto no;
+    } else if (sp->seg[i].pct ? !seg_eq_pct(p, pl, rt->segs[i])
+                              : pl != rt->seg_len[i] || !bytes_eq(p, rt->segs[i], pl)) {
+      goto no;
+    }
+  }
+  return 1;
 no:
   if (r)
-    params_clear(r);
+    r->nparams = 0; /* their strings stay in the request's arena until it goes */
   return 0;
 }
 
-/* One pass over the routes: the path is matched first (most routes fail at their first
- * segment), the method after; literal routes win over parametrised ones, then registration
- * order; routes that match with another method make the Allow list. */
+static int method_ok(const struct tp_route *rt, const char *method, int is_head) {
+  return strcmp(rt->method, method) == 0 || (is_head && strcmp(rt->method, "GET") == 0);
+}
+
+/* One pass over the routes for the hit: the path is matched first (most routes fail on their
+ * number of segments or their first one), the method after; literal routes win over parametrised
+ * ones, then registration order.  Only a miss makes a second pass, for the Allow list of the
+ * routes that match with another method. */
 const struct tp_route *tp__route_match(const struct tp_server *s, const char *method,
                                        const char *path, struct tp_req *r, char *allow,
                                        size_t allow_len, int *status) {
+  allow[0] = '\0';
   if (path[0] != '/') {
     *status = 404;
     return NULL;
   }
+  struct split sp;
+  split_path(path, &sp);
   int is_head = strcmp(method, "HEAD") == 0;
   const struct tp_route *param_hit = NULL;
-  size_t used = 0;
-  allow[0] = '\0';
   for (size_t i = 0; i < s->nroutes; i++) {
     const struct tp_route *rt = &s->routes[i];
-    if (!route_matches(rt, path, NULL))
+    if (!route_matches(rt, &sp, NULL) || !method_ok(rt, method, is_head))
       continue;
-    if (strcmp(rt->method, method) == 0 || (is_head && strcmp(rt->method, "GET") == 0)) {
-      if (rt->literal) {
-        param_hit = rt;
-        break;
-      }
-      if (param_hit == NULL)
-        param_hit = rt;
-      continue;
+    if (rt->literal) {
+      param_hit = rt;
+      break;
     }
-    if (strstr(allow, rt->method))
-      continue;
-    int n = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", rt->method);
-    if (n > 0 && (size_t)n < allow_len - used)
-      used += (size_t)n;
+    if (param_hit == NULL)
+      param_hit = rt;
   }
   if (param_hit) {
-    if (!param_hit->literal && r && !route_matches(param_hit, path, r)) {
+    if (!param_hit->literal && r && !route_matches(param_hit, &sp, r)) {
       *status = 500; /* out of memory for the parameters */
       return NULL;
     }
     *status = 0;
     return param_hit;
+  }
+  size_t used = 0;
+  for (size_t i = 0; i < s->nroutes; i++) {
+    const struct tp_route *rt = &s->routes[i];
+    if (!route_matches(rt, &sp, NULL) || strstr(allow, rt->method))
+      continue;
+    int n = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", rt->method);
+    if (n > 0 && (size_t)n < allow_len - used)
+      used += (size_t)n;
   }
   *status = used ? 405 : 404;
   return NULL;

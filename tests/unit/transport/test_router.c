@@ -2,6 +2,7 @@
  * trailing {name*}, percent-decoding inside parameters, 404 vs 405 with Allow), bad patterns,
  * percent-decoding rules and MIME types. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -36,6 +37,13 @@ static const struct rcase rcases[] = {
     {"GET", "/v1/chat%7", NULL, 404, NULL, NULL},
     {"GET", "/v1/chatsX", NULL, 404, NULL, NULL},
     {"GET", "/v1/chat", NULL, 404, NULL, NULL},
+    /* deeper than a pattern may be (TP_ROUTE_MAX_SEGS): only the rest route takes it */
+    {"PUT", "/v1/runs/r1/files/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5",
+     "/v1/runs/{run}/files/{name*}", 0, "name", "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5"},
+    {"GET", "/v1/chats/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5", NULL, 404,
+     NULL, NULL},
+    {"POST", "/v1/chats/abc/files", NULL, 405, NULL, NULL}, /* Allow only from a miss */
+    {"GET", "/v1/chats/abc%2Fdef/files", "/v1/chats/{chat}/files", 0, "chat", "abc/def"},
 };
 
 START_TEST(test_route_table) {
@@ -65,7 +73,7 @@ START_TEST(test_route_table) {
   if (c->pname)
     ck_assert_str_eq(tp_req_param(&r, c->pname), c->pvalue);
   if (status == 405)
-    ck_assert_str_eq(allow, "GET, POST");
+    ck_assert_str_eq(allow, strcmp(c->path, "/v1/chats") == 0 ? "GET, POST" : "GET");
   tp__req_strings_free(&r);
   tp_server_close(s, 0, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -82,7 +90,14 @@ START_TEST(test_route_bad_patterns) {
   ck_assert_int_eq(tp_route(s, "GET", "/a/{rest*}/b", 0, h, NULL), SBX_EINVAL);
   ck_assert_int_eq(tp_route(s, "GET", "/a/x{y}", 0, h, NULL), SBX_EINVAL);
   ck_assert_int_eq(tp_route(s, "GET", "/a", 0, NULL, NULL), SBX_EINVAL);
+  char deep[3 * (TP_ROUTE_MAX_SEGS + 1) + 1], *p = deep; /* one segment too many */
+  for (int i = 0; i <= TP_ROUTE_MAX_SEGS; i++)
+    p += sprintf(p, "/%c", 'a' + i % 26);
+  ck_assert_int_eq(tp_route(s, "GET", deep, 0, h, NULL), SBX_EINVAL);
   ck_assert_int_eq(s->nroutes, 0);
+  deep[strlen(deep) - 2] = '\0'; /* TP_ROUTE_MAX_SEGS segments: fine */
+  ck_assert_int_eq(tp_route(s, "GET", deep, 0, h, NULL), 0);
+  ck_assert_int_eq(s->nroutes, 1);
   tp_server_close(s, 0, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(uv_loop_close(&loop), 0);
