@@ -55,6 +55,15 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 
 static void on_timer(uv_timer_t *t) {
   struct tp_conn *c = t->data;
+  if (c->timer_want == 0)
+    return; /* stopped since it was armed */
+  uint64_t now = uv_now(c->srv->loop);
+  if (now < c->timer_want) { /* moved later since it was armed: sleep the rest */
+    c->timer_due = c->timer_want;
+    uv_timer_start(&c->timer, on_timer, c->timer_want - now, 0);
+    return;
+  }
+  c->timer_want = 0;
   if (c->state == CONN_SNIFF || c->state == CONN_TLS_HANDSHAKE) {
     tp__conn_close(c, "handshake timeout");
     return;
@@ -65,13 +74,23 @@ static void on_timer(uv_timer_t *t) {
     tp__conn_close(c, "timeout");
 }
 
+/* Sets (replaces) the connection's deadline.  The protocols call this after every read and
+ * write, mostly pushing the deadline later: the libuv timer (a heap) is moved only when the new
+ * deadline is earlier than the armed one; a later one is taken up when the armed one fires
+ * (on_timer sleeps the rest).  A stop only forgets the deadline. */
 void tp__conn_timer(struct tp_conn *c, uint64_t ms) {
   if (c->state == CONN_CLOSING)
     return;
-  if (ms == 0)
-    uv_timer_stop(&c->timer);
-  else
-    uv_timer_start(&c->timer, on_timer, ms, 0);
+  if (ms == 0) {
+    c->timer_want = 0;
+    return;
+  }
+  uint64_t want = uv_now(c->srv->loop) + ms;
+  c->timer_want = want;
+  if (uv_is_active((uv_handle_t *)&c->timer) && c->timer_due <= want)
+    return;
+  c->timer_due = want;
+  uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
 void tp__conn_read_stop(struct tp_conn *c) {

@@ -57,6 +57,7 @@ struct h2s {
   int error;      /* 431 / 413 / 400 decided while reading */
   int refused;    /* reset, ignore everything */
   int dispatched; /* dispatch or error event queued */
+  int arriving;   /* has a request whose head or body is still coming: counted in h->narriving */
   struct sbx_buf out;
   size_t out_off;
   int out_end, deferred, drain_queued;
@@ -67,8 +68,9 @@ struct h2 {
   struct tp_conn *c;
   nghttp2_session *ss;
   enum h2_state state;
-  struct sbx_list streams;
+  struct sbx_list streams; /* in the order their HEADERS began */
   size_t nstreams;
+  size_t narriving; /* streams with arriving set: the header timeout runs while > 0 */
   struct h2_ev *evs;
   size_t nevs, evcap;
   int busy;      /* inside h2_run: kicks only mark want_send */
@@ -119,6 +121,14 @@ static void h2s_free(struct h2s *st) {
   sbx_free(st);
 }
 
+/* The stream's request stopped arriving (complete, refused, answered with an error, or gone). */
+static void st_arrived(struct h2 *h, struct h2s *st) {
+  if (st->arriving) {
+    st->arriving = 0;
+    h->narriving--;
+  }
+}
+
 /* ---- nghttp2 callbacks: they record, they never call the session nor user code --------------- */
 
 static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *ud) {
@@ -145,6 +155,8 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
   if (st->req == NULL)
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   st->req->pstate = st;
+  st->arriving = 1;
+  h->narriving++;
   return 0;
 }
 
@@ -162,6 +174,7 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
   st->nheaders++;
   if (st->header_bytes > 2 * LIM(h)->max_header_bytes) {
     st->refused = 1; /* far past the limit: stop spending on it */
+    st_arrived(h, st);
     push_ev(h, EV_RST, st->id, NGHTTP2_ENHANCE_YOUR_CALM, NULL);
     return 0;
   }
@@ -228,9 +241,11 @@ static void headers_done(struct h2 *h, struct h2s *st, int end_stream) {
   tp__req_set_state(r, REQ_BODY_IN);
   if (st->error) {
     st->dispatched = 1;
+    st_arrived(h, st);
     push_ev(h, EV_ERROR, st->id, st->error, NULL);
   } else if (end_stream) {
     st->dispatched = 1;
+    st_arrived(h, st);
     push_ev(h, EV_DISPATCH, st->id, 0, NULL);
   }
 }
@@ -258,6 +273,7 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud) 
     headers_done(h, st, end);
   } else if (end && !st->dispatched && (f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS)) {
     st->dispatched = 1;
+    st_arrived(h, st);
     push_ev(h, st->error ? EV_ERROR : EV_DISPATCH, st->id, st->error, NULL);
   }
   return 0;
@@ -273,6 +289,7 @@ static int on_data_chunk(nghttp2_session *ss, uint8_t flags, int32_t id, const u
   if (status != 0) {
     st->error = status;
     st->dispatched = 1;
+    st_arrived(h, st);
     push_ev(h, EV_ERROR, id, st->error, NULL);
   }
   return 0;
@@ -285,6 +302,7 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void 
     return 0;
   nghttp2_session_set_stream_user_data(ss, id, NULL);
   h->nstreams--;
+  st_arrived(h, st);
   if (st->req) {
     /* The request outlives its stream when a handler holds it: hand the reference to an event
      * that tells it (outside this callback), then forget the stream. */
@@ -414,28 +432,29 @@ static void h2_answer_error(struct tp_req *r, int status) {
 
 /* The connection's one timer: idle_timeout with no stream; with streams, the header timeout of
  * the oldest request still arriving (slowloris on a stream), else idle_timeout as a stall check
- * (h2_on_timeout closes a connection whose client stopped reading). */
+ * (h2_on_timeout closes a connection whose client stopped reading).  Called after every read and
+ * write, so it must stay cheap: the count of arriving streams spares the walk when none is (the
+ * usual case), the walk stops at the first arriving one (the list is in arrival order), and
+ * tp__conn_timer moves the libuv timer only when the deadline comes earlier. */
 static void h2_arm_timer(struct h2 *h) {
   struct tp_conn *c = h->c;
   if (c->state == CONN_CLOSING)
     return;
-  if (h->nstreams == 0) {
+  if (h->narriving == 0) {
     tp__conn_timer(c, LIM(h)->idle_timeout_ms);
     return;
   }
-  uint64_t now = uv_now(c->srv->loop), oldest = UINT64_MAX;
+  uint64_t now = uv_now(c->srv->loop), oldest = now;
   struct sbx_list *it;
   SBX_LIST_FOREACH(it, &h->streams) {
     struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
-    if (st->req && !st->dispatched && !st->refused && st->begin < oldest)
+    if (st->arriving) {
       oldest = st->begin;
+      break;
+    }
   }
-  if (oldest != UINT64_MAX) {
-    uint64_t due = oldest + LIM(h)->header_timeout_ms;
-    tp__conn_timer(c, due > now ? due - now : 1);
-  } else {
-    tp__conn_timer(c, LIM(h)->idle_timeout_ms);
-  }
+  uint64_t due = oldest + LIM(h)->header_timeout_ms;
+  tp__conn_timer(c, due > now ? due - now : 1);
 }
 
 /* Runs recorded events (handlers, errors, gone notices, file pumps) and sends, until quiet. */
@@ -700,6 +719,7 @@ static void h2_on_close(struct tp_conn *c) {
   struct sbx_list *it;
   SBX_LIST_FOREACH(it, &h->streams) {
     struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
+    st_arrived(h, st);
     if (st->req) {
       struct tp_req *r = st->req;
       st->req = NULL;
@@ -758,9 +778,9 @@ static void h2_on_timeout(struct tp_conn *c) {
   struct sbx_list *it;
   SBX_LIST_FOREACH(it, &h->streams) {
     struct h2s *st = SBX_CONTAINER_OF(it, struct h2s, node);
-    if (st->req && !st->dispatched && !st->refused &&
-        now - st->begin >= LIM(h)->header_timeout_ms) {
+    if (st->arriving && now - st->begin >= LIM(h)->header_timeout_ms) {
       st->dispatched = 1;
+      st_arrived(h, st);
       push_ev(h, EV_ERROR, st->id, 408, NULL);
       expired++;
     }

@@ -184,6 +184,8 @@ struct tp_conn {
     uv_stream_t stream;
   } h;
   uv_timer_t timer;
+  uint64_t timer_due;  /* when the libuv timer fires (loop ms) */
+  uint64_t timer_want; /* the deadline asked for last; 0 none (tp__conn_timer) */
   struct tp_server *srv;
   struct sbx_list node;
   enum conn_state state;
@@ -209,7 +211,8 @@ int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n);
 /* The same for one heap buffer (sbx_malloc'd), which it steals: no copy on plain sockets. */
 int tp__conn_write_take(struct tp_conn *c, char *data, size_t len);
 void tp__conn_close(struct tp_conn *c, const char *why);
-void tp__conn_timer(struct tp_conn *c, uint64_t ms); /* 0 stops */
+/* Replaces the connection's deadline with now + ms (0 clears it): ops->on_timeout runs then. */
+void tp__conn_timer(struct tp_conn *c, uint64_t ms);
 void tp__conn_read_stop(struct tp_conn *c);
 void tp__conn_read_start(struct tp_conn *c);
 void tp__conn_set_proto(struct tp_conn *c, enum conn_state st); /* HTTP1 or H2 */

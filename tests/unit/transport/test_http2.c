@@ -326,6 +326,39 @@ START_TEST(test_h2_idle) {
 }
 END_TEST
 
+/* Activity pushes the idle deadline on (the connection timer is moved lazily, conn.c): requests
+ * every 150 ms keep a connection with a 300 ms idle_timeout open well past 300 ms; once they stop
+ * it is closed after about idle_timeout, not at a deadline armed earlier. */
+static void client_idle_pushed(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  uint64_t t0 = uv_hrtime();
+  for (int i = 0; i < 6; i++) {
+    struct h2resp *a = h2c_request(&c, "GET", "/hello", NULL, NULL, 0);
+    ck_assert(h2c_wait(&c, a, 2000));
+    ck_assert_int_eq(a->status, 200);
+    usleep(150 * 1000);
+    h2c_wait(&c, NULL, 0);
+    ck_assert_msg(!c.goaway && !c.eof, "closed while in use, after %llu ms",
+                  (unsigned long long)((uv_hrtime() - t0) / 1000000));
+  }
+  uint64_t last = uv_hrtime();
+  ck_assert(h2c_wait(&c, NULL, 3000));
+  uint64_t idle_ms = (uv_hrtime() - last) / 1000000;
+  ck_assert(c.goaway);
+  ck_assert_msg(idle_ms >= 100 && idle_ms < 1500, "closed %llu ms after the last request",
+                (unsigned long long)idle_ms);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_idle_pushed) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.idle_timeout_ms = 300;
+  th_run_routes(&l, client_idle_pushed);
+}
+END_TEST
+
 /* Graceful close with an HTTP/2 event stream open: GOAWAY, then the connection ends. */
 static void client_shutdown(struct th *t) {
   struct h2c c;
@@ -502,6 +535,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_close_with_stream);
   tcase_add_test(tc, test_h2_outbound_bound);
   tcase_add_test(tc, test_h2_slow_body);
+  tcase_add_test(tc, test_h2_idle_pushed);
   tcase_add_test(tc, test_h2_body_sink);
   suite_add_tcase(s, tc);
   return s;
