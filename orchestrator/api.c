@@ -70,8 +70,8 @@ int orch_api_valid_id(const char *s) {
 }
 
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
-  orch_auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
-                 o->api_key_hash, o->host_key_hash, a);
+  orch_auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"),
+                      query_ok ? tp_req_query(req, "token") : NULL, o->api_key_hash, o->host_key_hash, a);
 }
 
 static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
@@ -155,8 +155,8 @@ int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct 
   struct orch_run *run = orch_api_valid_id(run_id) ? orch_map_get(&o->runs, run_id) : NULL;
   int rc = 0;
   if (run != NULL) { /* callers read the live run itself: only its ids are copied (no strdups) */
-    snprintf(rec->id, sizeof(rec->id), "%s", run->rec.id);
-    snprintf(rec->chat_id, sizeof(rec->chat_id), "%s", run->rec.chat_id);
+    memcpy(rec->id, run->rec.id, sizeof(rec->id));
+    memcpy(rec->chat_id, run->rec.chat_id, sizeof(rec->chat_id));
   } else if (!orch_api_valid_id(run_id))
     rc = SBX_ENOENT;
   else {

@@ -8,6 +8,11 @@
  * orchestrator spawns (hosts.c) get a host key, random per server start: it reaches every chat
  * like the API key, but only the calls a page token may make (never chats, turns, admin).
  *
+ * The sha256 of a credential is memoized (token_hash below, one table per server): every request
+ * carries one, and hashing it cost ~5,000 instructions, two per run.  The memo maps the FULL credential (compared
+ * in constant time) to its hash; it decides nothing by itself: the hash is compared with the
+ * stored ones exactly as before, so a memoized wrong token is still wrong.
+ *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
  * stored hash); it does not rate-limit.
  */
@@ -15,12 +20,64 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static void sha256_hex(const char *s, char out[65]) { store_sha256_hex(s, strlen(s), out); }
+
+/* ---- credential hash memo ------------------------------------------------------------------
+ * The server's table (struct orch's auth_memo; one loop thread, no locks): 4-way set-associative,
+ * AUTH_MEMO_SETS sets chosen by an FNV-1a hash of the credential; a way hits only when its stored
+ * credential has the same length and the same bytes (sbx_memeq_ct over the whole length: the
+ * time taken does not depend on where a guess differs).  Sized for the page tokens of ~2,000
+ * active chats plus the API key (~300 KB, allocated with the server); a full set replaces its
+ * ways in turn.  Credentials longer than AUTH_MEMO_MAX_LEN are hashed every time.  A flood of
+ * distinct tokens only evicts entries (each costs one sha256 again later). */
+#define AUTH_MEMO_SETS 512
+#define AUTH_MEMO_WAYS 4
+#define AUTH_MEMO_MAX_LEN 104 /* a page token is 97; a generated API key 64 */
+struct auth_memo_entry {
+  unsigned char len; /* 0: empty */
+  char cred[AUTH_MEMO_MAX_LEN];
+  unsigned char sha[32];
+};
+struct orch_auth_memo {
+  struct auth_memo_entry e[AUTH_MEMO_SETS][AUTH_MEMO_WAYS];
+  unsigned char next[AUTH_MEMO_SETS]; /* the way a miss replaces next */
+};
+
+struct orch_auth_memo *orch_auth_memo_new(void) { return sbx_calloc(1, sizeof(struct orch_auth_memo)); }
+void orch_auth_memo_free(struct orch_auth_memo *m) { sbx_free(m); }
+
+static int unhex(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
+
+static void token_hash(struct orch_auth_memo *m, const char *cred, size_t len, char out[65]) {
+  if (m == NULL || len == 0 || len > AUTH_MEMO_MAX_LEN) {
+    store_sha256_hex(cred, len, out);
+    return;
+  }
+  uint32_t h = 2166136261u;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)cred[i]) * 16777619u;
+  size_t set = (h ^ (h >> 15)) % AUTH_MEMO_SETS;
+  for (int w = 0; w < AUTH_MEMO_WAYS; w++) {
+    struct auth_memo_entry *e = &m->e[set][w];
+    if (e->len == len && sbx_memeq_ct(e->cred, cred, len) == 0) {
+      sbx_hex(e->sha, sizeof(e->sha), out);
+      return;
+    }
+  }
+  store_sha256_hex(cred, len, out);
+  struct auth_memo_entry *e = &m->e[set][m->next[set]];
+  m->next[set] = (unsigned char)((m->next[set] + 1) % AUTH_MEMO_WAYS);
+  memcpy(e->cred, cred, len);
+  for (int i = 0; i < 32; i++)
+    e->sha[i] = (unsigned char)(unhex(out[2 * i]) << 4 | unhex(out[2 * i + 1]));
+  e->len = (unsigned char)len;
+}
 
 int orch_ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -51,6 +108,11 @@ static int is_hex_id(const char *s, size_t n) {
 
 void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                     const char *host_key_hash, struct orch_auth *out) {
+  orch_auth_read_memo(NULL, authorization, query_token, api_key_hash, host_key_hash, out);
+}
+
+void orch_auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
+                         const char *api_key_hash, const char *host_key_hash, struct orch_auth *out) {
   memset(out, 0, sizeof(*out));
   const char *cred = NULL;
   if (authorization != NULL) {
@@ -68,11 +130,12 @@ void orch_auth_read(const char *authorization, const char *query_token, const ch
     out->kind = cred == NULL ? ORCH_CRED_NONE : ORCH_CRED_BAD;
     return;
   }
-  if (strlen(cred) > 512) {
+  size_t cred_len = strlen(cred);
+  if (cred_len > 512) {
     out->kind = ORCH_CRED_BAD;
     return;
   }
-  sha256_hex(cred, out->token_hash);
+  token_hash(memo, cred, cred_len, out->token_hash);
   if (api_key_hash != NULL && orch_ct_streq(out->token_hash, api_key_hash)) {
     out->kind = ORCH_CRED_API;
     return;
@@ -81,7 +144,7 @@ void orch_auth_read(const char *authorization, const char *query_token, const ch
     out->kind = ORCH_CRED_HOST;
     return;
   }
-  if (strlen(cred) == STORE_ID_LEN + 1 + 64 && cred[STORE_ID_LEN] == '.' &&
+  if (cred_len == STORE_ID_LEN + 1 + 64 && cred[STORE_ID_LEN] == '.' &&
       is_hex_id(cred, STORE_ID_LEN)) {
     out->kind = ORCH_CRED_PAGE;
     memcpy(out->chat_id, cred, STORE_ID_LEN);
