@@ -158,6 +158,10 @@ static const char *const migrations[] = {
     /* 4: when each event was logged (wall ms), so store_event_trim can drop old ones.  Events
      * logged before it read 0: old, trimmed like any other beyond each chat's newest. */
     "ALTER TABLE events ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;",
+    /* 5: runs_chat (chat_id, created_at) goes: runs_chat_seq (chat_id, seq) orders a chat's runs
+     * the same way (seq is assigned in creation order), and each chat-keyed index costs every new
+     * run one random page written (bench/runs/wal_pages.py) */
+    "DROP INDEX runs_chat;",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

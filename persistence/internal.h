@@ -26,7 +26,7 @@
 #include "store.h"
 
 #define ST_MOD "store"
-#define ST_SCHEMA_VERSION 4
+#define ST_SCHEMA_VERSION 5
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -90,8 +90,9 @@
   X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                      \
                     "ORDER BY created_at, rowid")                                                  \
   X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?1") \
+  /* seq is a chat's creation order: runs_chat_seq serves the list (no runs_chat since v5) */     \
   X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                          \
-                   "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                \
+                   "ORDER BY seq DESC, rowid DESC LIMIT ?1")                                       \
   X(RUN_FILE_PUT, "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "           \
                   "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id")        \
   X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "      \

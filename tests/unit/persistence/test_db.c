@@ -173,7 +173,7 @@ START_TEST(test_migration_3_to_4) {
   sqlite3_close(db);
   struct tctx o = t;
   t_reopen(&o); /* store_open migrates 3 -> 4 */
-  ck_assert_int_eq(store_schema_version(o.st), 4);
+  ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
   ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events WHERE created_at = 0"), 3);
   /* a new event records when it was logged */
   struct done d = {0};
@@ -193,6 +193,85 @@ START_TEST(test_migration_3_to_4) {
   ck_assert_int_eq(store_event_last_seq(o.st, "c1", &last), 0);
   ck_assert_int_eq(last, 4);
   ck_assert_int_eq(raw_int(o.st->rdb, "SELECT min(seq) FROM events"), 3);
+  t_close(&o);
+}
+END_TEST
+
+/* The query plan of sql on db, its detail lines joined by "; ". */
+static void plan_of(sqlite3 *db, const char *sql, char *out, size_t cap) {
+  char q[4096];
+  snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
+  size_t len = 0;
+  out[0] = '\0';
+  while (sqlite3_step(s) == SQLITE_ROW && len < cap)
+    len += (size_t)snprintf(out + len, cap - len, "%s; ", (const char *)sqlite3_column_text(s, 3));
+  sqlite3_finalize(s);
+}
+
+START_TEST(test_migration_4_to_5) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 4, &err), 0);
+  insert_v1_rows(db);
+  /* a second chat whose runs were created in the other order of ids, one in the same ms */
+  ck_assert_int_eq(
+      sqlite3_exec(db,
+                   "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                   "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
+                   " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
+                   " seq, created_at, started_at, finished_at) VALUES"
+                   " ('r9', 'c2', '', 'a', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 1, 20, 0, 0),"
+                   " ('r8', 'c2', '', 'b', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 21, 0, 0),"
+                   " ('r7', 'c2', '', 'c', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 3, 21, 0, 0);",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"), 1);
+  sqlite3_close(db);
+  struct tctx o = t;
+  t_reopen(&o); /* store_open migrates 4 -> 5 */
+  ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"),
+                   0);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'runs_chat_seq'"),
+                   1);
+  /* a chat's runs newest first, as before (created_at order, the same ms by insertion) */
+  struct store_run *v;
+  size_t n;
+  ck_assert_int_eq(store_run_list(o.st, "c2", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 3);
+  ck_assert_str_eq(v[0].id, "r7");
+  ck_assert_str_eq(v[1].id, "r8");
+  ck_assert_str_eq(v[2].id, "r9");
+  store_run_list_free(v, n);
+  ck_assert_int_eq(store_run_list(o.st, "c2", 1, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].id, "r7");
+  store_run_list_free(v, n);
+  ck_assert_int_eq(store_run_list(o.st, "c1", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].id, "r2");
+  store_run_list_free(v, n);
+  /* the chat-keyed run statements search an index, none sorts */
+  static const enum st_stmt_id chat_keyed[] = {ST_RUN_LIST_CHAT, ST_RUN_INSERT, ST_RUN_BY_IDEM,
+                                               ST_RUN_UNFINISHED};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(chat_keyed); i++) {
+    char plan[1024];
+    plan_of(o.st->rdb, sqlite3_sql(o.st->rs[chat_keyed[i]]), plan, sizeof plan);
+    ck_assert_msg(strstr(plan, "USING") != NULL && strstr(plan, "TEMP B-TREE") == NULL &&
+                      strstr(plan, "SCAN runs;") == NULL,
+                  "%s: %s", sqlite3_sql(o.st->rs[chat_keyed[i]]), plan);
+  }
+  char plan[1024];
+  plan_of(o.st->rdb, sqlite3_sql(o.st->rs[ST_RUN_LIST_CHAT]), plan, sizeof plan);
+  ck_assert_ptr_nonnull(strstr(plan, "SEARCH runs USING INDEX runs_chat_seq (chat_id=?)"));
+  /* deleting a chat finds its runs by index (the foreign key's cascade) */
+  plan_of(o.st->rdb, "SELECT 1 FROM runs WHERE chat_id = 'c1'", plan, sizeof plan);
+  ck_assert_ptr_nonnull(strstr(plan, "runs_chat_seq"));
   t_close(&o);
 }
 END_TEST
@@ -349,6 +428,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_1_to_2);
   tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_migration_3_to_4);
+  tcase_add_test(tc, test_migration_4_to_5);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_one_process_per_dir);
