@@ -367,7 +367,7 @@ static void on_output_stored(int rc, const struct sbx_error *err, const struct s
       ctx->err = *err;
     ctx->failed = ctx->failed ? ctx->failed : rc;
   } else {
-    snprintf(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), "%s", res->file.id);
+    orch_strcpy_cap(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), res->file.id);
   }
   if (--ctx->pending == 0)
     outputs_settled(ctx);
@@ -582,9 +582,9 @@ static void on_result(struct tp_req *req, void *ud) {
   ctx->run = run;
   ctx->req = req;
   ctx->body = json_incref(body);
-  snprintf(ctx->hash, sizeof(ctx->hash), "%s", hash);
+  orch_strcpy_cap(ctx->hash, sizeof(ctx->hash), hash);
   run->finishing = 1;
-  snprintf(run->inflight_hash, sizeof(run->inflight_hash), "%s", hash);
+  orch_strcpy_cap(run->inflight_hash, sizeof(run->inflight_hash), hash);
   tp_req_hold(req);
   if (n == 0) {
     commit_result(ctx);

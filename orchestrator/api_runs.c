@@ -111,9 +111,9 @@ struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char 
   SBX_LIST_INIT(&run->uploads);
   SBX_LIST_INIT(&run->chat_link);
   struct store_run *r = &run->rec;
-  snprintf(r->id, sizeof(r->id), "%s", id);
-  snprintf(r->chat_id, sizeof(r->chat_id), "%s", c->id);
-  snprintf(r->turn_id, sizeof(r->turn_id), "%s", turn_id ? turn_id : "");
+  orch_strcpy_cap(r->id, sizeof(r->id), id);
+  orch_strcpy_cap(r->chat_id, sizeof(r->chat_id), c->id);
+  orch_strcpy_cap(r->turn_id, sizeof(r->turn_id), turn_id ? turn_id : "");
   r->code = sbx_strdup(code);
   r->origin = sbx_strdup(origin);
   r->timeout_s = timeout_s;
@@ -317,7 +317,7 @@ static void on_create_run(struct tp_req *req, void *ud) {
   ctx->o = o;
   ctx->req = req;
   ctx->run = run;
-  snprintf(ctx->run_id, sizeof(ctx->run_id), "%s", run->id);
+  orch_strcpy_cap(ctx->run_id, sizeof(ctx->run_id), run->id);
   ctx->wait_s = wait_s;
   /* Without an idempotency key (whose uniqueness only the store can settle) a live run goes into
    * its chat's queue first and is dispatched (or paused) at once; its one put, queued after that,

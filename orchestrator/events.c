@@ -32,7 +32,7 @@ static void on_drain(struct tp_req *req, void *ud) {
 
 static int send_one(struct orch_stream *s, const char *type, int64_t seq, const char *data, size_t len) {
   char id[24];
-  snprintf(id, sizeof(id), "%lld", (long long)seq);
+  orch_fmt_i64(id, (long long)seq);
   int rc = tp_sse_send(s->req, type, id, data, len);
   if (rc == 0) {
     s->last_seq = seq;
@@ -106,8 +106,8 @@ int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size
     return SBX_ENOMEM;
   }
   ctx->o = o;
-  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
-  snprintf(ctx->type, sizeof(ctx->type), "%s", type);
+  orch_strcpy_cap(ctx->chat_id, sizeof(ctx->chat_id), c->id);
+  orch_strcpy_cap(ctx->type, sizeof(ctx->type), type);
   ctx->seq = ++c->event_seq;
   ctx->data = data;
   ctx->len = len;

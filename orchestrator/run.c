@@ -115,7 +115,7 @@ static int run_set_state(struct orch_run *run, enum orch_run_state to) {
 
 void orch_run_init(struct orch_run *run, const char *id, int timeout_s) {
   memset(run, 0, sizeof(*run));
-  snprintf(run->id, sizeof(run->id), "%s", id);
+  orch_strcpy_cap(run->id, sizeof(run->id), id);
   run->state = ORCH_RUN_QUEUED;
   run->status = ORCH_RUN_STATUS_NONE;
   run->timeout_s = timeout_s;
@@ -129,7 +129,7 @@ int orch_run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchd
   if (rc != 0)
     return rc;
   run->attempts++;
-  snprintf(run->page_id, sizeof(run->page_id), "%s", page_id ? page_id : "");
+  orch_strcpy_cap(run->page_id, sizeof(run->page_id), page_id ? page_id : "");
   /* The page has downloads and a kernel start before Python runs: the watchdog allows the time
    * limit plus a grace from dispatch, and is re-armed when the page reports `started`. */
   run->watchdog_deadline_ms = sbx_now_mono_ms() + (uint64_t)run->timeout_s * 1000u + watchdog_grace_ms;

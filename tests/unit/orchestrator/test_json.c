@@ -262,6 +262,31 @@ START_TEST(test_dispatch_text_matches_tree) {
 }
 END_TEST
 
+/* The printf-free helpers of internal.h write exactly what snprintf writes. */
+START_TEST(test_text_helpers) {
+  const long long nums[] = {0, 1, -1, 9, 10, -10, 123456789, 4294967296LL, -4294967297LL,
+                            9223372036854775807LL, -9223372036854775807LL - 1};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(nums); i++) {
+    char a[24], b[24];
+    size_t n = orch_fmt_i64(a, nums[i]);
+    int m = snprintf(b, sizeof(b), "%lld", nums[i]);
+    ck_assert_str_eq(a, b);
+    ck_assert_uint_eq(n, (size_t)m);
+  }
+  const char *strs[] = {"", "a", "0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef0",
+                        "cancel", "a-type-name-longer-than-16"};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(strs); i++)
+    for (size_t cap = 1; cap <= 40; cap++) {
+      char a[48], b[48];
+      memset(a, 'x', sizeof(a));
+      memset(b, 'x', sizeof(b));
+      orch_strcpy_cap(a, cap, strs[i]);
+      snprintf(b, cap, "%s", strs[i]);
+      ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0); /* nothing written past cap either */
+    }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("json");
   TCase *tc = tcase_create("shapes");
@@ -271,6 +296,7 @@ int main(void) {
   tcase_add_test(tc, test_dump_matches_jansson);
   tcase_add_test(tc, test_run_text_matches_tree);
   tcase_add_test(tc, test_dispatch_text_matches_tree);
+  tcase_add_test(tc, test_text_helpers);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
