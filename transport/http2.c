@@ -556,13 +556,21 @@ static void h2_run(struct h2 *h) {
 
 /* ---- struct tp_req_ops ------------------------------------------------------------------------ */
 
+/* Connection-specific headers have no place in HTTP/2 (RFC 9113 8.2.2): dropped from heads.
+ * `n` is lower case already; compared by length first, as every answer's headers pass here. */
 static int is_hop_header(const char *n, size_t l) {
-  static const char *hop[] = {"connection", "keep-alive", "transfer-encoding", "upgrade",
-                              "proxy-connection"};
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(hop); i++)
-    if (strlen(hop[i]) == l && strncasecmp(n, hop[i], l) == 0)
-      return 1;
-  return 0;
+  switch (l) {
+  case 7:
+    return memcmp(n, "upgrade", 7) == 0;
+  case 10:
+    return memcmp(n, "connection", 10) == 0 || memcmp(n, "keep-alive", 10) == 0;
+  case 16:
+    return memcmp(n, "proxy-connection", 16) == 0;
+  case 17:
+    return memcmp(n, "transfer-encoding", 17) == 0;
+  default:
+    return 0;
+  }
 }
 
 static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, int64_t clen,
@@ -571,46 +579,54 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
   if (st == NULL || r->conn == NULL)
     return SBX_ECLOSED;
   struct h2 *h = st->h;
-  /* "Name: value\r\n" lines -> lower-case name/value pairs.  Names are lower-cased into a copy;
-   * values point into hdrs (nghttp2 copies both). */
-  size_t cap = 2;
-  for (const char *q = hdrs; (q = memchr(q, '\n', (size_t)(hdrs + hlen - q))) != NULL; q++)
-    cap++;
-  /* The usual head fits on the stack; a big one is allocated. */
+  /* "Name: value\r\n" lines -> lower-case name/value pairs, in one pass: each name is lower-cased
+   * into a copy while looking for its colon; values point into hdrs (nghttp2 copies both).  The
+   * usual head fits on the stack; a big one is allocated. */
   nghttp2_nv nv_stack[32];
   char copy_stack[1024];
-  nghttp2_nv *nv = cap <= 32 ? nv_stack : sbx_calloc(cap, sizeof(*nv));
+  nghttp2_nv *nv = nv_stack;
+  size_t cap = SBX_ARRAY_SIZE(nv_stack);
   char *copy = hlen < sizeof(copy_stack) ? copy_stack : sbx_malloc(hlen + 1);
-  if (!nv || !copy) {
-    if (nv != nv_stack)
-      sbx_free(nv);
-    if (copy != copy_stack)
-      sbx_free(copy);
+  if (!copy)
     return SBX_ENOMEM;
-  }
   char sbuf[4] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
                   (char)('0' + status % 10), 0};
   size_t n = 0, used = 0;
   nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)sbuf, 7, 3, NGHTTP2_NV_FLAG_NONE};
   const char *p = hdrs, *end = hdrs + hlen;
-  while (p < end && n < cap) {
+  while (p < end) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol)
       break;
     const char *le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-    const char *colon = memchr(p, ':', (size_t)(le - p));
-    if (colon && colon > p) {
-      size_t nl = (size_t)(colon - p);
-      const char *v = colon + 1;
+    char *name = copy + used;
+    size_t nl = 0;
+    while (p + nl < le && p[nl] != ':') {
+      char ch = p[nl];
+      name[nl++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    }
+    if (p + nl < le && nl > 0 && !is_hop_header(name, nl)) {
+      const char *v = p + nl + 1;
       while (v < le && (*v == ' ' || *v == '\t'))
         v++;
-      char *name = copy + used;
-      for (size_t i = 0; i < nl; i++)
-        name[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+      if (n == cap) { /* a big head: move to the heap */
+        nghttp2_nv *bigger = sbx_malloc(2 * cap * sizeof(*bigger));
+        if (bigger == NULL) {
+          if (nv != nv_stack)
+            sbx_free(nv);
+          if (copy != copy_stack)
+            sbx_free(copy);
+          return SBX_ENOMEM;
+        }
+        memcpy(bigger, nv, n * sizeof(*nv));
+        if (nv != nv_stack)
+          sbx_free(nv);
+        nv = bigger;
+        cap *= 2;
+      }
       used += nl;
-      if (!is_hop_header(name, nl))
-        nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)v, nl, (size_t)(le - v),
-                               NGHTTP2_NV_FLAG_NONE};
+      nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)v, nl, (size_t)(le - v),
+                             NGHTTP2_NV_FLAG_NONE};
     }
     p = eol + 1;
   }

@@ -732,10 +732,16 @@ int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const 
   /* A field value with a line break would end the field early: refuse it. */
   if ((id && strpbrk(id, "\r\n")) || (event && strpbrk(event, "\r\n")))
     return SBX_EINVAL;
-  if (id)
-    rc |= sbx_buf_appendf(buf, "id: %s\n", id);
-  if (event)
-    rc |= sbx_buf_appendf(buf, "event: %s\n", event);
+  if (id) { /* plain appends: one event per page per run goes through here */
+    rc |= sbx_buf_append(buf, "id: ", 4);
+    rc |= sbx_buf_append(buf, id, strlen(id));
+    rc |= sbx_buf_append(buf, "\n", 1);
+  }
+  if (event) {
+    rc |= sbx_buf_append(buf, "event: ", 7);
+    rc |= sbx_buf_append(buf, event, strlen(event));
+    rc |= sbx_buf_append(buf, "\n", 1);
+  }
   /* One data: line per line; \r\n, \r and \n all end a line (the SSE grammar). */
   size_t i = 0;
   for (;;) {
@@ -788,11 +794,17 @@ int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char 
     return SBX_ECLOSED;
   if (!r->sse)
     return r->state == REQ_DONE ? SBX_ECLOSED : SBX_ESTATE;
-  struct sbx_buf b;
-  sbx_buf_init(&b, r->srv->cfg.limits.sse_queue_bytes + 4096);
-  int rc = tp_sse_encode(&b, event, id, data ? data : "", data ? len : 0);
+  /* Encoded in the server's scratch buffer (as heads are: nothing below builds another), with
+   * the event's own limit for the time of the call: no allocation per event. */
+  struct sbx_buf *b = &r->srv->scratch;
+  size_t limit = b->limit;
+  sbx_buf_reset(b);
+  b->limit = r->srv->cfg.limits.sse_queue_bytes + 4096;
+  int rc = tp_sse_encode(b, event, id, data ? data : "", data ? len : 0);
   if (rc == 0)
-    rc = tp_stream_write(r, b.data, b.len); /* one event, one write */
-  sbx_buf_free(&b);
+    rc = tp_stream_write(r, b->data, b->len); /* one event, one write */
+  b->limit = limit;
+  if (b->cap > 16 * 1024) /* a rare big event: do not keep its memory */
+    sbx_buf_free(b);
   return rc;
 }

@@ -58,6 +58,20 @@ static void h_hello(struct tp_req *r, void *ud) {
   tp_respond(r, 200, "Content-Type: text/plain\r\n", "hello", 5);
 }
 
+/* A head past the 32 pairs HTTP/2 converts on the stack, with connection-specific headers among
+ * them (HTTP/2 drops those) and mixed-case names (sent lower-cased). */
+static void h_big_head(struct tp_req *r, void *ud) {
+  char hdrs[2048];
+  size_t n = 0;
+  n += (size_t)snprintf(hdrs + n, sizeof(hdrs) - n,
+                        "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nUpgrade: h2c\r\n");
+  for (int i = 0; i < 40; i++)
+    n += (size_t)snprintf(hdrs + n, sizeof(hdrs) - n, "X-Head-%02d: v%02d\r\n", i, i);
+  n += (size_t)snprintf(hdrs + n, sizeof(hdrs) - n,
+                        "Proxy-Connection: x\r\nno-colon-line\r\n: empty-name\r\nX-Last:\t Mixed Value\r\n");
+  tp_respond(r, 200, hdrs, "big", 3);
+}
+
 static void h_echo(struct tp_req *r, void *ud) {
   size_t n;
   const char *b = tp_req_body(r, &n);
@@ -149,6 +163,7 @@ void th_add_routes(struct tp_server *s) {
   tp_route_streamed(s, "POST", "/sink-refuse", 1 << 20, sink_data, h_sink, (void *)1);
   tp_route(s, "GET", "/hdr", 0, h_hdr, NULL);
   tp_route(s, "GET", "/hello", 0, h_hello, NULL);
+  tp_route(s, "GET", "/big-head", 0, h_big_head, NULL);
   tp_route(s, "POST", "/echo", 16, h_echo, NULL);
   tp_route(s, "GET", "/items/{id}", 0, h_item, NULL);
   tp_route(s, "GET", "/files/{name*}", 0, h_files, NULL);

@@ -29,8 +29,25 @@ static void client_requests(struct th *t) {
   struct h2resp *k = h2c_request(&c, "GET", "/chunks", NULL, NULL, 0);
   struct h2resp *h = h2c_request(&c, "GET", "/hold", NULL, NULL, 0);
   struct h2resp *hd = h2c_request(&c, "HEAD", "/hello", NULL, NULL, 0);
+  struct h2resp *bh = h2c_request(&c, "GET", "/big-head", NULL, NULL, 0);
   ck_assert(h2c_wait(&c, h, 3000));
   ck_assert(h2c_wait(&c, hd, 3000));
+  ck_assert(h2c_wait(&c, bh, 3000));
+  /* A head of more pairs than the stack holds: all there, lower-cased, hop-by-hop ones and
+   * malformed lines dropped. */
+  ck_assert_int_eq(bh->status, 200);
+  ck_assert_str_eq(bh->body, "big");
+  for (int i = 0; i < 40; i++) {
+    char want[32];
+    snprintf(want, sizeof(want), "x-head-%02d: v%02d\n", i, i);
+    ck_assert_msg(strstr(bh->headers, want) != NULL, "%s missing from %s", want, bh->headers);
+  }
+  ck_assert_ptr_nonnull(strstr(bh->headers, "x-last: Mixed Value\n"));
+  ck_assert_ptr_null(strstr(bh->headers, "connection"));
+  ck_assert_ptr_null(strstr(bh->headers, "keep-alive"));
+  ck_assert_ptr_null(strstr(bh->headers, "upgrade"));
+  ck_assert_ptr_null(strstr(bh->headers, "no-colon"));
+  ck_assert_ptr_null(strstr(bh->headers, "empty-name"));
   ck_assert_int_eq(a->status, 200);
   ck_assert_str_eq(a->body, "hello");
   ck_assert_ptr_nonnull(strstr(a->headers, "content-length: 5\n"));
