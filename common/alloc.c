@@ -30,6 +30,8 @@ static int should_fail(void) {
   return n == f || (fail_sticky && n > f);
 }
 
+int sbx_alloc_injected_failure(void) { return should_fail(); }
+
 void *sbx_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
 
 void *sbx_calloc(size_t count, size_t n) {

@@ -80,6 +80,8 @@ char *sbx_strndup(const char *s, size_t n);
 void sbx_free(void *p);
 void sbx_alloc_fail_at(uint64_t n, int sticky);
 uint64_t sbx_alloc_count(void); /* allocations attempted since the last sbx_alloc_fail_at */
+/* A reuse from a free list counts as an allocation too: 1 when injection says it fails. */
+int sbx_alloc_injected_failure(void);
 
 /* ---- logging ------------------------------------------------------------------------------ */
 enum sbx_log_level { SBX_LOG_TRACE = 0, SBX_LOG_DEBUG, SBX_LOG_INFO, SBX_LOG_WARN, SBX_LOG_ERROR };

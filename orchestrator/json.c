@@ -367,11 +367,18 @@ static int utf8_ok(const char *s) {
 }
 
 static void jf_key(struct jbuf *b, const char *k) {
+  size_t n = strlen(k); /* our keys: plain ASCII */
+  if (jb_grow(b, n + 4) != 0)
+    return;
+  char *p = b->p + b->len;
   if (b->len > 1)
-    jb_put(b, ",", 1);
-  jb_put(b, "\"", 1);
-  jb_put(b, k, strlen(k)); /* our keys: plain ASCII */
-  jb_put(b, "\":", 2);
+    *p++ = ',';
+  *p++ = '"';
+  memcpy(p, k, n);
+  p += n;
+  *p++ = '"';
+  *p++ = ':';
+  b->len = (size_t)(p - b->p);
 }
 
 static void jf_str(struct jbuf *b, const char *k, const char *v) {

@@ -226,20 +226,63 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 /* ---- writes ---------------------------------------------------------------------------------- */
 
-struct wreq {
+/* One uv_write: the request, then its bytes (copied), or a pointer to a buffer it took. */
+struct tp_wreq {
   uv_write_t w;
   struct tp_conn *c;
   size_t len;
-  char *owned; /* a buffer taken from the caller, or NULL when the bytes follow */
+  char *owned;  /* a buffer taken from the caller, or NULL when the bytes follow */
+  int pooled;   /* a TP_WBUF block of the server's pool (tp__wbuf_get): goes back there */
+  struct tp_wreq *next_free;
   char data[];
 };
 
-static void on_write(uv_write_t *w, int status) {
-  struct wreq *wr = (struct wreq *)w;
-  struct tp_conn *c = wr->c;
-  c->wpending -= wr->len;
+/* The server's pool of write blocks: HTTP/2 produces its frames straight into one, which then
+ * goes to the socket as its own write request; no allocation per write once warm. */
+char *tp__wbuf_get(struct tp_server *s) {
+  struct tp_wreq *wr = s->wpool;
+  if (wr) {
+    if (sbx_alloc_injected_failure())
+      return NULL;
+    s->wpool = wr->next_free;
+    s->nwpool--;
+  } else if ((wr = sbx_malloc(sizeof(*wr) + TP_WBUF)) == NULL) {
+    return NULL;
+  }
+  wr->pooled = 1;
+  wr->owned = NULL;
+  return wr->data;
+}
+
+static void wreq_release(struct tp_server *s, struct tp_wreq *wr) {
+  if (wr->pooled && s->nwpool < TP_WPOOL_MAX) {
+    wr->next_free = s->wpool;
+    s->wpool = wr;
+    s->nwpool++;
+    return;
+  }
   sbx_free(wr->owned);
   sbx_free(wr);
+}
+
+void tp__wbuf_put(struct tp_server *s, char *data) {
+  wreq_release(s, SBX_CONTAINER_OF(data, struct tp_wreq, data));
+}
+
+void tp__wbuf_pool_free(struct tp_server *s) {
+  while (s->wpool) {
+    struct tp_wreq *wr = s->wpool;
+    s->wpool = wr->next_free;
+    sbx_free(wr);
+  }
+  s->nwpool = 0;
+}
+
+static void on_write(uv_write_t *w, int status) {
+  struct tp_wreq *wr = (struct tp_wreq *)w;
+  struct tp_conn *c = wr->c;
+  c->wpending -= wr->len;
+  wreq_release(c->srv, wr);
   if (c->state == CONN_CLOSING)
     return;
   if (status < 0) {
@@ -254,6 +297,21 @@ static void on_write(uv_write_t *w, int status) {
     c->ops->on_written(c);
 }
 
+/* Hands a filled request to libuv ("steals" it: released even on failure). */
+static int wreq_submit(struct tp_conn *c, struct tp_wreq *wr, char *base, size_t total) {
+  wr->c = c;
+  wr->len = total;
+  uv_buf_t b = uv_buf_init(base, (unsigned)total);
+  int rc = uv_write(&wr->w, &c->h.stream, &b, 1, on_write);
+  if (rc != 0) {
+    wreq_release(c->srv, wr);
+    return sbx_from_uv(rc);
+  }
+  c->wpending += total;
+  c->srv->stats.bytes_out += total;
+  return 0;
+}
+
 /* Queues bytes on the socket: copies bufs, or (owned != NULL) takes `owned`, which holds the
  * bytes of bufs[0] alone ("steals": freed even on failure). */
 static int conn_write_raw(struct tp_conn *c, char *owned, const uv_buf_t *bufs, unsigned n) {
@@ -264,12 +322,13 @@ static int conn_write_raw(struct tp_conn *c, char *owned, const uv_buf_t *bufs, 
     sbx_free(owned);
     return 0;
   }
-  struct wreq *wr = sbx_malloc(sizeof(*wr) + (owned ? 0 : total));
+  struct tp_wreq *wr = sbx_malloc(sizeof(*wr) + (owned ? 0 : total));
   if (wr == NULL) {
     sbx_free(owned);
     return SBX_ENOMEM;
   }
   wr->owned = owned;
+  wr->pooled = 0;
   if (!owned) {
     size_t off = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -277,18 +336,7 @@ static int conn_write_raw(struct tp_conn *c, char *owned, const uv_buf_t *bufs, 
       off += bufs[i].len;
     }
   }
-  wr->c = c;
-  wr->len = total;
-  uv_buf_t b = uv_buf_init(owned ? owned : wr->data, (unsigned)total);
-  int rc = uv_write(&wr->w, &c->h.stream, &b, 1, on_write);
-  if (rc != 0) {
-    sbx_free(wr->owned);
-    sbx_free(wr);
-    return sbx_from_uv(rc);
-  }
-  c->wpending += total;
-  c->srv->stats.bytes_out += total;
-  return 0;
+  return wreq_submit(c, wr, owned ? owned : wr->data, total);
 }
 
 static int conn_flush_tls_output(struct tp_conn *c) {
@@ -329,6 +377,21 @@ int tp__conn_write_take(struct tp_conn *c, char *data, size_t len) {
     return conn_write_raw(c, data, &b, 1);
   int rc = tp__conn_write(c, &b, 1);
   sbx_free(data);
+  return rc;
+}
+
+int tp__conn_write_wbuf(struct tp_conn *c, char *data, size_t len) {
+  struct tp_wreq *wr = SBX_CONTAINER_OF(data, struct tp_wreq, data);
+  if (c->state != CONN_CLOSING && len > 0 && c->tls == NULL)
+    return wreq_submit(c, wr, data, len);
+  int rc = 0;
+  if (c->state == CONN_CLOSING) {
+    rc = SBX_ECLOSED;
+  } else if (len > 0) { /* TLS: encrypted into a buffer of its own; the block goes back */
+    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    rc = tp__conn_write(c, &b, 1);
+  }
+  wreq_release(c->srv, wr);
   return rc;
 }
 

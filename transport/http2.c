@@ -62,6 +62,7 @@ struct h2s {
   size_t out_off;
   int out_end, deferred, drain_queued;
   uint64_t begin; /* when its HEADERS began: the request must be complete by header_timeout */
+  struct h2s *pool_next; /* in the server's pool of free streams */
 };
 
 struct h2 {
@@ -115,10 +116,42 @@ static int push_ev(struct h2 *h, enum ev_type t, int32_t id, int status, struct 
   return 0;
 }
 
+/* Streams' memory is kept on the server for the next streams (a stream is made per request;
+ * the server outlives every connection's session). */
+#define H2S_POOL_MAX 128
+
+static struct h2s *h2s_new(struct tp_server *s) {
+  struct h2s *st = s->h2s_pool;
+  if (st == NULL)
+    return sbx_calloc(1, sizeof(*st));
+  if (sbx_alloc_injected_failure())
+    return NULL;
+  s->h2s_pool = st->pool_next;
+  s->nh2s_pool--;
+  memset(st, 0, sizeof(*st));
+  return st;
+}
+
 static void h2s_free(struct h2s *st) {
+  struct tp_server *s = st->h->c->srv;
   sbx_list_remove(&st->node);
   sbx_buf_free(&st->out);
+  if (s->nh2s_pool < H2S_POOL_MAX) {
+    st->pool_next = s->h2s_pool;
+    s->h2s_pool = st;
+    s->nh2s_pool++;
+    return;
+  }
   sbx_free(st);
+}
+
+void tp__h2s_pool_free(struct tp_server *s) {
+  while (s->h2s_pool) {
+    struct h2s *st = s->h2s_pool;
+    s->h2s_pool = st->pool_next;
+    sbx_free(st);
+  }
+  s->nh2s_pool = 0;
 }
 
 /* The stream's request stopped arriving (complete, refused, answered with an error, or gone). */
@@ -135,7 +168,7 @@ static int on_begin_headers(nghttp2_session *ss, const nghttp2_frame *f, void *u
   struct h2 *h = ud;
   if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
     return 0;
-  struct h2s *st = sbx_calloc(1, sizeof(*st));
+  struct h2s *st = h2s_new(h->c->srv);
   if (st == NULL)
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* nghttp2 resets the stream */
   st->h = h;
@@ -366,48 +399,48 @@ static void on_deferred_flush(struct tp_deferred *d) {
   h2_run(h);
 }
 
-/* Produces frames into one buffer and one write, while the socket is not too far behind. */
+/* Produces frames into pooled write blocks (one write each), while the socket is not too far
+ * behind.  nghttp2's output is valid until its next call: it is copied once, into the block. */
 static int h2_send(struct h2 *h) {
   struct tp_conn *c = h->c;
-  struct sbx_buf b;
-  sbx_buf_init(&b, SIZE_MAX / 2);
+  char *buf = NULL;
+  size_t len = 0;
   int rc = 0;
-  while (c->wpending + b.len < LIM(h)->h2_outbound_queue_bytes) {
+  while (c->wpending + len < LIM(h)->h2_outbound_queue_bytes) {
     const uint8_t *data;
     h->in_ng = 1;
     ssize_t n = nghttp2_session_mem_send(h->ss, &data);
     h->in_ng = 0;
-    if (n < 0) {
-      rc = -1;
+    if (n <= 0) {
+      rc = n < 0 ? -1 : 0;
       break;
     }
-    if (n == 0)
-      break;
-    if (b.cap == 0 && sbx_buf_reserve(&b, SBX_MAX((size_t)n, 16 * 1024)) != 0) { /* few reallocs */
-      rc = -1;
-      break;
-    }
-    if (sbx_buf_append(&b, data, (size_t)n) != 0) {
-      rc = -1;
-      break;
-    }
-    if (b.len >= 256 * 1024) {
-      size_t n2;
-      char *p = sbx_buf_steal(&b, &n2);
-      if (p == NULL || tp__conn_write_take(c, p, n2) != 0) {
-        rc = -1;
-        break;
+    for (size_t off = 0; off < (size_t)n;) {
+      if (buf && len == TP_WBUF) { /* full: to the socket, on to another */
+        rc = tp__conn_write_wbuf(c, buf, len);
+        buf = NULL;
+        len = 0;
+        if (rc != 0)
+          goto out;
       }
+      if (buf == NULL && (buf = tp__wbuf_get(c->srv)) == NULL) {
+        rc = -1;
+        goto out;
+      }
+      size_t take = SBX_MIN((size_t)n - off, TP_WBUF - len);
+      memcpy(buf + len, data + off, take);
+      len += take;
+      off += take;
     }
   }
-  if (rc == 0 && b.len > 0) {
-    size_t n2;
-    char *p = sbx_buf_steal(&b, &n2);
-    if (p == NULL || tp__conn_write_take(c, p, n2) != 0)
-      rc = -1;
+  if (rc == 0 && len > 0) {
+    rc = tp__conn_write_wbuf(c, buf, len);
+    buf = NULL;
   }
-  sbx_buf_free(&b);
-  return rc;
+out:
+  if (buf)
+    tp__wbuf_put(c->srv, buf);
+  return rc == 0 ? 0 : -1;
 }
 
 static void h2_answer_error(struct tp_req *r, int status) {

@@ -23,8 +23,12 @@
 #define TP_READ_BUF (64 * 1024)
 #define TP_FILE_CHUNK (64 * 1024)
 #define TP_LOW_WATER (64 * 1024) /* bytes queued below which a file is pumped / drain fires */
+#define TP_WBUF (64 * 1024)      /* a pooled write block (conn.c) */
+#define TP_WPOOL_MAX 8           /* write blocks the server keeps for reuse */
 
 struct tp_conn;
+struct tp_wreq;
+struct h2s;
 
 /* ---- server ----------------------------------------------------------------------------------
  *
@@ -123,6 +127,10 @@ struct tp_server {
   struct tp_fcache *fcache; /* static.c: open files and misses, revalidated every second */
   struct sbx_buf scratch;   /* req.c: response heads are built here, one at a time */
   char *rbuf; /* one read buffer: every read is consumed before the next alloc */
+  struct tp_wreq *wpool; /* free write blocks (conn.c), at most TP_WPOOL_MAX */
+  unsigned nwpool;
+  struct h2s *h2s_pool; /* free HTTP/2 stream records (http2.c) */
+  unsigned nh2s_pool;
   int rbuf_busy;
   char date[40];
   int64_t date_sec;
@@ -210,6 +218,13 @@ void tp__conn_accept(struct tp_listener *l);
 int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n);
 /* The same for one heap buffer (sbx_malloc'd), which it steals: no copy on plain sockets. */
 int tp__conn_write_take(struct tp_conn *c, char *data, size_t len);
+/* A write block of TP_WBUF bytes from the server's pool (NULL: no memory); give it back with
+ * tp__wbuf_put, or write its first `len` bytes with tp__conn_write_wbuf, which steals it (on
+ * plain sockets the block itself is the write request: no allocation, no copy). */
+char *tp__wbuf_get(struct tp_server *s);
+void tp__wbuf_put(struct tp_server *s, char *data);
+int tp__conn_write_wbuf(struct tp_conn *c, char *data, size_t len);
+void tp__wbuf_pool_free(struct tp_server *s);
 void tp__conn_close(struct tp_conn *c, const char *why);
 /* Replaces the connection's deadline with now + ms (0 clears it): ops->on_timeout runs then. */
 void tp__conn_timer(struct tp_conn *c, uint64_t ms);
@@ -235,6 +250,7 @@ int tp__tls_take_output(struct tp_tls *t, char **out, size_t *outlen);
 /* ---- protocol peers ------------------------------------------------------------------------- */
 int tp__h1_start(struct tp_conn *c, const char *data, size_t len);
 int tp__h2_start(struct tp_conn *c, const char *data, size_t len);
+void tp__h2s_pool_free(struct tp_server *s);
 
 /* ---- requests (req.c) ------------------------------------------------------------------------
  *
@@ -317,6 +333,9 @@ char *tp__req_decode(struct tp_req *r, const char *s, size_t n, int plus);
 void tp__req_strings_free(struct tp_req *r);
 
 struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum tp_protocol p);
+/* A server of this thread starts (+1) or is freed (-1): freed requests are kept for reuse while
+ * one is alive, and the kept ones are freed with the thread's last server. */
+void tp__req_pool_use(int delta);
 void tp__req_ref(struct tp_req *r);
 void tp__req_unref(struct tp_req *r);
 int tp__req_add_header(struct tp_req *r, const char *n, size_t nl, const char *v, size_t vl);

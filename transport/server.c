@@ -90,6 +90,7 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   s->drain_timer.data = s;
   s->defer_idle.data = s;
   s->handles_open = 3;
+  tp__req_pool_use(1);
   *out = s;
   return 0;
 out:
@@ -300,6 +301,9 @@ static void server_free(struct tp_server *s) {
   sbx_free(s->phdrs);
   tp__fcache_free(s->fcache);
   sbx_buf_free(&s->scratch);
+  tp__wbuf_pool_free(s);
+  tp__h2s_pool_free(s);
+  tp__req_pool_use(-1);
   if (s->ssl_ctx)
     SSL_CTX_free(s->ssl_ctx);
   sbx_free(s->tls_cert_file);

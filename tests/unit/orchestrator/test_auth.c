@@ -82,6 +82,22 @@ START_TEST(test_ct_streq) {
   ck_assert_int_eq(orch_ct_streq("abc", "abd"), 0);
   ck_assert_int_eq(orch_ct_streq("abc", "abcd"), 0);
   ck_assert_int_eq(orch_ct_streq("", ""), 1);
+  /* every length to 80 (whole words and tails), a difference at every position */
+  char x[81], y[81];
+  for (size_t n = 0; n <= 80; n++) {
+    for (size_t i = 0; i < n; i++)
+      x[i] = y[i] = (char)('a' + (i * 7) % 26);
+    x[n] = y[n] = '\0';
+    ck_assert_int_eq(orch_ct_streq(x, y), 1);
+    for (size_t i = 0; i < n; i++) {
+      y[i] ^= 0x01;
+      ck_assert_int_eq(orch_ct_streq(x, y), 0);
+      y[i] ^= 0x41;
+      ck_assert_int_eq(orch_ct_streq(x, y), 0);
+      y[i] ^= 0x40;
+    }
+    ck_assert_int_eq(orch_ct_streq(x, y), 1);
+  }
 }
 END_TEST
 
