@@ -162,6 +162,19 @@ static const char *const migrations[] = {
      * the same way (seq is assigned in creation order), and each chat-keyed index costs every new
      * run one random page written (bench/runs/wal_pages.py) */
     "DROP INDEX runs_chat;",
+    /* 6: events becomes a rowid table with a unique index (chat_id, seq).  Keyed by (chat_id, seq)
+     * WITHOUT ROWID, each event's whole row (payload included) went into its chat's leaf page, a
+     * random page per event that split often; now the row is appended at the right edge (the
+     * group's events share pages) and only the small index entry goes to the chat's leaf.  Every
+     * events.c query still searches (chat_id, seq), now on events_chat_seq. */
+    "CREATE TABLE events_v6(id INTEGER PRIMARY KEY,"
+    " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, seq INTEGER NOT NULL,"
+    " type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT 0);"
+    "INSERT INTO events_v6(chat_id, seq, type, payload, created_at)"
+    " SELECT chat_id, seq, type, payload, created_at FROM events ORDER BY created_at, chat_id, seq;"
+    "DROP TABLE events;"
+    "ALTER TABLE events_v6 RENAME TO events;"
+    "CREATE UNIQUE INDEX events_chat_seq ON events(chat_id, seq);",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

@@ -108,7 +108,7 @@ int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, 
 
 /* ---- trimming -------------------------------------------------------------------------------
  * One step walks the chats that have events in key order from st->trim_cursor (the last chat it
- * finished).  Per chat, cheap checks first on the primary key (oldest event young enough, or no
+ * finished).  Per chat, cheap checks first on (chat_id, seq) (oldest event young enough, or no
  * more events than keep_per_chat by seq span: nothing to do), then the keep-th newest seq, then
  * the old prefix below it, deleted as one key range.  A chat left unfinished because the budget
  * ran out is looked at again first by the next step. */

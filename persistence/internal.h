@@ -26,7 +26,7 @@
 #include "store.h"
 
 #define ST_MOD "store"
-#define ST_SCHEMA_VERSION 5
+#define ST_SCHEMA_VERSION 6
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -104,7 +104,7 @@
   X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "          \
                  "ORDER BY seq LIMIT ?3")                                                          \
   /* trimming (events.c): chats in key order, then per chat its oldest event, newest seq, the \
-   * keep-th newest seq and the old prefix below it, all on the (chat_id, seq) primary key */   \
+   * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */     \
   X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1")      \
   X(EVENT_SPAN, "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "          \
                 "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                   \

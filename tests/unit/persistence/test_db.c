@@ -282,6 +282,73 @@ START_TEST(test_migration_4_to_5) {
 }
 END_TEST
 
+START_TEST(test_migration_5_to_6) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 5, &err), 0);
+  insert_v1_rows(db);
+  ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                                    "INSERT INTO events(chat_id, seq, type, payload, created_at)"
+                                    " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
+                                    " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
+                                    " ('c2', 2, 'cancel', '{\"n\":3}', 8)",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  struct tctx o = t;
+  t_reopen(&o); /* store_open migrates 5 -> 6 */
+  ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'events_chat_seq'"),
+                   1);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'events_v6'"),
+                   0);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM pragma_table_info('events') WHERE "
+                                      "name = 'id' AND pk = 1"),
+                   1); /* a rowid table */
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events"), 4);
+  /* the rows kept: replay, last seq, created_at */
+  struct store_event *v;
+  size_t n;
+  ck_assert_int_eq(store_event_since(o.st, "c2", 0, 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(v[0].seq, 1);
+  ck_assert_str_eq(v[0].payload, "{\"n\":1}");
+  ck_assert_int_eq(v[1].seq, 2);
+  ck_assert_str_eq(v[1].type, "cancel");
+  store_event_list_free(v, n);
+  int64_t last = 0;
+  ck_assert_int_eq(store_event_last_seq(o.st, "c1", &last), 0);
+  ck_assert_int_eq(last, 2);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT created_at FROM events WHERE chat_id = 'c2' AND "
+                                      "seq = 2"),
+                   8);
+  /* a seq used twice is still refused; a new one appends */
+  struct done d = {0};
+  ck_assert_int_eq(store_event_append(o.st, "c1", 2, "run", "{}", on_done, &d), 0);
+  t_wait(&o);
+  ck_assert_int_eq(d.rc, SBX_ECONFLICT);
+  ck_assert_int_eq(store_event_append(o.st, "c1", 3, "run", "{}", on_done, &d), 0);
+  t_wait(&o);
+  ck_assert_int_eq(d.rc, 0);
+  /* every events statement searches events_chat_seq; none scans or sorts */
+  static const enum st_stmt_id ev[] = {ST_EVENT_LAST,        ST_EVENT_SINCE,       ST_EVENT_NEXT_CHAT,
+                                       ST_EVENT_SPAN,        ST_EVENT_KTH_NEWEST,  ST_EVENT_OLD_PREFIX,
+                                       ST_EVENT_DELETE_UPTO};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(ev); i++) {
+    char plan[1024];
+    plan_of(o.st->wdb, sqlite3_sql(o.st->ws[ev[i]]), plan, sizeof plan);
+    ck_assert_msg(strstr(plan, "events_chat_seq") != NULL && strstr(plan, "TEMP B-TREE") == NULL &&
+                      strstr(plan, "SCAN events;") == NULL && strstr(plan, "SCAN e;") == NULL,
+                  "%s: %s", sqlite3_sql(o.st->ws[ev[i]]), plan);
+  }
+  t_close(&o);
+}
+END_TEST
+
 START_TEST(test_migration_failure_rolls_back) {
   struct tctx t;
   t_mkdir(&t);
@@ -435,6 +502,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_migration_3_to_4);
   tcase_add_test(tc, test_migration_4_to_5);
+  tcase_add_test(tc, test_migration_5_to_6);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_one_process_per_dir);
