@@ -109,6 +109,9 @@ char *tp__req_strndup(struct tp_req *r, const char *s, size_t n) {
 }
 
 char *tp__req_decode(struct tp_req *r, const char *s, size_t n, int plus) {
+  /* The usual path or parameter has nothing to decode: a copy (a NUL is refused either way). */
+  if (!memchr(s, '%', n) && !(plus && memchr(s, '+', n)))
+    return memchr(s, '\0', n) ? NULL : tp__req_strndup(r, s, n);
   size_t mark = r->arena_used;
   struct tp_req_chunk *chunks = r->chunks;
   char *p = tp__req_strndup(r, s, n); /* room for the result; decoded in place */
@@ -757,6 +760,11 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
 
 /* ---- Server-Sent Events ---------------------------------------------------------------------- */
 
+static size_t next_of(const char *data, size_t from, size_t len, char c) {
+  const char *q = from < len ? memchr(data + from, c, len - from) : NULL;
+  return q ? (size_t)(q - data) : len;
+}
+
 int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
                   size_t len) {
   size_t mark = buf->len;
@@ -776,10 +784,15 @@ int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const 
   }
   /* One data: line per line; \r\n, \r and \n all end a line (the SSE grammar). */
   size_t i = 0;
+  /* The next '\n' and '\r' at or after i (len when none), found with memchr and kept until
+   * passed: an event is mostly one long line of JSON. */
+  size_t nl = next_of(data, 0, len, '\n'), cr = next_of(data, 0, len, '\r');
   for (;;) {
-    size_t j = i;
-    while (j < len && data[j] != '\n' && data[j] != '\r')
-      j++;
+    if (nl < i)
+      nl = next_of(data, i, len, '\n');
+    if (cr < i)
+      cr = next_of(data, i, len, '\r');
+    size_t j = SBX_MIN(nl, cr);
     rc |= sbx_buf_append(buf, "data: ", 6);
     rc |= sbx_buf_append(buf, data + i, j - i);
     rc |= sbx_buf_append(buf, "\n", 1);

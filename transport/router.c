@@ -192,31 +192,40 @@ static int bytes_eq(const char *a, const char *b, size_t n) {
 }
 
 /* Does `rt` match the split path?  Fills r's params when r is given (0 and params cleared when
- * they do not fit or there is no memory). */
+ * they do not fit or there is no memory).  The caller checked count_ok.  Literal segments are
+ * compared last first: routes sharing a prefix ("/v1/runs/{run}/...") differ at their end. */
 static int route_matches(const struct tp_route *rt, const struct split *sp, struct tp_req *r) {
   size_t last = rt->nsegs - 1;
-  if (rt->rest ? sp->n < rt->nsegs : sp->n != rt->nsegs)
-    return 0;
-  for (size_t i = 0; i < rt->nsegs; i++) {
+  for (size_t i = rt->nsegs; i-- > 0;) {
     const char *p = sp->seg[i].p;
-    size_t pl = sp->seg[i].len;
-    if (rt->rest && i == last)
-      pl = (size_t)(sp->end - p); /* the rest of the path, slashes included */
+    size_t pl = rt->rest && i == last ? (size_t)(sp->end - p) : sp->seg[i].len;
     if (rt->seg_param[i]) {
       if (pl == 0)
-        goto no;
-      if (r && add_param(r, rt->segs[i], p, pl) != 0)
-        goto no;
+        return 0;
     } else if (sp->seg[i].pct ? !seg_eq_pct(p, pl, rt->segs[i])
                               : pl != rt->seg_len[i] || !bytes_eq(p, rt->segs[i], pl)) {
-      goto no;
+      return 0;
+    }
+  }
+  if (r == NULL || rt->literal)
+    return 1;
+  for (size_t i = 0; i < rt->nsegs; i++) {
+    if (!rt->seg_param[i])
+      continue;
+    const char *p = sp->seg[i].p;
+    size_t pl = rt->rest && i == last ? (size_t)(sp->end - p) : sp->seg[i].len;
+    if (add_param(r, rt->segs[i], p, pl) != 0) {
+      r->nparams = 0; /* their strings stay in the request's arena until it goes */
+      return 0;
     }
   }
   return 1;
-no:
-  if (r)
-    r->nparams = 0; /* their strings stay in the request's arena until it goes */
-  return 0;
+}
+
+/* As many segments as the route takes (at least as many for a {name*} route): most routes fail
+ * here, before a call. */
+static inline int count_ok(const struct tp_route *rt, const struct split *sp) {
+  return rt->rest ? sp->n >= rt->nsegs : sp->n == rt->nsegs;
 }
 
 static int method_ok(const struct tp_route *rt, const char *method, int is_head) {
@@ -241,7 +250,7 @@ const struct tp_route *tp__route_match(const struct tp_server *s, const char *me
   const struct tp_route *param_hit = NULL;
   for (size_t i = 0; i < s->nroutes; i++) {
     const struct tp_route *rt = &s->routes[i];
-    if (!route_matches(rt, &sp, NULL) || !method_ok(rt, method, is_head))
+    if (!count_ok(rt, &sp) || !route_matches(rt, &sp, NULL) || !method_ok(rt, method, is_head))
       continue;
     if (rt->literal) {
       param_hit = rt;
@@ -251,7 +260,7 @@ const struct tp_route *tp__route_match(const struct tp_server *s, const char *me
       param_hit = rt;
   }
   if (param_hit) {
-    if (!param_hit->literal && r && !route_matches(param_hit, &sp, r)) {
+    if (r && !route_matches(param_hit, &sp, r)) {
       *status = 500; /* out of memory for the parameters */
       return NULL;
     }
@@ -261,7 +270,7 @@ const struct tp_route *tp__route_match(const struct tp_server *s, const char *me
   size_t used = 0;
   for (size_t i = 0; i < s->nroutes; i++) {
     const struct tp_route *rt = &s->routes[i];
-    if (!route_matches(rt, &sp, NULL) || strstr(allow, rt->method))
+    if (!count_ok(rt, &sp) || !route_matches(rt, &sp, NULL) || strstr(allow, rt->method))
       continue;
     int n = snprintf(allow + used, allow_len - used, "%s%s", used ? ", " : "", rt->method);
     if (n > 0 && (size_t)n < allow_len - used)

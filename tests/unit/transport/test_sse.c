@@ -26,6 +26,9 @@ static const struct scase scases[] = {
     {NULL, NULL, "a\r\nb\rc", 6, 0, "data: a\ndata: b\ndata: c\n\n"},
     {NULL, NULL, "a\n", 2, 0, "data: a\ndata: \n\n"},
     {NULL, NULL, "", 0, 0, "data: \n\n"},
+    {NULL, NULL, "a\rb\nc\r\nd", 8, 0, "data: a\ndata: b\ndata: c\ndata: d\n\n"},
+    {NULL, NULL, "\r\r\n\n", 4, 0, "data: \ndata: \ndata: \ndata: \n\n"},
+    {NULL, NULL, "a\r", 2, 0, "data: a\ndata: \n\n"},
     {"bad\nevent", NULL, "x", 1, SBX_EINVAL, ""},
     {NULL, "1\r2", "x", 1, SBX_EINVAL, ""},
 };
