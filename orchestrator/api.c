@@ -65,6 +65,20 @@ json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags) {
   return j;
 }
 
+void orch_api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = NULL;
+  for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+    const char *k = json_object_iter_key(it);
+    size_t kl = json_object_iter_key_len(it);
+    for (size_t i = 0; i < n; i++)
+      if (strlen(names[i]) == kl && memcmp(names[i], k, kl) == 0) {
+        out[i] = json_object_iter_value(it);
+        break;
+      }
+  }
+}
+
 int orch_api_valid_id(const char *s) {
   if (s == NULL || strlen(s) != STORE_ID_LEN)
     return 0;

@@ -400,6 +400,8 @@ void orch_api_error(struct tp_req *req, int status, const char *code, const char
 json_t *orch_api_body_object(struct tp_req *req);
 /* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
 json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags);
+/* out[i] = the value of obj's key names[i] (NULL when absent), in one pass over obj's keys: what json_object_get(obj, names[i]) returns, without a lookup each. */
+void orch_api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n);
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what);
