@@ -285,7 +285,6 @@ static struct orch_run *head_run(struct orch_chat *c) {
 /* The `run` event for this attempt: the run, its mount manifest (the chat's kept file list), the
  * limits.  Owned text; NULL when out of memory. */
 static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run *run, size_t *len) {
-  json_t *mounts = NULL, *left = NULL;
   const struct store_file *files = NULL;
   size_t n = 0;
   int rc = chat_files(o, c, &files, &n);
@@ -293,35 +292,13 @@ static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run 
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: file list failed (%s): dispatched without mounts",
             run->id, sbx_strerror(rc));
   struct orch_manifest m;
-  if (rc == 0 && n > 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0) {
-    mounts = json_array();
-    left = json_array();
-    for (size_t i = 0; i < m.n_mounts; i++) {
-      const struct store_file *f = m.mounts[i].file;
-      char url[80];
-      snprintf(url, sizeof(url), "/v1/files/%s", f->id);
-      json_t *e = json_object();
-      json_object_set_new(e, "name", json_string(f->name));
-      json_object_set_new(e, "file_id", json_string(f->id));
-      json_object_set_new(e, "version", json_integer(f->version));
-      json_object_set_new(e, "sha256", json_string(f->sha256));
-      json_object_set_new(e, "size", json_integer((json_int_t)f->size));
-      json_object_set_new(e, "url", json_string(url));
-      json_array_append_new(mounts, e);
-    }
-    for (size_t i = 0; i < m.n_left_out; i++) {
-      json_t *e = json_object();
-      json_object_set_new(e, "name", json_string(m.left_out[i].file->name));
-      json_object_set_new(e, "reason", json_string(m.left_out[i].reason));
-      json_array_append_new(left, e);
-    }
+  int have = rc == 0 && n > 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0;
+  char *text = orch_dispatch_text_manifest(run->id, c->id, run->page_id,
+                                           run->rec.code ? run->rec.code : "",
+                                           run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
+                                           run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, len);
+  if (have)
     orch_manifest_free(&m);
-  }
-  char *text = orch_dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
-                                  run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
-                                  run->attempts, mounts, left, !o->cfg->pypi_disabled, len);
-  json_decref(mounts);
-  json_decref(left);
   return text;
 }
 

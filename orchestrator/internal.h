@@ -359,6 +359,11 @@ char *orch_run_text(struct orch *o, const struct store_run *rec, size_t *len);
 char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
                          const char *code, const char *origin, int timeout_s, int attempt,
                          const json_t *mounts, const json_t *left_out, int pypi, size_t *len);
+/* The same with the manifest rendered from the manifest itself (NULL: no files), no trees built:
+ * byte for byte what orch_dispatch_text gives for the trees chat.c used to build from it. */
+char *orch_dispatch_text_manifest(const char *run_id, const char *chat_id, const char *page_id,
+                                  const char *code, const char *origin, int timeout_s, int attempt,
+                                  const struct orch_manifest *m, int pypi, size_t *len);
 json_t *orch_file_json(const struct store_file *f, int exec_on);
 json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */

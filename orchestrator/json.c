@@ -474,12 +474,70 @@ char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
   return jb_finish(&b, len);
 }
 
+/* One member of a manifest entry, as json_object_set_new(e, k, json_string(v)) leaves it: absent
+ * when v is NULL or not valid UTF-8 (json_string gives NULL, the set fails). */
+static void jm_key(struct jbuf *b, int *first, const char *k) {
+  if (!*first)
+    jb_put(b, ",", 1);
+  *first = 0;
+  jb_put(b, "\"", 1);
+  jb_put(b, k, strlen(k));
+  jb_put(b, "\":", 2);
+}
+
+static void jm_str(struct jbuf *b, int *first, const char *k, const char *v) {
+  if (v == NULL || !utf8_ok(v))
+    return;
+  jm_key(b, first, k);
+  jb_str(b, v, strlen(v));
+}
+
+/* "mounts":[...],"left_out":[...] of a manifest (NULL: both []), entries as the jansson tree
+ * chat.c used to build: mounts {name, file_id, version, sha256, size, url}, left_out {name,
+ * reason}. */
+static void jb_manifest(struct jbuf *b, const struct orch_manifest *m) {
+  jf_key(b, "mounts");
+  jb_put(b, "[", 1);
+  for (size_t i = 0; m && i < m->n_mounts; i++) {
+    const struct store_file *f = m->mounts[i].file;
+    int first = 1;
+    char url[80];
+    size_t il = strnlen(f->id, sizeof(f->id) - 1);
+    memcpy(url, "/v1/files/", 10);
+    memcpy(url + 10, f->id, il);
+    url[10 + il] = '\0';
+    jb_put(b, i ? ",{" : "{", i ? 2 : 1);
+    jm_str(b, &first, "name", f->name);
+    jm_str(b, &first, "file_id", f->id);
+    jm_key(b, &first, "version");
+    jb_int(b, f->version);
+    jm_str(b, &first, "sha256", f->sha256);
+    jm_key(b, &first, "size");
+    jb_int(b, (json_int_t)f->size);
+    jm_str(b, &first, "url", url);
+    jb_put(b, "}", 1);
+  }
+  jb_put(b, "]", 1);
+  jf_key(b, "left_out");
+  jb_put(b, "[", 1);
+  for (size_t i = 0; m && i < m->n_left_out; i++) {
+    int first = 1;
+    jb_put(b, i ? ",{" : "{", i ? 2 : 1);
+    jm_str(b, &first, "name", m->left_out[i].file->name);
+    jm_str(b, &first, "reason", m->left_out[i].reason);
+    jb_put(b, "}", 1);
+  }
+  jb_put(b, "]", 1);
+}
+
 /* The `run` event's payload as text, fields in the order pages have always seen:
  * {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out, limits, pypi}.
- * mounts / left_out: arrays (borrowed) or NULL for []. */
-char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
-                         const char *code, const char *origin, int timeout_s, int attempt,
-                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len) {
+ * The manifest either as trees (mounts / left_out: arrays, borrowed, or NULL for []) or, when
+ * man is not NULL, rendered from the manifest itself. */
+static char *dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+                           const char *code, const char *origin, int timeout_s, int attempt,
+                           const json_t *mounts, const json_t *left_out,
+                           const struct orch_manifest *man, int pypi, size_t *len) {
   struct jbuf b = {0};
   jb_put(&b, "{", 1);
   jf_str(&b, "run_id", run_id);
@@ -489,16 +547,20 @@ char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *pa
   jf_str(&b, "origin", origin);
   jf_int(&b, "timeout_s", timeout_s);
   jf_int(&b, "attempt", attempt);
-  jf_key(&b, "mounts");
-  if (mounts)
-    jb_value(&b, mounts, 0);
-  else
-    jb_put(&b, "[]", 2);
-  jf_key(&b, "left_out");
-  if (left_out)
-    jb_value(&b, left_out, 0);
-  else
-    jb_put(&b, "[]", 2);
+  if (man) {
+    jb_manifest(&b, man);
+  } else {
+    jf_key(&b, "mounts");
+    if (mounts)
+      jb_value(&b, mounts, 0);
+    else
+      jb_put(&b, "[]", 2);
+    jf_key(&b, "left_out");
+    if (left_out)
+      jb_value(&b, left_out, 0);
+    else
+      jb_put(&b, "[]", 2);
+  }
   jf_key(&b, "limits");
   jb_put(&b, "{", 1);
   jb_put(&b, "\"out_chars\":", 12);
@@ -513,4 +575,19 @@ char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *pa
   jf_lit(&b, "pypi", pypi ? "true" : "false");
   jb_put(&b, "}", 1);
   return jb_finish(&b, len);
+}
+
+char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+                         const char *code, const char *origin, int timeout_s, int attempt,
+                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len) {
+  return dispatch_text(run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out,
+                       NULL, pypi, len);
+}
+
+char *orch_dispatch_text_manifest(const char *run_id, const char *chat_id, const char *page_id,
+                                  const char *code, const char *origin, int timeout_s, int attempt,
+                                  const struct orch_manifest *m, int pypi, size_t *len) {
+  static const struct orch_manifest none = {0};
+  return dispatch_text(run_id, chat_id, page_id, code, origin, timeout_s, attempt, NULL, NULL,
+                       m ? m : &none, pypi, len);
 }

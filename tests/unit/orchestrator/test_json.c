@@ -262,6 +262,81 @@ START_TEST(test_dispatch_text_matches_tree) {
 }
 END_TEST
 
+/* The manifest trees chat.c built for the `run` event before orch_dispatch_text_manifest (the
+ * reference): orch_dispatch_text over them == orch_dispatch_text_manifest, byte for byte, for
+ * names with quotes, controls and non-ASCII, a name that is not UTF-8 and a NULL name (both left
+ * out of the entry, as json_string makes them), sizes past 2^53 and 2^63, empty manifests. */
+static void manifest_trees(const struct orch_manifest *m, json_t **mounts, json_t **left) {
+  *mounts = json_array();
+  *left = json_array();
+  for (size_t i = 0; i < m->n_mounts; i++) {
+    const struct store_file *f = m->mounts[i].file;
+    char url[80];
+    snprintf(url, sizeof(url), "/v1/files/%s", f->id);
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(f->name));
+    json_object_set_new(e, "file_id", json_string(f->id));
+    json_object_set_new(e, "version", json_integer(f->version));
+    json_object_set_new(e, "sha256", json_string(f->sha256));
+    json_object_set_new(e, "size", json_integer((json_int_t)f->size));
+    json_object_set_new(e, "url", json_string(url));
+    json_array_append_new(*mounts, e);
+  }
+  for (size_t i = 0; i < m->n_left_out; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "name", json_string(m->left_out[i].file->name));
+    json_object_set_new(e, "reason", json_string(m->left_out[i].reason));
+    json_array_append_new(*left, e);
+  }
+}
+
+START_TEST(test_dispatch_manifest_matches_tree) {
+  static struct store_file files[6];
+  char *names[6] = {"sales.csv", "a \"quoted\"\\name\t.txt", "caf\xc3\xa9/\xe2\x98\x83.xlsx",
+                    "bad \xff name", NULL, "x"};
+  uint64_t sizes[6] = {0, 12345, (1ull << 53) + 1, 1ull << 63, 7, UINT64_MAX};
+  for (int i = 0; i < 6; i++) {
+    memset(&files[i], 0, sizeof(files[i]));
+    snprintf(files[i].id, sizeof(files[i].id), "%032x", i * 7919);
+    files[i].name = names[i];
+    files[i].version = i == 5 ? 2147483647 : i + 1;
+    memset(files[i].sha256, 'a' + i, 64);
+    files[i].size = sizes[i];
+  }
+  struct orch_mount_entry me[6];
+  struct orch_left_out lo[6];
+  for (int i = 0; i < 6; i++) {
+    me[i].file = &files[i];
+    lo[i].file = &files[5 - i];
+    lo[i].reason = i % 2 ? ORCH_REASON_FILE_CAP : ORCH_REASON_TOTAL_CAP;
+  }
+  for (size_t nm = 0; nm <= 6; nm += 2)
+    for (size_t nl = 0; nl <= 6; nl += 3) {
+      struct orch_manifest m = {.mounts = me, .n_mounts = nm, .left_out = lo, .n_left_out = nl};
+      json_t *mounts, *left;
+      manifest_trees(&m, &mounts, &left);
+      size_t wl = 0, gl = 0;
+      char *want = orch_dispatch_text("r1", "c1", "pg", "print(1)", "tool", 30, 2, mounts, left, 1, &wl);
+      char *got = orch_dispatch_text_manifest("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &gl);
+      ck_assert_str_eq(got, want);
+      ck_assert_uint_eq(gl, wl);
+      sbx_free(want);
+      sbx_free(got);
+      json_decref(mounts);
+      json_decref(left);
+    }
+  /* no manifest at all: [] and [] as before */
+  size_t wl = 0, gl = 0;
+  char *want = orch_dispatch_text("r1", "c1", "pg", "", "auto", 5, 1, NULL, NULL, 0, &wl);
+  char *got = orch_dispatch_text_manifest("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &gl);
+  ck_assert_str_eq(got, want);
+  ck_assert_uint_eq(gl, wl);
+  ck_assert_ptr_nonnull(strstr(got, "\"mounts\":[],\"left_out\":[]"));
+  sbx_free(want);
+  sbx_free(got);
+}
+END_TEST
+
 /* The printf-free helpers of internal.h write exactly what snprintf writes. */
 START_TEST(test_text_helpers) {
   const long long nums[] = {0, 1, -1, 9, 10, -10, 123456789, 4294967296LL, -4294967297LL,
@@ -326,6 +401,7 @@ int main(void) {
   tcase_add_test(tc, test_dump_matches_jansson);
   tcase_add_test(tc, test_run_text_matches_tree);
   tcase_add_test(tc, test_dispatch_text_matches_tree);
+  tcase_add_test(tc, test_dispatch_manifest_matches_tree);
   tcase_add_test(tc, test_text_helpers);
   tcase_add_test(tc, test_api_fields);
   suite_add_tcase(s, tc);
