@@ -54,6 +54,8 @@ struct h2s {
   struct sbx_list node;
   size_t header_bytes, nheaders;
   char *pmethod, *ppath, *pauthority; /* in the request's arena */
+  const char *clen; /* the content-length header's value (the request's copy), or NULL */
+  int has_host;     /* a host header came */
   int error;      /* 431 / 413 / 400 decided while reading */
   int refused;    /* reset, ignore everything */
   int dispatched; /* dispatch or error event queued */
@@ -78,6 +80,8 @@ struct h2 {
   int in_ng;     /* inside an nghttp2 call */
   int want_send;
   struct tp_deferred flush;
+  char *obuf; /* the write block h2_send is filling (NULL outside it) */
+  size_t olen;
   uint64_t ctl_window_start;
   uint32_t ctl_frames;
 };
@@ -240,8 +244,16 @@ static int on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t 
     st->error = 400;
     return 0;
   }
-  if (tp__req_add_header(st->req, (const char *)name, nl, (const char *)value, vl) != 0)
+  if (tp__req_add_header(st->req, (const char *)name, nl, (const char *)value, vl) != 0) {
     st->error = 503;
+    return 0;
+  }
+  /* Noted on the way (HTTP/2 names are lower case, nghttp2 refuses others): headers_done needs
+   * these two and need not look them up. */
+  if (nl == 4 && memcmp(name, "host", 4) == 0)
+    st->has_host = 1;
+  else if (nl == 14 && memcmp(name, "content-length", 14) == 0 && st->clen == NULL)
+    st->clen = st->req->hdrs[st->req->nhdrs - 1].value;
   return 0;
 }
 
@@ -260,12 +272,11 @@ static void headers_done(struct h2 *h, struct h2s *st, int end_stream) {
       st->error = rc == SBX_ENOMEM ? 503 : 400;
   }
   if (!st->error) {
-    if (st->pauthority && !tp_req_header(r, "Host"))
+    if (st->pauthority && !st->has_host)
       tp__req_add_header(r, "host", 4, st->pauthority, strlen(st->pauthority));
     tp__req_route(r);
     r->body.limit = r->body_limit;
-    const char *cl = tp_req_header(r, "content-length");
-    unsigned long long n = cl ? strtoull(cl, NULL, 10) : 0;
+    unsigned long long n = st->clen ? strtoull(st->clen, NULL, 10) : 0;
     if (n > r->body_limit)
       st->error = 413;
     else if (n > 0 && !(r->route && r->route->on_body)) /* one allocation for the body */
@@ -350,13 +361,22 @@ static int on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void 
   return 0;
 }
 
+/* Big DATA payloads are not copied into nghttp2's frame buffer: on_data_read only says how much
+ * (NGHTTP2_DATA_FLAG_NO_COPY) and on_send_data, called right after within the same
+ * nghttp2_session_mem_send, writes the frame header and the bytes from the stream's queue
+ * straight into the write block: one copy fewer per byte of a file or a big answer.  Small
+ * payloads (most answers, SSE events) are copied: nghttp2's no-copy path costs more per frame
+ * than a copy of a few hundred bytes (callgrind, bench/runs). */
+#define NO_COPY_MIN 4096
 static ssize_t on_data_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
                             uint32_t *flags, nghttp2_data_source *src, void *ud) {
   struct h2 *h = ud;
   struct h2s *st = src->ptr;
   size_t avail = st->out.len - st->out_off;
   size_t n = SBX_MIN(avail, len);
-  if (n > 0) {
+  if (n >= NO_COPY_MIN) {
+    *flags |= NGHTTP2_DATA_FLAG_NO_COPY; /* the bytes leave the queue in on_send_data */
+  } else if (n > 0) {
     memcpy(buf, st->out.data + st->out_off, n);
     st->out_off += n;
     if (st->out_off == st->out.len) {
@@ -381,6 +401,27 @@ static ssize_t on_data_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_
   return (ssize_t)n;
 }
 
+static int out_put(struct h2 *h, const void *p, size_t n);
+
+static int on_send_data(nghttp2_session *ss, nghttp2_frame *f, const uint8_t *framehd,
+                        size_t length, nghttp2_data_source *src, void *ud) {
+  struct h2 *h = ud;
+  struct h2s *st = src->ptr;
+  /* Backpressure as between frames in h2_send: nghttp2 offers this frame again later. */
+  if (h->c->wpending + h->olen >= LIM(h)->h2_outbound_queue_bytes)
+    return NGHTTP2_ERR_WOULDBLOCK;
+  if (f->data.padlen > 0 || length > st->out.len - st->out_off)
+    return NGHTTP2_ERR_CALLBACK_FAILURE; /* no padding is ever chosen; more than queued cannot be */
+  if (out_put(h, framehd, 9) != 0 || out_put(h, st->out.data + st->out_off, length) != 0)
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  st->out_off += length;
+  if (st->out_off == st->out.len) {
+    st->out_off = 0;
+    st->out.len = 0;
+  }
+  return 0;
+}
+
 /* ---- running the session -------------------------------------------------------------------- */
 
 static void h2_run(struct h2 *h);
@@ -399,14 +440,37 @@ static void on_deferred_flush(struct tp_deferred *d) {
   h2_run(h);
 }
 
+/* Appends to the write block being filled; a full block goes to the socket and another is
+ * taken.  0, or -1 (no memory, or the write failed). */
+static int out_put(struct h2 *h, const void *p, size_t n) {
+  const char *q = p;
+  while (n > 0) {
+    if (h->obuf && h->olen == TP_WBUF) { /* full: to the socket, on to another */
+      char *full = h->obuf;
+      h->obuf = NULL;
+      h->olen = 0;
+      if (tp__conn_write_wbuf(h->c, full, TP_WBUF) != 0)
+        return -1;
+    }
+    if (h->obuf == NULL && (h->obuf = tp__wbuf_get(h->c->srv)) == NULL)
+      return -1;
+    size_t take = SBX_MIN(n, TP_WBUF - h->olen);
+    memcpy(h->obuf + h->olen, q, take);
+    h->olen += take;
+    q += take;
+    n -= take;
+  }
+  return 0;
+}
+
 /* Produces frames into pooled write blocks (one write each), while the socket is not too far
- * behind.  nghttp2's output is valid until its next call: it is copied once, into the block. */
+ * behind.  nghttp2's output is valid until its next call: it is copied once, into the block
+ * (DATA payloads go there from the stream's queue, on_send_data). */
 static int h2_send(struct h2 *h) {
   struct tp_conn *c = h->c;
-  char *buf = NULL;
-  size_t len = 0;
   int rc = 0;
-  while (c->wpending + len < LIM(h)->h2_outbound_queue_bytes) {
+  h->olen = 0;
+  while (c->wpending + h->olen < LIM(h)->h2_outbound_queue_bytes) {
     const uint8_t *data;
     h->in_ng = 1;
     ssize_t n = nghttp2_session_mem_send(h->ss, &data);
@@ -415,29 +479,17 @@ static int h2_send(struct h2 *h) {
       rc = n < 0 ? -1 : 0;
       break;
     }
-    for (size_t off = 0; off < (size_t)n;) {
-      if (buf && len == TP_WBUF) { /* full: to the socket, on to another */
-        rc = tp__conn_write_wbuf(c, buf, len);
-        buf = NULL;
-        len = 0;
-        if (rc != 0)
-          goto out;
-      }
-      if (buf == NULL && (buf = tp__wbuf_get(c->srv)) == NULL) {
-        rc = -1;
-        goto out;
-      }
-      size_t take = SBX_MIN((size_t)n - off, TP_WBUF - len);
-      memcpy(buf + len, data + off, take);
-      len += take;
-      off += take;
+    if (out_put(h, data, (size_t)n) != 0) {
+      rc = -1;
+      break;
     }
   }
-  if (rc == 0 && len > 0) {
-    rc = tp__conn_write_wbuf(c, buf, len);
-    buf = NULL;
-  }
-out:
+  char *buf = h->obuf;
+  size_t len = h->olen;
+  h->obuf = NULL;
+  h->olen = 0;
+  if (buf && rc == 0 && len > 0)
+    return tp__conn_write_wbuf(c, buf, len) == 0 ? 0 : -1;
   if (buf)
     tp__wbuf_put(c->srv, buf);
   return rc == 0 ? 0 : -1;
@@ -866,6 +918,7 @@ int tp__h2_start(struct tp_conn *c, const char *data, size_t len) {
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, on_send_data);
   }
   if (opt == NULL) {
     if (nghttp2_option_new(&opt) != 0)
