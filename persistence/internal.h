@@ -89,7 +89,9 @@
   X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \
   X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                      \
                     "ORDER BY created_at, rowid")                                                  \
-  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?1") \
+  /* newest first by insertion (a run's row is inserted when it is created): a reverse rowid scan \
+   * that stops after ?1 rows, where ORDER BY created_at sorted every run of every chat */       \
+  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1")                 \
   /* seq is a chat's creation order: runs_chat_seq serves the list (no runs_chat since v5) */     \
   X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                          \
                    "ORDER BY seq DESC, rowid DESC LIMIT ?1")                                       \

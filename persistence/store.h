@@ -253,8 +253,8 @@ int store_run_by_idempotency(struct store *st, const char *chat_id, const char *
                              store_id out_run_id); /* SBX_ENOENT when none */
 /* Runs not done (state != "done"), oldest first: the orchestrator reloads them at start. */
 int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n);
-/* Latest runs (admin views), newest first, optionally of one chat (NULL: all; by created_at);
- * a chat's by seq, its creation order. */
+/* Latest runs (admin views), newest first, optionally of one chat: all runs in the order they
+ * were first put (created), a chat's by seq, its creation order.  Both read only what they return. */
 int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
                    size_t *n);
 void store_run_list_free(struct store_run *v, size_t n);

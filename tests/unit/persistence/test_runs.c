@@ -248,6 +248,32 @@ START_TEST(test_run_lists) {
   ck_assert_str_eq(v[0].id, "r0000000000000000000000000000003");
   ck_assert_str_eq(v[1].id, "r0000000000000000000000000000001");
   store_run_list_free(v, n);
+  ck_assert_int_eq(store_run_list(t.st, NULL, 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 5);
+  for (size_t i = 0; i < n; i++) /* every run, newest first */
+    ck_assert_int_eq(v[i].created_at, 104 - (int64_t)i);
+  store_run_list_free(v, n);
+  /* a later put of an old run does not move it */
+  struct store_run old = mk("r0000000000000000000000000000000", CHAT, "done", 100);
+  ck_assert_int_eq(store_run_put(t.st, &old, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(store_run_list(t.st, NULL, 1, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].id, "r0000000000000000000000000000004");
+  store_run_list_free(v, n);
+  /* the list of all runs reads only the rows it returns: no sort of the whole table */
+  sqlite3_stmt *q;
+  char sql[1024];
+  snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", sqlite3_sql(t.st->rs[ST_RUN_LIST_ALL]));
+  ck_assert_int_eq(sqlite3_prepare_v2(t.st->rdb, sql, -1, &q, NULL), SQLITE_OK);
+  int sorts = 0, rows = 0;
+  while (sqlite3_step(q) == SQLITE_ROW) {
+    rows++;
+    sorts += strstr((const char *)sqlite3_column_text(q, 3), "TEMP B-TREE") != NULL;
+  }
+  sqlite3_finalize(q);
+  ck_assert_int_gt(rows, 0);
+  ck_assert_int_eq(sorts, 0);
   t_close(&t);
 }
 END_TEST
