@@ -117,11 +117,12 @@ static size_t utf8_len(const unsigned char *s, size_t left) {
   return n;
 }
 
-static void jb_str(struct jbuf *b, const char *str, size_t len) {
+/* A JSON string; -1 (something written, nothing decided) when str is not valid UTF-8. */
+static int jb_str_try(struct jbuf *b, const char *str, size_t len) {
   static const char hex[] = "0123456789ABCDEF";
   const unsigned char *s = (const unsigned char *)str;
   if (jb_grow(b, len + 2) != 0)
-    return;
+    return 0; /* failed: the buffer says so */
   b->p[b->len++] = '"';
   size_t run = 0; /* start of the pending plain run */
   for (size_t i = 0; i < len;) {
@@ -132,10 +133,8 @@ static void jb_str(struct jbuf *b, const char *str, size_t len) {
     }
     if (c >= 0x80) {
       size_t n = utf8_len(s + i, len - i);
-      if (n == 0) {
-        b->failed = 1;
-        return;
-      }
+      if (n == 0)
+        return -1;
       i += n;
       continue;
     }
@@ -161,6 +160,12 @@ static void jb_str(struct jbuf *b, const char *str, size_t len) {
   }
   jb_put(b, str + run, len - run);
   jb_put(b, "\"", 1);
+  return 0;
+}
+
+static void jb_str(struct jbuf *b, const char *str, size_t len) {
+  if (jb_str_try(b, str, len) != 0)
+    b->failed = 1;
 }
 
 static void jb_value(struct jbuf *b, const json_t *j, int depth) {
@@ -359,19 +364,8 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
  * orch_run_text(o, r) == orch_json_dump(orch_run_json(o, r)), byte for byte, without building
  * the jansson tree (test_json.c compares the two on a table of records).  Like the tree, a string
  * field that is not valid UTF-8 is left out (json_string gives NULL, json_object_set_new skips
- * it); stored JSON parts and the files array still go through jansson, they are rare or small. */
-
-static int utf8_ok(const char *s) {
-  const unsigned char *u = (const unsigned char *)s;
-  size_t len = strlen(s);
-  for (size_t i = 0; i < len;) {
-    size_t n = u[i] < 0x80 ? 1 : utf8_len(u + i, len - i);
-    if (n == 0)
-      return 0;
-    i += n;
-  }
-  return 1;
-}
+ * it); stored JSON parts (but "[]", what pages send most) and the files array still go through
+ * jansson, they are rare or small. */
 
 static void jf_key(struct jbuf *b, const char *k) {
   size_t n = strlen(k); /* our keys: plain ASCII */
@@ -388,11 +382,13 @@ static void jf_key(struct jbuf *b, const char *k) {
   b->len = (size_t)(p - b->p);
 }
 
+/* "k":"v", or nothing when v is not valid UTF-8 (json_string gives NULL, the set fails): one
+ * pass, the key and the partial string taken back when the check fails. */
 static void jf_str(struct jbuf *b, const char *k, const char *v) {
-  if (!utf8_ok(v))
-    return;
+  size_t mark = b->len;
   jf_key(b, k);
-  jb_str(b, v, strlen(v));
+  if (jb_str_try(b, v, strlen(v)) != 0)
+    b->len = mark;
 }
 
 static void jf_str_or_null(struct jbuf *b, const char *k, const char *v) {
@@ -423,6 +419,11 @@ static void jf_ms_or_null(struct jbuf *b, const char *k, int64_t ms) {
 
 /* A stored JSON part: parsed and written (want_array: only an array, else []). */
 static void jf_part(struct jbuf *b, const char *k, const char *text, int want_array) {
+  if (text && text[0] == '[' && text[1] == ']' && text[2] == '\0') { /* what pages send most */
+    jf_key(b, k);
+    jb_put(b, "[]", 2);
+    return;
+  }
   json_t *v = orch_json_parse_text(text);
   jf_key(b, k);
   if (v != NULL && (!want_array || json_is_array(v)))
@@ -486,10 +487,15 @@ static void jm_key(struct jbuf *b, int *first, const char *k) {
 }
 
 static void jm_str(struct jbuf *b, int *first, const char *k, const char *v) {
-  if (v == NULL || !utf8_ok(v))
+  if (v == NULL)
     return;
+  size_t mark = b->len;
+  int was_first = *first;
   jm_key(b, first, k);
-  jb_str(b, v, strlen(v));
+  if (jb_str_try(b, v, strlen(v)) != 0) {
+    b->len = mark;
+    *first = was_first;
+  }
 }
 
 /* "mounts":[...],"left_out":[...] of a manifest (NULL: both []), entries as the jansson tree

@@ -183,6 +183,9 @@ START_TEST(test_run_text_matches_tree) {
        "{\"not\":\"an array\"}", "not json", 10, 20, 30, 1},
       {"", "tool", "done", "timeout", "bad \xc3\x28 utf8", "42", "[]", "[1.5, true]", -5, 0, 9, 2},
       {"", "tool", "done", "crashed", "\\back\\slash/", "{ \"spaced\" : [ 1 , 2 ] }", "", "[{\"k\":null}]", 3, 4, 0, 4},
+      {"", "tool", "done", "ok", "", "[]", "[]", "[]", 1, 2, 3, 0},
+      {"t2", "bad \xff origin", "done", "\xc3", "x\xed\xa0\x80y", "[] ", " []", "[ ]", 1, 2, 3, 0},
+      {"", "tool\xf0", "queued\xc0\xaf", NULL, "\xf4\x90\x80\x80", "[]x", "[", "[]]", 0, 0, 0, 7},
   };
   for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
     struct store_run r;
