@@ -43,12 +43,7 @@ json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags) {
   size_t len = 0;
   const char *body = tp_req_body(req, &len);
   json_error_t je;
-  json_t *j = NULL;
-  /* The fast path knows these two flags only (it declines duplicates and \u0000 either way). */
-  if (body && len && (flags & ~(size_t)JSON_ALLOW_NUL) == 0)
-    j = orch_json_load_fast(body, len);
-  if (j == NULL && body && len)
-    j = json_loadb(body, len, JSON_REJECT_DUPLICATES | flags, &je);
+  json_t *j = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES | flags, &je) : NULL;
   if (j == NULL) {
     if (body == NULL || len == 0)
       orch_api_error(req, 400, "malformed_json", "a JSON object body is required");

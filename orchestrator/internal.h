@@ -369,9 +369,6 @@ json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fai
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */
 /* The same with object keys sorted: == json_dumps(j, COMPACT | SORT_KEYS | ENCODE_ANY). */
 char *orch_json_dump_sorted(const json_t *j, size_t *len);
-/* json_load.c: the tree json_loadb(buf, len, JSON_REJECT_DUPLICATES [| JSON_ALLOW_NUL]) gives for
- * a JSON object body, or NULL when it declined (then ask json_loadb: its answer, its error). */
-json_t *orch_json_load_fast(const char *buf, size_t len);
 
 /* snprintf(dst, cap, "%s", src) without printf (~600 instructions each, a dozen per run): src
  * cut to cap - 1 bytes, always terminated. */
