@@ -265,14 +265,17 @@ int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err) {
  *    b-trees; with 1000 chats those pages did not stay in 2 MiB, and each miss was a pread of the
  *    WAL or the database (about 4 per run).  The reader's cache is emptied by every commit of the
  *    writer anyway (WAL), so it keeps the default.
- *  - wal_autocheckpoint 16384 pages (64 MiB of WAL; default 1000): the checkpoint runs inside a
- *    commit on the writer thread and copies each page once per window however often it was
- *    rewritten in it; hot leaf pages are rewritten by many commits, so a longer window copies
- *    (pread + pwrite) far fewer pages per run.
- *  - journal_size_limit 64 MiB: after a checkpoint resets the WAL it is truncated to this size, so
- *    a WAL that grew past the window (a reader held an old snapshot) does not keep its size. */
+ *  - wal_autocheckpoint 0: SQLite's auto-checkpoint ran inside a COMMIT on the writer thread and
+ *    held that group's callbacks for the whole copy (a 64 MiB window: ~100 ms).  checkpoint.c
+ *    checkpoints instead, on its own thread and connection, from 32 MiB of WAL on: a long
+ *    window copies each page once however often it was rewritten in it, and hot leaf pages are
+ *    rewritten by many commits (bench/store/runs_io.sh, pages copied per run: 64 MiB window
+ *    ~0.2-0.26, 32 MiB ~0.4, 16 MiB ~0.7, SQLite's default 4 MiB ~3).
+ *  - journal_size_limit 64 MiB (checkpoint.c's hard bound): when the WAL restarts it is truncated
+ *    to this size, so a WAL that grew past it (a reader held an old snapshot) does not keep its
+ *    size. */
 #define ST_WRITER_PRAGMAS                                                                          \
-  "PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 16384; "                                \
+  "PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 0; "                                    \
   "PRAGMA journal_size_limit = 67108864;"
 
 static const char *const stmt_sql[ST_STMT_COUNT] = {
@@ -359,6 +362,7 @@ static void close_dbs(struct store *st) {
 }
 
 static void store_free(struct store *st) {
+  st__ckpt_stop(st); /* its connection closes first: the last one to close checkpoints */
   close_dbs(st);
   if (st->lock_fd >= 0)
     close(st->lock_fd); /* releases the flock */
@@ -414,7 +418,7 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   }
   st->stats.blob_bytes = (uint64_t)sqlite3_column_int64(s, 0);
   st__reset(s);
-  if ((rc = st__writer_start(st, err)) != 0)
+  if ((rc = st__ckpt_start(st, err)) != 0 || (rc = st__writer_start(st, err)) != 0)
     goto out;
   *out = st;
   return 0;

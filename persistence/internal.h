@@ -190,10 +190,39 @@ struct st_simple {
 /* The writer thread's state (diagram and transition table in writer.c). */
 enum st_writer_state { ST_WS_START = 0, ST_WS_WAITING, ST_WS_COMMITTING, ST_WS_STOPPED };
 
+/* Checkpoints (checkpoint.c: why, and the thresholds' roles).  Frames are WAL pages (4 KiB). */
+#define ST_CKPT_WAKE_FRAMES 8192   /* 32 MiB of WAL: the checkpointer starts copying */
+#define ST_CKPT_STEP_FRAMES 2048   /* another pass when this many more frames were committed */
+#define ST_CKPT_FINISH_FRAMES 2048 /* the writer copies a remainder this small itself */
+#define ST_CKPT_HARD_FRAMES 16384  /* 64 MiB: the writer runs a blocking checkpoint */
+
+/* The checkpointer thread's state (diagram and transition table in checkpoint.c). */
+enum st_ckpt_state { ST_CS_START = 0, ST_CS_IDLE, ST_CS_CHECKPOINTING, ST_CS_STOPPED };
+
+/* What the WAL hook saw and what the checkpoints did; guarded by store.ckpt_mu. */
+struct st_ckpt {
+  int frames;          /* WAL frames after the last commit (the WAL hook) */
+  uint64_t gen;        /* WAL generation: +1 each time the WAL restarted from its beginning */
+  uint64_t done_gen;   /* generation of `done` */
+  int done;            /* frames copied into the database by the last checkpoint of done_gen */
+  uint64_t tried_gen;  /* the checkpointer's last pass began at (tried_gen, tried_frames) */
+  int tried_frames;
+  uint64_t hard_gen;   /* the writer's last blocking checkpoint: generation and the frame */
+  int hard_next;       /* count from which it may run another */
+  /* counters (tests, bench) */
+  uint64_t passes;        /* checkpointer passes (PASSIVE, its own connection) */
+  uint64_t writer_passes; /* checkpoints run by the writer between groups (finish or blocking) */
+  uint64_t blocking;      /* of which blocking (RESTART, past the hard bound) */
+  uint64_t complete;      /* checkpoints that copied every frame of the WAL */
+  uint64_t errors;
+  uint64_t max_frames;    /* largest WAL seen after a commit, in frames */
+};
+
 struct store {
   uv_loop_t *loop;
   char *dir, *db_path, *blob_dir;
   sqlite3 *wdb, *rdb;
+  sqlite3 *cdb; /* the checkpointer's connection (checkpoint.c) */
   sqlite3_stmt *ws[ST_STMT_COUNT], *rs[ST_STMT_COUNT];
   int schema_version;
 
@@ -224,6 +253,15 @@ struct store {
   /* writer thread only: store_event_trim's round robin, the last chat it finished ("" = start;
    * chat ids fit a store_id: store_chat.id is one) */
   store_id trim_cursor;
+
+  /* checkpointer thread (checkpoint.c) */
+  pthread_t ckpt_thread;
+  int ckpt_started;
+  pthread_mutex_t ckpt_mu; /* guards ckpt, cstate, ckpt_stopping */
+  pthread_cond_t ckpt_cv;
+  int ckpt_stopping;
+  enum st_ckpt_state cstate; /* written by set_state in checkpoint.c only */
+  struct st_ckpt ckpt;
 };
 
 /* db.c */
@@ -248,6 +286,16 @@ struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
 /* Copies into op->s[idx]; 0 or SBX_ENOMEM. NULL stays NULL. */
 int st__simple_str(struct st_simple *op, int idx, const char *v);
 void st__simple_discard(struct st_simple *op);
+
+/* checkpoint.c */
+/* Opens the checkpointer's connection, installs the WAL hook on the writer connection (whose
+ * wal_autocheckpoint must already be 0) and starts the thread.  Before st__writer_start. */
+int st__ckpt_start(struct store *st, struct sbx_error *err);
+/* Writer thread, between groups (callbacks handed off): the finishing or blocking checkpoint. */
+void st__ckpt_after_group(struct store *st);
+/* Joins the thread and closes its connection; after st__writer_stop.  No-op when not started. */
+void st__ckpt_stop(struct store *st);
+void st__ckpt_get(struct store *st, struct st_ckpt *out); /* a consistent copy (tests, bench) */
 
 /* blobs.c */
 /* Writer thread, inside a write's savepoint: makes sure a blob with this content is in the blobs

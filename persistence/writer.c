@@ -6,7 +6,8 @@
  * write SAVEPOINT / exec / RELEASE (or ROLLBACK TO + RELEASE when that write failed, so it rolls
  * back alone), makes the group's new blob files durable (blobs.c: parallel fsync, rename,
  * directory fsync), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
- * group to the done list and pokes the loop through a uv_async_t.  Loop thread (on_async): runs
+ * group to the done list and pokes the loop through a uv_async_t, then (checkpoint.c) may run a
+ * short checkpoint before taking the next group.  Loop thread (on_async): runs
  * each write's callback, then frees it.  So a callback with rc == 0 always follows a durable
  * commit.  If SQLite abandons the whole transaction (an I/O error can do that), the writes of the
  * group that had succeeded fail too, with that error, and the rest go on in a new transaction.
@@ -220,6 +221,7 @@ static void *writer_main(void *arg) {
     set_state(st, ST_WS_WAITING);
     pthread_mutex_unlock(&st->mu);
     uv_async_send(st->async);
+    st__ckpt_after_group(st); /* the callbacks are the loop's now: a checkpoint delays no one's */
     pthread_mutex_lock(&st->mu);
   }
   set_state(st, ST_WS_STOPPED);

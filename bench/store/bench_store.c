@@ -6,7 +6,8 @@
  * A client keeps `inflight` writes queued; each callback (= the write is durable: WAL +
  * synchronous=FULL, fsync before the callback) submits the next.  Latency is submit -> callback.
  *
- * A last mode adds new 4 KB attachments (a blob file written and fsynced + a row each).
+ * A last mode adds new 4 KB attachments (a blob file written and fsynced + a row each).  At the
+ * end: the WAL's largest size in frames and what the checkpoints did (persistence/checkpoint.c).
  *
  *   bench_store [--dir DIR] [--group N] [--single N] [--files N] [--inflight W]
  * What it does not do: measure reads or HTTP.
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "internal.h" /* the checkpoint counters (st__ckpt_get) */
 #include "store.h"
 
 struct bench {
@@ -205,6 +207,13 @@ int main(int argc, char **argv) {
   run_mode(&loop, st, "group commit, 1 in flight", single_n / 3, 1, 4096, 0);
   if (files_n)
     run_mode(&loop, st, "4 KB file adds, grouped", files_n, inflight, 4096, 1);
+  struct st_ckpt ck;
+  st__ckpt_get(st, &ck);
+  printf("WAL: max %llu frames, restarted %llu times; checkpoints: %llu checkpointer passes, "
+         "%llu by the writer between groups (%llu blocking), %llu errors\n",
+         (unsigned long long)ck.max_frames, (unsigned long long)ck.gen,
+         (unsigned long long)ck.passes, (unsigned long long)ck.writer_passes,
+         (unsigned long long)ck.blocking, (unsigned long long)ck.errors);
   store_close(st);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
