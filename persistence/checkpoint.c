@@ -27,7 +27,7 @@
  * already handed off): that delays the NEXT group by the whole copy and its fsyncs instead;
  * bench/store (1024 in flight, 16 MiB windows) measured group-commit p99 56-71 ms that way
  * against 44 ms with the thread, on a loaded machine.  What the writer still pays, once per
- * window, is the finishing step, mostly one fdatasync of the database (~5-20 ms here): SQLite
+ * window, is the finishing step, mostly one fdatasync of the database (~6-17 ms here): SQLite
  * restarts the WAL only for a write transaction begun when every frame is copied, so some
  * connection must copy the last frames while the writer does not commit.
  * What this file does not do: checkpoint at close (the last connection to close does that: db.c

@@ -267,10 +267,12 @@ int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err) {
  *    writer anyway (WAL), so it keeps the default.
  *  - wal_autocheckpoint 0: SQLite's auto-checkpoint ran inside a COMMIT on the writer thread and
  *    held that group's callbacks for the whole copy (a 64 MiB window: ~100 ms).  checkpoint.c
- *    checkpoints instead, on its own thread and connection, from 32 MiB of WAL on: a long
+ *    checkpoints instead, on its own thread and connection, from 16 MiB of WAL on: a long
  *    window copies each page once however often it was rewritten in it, and hot leaf pages are
  *    rewritten by many commits (bench/store/runs_io.sh, pages copied per run: 64 MiB window
- *    ~0.2-0.26, 32 MiB ~0.4, 16 MiB ~0.7, SQLite's default 4 MiB ~3).
+ *    ~0.2-0.26, 32 MiB ~0.4, 16 MiB ~0.7, SQLite's default 4 MiB ~3).  16 MiB rather than 32:
+ *    the writer's finishing step (checkpoint.c) took ~16 ms against ~27 ms, so bench/store's
+ *    group-commit p99 was ~32 ms against ~39.
  *  - journal_size_limit 64 MiB (checkpoint.c's hard bound): when the WAL restarts it is truncated
  *    to this size, so a WAL that grew past it (a reader held an old snapshot) does not keep its
  *    size. */

@@ -191,9 +191,9 @@ struct st_simple {
 enum st_writer_state { ST_WS_START = 0, ST_WS_WAITING, ST_WS_COMMITTING, ST_WS_STOPPED };
 
 /* Checkpoints (checkpoint.c: why, and the thresholds' roles).  Frames are WAL pages (4 KiB). */
-#define ST_CKPT_WAKE_FRAMES 8192   /* 32 MiB of WAL: the checkpointer starts copying */
-#define ST_CKPT_STEP_FRAMES 2048   /* another pass when this many more frames were committed */
-#define ST_CKPT_FINISH_FRAMES 2048 /* the writer copies a remainder this small itself */
+#define ST_CKPT_WAKE_FRAMES 4096   /* 16 MiB of WAL: the checkpointer starts copying */
+#define ST_CKPT_STEP_FRAMES 1024   /* another pass when this many more frames were committed */
+#define ST_CKPT_FINISH_FRAMES 1024 /* the writer copies a remainder this small itself */
 #define ST_CKPT_HARD_FRAMES 16384  /* 64 MiB: the writer runs a blocking checkpoint */
 
 /* The checkpointer thread's state (diagram and transition table in checkpoint.c). */
