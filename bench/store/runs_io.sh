@@ -5,7 +5,7 @@
 #   - perf's syscall tracepoint counts of pwrite64 / pread64 / fdatasync / fsync, per run;
 #   - the writer thread's /proc/PID/task/TID/io (its write and read syscalls and bytes), from which
 #     the WAL frames (two pwrites each: header + page) and checkpoint pages (one pwrite each) are
-#     estimated;
+#     estimated, and the other threads' written bytes (the checkpointer's pages);
 #   - a second server killed (kill -9) mid-load, and its WAL's current generation mapped to b-trees
 #     (as bench/runs/wal_pages.py does), divided by the creates and results that generation holds
 #     (row counts with and without the WAL): frames per run by b-tree, which does not depend on how
@@ -68,6 +68,10 @@ print(f"loaded: {ld['runs']} runs, {ld['runs_per_s']} runs/s, server CPU {ld['se
 print("per run: " + ", ".join(f"{k} {cnt.get(k, 0) / runs:.2f}" for k in ("pwrite64", "pread64", "fdatasync", "fsync")))
 print(f"writer thread per run: ~{frames / runs:.2f} WAL frames, ~{(pages - frames) / runs:.2f} checkpoint pages, "
       f"{w['rchar'] / runs / 1024:.1f} KiB read")
+# the checkpointer thread (persistence/checkpoint.c) writes only database pages
+ck = sum(v["wchar"] for t, v in io.items() if t != pid and v is not w) / 4096.0
+print(f"other threads (the checkpointer) per run: ~{ck / runs:.2f} checkpoint pages; "
+      f"all threads: ~{(ck + pages - frames) / runs:.2f}")
 PY
 kill -9 "$PID"; wait "$PID" 2>/dev/null
 
