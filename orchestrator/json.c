@@ -81,15 +81,7 @@ static void jb_put(struct jbuf *b, const char *s, size_t n) {
 
 static void jb_int(struct jbuf *b, json_int_t v) {
   char tmp[24];
-  size_t i = sizeof(tmp);
-  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[--i] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0)
-    tmp[--i] = '-';
-  jb_put(b, tmp + i, sizeof(tmp) - i);
+  jb_put(b, tmp, orch_fmt_i64(tmp, (long long)v));
 }
 
 /* Length of the valid UTF-8 sequence at s (as jansson's utf8_check_first/full), 0 if invalid. */

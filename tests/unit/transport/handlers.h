@@ -10,6 +10,14 @@
  * bytes). */
 #define TH_LARGE_LEN 300007
 static inline char th_large_byte(size_t i) { return (char)(i * 7 + i / 251); }
+/* A client's copy of GET /large: its length and every byte (the first wrong one named). */
+#define TH_CHECK_LARGE(body, len)                                                                  \
+  do {                                                                                             \
+    ck_assert_uint_eq((len), TH_LARGE_LEN);                                                        \
+    for (size_t i_ = 0; i_ < TH_LARGE_LEN; i_++)                                                   \
+      if ((body)[i_] != th_large_byte(i_))                                                         \
+        ck_abort_msg("large body: byte %zu differs", i_);                                          \
+  } while (0)
 void th_add_routes(struct tp_server *s);
 extern int th_poll_closed; /* on_close calls seen by /poll */
 extern int th_sink_live;   /* body sink states not freed (POST /sink, /sink-refuse) */
