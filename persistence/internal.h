@@ -6,6 +6,8 @@
  *              translation (the ONE place SQLite codes become SBX_* codes), column helpers
  *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
  *              callbacks on the loop thread through a uv_async_t
+ *   checkpoint.c  WAL checkpoints: a checkpointer thread (own connection, PASSIVE) woken by the
+ *              writer's WAL hook, and the writer's finishing step between groups
  *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
  *   stage.c    staged blobs: a streamed upload's temp file and incremental sha256 (loop thread)
  *   naming.c   NFC normalization and the refusal rules; "name (N).ext" splitting
