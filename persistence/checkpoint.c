@@ -65,12 +65,15 @@ static void set_state(struct store *st, enum st_ckpt_state to) {
 /* Under ckpt_mu: is a pass of the checkpointer worth running now?  Past the wake threshold, and
  * either nothing of this WAL generation was copied yet or STEP more frames were committed since
  * the last pass; at most one pass per commit (a pass that could copy nothing, a reader holding an
- * old snapshot, is not repeated until the writer commits again). */
+ * old snapshot, is not repeated until the writer commits again); after a failed pass (a disk
+ * error), not before STEP more frames, so a lasting error logs once per STEP, not per group. */
 static int want_pass(const struct store *st) {
   const struct st_ckpt *c = &st->ckpt;
   if (c->frames < ST_CKPT_WAKE_FRAMES)
     return 0;
   if (c->tried_gen == c->gen && c->tried_frames == c->frames)
+    return 0;
+  if (c->tried_failed && c->tried_gen == c->gen && c->frames - c->tried_frames < ST_CKPT_STEP_FRAMES)
     return 0;
   return c->done_gen != c->gen || c->frames - c->done >= ST_CKPT_STEP_FRAMES;
 }
@@ -135,6 +138,7 @@ static void *ckpt_main(void *arg) {
     pthread_mutex_lock(&st->ckpt_mu);
     if (rc != SQLITE_BUSY)
       record(st, gen, rc, log, copied, 0);
+    st->ckpt.tried_failed = rc != SQLITE_OK && rc != SQLITE_BUSY;
     set_state(st, ST_CS_IDLE);
   }
   set_state(st, ST_CS_STOPPED);

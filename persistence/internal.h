@@ -209,13 +209,14 @@ struct st_ckpt {
   int done;            /* frames copied into the database by the last checkpoint of done_gen */
   uint64_t tried_gen;  /* the checkpointer's last pass began at (tried_gen, tried_frames) */
   int tried_frames;
+  int tried_failed;    /* that pass failed: the next waits STEP frames (one warning per STEP) */
   uint64_t hard_gen;   /* the writer's last blocking checkpoint: generation and the frame */
   int hard_next;       /* count from which it may run another */
   /* counters (tests, bench) */
   uint64_t passes;        /* checkpointer passes (PASSIVE, its own connection) */
   uint64_t writer_passes; /* checkpoints run by the writer between groups (finish or blocking) */
   uint64_t blocking;      /* of which blocking (RESTART, past the hard bound) */
-  uint64_t complete;      /* checkpoints that copied every frame of the WAL */
+  uint64_t complete;      /* checkpoints that copied every frame the pass saw */
   uint64_t errors;
   uint64_t max_frames;    /* largest WAL seen after a commit, in frames */
 };
