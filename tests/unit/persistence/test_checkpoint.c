@@ -15,68 +15,18 @@
 
 #include "helpers.h"
 
-#define VALUE_LEN 6000 /* two overflow pages per setting: frames add up fast */
-#define KEYS 200       /* rewritten over and over: the hot pages a checkpoint copies once */
+#include "walpump.h"
 
-struct pump {
-  struct tctx *t;
-  char wal[300];
-  char *value;
-  int submitted, finished, errors, total;
-  off_t max_wal;
-};
+#define KEYS 200 /* rewritten over and over: the hot pages a checkpoint copies once */
+#define WAL_BOUND WP_WAL_BOUND
 
-static off_t wal_size(const char *path) {
-  struct stat sb;
-  return stat(path, &sb) == 0 ? sb.st_size : 0;
+/* write i rewrites key i % KEYS; every page of the value changes (SQLite skips rewriting an
+ * overflow page that did not) */
+static void make_hot(int i, char *key, size_t n, char *value) {
+  snprintf(key, n, "k%03d", i % KEYS);
+  memset(value, 'a' + i % 26, WP_VALUE_LEN);
+  value[WP_VALUE_LEN] = '\0';
 }
-
-static void pump_one(struct pump *p);
-
-static void on_pumped(int rc, const struct sbx_error *err, void *ud) {
-  (void)err;
-  struct pump *p = ud;
-  p->finished++;
-  if (rc != 0)
-    p->errors++;
-  off_t w = wal_size(p->wal);
-  if (w > p->max_wal)
-    p->max_wal = w;
-  if (p->submitted < p->total)
-    pump_one(p);
-}
-
-static void pump_one(struct pump *p) {
-  char key[32];
-  snprintf(key, sizeof key, "k%03d", p->submitted % KEYS);
-  /* every page of the value changes (SQLite skips rewriting an overflow page that did not) */
-  memset(p->value, 'a' + p->submitted % 26, VALUE_LEN);
-  p->submitted++;
-  ck_assert_int_eq(store_setting_put(p->t->st, key, p->value, on_pumped, p), 0);
-}
-
-static void pump_init(struct pump *p, struct tctx *t, int total) {
-  memset(p, 0, sizeof *p);
-  p->t = t;
-  p->total = total;
-  snprintf(p->wal, sizeof p->wal, "%s/cerea.db-wal", t->dir);
-  p->value = sbx_malloc(VALUE_LEN + 1);
-  ck_assert_ptr_nonnull(p->value);
-  memset(p->value, 'x', VALUE_LEN);
-  p->value[VALUE_LEN] = '\0';
-}
-
-/* Keeps `inflight` writes queued until `total` were submitted, then waits for all. */
-static void pump_run(struct pump *p, int inflight) {
-  for (int i = 0; i < inflight && p->submitted < p->total; i++)
-    pump_one(p);
-  t_wait(p->t);
-  ck_assert_int_eq(p->finished, p->submitted);
-}
-
-/* the WAL file can hold the hard bound plus what the groups committed before the writer's
- * blocking checkpoint: a group of 256 writes is ~800 frames; frames are 4 KiB + 24 bytes */
-#define WAL_BOUND ((off_t)(ST_CKPT_HARD_FRAMES + 2048) * (4096 + 24) + 32)
 
 START_TEST(test_connections) {
   struct tctx t;
@@ -90,8 +40,8 @@ START_TEST(test_connections) {
   sqlite3_finalize(s);
   /* a few writes: far below the wake threshold, no checkpoint at all */
   struct pump p;
-  pump_init(&p, &t, 50);
-  pump_run(&p, 8);
+  pump_init(&p, &t, make_hot);
+  pump_more(&p, 50, 8);
   struct st_ckpt c;
   st__ckpt_get(t.st, &c);
   ck_assert_int_gt(c.frames, 0);
@@ -103,7 +53,7 @@ START_TEST(test_connections) {
   ck_assert_int_eq(t.st->cstate, ST_CS_STOPPED);
   ck_assert_ptr_null(t.st->cdb);
   st__ckpt_stop(t.st);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST
@@ -114,8 +64,8 @@ START_TEST(test_wal_bounded_under_load) {
   struct pump p;
   /* ~2-3 frames per write (leaf + 2 overflow pages; fewer when a group rewrites a key twice):
    * 24000 writes commit ~55000 frames, more than 3 times the hard bound */
-  pump_init(&p, &t, 24000);
-  pump_run(&p, 256);
+  pump_init(&p, &t, make_hot);
+  pump_more(&p, 24000, 256);
   ck_assert_int_eq(p.errors, 0);
   struct st_ckpt c;
   st__ckpt_get(t.st, &c);
@@ -136,9 +86,9 @@ START_TEST(test_wal_bounded_under_load) {
   /* and every write is there */
   char *v;
   ck_assert_int_eq(store_setting_get(t.st, "k199", &v), 0);
-  ck_assert_uint_eq(strlen(v), VALUE_LEN);
+  ck_assert_uint_eq(strlen(v), WP_VALUE_LEN);
   sbx_free(v);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST
@@ -150,15 +100,14 @@ START_TEST(test_reader_holds_snapshot) {
   struct tctx t;
   t_open(&t);
   struct pump p;
-  pump_init(&p, &t, 200);
-  pump_run(&p, 64);
+  pump_init(&p, &t, make_hot);
+  pump_more(&p, 200, 64);
   sqlite3 *r;
   ck_assert_int_eq(sqlite3_open_v2(t.st->db_path, &r, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
   ck_assert_int_eq(sqlite3_exec(r, "BEGIN; SELECT count(*) FROM settings;", NULL, NULL, NULL),
                    SQLITE_OK);
   /* past the wake threshold, below the hard bound (whose blocking checkpoint would wait 5 s) */
-  p.total = 200 + 5000;
-  pump_run(&p, 256);
+  pump_more(&p, 5000, 256);
   ck_assert_int_eq(p.errors, 0);
   struct st_ckpt c;
   st__ckpt_get(t.st, &c);
@@ -170,14 +119,13 @@ START_TEST(test_reader_holds_snapshot) {
   ck_assert_uint_eq(c.errors, 0);
   ck_assert_int_eq(sqlite3_exec(r, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
   ck_assert_int_eq(sqlite3_close(r), SQLITE_OK);
-  p.total += 3000;
-  pump_run(&p, 256);
+  pump_more(&p, 3000, 256);
   ck_assert_int_eq(p.errors, 0);
   st__ckpt_get(t.st, &c);
   ck_assert_uint_ge(c.complete, 1);
   ck_assert_uint_ge(c.gen, 1); /* let go: the WAL restarted */
   ck_assert_uint_eq(c.errors, 0);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST
@@ -217,15 +165,14 @@ START_TEST(test_hard_bound) {
   struct tctx t;
   t_open(&t);
   struct pump p;
-  pump_init(&p, &t, 200);
-  pump_run(&p, 64);
+  pump_init(&p, &t, make_hot);
+  pump_more(&p, 200, 64);
   struct holder h = {.st = t.st, .path = t.st->db_path};
   sem_init(&h.holding, 0, 0);
   ck_assert_int_eq(pthread_create(&h.th, NULL, hold_snapshot, &h), 0);
   sem_wait(&h.holding);
   ck_assert_int_eq(h.rc, SQLITE_OK);
-  p.total = 200 + 9500; /* ~22000 frames: past the hard bound while the snapshot is held */
-  pump_run(&p, 256);
+  pump_more(&p, 9500, 256); /* ~22000 frames: past the hard bound while the snapshot is held */
   ck_assert_int_eq(pthread_join(h.th, NULL), 0);
   ck_assert_int_eq(p.errors, 0);
   struct st_ckpt c;
@@ -235,11 +182,10 @@ START_TEST(test_hard_bound) {
   ck_assert_uint_eq(c.errors, 0);
   ck_assert_int_gt(p.max_wal, (off_t)64 << 20); /* it did grow past the size limit */
   /* a few more writes: the WAL is in a new generation, its file cut back to the limit */
-  p.total += 100;
-  pump_run(&p, 16);
+  pump_more(&p, 100, 16);
   ck_assert_int_le(wal_size(p.wal), (off_t)64 << 20);
   sem_destroy(&h.holding);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST

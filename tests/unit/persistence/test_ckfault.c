@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "helpers.h"
+#include "walpump.h"
 
 /* ---- the fault VFS: fails the main database file's writes or syncs while armed ---- */
 
@@ -219,24 +220,8 @@ static int capture_stop(struct capture *c, const char *needle) {
 
 /* ---- the load: unique keys, each write's value names it, so each one can be read back ---- */
 
-#define VALUE_LEN 6000 /* two overflow pages per setting: frames add up fast */
-
-/* as in test_checkpoint.c: the hard bound plus what the groups commit before the writer's
- * blocking checkpoint; frames are 4 KiB + 24 bytes */
-#define WAL_BOUND ((off_t)(ST_CKPT_HARD_FRAMES + 2048) * (4096 + 24) + 32)
-
-struct pump {
-  struct tctx *t;
-  char wal[300];
-  char *value;
-  int submitted, finished, errors, total;
-  off_t max_wal;
-};
-
-static off_t wal_size(const char *path) {
-  struct stat sb;
-  return stat(path, &sb) == 0 ? sb.st_size : 0;
-}
+#define VALUE_LEN WP_VALUE_LEN
+#define WAL_BOUND WP_WAL_BOUND
 
 static void key_of(int i, char *key, size_t n) { snprintf(key, n, "u%06d", i); }
 
@@ -248,47 +233,9 @@ static void fill_value(char *v, int i) {
   v[VALUE_LEN] = '\0';
 }
 
-static void pump_one(struct pump *p);
-
-static void on_pumped(int rc, const struct sbx_error *err, void *ud) {
-  struct pump *p = ud;
-  p->finished++;
-  if (rc != 0) {
-    p->errors++;
-    fprintf(stderr, "write failed: rc %d %s\n", rc, err ? err->msg : "");
-  }
-  off_t w = wal_size(p->wal);
-  if (w > p->max_wal)
-    p->max_wal = w;
-  if (p->submitted < p->total)
-    pump_one(p);
-}
-
-static void pump_one(struct pump *p) {
-  char key[32];
-  key_of(p->submitted, key, sizeof key);
-  fill_value(p->value, p->submitted);
-  p->submitted++;
-  ck_assert_int_eq(store_setting_put(p->t->st, key, p->value, on_pumped, p), 0);
-}
-
-static void pump_init(struct pump *p, struct tctx *t) {
-  memset(p, 0, sizeof *p);
-  p->t = t;
-  snprintf(p->wal, sizeof p->wal, "%s/cerea.db-wal", t->dir);
-  p->value = sbx_malloc(VALUE_LEN + 1);
-  ck_assert_ptr_nonnull(p->value);
-}
-
-/* Submits `more` writes, keeping `inflight` queued, and waits for every acknowledgement. */
-static void pump_more(struct pump *p, int more, int inflight) {
-  p->total += more;
-  p->max_wal = 0;
-  for (int i = 0; i < inflight && p->submitted < p->total; i++)
-    pump_one(p);
-  t_wait(p->t);
-  ck_assert_int_eq(p->finished, p->submitted);
-  ck_assert_int_eq(p->submitted, p->total);
+static void make_unique(int i, char *key, size_t n, char *value) {
+  key_of(i, key, n);
+  fill_value(value, i);
 }
 
 static void check_one(struct store *st, int i, char *want) {
@@ -351,7 +298,7 @@ static void fault_then_recover(int fail_write, int fail_sync) {
   struct tctx t;
   t_setup(&t);
   struct pump p;
-  pump_init(&p, &t);
+  pump_init(&p, &t, make_unique);
   pump_more(&p, 200, 64); /* before */
   struct st_ckpt c0;
   st__ckpt_get(t.st, &c0);
@@ -417,7 +364,7 @@ static void fault_then_recover(int fail_write, int fail_sync) {
   pump_more(&p, 300, 64);
   ck_assert_int_eq(p.errors, 0);
   reopen_and_check(&t, p.submitted);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 
@@ -435,7 +382,7 @@ START_TEST(test_hard_bound_fails) {
   struct tctx t;
   t_setup(&t);
   struct pump p;
-  pump_init(&p, &t);
+  pump_init(&p, &t, make_unique);
   pump_more(&p, 200, 64);
   struct capture cap;
   capture_start(&cap, t.dir);
@@ -483,7 +430,7 @@ START_TEST(test_hard_bound_fails) {
   ck_assert_int_le(wal_size(p.wal), (off_t)64 << 20);
   integrity_ok(t.st->db_path);
   reopen_and_check(&t, p.submitted);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST
@@ -495,7 +442,7 @@ START_TEST(test_close_mid_failure) {
   struct tctx t;
   t_setup(&t);
   struct pump p;
-  pump_init(&p, &t);
+  pump_init(&p, &t, make_unique);
   pump_more(&p, 200, 64);
   struct capture cap;
   capture_start(&cap, t.dir);
@@ -530,7 +477,7 @@ START_TEST(test_close_mid_failure) {
   t_reopen(&t);
   check_all(t.st, p.submitted, 1);
   integrity_ok(t.st->db_path);
-  sbx_free(p.value);
+  pump_free(&p);
   t_close(&t);
 }
 END_TEST

@@ -1,0 +1,77 @@
+/* walpump.h -- the write pump of the checkpoint tests (test_checkpoint.c, test_ckfault.c): store
+ * settings of WP_VALUE_LEN bytes (two overflow pages each, so WAL frames add up fast) put through
+ * the real writer with `inflight` writes queued, recording the -wal file's largest size seen at an
+ * acknowledgement.  Each test says what write i's key and value are.  Needs helpers.h first. */
+#ifndef SBX_TEST_WALPUMP_H
+#define SBX_TEST_WALPUMP_H
+
+#include <sys/stat.h>
+
+#define WP_VALUE_LEN 6000
+/* The -wal file can hold the hard bound plus what the groups committed before the writer's
+ * blocking checkpoint (a group of 256 writes is ~800 frames); frames are 4 KiB + 24 bytes. */
+#define WP_WAL_BOUND ((off_t)(ST_CKPT_HARD_FRAMES + 2048) * (4096 + 24) + 32)
+
+/* write i: its key (NUL-terminated, < n bytes) and its value (WP_VALUE_LEN bytes + NUL) */
+typedef void (*wp_make_fn)(int i, char *key, size_t n, char *value);
+
+struct pump {
+  struct tctx *t;
+  wp_make_fn make;
+  char wal[300];
+  char *value;
+  int submitted, finished, errors, total;
+  off_t max_wal; /* since the last pump_more */
+};
+
+static off_t wal_size(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 ? sb.st_size : 0;
+}
+
+static void pump_one(struct pump *p);
+
+static void on_pumped(int rc, const struct sbx_error *err, void *ud) {
+  struct pump *p = ud;
+  p->finished++;
+  if (rc != 0) {
+    p->errors++;
+    fprintf(stderr, "write failed: rc %d %s\n", rc, err ? err->msg : "");
+  }
+  off_t w = wal_size(p->wal);
+  if (w > p->max_wal)
+    p->max_wal = w;
+  if (p->submitted < p->total)
+    pump_one(p);
+}
+
+static void pump_one(struct pump *p) {
+  char key[32];
+  p->make(p->submitted, key, sizeof key, p->value);
+  p->submitted++;
+  ck_assert_int_eq(store_setting_put(p->t->st, key, p->value, on_pumped, p), 0);
+}
+
+static void pump_init(struct pump *p, struct tctx *t, wp_make_fn make) {
+  memset(p, 0, sizeof *p);
+  p->t = t;
+  p->make = make;
+  snprintf(p->wal, sizeof p->wal, "%s/cerea.db-wal", t->dir);
+  p->value = sbx_malloc(WP_VALUE_LEN + 1);
+  ck_assert_ptr_nonnull(p->value);
+}
+
+/* Submits `more` writes, keeping `inflight` queued, and waits for every acknowledgement. */
+static void pump_more(struct pump *p, int more, int inflight) {
+  p->total += more;
+  p->max_wal = 0;
+  for (int i = 0; i < inflight && p->submitted < p->total; i++)
+    pump_one(p);
+  t_wait(p->t);
+  ck_assert_int_eq(p->finished, p->submitted);
+  ck_assert_int_eq(p->submitted, p->total);
+}
+
+static void pump_free(struct pump *p) { sbx_free(p->value); }
+
+#endif
