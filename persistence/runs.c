@@ -134,6 +134,16 @@ static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *
   sqlite3 *db = st->wdb;
   sqlite3_stmt *s;
   int rc;
+  /* Update first: a put of a run that exists rewrites its row and, of the indexes, only
+   * runs_unfinished (state); its chat, seq, idempotency key and creation time stay as created, so
+   * neither the chat nor the idempotency key needs checking again. */
+  s = st->ws[ST_RUN_UPDATE];
+  run_bind(s, r);
+  if ((rc = st__step_done(db, s, "run update", err)) != 0)
+    return rc;
+  if (sqlite3_changes(db) > 0)
+    return 0;
+  /* A new run (or an id of another chat, refused below). */
   if (r->idempotency_key) {
     s = st->ws[ST_RUN_BY_IDEM];
     sqlite3_bind_text(s, 1, r->chat_id, -1, SQLITE_STATIC);
@@ -156,16 +166,9 @@ static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *
     return sbx_error_set(err, SBX_ENOENT, "no chat %s", r->chat_id);
   if (rc != SQLITE_ROW)
     return st__translate(db, rc, "chat lookup", err);
-  /* Update first: a put of a run that exists rewrites its row and, of the indexes, only
-   * runs_unfinished (state); its chat, seq, idempotency key and creation time stay as created. */
-  for (int pass = 0; pass < 2; pass++) {
-    s = st->ws[pass == 0 ? ST_RUN_UPDATE : ST_RUN_INSERT];
-    run_bind(s, r);
-    if ((rc = st__step_done(db, s, pass == 0 ? "run update" : "run insert", err)) != 0)
-      break;
-    if (sqlite3_changes(db) > 0)
-      return 0;
-  }
+  s = st->ws[ST_RUN_INSERT];
+  run_bind(s, r);
+  rc = st__step_done(db, s, "run insert", err);
   if (rc == SBX_ECONFLICT) { /* the insert hit an existing id: a run never moves to another chat */
     s = st->ws[ST_RUN_CHAT_OF];
     sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
