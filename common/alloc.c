@@ -30,7 +30,37 @@ static int should_fail(void) {
   return n == f || (fail_sticky && n > f);
 }
 
-int sbx_alloc_injected_failure(void) { return should_fail(); }
+void *sbx_freelist_take(struct sbx_freelist *fl, size_t size) {
+  void *p = fl->head;
+  if (p == NULL)
+    return sbx_malloc(size);
+  if (should_fail())
+    return NULL;
+  memcpy(&fl->head, p, sizeof(void *));
+  fl->n--;
+  return p;
+}
+
+void sbx_freelist_give(struct sbx_freelist *fl, void *p) {
+  if (p == NULL)
+    return;
+  if (fl->n >= fl->max) {
+    sbx_free(p);
+    return;
+  }
+  memcpy(p, &fl->head, sizeof(void *));
+  fl->head = p;
+  fl->n++;
+}
+
+void sbx_freelist_clear(struct sbx_freelist *fl) {
+  while (fl->head) {
+    void *p = fl->head;
+    memcpy(&fl->head, p, sizeof(void *));
+    sbx_free(p);
+  }
+  fl->n = 0;
+}
 
 void *sbx_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
 

@@ -80,8 +80,17 @@ char *sbx_strndup(const char *s, size_t n);
 void sbx_free(void *p);
 void sbx_alloc_fail_at(uint64_t n, int sticky);
 uint64_t sbx_alloc_count(void); /* allocations attempted since the last sbx_alloc_fail_at */
-/* A reuse from a free list counts as an allocation too: 1 when injection says it fails. */
-int sbx_alloc_injected_failure(void);
+/* A bounded free list of same-sized blocks, for objects a hot path makes and drops once per
+ * request.  While a block is on the list its first pointer links it; a block taken is
+ * uninitialised.  A reuse counts as an allocation for failure injection (so fault tests still
+ * reach every out-of-memory path).  Not thread-safe: one list per loop (or per thread). */
+struct sbx_freelist {
+  void *head;
+  unsigned n, max; /* blocks kept, and at most */
+};
+void *sbx_freelist_take(struct sbx_freelist *fl, size_t size); /* kept or sbx_malloc(size) */
+void sbx_freelist_give(struct sbx_freelist *fl, void *p);      /* kept, or freed when full */
+void sbx_freelist_clear(struct sbx_freelist *fl);              /* frees every kept block */
 
 /* ---- logging ------------------------------------------------------------------------------ */
 enum sbx_log_level { SBX_LOG_TRACE = 0, SBX_LOG_DEBUG, SBX_LOG_INFO, SBX_LOG_WARN, SBX_LOG_ERROR };

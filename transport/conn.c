@@ -228,37 +228,28 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 /* One uv_write: the request, then its bytes (copied), or a pointer to a buffer it took. */
 struct tp_wreq {
-  uv_write_t w;
+  uv_write_t w; /* first: the free list links through it while the block is kept */
   struct tp_conn *c;
   size_t len;
-  char *owned;  /* a buffer taken from the caller, or NULL when the bytes follow */
-  int pooled;   /* a TP_WBUF block of the server's pool (tp__wbuf_get): goes back there */
-  struct tp_wreq *next_free;
+  char *owned; /* a buffer taken from the caller, or NULL when the bytes follow */
+  int pooled;  /* a TP_WBUF block of the server's pool (tp__wbuf_get): goes back there */
   char data[];
 };
 
 /* The server's pool of write blocks: HTTP/2 produces its frames straight into one, which then
  * goes to the socket as its own write request; no allocation per write once warm. */
 char *tp__wbuf_get(struct tp_server *s) {
-  struct tp_wreq *wr = s->wpool;
-  if (wr) {
-    if (sbx_alloc_injected_failure())
-      return NULL;
-    s->wpool = wr->next_free;
-    s->nwpool--;
-  } else if ((wr = sbx_malloc(sizeof(*wr) + TP_WBUF)) == NULL) {
+  struct tp_wreq *wr = sbx_freelist_take(&s->wpool, sizeof(*wr) + TP_WBUF);
+  if (wr == NULL)
     return NULL;
-  }
   wr->pooled = 1;
   wr->owned = NULL;
   return wr->data;
 }
 
 static void wreq_release(struct tp_server *s, struct tp_wreq *wr) {
-  if (wr->pooled && s->nwpool < TP_WPOOL_MAX) {
-    wr->next_free = s->wpool;
-    s->wpool = wr;
-    s->nwpool++;
+  if (wr->pooled) {
+    sbx_freelist_give(&s->wpool, wr);
     return;
   }
   sbx_free(wr->owned);
@@ -267,15 +258,6 @@ static void wreq_release(struct tp_server *s, struct tp_wreq *wr) {
 
 void tp__wbuf_put(struct tp_server *s, char *data) {
   wreq_release(s, SBX_CONTAINER_OF(data, struct tp_wreq, data));
-}
-
-void tp__wbuf_pool_free(struct tp_server *s) {
-  while (s->wpool) {
-    struct tp_wreq *wr = s->wpool;
-    s->wpool = wr->next_free;
-    sbx_free(wr);
-  }
-  s->nwpool = 0;
 }
 
 static void on_write(uv_write_t *w, int status) {

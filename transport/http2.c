@@ -64,7 +64,6 @@ struct h2s {
   size_t out_off;
   int out_end, deferred, drain_queued;
   uint64_t begin; /* when its HEADERS began: the request must be complete by header_timeout */
-  struct h2s *pool_next; /* in the server's pool of free streams */
 };
 
 struct h2 {
@@ -122,17 +121,10 @@ static int push_ev(struct h2 *h, enum ev_type t, int32_t id, int status, struct 
 
 /* Streams' memory is kept on the server for the next streams (a stream is made per request;
  * the server outlives every connection's session). */
-#define H2S_POOL_MAX 128
-
 static struct h2s *h2s_new(struct tp_server *s) {
-  struct h2s *st = s->h2s_pool;
-  if (st == NULL)
-    return sbx_calloc(1, sizeof(*st));
-  if (sbx_alloc_injected_failure())
-    return NULL;
-  s->h2s_pool = st->pool_next;
-  s->nh2s_pool--;
-  memset(st, 0, sizeof(*st));
+  struct h2s *st = sbx_freelist_take(&s->h2s_pool, sizeof(*st));
+  if (st)
+    memset(st, 0, sizeof(*st));
   return st;
 }
 
@@ -140,22 +132,7 @@ static void h2s_free(struct h2s *st) {
   struct tp_server *s = st->h->c->srv;
   sbx_list_remove(&st->node);
   sbx_buf_free(&st->out);
-  if (s->nh2s_pool < H2S_POOL_MAX) {
-    st->pool_next = s->h2s_pool;
-    s->h2s_pool = st;
-    s->nh2s_pool++;
-    return;
-  }
-  sbx_free(st);
-}
-
-void tp__h2s_pool_free(struct tp_server *s) {
-  while (s->h2s_pool) {
-    struct h2s *st = s->h2s_pool;
-    s->h2s_pool = st->pool_next;
-    sbx_free(st);
-  }
-  s->nh2s_pool = 0;
+  sbx_freelist_give(&s->h2s_pool, st);
 }
 
 /* The stream's request stopped arriving (complete, refused, answered with an error, or gone). */

@@ -25,6 +25,7 @@
 #define TP_LOW_WATER (64 * 1024) /* bytes queued below which a file is pumped / drain fires */
 #define TP_WBUF (64 * 1024)      /* a pooled write block (conn.c) */
 #define TP_WPOOL_MAX 8           /* write blocks the server keeps for reuse */
+#define TP_H2S_POOL_MAX 128      /* HTTP/2 stream records the server keeps for reuse */
 
 struct tp_conn;
 struct tp_wreq;
@@ -127,10 +128,8 @@ struct tp_server {
   struct tp_fcache *fcache; /* static.c: open files and misses, revalidated every second */
   struct sbx_buf scratch;   /* req.c: response heads are built here, one at a time */
   char *rbuf; /* one read buffer: every read is consumed before the next alloc */
-  struct tp_wreq *wpool; /* free write blocks (conn.c), at most TP_WPOOL_MAX */
-  unsigned nwpool;
-  struct h2s *h2s_pool; /* free HTTP/2 stream records (http2.c) */
-  unsigned nh2s_pool;
+  struct sbx_freelist wpool;    /* free write blocks (conn.c), at most TP_WPOOL_MAX */
+  struct sbx_freelist h2s_pool; /* free HTTP/2 stream records (http2.c), at most TP_H2S_POOL_MAX */
   int rbuf_busy;
   char date[40];
   int64_t date_sec;
@@ -224,7 +223,6 @@ int tp__conn_write_take(struct tp_conn *c, char *data, size_t len);
 char *tp__wbuf_get(struct tp_server *s);
 void tp__wbuf_put(struct tp_server *s, char *data);
 int tp__conn_write_wbuf(struct tp_conn *c, char *data, size_t len);
-void tp__wbuf_pool_free(struct tp_server *s);
 void tp__conn_close(struct tp_conn *c, const char *why);
 /* Replaces the connection's deadline with now + ms (0 clears it): ops->on_timeout runs then. */
 void tp__conn_timer(struct tp_conn *c, uint64_t ms);
@@ -250,7 +248,6 @@ int tp__tls_take_output(struct tp_tls *t, char **out, size_t *outlen);
 /* ---- protocol peers ------------------------------------------------------------------------- */
 int tp__h1_start(struct tp_conn *c, const char *data, size_t len);
 int tp__h2_start(struct tp_conn *c, const char *data, size_t len);
-void tp__h2s_pool_free(struct tp_server *s);
 
 /* ---- requests (req.c) ------------------------------------------------------------------------
  *

@@ -50,31 +50,19 @@ void tp__req_set_state(struct tp_req *r, enum req_state st) {
  * as loops are (one loop per thread); only while a server of the thread is alive, so that a
  * request released after its server went is freed, not kept past the thread. */
 #define REQ_POOL_MAX 64
-static _Thread_local struct tp_req *req_pool; /* linked through pstate */
-static _Thread_local unsigned req_pool_n, req_pool_servers;
+static _Thread_local struct sbx_freelist req_pool = {NULL, 0, REQ_POOL_MAX};
+static _Thread_local unsigned req_pool_servers;
 
 void tp__req_pool_use(int delta) {
   req_pool_servers += (unsigned)delta;
-  if (req_pool_servers > 0)
-    return;
-  while (req_pool) {
-    struct tp_req *r = req_pool;
-    req_pool = r->pstate;
-    sbx_free(r);
-  }
-  req_pool_n = 0;
+  if (req_pool_servers == 0)
+    sbx_freelist_clear(&req_pool);
 }
 
 struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum tp_protocol p) {
-  struct tp_req *r = req_pool;
-  if (r) {
-    if (sbx_alloc_injected_failure())
-      return NULL;
-    req_pool = r->pstate;
-    req_pool_n--;
-  } else if ((r = sbx_malloc(sizeof(*r))) == NULL) {
+  struct tp_req *r = sbx_freelist_take(&req_pool, sizeof(*r));
+  if (r == NULL)
     return NULL;
-  }
   memset(r, 0, offsetof(struct tp_req, arena)); /* the arena needs no zeroing */
   r->srv = c->srv;
   r->conn = c;
@@ -149,13 +137,10 @@ static void req_free(struct tp_req *r) {
   sbx_list_remove(&r->sse_node);
   tp__req_strings_free(r);
   sbx_buf_free(&r->body);
-  if (req_pool_servers > 0 && req_pool_n < REQ_POOL_MAX) {
-    r->pstate = req_pool;
-    req_pool = r;
-    req_pool_n++;
-    return;
-  }
-  sbx_free(r);
+  if (req_pool_servers > 0)
+    sbx_freelist_give(&req_pool, r);
+  else
+    sbx_free(r);
 }
 
 void tp__req_unref(struct tp_req *r) {

@@ -90,6 +90,8 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   s->drain_timer.data = s;
   s->defer_idle.data = s;
   s->handles_open = 3;
+  s->wpool.max = TP_WPOOL_MAX;
+  s->h2s_pool.max = TP_H2S_POOL_MAX;
   tp__req_pool_use(1);
   *out = s;
   return 0;
@@ -301,8 +303,8 @@ static void server_free(struct tp_server *s) {
   sbx_free(s->phdrs);
   tp__fcache_free(s->fcache);
   sbx_buf_free(&s->scratch);
-  tp__wbuf_pool_free(s);
-  tp__h2s_pool_free(s);
+  sbx_freelist_clear(&s->wpool);
+  sbx_freelist_clear(&s->h2s_pool);
   tp__req_pool_use(-1);
   if (s->ssl_ctx)
     SSL_CTX_free(s->ssl_ctx);
