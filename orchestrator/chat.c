@@ -293,10 +293,9 @@ static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run 
             run->id, sbx_strerror(rc));
   struct orch_manifest m;
   int have = rc == 0 && n > 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0;
-  char *text = orch_dispatch_text_manifest(run->id, c->id, run->page_id,
-                                           run->rec.code ? run->rec.code : "",
-                                           run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
-                                           run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, len);
+  char *text = orch_dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
+                                  run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
+                                  run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, len);
   if (have)
     orch_manifest_free(&m);
   return text;

@@ -355,15 +355,11 @@ json_t *orch_run_json(struct orch *o, const struct store_run *rec);
 /* The same object as compact text (== orch_json_dump(orch_run_json(o, rec))), built without a
  * jansson tree; owned (sbx_free); NULL when out of memory. */
 char *orch_run_text(struct orch *o, const struct store_run *rec, size_t *len);
-/* The `run` event payload as compact text; mounts / left_out borrowed (NULL: []); owned. */
+/* The `run` event payload as compact text, its manifest rendered from m (NULL: mounts and
+ * left_out []); owned (sbx_free); NULL when out of memory. */
 char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
                          const char *code, const char *origin, int timeout_s, int attempt,
-                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len);
-/* The same with the manifest rendered from the manifest itself (NULL: no files), no trees built:
- * byte for byte what orch_dispatch_text gives for the trees chat.c used to build from it. */
-char *orch_dispatch_text_manifest(const char *run_id, const char *chat_id, const char *page_id,
-                                  const char *code, const char *origin, int timeout_s, int attempt,
-                                  const struct orch_manifest *m, int pypi, size_t *len);
+                         const struct orch_manifest *m, int pypi, size_t *len);
 json_t *orch_file_json(const struct store_file *f, int exec_on);
 json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */

@@ -529,13 +529,11 @@ static void jb_manifest(struct jbuf *b, const struct orch_manifest *m) {
 }
 
 /* The `run` event's payload as text, fields in the order pages have always seen:
- * {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out, limits, pypi}.
- * The manifest either as trees (mounts / left_out: arrays, borrowed, or NULL for []) or, when
- * man is not NULL, rendered from the manifest itself. */
-static char *dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
-                           const char *code, const char *origin, int timeout_s, int attempt,
-                           const json_t *mounts, const json_t *left_out,
-                           const struct orch_manifest *man, int pypi, size_t *len) {
+ * {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out, limits, pypi},
+ * the manifest rendered from the manifest itself (NULL: [] and []). */
+char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+                         const char *code, const char *origin, int timeout_s, int attempt,
+                         const struct orch_manifest *m, int pypi, size_t *len) {
   struct jbuf b = {0};
   jb_put(&b, "{", 1);
   jf_str(&b, "run_id", run_id);
@@ -545,20 +543,7 @@ static char *dispatch_text(const char *run_id, const char *chat_id, const char *
   jf_str(&b, "origin", origin);
   jf_int(&b, "timeout_s", timeout_s);
   jf_int(&b, "attempt", attempt);
-  if (man) {
-    jb_manifest(&b, man);
-  } else {
-    jf_key(&b, "mounts");
-    if (mounts)
-      jb_value(&b, mounts, 0);
-    else
-      jb_put(&b, "[]", 2);
-    jf_key(&b, "left_out");
-    if (left_out)
-      jb_value(&b, left_out, 0);
-    else
-      jb_put(&b, "[]", 2);
-  }
+  jb_manifest(&b, m);
   jf_key(&b, "limits");
   jb_put(&b, "{", 1);
   jb_put(&b, "\"out_chars\":", 12);
@@ -575,17 +560,3 @@ static char *dispatch_text(const char *run_id, const char *chat_id, const char *
   return jb_finish(&b, len);
 }
 
-char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
-                         const char *code, const char *origin, int timeout_s, int attempt,
-                         const json_t *mounts, const json_t *left_out, int pypi, size_t *len) {
-  return dispatch_text(run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out,
-                       NULL, pypi, len);
-}
-
-char *orch_dispatch_text_manifest(const char *run_id, const char *chat_id, const char *page_id,
-                                  const char *code, const char *origin, int timeout_s, int attempt,
-                                  const struct orch_manifest *m, int pypi, size_t *len) {
-  static const struct orch_manifest none = {0};
-  return dispatch_text(run_id, chat_id, page_id, code, origin, timeout_s, attempt, NULL, NULL,
-                       m ? m : &none, pypi, len);
-}

@@ -227,48 +227,55 @@ START_TEST(test_run_text_matches_tree) {
 }
 END_TEST
 
-/* orch_dispatch_text is what the `run` event carried as a jansson tree, byte for byte. */
+/* The `run` event's payload as the jansson tree it used to be, dumped by jansson itself: the
+ * reference orch_dispatch_text must equal byte for byte.  Steals mounts and left (NULL: []). */
+static char *dispatch_want(const char *code, const char *origin, int timeout_s, int attempt,
+                           json_t *mounts, json_t *left, int pypi, size_t *len) {
+  json_t *j = json_object();
+  json_object_set_new(j, "run_id", json_string("r1"));
+  json_object_set_new(j, "chat_id", json_string("c1"));
+  json_object_set_new(j, "page_id", json_string("pg"));
+  json_object_set_new(j, "code", json_string(code));
+  json_object_set_new(j, "origin", json_string(origin));
+  json_object_set_new(j, "timeout_s", json_integer(timeout_s));
+  json_object_set_new(j, "attempt", json_integer(attempt));
+  json_object_set_new(j, "mounts", mounts ? mounts : json_array());
+  json_object_set_new(j, "left_out", left ? left : json_array());
+  json_t *lim = json_object();
+  json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
+  json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
+  json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
+  json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
+  json_object_set_new(j, "limits", lim);
+  json_object_set_new(j, "pypi", json_boolean(pypi));
+  char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref(j);
+  ck_assert_ptr_nonnull(text);
+  *len = strlen(text);
+  return text;
+}
+
+/* Without files: codes with escapes, non-ASCII and invalid UTF-8 (json_string refuses it: the
+ * field is left out, as the tree did), pypi on and off. */
 START_TEST(test_dispatch_text_matches_tree) {
-  json_t *mounts = json_pack("[{s:s, s:i}]", "name", "sales.csv", "version", 2);
-  json_t *left = json_pack("[{s:s, s:s}]", "name", "big.bin", "reason", "over \"20 MB\"");
   const char *codes[] = {"pass", "print(\"a\\tb\")\n# caf\xc3\xa9", "", "bad \xff code"};
   for (size_t i = 0; i < 4; i++) {
-    json_t *j = json_object();
-    json_object_set_new(j, "run_id", json_string("r1"));
-    json_object_set_new(j, "chat_id", json_string("c1"));
-    json_object_set_new(j, "page_id", json_string("pg"));
-    json_object_set_new(j, "code", json_string(codes[i]));
-    json_object_set_new(j, "origin", json_string("auto"));
-    json_object_set_new(j, "timeout_s", json_integer(30));
-    json_object_set_new(j, "attempt", json_integer((json_int_t)i + 1));
-    json_object_set_new(j, "mounts", i % 2 ? json_incref(mounts) : json_array());
-    json_object_set_new(j, "left_out", i % 2 ? json_incref(left) : json_array());
-    json_t *lim = json_object();
-    json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
-    json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
-    json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
-    json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
-    json_object_set_new(j, "limits", lim);
-    json_object_set_new(j, "pypi", json_boolean(i != 2));
     size_t wl = 0, gl = 0;
-    char *want = orch_json_dump(j, &wl);
-    char *got = orch_dispatch_text("r1", "c1", "pg", codes[i], "auto", 30, (int)i + 1,
-                                   i % 2 ? mounts : NULL, i % 2 ? left : NULL, i != 2, &gl);
+    char *want = dispatch_want(codes[i], "auto", 30, (int)i + 1, NULL, NULL, i != 2, &wl);
+    char *got = orch_dispatch_text("r1", "c1", "pg", codes[i], "auto", 30, (int)i + 1, NULL,
+                                   i != 2, &gl);
     ck_assert_str_eq(got, want);
     ck_assert_uint_eq(gl, wl);
-    sbx_free(want);
+    free(want);
     sbx_free(got);
-    json_decref(j);
   }
-  json_decref(mounts);
-  json_decref(left);
 }
 END_TEST
 
-/* The manifest trees chat.c built for the `run` event before orch_dispatch_text_manifest (the
- * reference): orch_dispatch_text over them == orch_dispatch_text_manifest, byte for byte, for
- * names with quotes, controls and non-ASCII, a name that is not UTF-8 and a NULL name (both left
- * out of the entry, as json_string makes them), sizes past 2^53 and 2^63, empty manifests. */
+/* The manifest trees chat.c built for the `run` event before it was rendered straight to text
+ * (the reference), for names with quotes, controls and non-ASCII, a name that is not UTF-8 and a
+ * NULL name (both left out of the entry, as json_string makes them), sizes past 2^53 and 2^63,
+ * empty manifests. */
 static void manifest_trees(const struct orch_manifest *m, json_t **mounts, json_t **left) {
   *mounts = json_array();
   *left = json_array();
@@ -319,23 +326,21 @@ START_TEST(test_dispatch_manifest_matches_tree) {
       json_t *mounts, *left;
       manifest_trees(&m, &mounts, &left);
       size_t wl = 0, gl = 0;
-      char *want = orch_dispatch_text("r1", "c1", "pg", "print(1)", "tool", 30, 2, mounts, left, 1, &wl);
-      char *got = orch_dispatch_text_manifest("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &gl);
+      char *want = dispatch_want("print(1)", "tool", 30, 2, mounts, left, 1, &wl);
+      char *got = orch_dispatch_text("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &gl);
       ck_assert_str_eq(got, want);
       ck_assert_uint_eq(gl, wl);
-      sbx_free(want);
+      free(want);
       sbx_free(got);
-      json_decref(mounts);
-      json_decref(left);
     }
   /* no manifest at all: [] and [] as before */
   size_t wl = 0, gl = 0;
-  char *want = orch_dispatch_text("r1", "c1", "pg", "", "auto", 5, 1, NULL, NULL, 0, &wl);
-  char *got = orch_dispatch_text_manifest("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &gl);
+  char *want = dispatch_want("", "auto", 5, 1, NULL, NULL, 0, &wl);
+  char *got = orch_dispatch_text("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &gl);
   ck_assert_str_eq(got, want);
   ck_assert_uint_eq(gl, wl);
   ck_assert_ptr_nonnull(strstr(got, "\"mounts\":[],\"left_out\":[]"));
-  sbx_free(want);
+  free(want);
   sbx_free(got);
 }
 END_TEST
