@@ -28,30 +28,10 @@
 
 static void sha256_hex(const char *s, char out[65]) { store_sha256_hex(s, strlen(s), out); }
 
-/* 1 when a[0..n) == b[0..n), in a time that depends on n only: eight bytes a step, the
- * differences OR-ed together and the accumulator hidden from the optimiser (the empty asm) so
- * that no early exit can be derived from it.  ~8x fewer steps than sbx_memeq_ct's byte loop. */
-static int ct_eq(const char *a, const char *b, size_t n) {
-  uint64_t d = 0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t x, y;
-    memcpy(&x, a + i, 8);
-    memcpy(&y, b + i, 8);
-    d |= x ^ y;
-    __asm__ volatile("" : "+r"(d));
-  }
-  for (; i < n; i++) {
-    d |= (unsigned char)(a[i] ^ b[i]);
-    __asm__ volatile("" : "+r"(d));
-  }
-  return d == 0;
-}
-
 /* ---- credential hash memo ------------------------------------------------------------------
  * The server's table (struct orch's auth_memo; one loop thread, no locks): 4-way set-associative,
  * AUTH_MEMO_SETS sets chosen by a multiplicative hash of the credential's 8-byte words; a way
- * hits only when its stored credential has the same length and the same bytes (ct_eq over the
+ * hits only when its stored credential has the same length and the same bytes (sbx_memeq_ct over the
  * whole length: the time taken does not depend on where a guess differs).  Sized for the page
  * tokens of ~2,000 active chats plus the API key (~360 KB, allocated with the server); a full set
  * replaces its ways in turn.  Credentials longer than AUTH_MEMO_MAX_LEN are hashed every time.  A
@@ -89,7 +69,7 @@ static void token_hash(struct orch_auth_memo *m, const char *cred, size_t len, c
   size_t set = (size_t)(h >> 40) % AUTH_MEMO_SETS;
   for (int w = 0; w < AUTH_MEMO_WAYS; w++) {
     struct auth_memo_entry *e = &m->e[set][w];
-    if (e->len == len && ct_eq(e->cred, cred, len)) {
+    if (e->len == len && sbx_memeq_ct(e->cred, cred, len) == 0) {
       memcpy(out, e->hash, 65);
       return;
     }
@@ -106,7 +86,7 @@ int orch_ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la != lb)
     return 0;
-  return ct_eq(a, b, la);
+  return sbx_memeq_ct(a, b, la) == 0;
 }
 
 int orch_token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]) {
