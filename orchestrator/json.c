@@ -359,12 +359,13 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
  * it); stored JSON parts (but "[]", what pages send most) and the files array still go through
  * jansson, they are rare or small. */
 
+/* "k": after a comma unless it opens its object (the byte before is its '{'). */
 static void jf_key(struct jbuf *b, const char *k) {
   size_t n = strlen(k); /* our keys: plain ASCII */
   if (jb_grow(b, n + 4) != 0)
     return;
   char *p = b->p + b->len;
-  if (b->len > 1)
+  if (b->len > 0 && p[-1] != '{')
     *p++ = ',';
   *p++ = '"';
   memcpy(p, k, n);
@@ -374,9 +375,11 @@ static void jf_key(struct jbuf *b, const char *k) {
   b->len = (size_t)(p - b->p);
 }
 
-/* "k":"v", or nothing when v is not valid UTF-8 (json_string gives NULL, the set fails): one
- * pass, the key and the partial string taken back when the check fails. */
+/* "k":"v", or nothing when v is NULL or not valid UTF-8 (json_string gives NULL, the set
+ * fails): one pass, the key and the partial string taken back when the check fails. */
 static void jf_str(struct jbuf *b, const char *k, const char *v) {
+  if (v == NULL)
+    return;
   size_t mark = b->len;
   jf_key(b, k);
   if (jb_str_try(b, v, strlen(v)) != 0)
@@ -467,29 +470,6 @@ char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
   return jb_finish(&b, len);
 }
 
-/* One member of a manifest entry, as json_object_set_new(e, k, json_string(v)) leaves it: absent
- * when v is NULL or not valid UTF-8 (json_string gives NULL, the set fails). */
-static void jm_key(struct jbuf *b, int *first, const char *k) {
-  if (!*first)
-    jb_put(b, ",", 1);
-  *first = 0;
-  jb_put(b, "\"", 1);
-  jb_put(b, k, strlen(k));
-  jb_put(b, "\":", 2);
-}
-
-static void jm_str(struct jbuf *b, int *first, const char *k, const char *v) {
-  if (v == NULL)
-    return;
-  size_t mark = b->len;
-  int was_first = *first;
-  jm_key(b, first, k);
-  if (jb_str_try(b, v, strlen(v)) != 0) {
-    b->len = mark;
-    *first = was_first;
-  }
-}
-
 /* "mounts":[...],"left_out":[...] of a manifest (NULL: both []), entries as the jansson tree
  * chat.c used to build: mounts {name, file_id, version, sha256, size, url}, left_out {name,
  * reason}. */
@@ -498,31 +478,29 @@ static void jb_manifest(struct jbuf *b, const struct orch_manifest *m) {
   jb_put(b, "[", 1);
   for (size_t i = 0; m && i < m->n_mounts; i++) {
     const struct store_file *f = m->mounts[i].file;
-    int first = 1;
     char url[80];
     size_t il = strnlen(f->id, sizeof(f->id) - 1);
     memcpy(url, "/v1/files/", 10);
     memcpy(url + 10, f->id, il);
     url[10 + il] = '\0';
     jb_put(b, i ? ",{" : "{", i ? 2 : 1);
-    jm_str(b, &first, "name", f->name);
-    jm_str(b, &first, "file_id", f->id);
-    jm_key(b, &first, "version");
+    jf_str(b, "name", f->name);
+    jf_str(b, "file_id", f->id);
+    jf_key(b, "version");
     jb_int(b, f->version);
-    jm_str(b, &first, "sha256", f->sha256);
-    jm_key(b, &first, "size");
+    jf_str(b, "sha256", f->sha256);
+    jf_key(b, "size");
     jb_int(b, (json_int_t)f->size);
-    jm_str(b, &first, "url", url);
+    jf_str(b, "url", url);
     jb_put(b, "}", 1);
   }
   jb_put(b, "]", 1);
   jf_key(b, "left_out");
   jb_put(b, "[", 1);
   for (size_t i = 0; m && i < m->n_left_out; i++) {
-    int first = 1;
     jb_put(b, i ? ",{" : "{", i ? 2 : 1);
-    jm_str(b, &first, "name", m->left_out[i].file->name);
-    jm_str(b, &first, "reason", m->left_out[i].reason);
+    jf_str(b, "name", m->left_out[i].file->name);
+    jf_str(b, "reason", m->left_out[i].reason);
     jb_put(b, "}", 1);
   }
   jb_put(b, "]", 1);
