@@ -136,6 +136,24 @@ static inline int t_add(struct tctx *t, const char *chat, const char *name, enum
   return a->rc;
 }
 
+/* One round of a fault-injection loop over a file add: a refused submit (rc) must be ENOMEM
+ * with no callback; an accepted one called back once, ok or ENOMEM (*ok counts the oks, their
+ * copies freed).  Returns 0 when the submit was refused (the caller goes on to the next n). */
+static inline int t_add_outcome(int rc, struct added *a, int *ok) {
+  if (rc != 0) {
+    ck_assert_int_eq(rc, SBX_ENOMEM);
+    ck_assert_int_eq(a->called, 0);
+    return 0;
+  }
+  ck_assert_int_eq(a->called, 1);
+  ck_assert_msg(a->rc == 0 || a->rc == SBX_ENOMEM, "rc %d", a->rc);
+  if (a->rc == 0) {
+    (*ok)++;
+    store_file_free(&a->f);
+  }
+  return 1;
+}
+
 /* The tail of every suite's main(): adds the case, runs it forked (CK_FORK, so one test's
  * crash or leak check does not take the others with it), returns the exit status. */
 static inline int t_run_suite(Suite *s, TCase *tc) {
