@@ -1,9 +1,9 @@
-// orchestrator_bodies.test.mjs -- request bodies as the orchestrator reads them since json_load.c
-// (the fast path in front of jansson) and the one-pass read of a result's fields: every field of a
-// result stored and answered as sent; the result hash independent of key order and whitespace
-// (the same result again is 200, another one 409); bodies the fast path leaves to jansson (reals,
-// \u0000, 19-digit integers) still read; malformed bodies (duplicate keys, text after the object,
-// bad UTF-8, lone surrogates) still 400 malformed_json with jansson's message.
+// orchestrator_bodies.test.mjs -- request bodies as the orchestrator reads them (jansson, then
+// one pass over an object's keys for its fields): every field of a result stored and answered as
+// sent; the result hash independent of key order and whitespace (the same result again is 200,
+// another one 409); bodies with reals, \u0000 and 19-digit integers read; malformed bodies
+// (duplicate keys, text after the object, bad UTF-8, lone surrogates) 400 malformed_json with
+// jansson's message.
 // Run: node --test tests/integration/orchestrator_bodies.test.mjs
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
