@@ -17,29 +17,29 @@
  * One table.  0 is success, every error is negative.  Foreign codes (libuv, nghttp2, SQLite,
  * OpenSSL, jansson) are translated once at the module boundary into one of these; the foreign
  * detail text goes into a struct sbx_error, never into the code.  Modules add rows here. */
-#define SBX_ERRORS(X)                                                          \
-  X(OK, 0, "ok")                                                               \
-  X(ENOMEM, -1, "out of memory")                                               \
-  X(EINVAL, -2, "invalid argument")                                            \
-  X(EIO, -3, "input/output error")                                             \
-  X(ENOENT, -4, "not found")                                                   \
-  X(EEXIST, -5, "already exists")                                              \
-  X(EAGAIN, -6, "resource temporarily unavailable")                            \
-  X(ETOOBIG, -7, "too large")                                                  \
-  X(EPROTO, -8, "protocol error")                                              \
-  X(ECLOSED, -9, "closed")                                                     \
-  X(ECONFLICT, -10, "conflict")                                                \
-  X(EPERM, -11, "permission denied")                                           \
-  X(EADDRINUSE, -12, "address already in use")                                 \
-  X(ETIMEDOUT, -13, "timed out")                                               \
-  X(ECORRUPT, -14, "data corrupt")                                             \
-  X(EBUSY, -15, "busy")                                                        \
-  X(ECANCELED, -16, "canceled")                                                \
-  X(ETLS, -17, "TLS error")                                                    \
-  X(ESTATE, -18, "invalid state transition")                                   \
-  X(EFULL, -19, "limit reached")                                               \
-  X(EDB, -20, "database error")                                                \
-  X(EUNAUTH, -21, "unauthorized")                                              \
+#define SBX_ERRORS(X)                                                                              \
+  X(OK, 0, "ok")                                                                                   \
+  X(ENOMEM, -1, "out of memory")                                                                   \
+  X(EINVAL, -2, "invalid argument")                                                                \
+  X(EIO, -3, "input/output error")                                                                 \
+  X(ENOENT, -4, "not found")                                                                       \
+  X(EEXIST, -5, "already exists")                                                                  \
+  X(EAGAIN, -6, "resource temporarily unavailable")                                                \
+  X(ETOOBIG, -7, "too large")                                                                      \
+  X(EPROTO, -8, "protocol error")                                                                  \
+  X(ECLOSED, -9, "closed")                                                                         \
+  X(ECONFLICT, -10, "conflict")                                                                    \
+  X(EPERM, -11, "permission denied")                                                               \
+  X(EADDRINUSE, -12, "address already in use")                                                     \
+  X(ETIMEDOUT, -13, "timed out")                                                                   \
+  X(ECORRUPT, -14, "data corrupt")                                                                 \
+  X(EBUSY, -15, "busy")                                                                            \
+  X(ECANCELED, -16, "canceled")                                                                    \
+  X(ETLS, -17, "TLS error")                                                                        \
+  X(ESTATE, -18, "invalid state transition")                                                       \
+  X(EFULL, -19, "limit reached")                                                                   \
+  X(EDB, -20, "database error")                                                                    \
+  X(EUNAUTH, -21, "unauthorized")                                                                  \
   X(ENAME, -22, "invalid name")
 
 enum sbx_errno {
@@ -137,10 +137,10 @@ char *sbx_buf_steal(struct sbx_buf *b, size_t *len);
 struct sbx_list {
   struct sbx_list *prev, *next;
 };
-#define SBX_LIST_INIT(h) ((h)->prev = (h)->next = (h))
-#define SBX_LIST_EMPTY(h) ((h)->next == (h))
-#define SBX_CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
-#define SBX_LIST_FOREACH(it, h) for ((it) = (h)->next; (it) != (h); (it) = (it)->next)
+#define SBX_LIST_INIT(h)                   ((h)->prev = (h)->next = (h))
+#define SBX_LIST_EMPTY(h)                  ((h)->next == (h))
+#define SBX_CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
+#define SBX_LIST_FOREACH(it, h)            for ((it) = (h)->next; (it) != (h); (it) = (it)->next)
 #define SBX_LIST_FOREACH_SAFE(it, tmp, h)                                                          \
   for ((it) = (h)->next, (tmp) = (it)->next; (it) != (h); (it) = (tmp), (tmp) = (it)->next)
 static inline void sbx_list_insert_tail(struct sbx_list *h, struct sbx_list *n) {
@@ -164,7 +164,7 @@ void sbx_hex(const unsigned char *in, size_t n, char *out);
 int sbx_random(void *out, size_t n);
 
 #define SBX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define SBX_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define SBX_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define SBX_MIN(a, b)     ((a) < (b) ? (a) : (b))
+#define SBX_MAX(a, b)     ((a) > (b) ? (a) : (b))
 
 #endif
