@@ -29,12 +29,19 @@ static const char SUBRESOURCE[] = "Cross-Origin-Resource-Policy: same-origin\r\n
                                   "X-Content-Type-Options: nosniff\r\n";
 
 static const char *content_type(const char *path) {
-  static const struct { const char *ext, *type; } types[] = {
-      {".js", "text/javascript; charset=utf-8"}, {".mjs", "text/javascript; charset=utf-8"},
-      {".json", "application/json"},             {".wasm", "application/wasm"},
-      {".html", "text/html; charset=utf-8"},     {".map", "application/json"},
-      {".zip", "application/zip"},               {".whl", "application/zip"},
-      {".tar", "application/x-tar"},             {".css", "text/css; charset=utf-8"},
+  static const struct {
+    const char *ext, *type;
+  } types[] = {
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".json", "application/json"},
+      {".wasm", "application/wasm"},
+      {".html", "text/html; charset=utf-8"},
+      {".map", "application/json"},
+      {".zip", "application/zip"},
+      {".whl", "application/zip"},
+      {".tar", "application/x-tar"},
+      {".css", "text/css; charset=utf-8"},
   };
   const char *dot = strrchr(path, '.');
   for (size_t i = 0; dot && i < SBX_ARRAY_SIZE(types); i++)
@@ -104,8 +111,10 @@ static const char PLACEHOLDER[] =
 static void serve_app(struct tp_req *req, struct orch *o, const char *file) {
   char path[4096], headers[512];
   snprintf(path, sizeof(path), "%s/%s", o->static_dir, file);
-  snprintf(headers, sizeof(headers), "%sCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
-           "Referrer-Policy: no-referrer\r\n", ISOLATION);
+  snprintf(headers, sizeof(headers),
+           "%sCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
+           "Referrer-Policy: no-referrer\r\n",
+           ISOLATION);
   struct stat st;
   if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
       tp_respond_file(req, path, "text/html; charset=utf-8", headers, 0) == 0)

@@ -70,14 +70,16 @@ static int cli_request(const struct cli *c, const char *method, const char *path
                        const char *body, size_t blen, int *status, char **out, size_t *out_len) {
   int fd = cli_connect(c);
   if (fd < 0) {
-    fprintf(stderr, "cerea-sandbox: cannot connect to %s%s%s: %s\n", c->unix_path[0] ? "unix:" : c->host,
-            c->unix_path[0] ? c->unix_path : ":", c->unix_path[0] ? "" : c->port, strerror(errno));
+    fprintf(stderr, "cerea-sandbox: cannot connect to %s%s%s: %s\n",
+            c->unix_path[0] ? "unix:" : c->host, c->unix_path[0] ? c->unix_path : ":",
+            c->unix_path[0] ? "" : c->port, strerror(errno));
     return -1;
   }
   struct sbx_buf req;
   sbx_buf_init(&req, 64u << 20);
-  sbx_buf_appendf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %zu\r\n", method,
-                  path, c->unix_path[0] ? "localhost" : c->host, blen);
+  sbx_buf_appendf(&req,
+                  "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: %zu\r\n",
+                  method, path, c->unix_path[0] ? "localhost" : c->host, blen);
   if (c->key)
     sbx_buf_appendf(&req, "Authorization: Bearer %s\r\n", c->key);
   if (body && ctype)
@@ -138,7 +140,8 @@ static int cli_request(const struct cli *c, const char *method, const char *path
 
 static int cli_http(const struct cli *c, const char *method, const char *path, const char *body,
                     int *status, char **out) {
-  return cli_request(c, method, path, "application/json", body, body ? strlen(body) : 0, status, out, NULL);
+  return cli_request(c, method, path, "application/json", body, body ? strlen(body) : 0, status,
+                     out, NULL);
 }
 
 static int parse_url(struct cli *c, const char *url) {
@@ -178,7 +181,9 @@ static char *read_all(FILE *f) {
 
 static const char *opt(int argc, char **argv, const char *name) {
   /* The names of the CLI (--server, --api-key) stand for --url and --key. */
-  const char *alias = strcmp(name, "--url") == 0 ? "--server" : strcmp(name, "--key") == 0 ? "--api-key" : name;
+  const char *alias = strcmp(name, "--url") == 0   ? "--server"
+                      : strcmp(name, "--key") == 0 ? "--api-key"
+                                                   : name;
   for (int i = 2; i + 1 < argc; i++)
     if (strcmp(argv[i], name) == 0 || strcmp(argv[i], alias) == 0)
       return argv[i + 1];
@@ -205,7 +210,8 @@ static int attach_files(const struct cli *c, int argc, char **argv, const char *
     if (f)
       fclose(f);
     if (bad) {
-      fprintf(stderr, "cerea-sandbox: --attach %s: %s\n", file, f ? "larger than the 50 MB upload limit" : strerror(errno));
+      fprintf(stderr, "cerea-sandbox: --attach %s: %s\n", file,
+              f ? "larger than the 50 MB upload limit" : strerror(errno));
       sbx_buf_free(&b);
       return -1;
     }
@@ -214,14 +220,16 @@ static int attach_files(const struct cli *c, int argc, char **argv, const char *
     sbx_buf_init(&path, 8192);
     sbx_buf_appendf(&path, "/v1/chats/%s/files?name=", chat);
     for (const unsigned char *p = (const unsigned char *)base; *p; p++)
-      if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
+      if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr("-_.~", *p))
         sbx_buf_append(&path, (const char *)p, 1);
       else
         sbx_buf_appendf(&path, "%%%02X", *p);
     sbx_buf_append(&path, "", 1);
     int st = 0;
     char *resp = NULL;
-    int rc = cli_request(c, "POST", path.data, "application/octet-stream", b.data ? b.data : "", b.len, &st, &resp, NULL);
+    int rc = cli_request(c, "POST", path.data, "application/octet-stream", b.data ? b.data : "",
+                         b.len, &st, &resp, NULL);
     sbx_buf_free(&b);
     sbx_buf_free(&path);
     if (rc != 0)
@@ -234,8 +242,9 @@ static int attach_files(const struct cli *c, int argc, char **argv, const char *
       return -1;
     }
     const char *why = json_string_value(json_object_get(j, "left_out_reason"));
-    fprintf(stderr, "attached %s as %s%s%s%s\n", file, json_string_value(json_object_get(j, "name")),
-            why ? " (not mounted: " : "", why ? why : "", why ? ")" : "");
+    fprintf(stderr, "attached %s as %s%s%s%s\n", file,
+            json_string_value(json_object_get(j, "name")), why ? " (not mounted: " : "",
+            why ? why : "", why ? ")" : "");
     json_decref(j);
     sbx_free(resp);
   }
@@ -314,7 +323,8 @@ static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
     const char *name = json_string_value(json_object_get(v, "name"));
     const char *id = json_string_value(json_object_get(v, "artifact_id"));
     if (!artifact_name_ok(name) || id == NULL || strlen(id) > 64) {
-      fprintf(stderr, "cerea-sandbox: artifact %s not saved: not a safe relative name\n", name ? name : "(none)");
+      fprintf(stderr, "cerea-sandbox: artifact %s not saved: not a safe relative name\n",
+              name ? name : "(none)");
       rc = -1;
       continue;
     }
@@ -482,8 +492,10 @@ int orch_cli_run(int argc, char **argv) {
     goto out;
   }
   /* Without --wait: wait until the run ends (a paused run may wait for a page for minutes). */
-  while (wait == NULL && strcmp(json_string_value(json_object_get(j, "state")) ?: "", "done") != 0) {
-    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=600", json_string_value(json_object_get(j, "run_id")));
+  while (wait == NULL &&
+         strcmp(json_string_value(json_object_get(j, "state")) ?: "", "done") != 0) {
+    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=600",
+             json_string_value(json_object_get(j, "run_id")));
     sbx_free(body);
     body = NULL;
     if (cli_http(&c, "GET", path, NULL, &st, &body) != 0 || st != 200) {
@@ -501,14 +513,17 @@ int orch_cli_run(int argc, char **argv) {
   const char *status = json_string_value(json_object_get(j, "status"));
   json_t *err = json_object_get(j, "error");
   fprintf(stderr, "run %s: %s%s%s\n", json_string_value(json_object_get(j, "run_id")),
-          status ? status : json_string_value(json_object_get(j, "state")), json_is_object(err) ? ": " : "",
+          status ? status : json_string_value(json_object_get(j, "state")),
+          json_is_object(err) ? ": " : "",
           json_is_object(err) ? json_string_value(json_object_get(err, "message")) ?: "" : "");
   size_t i;
   json_t *v;
-  json_array_foreach(json_object_get(j, "notes"), i, v) fprintf(stderr, "note: %s\n", json_string_value(v));
+  json_array_foreach(json_object_get(j, "notes"), i, v)
+      fprintf(stderr, "note: %s\n", json_string_value(v));
   if (json_is_true(json_object_get(j, "restarted"))) {
     fprintf(stderr, "the sandbox was restarted; remounted:");
-    json_array_foreach(json_object_get(j, "remounted"), i, v) fprintf(stderr, " %s", json_string_value(v));
+    json_array_foreach(json_object_get(j, "remounted"), i, v)
+        fprintf(stderr, " %s", json_string_value(v));
     fputc('\n', stderr);
   }
   rc = exit_for_status(status);
