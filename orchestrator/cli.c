@@ -1,18 +1,21 @@
 /* cli.c -- `cerea-sandbox run` and `cerea-sandbox status`: small API clients for operators.
  *
+ *   cerea-sandbox run    [options] [FILE|-]
  *   cerea-sandbox status [--url URL] [--key KEY] [--data DIR]
- *   cerea-sandbox run    [--url URL] [--key KEY] [--data DIR] [--chat ID] [--timeout S] [--wait S]
- *                        [--attach FILE]... [--out DIR] [FILE|-]
  *
- * URL is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
- * CEREA_API_KEY, or DIR/api_key (default ./var).  `run` creates a chat unless --chat is given
- * (printing the page URL to open so a page attaches and runs it), posts the code with wait_s, and
- * prints the run's stdout and stderr and a status line.  --attach uploads files to the chat first
- * (each printed with its name and, when left out, why); --out DIR saves the run's artifacts there
- * (their relative names; never outside DIR).  Without --wait it waits until the run ends.  Exit
- * status: 0 ok, 1 error (Python raised), 124 timeout, 130 cancelled, 3 crashed / abandoned /
- * rejected, 2 usage or API errors.  --server and --api-key are accepted for --url and --key.
- * `status` prints /healthz and, with a key, the live runs and attached pages.
+ * orch_cli_usage() lists every flag (FLAGS below); an unknown one is refused with the usage.  URL
+ * is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
+ * CEREA_API_KEY, or DIR/api_key (default ./var).  `run` checks what it can before it changes
+ * anything (the flags, the script, every --attach file, the key, that the server answers), then
+ * creates a chat unless --chat is given, uploads the --attach files (each printed with its name
+ * and, when left out, why), posts the code and waits for the end (or --wait S), and prints the
+ * run's stdout on stdout; its stderr, the traceback of a Python error, notes, the restart and a
+ * status line on stderr.  --out DIR saves the run's artifacts there (their relative names; never
+ * outside DIR).  A chat's page token is a capability: it is printed only when asked (--page-url).
+ * Exit status (CLI_EXIT_*): 0 ok, 1 the code raised, 124 time limit, 130 cancelled, 3 crashed /
+ * abandoned / rejected, 4 --wait ran out (the run goes on), 2 usage, connection or API errors.
+ * `status` prints /healthz and, with a key, the live runs, pages and settings (exit 0 healthy,
+ * 1 degraded, 2 unreachable or key refused).
  *
  * What it is not: a general HTTP client.  Plain HTTP/1.1 over a blocking socket with
  * `Connection: close` (no TLS: point it at a local cleartext or unix: listener).
@@ -179,78 +182,6 @@ static char *read_all(FILE *f) {
   return sbx_buf_steal(&b, NULL);
 }
 
-static const char *opt(int argc, char **argv, const char *name) {
-  /* The names of the issue's CLI (--server, --api-key) stand for --url and --key. */
-  const char *alias = strcmp(name, "--url") == 0   ? "--server"
-                      : strcmp(name, "--key") == 0 ? "--api-key"
-                                                   : name;
-  for (int i = 2; i + 1 < argc; i++)
-    if (strcmp(argv[i], name) == 0 || strcmp(argv[i], alias) == 0)
-      return argv[i + 1];
-  return NULL;
-}
-
-/* Uploads every --attach FILE to the chat under its base name.  0, or -1 (printed). */
-static int attach_files(const struct cli *c, int argc, char **argv, const char *chat) {
-  for (int i = 2; i + 1 < argc; i++) {
-    if (strcmp(argv[i], "--attach") != 0)
-      continue;
-    const char *file = argv[++i];
-    FILE *f = fopen(file, "rb");
-    struct sbx_buf b;
-    sbx_buf_init(&b, (size_t)ORCH_UPLOAD_MAX + 1);
-    char tmp[65536];
-    size_t n;
-    int bad = f == NULL;
-    while (f && (n = fread(tmp, 1, sizeof(tmp), f)) > 0)
-      if (sbx_buf_append(&b, tmp, n) != 0) {
-        bad = 1;
-        break;
-      }
-    if (f)
-      fclose(f);
-    if (bad) {
-      fprintf(stderr, "cerea-sandbox: --attach %s: %s\n", file,
-              f ? "larger than the 50 MB upload limit" : strerror(errno));
-      sbx_buf_free(&b);
-      return -1;
-    }
-    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    struct sbx_buf path;
-    sbx_buf_init(&path, 8192);
-    sbx_buf_appendf(&path, "/v1/chats/%s/files?name=", chat);
-    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
-      if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          strchr("-_.~", *p))
-        sbx_buf_append(&path, (const char *)p, 1);
-      else
-        sbx_buf_appendf(&path, "%%%02X", *p);
-    sbx_buf_append(&path, "", 1);
-    int st = 0;
-    char *resp = NULL;
-    int rc = cli_request(c, "POST", path.data, "application/octet-stream", b.data ? b.data : "",
-                         b.len, &st, &resp, NULL);
-    sbx_buf_free(&b);
-    sbx_buf_free(&path);
-    if (rc != 0)
-      return -1;
-    json_t *j = json_loads(resp, 0, NULL);
-    if (st != 200 && st != 201) {
-      fprintf(stderr, "cerea-sandbox: --attach %s: %d %s\n", file, st, resp);
-      json_decref(j);
-      sbx_free(resp);
-      return -1;
-    }
-    const char *why = json_string_value(json_object_get(j, "left_out_reason"));
-    fprintf(stderr, "attached %s as %s%s%s%s\n", file,
-            json_string_value(json_object_get(j, "name")), why ? " (not mounted: " : "",
-            why ? why : "", why ? ")" : "");
-    json_decref(j);
-    sbx_free(resp);
-  }
-  return 0;
-}
-
 /* Is name a relative path of plain segments (no empty, "." or ".." segment, no control bytes)?
  * The server normalizes output names already; the CLI checks again since it writes to disk. */
 static int artifact_name_ok(const char *name) {
@@ -312,16 +243,305 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-/* Saves each artifact of the run into dir under its relative name, never outside dir.  0, or -1
- * (printed). */
+/* ---- flags ----------------------------------------------------------------------------------- */
+
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_RAISED = 1,
+  CLI_EXIT_API = 2,
+  CLI_EXIT_ENDED = 3,
+  CLI_EXIT_WAITED = 4,
+  CLI_EXIT_TIMEOUT = 124,
+  CLI_EXIT_CANCELLED = 130
+};
+
+enum { F_URL, F_KEY, F_DATA, F_CHAT, F_ATTACH, F_OUT, F_TIMEOUT, F_WAIT, F_PAGE_URL, F_HELP, F_N };
+
+/* Every flag of both commands: the parser and the usage read this one table.  `arg` NULL: a
+ * switch.  The aliases are the names the first CLI issue used (--server, --api-key). */
+static const struct flag {
+  const char *name, *alias, *arg, *help;
+  int run_only;
+} FLAGS[F_N] = {
+    [F_URL] = {"--url", "--server", "URL",
+               "the server: http://HOST:PORT or unix:PATH (default http://127.0.0.1:8080)", 0},
+    [F_KEY] = {"--key", "--api-key", "KEY",
+               "the API key (default: CEREA_API_KEY, else DIR/api_key)", 0},
+    [F_DATA] = {"--data", NULL, "DIR",
+                "the server's data directory, which holds api_key (default ./var)", 0},
+    [F_CHAT] = {"--chat", NULL, "ID", "run in this chat instead of a new one", 1},
+    [F_ATTACH] = {"--attach", NULL, "FILE",
+                  "upload FILE to the chat first, under its base name (repeatable)", 1},
+    [F_OUT] = {"--out", NULL, "DIR", "save the run's output files into DIR", 1},
+    [F_TIMEOUT] = {"--timeout", NULL, "S",
+                   "time limit of the run, 1-300 seconds (default: the server's)", 1},
+    [F_WAIT] = {"--wait", NULL, "S", "wait at most S seconds for the end (default: until it ends)",
+                1},
+    [F_PAGE_URL] = {"--page-url", NULL, NULL,
+                    "print the link that opens the new chat in a browser (it holds the page token)",
+                    1},
+    [F_HELP] = {"--help", "-h", NULL, "this help", 0},
+};
+
+#define CLI_ATTACH_MAX 64
+
+struct args {
+  const char *val[F_N]; /* each flag's last value ("" for a switch that is set), or NULL */
+  const char *attach[CLI_ATTACH_MAX];
+  size_t nattach;
+  const char *file; /* the script; "-" is standard input */
+};
+
+void orch_cli_usage(FILE *f) {
+  fputs("usage: cerea-sandbox run [options] [FILE|-]     runs Python (FILE or stdin) in a chat\n"
+        "       cerea-sandbox status [--url URL] [--key KEY] [--data DIR]\n"
+        "options:\n",
+        f);
+  for (size_t i = 0; i < F_N; i++) {
+    char name[48];
+    snprintf(name, sizeof(name), "%s%s%s", FLAGS[i].name, FLAGS[i].arg ? " " : "",
+             FLAGS[i].arg ? FLAGS[i].arg : "");
+    fprintf(f, "  %-15s %s%s%s%s\n", name, FLAGS[i].run_only ? "run: " : "", FLAGS[i].help,
+            FLAGS[i].alias ? "; also " : "", FLAGS[i].alias ? FLAGS[i].alias : "");
+  }
+  fputs("exit status of run: 0 ok, 1 the code raised an exception, 124 time limit, 130 cancelled,\n"
+        "  3 crashed, abandoned or rejected, 4 --wait ran out (the run goes on on the server),\n"
+        "  2 usage, connection or API error (a refused key, a missing file)\n",
+        f);
+}
+
+/* Does arg[0..n) name the flag? */
+static int flag_is(const char *arg, size_t n, const char *name) {
+  return name != NULL && strlen(name) == n && strncmp(arg, name, n) == 0;
+}
+
+/* Reads argv[2..] into a (borrowed strings).  `--flag value` and `--flag=value`; one positional
+ * FILE for run.  0, or -1 with the reason printed (the caller prints the usage). */
+static int parse_args(int argc, char **argv, int run, struct args *a) {
+  memset(a, 0, sizeof(*a));
+  for (int i = 2; i < argc; i++) {
+    const char *arg = argv[i];
+    if (arg[0] != '-' || strcmp(arg, "-") == 0) {
+      if (!run || a->file) {
+        fprintf(stderr, "cerea-sandbox %s: unexpected argument %s\n", argv[1], arg);
+        return -1;
+      }
+      a->file = arg;
+      continue;
+    }
+    size_t n = strcspn(arg, "=");
+    int f = -1;
+    for (int k = 0; k < F_N && f < 0; k++)
+      if ((run || !FLAGS[k].run_only) &&
+          (flag_is(arg, n, FLAGS[k].name) || flag_is(arg, n, FLAGS[k].alias)))
+        f = k;
+    if (f < 0) {
+      fprintf(stderr, "cerea-sandbox %s: unknown option %.*s\n", argv[1], (int)n, arg);
+      return -1;
+    }
+    const char *v = "";
+    if (FLAGS[f].arg == NULL && arg[n] == '=') {
+      fprintf(stderr, "cerea-sandbox %s: %s takes no value\n", argv[1], FLAGS[f].name);
+      return -1;
+    }
+    if (FLAGS[f].arg != NULL) {
+      if (arg[n] == '=')
+        v = arg + n + 1;
+      else if (i + 1 < argc)
+        v = argv[++i];
+      else {
+        fprintf(stderr, "cerea-sandbox %s: %s needs a value (%s)\n", argv[1], FLAGS[f].name,
+                FLAGS[f].arg);
+        return -1;
+      }
+    }
+    if (f == F_ATTACH) {
+      if (a->nattach == CLI_ATTACH_MAX) {
+        fprintf(stderr, "cerea-sandbox run: at most %d --attach files\n", CLI_ATTACH_MAX);
+        return -1;
+      }
+      a->attach[a->nattach++] = v;
+    } else {
+      a->val[f] = v;
+    }
+  }
+  if (run && a->file == NULL)
+    a->file = "-";
+  return 0;
+}
+
+/* A whole number in [lo, hi], or -1 (printed). */
+static long number_arg(const char *flag, const char *s, long lo, long hi) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+    fprintf(stderr, "cerea-sandbox run: %s %s: expected whole seconds from %ld to %ld\n", flag, s,
+            lo, hi);
+    return -1;
+  }
+  return v;
+}
+
+static int setup(struct cli *c, const struct args *a) {
+  memset(c, 0, sizeof(*c));
+  const char *url = a->val[F_URL];
+  if (parse_url(c, url ? url : "http://127.0.0.1:8080") != 0) {
+    fprintf(stderr, "cerea-sandbox: --url %s: expected http://HOST:PORT or unix:PATH\n", url);
+    return -1;
+  }
+  const char *key = a->val[F_KEY];
+  if (key == NULL)
+    key = getenv("CEREA_API_KEY");
+  if (key != NULL && *key != '\0') {
+    c->key = sbx_strdup(key);
+    return 0;
+  }
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/api_key", a->val[F_DATA] ? a->val[F_DATA] : "./var");
+  FILE *f = fopen(path, "r");
+  if (f) {
+    char *k = read_all(f);
+    fclose(f);
+    if (k) {
+      k[strcspn(k, "\r\n ")] = '\0';
+      c->key = k;
+    }
+  }
+  return 0;
+}
+
+/* ---- answers --------------------------------------------------------------------------------- */
+
+/* Says why the server refused `what` (st, its body); returns CLI_EXIT_API. */
+static int refused(const char *what, int st, const char *body) {
+  if (st == 401) {
+    fprintf(stderr,
+            "cerea-sandbox: %s: the server refused the API key (401): check --key, CEREA_API_KEY "
+            "or DIR/api_key\n",
+            what);
+    return CLI_EXIT_API;
+  }
+  json_t *j = json_loads(body ? body : "", 0, NULL);
+  const char *msg = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+  fprintf(stderr, "cerea-sandbox: %s: %d %s\n", what, st, msg ? msg : body ? body : "");
+  json_decref(j);
+  return CLI_EXIT_API;
+}
+
+/* GET/POST path expecting one of the 2xx `ok` codes; the parsed answer (owned) or NULL (printed,
+ * *exit_code set). */
+static json_t *api_json(const struct cli *c, const char *method, const char *path, const char *body,
+                        const char *what, int *exit_code) {
+  int st = 0;
+  char *resp = NULL;
+  json_t *j = NULL;
+  *exit_code = CLI_EXIT_API;
+  if (cli_http(c, method, path, body, &st, &resp) != 0)
+    return NULL;
+  if (st < 200 || st > 299)
+    refused(what, st, resp);
+  else if ((j = json_loads(resp, 0, NULL)) == NULL)
+    fprintf(stderr, "cerea-sandbox: %s: the answer is not JSON\n", what);
+  sbx_free(resp);
+  return j;
+}
+
+static const char *str(json_t *o, const char *key) {
+  return json_string_value(json_object_get(o, key));
+}
+
+/* Checks each --attach file before anything is created: a regular, readable file within the
+ * upload limit.  0, or -1 (printed). */
+static int attach_check(const struct args *a) {
+  for (size_t i = 0; i < a->nattach; i++) {
+    struct stat st;
+    const char *why = NULL;
+    if (stat(a->attach[i], &st) != 0 || access(a->attach[i], R_OK) != 0)
+      why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+      why = "not a regular file";
+    else if (st.st_size > (off_t)ORCH_UPLOAD_MAX)
+      why = "larger than the 50 MB upload limit";
+    if (why) {
+      fprintf(stderr, "cerea-sandbox: --attach %s: %s (nothing was created)\n", a->attach[i], why);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Uploads every --attach file to the chat under its base name.  0, or -1 (printed). */
+static int attach_files(const struct cli *c, const struct args *a, const char *chat) {
+  for (size_t i = 0; i < a->nattach; i++) {
+    const char *file = a->attach[i];
+    FILE *f = fopen(file, "rb");
+    struct sbx_buf b;
+    sbx_buf_init(&b, (size_t)ORCH_UPLOAD_MAX + 1);
+    char tmp[65536];
+    size_t n;
+    int bad = f == NULL;
+    while (f && (n = fread(tmp, 1, sizeof(tmp), f)) > 0)
+      if (sbx_buf_append(&b, tmp, n) != 0) {
+        bad = 1;
+        break;
+      }
+    if (f)
+      fclose(f);
+    if (bad) {
+      fprintf(stderr, "cerea-sandbox: --attach %s: %s\n", file,
+              f ? "larger than the 50 MB upload limit" : strerror(errno));
+      sbx_buf_free(&b);
+      return -1;
+    }
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    struct sbx_buf path;
+    sbx_buf_init(&path, 8192);
+    sbx_buf_appendf(&path, "/v1/chats/%s/files?name=", chat);
+    for (const unsigned char *p = (const unsigned char *)base; *p; p++)
+      if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          strchr("-_.~", *p))
+        sbx_buf_append(&path, (const char *)p, 1);
+      else
+        sbx_buf_appendf(&path, "%%%02X", *p);
+    sbx_buf_append(&path, "", 1);
+    int st = 0;
+    char *resp = NULL;
+    int rc = cli_request(c, "POST", path.data, "application/octet-stream", b.data ? b.data : "",
+                         b.len, &st, &resp, NULL);
+    sbx_buf_free(&b);
+    sbx_buf_free(&path);
+    if (rc != 0)
+      return -1;
+    if (st != 200 && st != 201) {
+      char what[4200];
+      snprintf(what, sizeof(what), "--attach %s", file);
+      refused(what, st, resp);
+      sbx_free(resp);
+      return -1;
+    }
+    json_t *j = json_loads(resp, 0, NULL);
+    const char *why = str(j, "left_out_reason");
+    fprintf(stderr, "attached %s as %s%s%s%s\n", file, str(j, "name") ? str(j, "name") : base,
+            why ? " (not mounted: " : "", why ? why : "", why ? ")" : "");
+    json_decref(j);
+    sbx_free(resp);
+  }
+  return 0;
+}
+
+/* Saves each artifact of the run into dir under its relative name, never outside dir, and prints
+ * each as DIR/NAME (DIR without its trailing slashes).  0, or -1 (printed). */
 static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
-  size_t i;
+  size_t i, dl = strlen(dir);
   json_t *v;
   int rc = 0;
+  while (dl > 1 && dir[dl - 1] == '/')
+    dl--;
+  const char *sep = dl == 1 && dir[0] == '/' ? "" : "/";
   mkdir(dir, 0755);
   json_array_foreach(json_object_get(run, "files"), i, v) {
-    const char *name = json_string_value(json_object_get(v, "name"));
-    const char *id = json_string_value(json_object_get(v, "artifact_id"));
+    const char *name = str(v, "name"), *id = str(v, "artifact_id");
     if (!artifact_name_ok(name) || id == NULL || strlen(id) > 64) {
       fprintf(stderr, "cerea-sandbox: artifact %s not saved: not a safe relative name\n",
               name ? name : "(none)");
@@ -335,10 +555,11 @@ static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
     size_t len = 0;
     if (cli_request(c, "GET", url, NULL, NULL, 0, &st, &data, &len) != 0 || st != 200 ||
         (fd = open_inside(dir, name)) < 0 || write_all(fd, data, len) != 0) {
-      fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %s/%s\n", name, dir, name);
+      fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %.*s%s%s\n", name, (int)dl,
+              dir, sep, name);
       rc = -1;
     } else {
-      fprintf(stderr, "saved %s/%s (%zu bytes)\n", dir, name, len);
+      fprintf(stderr, "saved %.*s%s%s (%zu bytes)\n", (int)dl, dir, sep, name, len);
     }
     if (fd >= 0)
       close(fd);
@@ -349,52 +570,82 @@ static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
 
 static int exit_for_status(const char *status) {
   if (status == NULL)
-    return 2;
+    return CLI_EXIT_API;
   if (strcmp(status, "ok") == 0)
-    return 0;
+    return CLI_EXIT_OK;
   if (strcmp(status, "error") == 0)
-    return 1;
+    return CLI_EXIT_RAISED;
   if (strcmp(status, "timeout") == 0)
-    return 124;
+    return CLI_EXIT_TIMEOUT;
   if (strcmp(status, "cancelled") == 0)
-    return 130;
-  return 3;
+    return CLI_EXIT_CANCELLED;
+  return CLI_EXIT_ENDED;
 }
 
-static int setup(struct cli *c, int argc, char **argv) {
-  memset(c, 0, sizeof(*c));
-  const char *url = opt(argc, argv, "--url");
-  if (parse_url(c, url ? url : "http://127.0.0.1:8080") != 0) {
-    fprintf(stderr, "cerea-sandbox: --url %s: expected http://HOST:PORT or unix:PATH\n", url);
-    return -1;
+/* The ended run, for a person: stdout on stdout; stderr, the traceback (unless stderr holds it
+ * already), the status line, notes and the restart on stderr. */
+static void print_run(json_t *j) {
+  fputs(str(j, "stdout") ?: "", stdout);
+  const char *se = str(j, "stderr") ?: "";
+  fputs(se, stderr);
+  json_t *err = json_object_get(j, "error");
+  const char *tb = str(err, "traceback");
+  if (tb && *tb && strstr(se, tb) == NULL)
+    fprintf(stderr, "%s%s", tb, tb[strlen(tb) - 1] == '\n' ? "" : "\n");
+  const char *status = str(j, "status"), *msg = str(err, "message");
+  fprintf(stderr, "run %s: %s%s%s\n", str(j, "run_id"), status ? status : str(j, "state"),
+          msg ? ": " : "", msg ? msg : "");
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(j, "notes"), i, v)
+      fprintf(stderr, "note: %s\n", json_string_value(v));
+  if (json_is_true(json_object_get(j, "restarted"))) {
+    json_t *re = json_object_get(j, "remounted");
+    fputs(json_array_size(re) ? "the sandbox was restarted; remounted:"
+                              : "the sandbox was restarted; no files to remount",
+          stderr);
+    json_array_foreach(re, i, v) fprintf(stderr, " %s", json_string_value(v));
+    fputc('\n', stderr);
   }
-  const char *key = opt(argc, argv, "--key");
-  if (key == NULL)
-    key = getenv("CEREA_API_KEY");
-  if (key != NULL) {
-    c->key = sbx_strdup(key);
-  } else {
-    const char *dir = opt(argc, argv, "--data");
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/api_key", dir ? dir : "./var");
-    FILE *f = fopen(path, "r");
-    if (f) {
-      char *k = read_all(f);
-      fclose(f);
-      if (k) {
-        k[strcspn(k, "\r\n ")] = '\0';
-        c->key = k;
-      }
-    }
-  }
-  return 0;
 }
+
+/* --wait ran out: what the run is doing and how to get its result. */
+static void print_waited(const struct cli *c, json_t *j, long wait, const char *mode) {
+  const char *id = str(j, "run_id"), *state = str(j, "state") ?: "?";
+  fprintf(stderr,
+          "cerea-sandbox: run %s is still %s after --wait %ld s; it goes on on the server.\n", id,
+          state, wait);
+  if (strcmp(state, "paused") == 0 ||
+      (strcmp(state, "queued") == 0 && strcmp(mode, "browser") == 0))
+    fprintf(stderr,
+            "  It waits for a browser page of chat %s to be open (code runs in the page).\n",
+            str(j, "chat_id"));
+  if (c->unix_path[0])
+    fprintf(stderr, "  Its result: GET /v1/runs/%s?wait_s=600 on unix:%s with the API key.\n", id,
+            c->unix_path);
+  else
+    fprintf(stderr,
+            "  Its result: curl -H \"Authorization: Bearer $CEREA_API_KEY\" "
+            "'http://%s:%s/v1/runs/%s?wait_s=600'\n",
+            c->host, c->port, id);
+}
+
+/* ---- commands -------------------------------------------------------------------------------- */
 
 int orch_cli_status(int argc, char **argv) {
+  struct args a;
+  if (parse_args(argc, argv, 0, &a) != 0) {
+    orch_cli_usage(stderr);
+    return CLI_EXIT_API;
+  }
+  if (a.val[F_HELP]) {
+    orch_cli_usage(stdout);
+    return CLI_EXIT_OK;
+  }
   struct cli c;
-  if (setup(&c, argc, argv) != 0)
-    return 2;
-  int st = 0, rc = 1;
+  if (setup(&c, &a) != 0)
+    return CLI_EXIT_API;
+  int st = 0, rc = CLI_EXIT_API;
   char *body = NULL;
   if (cli_http(&c, "GET", "/healthz", NULL, &st, &body) != 0)
     goto out;
@@ -403,13 +654,17 @@ int orch_cli_status(int argc, char **argv) {
   sbx_free(body);
   body = NULL;
   if (c.key == NULL) {
-    printf("(no API key: --key, CEREA_API_KEY or DATA/api_key for runs and pages)\n");
+    printf("(no API key: --key, CEREA_API_KEY or DIR/api_key for runs and pages)\n");
     goto out;
   }
   const char *paths[] = {"/v1/admin/runs", "/v1/admin/pages", "/v1/admin/settings"};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(paths); i++) {
     if (cli_http(&c, "GET", paths[i], NULL, &st, &body) != 0) {
-      rc = 1;
+      rc = CLI_EXIT_API;
+      break;
+    }
+    if (st != 200) {
+      rc = refused(paths[i], st, body);
       break;
     }
     printf("%s %d %s\n", paths[i] + 10, st, body);
@@ -423,117 +678,123 @@ out:
 }
 
 int orch_cli_run(int argc, char **argv) {
-  struct cli c;
-  if (setup(&c, argc, argv) != 0)
-    return 2;
-  int rc = 1, st = 0;
-  char *code = NULL, *body = NULL, *reqb = NULL;
-  json_t *j = NULL;
-  const char *file = "-";
-  for (int i = 2; i < argc; i++) {
-    if (strncmp(argv[i], "--", 2) == 0) {
-      i++;
-      continue;
-    }
-    file = argv[i];
+  struct args a;
+  if (parse_args(argc, argv, 1, &a) != 0) {
+    orch_cli_usage(stderr);
+    return CLI_EXIT_API;
   }
-  FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+  if (a.val[F_HELP]) {
+    orch_cli_usage(stdout);
+    return CLI_EXIT_OK;
+  }
+  long timeout = -1, wait = -1;
+  if ((a.val[F_TIMEOUT] && (timeout = number_arg("--timeout", a.val[F_TIMEOUT], 1, 300)) < 0) ||
+      (a.val[F_WAIT] && (wait = number_arg("--wait", a.val[F_WAIT], 0, 86400)) < 0))
+    return CLI_EXIT_API;
+  if (a.val[F_PAGE_URL] && a.val[F_CHAT]) {
+    fprintf(stderr, "cerea-sandbox run: --page-url needs a new chat (a page token is given only "
+                    "when a chat is created)\n");
+    return CLI_EXIT_API;
+  }
+  const char *chat_opt = a.val[F_CHAT];
+  if (chat_opt &&
+      (*chat_opt == '\0' || strlen(chat_opt) > STORE_ID_LEN ||
+       chat_opt[strspn(chat_opt,
+                       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")] !=
+           '\0')) {
+    fprintf(stderr, "cerea-sandbox run: --chat %s: not a chat id\n", chat_opt);
+    return CLI_EXIT_API;
+  }
+  struct cli c;
+  if (setup(&c, &a) != 0)
+    return CLI_EXIT_API;
+  int rc = CLI_EXIT_API;
+  char *code = NULL, *reqb = NULL;
+  json_t *j = NULL, *cfg = NULL;
+  FILE *f = strcmp(a.file, "-") == 0 ? stdin : fopen(a.file, "r");
   if (f == NULL) {
-    fprintf(stderr, "cerea-sandbox: cannot read %s: %s\n", file, strerror(errno));
+    fprintf(stderr, "cerea-sandbox: cannot read %s: %s\n", a.file, strerror(errno));
     goto out;
   }
   code = read_all(f);
   if (f != stdin)
     fclose(f);
-  if (c.key == NULL) {
-    fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DATA/api_key)\n");
+  if (code == NULL) {
+    fprintf(stderr, "cerea-sandbox: %s: larger than the 16 MB a script may be\n", a.file);
     goto out;
   }
+  if (attach_check(&a) != 0)
+    goto out;
+  if (c.key == NULL) {
+    fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DIR/api_key)\n");
+    goto out;
+  }
+  /* The server answers (and says where code runs) before anything is created. */
+  if ((cfg = api_json(&c, "GET", "/v1/config", NULL, "reading /v1/config", &rc)) == NULL)
+    goto out;
+  const char *mode = str(cfg, "code_execution") ?: "browser";
   char chat[STORE_ID_LEN + 1] = "";
-  const char *chat_opt = opt(argc, argv, "--chat");
   if (chat_opt) {
     snprintf(chat, sizeof(chat), "%s", chat_opt);
   } else {
-    if (cli_http(&c, "POST", "/v1/chats", "{}", &st, &body) != 0)
+    if ((j = api_json(&c, "POST", "/v1/chats", "{}", "creating a chat", &rc)) == NULL)
       goto out;
-    j = json_loads(body, 0, NULL);
-    if (st != 201 || j == NULL) {
-      fprintf(stderr, "cerea-sandbox: creating a chat: %d %s\n", st, body);
-      goto out;
-    }
-    snprintf(chat, sizeof(chat), "%s", json_string_value(json_object_get(j, "chat_id")));
-    fprintf(stderr, "chat %s: open http://%s:%s/chat/%s#token=%s to attach a page\n", chat,
-            c.host[0] ? c.host : "localhost", c.port[0] ? c.port : "8080", chat,
-            json_string_value(json_object_get(j, "page_token")));
+    snprintf(chat, sizeof(chat), "%s", str(j, "chat_id") ?: "");
+    if (a.val[F_PAGE_URL])
+      fprintf(stderr, "chat %s: open %s%s%s%s/chat/%s#token=%s to attach a page\n", chat,
+              c.unix_path[0] ? "" : "http://", c.unix_path[0] ? "" : c.host,
+              c.unix_path[0] ? "" : ":", c.unix_path[0] ? "" : c.port, chat,
+              str(j, "page_token") ?: "");
+    else if (strcmp(mode, "browser") == 0)
+      fprintf(stderr,
+              "chat %s created; a browser page of this chat runs the code (--page-url prints its "
+              "link)\n",
+              chat);
+    else
+      fprintf(stderr, "chat %s created\n", chat);
     json_decref(j);
     j = NULL;
-    sbx_free(body);
-    body = NULL;
   }
-  if (attach_files(&c, argc, argv, chat) != 0) {
-    rc = 2;
+  rc = CLI_EXIT_API;
+  if (attach_files(&c, &a, chat) != 0)
     goto out;
-  }
-  const char *wait = opt(argc, argv, "--wait"), *timeout = opt(argc, argv, "--timeout");
-  json_t *rq = json_pack("{s:s, s:s, s:f}", "code", code ? code : "", "origin", "user", "wait_s",
-                         wait ? atof(wait) : 600.0);
-  if (timeout)
-    json_object_set_new(rq, "timeout_s", json_integer(atoi(timeout)));
+  /* The server waits at most 600 s per call: a longer (or unbounded) wait polls with its own
+   * deadline. */
+  uint64_t deadline = wait >= 0 ? sbx_now_mono_ms() + (uint64_t)wait * 1000 : UINT64_MAX;
+  json_t *rq = json_pack("{s:s, s:s, s:I}", "code", code, "origin", "user", "wait_s",
+                         (json_int_t)(wait >= 0 && wait < 600 ? wait : 600));
+  if (timeout > 0)
+    json_object_set_new(rq, "timeout_s", json_integer(timeout));
   reqb = json_dumps(rq, JSON_COMPACT);
   json_decref(rq);
-  char path[128];
+  char path[160];
   snprintf(path, sizeof(path), "/v1/chats/%s/runs", chat);
-  if (cli_http(&c, "POST", path, reqb, &st, &body) != 0)
+  if ((j = api_json(&c, "POST", path, reqb, "posting the run", &rc)) == NULL)
     goto out;
-  j = json_loads(body, 0, NULL);
-  if ((st != 200 && st != 201) || j == NULL) {
-    fprintf(stderr, "cerea-sandbox: run: %d %s\n", st, body);
-    rc = 2;
-    goto out;
-  }
-  /* Without --wait: wait until the run ends (a paused run may wait for a page for minutes). */
-  while (wait == NULL &&
-         strcmp(json_string_value(json_object_get(j, "state")) ?: "", "done") != 0) {
-    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=600",
-             json_string_value(json_object_get(j, "run_id")));
-    sbx_free(body);
-    body = NULL;
-    if (cli_http(&c, "GET", path, NULL, &st, &body) != 0 || st != 200) {
-      rc = 2;
+  while (strcmp(str(j, "state") ?: "", "done") != 0) {
+    uint64_t now = sbx_now_mono_ms();
+    if (now >= deadline) {
+      print_waited(&c, j, wait, mode);
+      rc = CLI_EXIT_WAITED;
       goto out;
     }
+    uint64_t left_s = deadline == UINT64_MAX ? 600 : (deadline - now + 999) / 1000;
+    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=%u", str(j, "run_id") ?: "",
+             (unsigned)(left_s < 600 ? left_s : 600));
+    json_t *next = api_json(&c, "GET", path, NULL, "waiting for the run", &rc);
+    if (next == NULL)
+      goto out;
     json_decref(j);
-    if ((j = json_loads(body, 0, NULL)) == NULL) {
-      rc = 2;
-      goto out;
-    }
+    j = next;
   }
-  fputs(json_string_value(json_object_get(j, "stdout")) ?: "", stdout);
-  fputs(json_string_value(json_object_get(j, "stderr")) ?: "", stderr);
-  const char *status = json_string_value(json_object_get(j, "status"));
-  json_t *err = json_object_get(j, "error");
-  fprintf(stderr, "run %s: %s%s%s\n", json_string_value(json_object_get(j, "run_id")),
-          status ? status : json_string_value(json_object_get(j, "state")),
-          json_is_object(err) ? ": " : "",
-          json_is_object(err) ? json_string_value(json_object_get(err, "message")) ?: "" : "");
-  size_t i;
-  json_t *v;
-  json_array_foreach(json_object_get(j, "notes"), i, v)
-      fprintf(stderr, "note: %s\n", json_string_value(v));
-  if (json_is_true(json_object_get(j, "restarted"))) {
-    fprintf(stderr, "the sandbox was restarted; remounted:");
-    json_array_foreach(json_object_get(j, "remounted"), i, v)
-        fprintf(stderr, " %s", json_string_value(v));
-    fputc('\n', stderr);
-  }
-  rc = exit_for_status(status);
-  const char *outdir = opt(argc, argv, "--out");
-  if (outdir && save_artifacts(&c, j, outdir) != 0 && rc == 0)
-    rc = 2;
+  print_run(j);
+  rc = exit_for_status(str(j, "status"));
+  if (a.val[F_OUT] && save_artifacts(&c, j, a.val[F_OUT]) != 0 && rc == CLI_EXIT_OK)
+    rc = CLI_EXIT_API;
 out:
   json_decref(j);
+  json_decref(cfg);
   free(reqb);
-  sbx_free(body);
   sbx_free(code);
   sbx_free(c.key);
   return rc;

@@ -22,12 +22,9 @@ static void usage(FILE *f) {
   fputs(
       "usage: cerea-sandbox serve [--listen ADDR:PORT|unix:PATH]... [--data DIR]\n"
       "                           [--tls-cert FILE --tls-key FILE] [--static DIR] [--config FILE]\n"
-      "       cerea-sandbox run [--url URL] [--key KEY] [--data DIR] [--chat ID] [--timeout S]\n"
-      "                         [--wait S] [FILE|-]\n"
-      "       cerea-sandbox status [--url URL] [--key KEY] [--data DIR]\n"
-      "defaults: --listen 127.0.0.1:8080 --data ./var --url http://127.0.0.1:8080;\n"
-      "settings: docs/configuration.md\n",
+      "  defaults: --listen 127.0.0.1:8080 --data ./var; settings: docs/configuration.md\n",
       f);
+  orch_cli_usage(f);
 }
 
 static void on_closed(void *ud) { (void)ud; }

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <uv.h>
 
 #include "common.h"
@@ -75,5 +76,6 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
 /* ---- API clients (cli.c) --------------------------------------------------------------------- */
 int orch_cli_status(int argc, char **argv); /* exit code */
 int orch_cli_run(int argc, char **argv);
+void orch_cli_usage(FILE *f); /* both commands' usage, every flag */
 
 #endif
