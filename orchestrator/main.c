@@ -27,6 +27,30 @@ static void usage(FILE *f) {
   orch_cli_usage(f);
 }
 
+/* The address a person opens: the first TCP listener, a wildcard one as loopback. */
+static void print_open_url(const struct orch_config *cfg, int port) {
+  const char *addr = NULL;
+  for (size_t i = 0; i < cfg->n_listen && addr == NULL; i++)
+    if (strncmp(cfg->listen[i], "unix:", 5) != 0)
+      addr = cfg->listen[i];
+  if (cfg->n_listen == 0)
+    addr = "127.0.0.1:8080";
+  if (addr == NULL || port <= 0)
+    return;
+  const char *colon = strrchr(addr, ':');
+  int hl = colon ? (int)(colon - addr) : (int)strlen(addr);
+  const char *host = addr;
+  if ((hl == 7 && strncmp(addr, "0.0.0.0", 7) == 0) || hl == 0)
+    host = "127.0.0.1", hl = 9;
+  else if (hl == 4 && strncmp(addr, "[::]", 4) == 0)
+    host = "[::1]", hl = 5;
+  const char *scheme = cfg->tls_cert ? "https" : "http";
+  fprintf(stderr,
+          "cerea-sandbox: open %s://%.*s:%d/ for the playground and chats, %s://%.*s:%d/admin for "
+          "operators\n",
+          scheme, hl, host, port, scheme, hl, host, port);
+}
+
 static void on_closed(void *ud) { (void)ud; }
 
 static void on_signal(uv_signal_t *h, int signum) {
@@ -105,6 +129,7 @@ static int serve(int argc, char **argv) {
   fprintf(stderr, "cerea-sandbox: listening on %s (port %d), data in %s, code execution %s\n",
           cfg.n_listen ? cfg.listen[0] : "127.0.0.1:8080", orch_port(server), cfg.data_dir,
           orch_exec_mode_name(cfg.exec_mode));
+  print_open_url(&cfg, orch_port(server));
   uv_signal_init(loop, &sig_term);
   uv_signal_init(loop, &sig_int);
   uv_signal_start(&sig_term, on_signal, SIGTERM);

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, startServer, call, newChat, tempDir, Page } from './lib.mjs';
+import { BIN, ROOT, startServer, call, newChat, tempDir, Page } from './lib.mjs';
 
 let srv;
 const dir = tempDir('cli');
@@ -161,4 +161,34 @@ test('saved paths print cleanly with --out DIR/; a timeout with nothing to remou
     assert.doesNotMatch(r.stderr, /remounted:\s*$/m, 'no empty remounted list');
   } finally { t.page.close(); }
   assert.ok(existsSync(join(dir, 'out')));
+});
+
+test('serve prints the URL to open; `scripts/run.sh --listen` replaces 8080 instead of adding to it', async () => {
+  const net = await import('node:net');
+  assert.match(srv.log, new RegExp(`open http://127\\.0\\.0\\.1:${srv.port}/ for the playground`), srv.log);
+  assert.match(srv.log, new RegExp(`http://127\\.0\\.0\\.1:${srv.port}/admin for operators`));
+  // Hold 8080 for the time of the test (when someone else holds it already, it is taken all the same).
+  const blocker = net.createServer();
+  await new Promise((r) => { blocker.once('error', r); blocker.listen(8080, '127.0.0.1', r); });
+  const port = await new Promise((r) => { const s = net.createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => r(p)); }); });
+  const data = tempDir('runsh');
+  const p = spawn('bash', [join(ROOT, 'scripts', 'run.sh'), '--listen', `127.0.0.1:${port}`, '--data', data], {
+    cwd: ROOT, env: { ...env(), RUN_NO_SETUP: '1', CEREA_BIN: '', CEREA_API_KEY: 'run-sh-test-key-0123456789' }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  p.stderr.on('data', (d) => { log += d; });
+  const exited = new Promise((r) => p.on('exit', (code) => r(code)));
+  try {
+    let up = false;
+    for (let i = 0; i < 100 && !up && p.exitCode === null; i++) {
+      try { up = (await fetch(`http://127.0.0.1:${port}/healthz`)).ok; } catch { await new Promise((r) => setTimeout(r, 100)); }
+    }
+    assert.ok(up, `run.sh --listen 127.0.0.1:${port} came up while 8080 was taken:\n${log}`);
+    assert.match(log, new RegExp(`open http://127\\.0\\.0\\.1:${port}/`));
+    assert.doesNotMatch(log, /8080/, 'no listener on 8080 was tried');
+  } finally {
+    if (p.exitCode === null) process.kill(p.pid, 'SIGTERM');
+    await exited;
+    blocker.close();
+    rmSync(data, { recursive: true, force: true });
+  }
 });
