@@ -84,13 +84,12 @@ async def execute_run(options_json):
         outputs_diff.before_run()
     except Exception as e:
         notes.append("output change detection could not start: %r" % (e,))
+    capture_error = None
     if _pending["matplotlib"]:
         try:
             start_matplotlib()
         except BaseException as e:
-            notes.append("figure capture could not start in this run (%s: %s); the code still "
-                         "ran. Save charts with savefig to /mnt/output instead."
-                         % (type(e).__name__, e))
+            capture_error, capture_at = e, len(notes)
     status, error = "ok", None
     host = _host()
     t1 = time.perf_counter()
@@ -109,7 +108,12 @@ async def execute_run(options_json):
         n = imports.note_for(e)
         if n:
             notes.append(n)
+        if n and capture_error is not None and imports.note_for(capture_error) == n:
+            capture_error = None   # the code's own import of matplotlib failed: its note says it
         e = None
+    if capture_error is not None:
+        notes.insert(capture_at, imports.capture_note(capture_error))
+        capture_error = None
     t2 = time.perf_counter()
     swept, dropped = [], 0
     if not figures.installed() and "matplotlib.pyplot" in sys.modules:
