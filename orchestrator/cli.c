@@ -632,16 +632,24 @@ static void print_waited(const struct cli *c, json_t *j, long wait, const char *
 
 /* ---- commands -------------------------------------------------------------------------------- */
 
-int orch_cli_status(int argc, char **argv) {
-  struct args a;
-  if (parse_args(argc, argv, 0, &a) != 0) {
+/* Reads a command's flags: its exit code when that is all (a usage error, --help), else -1. */
+static int parse_or_help(int argc, char **argv, int run, struct args *a) {
+  if (parse_args(argc, argv, run, a) != 0) {
     orch_cli_usage(stderr);
     return CLI_EXIT_API;
   }
-  if (a.val[F_HELP]) {
+  if (a->val[F_HELP]) {
     orch_cli_usage(stdout);
     return CLI_EXIT_OK;
   }
+  return -1;
+}
+
+int orch_cli_status(int argc, char **argv) {
+  struct args a;
+  int done = parse_or_help(argc, argv, 0, &a);
+  if (done >= 0)
+    return done;
   struct cli c;
   if (setup(&c, &a) != 0)
     return CLI_EXIT_API;
@@ -679,14 +687,9 @@ out:
 
 int orch_cli_run(int argc, char **argv) {
   struct args a;
-  if (parse_args(argc, argv, 1, &a) != 0) {
-    orch_cli_usage(stderr);
-    return CLI_EXIT_API;
-  }
-  if (a.val[F_HELP]) {
-    orch_cli_usage(stdout);
-    return CLI_EXIT_OK;
-  }
+  int done = parse_or_help(argc, argv, 1, &a);
+  if (done >= 0)
+    return done;
   long timeout = -1, wait = -1;
   if ((a.val[F_TIMEOUT] && (timeout = number_arg("--timeout", a.val[F_TIMEOUT], 1, 300)) < 0) ||
       (a.val[F_WAIT] && (wait = number_arg("--wait", a.val[F_WAIT], 0, 86400)) < 0))
