@@ -1,10 +1,13 @@
 /* api_health.c -- operator and page-facing read-only endpoints: /healthz (is the database
  * answering), /metrics (Prometheus text), /v1/config (public: what a page needs to know before
- * it attaches: execution mode, PyPI, time limit, limits).  What it does not do: admin writes
- * (issue 7's admin settings live in api_admin.c).
+ * it attaches: execution mode, PyPI, time limit, limits, and the Python packages this deployment
+ * serves and lacks).  What it does not do: admin writes (issue 7's admin settings live in
+ * api_admin.c).
  */
 #include "internal.h"
 #include "transport.h"
+
+#include <string.h>
 
 static void on_healthz(struct tp_req *req, void *ud) {
   struct orch *o = ud;
@@ -38,11 +41,52 @@ static void on_metrics(struct tp_req *req, void *ud) {
   sbx_buf_free(&b);
 }
 
+/* The guide's packages this deployment serves ({name, version}) and lacks ({name, reason}), from
+ * the served tree's pyodide/deployment.json (written by scripts/sync_pyodide_wheels.mjs; read on
+ * each call, it is a few KB, so a re-sync shows without a restart), or null when it is missing.
+ * *micropip tells whether micropip is served (PyPI installs need it). */
+static json_t *packages_json(const struct orch *o, int *micropip) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/pyodide/deployment.json", o->static_dir);
+  *micropip = 0;
+  json_t *d = json_load_file(path, 0, NULL);
+  if (!json_is_object(d)) {
+    json_decref(d);
+    return json_null();
+  }
+  json_t *has = json_array(), *lacks = json_array(), *v;
+  size_t i;
+  json_array_foreach(json_object_get(d, "has"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (name == NULL)
+      continue;
+    *micropip |= strcmp(name, "micropip") == 0;
+    json_array_append_new(has, json_pack("{s:s, s:O}", "name", name, "version",
+                                         json_object_get(v, "version") ?: json_null()));
+  }
+  json_array_foreach(json_object_get(d, "lacks"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (name != NULL)
+      json_array_append_new(lacks, json_pack("{s:s, s:O}", "name", name, "reason",
+                                             json_object_get(v, "reason") ?: json_null()));
+  }
+  json_t *j = json_pack("{s:O, s:o, s:o}", "python",
+                        json_object_get(json_object_get(d, "pyodide"), "python") ?: json_null(),
+                        "has", has, "lacks", lacks);
+  json_decref(d);
+  return j;
+}
+
 static void on_config(struct tp_req *req, void *ud) {
   struct orch *o = ud;
+  int micropip = 0;
+  json_t *pkgs = packages_json(o, &micropip);
   json_t *j = json_object();
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
   json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));
+  /* Installs from PyPI need micropip as well as the operator's consent. */
+  json_object_set_new(j, "pypi_available", json_boolean(!o->cfg->pypi_disabled && micropip));
+  json_object_set_new(j, "packages", pkgs);
   json_object_set_new(j, "time_limit_s", json_integer(o->rt.time_limit_s));
   json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->rt.paused_wait_ms));
   json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->rt.page_grace_ms));
