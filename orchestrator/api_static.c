@@ -10,6 +10,8 @@
  *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html, each with
  *   COOP same-origin + COEP require-corp (SharedArrayBuffer for interrupts).  A missing html file
  *   gets a small built-in page instead of an error.
+ *   any other path: 404 -- an HTML page when the request wants HTML (a browser), the API's JSON
+ *   error otherwise.
  *
  * The worker CSP names our origin with the /pyodide/ path: 'self' cannot carry a path, and
  * `connect-src 'self'` would let Python call the app's own API.  The origin comes from the
@@ -124,6 +126,63 @@ static void serve_app(struct tp_req *req, struct orch *o, const char *file) {
   tp_respond(req, 200, h2, PLACEHOLDER, sizeof(PLACEHOLDER) - 1);
 }
 
+/* Does the request want a page (a browser's navigation says text/html first or among its types)?
+ * API clients (fetch and curl send any-type Accept, or JSON) get the JSON error. */
+static int wants_html(struct tp_req *req) {
+  const char *accept = tp_req_header(req, "accept");
+  return accept != NULL && strstr(accept, "text/html") != NULL;
+}
+
+/* A path no route or mount takes: a small HTML page for a browser (what exists, where to go), the
+ * API's JSON 404 for everyone else.  The path is shown HTML-escaped and cut at 200 bytes. */
+static void on_not_found(struct tp_req *req, void *ud) {
+  (void)ud;
+  if (!wants_html(req)) {
+    orch_api_error(req, 404, "not_found", "no such path");
+    return;
+  }
+  struct sbx_buf b;
+  sbx_buf_init(&b, 16384);
+  sbx_buf_appendf(
+      &b, "%s",
+      "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>Page not found \xe2\x80\x94 Cerea sandbox</title>"
+      "<link rel=\"icon\" href=\"data:,\"><link rel=\"stylesheet\" href=\"/assets/style.css\">"
+      "</head><body><header class=\"top\"><h1 class=\"brand\"><a href=\"/\">Cerea sandbox</a>"
+      "</h1></header><main class=\"single\" id=\"main\"><section class=\"panel error-page\">"
+      "<h2>Page not found</h2><p>There is no page at <code>");
+  const char *path = tp_req_path(req);
+  for (size_t i = 0; path[i] && i < 200; i++) {
+    const char *e = path[i] == '<'   ? "&lt;"
+                    : path[i] == '>' ? "&gt;"
+                    : path[i] == '&' ? "&amp;"
+                    : path[i] == '"' ? "&quot;"
+                                     : NULL;
+    if (e)
+      sbx_buf_appendf(&b, "%s", e);
+    else
+      sbx_buf_append(&b, path + i, 1);
+  }
+  sbx_buf_appendf(
+      &b, "%s",
+      "</code>. Check the address, or go to one of these:</p><ul>"
+      "<li><a href=\"/\">Playground and chats</a> \xe2\x80\x94 run Python in your "
+      "browser; open a chat from its list</li>"
+      "<li><a href=\"/admin\">Administration</a> \xe2\x80\x94 for operators</li></ul>"
+      "<p class=\"muted small\">A chat opens from the link the app gave you "
+      "(<code>/chat/&lt;id&gt;#token=\xe2\x80\xa6</code>).</p></section></main></body></html>\n");
+  char headers[600];
+  snprintf(
+      headers, sizeof(headers),
+      "Content-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
+      "Content-Security-Policy: default-src 'none'; style-src 'self'; base-uri 'none'; "
+      "form-action 'none'\r\n%sX-Content-Type-Options: nosniff\r\nReferrer-Policy: no-referrer\r\n",
+      ISOLATION);
+  tp_respond(req, 404, headers, b.data ? b.data : "", b.len);
+  sbx_buf_free(&b);
+}
+
 static void on_index(struct tp_req *req, void *ud) { serve_app(req, ud, "index.html"); }
 static void on_chat_page(struct tp_req *req, void *ud) { serve_app(req, ud, "chat.html"); }
 static void on_admin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "admin.html"); }
@@ -142,4 +201,5 @@ void orch_routes_static(struct orch *o) {
   tp_route(o->tp, "GET", "/playground", 0, on_index, o);
   tp_route(o->tp, "GET", "/chat/{chat}", 0, on_chat_page, o);
   tp_route(o->tp, "GET", "/admin", 0, on_admin_page, o);
+  tp_not_found(o->tp, on_not_found, o);
 }

@@ -115,6 +115,8 @@ struct tp_server {
   size_t nmounts;
   struct tp_path_hdr *phdrs;
   size_t nphdrs;
+  tp_handler_cb not_found_cb; /* tp_not_found: unmatched paths, instead of the JSON 404 */
+  void *not_found_ud;
   struct tp_stats stats;
   uint64_t by_status[600];
   struct sbx_list sse_reqs; /* requests with an open event stream (heartbeats) */

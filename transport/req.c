@@ -305,6 +305,8 @@ void tp__req_dispatch(struct tp_req *r) {
     static const char body[] =
         "{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"method not allowed\"}}";
     tp_respond(r, 405, h, body, sizeof(body) - 1);
+  } else if (r->route_status == 404 && s->not_found_cb) {
+    s->not_found_cb(r, s->not_found_ud);
   } else if (r->route_status == 404) {
     tp_respond_error(r, 404, "not_found", "no such path");
   } else {
@@ -318,6 +320,11 @@ void tp__req_dispatch(struct tp_req *r) {
     tp_respond_error(r, 500, "internal", "the handler did not answer");
   }
   tp__req_unref(r);
+}
+
+void tp_not_found(struct tp_server *s, tp_handler_cb cb, void *ud) {
+  s->not_found_cb = cb;
+  s->not_found_ud = ud;
 }
 
 /* ---- accessors ------------------------------------------------------------------------------- */

@@ -90,6 +90,11 @@ typedef void (*tp_handler_cb)(struct tp_req *req, void *ud);
 int tp_route(struct tp_server *s, const char *method, const char *pattern, size_t body_limit,
              tp_handler_cb cb, void *ud);
 
+/* The handler for requests that match no route and no static mount, in place of the JSON 404
+ * (the orchestrator answers browsers with an HTML page).  One per server; NULL restores the
+ * JSON 404.  A path that matches a route with another method still gets 405. */
+void tp_not_found(struct tp_server *s, tp_handler_cb cb, void *ud);
+
 /* Request bodies streamed to a sink instead of buffered (large uploads): like tp_route, but each
  * piece of the body goes to on_body as it arrives (data borrowed for the call), and the handler
  * runs once the body is complete, with tp_req_body() empty.  body_limit still applies (413).
