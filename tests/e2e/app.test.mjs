@@ -3,7 +3,12 @@
 // list, attach a file, type code in the editor and run it, see the output and artifact cards with
 // working previews (image, PDF via pdf.js, Word via docx-preview, HTML in a sandboxed frame whose
 // scripts run with the bundled Tailwind but reach no network, no storage, cannot submit forms or
-// navigate), and the admin page showing a live run and changing the retention setting.
+// navigate), and the admin page showing a live run and changing the retention setting.  What a new
+// user trips on (issue 20): the library set said plainly (playground line, settings, /v1/config,
+// admin), the PyPI toggle disabled with its reason when micropip is not served, the admin page's
+// Save before Connect, finished runs' origin and restart, "1 paused turn", a wrong key not saved
+// over the playground's, tables on a phone; New chat with a refused key says so; a long chat name
+// stays inside the list; a mistyped URL gets an HTML page (JSON for API clients).
 // Screenshots of the views at desktop and phone widths go to test-results/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -195,21 +200,34 @@ test('index page at phone width, settings dialog reachable by keyboard', async (
   } finally { await phone.close(); }
 });
 
-test('the PyPI setting picks the worker (its CSP) and is hidden when the operator disabled PyPI', async (t) => {
+test('the PyPI setting: disabled with its reason without micropip; picks the worker (its CSP) when it can work; hidden when the operator disabled PyPI', async (t) => {
   if (!need(t)) return;
+  const cfg = (await api('GET', '/v1/config')).json;
   const page = await browser.ctx.newPage();
   const workers = [];
   page.on('worker', (w) => workers.push(new URL(w.url()).pathname));
   await page.goto(`${orch.origin}/playground`);
   await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 90_000 });
-  assert.equal(workers[0], '/worker-pypi/kernel-worker.js', 'on by default: the worker whose CSP allows the PyPI hosts');
-  const csp = (await fetch(`${orch.origin}/worker-pypi/kernel-worker.js`)).headers.get('content-security-policy');
-  assert.match(csp, /pypi\.org/);
   await page.click('#open-settings');
-  await page.uncheck('#pypi');
-  await page.click('#settings button[value=ok]');
-  await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready' && window.cereaSupervisor.workerUrl.startsWith('/worker/'), null, { timeout: 90_000 });
-  assert.ok(workers.includes('/worker/kernel-worker.js'), JSON.stringify(workers));
+  if (!cfg.pypi_available) {
+    // This deployment serves no micropip: the toggle cannot work, so it is off, disabled, and says why.
+    assert.ok(cfg.packages.lacks.some((p) => p.name === 'micropip'), JSON.stringify(cfg.packages));
+    assert.equal(await page.isDisabled('#pypi'), true);
+    assert.equal(await page.isChecked('#pypi'), false);
+    assert.match(await page.locator('#pypi-unavailable').textContent(), /needs micropip/);
+    assert.equal(await page.isVisible('#pypi-unavailable'), true);
+    assert.equal(workers[0], '/worker/kernel-worker.js', 'no PyPI hosts in the worker CSP for a setting that cannot work');
+    await screenshot(page, 'settings-pypi-unavailable');
+    await page.keyboard.press('Escape');
+  } else {
+    assert.equal(workers[0], '/worker-pypi/kernel-worker.js', 'on by default: the worker whose CSP allows the PyPI hosts');
+    const csp = (await fetch(`${orch.origin}/worker-pypi/kernel-worker.js`)).headers.get('content-security-policy');
+    assert.match(csp, /pypi\.org/);
+    await page.uncheck('#pypi');
+    await page.click('#settings button[value=ok]');
+    await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready' && window.cereaSupervisor.workerUrl.startsWith('/worker/'), null, { timeout: 90_000 });
+    assert.ok(workers.includes('/worker/kernel-worker.js'), JSON.stringify(workers));
+  }
   await page.close();
 
   const off = await orchestrator({ env: { CHAT_PYODIDE_PYPI_DISABLED: 'true' } });
@@ -229,4 +247,195 @@ test('the PyPI setting picks the worker (its CSP) and is hidden when the operato
     assert.doesNotMatch(csp2 || '', /pypi\.org/, 'the operator switch also closes /worker-pypi/');
     await p2.close();
   } finally { await off.stop(); }
+});
+
+test('the library set is said plainly: /v1/config lists what is served and lacking, the playground says it, the admin page lists it', async (t) => {
+  if (!need(t)) return;
+  const cfg = (await api('GET', '/v1/config')).json;
+  assert.ok(Array.isArray(cfg.packages?.has) && Array.isArray(cfg.packages?.lacks), JSON.stringify(cfg));
+  assert.equal(cfg.packages.has.length + cfg.packages.lacks.length, 11, 'the guide names 11 packages');
+  assert.ok(cfg.packages.has.some((p) => p.name === 'openpyxl' && p.version), JSON.stringify(cfg.packages.has));
+  assert.equal(typeof cfg.pypi_available, 'boolean');
+  assert.equal(cfg.limits.upload_bytes, 50 * 1024 * 1024);
+  const page = await browser.ctx.newPage();
+  await page.goto(`${orch.origin}/playground`);
+  const line = page.locator('[data-testid=libraries]');
+  await line.waitFor();
+  const text = await line.textContent();
+  assert.match(text, /openpyxl/);
+  for (const l of cfg.packages.lacks.filter((p) => p.name !== 'micropip')) assert.match(text, new RegExp(`Not available on this deployment:.*${l.name}`));
+  assert.doesNotMatch(text, /PYODIDE_DIST_DIR|operator/i, 'no operator jargon for users');
+  const admin = await browser.ctx.newPage();
+  await admin.goto(`${orch.origin}/admin`);
+  await admin.locator('#packages-has tbody tr', { hasText: 'openpyxl' }).waitFor();
+  for (const l of cfg.packages.lacks) await admin.locator('#packages-lacks tbody tr', { hasText: l.name }).first().waitFor();
+  assert.match(await admin.locator('#pypi-state').textContent(), cfg.pypi_available ? /allowed/ : /not possible \(micropip is not served\)/);
+  await admin.close(); await page.close();
+});
+
+test('admin: Save before Connect says to connect first (no exception)', async (t) => {
+  if (!need(t)) return;
+  const ctx = await launch({ viewport: DESKTOP });
+  try {
+    const admin = await ctx.ctx.newPage();
+    const errors = watchConsole(admin);
+    await admin.goto(`${orch.origin}/admin`);
+    await admin.fill('#retention', '9');
+    await admin.click('#save-retention');
+    await admin.getByText('Connect with the operator API key first.').waitFor({ timeout: 5000 });
+    assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), [], 'no exception');
+  } finally { await ctx.close(); }
+});
+
+test('admin: a wrong key typed there is not saved over the playground\'s, whose New chat keeps working', async (t) => {
+  if (!need(t)) return;
+  const ctx = await launch({ viewport: DESKTOP });
+  try {
+    const admin = await ctx.ctx.newPage();
+    await admin.goto(`${orch.origin}/admin`);
+    await admin.fill('#apikey', orch.apiKey);
+    await admin.click('#connect');
+    await admin.getByText(/^Connected/).waitFor();
+    await admin.fill('#apikey', 'wrong-key-0123456789abcdef');
+    await admin.click('#connect');
+    await admin.getByText('The API key was refused.').waitFor();
+    assert.equal(await admin.evaluate(() => JSON.parse(localStorage.getItem('cerea.settings')).apiKey), orch.apiKey);
+    const pg = await ctx.ctx.newPage();
+    await pg.goto(`${orch.origin}/`);
+    await pg.locator('#open-settings:not([disabled])').waitFor();
+    await pg.click('#new-chat');
+    await pg.locator('#chat-list li a').first().waitFor({ timeout: 10_000 });
+  } finally { await ctx.close(); }
+});
+
+test('admin: one paused run reads "1 paused turn"', async (t) => {
+  if (!need(t)) return;
+  // A server of its own: runs the other tests left paused would change the count.
+  const orch = await orchestrator();
+  if (orch.skip) { t.skip(orch.skip); return; }
+  const api = backend(orch.origin, orch.apiKey);
+  const ctx = await launch({ viewport: DESKTOP });
+  try {
+    const c = await api('POST', '/v1/chats', { title: 'paused one' });
+    const run = await api('POST', `/v1/chats/${c.json.chat_id}/runs`, { code: 'print(1)', origin: 'tool' });
+    const admin = await ctx.ctx.newPage();
+    await admin.goto(`${orch.origin}/admin`);
+    await admin.fill('#apikey', orch.apiKey);
+    await admin.click('#connect');
+    await admin.locator('#runs tbody tr', { hasText: run.json.run_id.slice(-10) }).filter({ hasText: 'paused' }).waitFor({ timeout: 10_000 });
+    await admin.waitForFunction(() => /\(1 paused turn waiting/.test(document.getElementById('runs-summary').textContent), null, { timeout: 5000 })
+      .catch(async (e) => { throw new Error(`${e.message}: ${await admin.locator('#runs-summary').textContent()}`); });
+    await api('POST', `/v1/runs/${run.json.run_id}/cancel`, {});
+  } finally { await ctx.close(); await orch.stop(); }
+});
+
+test('admin: finished runs show their origin and whether the sandbox restarted', async (t) => {
+  if (!need(t)) return;
+  const c = await api('POST', '/v1/chats', { title: 'finished runs' });
+  const chat = c.json;
+  const page = await browser.ctx.newPage();
+  await page.goto(`${orch.origin}/chat/${chat.chat_id}#token=${chat.page_token}`);
+  await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 90_000 });
+  const ok = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'print(2)', origin: 'auto', wait_s: 60 });
+  assert.equal(ok.json.status, 'ok', ok.text);
+  await page.evaluate(() => window.cereaSupervisor.whenSpareReady());
+  const slow = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'while True:\n    pass', origin: 'tool', timeout_s: 1, wait_s: 60 });
+  assert.equal(slow.json.status, 'timeout', slow.text);
+  assert.equal(slow.json.restarted, true);
+  await page.close();
+  const admin = await browser.ctx.newPage();
+  await admin.goto(`${orch.origin}/admin`);
+  await admin.fill('#apikey', orch.apiKey);
+  await admin.click('#connect');
+  const row = (id) => admin.locator('#runs tbody tr', { hasText: id.slice(-10) });
+  await admin.waitForFunction((ids) => ids.every((id) => [...document.querySelectorAll('#runs tbody tr')].some((tr) => tr.textContent.includes(id) && tr.cells[2].textContent && tr.cells[6].textContent)),
+    [ok.json.run_id.slice(-10), slow.json.run_id.slice(-10)], { timeout: 10_000 });
+  const a = await row(ok.json.run_id).locator('td').allTextContents(), b = await row(slow.json.run_id).locator('td').allTextContents();
+  assert.equal(a[2], 'auto'); assert.equal(a[6], 'no');
+  assert.equal(b[2], 'tool'); assert.equal(b[6], 'yes');
+  await admin.close();
+});
+
+test('admin on a phone: ids stay on one line (the table scrolls in its frame), no page-wide overflow', async (t) => {
+  if (!need(t)) return;
+  const c = await api('POST', '/v1/chats', { title: 'phone table' });
+  await api('POST', `/v1/chats/${c.json.chat_id}/runs`, { code: 'print(3)', origin: 'tool' });
+  const phone = await launch({ viewport: PHONE, isMobile: true });
+  try {
+    const admin = await phone.ctx.newPage();
+    await admin.goto(`${orch.origin}/admin`);
+    await admin.fill('#apikey', orch.apiKey);
+    await admin.click('#connect');
+    await admin.locator('#runs tbody td code').first().waitFor({ timeout: 10_000 });
+    const heights = await admin.$$eval('#runs tbody td code, #pages tbody td code', (els) => els.map((e) => e.getBoundingClientRect().height));
+    const line = await admin.$eval('#runs tbody td', (td) => parseFloat(getComputedStyle(td).lineHeight) || 20);
+    assert.ok(heights.length > 0 && heights.every((x) => x < line * 1.5), `one line each: ${heights} (line ${line})`);
+    const overflow = await admin.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, PHONE.width);
+    assert.ok(overflow <= 1, `no page-wide horizontal scroll (overflow ${overflow}px)`);
+    await screenshot(admin, 'admin-phone-tables');
+  } finally { await phone.close(); }
+});
+
+test('New chat with a refused key says so, and the note stays', async (t) => {
+  if (!need(t)) return;
+  const b = await launch({ viewport: DESKTOP });
+  try {
+    const page = await b.ctx.newPage();
+    await page.goto(`${orch.origin}/`);
+    await page.locator('#open-settings:not([disabled])').waitFor();
+    await page.click('#open-settings');
+    await page.fill('#apikey', 'wrong-key-0123456789abcdef');
+    await page.locator('#apikey').dispatchEvent('change');
+    await page.locator('#apikey-status[data-state=refused]').waitFor({ timeout: 5000 });
+    await page.click('#settings button[value=ok]');
+    await page.click('#new-chat');
+    await page.locator('#chats-note', { hasText: 'refused the operator API key' }).waitFor({ timeout: 5000 });
+    await page.waitForTimeout(600); // a later re-render must not wipe it
+    assert.match(await page.locator('#chats-note').textContent(), /refused the operator API key/);
+    await screenshot(page, 'chat-list-refused-key');
+  } finally { await b.close(); }
+});
+
+test('a long chat name stays inside the chat list (Rename inside the sidebar, no page overflow)', async (t) => {
+  if (!need(t)) return;
+  const long = 'Quarterly_revenue_analysis_for_the_northern_sales_region_of_2026_with_forecasts';
+  const c = await api('POST', '/v1/chats', { title: long });
+  for (const [viewport, isMobile, tag] of [[DESKTOP, false, 'desktop'], [PHONE, true, 'phone']]) {
+    const b = await launch({ viewport, isMobile });
+    try {
+      const page = await b.ctx.newPage();
+      await page.goto(`${orch.origin}/`);
+      await page.evaluate(([c, k]) => {
+        localStorage.setItem('cerea.chats', JSON.stringify([{ chat_id: c.chat_id, page_token: c.page_token, title: c.title }]));
+        localStorage.setItem('cerea.settings', JSON.stringify({ apiKey: k, pypi: true }));
+      }, [{ ...c.json, title: long }, orch.apiKey]);
+      await page.reload();
+      const li = page.locator(`#chat-list li[data-chat-id="${c.json.chat_id}"]`);
+      await li.waitFor();
+      const side = await page.locator('.side').boundingBox();
+      const btn = await li.locator('button', { hasText: 'Rename' }).boundingBox();
+      assert.ok(btn.x + btn.width <= side.x + side.width + 0.5, `${tag}: Rename inside the list (${btn.x + btn.width} > ${side.x + side.width})`);
+      const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, viewport.width);
+      assert.ok(overflow <= 1, `${tag}: no horizontal scroll (overflow ${overflow}px)`);
+      await screenshot(page, `chat-list-long-name-${tag}`);
+    } finally { await b.close(); }
+  }
+});
+
+test('a mistyped URL: an HTML page for a browser, JSON for API clients', async (t) => {
+  if (!need(t)) return;
+  const page = await browser.ctx.newPage();
+  const res = await page.goto(`${orch.origin}/chats/typo`);
+  assert.equal(res.status(), 404);
+  assert.match(res.headers()['content-type'], /text\/html/);
+  await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+  assert.match(await page.textContent('main'), /There is no page at \/chats\/typo/);
+  await page.getByRole('link', { name: 'Playground and chats' }).click();
+  await page.waitForURL(`${orch.origin}/`);
+  const api404 = await fetch(`${orch.origin}/chats/typo`);
+  assert.equal(api404.status, 404);
+  assert.deepEqual(await api404.json(), { error: { code: 'not_found', message: 'no such path' } });
+  const esc = await fetch(`${orch.origin}/x%3Cscript%3E`, { headers: { Accept: 'text/html' } });
+  assert.doesNotMatch(await esc.text(), /<script>/, 'the path is escaped');
+  await page.close();
 });

@@ -387,3 +387,85 @@ test('over TLS the chat page speaks HTTP/2 (ALPN h2), stream and run included', 
     await b.close(); await tls.stop(); fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// ---- links that do not reach their chat (issue 20) ------------------------------------------------
+for (const [what, link, why] of [
+  ['a wrong page token', (c) => `/chat/${c.chat_id}#token=${c.chat_id}.${'0'.repeat(64)}`, /wrong or incomplete/],
+  ['no page token', (c) => `/chat/${c.chat_id}`, /has no page token/],
+  ['an unknown chat', () => `/chat/${'f'.repeat(32)}#token=${'f'.repeat(32)}.${'0'.repeat(64)}`, /./],
+]) {
+  test(`${what}: a clear page instead of Attach and Run, and no Python left loading`, async (t) => {
+    if (!need(t)) return;
+    const chat = await newChat();
+    const page = await browser.ctx.newPage();
+    const errors = watchConsole(page);
+    await page.goto(`${orch.origin}${link(chat)}`);
+    const box = page.locator('[data-testid=bad-link]');
+    await box.waitFor({ timeout: 10_000 });
+    assert.match(await box.textContent(), /This chat link does not work/);
+    assert.match(await box.textContent(), why);
+    for (const sel of ['label[for=attach-input]', '#composer', '#chat-title', '#runtime'])
+      assert.equal(await page.locator(sel).isVisible(), false, `${sel}: nothing offered that cannot work`);
+    assert.equal(await page.evaluate(() => window.cereaSupervisor.state), 'disposed', 'the runtime it started loading is stopped');
+    await page.waitForTimeout(300);
+    assert.equal(page.workers().length, 0, 'no kernel worker left');
+    assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), []);
+    await screenshot(page, `chat-bad-link-${what.replace(/\W+/g, '-')}`);
+    await page.close();
+  });
+}
+
+// ---- uploads (issue 20) ----------------------------------------------------------------------------
+/** Drop `files` ([name, size]) on the chat page's drop zone; the bytes are made in the page. */
+async function dropFiles(page, files) {
+  await page.evaluate((list) => {
+    const dt = new DataTransfer();
+    for (const [name, size] of list) dt.items.add(new File([new Uint8Array(size)], name));
+    document.getElementById('dropzone').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, files);
+}
+
+test('a file over the upload limit is refused at once, before a byte is sent', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const { page } = await openChat(chat);
+  const posts = [];
+  page.on('request', (r) => { if (r.method() === 'POST' && /\/files\?/.test(r.url())) posts.push(r.url()); });
+  const t0 = Date.now();
+  await dropFiles(page, [['big.bin', 60 * 1024 * 1024]]);
+  await page.locator('#attach-status', { hasText: 'over the 50.0 MB upload limit' }).waitFor({ timeout: 5000 });
+  const ms = Date.now() - t0;
+  assert.ok(ms < 3000, `said at once (${ms} ms)`);
+  assert.match(await page.locator('#attach-status').textContent(), /big\.bin is 60\.0 MB: over the 50\.0 MB upload limit of this deployment, so it was not sent/);
+  assert.deepEqual(posts, [], 'no upload was started');
+  await screenshot(page, 'chat-upload-too-large');
+  await page.close();
+});
+
+test('a large upload shows its progress', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const { page } = await openChat(chat);
+  // 4 MB at 1 MB/s: about four seconds of upload, so the bar is seen moving.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 1024 * 1024 });
+  await page.evaluate(() => {
+    window.seen = [];
+    const bar = document.getElementById('attach-progress');
+    new MutationObserver(() => window.seen.push({ hidden: bar.hidden, value: bar.value, max: bar.max,
+      text: document.getElementById('attach-status').textContent })).observe(bar, { attributes: true });
+  });
+  await dropFiles(page, [['four.bin', 4 * 1024 * 1024]]);
+  await page.locator('#attach-status', { hasText: /Uploading four\.bin: [\d.]+ MB of 4\.0 MB/ }).waitFor({ timeout: 10_000 });
+  await screenshot(page, 'chat-upload-progress');
+  await page.locator('#attach-status', { hasText: 'four.bin is at /mnt/data/four.bin' }).waitFor({ timeout: 30_000 });
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  const seen = await page.evaluate(() => window.seen);
+  const moving = seen.filter((s) => !s.hidden && s.value > 0 && s.value < s.max);
+  assert.ok(moving.length >= 1, `the bar showed part of the bytes sent: ${JSON.stringify(seen.slice(0, 8))}`);
+  assert.ok(seen.some((s) => /Uploading four\.bin: [\d.]+ MB of 4\.0 MB/.test(s.text)), JSON.stringify(seen.map((s) => s.text).slice(0, 8)));
+  assert.equal(await page.locator('#attach-progress').isHidden(), true, 'hidden once done');
+  await page.locator('.chip[data-name="four.bin"]').waitFor();
+  await page.close();
+});

@@ -2,13 +2,15 @@
 // orchestrator: the playground runs the user's own code in a local kernel worker): real Python runs
 // and hands back an artifact; every escape probe from Python fails (and a sentinel server on
 // another port sees no request); the editor shows completion, hover signatures and syntax
-// diagnostics; a share link reproduces the code; Ctrl+Enter runs; the time limit swaps in the spare;
-// screenshots at desktop and phone widths.
+// diagnostics (cleared when the language changes), ranks the code's own names above builtins and
+// indents Python by 4 spaces; a share link reproduces the code and its language; Ctrl+Enter runs;
+// the time limit swaps in the spare; a missing library is explained in plain words, once; a cut
+// stream is said once; screenshots at desktop and phone widths.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import fs from 'node:fs';
-import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE, RESULTS } from './harness.mjs';
+import { launch, staticServer, screenshot, watchConsole, DESKTOP, PHONE, RESULTS, WWW } from './harness.mjs';
 
 let srv, browser, sentinel, sentinelHits = [];
 
@@ -206,7 +208,7 @@ test('a share link reproduces the code and runs it at once; Ctrl+Enter runs', as
   await setCode(page, code);
   await page.click('#share');
   const href = await page.locator('[data-testid=share-link]').getAttribute('href');
-  assert.match(href, /\/playground#code=/);
+  assert.match(href, /\/playground#lang=python&code=/);
   await page.close();
   const { page: p2 } = await openPlayground(href.slice(href.indexOf('#')));
   assert.equal(await p2.evaluate(() => window.cereaEditor.getCode()), code);
@@ -257,6 +259,7 @@ test('cards show a SyntaxError, and the truncation note when output passes 8,000
   assert.equal(r.stdout.trim().length, 8000, 'capped at 8,000 characters, not bytes');
   assert.match(r.text, /Output truncated at 8,000 characters/);
   assert.match(r.text, /Error output truncated at 8,000 characters/);
+  assert.equal((r.text.match(/truncated|was cut/gi) || []).length, 2, `each cut stream is said once: ${r.text.slice(-400)}`);
   await page.close();
 });
 
@@ -335,4 +338,82 @@ test('screenshots at phone width', async () => {
     assert.ok(overflow <= 1, `no horizontal scroll at phone width (overflow ${overflow}px)`);
     await screenshot(page, 'playground-phone');
   } finally { await phone.close(); }
+});
+
+test('editor: a Python lint marker goes when the language changes to Ruby or Lua', async () => {
+  const { page } = await openPlayground();
+  await setCode(page, 'def broken(:\n    return 1\n');
+  await page.locator('.cm-lint-marker-error').first().waitFor({ timeout: 5000 });
+  await page.selectOption('#lang', 'ruby');
+  await page.waitForTimeout(400);
+  assert.equal(await page.locator('.cm-lint-marker-error, .cm-lintRange-error').count(), 0, 'no Python marker on Ruby code');
+  await page.selectOption('#lang', 'python');
+  await page.locator('.cm-lint-marker-error').first().waitFor({ timeout: 5000 }); // back for Python
+  await page.selectOption('#lang', 'lua');
+  await page.waitForTimeout(400);
+  assert.equal(await page.locator('.cm-lint-marker-error, .cm-lintRange-error').count(), 0, 'no Python marker on Lua code');
+  await page.close();
+});
+
+test('editor: the code\'s own names rank above builtins (Enter inserts revenue_total, not reversed)', async () => {
+  const { page } = await openPlayground();
+  await setCode(page, '');
+  await page.click('.cm-content');
+  await page.keyboard.type('revenue_total = 3\nrev');
+  const first = page.locator('.cm-tooltip-autocomplete li').first();
+  await first.waitFor({ timeout: 5000 });
+  assert.equal(await first.locator('.cm-completionLabel').textContent(), 'revenue_total');
+  assert.ok(await page.locator('.cm-tooltip-autocomplete li', { hasText: 'reversed' }).count() >= 1, 'the builtin is still offered');
+  await screenshot(page, 'playground-editor-ranking');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => window.cereaEditor.getCode()), 'revenue_total = 3\nrevenue_total');
+  await page.close();
+});
+
+test('editor: Python indents by 4 spaces', async () => {
+  const { page } = await openPlayground();
+  await setCode(page, '');
+  await page.click('.cm-content');
+  await page.keyboard.type('def f():');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('if True:');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('return 1');
+  assert.equal(await page.evaluate(() => window.cereaEditor.getCode()), 'def f():\n    if True:\n        return 1');
+  await page.close();
+});
+
+test('a share link keeps the language', async () => {
+  const { page } = await openPlayground();
+  await page.selectOption('#lang', 'ruby');
+  await setCode(page, 'def hi\n  puts "x"\nend\n');
+  await page.click('#share');
+  const href = await page.locator('[data-testid=share-link]').getAttribute('href');
+  assert.match(href, /#lang=ruby&code=/);
+  await page.close();
+  const { page: p2 } = await openPlayground(href.slice(href.indexOf('#')));
+  assert.equal(await p2.locator('#lang').inputValue(), 'ruby');
+  assert.equal(await p2.isDisabled('#run'), true, 'Ruby is view only');
+  assert.equal(await p2.evaluate(() => window.cereaEditor.getCode()), 'def hi\n  puts "x"\nend\n');
+  await p2.close();
+});
+
+test('a library this deployment lacks is explained in plain words, once (no operator jargon, no savefig, no "still ran")', async (t) => {
+  const dep = JSON.parse(fs.readFileSync(`${WWW}/pyodide/deployment.json`, 'utf8'));
+  if (dep.has.some((p) => p.name === 'matplotlib')) { t.skip('matplotlib is served by this deployment'); return; }
+  const { page } = await openPlayground();
+  await setCode(page, 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n');
+  const r = await runAndWait(page);
+  assert.equal(r.status, 'error', r.text);
+  assert.match(r.text, /ModuleNotFoundError/);
+  const notes = await r.card.locator('[data-testid=note]').allTextContents();
+  assert.equal(notes.length, 1, JSON.stringify(notes));
+  assert.match(notes[0], /^matplotlib is not available on this deployment/);
+  assert.match(notes[0], /charts cannot be drawn here/);
+  for (const bad of [/PYODIDE_DIST_DIR/, /operator/i, /savefig/, /still ran/])
+    assert.doesNotMatch(r.text, bad, `the card says ${bad}`);
+  await setCode(page, 'import pandas as pd\n');
+  const r2 = await runAndWait(page);
+  assert.match(r2.text, /pandas is not available on this deployment.*Instead, use the csv module/);
+  await page.close();
 });

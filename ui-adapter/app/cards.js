@@ -1,5 +1,5 @@
 // cards.js -- run cards and artifact cards, shared by the playground and the chat page.  A run card
-// shows the code, stdout and stderr with truncation notes, status, duration, notes, the restart
+// shows the code, stdout and stderr with truncation notes (once), status, duration, notes, the restart
 // notice with the remounted files, and the run's files as artifact cards (download + preview).
 // When a run produced files, the file is the answer: the code folds behind a disclosure.  While a
 // run goes on a phone the card says to keep the page open.  Figures redrawn under one name show as
@@ -12,6 +12,14 @@ const STATUS_TEXT = { ok: 'Done', error: 'Error', timeout: 'Time limit: sandbox 
   abandoned: 'Abandoned', cancelled: 'Cancelled', rejected: 'Code execution is off' };
 const STATE_TEXT = { queued: 'Queued', dispatched: 'Starting…', running: 'Running…', paused: 'Paused: waiting for this page to be visible',
   preparing: 'Loading files…' };
+
+// The kernel's note about a stream it cut ("stdout was cut at 8,000 characters") says what the
+// card's own truncation line says: the card shows it once, in its own words.
+const CUT_NOTE = /^(stdout|stderr)\b.*\b(cut|truncated)\b/i;
+function saysCut(note, run) {
+  const m = CUT_NOTE.exec(note);
+  return !!m && !!(m[1].toLowerCase() === 'stdout' ? run.stdout_truncated : run.stderr_truncated);
+}
 
 export class RunCard {
   /**
@@ -63,7 +71,7 @@ export class RunCard {
       parts.push(h('div', { class: 'error', 'data-testid': 'error' }, h('strong', {}, `${r.error.type || 'Error'}: `), r.error.message || '',
         tb ? h('pre', { class: 'stderr' }, tb) : null));
     }
-    for (const n of r.notes || []) parts.push(h('p', { class: 'note', 'data-testid': 'note' }, n));
+    for (const n of (r.notes || []).filter((x) => !saysCut(x, r))) parts.push(h('p', { class: 'note', 'data-testid': 'note' }, n));
     if (r.files_unlisted) parts.push(h('p', { class: 'note' }, `${r.files_unlisted} more files were not listed (200 per run).`));
     if (r.figures_dropped) parts.push(h('p', { class: 'note' }, `${r.figures_dropped} figures dropped (20 per run).`));
     // Artifact cards are kept across updates so open previews do not flicker.

@@ -1,28 +1,45 @@
 // editor.js -- the code editor of the reference app: CodeMirror 6 with Lezer Python (highlighting,
-// completion from keywords + local names + snippets + a small builtin reference, hover signatures,
-// syntax diagnostics from the parse tree) and Ruby and Lua legacy stream modes for viewing code in
-// those languages (token colours only: no diagnostics, no run).  Ctrl/Cmd+Enter calls onRun.
-// Everything happens in the browser: there is no language server and code never leaves the device.
-// It does not run code (the page does, through the kernel supervisor).
+// completion from the code's own names first, then a small builtin reference, Python's keywords
+// and builtins, then snippets; hover signatures; syntax diagnostics from the parse tree; 4-space
+// indents) and Ruby and Lua legacy stream modes for viewing code in those languages (token colours
+// only, 2-space indents: no diagnostics, no run; switching to them clears Python's diagnostics).
+// Ctrl/Cmd+Enter calls onRun.  Everything happens in the browser: there is no language server and
+// code never leaves the device.  It does not run code (the page does, through the kernel
+// supervisor).
 import { EditorState, Compartment } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers, highlightActiveLine, highlightActiveLineGutter, drawSelection,
   hoverTooltip, placeholder as cmPlaceholder } from '@codemirror/view';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
 import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput, syntaxTree,
-  ensureSyntaxTree, StreamLanguage, foldGutter } from '@codemirror/language';
+  ensureSyntaxTree, StreamLanguage, foldGutter, indentUnit, LanguageSupport } from '@codemirror/language';
 import { autocompletion, completionKeymap, closeBrackets, closeBracketsKeymap, snippetCompletion,
   completeFromList } from '@codemirror/autocomplete';
-import { linter, lintGutter } from '@codemirror/lint';
-import { python, pythonLanguage } from '@codemirror/lang-python';
+import { linter, lintGutter, setDiagnostics } from '@codemirror/lint';
+import { pythonLanguage, localCompletionSource, globalCompletion } from '@codemirror/lang-python';
 import { ruby } from '@codemirror/legacy-modes/mode/ruby';
 import { lua } from '@codemirror/legacy-modes/mode/lua';
 import { PY_REFERENCE, PY_SNIPPETS } from './pyref.js';
 
-// Completions from the reference (names with a signature as detail) and the snippets.
+// Ranking: the code's own names (boost 2) above the reference's builtins (1), above Python's other
+// keywords and builtins (0), above the snippets (-1): typing "rev" after `revenue_total = …` offers
+// revenue_total first, not the builtin reversed.
 const refTop = Object.entries(PY_REFERENCE).filter(([k]) => !k.includes('.'))
   .map(([label, [sig, doc]]) => ({ label, type: 'function', detail: sig.replace(/^\w+/, ''), info: doc, boost: 1 }));
 const snippets = PY_SNIPPETS.map(([tpl, label, detail]) => snippetCompletion(tpl, { label, detail, type: 'keyword', boost: -1 }));
 const topSource = completeFromList([...refTop, ...snippets]);
+const refNames = new Set(refTop.map((o) => o.label));
+
+/** The code's own names (lang-python's scope walk), ranked above everything else. */
+function localNames(ctx) {
+  const r = localCompletionSource(ctx);
+  return r && { ...r, options: r.options.map((o) => ({ ...o, boost: 2 })) };
+}
+
+/** lang-python's keywords and builtins, without the ones the reference documents (no twins). */
+function pyGlobals(ctx) {
+  const r = globalCompletion(ctx);
+  return r && { ...r, options: r.options.filter((o) => !refNames.has(o.label)) };
+}
 
 /** Completes `module.attr` from the reference (json.dumps, plt.show, …). */
 function dottedSource(ctx) {
@@ -93,12 +110,17 @@ export const LANGUAGES = {
   lua: { label: 'Lua (view only)', runnable: false },
 };
 
+// Each language with its conventional indent: PEP 8's four spaces for Python, two for Ruby and Lua.
 function languageExtensions(lang) {
-  if (lang === 'ruby') return [StreamLanguage.define(ruby)];
-  if (lang === 'lua') return [StreamLanguage.define(lua)];
+  if (lang === 'ruby') return [StreamLanguage.define(ruby), indentUnit.of('  ')];
+  if (lang === 'lua') return [StreamLanguage.define(lua), indentUnit.of('  ')];
   return [
-    python(),
-    pythonLanguage.data.of({ autocomplete: pySources }),
+    new LanguageSupport(pythonLanguage, [
+      pythonLanguage.data.of({ autocomplete: localNames }),
+      pythonLanguage.data.of({ autocomplete: pyGlobals }),
+      pythonLanguage.data.of({ autocomplete: pySources }),
+    ]),
+    indentUnit.of('    '),
     pyHover,
     linter((view) => syntaxDiagnostics(view.state), { delay: 300 }),
   ];
@@ -132,7 +154,9 @@ export function createEditor(parent, { doc = '', language = 'python', onRun, onC
     view,
     getCode: () => view.state.doc.toString(),
     setCode: (s) => view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: s } }),
-    setLanguage: (l) => view.dispatch({ effects: lang.reconfigure(languageExtensions(l)) }),
+    // The lint gutter outlives the language: Python's diagnostics are cleared with the switch.
+    setLanguage: (l) => view.dispatch({ effects: [lang.reconfigure(languageExtensions(l)),
+      ...[setDiagnostics(view.state, []).effects].flat()] }),
     focus: () => view.focus(),
   };
 }

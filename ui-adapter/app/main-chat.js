@@ -4,7 +4,10 @@
 // and the chat's files mounted.  Then it shows the chat's files as chips (left-out ones say why),
 // each run as a card (code, output, truncation notes, status, duration, files with download and
 // preview, "keep this page open" on phones), the stream and kernel state, and the runtime download
-// progress.  A small editor runs the user's own code in the chat (origin "user").
+// progress.  A small editor runs the user's own code in the chat (origin "user").  Uploads are
+// checked against the server's limit before they start and show their progress.  A link that does
+// not reach its chat (no token, a wrong one, an unknown chat) replaces the page with one that says
+// so and what to do, and stops the Python runtime it had started loading.
 // The token comes from the URL fragment (never sent to the server by the browser) and is only ever
 // sent as a bearer header.
 import { ChatSession } from '../src/session.js';
@@ -15,6 +18,7 @@ import { h, fmtBytes } from './dom.js';
 import { runtimeProgress } from './progress.js';
 import { loadSettings, serverConfig, pypiAllowed, workerUrl } from './settings.js';
 import { createEditor } from './editor.js';
+import { uploadFile, tooLarge } from './upload.js';
 
 const $ = (id) => document.getElementById(id);
 const chatId = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
@@ -29,16 +33,40 @@ const session = token && chatId ? new ChatSession({ chatId, token, supervisor })
 session?.attach();
 window.cereaSession = session; window.cereaSupervisor = supervisor; // tests and the console
 
+let linkBroken = false;
 serverConfig().then((cfg) => {
+  if (linkBroken) return null;
   const pypi = pypiAllowed(settings, cfg);
   if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
   return supervisor.start();
-}).catch((e) => { $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+}).catch((e) => { if (!linkBroken) $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+
+// A link that does not reach its chat: the page says so instead of offering what cannot work.
+const LINK_WHY = {
+  none: 'This link has no page token: the part after #token= is missing.',
+  401: 'The page token in this link is wrong or incomplete: the server did not accept it.',
+  403: 'The page token in this link belongs to another chat.',
+  404: 'There is no such chat on this server.',
+};
+function showBrokenLink(why) {
+  if (linkBroken) return;
+  linkBroken = true;
+  session?.detach();
+  supervisor.dispose();
+  document.title = 'Chat link not valid — Cerea sandbox';
+  // The chat's parts stay in the document (late callbacks may still touch them), hidden.
+  for (const el of $('main').children) el.hidden = true;
+  $('main').append(h('section', { class: 'panel error-page', 'data-testid': 'bad-link', role: 'alert' },
+    h('h2', {}, 'This chat link does not work'),
+    h('p', {}, LINK_WHY[why] || `The server refused this link (${why}).`),
+    h('p', {}, 'A chat opens from the link the app gave you when it was created (it ends in #token=…), or from the chat list of the browser that created it.'),
+    h('p', {}, h('a', { href: '/', class: 'btn' }, 'Go to the playground and chats'))));
+}
 
 // ---- Rendering --------------------------------------------------------------------------------
 runtimeProgress($('runtime'), supervisor);
 if (!session) {
-  $('stream-state').textContent = 'This link has no page token: open the chat from the chat list or the link the app gave you.';
+  showBrokenLink('none');
 } else {
   // The title is the server's (GET /v1/chats/{chat} with the page token); the copy this browser
   // keeps from the chat list is shown only when that call fails.  It is read again when this
@@ -56,7 +84,10 @@ if (!session) {
     const seq = ++titleSeq;
     let title, source = 'server';
     try { title = (await new Api({ token }).getChat(chatId))?.title; }
-    catch { title = storedTitle(); source = 'local'; }
+    catch (e) {
+      if ([401, 403, 404].includes(e.status)) { showBrokenLink(e.status); return; }
+      title = storedTitle(); source = 'local';
+    }
     if (seq !== titleSeq) return; // a later read wins over an earlier slow one
     showTitle(title);
     $('chat-title').dataset.source = source;
@@ -65,7 +96,10 @@ if (!session) {
   addEventListener('storage', (e) => { if (e.key === 'cerea.chats') loadTitle(); });
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') loadTitle(); });
   const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
-  session.on('stream', ({ state }) => { $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state; });
+  session.on('stream', ({ state, status }) => {
+    if (state === 'failed') { showBrokenLink(status); return; }
+    $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state;
+  });
   session.on('kernel', ({ state }) => { $('kernel-state').textContent = `Python: ${state}`; $('kernel-state').dataset.state = state; });
 
   session.on('files', ({ files }) => {
@@ -113,14 +147,29 @@ if (!session) {
   });
 
   // Attach files (page token: POST /v1/chats/{chat}/files); the orchestrator's `files` event
-  // refreshes the chips, and the next run mounts them.
+  // refreshes the chips, and the next run mounts them.  A file over the server's upload limit is
+  // refused here, before a byte goes; one of 1 MB or more shows a progress bar while it goes.
+  const bar = $('attach-progress');
   async function attach(list) {
+    const cfg = await serverConfig();
+    const status = $('attach-status');
     for (const f of list) {
-      $('attach-status').textContent = `Uploading ${f.name}…`;
+      const why = tooLarge(f, cfg.limits?.upload_bytes);
+      if (why) { status.textContent = why; status.dataset.state = 'refused'; continue; }
+      status.textContent = `Uploading ${f.name} (${fmtBytes(f.size)})…`;
+      delete status.dataset.state;
+      bar.hidden = f.size < 1024 * 1024;
+      bar.value = 0; bar.max = f.size || 1;
       try {
-        const r = await api.uploadFile(chatId, f.name, new Uint8Array(await f.arrayBuffer()));
-        $('attach-status').textContent = r.mounted ? `${r.name} is at ${r.path}` : `${r.name} was stored but not mounted: ${r.left_out_reason}`;
-      } catch (e) { $('attach-status').textContent = `${f.name}: ${e.status === 413 ? 'too large (over 50 MB)' : e.message}`; }
+        const r = await uploadFile({ chatId, token, name: f.name, file: f, onProgress: (done, total) => {
+          bar.max = total; bar.value = done;
+          status.textContent = `Uploading ${f.name}: ${fmtBytes(done)} of ${fmtBytes(total)}`;
+        } });
+        status.textContent = r.mounted ? `${r.name} is at ${r.path}` : `${r.name} was stored but not mounted: ${r.left_out_reason}`;
+      } catch (e) {
+        status.textContent = `${f.name} was not attached: ${e.status === 413 ? 'too large for this deployment' : e.message}`;
+        status.dataset.state = 'refused';
+      } finally { bar.hidden = true; }
     }
     session.refreshFiles();
   }
@@ -140,8 +189,9 @@ if (!session) {
   async function runOwn() {
     if (!ed) return;
     $('run').disabled = true;
+    $('run-status').textContent = '';
     try { await api.createRun(chatId, { code: ed.getCode(), origin: 'user' }); }
-    catch (e) { alert(`Could not start the run: ${e.message}`); }
+    catch (e) { $('run-status').textContent = `Could not start the run: ${e.message}`; }
     finally { $('run').disabled = false; }
   }
   $('run').addEventListener('click', runOwn);

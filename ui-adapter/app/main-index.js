@@ -1,13 +1,15 @@
 // main-index.js -- the page at / and /playground: the chat list (create with the operator's API
-// key, open, rename through the API; page tokens kept in this browser) and the playground (CodeMirror editor, a local kernel
-// worker running the user's own code with no orchestrator involved, drag-and-drop attachments
-// mounted at /mnt/data, run and artifact cards, share links, the PyPI setting).  It does not talk
-// to a chat's event stream (chat.html does).
+// key, open, rename through the API; page tokens kept in this browser; a refused key or a failed
+// create or rename says so until the next success) and the playground (CodeMirror editor, a local
+// kernel worker running the user's own code with no orchestrator involved, drag-and-drop
+// attachments mounted at /mnt/data, run and artifact cards, share links that keep the language,
+// the library set this deployment serves and lacks, the PyPI setting).  It does not talk to a
+// chat's event stream (chat.html does).
 import { createEditor, LANGUAGES } from './editor.js';
 import { RunCard } from './cards.js';
 import { h, fmtBytes } from './dom.js';
-import { codeFromHash, shareUrl } from './share.js';
-import { loadSettings, saveSettings, serverConfig, pypiAllowed, workerUrl, wireSettingsDialog } from './settings.js';
+import { codeFromHash, langFromHash, shareUrl } from './share.js';
+import { loadSettings, saveSettings, serverConfig, pypiAllowed, workerUrl, wireSettingsDialog, librariesText } from './settings.js';
 import { KernelSupervisor } from '../src/kernel.js';
 import { Api } from '../src/api.js';
 import { runtimeProgress } from './progress.js';
@@ -28,19 +30,35 @@ let supervisor = null;
 let running = null;
 const versions = new Map(); // output name -> times written in this playground session
 
+const startLang = langFromHash(LANGUAGES) || 'python';
+$('lang').value = startLang;
+$('run').disabled = !LANGUAGES[startLang].runnable;
 const editor = createEditor($('editor'), {
   doc: codeFromHash() ?? localStorage.getItem('cerea.playground.code') ?? DEFAULT_CODE,
+  language: startLang,
   onRun: () => run(),
   onChange: (code) => { try { localStorage.setItem('cerea.playground.code', code); } catch { /* full */ } },
   label: 'Python code editor',
 });
 window.cereaEditor = editor; // for tests and the console
 
-$('lang').addEventListener('change', (e) => {
-  editor.setLanguage(e.target.value);
-  $('run').disabled = !LANGUAGES[e.target.value].runnable;
+function setLanguage(l) {
+  $('lang').value = l;
+  editor.setLanguage(l);
+  $('run').disabled = !LANGUAGES[l].runnable || !!running;
+}
+$('lang').addEventListener('change', (e) => setLanguage(e.target.value));
+window.addEventListener('hashchange', () => {
+  const c = codeFromHash();
+  if (c === null) return;
+  setLanguage(langFromHash(LANGUAGES) || 'python');
+  editor.setCode(c);
 });
-window.addEventListener('hashchange', () => { const c = codeFromHash(); if (c !== null) editor.setCode(c); });
+serverConfig().then((cfg) => {
+  const t = librariesText(cfg);
+  $('libraries').textContent = t;
+  $('libraries').hidden = !t;
+});
 
 async function startKernel() {
   const cfg = await serverConfig();
@@ -79,7 +97,7 @@ async function run() {
 $('run').addEventListener('click', () => run());
 $('cancel').addEventListener('click', () => supervisor?.cancel());
 $('share').addEventListener('click', async () => {
-  const url = shareUrl(editor.getCode());
+  const url = shareUrl(editor.getCode(), $('lang').value);
   $('share-out').replaceChildren('Share link: ', h('a', { href: url, 'data-testid': 'share-link' }, url.length > 90 ? url.slice(0, 87) + '…' : url));
   try { await navigator.clipboard.writeText(url); $('share-out').append(' (copied)'); } catch { /* no permission */ }
 });
@@ -91,8 +109,9 @@ function renderChips() {
     h('button', { type: 'button', class: 'chip-x', 'aria-label': `Remove ${name}`, onclick: () => { attached.delete(name); renderChips(); } }, '×'))));
 }
 async function addFiles(list) {
+  const refused = [];
   for (const f of list) {
-    if (f.size > 20 * 1024 * 1024) { alert(`${f.name} is over 20 MB: not mounted.`); continue; }
+    if (f.size > 20 * 1024 * 1024) { refused.push(`${f.name} (${fmtBytes(f.size)})`); continue; }
     let name = f.name.replace(/[/\\]/g, '_');
     if (attached.has(name)) {
       const dot = name.lastIndexOf('.');
@@ -102,6 +121,8 @@ async function addFiles(list) {
     }
     attached.set(name, new Uint8Array(await f.arrayBuffer()));
   }
+  $('attach-note').textContent = refused.length ? `Not attached, over the 20 MB a file may have here: ${refused.join(', ')}.` : '';
+  $('attach-note').hidden = !refused.length;
   renderChips();
 }
 $('attach-input').addEventListener('change', (e) => { addFiles(e.target.files); e.target.value = ''; });
@@ -120,12 +141,14 @@ const CHATS = 'cerea.chats';
 const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
 const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c));
 let serverChats = [];
-let chatsError = ''; // the last rename's failure, shown until the next one
+let chatsError = ''; // the last failure of a chat-list action (create, rename, list), until a success
+const keyRefused = 'The server refused the operator API key in Settings: check it there.';
 async function fetchServerChats() {
   const { apiKey } = loadSettings();
   if (!apiKey) { serverChats = []; return; }
   try { serverChats = (await new Api({ token: apiKey }).call('GET', '/v1/chats'))?.chats || []; }
-  catch { serverChats = []; return; }
+  catch (e) { serverChats = []; if (e.status === 401) chatsError = keyRefused; return; }
+  if (chatsError === keyRefused) chatsError = '';
   const titles = new Map(serverChats.filter((c) => c.title).map((c) => [c.chat_id, c.title]));
   const chats = loadChats();
   let changed = false;
@@ -156,27 +179,30 @@ function renderChats() {
   const others = serverChats.filter((c) => !mine.has(c.chat_id));
   const { apiKey } = loadSettings();
   $('chats-note').textContent = chatsError || (chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).');
+  $('chats-note').classList.toggle('note', !!chatsError);
   const items = chats.map((c) => {
-    const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}` }, c.title || c.chat_id);
+    const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}`, title: c.title || c.chat_id }, c.title || c.chat_id);
     return h('li', { 'data-chat-id': c.chat_id }, link, renameButton(c.chat_id, c.title, c.page_token || apiKey));
   });
   for (const c of others) {
     items.push(h('li', { 'data-chat-id': c.chat_id, class: 'muted', title: 'Created elsewhere: its page token is not in this browser' },
-      h('span', {}, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere'),
+      h('span', { title: c.title || c.chat_id }, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere'),
       apiKey ? renameButton(c.chat_id, c.title, apiKey) : null));
   }
   $('chat-list').replaceChildren(...items);
 }
 $('new-chat').addEventListener('click', async () => {
   const { apiKey } = loadSettings();
-  if (!apiKey) { $('chats-note').textContent = 'Enter the operator API key in Settings first.'; $('settings').showModal(); return; }
+  if (!apiKey) { chatsError = 'Enter the operator API key in Settings first.'; renderChats(); $('settings').showModal(); return; }
   try {
     const title = `Chat ${new Date().toLocaleString()}`;
     const r = await new Api({ token: apiKey }).createChat({ title });
     const chats = loadChats();
     chats.unshift({ chat_id: r.chat_id, page_token: r.page_token, title });
-    saveChats(chats); renderChats();
-  } catch (e) { $('chats-note').textContent = `Could not create a chat: ${e.message}`; }
+    saveChats(chats);
+    chatsError = '';
+  } catch (e) { chatsError = e.status === 401 ? `Could not create a chat. ${keyRefused}` : `Could not create a chat: ${e.message}`; }
+  renderChats();
 });
 fetchServerChats().then(renderChats);
 
