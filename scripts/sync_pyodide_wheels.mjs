@@ -5,10 +5,13 @@
 //     [{name, version, file_name, sha256, source, licence, imports, depends}].  Each wheel's sha256
 //     is verified here (Pyodide in Node does not check it), then it is copied to
 //     build/www/pyodide/wheels/ and listed in the lock with file_name `wheels/<file>`.
-//  2. An operator-supplied full Pyodide distribution (PYODIDE_DIST_DIR: a directory holding the
-//     same release's pyodide-lock.json and its wheels): every package file present there is
-//     verified against the lock's sha256 and copied beside pyodide-lock.json (numpy, pandas,
-//     matplotlib, micropip, lxml, ...).
+//  2. An operator-supplied full Pyodide distribution (PYODIDE_DIST_DIR: the unpacked pyodide/
+//     folder of the release archive pyodide-<version>.tar.bz2 of the same version as the npm
+//     package, holding its pyodide-lock.json and the package files): every package file present
+//     there is verified against the sha256 of the lock that came with the pinned npm package and
+//     copied beside pyodide-lock.json (numpy, pandas, matplotlib, micropip, lxml, ...).  A folder
+//     without a lock, of another Pyodide version, or holding none of the lock's files stops the
+//     sync with a message saying so (docs/configuration.md, "Python packages").
 //  3. build/www/pyodide/pyodide-lock.json = the upstream lock (pyodide-lock.upstream.json) with
 //     only the packages whose files are served (and whose dependencies are), plus the wheels.
 //     A package listed but absent would make loadPackage fail at run time; pruned, its import
@@ -72,14 +75,23 @@ function main() {
   let copied = 0;
 
   // 2. the operator's full distribution
+  let fromDist = 0;
   if (distDir) {
-    const distLock = JSON.parse(fs.readFileSync(path.join(distDir, 'pyodide-lock.json'), 'utf8'));
-    if (distLock.info?.version && upstream.info?.version && distLock.info.version !== upstream.info.version)
-      console.warn(`sync_pyodide_wheels: PYODIDE_DIST_DIR is Pyodide ${distLock.info.version}, runtime is ${upstream.info.version}`);
+    const distLockFile = path.join(distDir, 'pyodide-lock.json');
+    if (!fs.existsSync(distLockFile))
+      throw new Error(`PYODIDE_DIST_DIR=${distDir} has no pyodide-lock.json: it must be the unpacked pyodide/ folder of the full distribution (pyodide-<version>.tar.bz2)`);
+    const distLock = JSON.parse(fs.readFileSync(distLockFile, 'utf8'));
+    for (const k of ['version', 'abi_version', 'platform', 'python'])
+      if (distLock.info?.[k] && upstream.info?.[k] && distLock.info[k] !== upstream.info[k])
+        throw new Error(`PYODIDE_DIST_DIR=${distDir} is for ${k} ${distLock.info[k]}, the served runtime is ${upstream.info[k]}: use the full distribution of the same Pyodide release as the npm package`);
     for (const p of Object.values(upstream.packages)) {
       const from = path.join(distDir, p.file_name);
-      if (fs.existsSync(from)) { if (copyVerified(from, path.join(dst, p.file_name), p.sha256)) copied++; }
+      if (!fs.existsSync(from)) continue;
+      fromDist++;
+      if (copyVerified(from, path.join(dst, p.file_name), p.sha256)) copied++;
     }
+    if (fromDist === 0)
+      throw new Error(`PYODIDE_DIST_DIR=${distDir} holds none of the lock's package files: is it the full distribution (pyodide-<version>.tar.bz2), not the core one?`);
   }
 
   // 3. prune upstream entries whose file is not served, then those whose dependencies are gone
@@ -145,6 +157,7 @@ function main() {
   writeIfChanged(path.join(dst, 'deployment.json'), JSON.stringify({ pyodide: upstream.info, has, lacks,
     served_packages: Object.keys(packages).length }, null, 1) + '\n');
   console.log(`sync_pyodide_wheels: ${Object.keys(packages).length} packages served (${copied} files copied, ${pages} index pages written, lock ${wroteLock ? 'rewritten' : 'unchanged'})`);
+  if (distDir) console.log(`  from PYODIDE_DIST_DIR: ${fromDist} package files, each matching the sha256 of the pinned lock`);
   console.log(`  guide packages present: ${has.map((h) => `${h.name} ${h.version}`).join(', ') || 'none'}`);
   console.log(`  guide packages lacking: ${lacks.map((l) => l.name).join(', ') || 'none'}${lacks.length && !distDir ? ' (set PYODIDE_DIST_DIR to a full Pyodide distribution to add them)' : ''}`);
 }
