@@ -732,10 +732,15 @@ int orch_cli_run(int argc, char **argv) {
     fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DIR/api_key)\n");
     goto out;
   }
-  /* The server answers (and says where code runs) before anything is created. */
-  if ((cfg = api_json(&c, "GET", "/v1/config", NULL, "reading /v1/config", &rc)) == NULL)
+  /* The server answers (and says where code runs) before anything is created.  A server
+   * without a readable /v1/config is still used: only the hints that depend on the mode go. */
+  int cst = 0;
+  char *cbody = NULL;
+  if (cli_http(&c, "GET", "/v1/config", NULL, &cst, &cbody) != 0)
     goto out;
-  const char *mode = str(cfg, "code_execution") ?: "browser";
+  cfg = cst == 200 ? json_loads(cbody, 0, NULL) : NULL;
+  sbx_free(cbody);
+  const char *mode = str(cfg, "code_execution") ?: "unknown";
   char chat[STORE_ID_LEN + 1] = "";
   if (chat_opt) {
     snprintf(chat, sizeof(chat), "%s", chat_opt);

@@ -541,7 +541,7 @@ test('CLI: `run` posts code and prints the result; `status` prints health and li
   assert.match(st.stdout, /^healthz 200 .*"database":\{"ok":true/m);
   assert.match(st.stdout, /^pages 200 .*cli-page/m);
   const bad = spawnSync(BIN, ['status', '--url', 'http://127.0.0.1:1'], { encoding: 'utf8' });
-  assert.equal(bad.status, 1);
+  assert.equal(bad.status, 2, 'a server that is down: exit 2, as documented (1 is a degraded one)');
   assert.match(bad.stderr, /cannot connect/);
   page.close();
 });
