@@ -58,15 +58,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define HOSTS_MAX 64
-#define BACKOFF_MIN_MS 250
-#define BACKOFF_MAX_MS 10000
+#define HOSTS_MAX        64
+#define BACKOFF_MIN_MS   250
+#define BACKOFF_MAX_MS   10000
 #define HEALTHY_AFTER_MS 30000
-#define KILL_GRACE_MS 3000
-#define LINE_MAX_BYTES 512
+#define KILL_GRACE_MS    3000
+#define LINE_MAX_BYTES   512
 
-enum host_state { HOST_IDLE = 0, HOST_STARTING, HOST_READY, HOST_EXITED, HOST_CLOSING, HOST__COUNT };
-static const char *const host_state_names[HOST__COUNT] = {"idle", "starting", "ready", "exited", "closing"};
+enum host_state {
+  HOST_IDLE = 0,
+  HOST_STARTING,
+  HOST_READY,
+  HOST_EXITED,
+  HOST_CLOSING,
+  HOST__COUNT
+};
+static const char *const host_state_names[HOST__COUNT] = {"idle", "starting", "ready", "exited",
+                                                          "closing"};
 static const unsigned char host_allowed[HOST__COUNT][HOST__COUNT] = {
     /* from idle     */ {0, 1, 0, 0, 1},
     /* from starting */ {0, 0, 1, 1, 1},
@@ -84,42 +92,42 @@ struct host {
   char page_id[24];
   uv_process_t proc;
   uv_pipe_t in, out;
-  uv_timer_t timer;          /* backoff while exited; SIGKILL deadline while closing */
-  int open_handles;          /* proc, in, out of the current process */
-  int running;               /* the process has not reported its exit */
+  uv_timer_t timer; /* backoff while exited; SIGKILL deadline while closing */
+  int open_handles; /* proc, in, out of the current process */
+  int running;      /* the process has not reported its exit */
   int restarts;
   uint64_t backoff_ms, started_ms;
   char line[LINE_MAX_BYTES];
   size_t line_len;
-  size_t assigned;           /* chats attached to this incarnation */
+  size_t assigned; /* chats attached to this incarnation */
 };
 
 struct orch_hosts {
-  struct orch *o;            /* NULL once closing: nothing may reach the server any more */
+  struct orch *o; /* NULL once closing: nothing may reach the server any more */
   struct host *h;
   int n;
   int kernels;
   int trusted;
   int closing;
   int open_timers;
-  uint64_t chat_idle_ms;     /* an assigned chat idle this long is detached from its host */
+  uint64_t chat_idle_ms; /* an assigned chat idle this long is detached from its host */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
   char node_prefix[PATH_MAX]; /* the folder of the node binary, bound when not under /usr */
-  struct orch_map assign;    /* chat id -> struct assignment (owns its key: chats may leave memory) */
+  struct orch_map assign; /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
 
 struct assignment {
   char chat_id[STORE_ID_LEN + 1];
   int slot;
-  uint64_t sent_ms;          /* last `attach` sent */
-  uint64_t idle_since_ms;    /* no live runs since (0: it has some) */
+  uint64_t sent_ms;       /* last `attach` sent */
+  uint64_t idle_since_ms; /* no live runs since (0: it has some) */
 };
 #define REATTACH_AFTER_MS 5000
 
 static void host_set_state(struct host *h, enum host_state next) {
   if (!host_allowed[h->state][next]) {
-    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: %s -> %s not allowed", h->slot, host_state_names[h->state],
-            host_state_names[next]);
+    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: %s -> %s not allowed", h->slot,
+            host_state_names[h->state], host_state_names[next]);
     return;
   }
   SBX_TRACE_STATE("hosts", "host", h->page_id, host_state_names[h->state], host_state_names[next]);
@@ -346,15 +354,51 @@ static void host_spawn(struct host *h) {
     /* The sandbox sees /usr (with the usual /bin, /lib symlinks), the node install when it lives
      * elsewhere, our sources and the runtime read-only, and the socket's folder: nothing else of
      * the machine (no /etc but the loader cache, no /home, /root, data dir or other checkouts). */
-    const char *bw[] = {hs->bwrap, "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                        "--die-with-parent", "--new-session",
-                        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                        "--symlink", "usr/sbin", "/sbin", "--symlink", "usr/lib", "/lib",
-                        "--symlink", "usr/lib64", "/lib64", "--ro-bind-try", "/etc/ld.so.cache",
-                        "/etc/ld.so.cache", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                        "--ro-bind", pkg, pkg, "--ro-bind", worker_dir, worker_dir,
-                        "--ro-bind", kernel_dir, kernel_dir, "--ro-bind", hs->pyodide, hs->pyodide,
-                        "--chdir", "/"};
+    const char *bw[] = {hs->bwrap,
+                        "--unshare-net",
+                        "--unshare-pid",
+                        "--unshare-ipc",
+                        "--unshare-uts",
+                        "--die-with-parent",
+                        "--new-session",
+                        "--ro-bind",
+                        "/usr",
+                        "/usr",
+                        "--symlink",
+                        "usr/bin",
+                        "/bin",
+                        "--symlink",
+                        "usr/sbin",
+                        "/sbin",
+                        "--symlink",
+                        "usr/lib",
+                        "/lib",
+                        "--symlink",
+                        "usr/lib64",
+                        "/lib64",
+                        "--ro-bind-try",
+                        "/etc/ld.so.cache",
+                        "/etc/ld.so.cache",
+                        "--dev",
+                        "/dev",
+                        "--proc",
+                        "/proc",
+                        "--tmpfs",
+                        "/tmp",
+                        "--ro-bind",
+                        pkg,
+                        pkg,
+                        "--ro-bind",
+                        worker_dir,
+                        worker_dir,
+                        "--ro-bind",
+                        kernel_dir,
+                        kernel_dir,
+                        "--ro-bind",
+                        hs->pyodide,
+                        hs->pyodide,
+                        "--chdir",
+                        "/"};
     for (size_t i = 0; i < SBX_ARRAY_SIZE(bw); i++)
       argv[a++] = (char *)bw[i];
     if (strncmp(hs->node_prefix, "/usr/", 5) != 0) {
@@ -368,10 +412,23 @@ static void host_spawn(struct host *h) {
     argv[a++] = hs->sock_dir;
     argv[a++] = "--";
   }
-  const char *nd[] = {hs->node, "--disallow-code-generation-from-strings", "--experimental-permission",
-                      "--allow-worker", fs_worker, fs_kernel, fs_py, "--no-warnings", script,
-                      "--orchestrator", orch_arg, "--page-id", h->page_id, "--kernels", kernels,
-                      "--control", "stdin"};
+  const char *nd[] = {hs->node,
+                      "--disallow-code-generation-from-strings",
+                      "--experimental-permission",
+                      "--allow-worker",
+                      fs_worker,
+                      fs_kernel,
+                      fs_py,
+                      "--no-warnings",
+                      script,
+                      "--orchestrator",
+                      orch_arg,
+                      "--page-id",
+                      h->page_id,
+                      "--kernels",
+                      kernels,
+                      "--control",
+                      "stdin"};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(nd); i++)
     argv[a++] = (char *)nd[i];
   argv[a] = NULL;
@@ -380,7 +437,8 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path, env_py, hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+  char *env[] = {env_path, env_py,
+                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
                  "NODE_OPTIONS=", NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
@@ -410,7 +468,8 @@ static void host_spawn(struct host *h) {
   int rc = uv_spawn(hs->o->loop, &h->proc, &opt);
   h->open_handles += 3;
   if (rc != 0) {
-    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: cannot start %s: %s", h->slot, argv[0], uv_strerror(rc));
+    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: cannot start %s: %s", h->slot, argv[0],
+            uv_strerror(rc));
     /* As if it exited at once: the handles close, the backoff timer tries again. */
     h->running = 1;
     on_host_exit(&h->proc, 127, 0);
@@ -430,10 +489,11 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   int kernels = env_int("CEREA_HOST_KERNELS", 2, 1, 64);
   int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
   if (n < 0 || kernels < 0 || idle_s < 0)
-    return sbx_error_set(err, SBX_EINVAL,
-                         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
-                         "1..2592000",
-                         HOSTS_MAX);
+    return sbx_error_set(
+        err, SBX_EINVAL,
+        "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
+        "1..2592000",
+        HOSTS_MAX);
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
   const char *node = getenv("CEREA_NODE") ? getenv("CEREA_NODE") : "node";
@@ -442,10 +502,11 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   if (!find_program(node, node_real))
     return sbx_error_set(err, SBX_ENOENT, "server mode: %s not found (set CEREA_NODE)", node);
   if (!trusted && !have_program(bwrap))
-    return sbx_error_set(err, SBX_EPERM,
-                         "server mode refuses to start kernel hosts without bubblewrap (%s not found): "
-                         "install it, or set CEREA_SERVER_TRUSTED=1 if the code it runs is trusted",
-                         bwrap);
+    return sbx_error_set(
+        err, SBX_EPERM,
+        "server mode refuses to start kernel hosts without bubblewrap (%s not found): "
+        "install it, or set CEREA_SERVER_TRUSTED=1 if the code it runs is trusted",
+        bwrap);
 
   struct orch_hosts *hs = sbx_calloc(1, sizeof(*hs));
   if (hs == NULL)
@@ -458,7 +519,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   orch_map_init(&hs->assign);
   char real_data[PATH_MAX], real_static[PATH_MAX];
   int rc = 0;
-  if (realpath(o->cfg->data_dir, real_data) == NULL || realpath(o->static_dir, real_static) == NULL) {
+  if (realpath(o->cfg->data_dir, real_data) == NULL ||
+      realpath(o->static_dir, real_static) == NULL) {
     rc = sbx_error_set(err, SBX_EIO, "server mode: cannot resolve the data or static directory: %s",
                        strerror(errno));
     goto fail;
@@ -500,7 +562,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   char script[PATH_MAX + 32];
   snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
   if (access(script, R_OK) != 0) {
-    rc = sbx_error_set(err, SBX_ENOENT, "server mode: %s not found (set CEREA_ROOT to the checkout)", script);
+    rc = sbx_error_set(err, SBX_ENOENT,
+                       "server mode: %s not found (set CEREA_ROOT to the checkout)", script);
     goto fail;
   }
   if (strlen(hs->sock_path) >= 100) {
@@ -509,7 +572,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
     goto fail;
   }
   if (mkdir(hs->sock_dir, 0700) != 0 && errno != EEXIST) {
-    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot create %s: %s", hs->sock_dir, strerror(errno));
+    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot create %s: %s", hs->sock_dir,
+                       strerror(errno));
     goto fail;
   }
   char addr[PATH_MAX + 8];
@@ -517,7 +581,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   struct sbx_error le;
   sbx_error_clear(&le);
   if ((rc = tp_server_listen(o->tp, addr, &le)) != 0) {
-    rc = sbx_error_set(err, rc, "server mode: cannot listen on %s: %s", addr, le.msg[0] ? le.msg : sbx_strerror(rc));
+    rc = sbx_error_set(err, rc, "server mode: cannot listen on %s: %s", addr,
+                       le.msg[0] ? le.msg : sbx_strerror(rc));
     goto fail;
   }
   chmod(hs->sock_path, 0600);

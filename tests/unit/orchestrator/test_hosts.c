@@ -78,7 +78,10 @@ static int count_starts(void) {
 }
 
 static int closed;
-static void on_closed(void *ud) { (void)ud; closed = 1; }
+static void on_closed(void *ud) {
+  (void)ud;
+  closed = 1;
+}
 static void on_stop(uv_timer_t *t) {
   orch_close(t->data, on_closed, NULL);
   uv_close((uv_handle_t *)t, NULL);
@@ -139,7 +142,11 @@ START_TEST(test_refusals) {
   struct sbx_error err;
   uv_loop_t loop;
   struct orch *o = NULL;
-  const struct { const char *key, *value; int rc; const char *msg; } cases[] = {
+  const struct {
+    const char *key, *value;
+    int rc;
+    const char *msg;
+  } cases[] = {
       {"CEREA_BWRAP", "/nonexistent/bwrap", SBX_EPERM, "without bubblewrap"},
       {"CEREA_HOSTS", "0", SBX_EINVAL, "CEREA_HOSTS must be 1..64"},
       {"CEREA_HOSTS", "65", SBX_EINVAL, "CEREA_HOSTS"},
@@ -156,8 +163,10 @@ START_TEST(test_refusals) {
     ck_assert_int_eq(uv_loop_init(&loop), 0);
     sbx_error_clear(&err);
     int rc = orch_new(&loop, &c, &o, &err);
-    ck_assert_msg(rc == cases[i].rc, "%s=%s: rc %d (%s)", cases[i].key, cases[i].value, rc, err.msg);
-    ck_assert_msg(strstr(err.msg, cases[i].msg) != NULL, "%s=%s: %s", cases[i].key, cases[i].value, err.msg);
+    ck_assert_msg(rc == cases[i].rc, "%s=%s: rc %d (%s)", cases[i].key, cases[i].value, rc,
+                  err.msg);
+    ck_assert_msg(strstr(err.msg, cases[i].msg) != NULL, "%s=%s: %s", cases[i].key, cases[i].value,
+                  err.msg);
     uv_run(&loop, UV_RUN_DEFAULT);
     ck_assert_int_eq(uv_loop_close(&loop), 0);
     ck_assert_int_eq(count_starts(), 0);
