@@ -10,23 +10,42 @@
  * the run the dead one held a new attempt at once (api_events.c), which is the restart policy for
  * a dead host's runs — the run is re-dispatched from scratch and nothing is lost.
  *
- * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"): every host runs as
- *   bwrap --unshare-net --unshare-pid --unshare-ipc --unshare-uts --die-with-parent --new-session
+ * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"; docs/server-mode.md has the
+ * table of layers and what each stops): every host runs as
+ *   prlimit --data=HOST_MB --                       (RLIMIT_DATA: the host process's memory bound)
+ *   bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL
+ *         --unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try
+ *         --die-with-parent --new-session --seccomp 3 (the filter built below, on fd 3)
  *         --ro-bind /usr /usr (+ /bin /lib /lib64 /sbin symlinks, /etc/ld.so.cache) --dev --proc
  *         --tmpfs /tmp --ro-bind ROOT/{package.json,worker,kernel} PYODIDE (read-only)
  *         [--ro-bind NODE_BIN_DIR when not under /usr] --bind DATA/hosts DATA/hosts (the socket)
  *     node --disallow-code-generation-from-strings --experimental-permission --allow-worker
  *          --allow-fs-read=ROOT/worker --allow-fs-read=ROOT/kernel --allow-fs-read=PYODIDE
+ *          --allow-fs-read=/proc/self/status --max-old-space-size=JS_HEAP_MB
  *          ROOT/worker/headless-host.js --orchestrator unix:DATA/hosts/hosts.sock ...
- * (no network but the socket, no child processes, no fs writes, reads limited to the runtime and
- * our sources; the data dir other than the socket is hidden).  Without bubblewrap the mode
- * refuses to start unless CEREA_SERVER_TRUSTED=1 says the code is trusted; the host itself
- * checks its sandbox again and refuses to run without it (exit 3).
+ * (uid 65534 with no capabilities in a user namespace of its own, which may not make more; a
+ * seccomp filter allowing what Node needs; no network but the socket, no child processes, no fs
+ * writes, reads limited to the runtime and our sources; the data dir other than the socket is
+ * hidden).  Without bubblewrap the mode refuses to start unless CEREA_SERVER_TRUSTED=1 says the
+ * code is trusted; the host itself checks its sandbox again and refuses to run without it
+ * (exit 3).  Memory: each kernel is bounded by CEREA_KERNEL_MEMORY_MB (its Python heap and the
+ * JavaScript buffers it holds, enforced in worker/host/sandbox-worker.js; its JavaScript heap by
+ * --max-old-space-size, which applies to every isolate of the process), and the whole host
+ * process by RLIMIT_DATA = (kernels + 1) x (CEREA_KERNEL_MEMORY_MB + JS_HEAP_MB) + HOST_BASE_MB.
+ *
+ * Capacity: a host takes at most CEREA_HOST_KERNELS chats at a time (one kernel slot each); a
+ * chat with live runs and no host waits in the orchestrator's queue (its head run paused, held
+ * there while some host is up) until a slot frees, oldest first.  A chat without live runs gives
+ * its slot up after CEREA_HOST_CHAT_IDLE_S, or after HOST_LINGER_MS when other chats wait.  So a
+ * host never loads more than its kernel count + 1 (the spare) at once, and a dispatched run never
+ * waits behind a crowd of loads; while a host reports its kernel `loading` for a dispatched run,
+ * that run's watchdog is held (orch_run_hold).
  *
  * Settings (environment): CEREA_HOSTS (hosts, default 1, 1..64), CEREA_HOST_KERNELS (live kernels
- * per host besides its spare, default 2), CEREA_HOST_CHAT_IDLE_S (a chat without live runs this
- * long is detached from its host, default 600), CEREA_NODE (node binary, default "node"),
- * CEREA_SERVER_TRUSTED (1: no bubblewrap, code is trusted), CEREA_BWRAP (default "bwrap").
+ * per host besides its spare, and so the chats it takes at once, default 2), CEREA_HOST_CHAT_IDLE_S
+ * (a chat without live runs this long is detached from its host, default 600),
+ * CEREA_KERNEL_MEMORY_MB (per kernel, default 1024, 128..16384), CEREA_NODE (node binary, default
+ * "node"), CEREA_SERVER_TRUSTED (1: no bubblewrap, code is trusted), CEREA_BWRAP (default "bwrap").
  *
  * Life of a host slot (state written by host_set_state only):
  *
@@ -47,14 +66,21 @@
  * Processes are killed by handle only (uv_process_kill), their handles closed in the exit
  * callback: no zombies.  What it does not do: run code (the hosts do), or schedule runs (chat.c).
  */
+#include "fsm.h"
 #include "internal.h"
 #include "transport.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/netlink.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +90,11 @@
 #define HEALTHY_AFTER_MS 30000
 #define KILL_GRACE_MS    3000
 #define LINE_MAX_BYTES   512
+#define HOST_LINGER_MS   1000 /* an idle chat keeps its slot this long when other chats wait */
+#define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
+#define JS_HEAP_MB       256 /* --max-old-space-size: every isolate's JavaScript heap */
+#define SANDBOX_UID      "65534" /* the host's uid and gid inside its user namespace */
+#define SECCOMP_FD       3       /* where the filter reaches bwrap */
 
 enum host_state {
   HOST_IDLE = 0,
@@ -75,20 +106,23 @@ enum host_state {
 };
 static const char *const host_state_names[HOST__COUNT] = {"idle", "starting", "ready", "exited",
                                                           "closing"};
-static const unsigned char host_allowed[HOST__COUNT][HOST__COUNT] = {
-    /* from idle     */ {0, 1, 0, 0, 1},
-    /* from starting */ {0, 0, 1, 1, 1},
-    /* from ready    */ {0, 0, 0, 1, 1},
-    /* from exited   */ {1, 0, 0, 0, 1},
-    /* from closing  */ {0, 0, 0, 0, 1},
+/* from[to]: the states `to` may be entered from. */
+static const uint32_t host_from[HOST__COUNT] = {
+    [HOST_IDLE] = SBX_FSM_BIT(HOST_EXITED),
+    [HOST_STARTING] = SBX_FSM_BIT(HOST_IDLE),
+    [HOST_READY] = SBX_FSM_BIT(HOST_STARTING),
+    [HOST_EXITED] = SBX_FSM_BIT(HOST_STARTING) | SBX_FSM_BIT(HOST_READY),
+    [HOST_CLOSING] = SBX_FSM_BIT(HOST_IDLE) | SBX_FSM_BIT(HOST_STARTING) | SBX_FSM_BIT(HOST_READY) |
+                     SBX_FSM_BIT(HOST_EXITED) | SBX_FSM_BIT(HOST_CLOSING),
 };
+static const struct sbx_fsm host_fsm = SBX_FSM("hosts", "host", host_state_names, host_from, NULL);
 
 struct orch_hosts;
 
 struct host {
   struct orch_hosts *hs;
   int slot;
-  enum host_state state;
+  enum host_state state; /* written by host_set_state only */
   char page_id[24];
   uv_process_t proc;
   uv_pipe_t in, out;
@@ -99,7 +133,7 @@ struct host {
   uint64_t backoff_ms, started_ms;
   char line[LINE_MAX_BYTES];
   size_t line_len;
-  size_t assigned; /* chats attached to this incarnation */
+  size_t assigned; /* chats attached to this incarnation (at most hs->kernels) */
 };
 
 struct orch_hosts {
@@ -107,12 +141,16 @@ struct orch_hosts {
   struct host *h;
   int n;
   int kernels;
+  int kernel_mb; /* CEREA_KERNEL_MEMORY_MB */
   int trusted;
   int closing;
   int open_timers;
   uint64_t chat_idle_ms; /* an assigned chat idle this long is detached from its host */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
+  char prlimit[PATH_MAX];     /* util-linux prlimit: sets the host's RLIMIT_DATA, then execs */
   char node_prefix[PATH_MAX]; /* the folder of the node binary, bound when not under /usr */
+  unsigned char *filter;      /* the seccomp program (struct sock_filter[]), built at start */
+  size_t filter_len;
   struct orch_map assign; /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
 
@@ -124,14 +162,374 @@ struct assignment {
 };
 #define REATTACH_AFTER_MS 5000
 
-static void host_set_state(struct host *h, enum host_state next) {
-  if (!host_allowed[h->state][next]) {
-    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: %s -> %s not allowed", h->slot,
-            host_state_names[h->state], host_state_names[next]);
-    return;
+#define host_set_state(h, next) host_set_state_((h), (next), __FILE__, __LINE__)
+static void host_set_state_(struct host *h, enum host_state next, const char *file, int line) {
+  if (sbx_fsm_step(&host_fsm, h->state, next, h->page_id, file, line) == 0)
+    h->state = next;
+}
+
+/* ---- the seccomp filter ------------------------------------------------------------------
+ * An allow-list: what Node, V8, libuv and glibc use on Linux (measured with strace over the
+ * full-stack suite, plus the neighbours of each call: the *at and 64 variants, the other waits
+ * and clocks), everything else ENOSYS (glibc and libuv fall back, e.g. clone3 -> clone).  Refused
+ * with EPERM, so that a probe reads a clear "Operation not permitted": the calls an escape from
+ * Node would use against the kernel or other processes (ptrace and process_vm_*, mount and the
+ * new mount API, keyctl, bpf, perf_event_open, kexec, module loading, unshare/setns, clone with a
+ * namespace flag, io_uring, userfaultfd, privileges and clocks) and raw or packet sockets.
+ * Sockets allowed: AF_UNIX (the orchestrator's socket), AF_NETLINK route (interface listing), and
+ * TCP/UDP (inside the network namespace they reach only its own loopback). */
+static const char *const filter_allow[] = {
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "pwrite64",
+    "preadv",
+    "pwritev",
+    "preadv2",
+    "pwritev2",
+    "open",
+    "openat",
+    "openat2",
+    "close",
+    "close_range",
+    "lseek",
+    "fstat",
+    "stat",
+    "lstat",
+    "newfstatat",
+    "statx",
+    "fstatfs",
+    "statfs",
+    "access",
+    "faccessat",
+    "faccessat2",
+    "readlink",
+    "readlinkat",
+    "getdents",
+    "getdents64",
+    "getcwd",
+    "chdir",
+    "fchdir",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "unlink",
+    "unlinkat",
+    "rename",
+    "renameat",
+    "renameat2",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "truncate",
+    "ftruncate",
+    "fsync",
+    "fdatasync",
+    "fallocate",
+    "fadvise64",
+    "flock",
+    "fcntl",
+    "dup",
+    "dup2",
+    "dup3",
+    "pipe",
+    "pipe2",
+    "utimensat",
+    "umask",
+    "sendfile",
+    "copy_file_range",
+    "splice",
+    "tee",
+    "inotify_init1",
+    "inotify_add_watch",
+    "inotify_rm_watch",
+    "ioctl",
+    "mmap",
+    "munmap",
+    "mremap",
+    "mprotect",
+    "madvise",
+    "mincore",
+    "msync",
+    "mlock",
+    "munlock",
+    "mlock2",
+    "brk",
+    "membarrier",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "get_mempolicy",
+    "mbind",
+    "set_mempolicy",
+    "memfd_create",
+    "execve",
+    "fork",
+    "vfork",
+    "exit",
+    "exit_group",
+    "wait4",
+    "waitid",
+    "futex",
+    "futex_waitv",
+    "set_robust_list",
+    "get_robust_list",
+    "set_tid_address",
+    "rseq",
+    "sched_yield",
+    "sched_getaffinity",
+    "sched_setaffinity",
+    "sched_getparam",
+    "sched_getscheduler",
+    "sched_setscheduler",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "getpriority",
+    "setpriority",
+    "nanosleep",
+    "clock_nanosleep",
+    "clock_gettime",
+    "clock_getres",
+    "gettimeofday",
+    "time",
+    "times",
+    "getrusage",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_sigpending",
+    "sigaltstack",
+    "kill",
+    "tgkill",
+    "tkill",
+    "pause",
+    "alarm",
+    "setitimer",
+    "getitimer",
+    "timer_create",
+    "timer_settime",
+    "timer_gettime",
+    "timer_delete",
+    "timer_getoverrun",
+    "timerfd_create",
+    "timerfd_settime",
+    "timerfd_gettime",
+    "signalfd",
+    "signalfd4",
+    "eventfd",
+    "eventfd2",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "socketpair",
+    "connect",
+    "accept",
+    "accept4",
+    "bind",
+    "listen",
+    "getsockname",
+    "getpeername",
+    "sendto",
+    "recvfrom",
+    "sendmsg",
+    "recvmsg",
+    "sendmmsg",
+    "recvmmsg",
+    "shutdown",
+    "setsockopt",
+    "getsockopt",
+    "getpid",
+    "getppid",
+    "gettid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "getgroups",
+    "getresuid",
+    "getresgid",
+    "getpgrp",
+    "getpgid",
+    "getsid",
+    "uname",
+    "sysinfo",
+    "getrlimit",
+    "setrlimit",
+    "prlimit64",
+    "getrandom",
+    "capget",
+    "arch_prctl",
+    "prctl",
+    "getcpu",
+    "restart_syscall",
+};
+static const char *const filter_refuse[] = {
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "process_madvise",
+    "kcmp",
+    "pidfd_getfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "unshare",
+    "setns",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "syslog",
+    "acct",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "quotactl",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "iopl",
+    "ioperm",
+    "vhangup",
+    "sethostname",
+    "setdomainname",
+    "personality",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
+    "setfsuid",
+    "setfsgid",
+    "capset",
+    "fanotify_init",
+    "lookup_dcookie",
+    "uselib",
+    "ustat",
+    "sysfs",
+};
+#define NS_FLAGS                                                                                   \
+  (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |       \
+   CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */)
+
+/* Builds the filter and exports its BPF program into hs->filter.  SBX_EIO with detail. */
+static int build_filter(struct orch_hosts *hs, struct sbx_error *err) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
+  int rc = 0, fd = -1;
+  if (ctx == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "server mode: seccomp_init failed");
+  const uint32_t perm = SCMP_ACT_ERRNO(EPERM);
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(filter_allow) && rc == 0; i++) {
+    int nr = seccomp_syscall_resolve_name(filter_allow[i]);
+    if (nr != __NR_SCMP_ERROR && nr >= 0)
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
   }
-  SBX_TRACE_STATE("hosts", "host", h->page_id, host_state_names[h->state], host_state_names[next]);
-  h->state = next;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(filter_refuse) && rc == 0; i++) {
+    int nr = seccomp_syscall_resolve_name(filter_refuse[i]);
+    if (nr != __NR_SCMP_ERROR && nr >= 0)
+      rc = seccomp_rule_add(ctx, perm, nr, 0);
+  }
+  /* Threads (no namespace flag) go; a clone with any namespace flag is refused, one rule a flag. */
+  if (rc == 0)
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                          SCMP_A0(SCMP_CMP_MASKED_EQ, NS_FLAGS, 0));
+  for (unsigned bit = 0; bit < 32 && rc == 0; bit++)
+    if (NS_FLAGS & (1u << bit))
+      rc = seccomp_rule_add(ctx, perm, SCMP_SYS(clone), 1,
+                            SCMP_A0(SCMP_CMP_MASKED_EQ, 1u << bit, 1u << bit));
+  if (rc == 0)
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+  if (rc == 0)
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+                          SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_EQ, NETLINK_ROUTE));
+  const int inet[] = {AF_INET, AF_INET6};
+  for (size_t i = 0; i < 2 && rc == 0; i++) {
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, inet[i]),
+                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM));
+    if (rc == 0)
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, inet[i]),
+                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM));
+    if (rc == 0)
+      rc = seccomp_rule_add(ctx, perm, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, inet[i]),
+                            SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+  }
+  if (rc == 0)
+    rc = seccomp_rule_add(ctx, perm, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_PACKET));
+  if (rc != 0) {
+    rc = sbx_error_set(err, SBX_EIO, "server mode: the seccomp filter could not be built: %s",
+                       strerror(-rc));
+    goto out;
+  }
+  /* libseccomp writes the program to a descriptor: a memory file, read back once. */
+  fd = memfd_create("cerea-seccomp", MFD_CLOEXEC);
+  if (fd < 0 || seccomp_export_bpf(ctx, fd) != 0) {
+    rc = sbx_error_set(err, SBX_EIO, "server mode: the seccomp filter could not be exported: %s",
+                       strerror(errno));
+    goto out;
+  }
+  off_t len = lseek(fd, 0, SEEK_CUR);
+  if (len <= 0 || (hs->filter = sbx_malloc((size_t)len)) == NULL ||
+      pread(fd, hs->filter, (size_t)len, 0) != len) {
+    rc = sbx_error_set(err, SBX_EIO, "server mode: the seccomp filter could not be read back");
+    goto out;
+  }
+  hs->filter_len = (size_t)len;
+out:
+  if (fd >= 0)
+    close(fd);
+  seccomp_release(ctx);
+  return rc;
+}
+
+/* A fresh descriptor holding the filter at offset 0, for one spawn (bwrap reads it to the end). */
+static int filter_fd(const struct orch_hosts *hs) {
+  int fd = memfd_create("cerea-seccomp", MFD_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  if (write(fd, hs->filter, hs->filter_len) != (ssize_t)hs->filter_len ||
+      lseek(fd, 0, SEEK_SET) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -196,6 +594,7 @@ static void hosts_free(struct orch_hosts *hs) {
   sbx_free(hs->pyodide);
   sbx_free(hs->node);
   sbx_free(hs->bwrap);
+  sbx_free(hs->filter);
   sbx_free(hs);
 }
 
@@ -335,7 +734,8 @@ static void on_host_exit(uv_process_t *p, int64_t status, int sig) {
 static void host_spawn(struct host *h) {
   struct orch_hosts *hs = h->hs;
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
-      script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32];
+      script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
+      seccomp_fd[16], env_mem[48];
   snprintf(kernels, sizeof(kernels), "%d", hs->kernels);
   snprintf(fs_worker, sizeof(fs_worker), "--allow-fs-read=%s/worker", hs->root);
   snprintf(fs_kernel, sizeof(fs_kernel), "--allow-fs-read=%s/kernel", hs->root);
@@ -343,24 +743,58 @@ static void host_spawn(struct host *h) {
   snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
   snprintf(orch_arg, sizeof(orch_arg), "unix:%s", hs->sock_path);
   snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", hs->pyodide);
+  snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
+  snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
+  snprintf(
+      data_limit, sizeof(data_limit), "--data=%llu",
+      (unsigned long long)((uint64_t)(hs->kernels + 1) * (uint64_t)(hs->kernel_mb + JS_HEAP_MB) +
+                           HOST_BASE_MB) *
+          ORCH_MIB);
+  snprintf(seccomp_fd, sizeof(seccomp_fd), "%d", SECCOMP_FD);
 
-  char *argv[80];
+  char *argv[96];
   int a = 0;
+  argv[a++] = hs->prlimit;
+  argv[a++] = data_limit;
+  argv[a++] = "--";
   char pkg[PATH_MAX + 16], worker_dir[PATH_MAX + 8], kernel_dir[PATH_MAX + 8];
   snprintf(pkg, sizeof(pkg), "%s/package.json", hs->root);
   snprintf(worker_dir, sizeof(worker_dir), "%s/worker", hs->root);
   snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->root);
+  int sfd = -1;
   if (!hs->trusted) {
+    if ((sfd = filter_fd(hs)) < 0) {
+      /* Nothing was started (no handle to close): tried again after the backoff. */
+      sbx_log(SBX_LOG_ERROR, "hosts", "host %d: the seccomp filter cannot be passed: %s", h->slot,
+              strerror(errno));
+      host_set_state(h, HOST_STARTING);
+      host_set_state(h, HOST_EXITED);
+      uv_timer_start(&h->timer, on_backoff, h->backoff_ms, 0);
+      return;
+    }
     /* The sandbox sees /usr (with the usual /bin, /lib symlinks), the node install when it lives
      * elsewhere, our sources and the runtime read-only, and the socket's folder: nothing else of
-     * the machine (no /etc but the loader cache, no /home, /root, data dir or other checkouts). */
+     * the machine (no /etc but the loader cache, no /home, /root, data dir or other checkouts).
+     * It runs as SANDBOX_UID in a user namespace of its own with no capability, may create no
+     * namespace, and runs Node under the seccomp filter (fd SECCOMP_FD). */
     const char *bw[] = {hs->bwrap,
+                        "--unshare-user",
+                        "--uid",
+                        SANDBOX_UID,
+                        "--gid",
+                        SANDBOX_UID,
+                        "--disable-userns",
+                        "--cap-drop",
+                        "ALL",
                         "--unshare-net",
                         "--unshare-pid",
                         "--unshare-ipc",
                         "--unshare-uts",
+                        "--unshare-cgroup-try",
                         "--die-with-parent",
                         "--new-session",
+                        "--seccomp",
+                        seccomp_fd,
                         "--ro-bind",
                         "/usr",
                         "/usr",
@@ -412,6 +846,8 @@ static void host_spawn(struct host *h) {
     argv[a++] = hs->sock_dir;
     argv[a++] = "--";
   }
+  /* /proc/self/status is readable so that the host can check its own sandbox (uid, capabilities,
+   * seccomp, no_new_privs) before it runs anything. */
   const char *nd[] = {hs->node,
                       "--disallow-code-generation-from-strings",
                       "--experimental-permission",
@@ -419,6 +855,8 @@ static void host_spawn(struct host *h) {
                       fs_worker,
                       fs_kernel,
                       fs_py,
+                      "--allow-fs-read=/proc/self/status",
+                      heap,
                       "--no-warnings",
                       script,
                       "--orchestrator",
@@ -437,20 +875,22 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path, env_py,
-                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+  char *env[] = {env_path,        env_py,
+                 env_mem,         hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
                  "NODE_OPTIONS=", NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);
   h->in.data = h->out.data = h;
-  uv_stdio_container_t stdio[3];
+  uv_stdio_container_t stdio[SECCOMP_FD + 1];
   stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
   stdio[0].data.stream = (uv_stream_t *)&h->in;
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[1].data.stream = (uv_stream_t *)&h->out;
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = 2;
+  stdio[SECCOMP_FD].flags = UV_INHERIT_FD;
+  stdio[SECCOMP_FD].data.fd = sfd;
   uv_process_options_t opt;
   memset(&opt, 0, sizeof(opt));
   opt.file = argv[0];
@@ -458,7 +898,7 @@ static void host_spawn(struct host *h) {
   opt.env = env;
   opt.cwd = hs->root;
   opt.exit_cb = on_host_exit;
-  opt.stdio_count = 3;
+  opt.stdio_count = hs->trusted ? 3 : SECCOMP_FD + 1;
   opt.stdio = stdio;
   h->proc.data = h;
   h->line_len = 0;
@@ -466,6 +906,8 @@ static void host_spawn(struct host *h) {
   host_set_state(h, HOST_STARTING);
   h->started_ms = sbx_now_mono_ms();
   int rc = uv_spawn(hs->o->loop, &h->proc, &opt);
+  if (sfd >= 0)
+    close(sfd); /* the child has its copy */
   h->open_handles += 3;
   if (rc != 0) {
     sbx_log(SBX_LOG_ERROR, "hosts", "host %d: cannot start %s: %s", h->slot, argv[0],
@@ -488,11 +930,12 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   int n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
   int kernels = env_int("CEREA_HOST_KERNELS", 2, 1, 64);
   int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
-  if (n < 0 || kernels < 0 || idle_s < 0)
+  int kernel_mb = env_int("CEREA_KERNEL_MEMORY_MB", 1024, 128, 16384);
+  if (n < 0 || kernels < 0 || idle_s < 0 || kernel_mb < 0)
     return sbx_error_set(
         err, SBX_EINVAL,
         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
-        "1..2592000",
+        "1..2592000, CEREA_KERNEL_MEMORY_MB 128..16384",
         HOSTS_MAX);
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
@@ -508,12 +951,19 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
         "install it, or set CEREA_SERVER_TRUSTED=1 if the code it runs is trusted",
         bwrap);
 
+  char prlimit[PATH_MAX];
+  if (!find_program("prlimit", prlimit))
+    return sbx_error_set(err, SBX_ENOENT,
+                         "server mode: prlimit (util-linux) not found: it bounds each "
+                         "host's memory");
   struct orch_hosts *hs = sbx_calloc(1, sizeof(*hs));
   if (hs == NULL)
     return SBX_ENOMEM;
   hs->o = o;
   hs->n = n;
   hs->kernels = kernels;
+  hs->kernel_mb = kernel_mb;
+  snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", prlimit);
   hs->trusted = trusted;
   hs->chat_idle_ms = (uint64_t)idle_s * 1000;
   orch_map_init(&hs->assign);
@@ -559,6 +1009,8 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
     rc = SBX_ENOMEM;
     goto fail;
   }
+  if (!trusted && (rc = build_filter(hs, err)) != 0)
+    goto fail;
   char script[PATH_MAX + 32];
   snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
   if (access(script, R_OK) != 0) {
@@ -606,10 +1058,32 @@ fail:
   return rc;
 }
 
-/* Chats assigned but without live runs for chat_idle_ms are detached from their host (its stream,
- * kernel and file bytes go; the host remembers the chat had a kernel, so its next run says
- * restarted).  Bounds what a host holds when many chats come and go. */
-static void detach_idle(struct orch_hosts *hs) {
+static struct orch_run *head_run(struct orch_chat *c) {
+  return SBX_LIST_EMPTY(&c->runs) ? NULL
+                                  : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
+}
+
+static int any_ready(const struct orch_hosts *hs) {
+  for (int j = 0; j < hs->n; j++)
+    if (hs->h[j].state == HOST_READY)
+      return 1;
+  return 0;
+}
+
+static void detach(struct orch_hosts *hs, struct assignment *a) {
+  struct host *h = &hs->h[a->slot];
+  host_send(h, "detach %s\n", a->chat_id);
+  if (h->assigned > 0)
+    h->assigned--;
+  orch_map_del(&hs->assign, a->chat_id); /* a tombstone: an iteration goes on */
+  sbx_free(a);
+}
+
+/* Chats assigned but without live runs give their slot up: after chat_idle_ms, or after
+ * HOST_LINGER_MS when `waiting` chats want one (the longest idle first, one per wanted slot).
+ * Their stream, kernel and file bytes go; the host remembers the chat had a kernel, so its next
+ * run says restarted.  Bounds what a host holds when many chats come and go. */
+static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   uint64_t now = sbx_now_mono_ms();
   size_t i = 0;
   const char *k;
@@ -617,68 +1091,122 @@ static void detach_idle(struct orch_hosts *hs) {
   while (orch_map_next(&hs->assign, &i, &k, &v)) {
     struct assignment *a = v;
     struct orch_chat *c = orch_map_get(&hs->o->chats, a->chat_id);
-    if (c != NULL && !SBX_LIST_EMPTY(&c->runs)) {
+    if (c != NULL && !SBX_LIST_EMPTY(&c->runs))
       a->idle_since_ms = 0;
-      continue;
-    }
-    if (a->idle_since_ms == 0) {
+    else if (a->idle_since_ms == 0)
       a->idle_since_ms = now;
-      continue;
+    else if (now - a->idle_since_ms >= hs->chat_idle_ms)
+      detach(hs, a);
+  }
+  size_t free_slots = 0;
+  for (int j = 0; j < hs->n; j++)
+    if (hs->h[j].state == HOST_READY && hs->h[j].assigned < (size_t)hs->kernels)
+      free_slots += (size_t)hs->kernels - hs->h[j].assigned;
+  while (waiting > free_slots) {
+    struct assignment *oldest = NULL;
+    i = 0;
+    while (orch_map_next(&hs->assign, &i, &k, &v)) {
+      struct assignment *a = v;
+      if (a->idle_since_ms && now - a->idle_since_ms >= HOST_LINGER_MS &&
+          (oldest == NULL || a->idle_since_ms < oldest->idle_since_ms))
+        oldest = a;
     }
-    if (now - a->idle_since_ms < hs->chat_idle_ms)
-      continue;
-    struct host *h = &hs->h[a->slot];
-    host_send(h, "detach %s\n", a->chat_id);
-    if (h->assigned > 0)
-      h->assigned--;
-    orch_map_del(&hs->assign, a->chat_id); /* a tombstone: the iteration goes on */
-    sbx_free(a);
+    if (oldest == NULL)
+      break;
+    detach(hs, oldest);
+    free_slots++;
   }
 }
 
-/* The cron's duty here: every chat with live runs and no host yet goes to the ready host with the
- * fewest chats.  A chat stays with its host until that host exits; one whose host is up but whose
- * page is missing is attached again. */
+/* The ready host with a free kernel slot and the fewest chats; NULL when every slot is taken. */
+static struct host *free_host(struct orch_hosts *hs) {
+  struct host *best = NULL;
+  for (int j = 0; j < hs->n; j++) {
+    struct host *h = &hs->h[j];
+    if (h->state == HOST_READY && h->assigned < (size_t)hs->kernels &&
+        (best == NULL || h->assigned < best->assigned))
+      best = h;
+  }
+  return best;
+}
+
+static int attach(struct orch_hosts *hs, struct host *h, struct orch_chat *c) {
+  struct assignment *a = sbx_calloc(1, sizeof(*a));
+  if (a == NULL)
+    return SBX_ENOMEM;
+  snprintf(a->chat_id, sizeof(a->chat_id), "%s", c->id);
+  a->slot = h->slot;
+  a->sent_ms = sbx_now_mono_ms();
+  if (host_send(h, "attach %s\n", c->id) != 0 || orch_map_put(&hs->assign, a->chat_id, a) != 0) {
+    sbx_free(a);
+    return SBX_EIO;
+  }
+  h->assigned++;
+  return 0;
+}
+
+/* The cron's duty here.  Chats with live runs and no host wait for a free kernel slot, oldest
+ * head run first; while they wait (and some host is up) their paused head run is held, so waiting
+ * for capacity never abandons it.  An assigned chat whose host is up but whose page is missing is
+ * attached again; one whose host reports its kernel loading has its dispatched run's watchdog
+ * held. */
 void orch_hosts_tick(struct orch_hosts *hs) {
   if (hs == NULL || hs->closing || hs->o == NULL)
     return;
-  detach_idle(hs);
+  struct orch *o = hs->o;
+  uint64_t now = sbx_now_mono_ms();
+  int up = any_ready(hs);
+  size_t waiting = 0;
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&hs->o->chats, &i, &k, &v)) {
+  while (orch_map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
-    if (SBX_LIST_EMPTY(&c->runs))
+    struct orch_run *run = head_run(c);
+    if (run == NULL)
       continue;
     struct assignment *have = orch_map_get(&hs->assign, c->id);
-    if (have != NULL) {
-      /* Its host is up but its page is not attached (the host gave the chat up, or its stream
-       * was refused): tell it again, at most every REATTACH_AFTER_MS. */
-      struct host *h = &hs->h[have->slot];
-      uint64_t now = sbx_now_mono_ms();
-      if (h->state == HOST_READY && orch_chat_page(c, h->page_id) == NULL &&
-          now - have->sent_ms >= REATTACH_AFTER_MS && host_send(h, "attach %s\n", c->id) == 0)
-        have->sent_ms = now;
+    if (have == NULL) {
+      waiting++;
+      if (up && run->state == ORCH_RUN_PAUSED)
+        orch_run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
       continue;
     }
-    struct host *best = NULL;
-    for (int j = 0; j < hs->n; j++) {
-      struct host *h = &hs->h[j];
-      if (h->state == HOST_READY && (best == NULL || h->assigned < best->assigned))
-        best = h;
+    struct host *h = &hs->h[have->slot];
+    struct orch_page *p = orch_chat_page(c, h->page_id);
+    if (p == NULL) {
+      /* The host gave the chat up, or its stream was refused: tell it again, at most every
+       * REATTACH_AFTER_MS. */
+      if (h->state == HOST_READY && now - have->sent_ms >= REATTACH_AFTER_MS &&
+          host_send(h, "attach %s\n", c->id) == 0)
+        have->sent_ms = now;
+    } else if (p->kernel == ORCH_KERNEL_LOADING && run->state == ORCH_RUN_DISPATCHED &&
+               strcmp(run->page_id, p->id) == 0) {
+      orch_run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
     }
-    if (best == NULL)
+  }
+  detach_idle(hs, waiting);
+  while (waiting > 0) {
+    struct host *h = free_host(hs);
+    if (h == NULL)
       return;
-    struct assignment *a = sbx_calloc(1, sizeof(*a));
-    if (a == NULL)
+    /* The oldest waiting chat: its head run was created first. */
+    struct orch_chat *next = NULL;
+    int64_t next_at = 0;
+    i = 0;
+    while (orch_map_next(&o->chats, &i, &k, &v)) {
+      struct orch_chat *c = v;
+      struct orch_run *run = head_run(c);
+      if (run == NULL || orch_map_get(&hs->assign, c->id) != NULL)
+        continue;
+      if (next == NULL || run->rec.created_at < next_at) {
+        next = c;
+        next_at = run->rec.created_at;
+      }
+    }
+    if (next == NULL || attach(hs, h, next) != 0)
       return;
-    snprintf(a->chat_id, sizeof(a->chat_id), "%s", c->id);
-    a->slot = best->slot;
-    a->sent_ms = sbx_now_mono_ms();
-    if (host_send(best, "attach %s\n", c->id) == 0 && orch_map_put(&hs->assign, a->chat_id, a) == 0)
-      best->assigned++;
-    else
-      sbx_free(a);
+    waiting--;
   }
 }
 

@@ -92,6 +92,9 @@ void orch_run_init(struct orch_run *run, const char *id, int timeout_s);
 int orch_run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
 int orch_run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
 int orch_run_pause(struct orch_run *run, uint64_t wait_ms);
+/* hosts.c: re-arms the pause wait (PAUSED) or the watchdog (DISPATCHED) of a run that waits for
+ * server capacity; SBX_ESTATE otherwise. */
+int orch_run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms);
 int orch_run_finish(struct orch_run *run, enum orch_run_status status);
 /* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set, SBX_EAGAIN
  * (the page must be told).  Done: SBX_ESTATE. */

@@ -152,6 +152,21 @@ int orch_run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_
   return 0;
 }
 
+/* Server mode's hook (hosts.c): a run that waits for capacity, not for a person, keeps waiting.
+ * PAUSED (its chat waits for a free kernel slot on a host): the pause wait starts again now.
+ * DISPATCHED (its host reported the kernel still loading): the watchdog starts again now, so the
+ * time spent waiting for a kernel is not counted.  SBX_ESTATE in any other state. */
+int orch_run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms) {
+  uint64_t now = sbx_now_mono_ms();
+  if (run->state == ORCH_RUN_PAUSED)
+    run->wait_deadline_ms = now + wait_ms;
+  else if (run->state == ORCH_RUN_DISPATCHED)
+    run->watchdog_deadline_ms = now + (uint64_t)run->timeout_s * 1000u + watchdog_grace_ms;
+  else
+    return SBX_ESTATE;
+  return 0;
+}
+
 int orch_run_pause(struct orch_run *run, uint64_t wait_ms) {
   if (run->state == ORCH_RUN_PAUSED)
     return 0;

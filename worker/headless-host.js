@@ -17,13 +17,15 @@
 //
 // Sandbox (DESIGN.md, NOTES.md "Node is not a sandbox"): the host refuses to start unless it runs
 // with --disallow-code-generation-from-strings, Node's permission model (no child processes, no
-// fs writes, reads limited to the runtime and our sources) and inside a network namespace (no
-// interface but loopback), unless CEREA_SERVER_TRUSTED=1 says the code it runs is trusted.  The
+// fs writes, reads limited to the runtime and our sources), as a uid other than root with no
+// capability, no_new_privs and a seccomp filter, and inside a network namespace (no interface but
+// loopback), unless CEREA_SERVER_TRUSTED=1 says the code it runs is trusted.  The
 // kernels' worker scope also loses Node's globals (worker/host/sandbox-worker.js).
 //
 // What it does not do: decide which chats it serves (the orchestrator assigns them) or restart
 // itself (its supervisor does).
 import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import readline from 'node:readline';
 import { nodeInitOptions } from './node-kernel.js';
 import { OrchClient } from './host/http.js';
@@ -42,6 +44,20 @@ export function sandboxProblems() {
     if (perm.has('child')) problems.push('child processes are allowed');
     if (perm.has('fs.write')) problems.push('file system writes are allowed');
     if (['/etc/passwd', '/root', '/home', '/tmp'].some((p) => perm.has('fs.read', p))) problems.push('file system reads are not limited');
+  }
+  // The process itself (bubblewrap's user namespace, --cap-drop ALL, --seccomp; hosts.c grants
+  // the read of this one file): not root, no capability, a seccomp filter, no gaining privileges.
+  let status = null;
+  try { status = readFileSync('/proc/self/status', 'utf8'); } catch (e) {
+    problems.push(`its privileges cannot be checked: /proc/self/status is unreadable (${e.code || e.message}; start node with --allow-fs-read=/proc/self/status)`);
+  }
+  if (status !== null) {
+    const field = (name) => ((status.match(new RegExp(`^${name}:\\s*(.*)$`, 'm')) || [])[1] || '').trim();
+    if (field('Uid').split(/\s+/).includes('0')) problems.push(`it runs as root (Uid ${field('Uid')}): run it in a user namespace as another uid (bwrap --unshare-user --uid)`);
+    for (const set of ['CapEff', 'CapPrm', 'CapBnd'])
+      if (!/^0+$/.test(field(set))) problems.push(`it holds capabilities (${set} ${field(set)}): drop them (bwrap --cap-drop ALL)`);
+    if (field('NoNewPrivs') !== '1') problems.push('it could gain privileges (NoNewPrivs is not 1)');
+    if (field('Seccomp') !== '2') problems.push('no seccomp filter is installed (bwrap --seccomp)');
   }
   const ifaces = os.networkInterfaces();
   const outside = Object.entries(ifaces).filter(([, addrs]) => addrs.some((a) => !a.internal)).map(([n]) => n);

@@ -9,7 +9,7 @@ pkgs=(
   libhttp-parser-dev check libsubunit-dev
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
-  bubblewrap
+  bubblewrap libseccomp-dev util-linux
   chromium
   python3 python3-openpyxl python3-et-xmlfile python3-xlsxwriter python3-pypdf
 )
