@@ -1,33 +1,49 @@
 // sandbox-worker.js -- the worker_threads entry the headless host runs each kernel in: KernelCore
 // (worker/core.js) exactly as worker/node-worker.js hosts it, plus the Node-specific part of the
-// lock-down: once Pyodide, the kernel and the browser-API lock-down are in place (the init reply is
-// about to leave), the Node globals are removed from the worker's scope, so Python's js bridge
-// (`import js`) finds no process, Buffer, require-like hooks, network classes or Worker
-// constructors to climb out through.
+// lock-down, applied at the one point where the kernel is loaded and no user code has run yet (the
+// init reply is about to leave):
+//   - Node's globals leave the worker's scope (process, Buffer, require, network classes, Worker):
+//     Python's js bridge (`import js`) cannot even name them;
+//   - the Pyodide JS API leaves Python's reach (kernel/lockdown.py hide_js_api: no `pyodide_js`,
+//     `_api`, `_module`, useNodeSockFS, loadPackage);
+//   - module loading closes: every later `import()` (ESM, through a resolve hook registered for
+//     this worker) and `require()` (CommonJS, Module._load) is refused, so no code left in the
+//     worker can load node:net, node:tls, node:vm, a data: URL or anything else;
+//   - memory: each kernel is bounded by CEREA_KERNEL_MEMORY_MB (default 1024 MiB) — its Python
+//     heap cannot grow past it (WebAssembly.Memory.prototype.grow refuses: Python raises
+//     MemoryError), JavaScript buffers made from Python are refused past it (RangeError), and a
+//     run that leaves the kernel over it is reported `crashed` with "the sandbox ran out of memory
+//     (limit N MiB) and was restarted", so the host replaces the kernel.  The JavaScript heap is
+//     bounded by the process's --max-old-space-size (hosts.c), the host by its RLIMIT_DATA.
 //
-// What it is not: a sandbox by itself.  What holds is the process around it (see headless-host.js
-// and orchestrator/hosts.c): V8 code generation from strings disabled (no js.eval / js.Function /
-// run_js, hence no dynamic import() of node: modules), Node's permission model (read only the
-// runtime and our sources, no writes, no child processes), and a bubblewrap network namespace in
-// which the only way out is the orchestrator's Unix socket.  Removing globals is the layer that
-// keeps Python from even naming Node's APIs.
+// What it is not: a sandbox by itself.  What holds is the process around it (headless-host.js,
+// orchestrator/hosts.c and docs/server-mode.md's table): V8 code generation from strings disabled,
+// Node's permission model, and bubblewrap (user, network, pid namespaces; no capability; seccomp).
 import { parentPort } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import { createRequire, register } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { KernelCore } from '../core.js';
-import { CMD, REPLY } from '../protocol.js';
+import { CMD, REPLY, STATUS } from '../protocol.js';
 
 // Names removed from globalThis (and its prototype chain) after the kernel loaded.  Pyodide keeps
-// the Node modules it needs in module scope, captured during loadPyodide.
+// the Node modules it needs in module scope, captured during loadPyodide.  (fetch stays: core.js
+// pinned a guarded one that refuses every URL here.)
 export const NODE_GLOBALS = Object.freeze([
   'process', 'Buffer', 'global', 'require', 'module', 'exports', '__filename', '__dirname',
-  'BroadcastChannel', 'Worker', 'navigator', 'WebSocket', 'EventSource', 'fetch', 'Request',
+  'BroadcastChannel', 'Worker', 'navigator', 'WebSocket', 'EventSource', 'Request',
   'Response', 'Headers', 'FormData',
 ]);
 // Kept on purpose: setTimeout/setImmediate/MessageChannel (Pyodide's event loop schedules with
 // them), performance, crypto.getRandomValues, TextEncoder/Decoder, WebAssembly.
+
+const MIB = 1048576;
+export const KERNEL_MEMORY_MB = Math.max(64, parseInt(process.env.CEREA_KERNEL_MEMORY_MB || '', 10) || 1024);
+const LIMIT = KERNEL_MEMORY_MB * MIB;
+const memoryUsage = process.memoryUsage.bind(process);   // kept: `process` leaves the scope
+export const OUT_OF_MEMORY = `the sandbox ran out of memory (limit ${KERNEL_MEMORY_MB} MiB) and was restarted`;
 
 // Under Node's permission model process.binding() throws, and Emscripten's NODEFS reads its open
 // flags from process.binding('constants') while Pyodide loads: answer that one question from the
@@ -39,8 +55,107 @@ try {
 
 const toPath = (u) => (u.startsWith('file:') ? fileURLToPath(u) : u);
 let initId = 0;
+let core = null;
 const report = [];
 
+// ---- memory ---------------------------------------------------------------------------------
+// Bytes of every wasm memory of this worker: Pyodide's heap, and any a run made.
+const memories = new Set();
+const wasmBytes = () => {
+  let n = core && core.py ? core.py._module.HEAPU8.byteLength : 0;
+  for (const m of memories) n += m.buffer.byteLength;
+  return n;
+};
+const inUse = () => memoryUsage().arrayBuffers + wasmBytes();
+const refuse = (what, bytes) => new RangeError(`${what} of ${Math.ceil(bytes / MIB)} MiB refused: the sandbox's memory limit (${KERNEL_MEMORY_MB} MiB) is reached`);
+
+// Installed before Pyodide loads: a memory may not grow past the kernel's limit.  Emscripten's
+// growMemory catches the error and malloc returns NULL, so Python raises MemoryError.
+{
+  const proto = WebAssembly.Memory.prototype;
+  const grow = proto.grow;
+  Object.defineProperty(proto, 'grow', {
+    value: function grow_(pages) {
+      const bytes = Number(pages) * 65536;
+      if (bytes > 0 && inUse() + bytes > LIMIT) throw refuse('a Python heap growth', bytes);
+      return grow.call(this, pages);
+    },
+    writable: false, configurable: false,
+  });
+}
+
+// Installed at lock-down: buffers of 1 MiB or more made through the global constructors (the ones
+// Python's js bridge reaches, and the species copies slice/map make) are refused past the limit.
+const ALLOCATORS = ['ArrayBuffer', 'SharedArrayBuffer', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
+  'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array',
+  'BigInt64Array', 'BigUint64Array'];
+function requested(C, args) {
+  const a = args[0];
+  const per = C.BYTES_PER_ELEMENT || 1;
+  if (typeof a === 'number' || typeof a === 'bigint') return Number(a) * per;
+  if (a && typeof a === 'object' && !(a instanceof ArrayBuffer) && !(typeof SharedArrayBuffer === 'function' && a instanceof SharedArrayBuffer))
+    return (Number(a.length) || 0) * per;
+  return 0;   // a view over an existing buffer allocates nothing
+}
+function guardAllocations() {
+  const guard = (what, bytes) => { if (bytes >= MIB && inUse() + bytes > LIMIT) throw refuse(what, bytes); };
+  for (const name of ALLOCATORS) {
+    const C = globalThis[name];
+    if (typeof C !== 'function') continue;
+    const P = new Proxy(C, {
+      construct(target, args, newTarget) {
+        guard(`a new ${name}`, requested(C, args));
+        return Reflect.construct(target, args, newTarget === P ? target : newTarget);
+      },
+    });
+    Object.defineProperty(globalThis, name, { value: P, writable: false, configurable: false });
+    Object.defineProperty(C.prototype, 'constructor', { value: P, writable: false, configurable: false });
+    for (const m of ['resize', 'grow']) {
+      const f = C.prototype[m];
+      if (typeof f !== 'function' || (name !== 'ArrayBuffer' && name !== 'SharedArrayBuffer')) continue;
+      Object.defineProperty(C.prototype, m, {
+        value: function (len) { guard(`a ${name} ${m}`, Number(len) - this.byteLength); return f.call(this, len); },
+        writable: false, configurable: false,
+      });
+    }
+  }
+  const M = WebAssembly.Memory;
+  const PM = new Proxy(M, {
+    construct(target, args, newTarget) {
+      guard('a new WebAssembly.Memory', (Number(args[0] && args[0].initial) || 0) * 65536);
+      const m = Reflect.construct(target, args, newTarget === PM ? target : newTarget);
+      memories.add(m);
+      return m;
+    },
+  });
+  Object.defineProperty(WebAssembly, 'Memory', { value: PM, writable: false, configurable: false });
+}
+
+// A run that left the kernel over its limit: reported crashed, so the host replaces the kernel.
+function checkMemory(result) {
+  const used = inUse();
+  if (used <= LIMIT) return;
+  result.status = STATUS.CRASHED;
+  result.error = { type: 'MemoryError', message: OUT_OF_MEMORY, traceback: '' };
+  result.notes = [...(result.notes || []), `${OUT_OF_MEMORY} (it held ${Math.ceil(used / MIB)} MiB)`];
+}
+
+// ---- module loading -------------------------------------------------------------------------
+// The resolve hook of this worker's ESM loader once closed: every import() is refused.  (A data:
+// URL: no file of its own to read under the permission model.)
+const CLOSED_LOADER = 'data:text/javascript,' + encodeURIComponent(
+  'export async function resolve(specifier) { throw new Error(`import("${specifier}") refused: module loading is closed in this sandbox`); }');
+function closeModuleLoading() {
+  const Module = createRequire(import.meta.url)('node:module');
+  const load = Module._load;
+  Module._load = function _load(request) {
+    throw new Error(`require("${request}") refused: module loading is closed in this sandbox`);
+  };
+  if (Module._load === load) report.push('node lock-down: require() could not be closed');
+  register(CLOSED_LOADER);
+}
+
+// ---- the lock-down point ---------------------------------------------------------------------
 function removeNodeGlobals() {
   for (const name of NODE_GLOBALS) {
     try {
@@ -50,18 +165,33 @@ function removeNodeGlobals() {
         if (d.configurable) delete o[name];
         else Object.defineProperty(o, name, { value: undefined, writable: false });
       }
-      if (globalThis[name] !== undefined && name !== 'fetch') report.push(`node lock-down: ${name} is still reachable`);
+      if (globalThis[name] !== undefined) report.push(`node lock-down: ${name} is still reachable`);
     } catch (e) { report.push(`node lock-down: ${name}: ${e.message}`); }
   }
 }
 
+function lockDown() {
+  const step = (label, fn) => { try { fn(); } catch (e) { report.push(`node lock-down: ${label}: ${e.message}`); } };
+  step('the Pyodide JS API', () => {
+    const notes = core.py.pyimport('cerea_kernel.lockdown').hide_js_api();
+    report.push(...notes.toJs());
+    notes.destroy();
+  });
+  step('module loading', closeModuleLoading);
+  step('memory', guardAllocations);
+  removeNodeGlobals();
+}
+
 const post = (msg, transfer) => {
   if (initId && msg && msg.id === initId && msg.type === REPLY.OK) {
-    // The one point where the kernel is loaded and no user code has run yet.
-    removeNodeGlobals();
+    lockDown();
     initId = 0;
-    if (msg.info) msg.info.lockdown = [...(msg.info.lockdown || []), ...report];
-    msg.info.node_lockdown = { removed: NODE_GLOBALS.filter((n) => globalThis[n] === undefined) };
+    if (msg.info) {
+      msg.info.lockdown = [...(msg.info.lockdown || []), ...report];
+      msg.info.node_lockdown = { removed: NODE_GLOBALS.filter((n) => globalThis[n] === undefined), memory_mb: KERNEL_MEMORY_MB };
+    }
+  } else if (msg && msg.type === REPLY.OK && msg.result) {
+    checkMemory(msg.result);
   }
   parentPort.postMessage(msg, transfer);
 };
@@ -73,7 +203,7 @@ const host = {
   readText: (url) => readFile(toPath(url), 'utf8'),
   importPyodide: (url) => import(/^(file):/.test(url) ? url : pathToFileURL(url).href),
 };
-const core = new KernelCore(host);
+core = new KernelCore(host);
 parentPort.on('message', (msg) => {
   if (msg && msg.cmd === CMD.INIT) initId = msg.id;
   core.onMessage(msg);
