@@ -1,0 +1,211 @@
+// sandbox.test.mjs -- the headless host's sandbox, layer by layer (docs/server-mode.md), against the
+// real orchestrator in `server` mode:
+//   - the process (bubblewrap as hosts.c starts it): a stand-in host runs Python (the machine's
+//     python3, inside the very sandbox and seccomp filter a real host gets) that reads
+//     /proc/self/status and tries the system calls an escape from Node would use; and the real
+//     Node host's status read from outside (its own user namespace, no capability, seccomp,
+//     no_new_privs, the RLIMIT_DATA bound);
+//   - Python in the real kernel (Pyodide under Node) reaches neither Pyodide's JS internals nor
+//     Node's modules (useNodeSockFS, _nodeSock, import()), sandboxed and trusted alike;
+//   - memory: a kernel that a run leaves over its limit is replaced with a note, and the next run
+//     of the chat runs in a fresh kernel.
+// Processes are started and stopped by pid (lib.mjs).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { mkdirSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
+import { BWRAP, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
+
+const dirs = [];
+after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+const status = (pid) => Object.fromEntries(readFileSync(`/proc/${pid}/status`, 'utf8').trim().split('\n')
+  .map((l) => l.split(':')).map(([k, ...v]) => [k, v.join(':').trim()]));
+
+// What a process in the sandbox tries, from Python (ctypes): each call must fail with EPERM.
+const PROBE = String.raw`
+import ctypes, errno, json, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return 'ok' if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+out = {'status': {}}
+for line in open('/proc/self/status'):
+    k, _, v = line.partition(':')
+    if k in ('Uid', 'Gid', 'CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'NoNewPrivs', 'Seccomp'):
+        out['status'][k] = v.split()
+# x86_64 numbers: ptrace 101, mount 165, umount2 166, unshare 272, setns 308, keyctl 250, bpf 321,
+# perf_event_open 298, kexec_load 246, init_module 175, finit_module 313, delete_module 176,
+# pivot_root 155, chroot 161, userfaultfd 323, io_uring_setup 425, setuid 105, clone 56
+CLONE_NEWUSER, CLONE_NEWNET, SIGCHLD = 0x10000000, 0x40000000, 17
+calls = {'ptrace': (101, 0, 0, 0, 0), 'mount': (165, 0, 0, 0, 0, 0), 'umount2': (166, 0, 0),
+         'unshare_user': (272, CLONE_NEWUSER), 'unshare_net': (272, CLONE_NEWNET), 'setns': (308, 0, 0),
+         'keyctl': (250, 0, 0, 0, 0, 0), 'bpf': (321, 0, 0, 0), 'perf_event_open': (298, 0, 0, 0, 0, 0),
+         'kexec_load': (246, 0, 0, 0, 0), 'init_module': (175, 0, 0, 0), 'finit_module': (313, 0, 0, 0),
+         'delete_module': (176, 0, 0), 'pivot_root': (155, 0, 0), 'chroot': (161, 0),
+         'userfaultfd': (323, 0), 'io_uring_setup': (425, 0, 0), 'setuid': (105, 0)}
+out['calls'] = {k: sc(*v) for k, v in calls.items()}
+pid = libc.syscall(56, ctypes.c_long(CLONE_NEWNET | SIGCHLD), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+if pid == 0:
+    os._exit(0)
+out['calls']['clone_newnet'] = 'ok' if pid > 0 else errno.errorcode.get(ctypes.get_errno())
+def sock(*a):
+    try:
+        socket.socket(*a).close(); return 'ok'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+out['sockets'] = {'packet': sock(socket.AF_PACKET, socket.SOCK_RAW), 'raw': sock(socket.AF_INET, socket.SOCK_RAW, 1),
+                  'raw6': sock(socket.AF_INET6, socket.SOCK_RAW, 58), 'unix': sock(socket.AF_UNIX, socket.SOCK_STREAM),
+                  'tcp': sock(socket.AF_INET, socket.SOCK_STREAM)}
+try:
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+    out['fork'] = 'ok'
+except OSError as e:
+    out['fork'] = errno.errorcode.get(e.errno, str(e.errno))
+json.dump(out, open(sys.argv[1], 'w'))
+print('ready', flush=True)
+sys.stdin.read()
+`;
+
+test('the host process (from Python inside the real sandbox): uid 65534 in its own user namespace, no capability, seccomp, no_new_privs; the calls of an escape fail', async (t) => {
+  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  const dataDir = tempDir('fs-sbx');
+  dirs.push(dataDir);
+  mkdirSync(`${dataDir}/hosts`, { recursive: true });
+  writeFileSync(`${dataDir}/hosts/probe.py`, PROBE);
+  // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made, then says ready.
+  writeFileSync(`${dataDir}/hosts/probe-node.sh`, `#!/bin/sh\nexec /usr/bin/python3 ${dataDir}/hosts/probe.py ${dataDir}/hosts/probe.json 2> ${dataDir}/hosts/probe.err\n`, { mode: 0o755 });
+  const srv = await startStack({ dataDir, env: { CEREA_NODE: `${dataDir}/hosts/probe-node.sh` } });
+  try {
+    for (let i = 0; i < 200 && !existsSync(`${dataDir}/hosts/probe.json`); i++) await sleep(50);
+    const err = existsSync(`${dataDir}/hosts/probe.err`) ? readFileSync(`${dataDir}/hosts/probe.err`, 'utf8') : '';
+    assert.ok(existsSync(`${dataDir}/hosts/probe.json`), `the probe wrote nothing: ${err}\n${srv.log.slice(-2000)}`);
+    const p = JSON.parse(readFileSync(`${dataDir}/hosts/probe.json`, 'utf8'));
+    t.diagnostic(JSON.stringify(p));
+    assert.deepEqual(p.status.Uid, ['65534', '65534', '65534', '65534']);
+    assert.deepEqual(p.status.Gid, ['65534', '65534', '65534', '65534']);
+    for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.deepEqual(p.status[set], ['0000000000000000'], set);
+    assert.deepEqual(p.status.NoNewPrivs, ['1']);
+    assert.deepEqual(p.status.Seccomp, ['2']);
+    for (const [call, res] of Object.entries(p.calls)) assert.equal(res, 'EPERM', `${call}: ${res}`);
+    assert.deepEqual(p.sockets, { packet: 'EPERM', raw: 'EPERM', raw6: 'EPERM', unix: 'ok', tcp: 'ok' });
+    assert.equal(p.fork, 'ok', 'what the filter allows still works (a process of the sandbox may fork; Node\'s permission model forbids it)');
+  } finally { await srv.stop(); }
+});
+
+// One real server for the rest: a real Node host with real Pyodide.
+const KERNEL_MB = 256;
+let srv = null;
+async function stack(t) {
+  if (srv) return srv;
+  srv = await startStack({ env: { CEREA_KERNEL_MEMORY_MB: String(KERNEL_MB), CEREA_HOST_KERNELS: '2' } });
+  await hostReady(srv);
+  return srv;
+}
+after(async () => { if (srv) { dirs.push(srv.dataDir); await srv.stop(); } });
+
+test('the real Node host, seen from outside: its own user and cgroup namespaces, no capability, seccomp, no_new_privs, RLIMIT_DATA', async (t) => {
+  const s = await stack(t);
+  const c = await newChat(s);
+  const r = await run(s, c, 'print(6 * 7)');
+  assert.equal(r.status, 'ok', JSON.stringify(r));
+  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  const [pid] = hostNodePids(s);
+  assert.ok(pid, 'the host node process');
+  const st = status(pid);
+  for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.equal(st[set], '0000000000000000', set);
+  assert.equal(st.NoNewPrivs, '1');
+  assert.equal(st.Seccomp, '2');
+  assert.notEqual(readlinkSync(`/proc/${pid}/ns/user`), readlinkSync('/proc/self/ns/user'), 'a user namespace of its own');
+  for (const ns of ['net', 'pid', 'cgroup']) assert.notEqual(readlinkSync(`/proc/${pid}/ns/${ns}`), readlinkSync(`/proc/self/ns/${ns}`), ns);
+  assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/)[0], '65534', 'uid 65534 inside');
+  // (kernels + 1) x (kernel limit + 256 MiB of JS heap) + 512 MiB for the rest of the host.
+  const limit = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max data size'));
+  assert.equal(limit.split(/\s{2,}/)[1], String((3 * (KERNEL_MB + 256) + 512) * 1048576), limit);
+});
+
+// Probes from Python in the real kernel; every line must say refused.
+const ESCAPES = (port) => [
+  'import js, sys',
+  'def tries(label, f):',
+  '    try:',
+  '        r = f()',
+  '        print(label, "REACHED", repr(r)[:40])',
+  '    except BaseException as e:',
+  '        print(label, "refused", type(e).__name__)',
+  'async def atries(label, f):',
+  '    try:',
+  '        r = await f()',
+  '        print(label, "REACHED", repr(r)[:40])',
+  '    except BaseException as e:',
+  '        print(label, "refused", type(e).__name__)',
+  'import pyodide_js',
+  'await atries("useNodeSockFS", lambda: pyodide_js.useNodeSockFS())',
+  'tries("_nodeSock", lambda: __import__("pyodide_js._api", fromlist=["_nodeSock"])._nodeSock.connect)',
+  'tries("_module", lambda: pyodide_js._module)',
+  'tries("FS", lambda: pyodide_js.FS)',
+  'tries("loadPackage", lambda: pyodide_js.loadPackage)',
+  'tries("registered", lambda: __import__("_pyodide._importhook", fromlist=["jsfinder"]).jsfinder.jsproxies["pyodide_js"])',
+  'from pyodide.code import run_js',
+  'await atries("import node:net", lambda: run_js(\'import("node:net")\'))',
+  'await atries("Function import", lambda: js.Function(\'return import("node:tls")\')())',
+  'tries("require", lambda: js.require("node:net"))',
+  'tries("process", lambda: js.process.binding("tcp_wrap"))',
+  'import socket, _socket',
+  `tries("socket", lambda: socket.create_connection(("127.0.0.1", ${port}), timeout=2))`,
+  `tries("_socket", lambda: _socket.socket().connect(("127.0.0.1", ${port})))`,
+  `await atries("fetch", lambda: js.fetch("http://127.0.0.1:${port}/"))`,
+].join('\n');
+
+async function probeEscapes(s, t) {
+  let hits = 0;
+  const server = http.createServer((req, res) => { hits++; res.end('leak'); });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const c = await newChat(s);
+    const r = await run(s, c, ESCAPES(server.address().port));
+    assert.equal(r.status, 'ok', JSON.stringify(r));
+    const lines = r.stdout.trim().split('\n');
+    t.diagnostic(lines.join(' | '));
+    assert.equal(lines.length, 13, r.stdout);
+    for (const l of lines) assert.match(l, / refused /, l);
+    assert.equal(hits, 0, 'nothing reached the local server');
+  } finally { server.close(); }
+}
+
+test('Python reaches neither Pyodide\'s JS internals nor Node\'s modules or sockets (sandboxed host)', async (t) => {
+  await probeEscapes(await stack(t), t);
+});
+
+test('... nor with CEREA_SERVER_TRUSTED=1 (no bubblewrap: the kernel\'s own lock-down holds)', async (t) => {
+  const s = await startStack({ env: { CEREA_SERVER_TRUSTED: '1' } });
+  dirs.push(s.dataDir);
+  try {
+    await hostReady(s);
+    assert.match(s.log, /TRUSTED: no bubblewrap/);
+    await probeEscapes(s, t);
+  } finally { await s.stop(); }
+});
+
+test('memory: a run that leaves its kernel over the limit ends crashed with the note; the kernel is replaced and the files remounted', async (t) => {
+  const s = await stack(t);
+  const c = await newChat(s);
+  const up = await upload(s, c, 'keep.txt', Buffer.from('still here'));
+  assert.ok([200, 201].includes(up.status), `upload: ${up.status}`);
+  const chunk = Math.floor(KERNEL_MB / 3);
+  const r = await run(s, c, ['import js', 'x = 1', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
+    'keep = [a, js.structuredClone(a), js.structuredClone(a), js.structuredClone(a)]', "print('kept', len(keep))"].join('\n'));
+  assert.equal(r.status, 'crashed', JSON.stringify(r));
+  assert.equal(r.error.message, `the sandbox ran out of memory (limit ${KERNEL_MB} MiB) and was restarted`);
+  assert.equal(r.stdout, 'kept 4\n');
+  assert.equal(r.restarted, true);
+  assert.deepEqual(r.remounted, ['keep.txt']);
+  const next = await run(s, c, "print('x' in globals(), open('/mnt/data/keep.txt').read())");
+  assert.equal(next.status, 'ok', JSON.stringify(next));
+  assert.equal(next.stdout.trim(), 'False still here');
+  const heap = await run(s, c, `b = bytearray(${KERNEL_MB + 32} * 1024 * 1024)`);
+  assert.equal(heap.status, 'error');
+  assert.equal(heap.error.type, 'MemoryError');
+});
