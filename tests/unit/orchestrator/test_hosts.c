@@ -151,6 +151,7 @@ START_TEST(test_refusals) {
       {"CEREA_HOSTS", "0", SBX_EINVAL, "CEREA_HOSTS must be 1..64"},
       {"CEREA_HOSTS", "65", SBX_EINVAL, "CEREA_HOSTS"},
       {"CEREA_HOST_KERNELS", "x", SBX_EINVAL, "CEREA_HOST_KERNELS"},
+      {"CEREA_KERNEL_MEMORY_MB", "64", SBX_EINVAL, "CEREA_KERNEL_MEMORY_MB 128..16384"},
       {"CEREA_NODE", "/nonexistent/node", SBX_ENOENT, "not found (set CEREA_NODE)"},
       {"CEREA_ROOT", "/nonexistent", SBX_ENOENT, "headless-host.js not found"},
   };
@@ -177,6 +178,56 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* Sandboxed (not trusted), with a stand-in bubblewrap that logs its arguments and the size of what
+ * it reads on fd 3: the command line carries every layer, the filter arrives as a BPF program
+ * (a whole number of 8-byte instructions), and the memory bound goes first. */
+START_TEST(test_sandboxed_command_line) {
+  make_dirs("exit 0\n");
+  unsetenv("CEREA_SERVER_TRUSTED");
+  char bwrap[200], argv_log[200], cmd[700];
+  snprintf(bwrap, sizeof(bwrap), "%s/hosts/fake-bwrap.sh", data_dir);
+  snprintf(argv_log, sizeof(argv_log), "%s/hosts/bwrap.log", data_dir);
+  FILE *f = fopen(bwrap, "w");
+  ck_assert_ptr_nonnull(f);
+  fprintf(f,
+          "#!/bin/sh\necho \"$*\" > '%s'\nwc -c <&3 >> '%s'\ngrep 'Max data size' "
+          "/proc/self/limits >> '%s'\n"
+          "echo ready\nwhile read -r l; do :; done\n",
+          argv_log, argv_log, argv_log);
+  fclose(f);
+  chmod(bwrap, 0755);
+  setenv("CEREA_BWRAP", bwrap, 1);
+  setenv("CEREA_KERNEL_MEMORY_MB", "512", 1);
+  run_for(1500);
+  f = fopen(argv_log, "r");
+  ck_assert_msg(f != NULL, "the stand-in bubblewrap never ran");
+  char args[4096] = "", size[64] = "", limit[256] = "";
+  ck_assert_ptr_nonnull(fgets(args, sizeof(args), f));
+  ck_assert_ptr_nonnull(fgets(size, sizeof(size), f));
+  ck_assert_ptr_nonnull(fgets(limit, sizeof(limit), f));
+  fclose(f);
+  const char *want[] = {"--unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL",
+                        "--unshare-net",
+                        "--unshare-pid",
+                        "--unshare-cgroup-try",
+                        "--seccomp 3",
+                        "--die-with-parent",
+                        "--allow-fs-read=/proc/self/status",
+                        "--max-old-space-size=256",
+                        "--disallow-code-generation-from-strings"};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    ck_assert_msg(strstr(args, want[i]) != NULL, "missing %s in: %s", want[i], args);
+  long n = atol(size);
+  ck_assert_msg(n > 64 && n % 8 == 0, "filter size %ld", n);
+  /* (2 kernels + 1) x (512 + 256) + 512 MiB */
+  snprintf(cmd, sizeof(cmd), "%llu", (3ull * (512 + 256) + 512) * 1048576ull);
+  ck_assert_msg(strstr(limit, cmd) != NULL, "RLIMIT_DATA: %s", limit);
+  unsetenv("CEREA_BWRAP");
+  unsetenv("CEREA_KERNEL_MEMORY_MB");
+  remove_dirs();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hosts");
   TCase *tc = tcase_create("supervisor");
@@ -184,6 +235,7 @@ int main(void) {
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_restart_with_backoff_and_close);
   tcase_add_test(tc, test_close_kills_running_hosts);
+  tcase_add_test(tc, test_sandboxed_command_line);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
