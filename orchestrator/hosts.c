@@ -91,10 +91,12 @@
 #define KILL_GRACE_MS    3000
 #define LINE_MAX_BYTES   512
 #define HOST_LINGER_MS   1000 /* an idle chat keeps its slot this long when other chats wait */
-#define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
-#define JS_HEAP_MB       256 /* --max-old-space-size: every isolate's JavaScript heap */
-#define SANDBOX_UID      "65534" /* the host's uid and gid inside its user namespace */
-#define SECCOMP_FD       3       /* where the filter reaches bwrap */
+#define LOADING_HOLD_MAX_MS                                                                        \
+  180000                     /* a dispatched run waits this long at most for a loading kernel */
+#define HOST_BASE_MB 512     /* the host process beyond its kernels: Node, the main thread, files */
+#define JS_HEAP_MB   256     /* --max-old-space-size: every isolate's JavaScript heap */
+#define SANDBOX_UID  "65534" /* the host's uid and gid inside its user namespace */
+#define SECCOMP_FD   3       /* where the filter reaches bwrap */
 
 enum host_state {
   HOST_IDLE = 0,
@@ -178,277 +180,60 @@ static void host_set_state_(struct host *h, enum host_state next, const char *fi
  * namespace flag, io_uring, userfaultfd, privileges and clocks) and raw or packet sockets.
  * Sockets allowed: AF_UNIX (the orchestrator's socket), AF_NETLINK route (interface listing), and
  * TCP/UDP (inside the network namespace they reach only its own loopback). */
-static const char *const filter_allow[] = {
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "pread64",
-    "pwrite64",
-    "preadv",
-    "pwritev",
-    "preadv2",
-    "pwritev2",
-    "open",
-    "openat",
-    "openat2",
-    "close",
-    "close_range",
-    "lseek",
-    "fstat",
-    "stat",
-    "lstat",
-    "newfstatat",
-    "statx",
-    "fstatfs",
-    "statfs",
-    "access",
-    "faccessat",
-    "faccessat2",
-    "readlink",
-    "readlinkat",
-    "getdents",
-    "getdents64",
-    "getcwd",
-    "chdir",
-    "fchdir",
-    "mkdir",
-    "mkdirat",
-    "rmdir",
-    "unlink",
-    "unlinkat",
-    "rename",
-    "renameat",
-    "renameat2",
-    "link",
-    "linkat",
-    "symlink",
-    "symlinkat",
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "truncate",
-    "ftruncate",
-    "fsync",
-    "fdatasync",
-    "fallocate",
-    "fadvise64",
-    "flock",
-    "fcntl",
-    "dup",
-    "dup2",
-    "dup3",
-    "pipe",
-    "pipe2",
-    "utimensat",
-    "umask",
-    "sendfile",
-    "copy_file_range",
-    "splice",
-    "tee",
-    "inotify_init1",
-    "inotify_add_watch",
-    "inotify_rm_watch",
-    "ioctl",
-    "mmap",
-    "munmap",
-    "mremap",
-    "mprotect",
-    "madvise",
-    "mincore",
-    "msync",
-    "mlock",
-    "munlock",
-    "mlock2",
-    "brk",
-    "membarrier",
-    "pkey_alloc",
-    "pkey_free",
-    "pkey_mprotect",
-    "get_mempolicy",
-    "mbind",
-    "set_mempolicy",
-    "memfd_create",
-    "execve",
-    "fork",
-    "vfork",
-    "exit",
-    "exit_group",
-    "wait4",
-    "waitid",
-    "futex",
-    "futex_waitv",
-    "set_robust_list",
-    "get_robust_list",
-    "set_tid_address",
-    "rseq",
-    "sched_yield",
-    "sched_getaffinity",
-    "sched_setaffinity",
-    "sched_getparam",
-    "sched_getscheduler",
-    "sched_setscheduler",
-    "sched_get_priority_max",
-    "sched_get_priority_min",
-    "getpriority",
-    "setpriority",
-    "nanosleep",
-    "clock_nanosleep",
-    "clock_gettime",
-    "clock_getres",
-    "gettimeofday",
-    "time",
-    "times",
-    "getrusage",
-    "rt_sigaction",
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "rt_sigsuspend",
-    "rt_sigtimedwait",
-    "rt_sigpending",
-    "sigaltstack",
-    "kill",
-    "tgkill",
-    "tkill",
-    "pause",
-    "alarm",
-    "setitimer",
-    "getitimer",
-    "timer_create",
-    "timer_settime",
-    "timer_gettime",
-    "timer_delete",
-    "timer_getoverrun",
-    "timerfd_create",
-    "timerfd_settime",
-    "timerfd_gettime",
-    "signalfd",
-    "signalfd4",
-    "eventfd",
-    "eventfd2",
-    "epoll_create",
-    "epoll_create1",
-    "epoll_ctl",
-    "epoll_wait",
-    "epoll_pwait",
-    "epoll_pwait2",
-    "poll",
-    "ppoll",
-    "select",
-    "pselect6",
-    "socketpair",
-    "connect",
-    "accept",
-    "accept4",
-    "bind",
-    "listen",
-    "getsockname",
-    "getpeername",
-    "sendto",
-    "recvfrom",
-    "sendmsg",
-    "recvmsg",
-    "sendmmsg",
-    "recvmmsg",
-    "shutdown",
-    "setsockopt",
-    "getsockopt",
-    "getpid",
-    "getppid",
-    "gettid",
-    "getuid",
-    "geteuid",
-    "getgid",
-    "getegid",
-    "getgroups",
-    "getresuid",
-    "getresgid",
-    "getpgrp",
-    "getpgid",
-    "getsid",
-    "uname",
-    "sysinfo",
-    "getrlimit",
-    "setrlimit",
-    "prlimit64",
-    "getrandom",
-    "capget",
-    "arch_prctl",
-    "prctl",
-    "getcpu",
-    "restart_syscall",
-};
-static const char *const filter_refuse[] = {
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "process_madvise",
-    "kcmp",
-    "pidfd_getfd",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "move_mount",
-    "open_tree",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "bpf",
-    "perf_event_open",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "unshare",
-    "setns",
-    "userfaultfd",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "swapon",
-    "swapoff",
-    "reboot",
-    "syslog",
-    "acct",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "quotactl",
-    "name_to_handle_at",
-    "open_by_handle_at",
-    "iopl",
-    "ioperm",
-    "vhangup",
-    "sethostname",
-    "setdomainname",
-    "personality",
-    "setuid",
-    "setgid",
-    "setreuid",
-    "setregid",
-    "setresuid",
-    "setresgid",
-    "setgroups",
-    "setfsuid",
-    "setfsgid",
-    "capset",
-    "fanotify_init",
-    "lookup_dcookie",
-    "uselib",
-    "ustat",
-    "sysfs",
-};
+static const char filter_allow[] =
+    "read write readv writev pread64 pwrite64 preadv pwritev preadv2 pwritev2 open openat openat2 "
+    "close close_range lseek fstat stat lstat newfstatat statx fstatfs statfs access faccessat "
+    "faccessat2 readlink readlinkat getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir "
+    "unlink unlinkat rename renameat renameat2 link linkat symlink symlinkat chmod fchmod "
+    "fchmodat truncate ftruncate fsync fdatasync fallocate fadvise64 flock fcntl dup dup2 dup3 "
+    "pipe pipe2 utimensat umask sendfile copy_file_range splice tee inotify_init1 "
+    "inotify_add_watch inotify_rm_watch ioctl mmap munmap mremap mprotect madvise mincore msync "
+    "mlock munlock mlock2 brk membarrier pkey_alloc pkey_free pkey_mprotect get_mempolicy mbind "
+    "set_mempolicy memfd_create execve fork vfork exit exit_group wait4 waitid futex futex_waitv "
+    "set_robust_list get_robust_list set_tid_address rseq sched_yield sched_getaffinity "
+    "sched_setaffinity sched_getparam sched_getscheduler sched_setscheduler "
+    "sched_get_priority_max sched_get_priority_min getpriority setpriority nanosleep "
+    "clock_nanosleep clock_gettime clock_getres gettimeofday time times getrusage rt_sigaction "
+    "rt_sigprocmask rt_sigreturn rt_sigsuspend rt_sigtimedwait rt_sigpending sigaltstack kill "
+    "tgkill tkill pause alarm setitimer getitimer timer_create timer_settime timer_gettime "
+    "timer_delete timer_getoverrun timerfd_create timerfd_settime timerfd_gettime signalfd "
+    "signalfd4 eventfd eventfd2 epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait "
+    "epoll_pwait2 poll ppoll select pselect6 socketpair connect accept accept4 bind listen "
+    "getsockname getpeername sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg shutdown "
+    "setsockopt getsockopt getpid getppid gettid getuid geteuid getgid getegid getgroups "
+    "getresuid getresgid getpgrp getpgid getsid uname sysinfo getrlimit setrlimit prlimit64 "
+    "getrandom capget arch_prctl prctl getcpu restart_syscall ";
+static const char filter_refuse[] =
+    "ptrace process_vm_readv process_vm_writev process_madvise kcmp pidfd_getfd mount umount2 "
+    "pivot_root chroot move_mount open_tree fsopen fsconfig fsmount fspick mount_setattr keyctl "
+    "add_key request_key bpf perf_event_open kexec_load kexec_file_load init_module finit_module "
+    "delete_module unshare setns userfaultfd io_uring_setup io_uring_enter io_uring_register "
+    "swapon swapoff reboot syslog acct settimeofday clock_settime clock_adjtime adjtimex quotactl "
+    "name_to_handle_at open_by_handle_at iopl ioperm vhangup sethostname setdomainname "
+    "personality setuid setgid setreuid setregid setresuid setresgid setgroups setfsuid setfsgid "
+    "capset fanotify_init lookup_dcookie uselib ustat sysfs ";
 #define NS_FLAGS                                                                                   \
   (CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |       \
    CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */)
+
+/* One rule with `action` for each space-separated syscall name this architecture has. */
+static int add_names(scmp_filter_ctx ctx, uint32_t action, const char *names) {
+  char name[40];
+  for (const char *p = names; *p;) {
+    size_t n = strcspn(p, " ");
+    if (n > 0 && n < sizeof(name)) {
+      memcpy(name, p, n);
+      name[n] = '\0';
+      int nr = seccomp_syscall_resolve_name(name);
+      int rc = nr == __NR_SCMP_ERROR || nr < 0 ? 0 : seccomp_rule_add(ctx, action, nr, 0);
+      if (rc != 0)
+        return rc;
+    }
+    p += n;
+    p += strspn(p, " ");
+  }
+  return 0;
+}
 
 /* Builds the filter and exports its BPF program into hs->filter.  SBX_EIO with detail. */
 static int build_filter(struct orch_hosts *hs, struct sbx_error *err) {
@@ -457,16 +242,9 @@ static int build_filter(struct orch_hosts *hs, struct sbx_error *err) {
   if (ctx == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "server mode: seccomp_init failed");
   const uint32_t perm = SCMP_ACT_ERRNO(EPERM);
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(filter_allow) && rc == 0; i++) {
-    int nr = seccomp_syscall_resolve_name(filter_allow[i]);
-    if (nr != __NR_SCMP_ERROR && nr >= 0)
-      rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-  }
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(filter_refuse) && rc == 0; i++) {
-    int nr = seccomp_syscall_resolve_name(filter_refuse[i]);
-    if (nr != __NR_SCMP_ERROR && nr >= 0)
-      rc = seccomp_rule_add(ctx, perm, nr, 0);
-  }
+  rc = add_names(ctx, SCMP_ACT_ALLOW, filter_allow);
+  if (rc == 0)
+    rc = add_names(ctx, perm, filter_refuse);
   /* Threads (no namespace flag) go; a clone with any namespace flag is refused, one rule a flag. */
   if (rc == 0)
     rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
@@ -1181,7 +959,8 @@ void orch_hosts_tick(struct orch_hosts *hs) {
           host_send(h, "attach %s\n", c->id) == 0)
         have->sent_ms = now;
     } else if (p->kernel == ORCH_KERNEL_LOADING && run->state == ORCH_RUN_DISPATCHED &&
-               strcmp(run->page_id, p->id) == 0) {
+               strcmp(run->page_id, p->id) == 0 &&
+               now - run->state_since_ms < LOADING_HOLD_MAX_MS) {
       orch_run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
     }
   }
