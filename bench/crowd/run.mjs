@@ -7,7 +7,7 @@
 // every 250 ms over every process under the server).  Machine load is printed beside them.
 //
 //   node bench/crowd/run.mjs [CHATS=200] [RUNS=5] [HOSTS=2] [KERNELS=2]   (CEREA_BIN picks the binary)
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startStack, hostReady, newChat, call, descendants } from '../../tests/fullstack/lib.mjs';
 
@@ -51,4 +51,4 @@ try {
     peak_rss_mib: Math.round(peakRss / 1024), peak_threads: peakThreads,
     loadavg_1m: { before: +load0.toFixed(2), after: +loadavg()[0].toFixed(2) },
   }, null, 1));
-} finally { clearInterval(sampler); await srv.stop(); }
+} finally { clearInterval(sampler); await srv.stop(); rmSync(srv.dataDir, { recursive: true, force: true }); }
