@@ -1,15 +1,19 @@
 // core.js -- the kernel worker's one class: hosts Pyodide and the kernel/ Python package, and
 // answers the commands of worker/protocol.js.  Shared by the browser Web Worker entry
-// (browser-worker.js) and the Node worker_threads entry (node-worker.js); the entries only
-// provide a `host` (how to post messages, read the runtime's files and import Pyodide) and feed
-// messages in.
+// (ui-adapter/src/kernel-worker.js, bundled by ui-adapter/build.mjs) and the Node worker_threads
+// entries (node-worker.js, host/sandbox-worker.js); the entries only provide a `host` (how to post
+// messages, read the runtime's files and import Pyodide) and feed messages in.
 //
-// Life of a core (one state field, written only by setState):
+// Life of a core (one Fsm, worker/fsm.js):
 //
 //     new ──init──▶ loading ──ok──▶ ready ⇄ busy (mount / run)
 //                      │                 │
 //                      └──fail/timeout──▶ failed        dispose: namespace and files forgotten,
 //                                                        state stays ready (safe twice)
+//
+//   new → loading      init()
+//   loading → ready    load() resolved                 loading → failed   load() failed or timed out
+//   ready ⇄ busy       dispatch() around a mount or run
 //
 // Start-up is staged behind one ready promise: runtime (loadPyodide with an absolute
 // lockFileURL and an explicit packageBaseUrl: Pyodide never falls back to a CDN), kernel (the
@@ -24,15 +28,17 @@
 // of signals: Pyodide reads then clears it non-atomically), and only inside the window Python
 // opens around user code (cerea_host.arm/disarm), so a late signal cannot break result collection.
 //
-// It does not enforce the time limit, restart itself or fetch chat files: the controller
-// (kernel-client.js) and the page do.  In Node it is not a sandbox by itself (see node-worker.js).
+// It does not enforce the time limit, restart itself or fetch chat files: the supervisor
+// (supervisor.js) and the page session do.  In Node it is not a sandbox by itself (see
+// node-worker.js).
 import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+import { Fsm, machine } from './fsm.js';
+import { NOTE } from './notes.js';
 
 const KERNEL_DIR = '/opt/cerea';
-const STATE = Object.freeze({ NEW: 'new', LOADING: 'loading', READY: 'ready', BUSY: 'busy', FAILED: 'failed' });
-const ALLOWED_PREVIOUS = {
-  loading: ['new'], ready: ['loading', 'busy'], busy: ['ready'], failed: ['loading'],
-};
+const LIFE = machine('kernel core', {
+  new: [], loading: ['new'], ready: ['loading', 'busy'], busy: ['ready'], failed: ['loading'],
+});
 
 // Global names removed along the scope's prototype chain (fetch is replaced, not removed).
 export const BLOCKED_GLOBALS = Object.freeze([
@@ -91,7 +97,7 @@ export class KernelCore {
   //        scope: the worker's global object, isNode: bool}
   constructor(host) {
     this.host = host;
-    this.state = STATE.NEW;
+    this.fsm = new Fsm(LIFE, 'new');
     this.ready = null;            // the one ready promise (set by init)
     this.py = null;
     this.runner = null;
@@ -111,11 +117,7 @@ export class KernelCore {
     this.baseGlobals = new Set();
   }
 
-  setState(next) {
-    const allowed = ALLOWED_PREVIOUS[next] || [];
-    if (!allowed.includes(this.state)) throw new Error(`kernel state ${this.state} -> ${next} not allowed`);
-    this.state = next;
-  }
+  get state() { return this.fsm.state; }
 
   post(msg) { this.host.post(msg, transferables(msg)); }
   progress(ref, stage, message) { this.post(event(EVENT.PROGRESS, { ref, stage, message })); }
@@ -134,7 +136,7 @@ export class KernelCore {
   }
 
   async dispatch(msg) {
-    if (this.state !== STATE.READY) {
+    if (!this.fsm.is('ready')) {
       this.post(fail(msg.id, ERR.NOT_READY, `kernel is ${this.state}`));
       return;
     }
@@ -145,12 +147,12 @@ export class KernelCore {
         this.post(ok(msg.id));
         return;
       }
-      this.setState(STATE.BUSY);
+      this.fsm.set('busy', msg.cmd);
       try {
         if (msg.cmd === CMD.MOUNT) this.post(ok(msg.id, this.mount(msg.files, msg.complete !== false)));
         else if (msg.cmd === CMD.RUN) this.post(ok(msg.id, { result: await this.run(msg) }));
       } finally {
-        this.setState(STATE.READY);
+        this.fsm.set('ready');
       }
     } catch (e) {
       this.post(fail(msg.id, ERR.INTERNAL, String(e && e.stack || e)));
@@ -164,7 +166,7 @@ export class KernelCore {
         (e) => this.post(fail(msg.id, e && e.code === ERR.LOAD_TIMEOUT ? ERR.LOAD_TIMEOUT : ERR.LOAD_FAILED, String(e && e.message || e))));
       return;
     }
-    this.setState(STATE.LOADING);
+    this.fsm.set('loading');
     const timeoutMs = msg.loadTimeoutMs || 60000;
     let timer;
     const timeout = new Promise((_, reject) => {
@@ -172,9 +174,9 @@ export class KernelCore {
     });
     this.ready = Promise.race([this.load(msg), timeout]).finally(() => clearTimeout(timer));
     this.ready.then(
-      (info) => { this.setState(STATE.READY); this.post(ok(msg.id, { info })); },
+      (info) => { this.fsm.set('ready'); this.post(ok(msg.id, { info })); },
       (e) => {
-        this.state = STATE.FAILED;
+        this.fsm.set('failed', String(e && e.message || e));
         const code = e && e.code === ERR.LOAD_TIMEOUT ? ERR.LOAD_TIMEOUT : ERR.LOAD_FAILED;
         this.post(fail(msg.id, code, String(e && e.message || e)));
       });
@@ -374,7 +376,7 @@ export class KernelCore {
     let mountInfo = null;
     if (msg.files) {
       mountInfo = this.mount(msg.files, msg.complete !== false, limits.file_load_bytes);
-      for (const r of mountInfo.refused) notes.push(`${r.name} was not mounted: ${r.reason}`);
+      for (const r of mountInfo.refused) notes.push(NOTE.notMounted(r.name, r.reason));
     }
     if (this.out.capChars !== limits.out_chars) { this.out.setCap(limits.out_chars); this.err.setCap(limits.out_chars); }
     this.out.reset(); this.err.reset();
@@ -394,7 +396,7 @@ export class KernelCore {
       const errors = [];
       await this.py.loadPackage(toLoad, { messageCallback: () => {}, errorCallback: (m) => errors.push(m), checkIntegrity: !this.host.isNode });
       const failed = toLoad.filter((p) => !(p in this.py.loadedPackages));
-      for (const p of failed) notes.push(`package ${p} could not be loaded: ${errors.join(' ').slice(0, 300) || 'unknown error'}`);
+      for (const p of failed) notes.push(NOTE.packageFailed(p, errors.join(' ').slice(0, 300)));
       this.post(event(EVENT.PACKAGES, { ref: msg.run_id ?? msg.id, loaded: toLoad.filter((p) => !failed.includes(p)),
         failed: failed.map((name) => ({ name, message: errors.join(' ').slice(0, 300) })) }));
     }
@@ -411,13 +413,13 @@ export class KernelCore {
       if (this.interrupt) Atomics.store(this.interrupt, 0, 0);
     }
     const so = this.out.take(), se = this.err.take();
-    if (so.truncated) notes.push(`stdout was cut at ${limits.out_chars.toLocaleString('en-US')} characters`);
-    if (se.truncated) notes.push(`stderr was cut at ${limits.out_chars.toLocaleString('en-US')} characters`);
+    if (so.truncated) notes.push(NOTE.cut('stdout', limits.out_chars));
+    if (se.truncated) notes.push(NOTE.cut('stderr', limits.out_chars));
     notes.push(...res.notes);
     const files = [];
     for (const f of res.files) {
       try { files.push({ ...f, data: this.py.FS.readFile(`/mnt/output/${f.name}`) }); } catch (e) {
-        notes.push(`${f.name} could not be read back: ${e.message || e}`);
+        notes.push(NOTE.notReadBack(f.name, e.message || e));
       }
     }
     return { ...base, status: res.status, stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,

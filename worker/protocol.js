@@ -1,6 +1,6 @@
 // protocol.js -- the message contract between a kernel controller (worker/kernel-client.js, used by
 // the page and by the headless host) and a kernel worker (worker/core.js behind
-// worker/browser-worker.js or worker/node-worker.js).  This file holds the contract alone: names,
+// ui-adapter/src/kernel-worker.js, worker/node-worker.js or worker/host/sandbox-worker.js).  This file holds the contract alone: names,
 // shapes, limits and a few pure helpers to build and check messages.  It does not send anything,
 // own a worker, or know about Pyodide.
 //
@@ -34,9 +34,9 @@
 //            cannot read this message until the run ends.  ok → {}
 //   dispose  {}   Forgets the namespace and files; the worker stays loaded.  Safe twice.  ok → {}
 //
-// RunResult (maps onto DESIGN.md's POST /v1/runs/{run}/result body; the controller adds
-// `attempt`, and `restarted`/`remounted` when it replaced the kernel):
-//   {status: 'ok'|'error'|'cancelled' (worker) | 'timeout'|'crashed' (set by the controller),
+// RunResult (maps onto DESIGN.md's POST /v1/runs/{run}/result body; the page session adds
+// `attempt`, the supervisor `restarted`/`remounted` when it replaced the kernel):
+//   {status: 'ok'|'error'|'cancelled' (worker) | 'timeout'|'crashed' (set by the supervisor),
 //    stdout, stderr, stdout_truncated, stderr_truncated,
 //    error: null | {type, message, traceback},
 //    files: [{name, size, sha256, kind: 'file'|'figure', data: Uint8Array}]  (order written;
