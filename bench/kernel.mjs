@@ -5,13 +5,13 @@
 //      execute, flush, /mnt/output diff), median and p95
 //   3. 1e5 prints through the capped capture vs Python printing into a StringIO, same run
 //      (target ≤ 1.1×)
-//   4. restart with a remount of 100 MB (5 × 20 MB): pool.replace() onto the pre-loaded spare,
-//      measured at the controller from terminate to every file mounted (target ≤ 200 ms)
+//   4. restart with a remount of 100 MB (5 × 20 MB): the supervisor's replace() onto the
+//      pre-loaded spare, measured from terminate to every file mounted (target ≤ 200 ms)
 //   5. restart onto a pre-loaded spare: terminate → the next run executing (its 'started' event)
 //      and → its result (target ≤ 20 ms)
 // usage: node bench/kernel.mjs [--json]      (takes ~1 minute; CPU-bound, noisy on shared machines)
 // It tests nothing: tests/kernel/ does.
-import { newNodeKernel, newNodePool } from '../worker/node-kernel.js';
+import { newNodeKernel, newNodeSupervisor } from '../worker/node-kernel.js';
 
 const json = process.argv.includes('--json');
 const out = {};
@@ -66,10 +66,10 @@ out.prints_1e5 = { capture_ms: r2(cap * 1000), stringio_ms: r2(sio * 1000), rati
 log(`1e5 prints: capture ${out.prints_1e5.capture_ms} ms vs StringIO ${out.prints_1e5.stringio_ms} ms (×${out.prints_1e5.ratio}; median of 5)`);
 k.terminate('cancelled');
 
-// 4 + 5. pool: remount 100 MB onto a fresh kernel; restart onto a pre-loaded spare
-const pool = newNodePool();
-await pool.active();
-await pool.spare.ready;
+// 4 + 5. supervisor (one kernel and a spare, the page's pool): remount 100 MB onto a fresh kernel;
+// restart onto a pre-loaded spare
+const sup = newNodeSupervisor();
+await sup.start();
 const files = [];
 for (let i = 0; i < 5; i++) {
   const data = new Uint8Array(20 * 1048576); data.fill(i + 1);
@@ -78,31 +78,27 @@ for (let i = 0; i < 5; i++) {
 let t0;
 const restarts = [], remounts = [], firstResult = [];
 for (let i = 0; i < 3; i++) {
-  const cur = await pool.active();
-  while (!pool.spare) await new Promise((r) => setTimeout(r, 50));
-  await pool.spare.ready;
-  const spare = pool.spare;
-  const started = new Promise((res) => spare.onEvent((e) => { if (e.event === 'started') res(performance.now()); }));
-  pool.forgetMounts();               // 5: restart alone
-  t0 = performance.now();
-  const { client } = await pool.replace('timeout');
-  const p = client.run({ code: 'pass' });
+  await sup.whenSpareReady();
+  const cur = sup.kernel;
+  const spare = sup.pool.spare;
+  const started = new Promise((res) => spare.onEvent((e) => { if (e.event === 'started' && e.ref === `after-${i}`) res(performance.now()); }));
+  t0 = performance.now();                 // 5: restart alone (no files)
+  await sup.replace('timeout');
+  const p = sup.run({ runId: `after-${i}`, code: 'pass' });
   const ts = await started;
   await p;
   restarts.push(ts - t0); firstResult.push(performance.now() - t0);
   assertDead(cur);
 }
-// 4: remount 100 MB after a restart: replace() onto the pre-loaded spare with the manifest
-// remembered by pool.mount (bytes kept in shared memory), measured to the end of the remount.
-await pool.active();
+// 4: remount 100 MB after a restart: replace() onto the pre-loaded spare with the files the
+// supervisor holds (bytes kept in shared memory), measured to the end of the remount.
 t0 = performance.now();
-await pool.mount(files);
+await sup.mount(files);
 out.mount_100mb_first_ms = Math.round(performance.now() - t0);
 for (let i = 0; i < 3; i++) {
-  while (!pool.spare) await new Promise((r) => setTimeout(r, 50));
-  await pool.spare.ready;
+  await sup.whenSpareReady();
   const t1 = performance.now();
-  const { remounted } = await pool.replace('timeout');
+  const { remounted } = await sup.replace('timeout');
   remounts.push(performance.now() - t1);
   if (remounted.length !== 5) throw new Error('remount incomplete');
 }
@@ -111,7 +107,8 @@ out.restart_to_result_ms = firstResult.map(r2);
 out.remount_100mb_ms = remounts.map(Math.round);
 log(`restart onto spare: terminate → next run started ${out.restart_to_started_ms.join(', ')} ms; → result ${out.restart_to_result_ms.join(', ')} ms`);
 log(`restart + remount 100 MB (5 × 20 MB): ${out.remount_100mb_ms.join(', ')} ms (first mount, with the copy into shared memory: ${out.mount_100mb_first_ms} ms)`);
-pool.dispose();
+sup.dispose();
+sup.pool.dispose();
 if (json) console.log(JSON.stringify(out, null, 1));
 
 function assertDead(c) { if (c.state !== 'dead') throw new Error('replaced kernel still alive'); }

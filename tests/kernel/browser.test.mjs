@@ -1,7 +1,9 @@
-// browser.test.mjs -- the same kernel in a real browser worker: worker/browser-worker.js as a
-// module Web Worker in Debian's Chromium (playwright-core, never a downloaded browser), served
-// from 127.0.0.1 with COOP/COEP (cross-origin isolation, so the interrupt buffer is shared) and
-// the worker's own CSP.  Checks what only a real WorkerGlobalScope shows: the lock-down along its
+// browser.test.mjs -- the same kernel in a real browser worker: the app's worker entry
+// (ui-adapter/src/kernel-worker.js as ui-adapter/build.mjs bundles it into build/www/worker/, the
+// kernel's Python inside) as a module Web Worker in Debian's Chromium (playwright-core, never a
+// downloaded browser), driven by worker/kernel-client.js from the page, served from 127.0.0.1 with
+// COOP/COEP (cross-origin isolation, so the interrupt buffer is shared) and the worker's own CSP
+// (connect-src the runtime's path only).  Checks what only a real WorkerGlobalScope shows: the lock-down along its
 // prototype chain (fetch, importScripts, indexedDB, caches live on WorkerGlobalScope.prototype),
 // wheels loaded through the guarded fetch from /pyodide/, eval refused by the CSP, SharedArrayBuffer
 // interrupts, download progress events.  The chat page's own end-to-end tests (stage 60) build on the same core.
@@ -13,8 +15,11 @@ import path from 'node:path';
 import { ROOT, PYODIDE_DIR } from '../../worker/node-kernel.js';
 
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const skip = fs.existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (Debian package chromium, installed by setup)`;
-const MAP = [['/pyodide/', PYODIDE_DIR + '/'], ['/worker/', path.join(ROOT, 'worker') + '/'], ['/kernel/', path.join(ROOT, 'kernel') + '/']];
+const WORKER_DIR = path.join(ROOT, 'build', 'www', 'worker');
+const skip = !fs.existsSync(CHROMIUM) ? `no browser at ${CHROMIUM} (Debian package chromium, installed by setup)`
+  : !fs.existsSync(path.join(WORKER_DIR, 'kernel-worker.js')) ? `no ${WORKER_DIR}/kernel-worker.js: run scripts/setup.sh (ui-adapter/build.mjs bundles it)` : false;
+// /worker/: the bundled entry as the app serves it; /src/worker/: the controller's modules, for the page.
+const MAP = [['/pyodide/', PYODIDE_DIR + '/'], ['/worker/', WORKER_DIR + '/'], ['/src/worker/', path.join(ROOT, 'worker') + '/']];
 const TYPES = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json', '.py': 'text/plain' };
 
 let server, base, browser, page;
@@ -30,7 +35,7 @@ before(async () => {
       if (!u.pathname.startsWith(p)) continue;
       const f = path.join(d, path.normalize(u.pathname.slice(p.length)));
       if (!f.startsWith(d) || !fs.existsSync(f) || !fs.statSync(f).isFile()) break;
-      const csp = p === '/worker/' ? { 'Content-Security-Policy': `default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src ${base}/pyodide/ ${base}/kernel/` } : {};
+      const csp = p === '/worker/' ? { 'Content-Security-Policy': `default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src ${base}/pyodide/` } : {};
       const body = fs.readFileSync(f);
       res.writeHead(200, { ...h, ...csp, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream', 'content-length': body.length });
       res.end(body);
@@ -49,10 +54,10 @@ after(async () => { if (browser) await browser.close(); if (server) server.close
 
 test('browser worker: loads from /pyodide/ only, lock-down clean, probes refused, wheels load, interrupt works', { skip }, async () => {
   const out = await page.evaluate(async (base) => {
-    const { KernelClient } = await import(base + '/worker/kernel-client.js');
-    const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/browser-worker.js', { type: 'module' }),
+    const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
+    const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/kernel-worker.js', { type: 'module' }),
       init: { indexURL: base + '/pyodide/', packageBaseUrl: base + '/pyodide/', lockFileURL: base + '/pyodide/pyodide-lock.json',
-        kernelURL: base + '/kernel/', deploymentURL: base + '/pyodide/deployment.json' } });
+        kernelURL: 'bundled:kernel/', deploymentURL: base + '/pyodide/deployment.json' } });
     const downloads = {};
     k.onEvent((e) => { if (e.event === 'progress' && e.stage === 'download') downloads[e.url.split('/').pop()] = [e.loaded, e.total]; });
     const info = await k.ready;

@@ -1,11 +1,12 @@
 // helpers.mjs -- shared plumbing of the kernel tests (tests/kernel/*.test.mjs): one real Pyodide
 // kernel per test file in a worker_threads Worker (a load costs ~3 s of CPU: files reuse their
-// kernel where the behaviour allows), and small helpers to read results.  Not a test itself.
-import { newNodeKernel, newNodePool, PYODIDE_DIR } from '../../worker/node-kernel.js';
+// kernel where the behaviour allows), or one supervisor over its own pool (a kernel and a spare),
+// and small helpers to read results.  Not a test itself.
+import { newNodeKernel, newNodeSupervisor, PYODIDE_DIR } from '../../worker/node-kernel.js';
 import fs from 'node:fs';
 import path from 'node:path';
 
-export { newNodeKernel, newNodePool, PYODIDE_DIR };
+export { newNodeKernel, newNodeSupervisor, PYODIDE_DIR };
 
 export function deployment() {
   try { return JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'deployment.json'), 'utf8')); } catch { return { has: [], lacks: [] }; }

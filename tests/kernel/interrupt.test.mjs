@@ -1,22 +1,29 @@
-// interrupt.test.mjs -- stopping Python (DESIGN "The kernel's life: Stop"): interrupts through
-// the SharedArrayBuffer read with an atomic exchange (0 lost in 300), cancel keeps the namespace
-// when Python stops within the grace and replaces the kernel when it does not (time.sleep is not
-// interruptible), terminate during `while True: pass`, and the pool's restart onto a pre-loaded
-// spare with every mounted file back ("After a restart the files are back").
+// interrupt.test.mjs -- stopping Python (DESIGN "The kernel's life: Stop") through the one kernel
+// supervisor (worker/supervisor.js) over real kernels: interrupts through the SharedArrayBuffer
+// read with an atomic exchange (0 lost in 300), the cancel ladder (the namespace kept when Python
+// stops within the grace, the kernel replaced when it does not: time.sleep is not interruptible),
+// the time limit during `while True: pass` (terminate, the pre-loaded spare swapped in, every
+// mounted file back: "After a restart the files are back"), a kernel dying during a run (crashed)
+// and between runs (the next run says so), and reset() for a chat switch.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { newNodePool, text } from './helpers.mjs';
+import { newNodeSupervisor, text } from './helpers.mjs';
+import { NOTE } from '../../worker/notes.js';
 
-let pool;
-before(async () => { pool = newNodePool(); await pool.active(); });
-after(() => pool && pool.dispose());
+let sup;
+before(async () => { sup = newNodeSupervisor({}, { cancelGraceMs: 2000 }); await sup.start(); });
+after(() => { if (sup) { sup.dispose(); sup.pool.dispose(); } });
 
 function startedOnce(k) {
   return new Promise((resolve) => { const off = k.onEvent((e) => { if (e.event === 'started') { off(); resolve(e); } }); });
 }
+// Cancel (the ladder) once Python runs the user's code.
+function cancelWhenStarted(s, opts) {
+  s.once('executing', () => setTimeout(() => s.cancel(opts), 50));
+}
 
 test('interrupts: 0 lost in 300 (KeyboardInterrupt each time, status cancelled, namespace kept)', async () => {
-  const k = await pool.active();
+  const k = sup.kernel;
   await k.run({ run_id: 'setup', code: 'kept = "yes"' });
   let lost = 0, cancelled = 0;
   const code = 'import time\nt0 = time.time()\nwhile time.time() - t0 < 3:\n    pass';
@@ -36,7 +43,7 @@ test('interrupts: 0 lost in 300 (KeyboardInterrupt each time, status cancelled, 
 });
 
 test('interrupt outside a run writes nothing (no stale signal for the next run)', async () => {
-  const k = await pool.active();
+  const k = sup.kernel;
   assert.equal(k.interrupt(), false);
   const r = await k.run({ run_id: 'quiet', code: 'for i in range(200000): pass\nprint("done")' });
   assert.equal(r.status, 'ok');
@@ -44,64 +51,95 @@ test('interrupt outside a run writes nothing (no stale signal for the next run)'
 });
 
 test('cancel: interrupt first and keep the namespace when Python stops within the grace', async () => {
-  const k = await pool.active();
-  const started = startedOnce(k);
-  const p = k.run({ run_id: 'c1', code: 'while True:\n    pass' });
-  await started;
-  assert.equal(await k.cancel({ graceMs: 2000 }), 'interrupted');
-  assert.equal((await p).status, 'cancelled');
-  assert.equal((await k.run({ run_id: 'c2', code: 'print(kept)' })).stdout, 'yes\n');
-});
-
-test('cancel: time.sleep() is not interruptible — after the grace the kernel is terminated (status cancelled)', async () => {
-  const k = await pool.active();
-  const started = startedOnce(k);
-  const p = k.run({ run_id: 'c3', code: 'import time\ntime.sleep(30)' });
-  await started;
-  const t0 = performance.now();
-  assert.equal(await k.cancel({ graceMs: 300 }), 'terminated');
-  const r = await p;
+  const k = sup.kernel;
+  cancelWhenStarted(sup);
+  const r = await sup.run({ runId: 'c1', code: 'while True:\n    pass' });
   assert.equal(r.status, 'cancelled');
-  assert.ok(performance.now() - t0 < 2000);
-  assert.equal(k.state, 'dead');
+  assert.equal(r.restarted, false);
+  assert.deepEqual(r.notes, [NOTE.cancelKept()]);
+  assert.equal(sup.kernel, k, 'the same kernel');
+  assert.equal((await sup.run({ runId: 'c2', code: 'print(kept)' })).stdout, 'yes\n');
 });
 
-test('"A longer run is stopped and the sandbox restarts": terminate during while True, spare swapped in, files remounted, namespace gone', async () => {
-  // The previous test killed the active kernel: replace() brings the spare in.
-  let { client: k } = await pool.replace('cancelled');
-  await pool.mount([{ name: 'data.csv', version: 1, size: 3, sha256: 'h1', data: text('1,2') },
+test('cancel: time.sleep() is not interruptible — past the grace the kernel is replaced (status cancelled, restarted)', async () => {
+  await sup.whenSpareReady();
+  const k = sup.kernel;
+  sup.cancelGraceMs = 300;
+  try {
+    const t0 = performance.now();
+    cancelWhenStarted(sup);
+    const r = await sup.run({ runId: 'c3', code: 'import time\ntime.sleep(30)' });
+    assert.equal(r.status, 'cancelled');
+    assert.equal(r.restarted, true);
+    assert.deepEqual(r.notes, [NOTE.cancelReplaced(300)]);
+    assert.ok(performance.now() - t0 < 3000, `took ${performance.now() - t0} ms`);
+    assert.equal(k.state, 'dead');
+    assert.notEqual(sup.kernel, k);
+    assert.equal(sup.state, 'ready');
+  } finally { sup.cancelGraceMs = 2000; }
+});
+
+test('"A longer run is stopped and the sandbox restarts": the time limit (from `started`) replaces the kernel by the spare, files remounted, namespace gone', async () => {
+  await sup.mount([{ name: 'data.csv', version: 1, size: 3, sha256: 'h1', data: text('1,2') },
     { name: 'notes.txt', version: 2, size: 2, sha256: 'h2', data: text('hi') }]);
-  await pool.spare.ready;   // a spare is pre-loaded beside the active kernel
-  await k.run({ run_id: 'v', code: 'lost = 1' });
-  const started = startedOnce(k);
-  const p = k.run({ run_id: 'loop', code: 'while True:\n    pass' });
-  await started;
-  const t0 = performance.now();
-  const { client: k2, remounted } = await pool.replace('timeout');
-  const r = await p;
+  assert.equal(await sup.whenSpareReady(), true, 'a spare is pre-loaded beside the active kernel');
+  await sup.run({ runId: 'v', code: 'lost = 1' });
+  const k = sup.kernel;
+  const loads = sup.loads;
+  const r = await sup.run({ runId: 'loop', code: 'while True:\n    pass', timeoutS: 1 });
   assert.equal(r.status, 'timeout');
+  assert.deepEqual(r.error, { type: 'TimeoutError', message: 'The run did not finish within its time limit of 1 s.', traceback: '' });
+  assert.equal(r.restarted, true);
+  assert.deepEqual(r.remounted.slice().sort(), ['data.csv', 'notes.txt']);
+  assert.deepEqual(r.notes, [], 'the restart is told by restarted + remounted, not by a note');
+  assert.ok(r.duration_ms >= 1000 && r.duration_ms < 3000, `counted from started: ${r.duration_ms} ms`);
+  assert.ok(r.restart_ms < 2000, `restart onto the spare took ${r.restart_ms} ms`);
   assert.equal(k.state, 'dead');
-  assert.notEqual(k2, k);
-  assert.deepEqual(remounted.sort(), ['data.csv', 'notes.txt']);
-  const r2 = await k2.run({ run_id: 'next', code: 'import os\nprint(sorted(os.listdir("/mnt/data")), "lost" in globals())' });
-  const ms = performance.now() - t0;
+  assert.equal(sup.loads, loads, 'the spare was taken: no load on the restart path');
+  const r2 = await sup.run({ runId: 'next', code: 'import os\nprint(sorted(os.listdir("/mnt/data")), "lost" in globals())' });
   assert.equal(r2.stdout, "['data.csv', 'notes.txt'] False\n");
-  assert.ok(ms < 5000, `restart took ${ms} ms`);
+  assert.equal(r2.restarted, false, 'said once, by the run that hit the limit');
 });
 
-test('a worker that dies by itself resolves its run as crashed', async () => {
-  const k = await pool.active();
-  const started = startedOnce(k);
-  const p = k.run({ run_id: 'die', code: 'import time\ntime.sleep(5)' });
-  await started;
-  k.worker.terminate();   // not through k.terminate: the client learns of it from the exit event
-  const r = await p;
+test('a worker that dies by itself during a run: crashed, replaced, files remounted', async () => {
+  await sup.whenSpareReady();
+  const k = sup.kernel;
+  sup.once('executing', () => setTimeout(() => k.worker.terminate(), 50));   // not through k.terminate
+  const r = await sup.run({ runId: 'die', code: 'import time\ntime.sleep(5)' });
   assert.equal(r.status, 'crashed');
   assert.equal(r.error.type, 'KernelCrashed');
+  assert.match(r.error.message, /^The sandbox stopped \(worker exited/);
+  assert.equal(r.restarted, true);
+  assert.deepEqual(r.remounted.slice().sort(), ['data.csv', 'notes.txt']);
+});
+
+test('a kernel that dies between runs: the next run gets a fresh one and says why, with the remounted files', async () => {
+  await sup.whenSpareReady();
+  await sup.run({ runId: 'set', code: 'gone = 1' });
+  const k = sup.kernel;
+  const idle = new Promise((r) => sup.once('state', r));
+  k.worker.terminate();
+  assert.equal((await idle).state, 'idle');
+  const r = await sup.run({ runId: 'after-death', code: 'import os\nprint("gone" in globals(), sorted(os.listdir("/mnt/data")))' });
+  assert.equal(r.status, 'ok');
+  assert.equal(r.stdout, "False ['data.csv', 'notes.txt']\n");
+  assert.equal(r.restarted, true);
+  assert.deepEqual(r.remounted.slice().sort(), ['data.csv', 'notes.txt']);
+  assert.equal(r.notes.length, 1);
+  assert.match(r.notes[0], /^Before this run, the kernel stopped by itself \(worker exited/);
+});
+
+test('reset (a chat switch): a fresh interpreter with only the files kept', async () => {
+  await sup.whenSpareReady();
+  await sup.run({ runId: 'old-chat', code: 'old = 1' });
+  await sup.reset(['notes.txt']);
+  const r = await sup.run({ runId: 'new-chat', code: 'import os\nprint("old" in globals(), sorted(os.listdir("/mnt/data")))' });
+  assert.equal(r.stdout, "False ['notes.txt']\n");
+  assert.equal(r.restarted, false, 'a chat switch is no restart of this chat');
 });
 
 test('user code calling the host hooks cannot re-send "started" (the time limit starts once per run)', async () => {
-  const k = await pool.active();
+  const k = sup.kernel;
   const starts = [];
   const off = k.onEvent((e) => { if (e.event === 'started') starts.push(e.ref); });
   const r = await k.run({ run_id: 'hooks', code: 'import cerea_host\nfor _ in range(5):\n    cerea_host.arm()\ncerea_host.disarm()\nprint("ok")' });
