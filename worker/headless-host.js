@@ -1,8 +1,9 @@
 // headless-host.js -- a kernel host without a screen: attaches chats to the orchestrator exactly as
-// a page does (worker/host/chat.js) and runs their Python in Pyodide kernels, one worker thread
-// per chat (worker/host/kernels.js: a bounded set, least recently used evicted, one pre-loaded
-// spare).  The orchestrator spawns and supervises these in `server` mode (orchestrator/hosts.c);
-// operators and tests can also start one by hand.
+// a page does (worker/session.js, one PageSession per chat, over host/http.js) and runs their
+// Python in Pyodide kernels, one worker thread per chat (worker/supervisor.js, one KernelSupervisor
+// per chat, all over one KernelPool: at most --kernels live kernels, the least recently used idle
+// one evicted, one pre-loaded spare shared by every chat).  The orchestrator spawns and supervises
+// these in `server` mode (orchestrator/hosts.c); operators and tests can also start one by hand.
 //
 //   node [sandbox flags] worker/headless-host.js --orchestrator unix:/path|http://127.0.0.1:PORT
 //        [--page-id ID] [--kernels N] [--chat CHAT]... [--control stdin]
@@ -27,10 +28,10 @@
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import readline from 'node:readline';
-import { nodeInitOptions } from './node-kernel.js';
+import { newNodePool } from './node-kernel.js';
 import { OrchClient } from './host/http.js';
-import { KernelSet } from './host/kernels.js';
-import { ChatAttachment } from './host/chat.js';
+import { KernelSupervisor } from './supervisor.js';
+import { PageSession } from './session.js';
 
 // What the sandbox lacks, as a list of reasons ([] when every layer is in place).
 export function sandboxProblems() {
@@ -94,24 +95,29 @@ export async function main(argv = process.argv.slice(2)) {
   if (problems.length) log(`running TRUSTED code without a full sandbox: ${problems.join('; ')}`);
 
   const client = new OrchClient(opts.orchestrator, process.env.CEREA_HOST_CREDENTIAL || null);
-  const chats = new Map();
-  const kernels = KernelSet.node({ init: nodeInitOptions(), max: opts.kernels, log,
-    onEvict: (id) => { const c = chats.get(id); if (c) c.forgetFiles(); } });
+  // The kernels run in host/sandbox-worker.js (Node's globals removed once the kernel loaded).
+  const pool = newNodePool({ entry: 'sandbox', loadTimeoutMs: 120000 }, { max: opts.kernels, spare: true, log });
+  const chats = new Map();     // chat id → {session, supervisor}
+  const dropped = new Set();   // chats detached after their kernel existed: their next run says restarted
   const attach = (id) => {
     if (!/^[A-Za-z0-9._-]{1,80}$/.test(id)) { log(`attach: bad chat id ${JSON.stringify(id)}`); return; }
     const have = chats.get(id);
-    if (have && have.state !== 'closed') { say(`attached ${id}`); return; }
-    const c = new ChatAttachment(id, client, kernels, { pageId: opts.pageId, log, hadKernel: dropped.has(id) });
-    dropped.delete(id);
-    chats.set(id, c);
-    c.open();
+    if (have && have.session.state === 'attached' && have.session.stream.state !== 'failed') { say(`attached ${id}`); return; }
+    if (have) { have.session.detach(); have.supervisor.dispose(); }
+    const supervisor = new KernelSupervisor({ pool, id: `chat ${id}`, cancelGraceMs: 2000, lost: dropped.delete(id) ? 'detached' : null, log });
+    // The Unix socket is local and the orchestrator stored the bytes by their sha256: no re-hash here.
+    const session = new PageSession({ chatId: id, pageId: opts.pageId, client, supervisor, visible: true, verifyFiles: false,
+      initialBackoffMs: 100, maxBackoffMs: 2000, log });
+    chats.set(id, { session, supervisor });
+    session.attach();
     say(`attached ${id}`);
   };
-  // Chats detached after their kernel existed: re-attached, their next run says restarted.
-  const dropped = new Set();
   const detach = (id) => {
     const c = chats.get(id);
-    if (c) { if (c.hadKernel) dropped.add(id); c.close(); chats.delete(id); }
+    if (c) {
+      if (c.supervisor.kernel || c.supervisor.lost) dropped.add(id);
+      c.session.detach(); c.supervisor.dispose(); chats.delete(id);
+    }
     say(`detached ${id}`);
   };
   let stopping = false;
@@ -119,16 +125,16 @@ export async function main(argv = process.argv.slice(2)) {
     if (stopping) return;
     stopping = true;
     log(`stopping (${why})`);
-    for (const c of chats.values()) { try { c.close(); } catch { /* already closed */ } }
-    kernels.dispose();
+    for (const c of chats.values()) { try { c.session.detach(); c.supervisor.dispose(); } catch { /* already closed */ } }
+    pool.dispose();
     client.close();
     setTimeout(() => process.exit(0), 50).unref();
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 
-  kernels.startSpare();
-  kernels.spare.ready.then(() => say('ready'), (e) => { log(`the kernel does not load: ${e.message}`); process.exit(4); });
+  pool.startSpare();
+  pool.spare.ready.then(() => say('ready'), (e) => { log(`the kernel does not load: ${e.message}`); process.exit(4); });
   for (const id of opts.chats) attach(id);
 
   if (opts.control === 'stdin') {

@@ -1,77 +1,52 @@
 // host.test.mjs -- the headless host's own rules, checked without Pyodide where the rule is the
-// host's logic (worker/host/chat.js and kernels.js against a scripted orchestrator and scripted
-// kernels: stalled downloads, LRU eviction, replayed events, reconnects with Last-Event-ID, cancel
-// before start), and with the real processes where the rule is about them (a host without its
-// sandbox refuses to run; server mode refuses to start hosts without bubblewrap unless trusted).
+// code's logic (worker/session.js's PageSession and worker/supervisor.js's KernelSupervisor over
+// worker/pool.js, against a scripted orchestrator client and scripted kernels, both named test
+// doubles: stalled downloads, LRU eviction, replayed events, reconnects with Last-Event-ID, cancel
+// before start, superseded attempts, stale attempts, restart, presence), and with the real
+// processes where the rule is about them (a host without its sandbox refuses to run; server mode
+// refuses to start hosts without bubblewrap unless trusted).
 import { test, after } from 'node:test';
 import { rmSync } from 'node:fs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { ChatAttachment } from '../../worker/host/chat.js';
-import { KernelSet } from '../../worker/host/kernels.js';
+import { PageSession } from '../../worker/session.js';
+import { KernelSupervisor } from '../../worker/supervisor.js';
+import { KernelPool } from '../../worker/pool.js';
+import { NOTE } from '../../worker/notes.js';
+import { FakeKernel } from '../kernel/doubles.mjs';
 import { ROOT, tempDir, sleep } from './lib.mjs';
 import { BIN } from '../integration/lib.mjs';
 
-// ---- scripted kernels ------------------------------------------------------------------------
-let kernelSeq = 0;
-class FakeKernel {
-  constructor() {
-    this.n = ++kernelSeq;
-    this.state = 'loading';
-    this.listeners = new Set();
-    this.mounted = new Map();
-    this.vars = new Set();
-    this.ready = Promise.resolve().then(() => { this.state = 'ready'; return {}; });
-    this.runs = [];
-  }
-  onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
-  async mount(files, { complete = true } = {}) {
-    const written = [], kept = [];
-    for (const f of files) (this.mounted.get(f.name) === f.sha256 ? kept : written).push(f.name);
-    if (complete) for (const n of [...this.mounted.keys()]) if (!files.some((f) => f.name === n)) this.mounted.delete(n);
-    for (const f of files) this.mounted.set(f.name, f.sha256);
-    return { written, kept, removed: [], refused: [] };
-  }
-  async run(msg) {
-    this.state = 'busy';
-    this.runs.push(msg.code);
-    for (const fn of this.listeners) fn({ event: 'started', ref: msg.run_id });
-    const vars = [...this.vars];
-    this.vars.add(msg.code);
-    await sleep(5);
-    this.state = 'ready';
-    return { status: 'ok', stdout: `kernel ${this.n} saw ${vars.length} earlier runs; mounted ${[...this.mounted.keys()].sort().join(',')}`,
-      stderr: '', files: [], notes: [], restarted: false, remounted: [] };
-  }
-  async cancel() { return 'idle'; }
-  terminate() { this.state = 'dead'; }
-}
-
-// ---- a scripted orchestrator -----------------------------------------------------------------
+// ---- a scripted orchestrator (a test double of worker/host/http.js's client) -----------------
 class FakeOrch {
   constructor() {
     this.results = [];
+    this.calls = [];
     this.streams = [];
     this.files = new Map();   // url → bytes or 'stall'
     this.downloads = [];
     this.waiters = [];
+    this.startedStatus = 200;
   }
-  emit(event, data, id) { this.streams.at(-1).onEvent({ id: String(id), event, data: JSON.stringify(data) }); }
-  stream(path, opts) {
-    return new Promise((resolve) => {
-      this.streams.push({ path, ...opts, end: () => resolve(200) });
+  emit(event, data, id) { this.streams.at(-1).onText(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`); }
+  connect(opts) {
+    return new Promise((resolve, reject) => {
+      this.streams.push({ ...opts, end: () => resolve(200) });
       opts.onOpen(200);
-      opts.signal.addEventListener('abort', () => resolve(200));
+      opts.signal.addEventListener('abort', () => reject(new Error('aborted')));
     });
   }
-  async request(method, path, { signal } = {}) {
+  async download(path, { signal } = {}) {
     this.downloads.push(path);
     const f = this.files.get(path);
     if (f === 'stall') return new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted'))));
-    return { status: 200, body: Buffer.from(f), headers: {} };
+    return { status: 200, bytes: new Uint8Array(Buffer.from(f)) };
   }
+  async upload(path) { this.calls.push(['PUT', path]); return { status: 201, data: {} }; }
   async json(method, path, body) {
+    this.calls.push([method, path, body]);
+    if (path.endsWith('/started')) return { status: this.startedStatus, data: {} };
     if (path.endsWith('/result')) { this.results.push({ path, body }); this.waiters.splice(0).forEach((w) => w()); }
     return { status: 200, data: {} };
   }
@@ -80,12 +55,19 @@ class FakeOrch {
 
 const runEvent = (id, attempt, mounts = [], extra = {}) => ({ run_id: id, attempt, code: `code ${id}`, timeout_s: 5, page_id: 'p1', mounts, ...extra });
 const mount = (name, sha) => ({ name, file_id: sha, version: 1, sha256: sha, size: 3, url: `/v1/files/${sha}` });
+const fakePool = (max = 2, make = () => new FakeKernel()) => new KernelPool({ makeKernel: make, max, spareDelayMs: 0 });
+// A chat attached as the headless host attaches it (no sha256 re-check: the fake bytes have none).
+function attach(orch, pool, chatId, { pageId = 'p1', lost = null, ...opts } = {}) {
+  const supervisor = new KernelSupervisor({ pool, id: chatId, cancelGraceMs: 100, lost });
+  const session = new PageSession({ chatId, pageId, client: orch, supervisor, verifyFiles: false, ...opts });
+  session.attach();
+  return { session, supervisor, close() { session.detach(); supervisor.dispose(); } };
+}
 
 test('a stalled download is skipped after the file wait with a note, and tried again on the next run', async () => {
   const orch = new FakeOrch();
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });
-  const chat = new ChatAttachment('c1', orch, kernels, { pageId: 'p1', fileWaitMs: 300 });
-  chat.open();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'c1', { fileDeadlineMs: 300 });
   orch.files.set('/v1/files/aaa', 'abc');
   orch.files.set('/v1/files/bbb', 'stall');
   const t0 = Date.now();
@@ -95,7 +77,8 @@ test('a stalled download is skipped after the file wait with a note, and tried a
   assert.ok(Date.now() - t0 >= 290, 'waited for the stalled file');
   assert.ok(Date.now() - t0 < 2000, 'but no longer than the file wait');
   assert.equal(r.body.status, 'ok');
-  assert.match(r.body.notes.join('\n'), /slow\.txt could not be downloaded within 0\.3 s; it was skipped and will be tried again on the next run/);
+  assert.deepEqual(r.body.notes, [NOTE.skipped('slow.txt', 'deadline', 300)]);
+  assert.match(r.body.notes[0], /^slow\.txt: download did not finish within 0\.3 s; skipped for this run, tried again on the next\.$/);
   assert.match(r.body.stdout, /mounted a\.txt$/);
 
   orch.files.set('/v1/files/bbb', 'xyz');
@@ -105,73 +88,70 @@ test('a stalled download is skipped after the file wait with a note, and tried a
   assert.deepEqual(r.body.notes, []);
   assert.match(r.body.stdout, /mounted a\.txt,slow\.txt$/);
   assert.equal(orch.downloads.filter((d) => d === '/v1/files/aaa').length, 1, 'a file already fetched is not downloaded again');
-  chat.close();
-  kernels.dispose();
+  chat.close(); pool.dispose();
 });
 
 test('LRU eviction: at most N live kernels; the evicted chat\'s next run says restarted, with a note and the remounted files', async () => {
   const orch = new FakeOrch();
-  const chats = {};
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 1, onEvict: (id) => chats[id].forgetFiles() });
-  const a = chats.A = new ChatAttachment('A', orch, kernels, { pageId: 'p1' });
-  const b = chats.B = new ChatAttachment('B', orch, kernels, { pageId: 'p1' });
+  const pool = fakePool(1);
   orch.files.set('/v1/files/f1', 'one');
-  a.open();
+  const a = attach(orch, pool, 'A');
   let res = orch.nextResult();
   orch.emit('run', runEvent('a1', 1, [mount('f.txt', 'f1')]), 1);
   let r = await res;
   assert.equal(r.body.restarted, false);
-  b.open();
+  const b = attach(orch, pool, 'B');
   res = orch.nextResult();
   orch.emit('run', runEvent('b1', 1), 1);
   r = await res;
-  assert.equal(kernels.live.size, 1);
-  assert.ok(kernels.live.has('B') && !kernels.live.has('A'), 'A was evicted');
+  assert.equal(pool.live.size, 1);
+  assert.ok(pool.live.has(b.supervisor) && !pool.live.has(a.supervisor), 'A was evicted');
+  assert.equal(a.supervisor.state, 'idle');
   res = orch.nextResult();
-  orch.streams[0].onEvent({ id: '2', event: 'run', data: JSON.stringify(runEvent('a2', 1, [mount('f.txt', 'f1')])) });
+  orch.streams[0].onText(`id: 2\nevent: run\ndata: ${JSON.stringify(runEvent('a2', 1, [mount('f.txt', 'f1')]))}\n\n`);
   r = await res;
   assert.equal(r.body.restarted, true);
   assert.deepEqual(r.body.remounted, ['f.txt']);
-  assert.match(r.body.notes.join('\n'), /restarted .*make room for other chats.*variables .* gone/);
+  assert.deepEqual(r.body.notes, [NOTE.evicted()]);
   assert.match(r.body.stdout, /saw 0 earlier runs/);
   assert.equal(orch.downloads.filter((d) => d === '/v1/files/f1').length, 2, 'an evicted chat\'s bytes were dropped and fetched again');
-  a.close(); b.close(); kernels.dispose();
+  a.close(); b.close(); pool.dispose();
 });
 
-test('LRU eviction never stops running code: with every kernel busy the set goes over its bound', async () => {
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 1 });
-  const { kernel: a } = await kernels.acquire('A');
-  a.state = 'busy';
-  const { kernel: b } = await kernels.acquire('B');
+test('LRU eviction never stops running code: with every kernel busy the pool goes over its bound', async () => {
+  const pool = fakePool(1);
+  const owner = (id) => ({ id, busy: false, n: 0, evictable() { return !this.busy; }, evicted() { this.n++; } });
+  const A = owner('A'), B = owner('B'), C = owner('C');
+  const a = await pool.take(A);
+  A.busy = true; a.state = 'busy';
+  const b = await pool.take(B);
   assert.notEqual(a.state, 'dead', 'the busy kernel was left alone');
-  assert.equal(kernels.live.size, 2);
-  a.state = 'ready';
-  await kernels.acquire('C');
+  assert.equal(pool.live.size, 2);
+  A.busy = false; a.state = 'ready';
+  await pool.take(C);
   assert.equal(a.state, 'dead', 'once idle, the least recently used go, down to the bound');
   assert.equal(b.state, 'dead');
-  assert.deepEqual([...kernels.live.keys()], ['C']);
-  assert.deepEqual([...kernels.evicted].sort(), ['A', 'B']);
-  kernels.dispose();
+  assert.deepEqual([...pool.live.keys()], [C]);
+  assert.deepEqual([A.n, B.n, C.n], [1, 1, 0]);
+  pool.dispose();
 });
 
 test('a chat attached again after the orchestrator detached it (idle) says restarted on its next run', async () => {
   const orch = new FakeOrch();
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });
-  const chat = new ChatAttachment('D', orch, kernels, { pageId: 'p1', hadKernel: true });
-  chat.open();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'D', { lost: 'detached' });
   const res = orch.nextResult();
   orch.emit('run', runEvent('d1', 1), 1);
   const r = await res;
   assert.equal(r.body.restarted, true);
-  assert.match(r.body.notes.join('\n'), /variables from earlier runs are gone/);
-  chat.close(); kernels.dispose();
+  assert.deepEqual(r.body.notes, [NOTE.detached()]);
+  chat.close(); pool.dispose();
 });
 
-test('a replayed run event is not run twice; a reconnect carries Last-Event-ID and the same page id', async () => {
+test('a replayed run event is not run twice; a reconnect carries Last-Event-ID and the same page id; presence waits for the stream', async () => {
   const orch = new FakeOrch();
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });
-  const chat = new ChatAttachment('c2', orch, kernels, { pageId: 'page-7' });
-  chat.open();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'c2', { pageId: 'page-7', initialBackoffMs: 20 });
   const res = orch.nextResult();
   orch.emit('run', runEvent('r1', 1, [], { page_id: 'page-7' }), 41);
   await res;
@@ -179,42 +159,93 @@ test('a replayed run event is not run twice; a reconnect carries Last-Event-ID a
   for (let i = 0; i < 50 && orch.streams.length < 2; i++) await sleep(20);
   assert.equal(orch.streams.length, 2, 'reconnected');
   assert.equal(orch.streams[1].lastEventId, '41');
-  assert.match(orch.streams[1].path, /page_id=page-7/);
+  assert.match(orch.streams[1].path, /page_id=page-7&visible=1$/);
   orch.emit('run', runEvent('r1', 1, [], { page_id: 'page-7' }), 41);   // replayed
   orch.emit('run', runEvent('r1', 2, [], { page_id: 'other' }), 42);    // another page's attempt
   await sleep(100);
   assert.equal(orch.results.length, 1, 'neither ran');
-  chat.close(); kernels.dispose();
+  const presence = orch.calls.filter(([, p]) => p.endsWith('/presence'));
+  assert.ok(presence.length >= 2, 'presence sent on each open stream');
+  assert.deepEqual(presence[0][2], { page_id: 'page-7', visible: true, kernel: 'loading' });
+  chat.close(); pool.dispose();
 });
 
 test('a run cancelled while its files download never runs and is reported cancelled', async () => {
   const orch = new FakeOrch();
-  const kernels = new KernelSet({ makeClient: () => new FakeKernel(), max: 2 });
-  const chat = new ChatAttachment('c3', orch, kernels, { pageId: 'p1', fileWaitMs: 400 });
-  chat.open();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'c3', { fileDeadlineMs: 400 });
   orch.files.set('/v1/files/s', 'stall');
   const res = orch.nextResult();
+  const t0 = Date.now();
   orch.emit('run', runEvent('r1', 1, [mount('s.txt', 's')]), 1);
   await sleep(50);
   orch.emit('cancel', { run_id: 'r1' }, 2);
   const r = await res;
+  assert.ok(Date.now() - t0 < 300, 'the downloads stopped at the cancel, not at the deadline');
   assert.equal(r.body.status, 'cancelled');
-  assert.equal(kernels.live.size, 0, 'no kernel was taken for it');
-  chat.close(); kernels.dispose();
+  assert.equal(r.body.notes.at(-1), NOTE.cancelledBeforeStart());
+  assert.equal(pool.live.size, 0, 'no kernel was taken for it');
+  chat.close(); pool.dispose();
 });
 
 test('a kernel that cannot load: the run is reported crashed at once, not left to the watchdog', async () => {
   const orch = new FakeOrch();
   const broken = () => { const k = new FakeKernel(); k.ready = Promise.reject(new Error('Pyodide did not load')); k.ready.catch(() => {}); return k; };
-  const kernels = new KernelSet({ makeClient: broken, max: 2 });
-  const chat = new ChatAttachment('c4', orch, kernels, { pageId: 'p1' });
-  chat.open();
+  const pool = fakePool(2, broken);
+  const chat = attach(orch, pool, 'c4');
   const res = orch.nextResult();
   orch.emit('run', runEvent('r1', 1), 1);
   const r = await res;
   assert.equal(r.body.status, 'crashed');
-  assert.match(r.body.error.message, /could not start: Pyodide did not load/);
-  chat.close(); kernels.dispose();
+  assert.deepEqual(r.body.error, { type: 'KernelCrashed', message: 'The sandbox could not start: Pyodide did not load', traceback: '' });
+  chat.close(); pool.dispose();
+});
+
+test('a newer attempt supersedes the running one: it is stopped before the next starts, and only the new one is posted', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'c5');
+  const order = [];
+  chat.session.on('stale', (e) => order.push(`stale ${e.attempt}`));
+  chat.session.on('begin', (e) => order.push(`begin ${e.attempt}`));
+  chat.session.on('end', (e) => order.push(`end ${e.attempt}`));
+  orch.emit('run', runEvent('r1', 1, [], { code: 'sleep' }), 1);   // not interruptible: replaced past the grace
+  await new Promise((r) => chat.supervisor.once('executing', r));
+  const k1 = chat.supervisor.kernel;
+  const res = orch.nextResult();
+  const ended = new Promise((done) => chat.session.on('end', (e) => e.attempt === 2 && done()));
+  orch.emit('run', runEvent('r1', 2), 2);
+  const r = await res;
+  await ended;
+  assert.equal(r.body.attempt, 2);
+  assert.equal(orch.results.length, 1, 'the superseded attempt posted nothing');
+  assert.deepEqual(order, ['begin 1', 'stale 1', 'end 1', 'begin 2', 'end 2']);
+  assert.equal(k1.state, 'dead', 'its kernel did not stop within the grace: replaced');
+  assert.equal(r.body.restarted, true, 'the fresh kernel lost the namespace: the new attempt says so');
+  assert.deepEqual(r.body.notes, [NOTE.restartedForStale()]);
+  chat.close(); pool.dispose();
+});
+
+test('a 409 on started: the stale attempt is stopped and nothing is posted; `restart` replaces the kernel and posts nothing', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'c6');
+  orch.startedStatus = 409;
+  const stale = new Promise((r) => chat.session.once('stale', r));
+  orch.emit('run', runEvent('r1', 1, [], { code: 'hang' }), 1);
+  assert.match((await stale).why, /started: HTTP 409/);
+  await new Promise((r) => chat.session.once('end', r));
+  assert.equal(orch.results.length, 0);
+  orch.startedStatus = 200;
+  orch.emit('run', runEvent('r2', 1, [], { code: 'sleep' }), 2);
+  await new Promise((r) => chat.supervisor.once('executing', r));
+  const k = chat.supervisor.kernel;
+  const ended = new Promise((r) => chat.session.once('end', r));
+  orch.emit('restart', { run_id: 'r2', page_id: 'p1' }, 3);
+  await ended;
+  assert.equal(k.state, 'dead', 'replaced at once');
+  assert.equal(orch.results.length, 0, 'the orchestrator settled it: nothing posted');
+  chat.close(); pool.dispose();
 });
 
 function runProc(cmd, args, env, timeoutMs = 20000) {
