@@ -59,10 +59,9 @@ await esbuild.build({
   outfile: path.join(assets, 'preview/react.js'),
 });
 
-// 4. The kernel worker: the kernel helper's browser entry when it exists (worker/browser-worker.js
-//    importing worker/core.js); kernel Python sources are bundled as text so the worker needs no
-//    fetch outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
-//    The app's entry (ui-adapter/src/kernel-worker.js) imports worker/core.js.
+// 4. The kernel worker: the browser's one entry (ui-adapter/src/kernel-worker.js over
+//    worker/core.js); kernel Python sources are bundled as text so the worker needs no fetch
+//    outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
 const workerEntry = path.join(root, 'ui-adapter/src/kernel-worker.js');
 // `cerea:kernel-sources` → {module name: Python source} of every kernel/*.py.
 const kernelSources = {

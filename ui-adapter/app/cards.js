@@ -7,6 +7,7 @@
 // shape); it does not fetch runs or talk to the kernel: `getBytes(file)` is supplied by the page.
 import { h, fmtBytes, fmtMs, isPhone } from './dom.js';
 import { renderPreview, previewKind, mimeOf } from './previews.js';
+import { NOTE } from '../src/kernel.js';
 
 const STATUS_TEXT = { ok: 'Done', error: 'Error', timeout: 'Time limit: sandbox restarted', crashed: 'Sandbox crashed: restarted',
   abandoned: 'Abandoned', cancelled: 'Cancelled', rejected: 'Code execution is off' };
@@ -56,12 +57,7 @@ export class RunCard {
       const code = h('pre', { class: 'code' }, h('code', {}, r.code));
       parts.push(hasFiles ? h('details', { class: 'code-fold' }, h('summary', {}, 'Code'), code) : code);
     }
-    if (r.restarted) {
-      const names = (r.remounted || []).join(', ');
-      parts.push(h('p', { class: 'notice', 'data-testid': 'restart-note' },
-        `The sandbox was restarted: variables and files written outside /mnt/output are gone.` +
-        (names ? ` Files back in /mnt/data: ${names}.` : ' No files to remount.')));
-    }
+    if (r.restarted) parts.push(h('p', { class: 'notice', 'data-testid': 'restart-note' }, NOTE.restarted(r.remounted || [])));
     if (r.stdout) parts.push(h('pre', { class: 'stdout', 'data-testid': 'stdout', 'aria-label': 'Output' }, r.stdout));
     if (r.stdout_truncated) parts.push(h('p', { class: 'note' }, 'Output truncated at 8,000 characters.'));
     if (r.stderr) parts.push(h('pre', { class: 'stderr', 'data-testid': 'stderr', 'aria-label': 'Errors' }, r.stderr));

@@ -2,7 +2,9 @@
 // reference app.  It holds one bearer credential (a chat's page token, or the operator's API key)
 // and sends it in the Authorization header, never as a cookie and never in a URL the page itself
 // is loaded from.  It turns the API's `{"error": {code, message}}` replies into ApiError.
+// pageClient(api) adapts it to the client worker/session.js (the page protocol) is given.
 // It does not retry, queue or cache: callers decide (the event stream has its own reconnect loop).
+import { fetchConnect } from './sse.js';
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -35,8 +37,8 @@ export class Api {
       credentials: 'omit', cache: 'no-store' });
   }
 
-  /** JSON call: throws ApiError on a non-2xx answer, returns the parsed body (or null). */
-  async call(method, path, body, init = {}) {
+  /** Any call → {status, ok, json (parsed body or null), text}; rejects only on network errors. */
+  async send(method, path, body, init = {}) {
     const opt = { method, ...init, headers: { ...(init.headers || {}) } };
     if (body !== undefined && !(body instanceof Blob) && !(body instanceof ArrayBuffer) &&
         !ArrayBuffer.isView(body)) {
@@ -50,9 +52,15 @@ export class Api {
     const text = await res.text();
     let json = null;
     if (text) { try { json = JSON.parse(text); } catch { json = null; } }
-    if (!res.ok) {
-      const e = json && json.error ? json.error : { code: 'http_' + res.status, message: text.slice(0, 200) };
-      throw new ApiError(res.status, e.code, e.message);
+    return { status: res.status, ok: res.ok, json, text };
+  }
+
+  /** JSON call: throws ApiError on a non-2xx answer, returns the parsed body (or null). */
+  async call(method, path, body, init = {}) {
+    const { ok, status, json, text } = await this.send(method, path, body, init);
+    if (!ok) {
+      const e = json && json.error ? json.error : { code: 'http_' + status, message: text.slice(0, 200) };
+      throw new ApiError(status, e.code, e.message);
     }
     return json;
   }
@@ -102,3 +110,36 @@ export class Api {
 }
 
 function enc(s) { return encodeURIComponent(String(s)); }
+
+// The page protocol's client (worker/session.js) over this Api's credential: statuses returned,
+// not thrown; downloads read with progress; the event stream through fetch (sse.js).
+export function pageClient(api) {
+  return {
+    async json(method, path, body, { keepalive = false } = {}) {
+      const r = await api.send(method, path, body, { keepalive });
+      return { status: r.status, data: r.json };
+    },
+    async upload(path, bytes) {
+      const r = await api.send('PUT', path, bytes);
+      return { status: r.status, data: r.json };
+    },
+    async download(path, { signal, onProgress } = {}) {
+      const res = await api.raw(path, { signal });
+      if (!res.ok || !res.body) return { status: res.status, bytes: res.ok ? new Uint8Array(await res.arrayBuffer()) : null };
+      const reader = res.body.getReader();
+      const chunks = [];
+      let loaded = 0;
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        chunks.push(value); loaded += value.length;
+        if (onProgress) onProgress(loaded);
+      }
+      const bytes = new Uint8Array(loaded);
+      let o = 0;
+      for (const c of chunks) { bytes.set(c, o); o += c.length; }
+      return { status: res.status, bytes };
+    },
+    connect: fetchConnect({ base: api.base, headers: () => api.headers(), fetch: api._fetch }),
+  };
+}

@@ -1,6 +1,6 @@
-// kernel-worker.js -- the browser kernel worker as the web app serves it (build/www/worker/
-// kernel-worker.js, a module worker): the same thin shell as worker/browser-worker.js over
-// KernelCore (worker/core.js), except that the kernel's Python sources are BUNDLED into this script
+// kernel-worker.js -- the browser's one kernel worker entry, as the web app serves it
+// (build/www/worker/kernel-worker.js, a module worker bundled by ui-adapter/build.mjs): a thin shell
+// over KernelCore (worker/core.js).  The kernel's Python sources are BUNDLED into this script
 // (esbuild text loader, the virtual module below) instead of fetched: the worker's CSP limits
 // connect-src to /pyodide/, so kernel/*.py served anywhere else would be refused.  `kernelURL`
 // 'bundled:kernel/' names them; every other URL (the Pyodide runtime, the lock file) is fetched
