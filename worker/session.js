@@ -316,7 +316,8 @@ export class PageSession extends Emitter {
         // Files that failed this time but were mounted before stay mounted (complete only when
         // every file came).
         result = await this.supervisor.run({ runId, code: job.code, timeoutS: job.timeout_s || 60, limits: job.limits,
-          pypi: job.pypi === true, notes, files, complete: skipped.length === 0 });
+          pypi: job.pypi === true, notes, files, complete: skipped.length === 0,
+          cancelled: () => (a.why === 'restart' ? 'replace' : a.cancelAsked || !a.live ? 'cancel' : false) });
       } finally { offStarted(); }
       if (a.startedPost) await a.startedPost;
       // A restart no result will tell (this attempt was superseded or refused) is told by the next

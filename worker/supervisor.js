@@ -27,10 +27,14 @@
 //                               else they are added to those mounted.  → Promise<{written, kept,
 //                               removed, refused} | null> (null: nothing changed, or no kernel yet)
 //   unmount(names)              → Promise
-//   run({runId, code, timeoutS = 60, limits?, pypi?, notes?}) → Promise<result>: the page protocol's
+//   run({runId, code, timeoutS = 60, limits?, pypi?, notes?, files?, complete?, cancelled?})
+//                               → Promise<result>: the page protocol's
 //                               result body (protocol.js RunResult: files with `data`) plus
 //                               duration_ms, and restart_ms after a restart.  Never rejects for
 //                               Python errors or a kernel that cannot start (status 'crashed').
+//                               files/complete: as mount(), recorded before the run; cancelled():
+//                               'cancel' or 'replace' when a cancel came before this run could be
+//                               cancelled (while a kernel was being had): it is applied at once.
 //   cancel({replace = false})   the ladder above; replace: at once (the orchestrator gave up).
 //   replace(reason)             → Promise<{ms, remounted}>
 //   owe(remounted)              a restart no result told: the next run's result tells it
@@ -339,7 +343,7 @@ export class KernelSupervisor extends Emitter {
   cancel({ replace = false } = {}) { if (this.active) this.active.cancel(replace); }
 
   // ---- runs ---------------------------------------------------------------------------------
-  async run({ runId = `local-${Date.now()}`, code, timeoutS = 60, limits, pypi = false, notes = [], files, complete = true }) {
+  async run({ runId = `local-${Date.now()}`, code, timeoutS = 60, limits, pypi = false, notes = [], files, complete = true, cancelled = null }) {
     const t0 = performance.now();
     const pre = [...notes];
     // From here to the end of the run this chat's kernel is not evictable.
@@ -355,13 +359,13 @@ export class KernelSupervisor extends Emitter {
         }
       }
       if (!this.fsm.is('ready')) throw new Error(`kernel supervisor ${this.state}: runs execute one at a time`);
-      return await this.execute(runId, code, timeoutS, limits, pypi, pre, t0);
+      return await this.execute(runId, code, timeoutS, limits, pypi, pre, t0, cancelled);
     } finally {
       this.claims--;
     }
   }
 
-  async execute(runId, code, timeoutS, limits, pypi, pre, t0) {
+  async execute(runId, code, timeoutS, limits, pypi, pre, t0, cancelled) {
     let restarted = false, remounted = [];
     if (this.lost) {
       restarted = true;
@@ -374,6 +378,8 @@ export class KernelSupervisor extends Emitter {
     this.pool.touch(this);
     const run = new RunControl(this, client, runId, timeoutS);
     this.active = run;
+    const asked = cancelled && cancelled();   // a cancel that came while a kernel was being had
+    if (asked) run.cancel(asked === 'replace');
     let result;
     try {
       const m = await this.sync();

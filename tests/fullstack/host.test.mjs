@@ -188,6 +188,23 @@ test('a run cancelled while its files download never runs and is reported cancel
   chat.close(); pool.dispose();
 });
 
+test('a cancel that comes while the kernel still loads is applied once the run starts (interrupt: kept)', async () => {
+  const orch = new FakeOrch();
+  const slow = () => { const k = new FakeKernel(); k.ready = sleep(150).then(() => { k.state = 'ready'; return {}; }); return k; };
+  const pool = fakePool(2, slow);
+  const chat = attach(orch, pool, 'c7');
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'hang' }), 1);
+  await sleep(30);
+  assert.equal(chat.supervisor.state, 'loading');
+  orch.emit('cancel', { run_id: 'r1' }, 2);
+  const r = await res;
+  assert.equal(r.body.status, 'cancelled');
+  assert.equal(r.body.restarted, false);
+  assert.deepEqual(r.body.notes, [NOTE.cancelKept()]);
+  chat.close(); pool.dispose();
+});
+
 test('a kernel that cannot load: the run is reported crashed at once, not left to the watchdog', async () => {
   const orch = new FakeOrch();
   const broken = () => { const k = new FakeKernel(); k.ready = Promise.reject(new Error('Pyodide did not load')); k.ready.catch(() => {}); return k; };
