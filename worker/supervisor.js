@@ -397,18 +397,23 @@ export class KernelSupervisor extends Emitter {
     const out = { ...emptyResult(result.status), ...result, notes: [...pre, ...(result.notes || [])], restarted, remounted, duration_ms: duration };
     delete out.exit;
     if (this.fsm.is('disposed')) return out;
-    if (result.exit === undefined) {
-      // The kernel answered: it stays (an interrupt that landed keeps the namespace).
+    // The kernel answered (exit undefined): it stays, unless it said it cannot (a worker that
+    // reports its own kernel crashed, e.g. over its memory limit).
+    const answered = result.exit === undefined;
+    if (answered && result.status !== STATUS.CRASHED && result.status !== STATUS.TIMEOUT) {
+      // An interrupt that landed keeps the namespace.
       if (run.cancelAsked && result.status === STATUS.CANCELLED) out.notes.push(NOTE.cancelKept());
       this.setState('ready', { reason: runId });
       if (client.state === 'dead') this.onExit(client, { message: client.exitReason });   // died right after answering
       return out;
     }
-    // The kernel is gone (time limit, crash, a cancel it did not honour): a fresh one takes its
-    // place with every file remounted before anything else runs.
-    const status = run.timedOut ? STATUS.TIMEOUT : run.cancelAsked && result.status !== STATUS.CRASHED ? STATUS.CANCELLED : STATUS.CRASHED;
+    // The kernel is gone (time limit, crash, a cancel it did not honour) or unfit: a fresh one
+    // takes its place with every file remounted before anything else runs.
+    const status = run.timedOut ? STATUS.TIMEOUT : answered ? result.status
+      : run.cancelAsked && result.status !== STATUS.CRASHED ? STATUS.CANCELLED : STATUS.CRASHED;
     out.status = status;
-    if (status === STATUS.TIMEOUT) out.error = ERROR.timeout(timeoutS);
+    if (answered && result.error) out.error = result.error;
+    else if (status === STATUS.TIMEOUT) out.error = ERROR.timeout(timeoutS);
     else if (status === STATUS.CRASHED) out.error = ERROR.crashed(result.exit);
     else if (!run.replaceAsked) out.notes.push(NOTE.cancelReplaced(this.cancelGraceMs));
     try {

@@ -149,6 +149,13 @@ test('page supervisor: time limit swaps in the spare and remounts; cancel keeps 
   assert.equal(r.status, 'crashed');
   assert.equal(r.restarted, true);
   assert.deepEqual(r.error, { type: 'KernelCrashed', message: 'The sandbox stopped (worker exited (1)).', traceback: '' });
+  // A worker that answers `crashed` itself: its words and output stay, its kernel is replaced.
+  await sup.whenSpareReady();
+  const k3 = sup.kernel;
+  r = await sup.run({ code: 'oom' });
+  assert.equal(r.status, 'crashed');
+  assert.deepEqual([r.stdout, r.notes, r.error.type, r.restarted, r.remounted], ['kept\n', ['over its limit'], 'MemoryError', true, ['d.csv']]);
+  assert.equal(k3.state, 'dead');
   // Chat switch: fresh interpreter, no files.
   await sup.whenSpareReady();
   await sup.reset();

@@ -4,7 +4,8 @@
 // The real kernel is what tests/kernel/*.test.mjs check.  Not a test itself.
 //
 // Code 'hang' runs until interrupted (then 'cancelled', namespace kept) or terminated; 'sleep'
-// ignores interrupts (only terminate ends it); 'die' makes the worker die by itself; anything else
+// ignores interrupts (only terminate ends it); 'die' makes the worker die by itself; 'oom' answers
+// `crashed` itself (a kernel the worker found over its memory limit); anything else
 // ends ok at once, saying which kernel ran it, how many earlier runs that kernel saw (its
 // namespace) and what it has mounted.
 let kernelSeq = 0;
@@ -40,6 +41,10 @@ export class FakeKernel {
         this.emit({ event: 'started', ref: msg.run_id });
         if (msg.code === 'hang' || msg.code === 'sleep') return;
         if (msg.code === 'die') { this.die('worker exited (1)'); return; }
+        if (msg.code === 'oom') {   // what host/sandbox-worker.js answers for a kernel left over its memory limit
+          this.finish({ status: 'crashed', stdout: 'kept\n', stderr: '', files: [], notes: ['over its limit'], error: { type: 'MemoryError', message: 'out of memory', traceback: '' } });
+          return;
+        }
         const vars = [...this.vars];
         if (msg.run_id !== 'warm-up') this.vars.add(msg.code);
         setTimeout(() => this.finish({ status: 'ok', stdout: `kernel ${this.n} saw ${vars.length} earlier runs; mounted ${[...this.mounted.keys()].sort().join(',')}`,

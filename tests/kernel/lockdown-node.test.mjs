@@ -8,9 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { KernelClient } from '../../worker/kernel-client.js';
-import { sandboxWorkerFactory } from '../../worker/host/kernels.js';
-import { nodeInitOptions } from '../../worker/node-kernel.js';
+import { newNodeKernel } from '../../worker/node-kernel.js';
 import { run } from './helpers.mjs';
 
 const MEMORY_MB = 384;
@@ -20,7 +18,7 @@ before(async () => {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   port = server.address().port;
   process.env.CEREA_KERNEL_MEMORY_MB = String(MEMORY_MB);   // read by the worker at its start
-  k = new KernelClient({ createWorker: sandboxWorkerFactory(), init: nodeInitOptions(), loadTimeoutMs: 120000 });
+  k = newNodeKernel({ entry: 'sandbox', loadTimeoutMs: 120000 });
   info = await k.ready;
 });
 after(() => { k && k.terminate('cancelled'); server && server.close(); });
