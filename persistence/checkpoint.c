@@ -18,10 +18,21 @@
  *     loop thread) and when at most ST_CKPT_FINISH_FRAMES are left, runs a PASSIVE checkpoint of
  *     that remainder itself: nobody appends while it runs, so it copies everything, and its next
  *     BEGIN restarts the WAL.  Cost: a few pages and one fsync of the database, once per window.
- *   - a hard bound: past ST_CKPT_HARD_FRAMES (PASSIVE kept failing to finish, e.g. a reader held
- *     an old snapshot) the writer runs a blocking SQLITE_CHECKPOINT_RESTART between groups (busy
- *     timeout 5 s), retried after ST_CKPT_STEP_FRAMES more frames if it did not finish.
- *     journal_size_limit (db.c) truncates a WAL file that grew past it when the WAL restarts.
+ *   - a hard bound: past ST_CKPT_HARD_FRAMES (the passes fell behind the commits, or a reader
+ *     held an old snapshot) the writer runs a blocking SQLITE_CHECKPOINT_TRUNCATE between groups
+ *     before it takes the next one: it first waits for a pass of the checkpointer to end (the
+ *     checkpoint lock is one, and a pass always ends: PASSIVE waits for nobody), then copies the
+ *     rest, waits for readers (busy timeout 5 s) and restarts the WAL, cutting its file to zero
+ *     bytes.  So without a reader holding an old snapshot and without an I/O error, the WAL never
+ *     holds more than ST_CKPT_HARD_FRAMES plus the frames of the one group that crossed it, however
+ *     slowly the checkpointer runs.  When it cannot finish it is retried after ST_CKPT_STEP_FRAMES
+ *     more frames.  journal_size_limit (db.c) truncates a WAL file that grew past it when the WAL
+ *     restarts otherwise.
+ *   - one checkpoint at a time: the writer's checkpoints take the checkpointer's state (WRITER) for
+ *     their length, so a pass never starts beside one of them and neither is refused SQLITE_BUSY.
+ *   - after a failed checkpoint (a disk error), of either thread, no passive one is tried again
+ *     before ST_CKPT_STEP_FRAMES more frames: a lasting error is logged once per STEP, not per
+ *     group.
  * A checkpoint error is logged (warn) and counted, never fatal: the WAL keeps the data durable.
  * Why a thread and not only a PASSIVE checkpoint on the writer after each window (callbacks
  * already handed off): that delays the NEXT group by the whole copy and its fsyncs instead;
@@ -33,16 +44,20 @@
  * What this file does not do: checkpoint at close (the last connection to close does that: db.c
  * closes the checkpointer's connection first), or touch the read connection.
  *
- * Checkpointer state, one per store:
+ * Checkpointer state, one per store (the state of the checkpoint lock, too):
  *
  *    start ──▶ IDLE ──(woken: enough new frames)──▶ CHECKPOINTING ──(pass done)──▶ IDLE
- *                │
- *                └──(stopping)──▶ STOPPED (thread exits; st__ckpt_stop joins)
+ *              │  │
+ *              │  └──(the writer checkpoints)──▶ WRITER ──(its checkpoint done)──▶ IDLE
+ *              │
+ *              └──(stopping)──▶ STOPPED (thread exits; st__ckpt_stop joins)
  *
  *   transition                performed by
  *   start -> IDLE             ckpt_main, on entry
  *   IDLE -> CHECKPOINTING     ckpt_main, when want_pass() holds
  *   CHECKPOINTING -> IDLE     ckpt_main, after the pass's result is recorded
+ *   IDLE -> WRITER            st__ckpt_writer_run (writer thread), before its checkpoint
+ *   WRITER -> IDLE            st__ckpt_writer_run, after its result is recorded
  *   IDLE -> STOPPED           ckpt_main, when stopping
  */
 #include "internal.h"
@@ -50,41 +65,62 @@
 #include <assert.h>
 #include <string.h>
 
-static const char *const ckpt_state_names[] = {"start", "idle", "checkpointing", "stopped"};
+static const char *const ckpt_state_names[] = {"start", "idle", "checkpointing", "writer",
+                                               "stopped"};
 
-/* The only writer of st->cstate (checkpointer thread, under ckpt_mu). */
+/* The only writer of st->cstate (either thread, under ckpt_mu). */
 static void set_state(struct store *st, enum st_ckpt_state to) {
   enum st_ckpt_state from = st->cstate;
   assert((from == ST_CS_START && to == ST_CS_IDLE) ||
-         (from == ST_CS_IDLE && (to == ST_CS_CHECKPOINTING || to == ST_CS_STOPPED)) ||
-         (from == ST_CS_CHECKPOINTING && to == ST_CS_IDLE));
+         (from == ST_CS_IDLE &&
+          (to == ST_CS_CHECKPOINTING || to == ST_CS_WRITER || to == ST_CS_STOPPED)) ||
+         ((from == ST_CS_CHECKPOINTING || from == ST_CS_WRITER) && to == ST_CS_IDLE));
   SBX_TRACE_STATE(ST_MOD, "checkpointer", st->dir, ckpt_state_names[from], ckpt_state_names[to]);
   st->cstate = to;
 }
 
-/* Under ckpt_mu: is a pass of the checkpointer worth running now?  Past the wake threshold, and
- * either nothing of this WAL generation was copied yet or STEP more frames were committed since
- * the last pass; at most one pass per commit (a pass that could copy nothing, a reader holding an
- * old snapshot, is not repeated until the writer commits again); after a failed pass (a disk
- * error), not before STEP more frames, so a lasting error logs once per STEP, not per group. */
+/* Under ckpt_mu: does an earlier failure still hold passive checkpoints back?  After a failed
+ * checkpoint (either thread's), none before STEP more frames of that WAL generation. */
+static int backing_off(const struct st_ckpt *c) {
+  return c->tried_failed && c->tried_gen == c->gen &&
+         c->frames - c->tried_frames < ST_CKPT_STEP_FRAMES;
+}
+
+/* Under ckpt_mu: is a pass of the checkpointer worth running now?  Only while it holds the
+ * checkpoint (IDLE), past the wake threshold, and either nothing of this WAL generation was
+ * copied yet or STEP more frames were committed since; at most one attempt per commit (a pass
+ * that could copy nothing, a reader holding an old snapshot, is not repeated until the writer
+ * commits again); not while backing off after a failure. */
 static int want_pass(const struct store *st) {
   const struct st_ckpt *c = &st->ckpt;
-  if (c->frames < ST_CKPT_WAKE_FRAMES)
+  if (st->cstate != ST_CS_IDLE || c->frames < ST_CKPT_WAKE_FRAMES)
     return 0;
   if (c->tried_gen == c->gen && c->tried_frames == c->frames)
     return 0;
-  if (c->tried_failed && c->tried_gen == c->gen && c->frames - c->tried_frames < ST_CKPT_STEP_FRAMES)
+  if (backing_off(c))
     return 0;
   return c->done_gen != c->gen || c->frames - c->done >= ST_CKPT_STEP_FRAMES;
 }
 
-/* Under ckpt_mu: the result of a checkpoint (either thread) of WAL generation gen. */
+/* Under ckpt_mu: an attempt (either thread) begins at the WAL's current size. */
+static void begin_attempt(struct st_ckpt *c) {
+  c->tried_gen = c->gen;
+  c->tried_frames = c->frames;
+}
+
+/* Under ckpt_mu: the result of a checkpoint (either thread) of WAL generation gen.  rc
+ * SQLITE_BUSY with log >= 0 is a blocking checkpoint that gave up waiting for a reader, having
+ * copied what it could: counted as done so far, not as an error; with log < 0 nothing ran. */
 static void record(struct store *st, uint64_t gen, int rc, int log, int copied, int by_writer) {
   struct st_ckpt *c = &st->ckpt;
-  if (rc != SQLITE_OK) {
+  if (rc == SQLITE_BUSY && log < 0)
+    return;
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
     c->errors++;
+    c->tried_failed = 1;
     return;
   }
+  c->tried_failed = 0;
   if (gen == c->gen) {
     c->done_gen = gen;
     c->done = copied;
@@ -121,70 +157,99 @@ static void *ckpt_main(void *arg) {
   for (;;) {
     while (!st->ckpt_stopping && !want_pass(st))
       pthread_cond_wait(&st->ckpt_cv, &st->ckpt_mu);
-    if (st->ckpt_stopping)
+    if (st->ckpt_stopping) /* after st__writer_stop: the writer holds nothing of it */
       break;
     uint64_t gen = st->ckpt.gen;
-    st->ckpt.tried_gen = gen;
-    st->ckpt.tried_frames = st->ckpt.frames;
+    begin_attempt(&st->ckpt);
     set_state(st, ST_CS_CHECKPOINTING);
     pthread_mutex_unlock(&st->ckpt_mu);
 
     int log = -1, copied = -1;
     int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY) /* BUSY: the writer's own checkpoint is running */
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
       sbx_log(SBX_LOG_WARN, ST_MOD, "%s: checkpoint failed (the WAL keeps the data): %s",
               st->db_path, sqlite3_errmsg(st->cdb));
 
     pthread_mutex_lock(&st->ckpt_mu);
-    if (rc != SQLITE_BUSY)
-      record(st, gen, rc, log, copied, 0);
-    st->ckpt.tried_failed = rc != SQLITE_OK && rc != SQLITE_BUSY;
+    record(st, gen, rc, log, copied, 0);
     set_state(st, ST_CS_IDLE);
+    pthread_cond_broadcast(&st->ckpt_idle_cv); /* a writer waiting at the hard bound */
   }
   set_state(st, ST_CS_STOPPED);
   pthread_mutex_unlock(&st->ckpt_mu);
   return NULL;
 }
 
-void st__ckpt_after_group(struct store *st) {
+/* Under ckpt_mu: the checkpoint the writer should run between groups.  HARD past the hard bound
+ * (once per generation, then again every STEP frames while it cannot finish); FINISH when the
+ * last copy of this generation left at most FINISH frames and the checkpointer is not in a pass. */
+static enum st_ckpt_job writer_job(const struct store *st) {
+  const struct st_ckpt *c = &st->ckpt;
+  if (c->frames >= ST_CKPT_HARD_FRAMES && (c->hard_gen != c->gen || c->frames >= c->hard_next))
+    return ST_CKPT_HARD;
+  if (st->cstate == ST_CS_IDLE && c->frames >= ST_CKPT_WAKE_FRAMES && c->done_gen == c->gen &&
+      c->frames > c->done && c->frames - c->done <= ST_CKPT_FINISH_FRAMES && !backing_off(c))
+    return ST_CKPT_FINISH;
+  return ST_CKPT_NONE;
+}
+
+enum st_ckpt_job st__ckpt_writer_due(struct store *st) {
   if (!st->ckpt_started)
+    return ST_CKPT_NONE;
+  pthread_mutex_lock(&st->ckpt_mu);
+  enum st_ckpt_job job = writer_job(st);
+  pthread_mutex_unlock(&st->ckpt_mu);
+  return job;
+}
+
+void st__ckpt_writer_run(struct store *st, enum st_ckpt_job job) {
+  if (!st->ckpt_started || job == ST_CKPT_NONE)
     return;
   pthread_mutex_lock(&st->ckpt_mu);
   struct st_ckpt *c = &st->ckpt;
-  int frames = c->frames, mode = -1;
-  uint64_t gen = c->gen;
-  if (frames >= ST_CKPT_HARD_FRAMES && (c->hard_gen != gen || frames >= c->hard_next) &&
-      st->cstate == ST_CS_IDLE) {
-    mode = SQLITE_CHECKPOINT_RESTART;
-    c->hard_gen = gen;
-    c->hard_next = frames + ST_CKPT_STEP_FRAMES;
-  } else if (frames >= ST_CKPT_WAKE_FRAMES && c->done_gen == gen && frames > c->done &&
-             frames - c->done <= ST_CKPT_FINISH_FRAMES && st->cstate == ST_CS_IDLE) {
-    mode = SQLITE_CHECKPOINT_PASSIVE;
-  }
-  pthread_mutex_unlock(&st->ckpt_mu);
-  if (mode < 0)
+  if (job == ST_CKPT_HARD) /* the hard bound waits for the checkpointer's pass to end */
+    while (st->cstate == ST_CS_CHECKPOINTING)
+      pthread_cond_wait(&st->ckpt_idle_cv, &st->ckpt_mu);
+  job = writer_job(st); /* again: a pass may have ended, or begun, meanwhile */
+  if (job == ST_CKPT_NONE || st->cstate != ST_CS_IDLE) {
+    pthread_mutex_unlock(&st->ckpt_mu);
     return;
+  }
+  int hard = job == ST_CKPT_HARD;
+  uint64_t gen = c->gen;
+  begin_attempt(c);
+  if (hard) {
+    c->hard_gen = gen;
+    c->hard_next = c->frames + ST_CKPT_STEP_FRAMES;
+  }
+  set_state(st, ST_CS_WRITER);
+  pthread_mutex_unlock(&st->ckpt_mu);
+
   int log = -1, copied = -1;
-  int rc = sqlite3_wal_checkpoint_v2(st->wdb, NULL, mode, &log, &copied);
+  int rc = sqlite3_wal_checkpoint_v2(
+      st->wdb, NULL, hard ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY)
     sbx_log(SBX_LOG_WARN, ST_MOD, "%s: writer's checkpoint failed (the WAL keeps the data): %s",
             st->db_path, sqlite3_errmsg(st->wdb));
-  else if (mode == SQLITE_CHECKPOINT_RESTART && log >= 0 && (rc != SQLITE_OK || copied < log))
+  else if (hard && rc != SQLITE_OK)
     sbx_log(SBX_LOG_WARN, ST_MOD, "%s: WAL at %d frames and a blocking checkpoint copied %d "
             "(a reader holds an old snapshot?)", st->db_path, log, copied);
+
   pthread_mutex_lock(&st->ckpt_mu);
-  if (rc == SQLITE_BUSY && log < 0 && mode == SQLITE_CHECKPOINT_RESTART)
-    c->hard_gen = gen - 1; /* the checkpointer had just begun a pass: try again after the next group */
-  else if (mode == SQLITE_CHECKPOINT_RESTART)
+  if (hard)
     c->blocking++;
-  /* BUSY and log < 0: the checkpointer had just begun a pass; not an error, nothing recorded.
-   * BUSY with log >= 0: a blocking checkpoint that gave up waiting for a reader, having copied
-   * what it could (counted as done so far, not as an error) */
-  if (rc == SQLITE_BUSY && log >= 0)
-    record(st, gen, SQLITE_OK, log, copied, 1);
-  else if (rc != SQLITE_BUSY)
+  if (hard && rc == SQLITE_OK) {
+    /* every frame copied, no reader left in the WAL, and the WAL restarted: it is empty now (the
+     * next commit writes from its beginning; the WAL hook sees no shrink, so count it here) */
+    c->gen++;
+    c->frames = 0;
+    record(st, c->gen, rc, 0, 0, 1);
+  } else {
     record(st, gen, rc, log, copied, 1);
+  }
+  set_state(st, ST_CS_IDLE);
+  if (want_pass(st))
+    pthread_cond_signal(&st->ckpt_cv);
   pthread_mutex_unlock(&st->ckpt_mu);
 }
 
@@ -196,10 +261,12 @@ int st__ckpt_start(struct store *st, struct sbx_error *err) {
     goto fail;
   pthread_mutex_init(&st->ckpt_mu, NULL);
   pthread_cond_init(&st->ckpt_cv, NULL);
+  pthread_cond_init(&st->ckpt_idle_cv, NULL);
   /* after PRAGMA wal_autocheckpoint = 0 on the writer (db.c): that pragma replaces the hook */
   sqlite3_wal_hook(st->wdb, on_wal, st);
   if ((rc = pthread_create(&st->ckpt_thread, NULL, ckpt_main, st)) != 0) {
     sqlite3_wal_hook(st->wdb, NULL, NULL);
+    pthread_cond_destroy(&st->ckpt_idle_cv);
     pthread_cond_destroy(&st->ckpt_cv);
     pthread_mutex_destroy(&st->ckpt_mu);
     rc = sbx_error_set(err, SBX_EIO, "checkpointer: pthread_create: %s", strerror(rc));
@@ -224,6 +291,7 @@ void st__ckpt_stop(struct store *st) {
   st->ckpt_started = 0;
   if (st->wdb)
     sqlite3_wal_hook(st->wdb, NULL, NULL);
+  pthread_cond_destroy(&st->ckpt_idle_cv);
   pthread_cond_destroy(&st->ckpt_cv);
   pthread_mutex_destroy(&st->ckpt_mu);
   if (sqlite3_close(st->cdb) != SQLITE_OK)

@@ -190,7 +190,13 @@ struct st_simple {
 };
 
 /* The writer thread's state (diagram and transition table in writer.c). */
-enum st_writer_state { ST_WS_START = 0, ST_WS_WAITING, ST_WS_COMMITTING, ST_WS_STOPPED };
+enum st_writer_state {
+  ST_WS_START = 0,
+  ST_WS_WAITING,
+  ST_WS_COMMITTING,
+  ST_WS_CHECKPOINTING,
+  ST_WS_STOPPED
+};
 
 /* Checkpoints (checkpoint.c: why, and the thresholds' roles).  Frames are WAL pages (4 KiB). */
 #define ST_CKPT_WAKE_FRAMES 4096   /* 16 MiB of WAL: the checkpointer starts copying */
@@ -199,7 +205,7 @@ enum st_writer_state { ST_WS_START = 0, ST_WS_WAITING, ST_WS_COMMITTING, ST_WS_S
 #define ST_CKPT_HARD_FRAMES 16384  /* 64 MiB: the writer runs a blocking checkpoint */
 
 /* The checkpointer thread's state (diagram and transition table in checkpoint.c). */
-enum st_ckpt_state { ST_CS_START = 0, ST_CS_IDLE, ST_CS_CHECKPOINTING, ST_CS_STOPPED };
+enum st_ckpt_state { ST_CS_START = 0, ST_CS_IDLE, ST_CS_CHECKPOINTING, ST_CS_WRITER, ST_CS_STOPPED };
 
 /* What the WAL hook saw and what the checkpoints did; guarded by store.ckpt_mu. */
 struct st_ckpt {
@@ -207,15 +213,15 @@ struct st_ckpt {
   uint64_t gen;        /* WAL generation: +1 each time the WAL restarted from its beginning */
   uint64_t done_gen;   /* generation of `done` */
   int done;            /* frames copied into the database by the last checkpoint of done_gen */
-  uint64_t tried_gen;  /* the checkpointer's last pass began at (tried_gen, tried_frames) */
+  uint64_t tried_gen;  /* the last checkpoint (either thread) began at (tried_gen, tried_frames) */
   int tried_frames;
-  int tried_failed;    /* that pass failed: the next waits STEP frames (one warning per STEP) */
+  int tried_failed;    /* it failed: passive ones wait STEP frames (one warning per STEP) */
   uint64_t hard_gen;   /* the writer's last blocking checkpoint: generation and the frame */
   int hard_next;       /* count from which it may run another */
   /* counters (tests, bench) */
   uint64_t passes;        /* checkpointer passes (PASSIVE, its own connection) */
   uint64_t writer_passes; /* checkpoints run by the writer between groups (finish or blocking) */
-  uint64_t blocking;      /* of which blocking (RESTART, past the hard bound) */
+  uint64_t blocking;      /* blocking ones tried (TRUNCATE, past the hard bound) */
   uint64_t complete;      /* checkpoints that copied every frame the pass saw */
   uint64_t errors;
   uint64_t max_frames;    /* largest WAL seen after a commit, in frames */
@@ -261,9 +267,10 @@ struct store {
   pthread_t ckpt_thread;
   int ckpt_started;
   pthread_mutex_t ckpt_mu; /* guards ckpt, cstate, ckpt_stopping */
-  pthread_cond_t ckpt_cv;
+  pthread_cond_t ckpt_cv;      /* wakes the checkpointer */
+  pthread_cond_t ckpt_idle_cv; /* a pass ended (the writer waits for it at the hard bound) */
   int ckpt_stopping;
-  enum st_ckpt_state cstate; /* written by set_state in checkpoint.c only */
+  enum st_ckpt_state cstate; /* written by set_state in checkpoint.c only (either thread) */
   struct st_ckpt ckpt;
 };
 
@@ -294,8 +301,15 @@ void st__simple_discard(struct st_simple *op);
 /* Opens the checkpointer's connection, installs the WAL hook on the writer connection (whose
  * wal_autocheckpoint must already be 0) and starts the thread.  Before st__writer_start. */
 int st__ckpt_start(struct store *st, struct sbx_error *err);
-/* Writer thread, between groups (callbacks handed off): the finishing or blocking checkpoint. */
-void st__ckpt_after_group(struct store *st);
+/* The checkpoint the writer runs between groups: none, the finishing one (PASSIVE of a small
+ * remainder) or the blocking one past the hard bound (TRUNCATE). */
+enum st_ckpt_job { ST_CKPT_NONE = 0, ST_CKPT_FINISH, ST_CKPT_HARD };
+/* Writer thread, between groups: which checkpoint it should run now.  Decides only; waits for
+ * nothing. */
+enum st_ckpt_job st__ckpt_writer_due(struct store *st);
+/* Writer thread, between groups (callbacks handed off): runs that checkpoint (HARD first waits
+ * for a pass of the checkpointer to end).  Decides again, so it may do nothing. */
+void st__ckpt_writer_run(struct store *st, enum st_ckpt_job job);
 /* Joins the thread and closes its connection; after st__writer_stop.  No-op when not started. */
 void st__ckpt_stop(struct store *st);
 void st__ckpt_get(struct store *st, struct st_ckpt *out); /* a consistent copy (tests, bench) */

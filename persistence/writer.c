@@ -7,7 +7,7 @@
  * back alone), makes the group's new blob files durable (blobs.c: parallel fsync, rename,
  * directory fsync), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
  * group to the done list and pokes the loop through a uv_async_t, then (checkpoint.c) may run a
- * short checkpoint before taking the next group.  Loop thread (on_async): runs
+ * checkpoint before taking the next group.  Loop thread (on_async): runs
  * each write's callback, then frees it.  So a callback with rc == 0 always follows a durable
  * commit.  If SQLite abandons the whole transaction (an I/O error can do that), the writes of the
  * group that had succeeded fail too, with that error, and the rest go on in a new transaction.
@@ -18,29 +18,36 @@
  *
  * Writer state, one per store:
  *
- *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group done)──▶ WAITING
- *                 │
+ *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group handed off)──▶ WAITING
+ *                 │                              │
+ *                 │                              └──(handed off, a checkpoint due)──▶ CHECKPOINTING
+ *                 │                                           CHECKPOINTING ──(it ran)──▶ WAITING
  *                 └──(stopping and queue empty)──▶ STOPPED (thread exits; store_close joins)
  *
- *   transition              performed by
- *   start -> WAITING        writer_main, on entry
- *   WAITING -> COMMITTING   writer_main, after taking a group off the queue
- *   COMMITTING -> WAITING   writer_main, after the group's completions are handed to the loop
- *   WAITING -> STOPPED      writer_main, when stopping with nothing queued
+ *   transition                  performed by
+ *   start -> WAITING            writer_main, on entry
+ *   WAITING -> COMMITTING       writer_main, after taking a group off the queue
+ *   COMMITTING -> WAITING       writer_main, after the group's completions are handed to the loop
+ *   COMMITTING -> CHECKPOINTING writer_main, the same, when st__ckpt_writer_due names a checkpoint
+ *   CHECKPOINTING -> WAITING    writer_main, after st__ckpt_writer_run (checkpoint.c)
+ *   WAITING -> STOPPED          writer_main, when stopping with nothing queued
+ * So WAITING with an empty queue means nothing of the writer runs (tests wait for it).
  */
 #include "internal.h"
 
 #include <assert.h>
 #include <string.h>
 
-static const char *const writer_state_names[] = {"start", "waiting", "committing", "stopped"};
+static const char *const writer_state_names[] = {"start", "waiting", "committing", "checkpointing",
+                                                 "stopped"};
 
 /* The only writer of st->wstate (writer thread; read by tests after join). */
 static void set_state(struct store *st, enum st_writer_state to) {
   enum st_writer_state from = st->wstate;
   assert((from == ST_WS_START && to == ST_WS_WAITING) ||
          (from == ST_WS_WAITING && (to == ST_WS_COMMITTING || to == ST_WS_STOPPED)) ||
-         (from == ST_WS_COMMITTING && to == ST_WS_WAITING));
+         (from == ST_WS_COMMITTING && (to == ST_WS_WAITING || to == ST_WS_CHECKPOINTING)) ||
+         (from == ST_WS_CHECKPOINTING && to == ST_WS_WAITING));
   SBX_TRACE_STATE(ST_MOD, "writer", st->dir, writer_state_names[from], writer_state_names[to]);
   st->wstate = to;
 }
@@ -201,6 +208,7 @@ static void *writer_main(void *arg) {
     SBX_LIST_FOREACH(it, &finished) /* temp files of writes that did not commit go */
       st__blob_pending_drop(SBX_CONTAINER_OF(it, struct st_write, link));
 
+    enum st_ckpt_job ckpt = st__ckpt_writer_due(st);
     pthread_mutex_lock(&st->mu);
     uint64_t errors = 0;
     int64_t delta = 0;
@@ -218,11 +226,17 @@ static void *writer_main(void *arg) {
       st->stats.max_group = n;
     st->stats.blob_bytes = (uint64_t)((int64_t)st->stats.blob_bytes + delta);
     move_all(&st->done, &finished);
-    set_state(st, ST_WS_WAITING);
+    set_state(st, ckpt != ST_CKPT_NONE ? ST_WS_CHECKPOINTING : ST_WS_WAITING);
     pthread_mutex_unlock(&st->mu);
     uv_async_send(st->async);
-    st__ckpt_after_group(st); /* the callbacks are the loop's now: a checkpoint delays no one's */
-    pthread_mutex_lock(&st->mu);
+    if (ckpt != ST_CKPT_NONE) {
+      /* the callbacks are the loop's now: the checkpoint delays no one's, only the next group */
+      st__ckpt_writer_run(st, ckpt);
+      pthread_mutex_lock(&st->mu);
+      set_state(st, ST_WS_WAITING);
+    } else {
+      pthread_mutex_lock(&st->mu);
+    }
   }
   set_state(st, ST_WS_STOPPED);
   pthread_mutex_unlock(&st->mu);

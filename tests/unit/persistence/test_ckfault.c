@@ -2,7 +2,7 @@
  * every xSync of the database file fail with SQLITE_IOERR_WRITE / SQLITE_IOERR_FSYNC while armed,
  * and leaves the -wal file alone.  In WAL mode only a checkpoint writes or syncs the database
  * file, so commits keep succeeding and the checkpoints fail: under a write fault every one (the
- * checkpointer's PASSIVE pass, the writer's finishing step, the writer's blocking RESTART past
+ * checkpointer's PASSIVE pass, the writer's finishing step, the writer's blocking TRUNCATE past
  * the hard bound, the close-time checkpoint); under an fsync fault those that reach the WAL's end
  * (SQLite syncs the database only then), so the WAL never restarts either way.  What is asserted
  * is what a user relies on:
@@ -35,6 +35,11 @@ static _Atomic int cf_delay_ms;                 /* a failing call first sleeps t
 static _Atomic int cf_failed;                   /* failures returned since cf_arm */
 static _Atomic int cf_failed_writer;            /* of which on the writer thread */
 static _Atomic(pthread_t *) cf_writer;          /* the store's writer thread (st->thread) */
+static _Atomic(pthread_t *) cf_ckpt;            /* the checkpointer thread (st->ckpt_thread) */
+static _Atomic int cf_slow_us;                  /* main db writes of cf_ckpt sleep this long... */
+static _Atomic int cf_slow_writes;              /* ...this many of them */
+static char cf_gate_wal[300];                   /* "": no gate; else the -wal file whose size... */
+static _Atomic long long cf_gate_bytes;         /* ...the first write of cf_ckpt waits for */
 
 struct cf_file {
   sqlite3_file base;
@@ -61,6 +66,23 @@ static int cf_fail(void) {
   return 1;
 }
 
+/* The checkpointer's database writes: the first one waits (at most 120 s) until the -wal file
+ * has grown to cf_gate_bytes, then the next cf_slow_writes sleep cf_slow_us each. */
+static void cf_slow_write(void) {
+  long long gate = cf_gate_bytes;
+  for (int i = 0; gate > 0 && i < 120000; i++) {
+    struct stat sb;
+    if (stat(cf_gate_wal, &sb) == 0 && sb.st_size >= gate)
+      break;
+    nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+  }
+  cf_gate_bytes = 0;
+  if (cf_slow_writes > 0) {
+    cf_slow_writes--;
+    nanosleep(&(struct timespec){0, (long)cf_slow_us * 1000L}, NULL);
+  }
+}
+
 static int cf_close(sqlite3_file *f) { return CF_REAL(f)->pMethods->xClose(CF_REAL(f)); }
 static int cf_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) {
   return CF_REAL(f)->pMethods->xRead(CF_REAL(f), b, n, o);
@@ -68,6 +90,9 @@ static int cf_read(sqlite3_file *f, void *b, int n, sqlite3_int64 o) {
 static int cf_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
   if (((struct cf_file *)f)->main_db && cf_fail_write && cf_fail())
     return SQLITE_IOERR_WRITE;
+  pthread_t *ck = cf_ckpt;
+  if (((struct cf_file *)f)->main_db && ck != NULL && pthread_equal(*ck, pthread_self()))
+    cf_slow_write();
   return CF_REAL(f)->pMethods->xWrite(CF_REAL(f), b, n, o);
 }
 static int cf_truncate(sqlite3_file *f, sqlite3_int64 s) {
@@ -277,6 +302,10 @@ static void t_setup(struct tctx *t) {
   cf_arm(0, 0);
   cf_delay_ms = 0;
   cf_writer = NULL;
+  cf_ckpt = NULL;
+  cf_slow_us = 0;
+  cf_slow_writes = 0;
+  cf_gate_bytes = 0;
   t_open(t); /* unarmed: creating the database writes its file before WAL mode */
   cf_writer = &t->st->thread;
 }
@@ -285,6 +314,7 @@ static void t_setup(struct tctx *t) {
  * everything acknowledged is there, and the database is sound. */
 static void reopen_and_check(struct tctx *t, int count) {
   cf_writer = NULL;
+  cf_ckpt = NULL;
   t_close_keep(t);
   cf_arm(0, 0);
   t_reopen(t);
@@ -374,7 +404,7 @@ END_TEST
 START_TEST(test_db_fsync_fails) { fault_then_recover(0, 1); }
 END_TEST
 
-/* The hard bound under the fault: the writer's blocking RESTART checkpoint fails (on the writer
+/* The hard bound under the fault: the writer's blocking TRUNCATE checkpoint fails (on the writer
  * thread, counted, logged) again and again as the WAL grows past the bound, and every write still
  * completes; once the fault clears the next blocking checkpoint succeeds, the WAL restarts and
  * its file is cut back to journal_size_limit. */
@@ -482,6 +512,48 @@ START_TEST(test_close_mid_failure) {
 }
 END_TEST
 
+/* No failure, a slow checkpointer (what CPU or disk contention does to that thread): its first
+ * pass is held at its first database write until the WAL has reached the hard bound, and every
+ * write of its passes sleeps, so a pass lasts far longer than the commits beside it.  The hard
+ * bound still holds: the writer waits for the pass to end and runs its blocking checkpoint before
+ * the next group, so the WAL never holds more than the bound plus the group that crossed it, and
+ * it restarts. */
+START_TEST(test_slow_checkpointer) {
+  struct tctx t;
+  t_setup(&t);
+  struct pump p;
+  pump_init(&p, &t, make_unique);
+  pump_more(&p, 200, 64);
+  snprintf(cf_gate_wal, sizeof cf_gate_wal, "%s", p.wal);
+  cf_gate_bytes = (long long)ST_CKPT_HARD_FRAMES * (4096 + 24) + 32;
+  cf_slow_us = 300;
+  cf_slow_writes = 4096; /* about the held pass: >= 1.2 s, while the writer could commit on */
+  cf_ckpt = &t.st->ckpt_thread;
+  pump_more(&p, 9000, 256); /* ~22000 frames: past the hard bound */
+  cf_ckpt = NULL;
+  ck_assert_int_eq(p.errors, 0);
+  struct st_ckpt c;
+  st__ckpt_get(t.st, &c);
+  fprintf(stderr,
+          "slow checkpointer: wal max %lld (bound %lld), max frames %llu, gen %llu, passes %llu, "
+          "writer %llu (blocking %llu), errors %llu\n",
+          (long long)p.max_wal, (long long)WAL_BOUND, (unsigned long long)c.max_frames,
+          (unsigned long long)c.gen, (unsigned long long)c.passes,
+          (unsigned long long)c.writer_passes, (unsigned long long)c.blocking,
+          (unsigned long long)c.errors);
+  ck_assert_int_le(p.max_wal, WAL_BOUND);
+  ck_assert_uint_le(c.max_frames, ST_CKPT_HARD_FRAMES + 2048);
+  ck_assert_uint_ge(c.passes, 1);   /* the held pass ended... */
+  ck_assert_uint_ge(c.blocking, 1); /* ...and the writer's blocking checkpoint followed it */
+  ck_assert_uint_ge(c.gen, 1);
+  ck_assert_uint_eq(c.errors, 0);
+  ck_assert_int_lt(c.frames, ST_CKPT_HARD_FRAMES);
+  check_all(t.st, p.submitted, 7);
+  pump_free(&p);
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   cf_register();
   Suite *s = suite_create("checkpoint_fault");
@@ -491,5 +563,6 @@ int main(void) {
   tcase_add_test(tc, test_db_fsync_fails);
   tcase_add_test(tc, test_hard_bound_fails);
   tcase_add_test(tc, test_close_mid_failure);
+  tcase_add_test(tc, test_slow_checkpointer);
   return t_run_suite(s, tc);
 }

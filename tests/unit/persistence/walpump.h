@@ -5,11 +5,14 @@
 #ifndef SBX_TEST_WALPUMP_H
 #define SBX_TEST_WALPUMP_H
 
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define WP_VALUE_LEN 6000
-/* The -wal file can hold the hard bound plus what the groups committed before the writer's
- * blocking checkpoint (a group of 256 writes is ~800 frames); frames are 4 KiB + 24 bytes. */
+/* The -wal file holds at most the hard bound plus the one group that crossed it (checkpoint.c:
+ * the writer's blocking checkpoint runs before the next group; a group of 256 writes is ~800
+ * frames); frames are 4 KiB + 24 bytes. */
 #define WP_WAL_BOUND ((off_t)(ST_CKPT_HARD_FRAMES + 2048) * (4096 + 24) + 32)
 
 /* write i: its key (NUL-terminated, < n bytes) and its value (WP_VALUE_LEN bytes + NUL) */
@@ -61,7 +64,24 @@ static void pump_init(struct pump *p, struct tctx *t, wp_make_fn make) {
   ck_assert_ptr_nonnull(p->value);
 }
 
-/* Submits `more` writes, keeping `inflight` queued, and waits for every acknowledgement. */
+/* Waits until the writer is WAITING with nothing queued: the step it runs between groups after
+ * handing their callbacks to the loop (a checkpoint, writer.c) is over, so st__ckpt_get sees its
+ * outcome.  A wait for a state, not for a time: the 120 s are only there to fail, not hang. */
+static void pump_settle(struct pump *p) {
+  struct store *st = p->t->st;
+  for (int i = 0;; i++) {
+    pthread_mutex_lock(&st->mu);
+    int idle = st->wstate == ST_WS_WAITING && SBX_LIST_EMPTY(&st->queue);
+    pthread_mutex_unlock(&st->mu);
+    if (idle)
+      return;
+    ck_assert_msg(i < 120000, "the writer is still %d after 120 s", (int)st->wstate);
+    nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+  }
+}
+
+/* Submits `more` writes, keeping `inflight` queued, and waits for every acknowledgement and for
+ * the writer to settle. */
 static void pump_more(struct pump *p, int more, int inflight) {
   p->total += more;
   p->max_wal = 0;
@@ -70,6 +90,7 @@ static void pump_more(struct pump *p, int more, int inflight) {
   t_wait(p->t);
   ck_assert_int_eq(p->finished, p->submitted);
   ck_assert_int_eq(p->submitted, p->total);
+  pump_settle(p);
 }
 
 static void pump_free(struct pump *p) { sbx_free(p->value); }
