@@ -39,7 +39,8 @@ void store_sha256_hex(const void *data, size_t len, char out[65]) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   pthread_once(&sha256_once, sha256_fetch);
-  if (sha256_md == NULL || EVP_Digest(data, len, md, &n, sha256_md, NULL) != 1 || n != SHA256_DIGEST_LENGTH)
+  if (sha256_md == NULL || EVP_Digest(data, len, md, &n, sha256_md, NULL) != 1 ||
+      n != SHA256_DIGEST_LENGTH)
     SHA256(data, len, md);
   sbx_hex(md, SHA256_DIGEST_LENGTH, out);
 }
@@ -446,7 +447,6 @@ out:
   return rc;
 }
 
-
 /* Every file in blobs/tmp/ is a stage of an earlier process (stage.c): none is referenced. */
 static size_t cleanup_stages(struct store *st) {
   size_t removed = 0;
@@ -499,5 +499,6 @@ void st__blob_cleanup_tmp(struct store *st) {
   }
   closedir(top);
   if (removed)
-    sbx_log(SBX_LOG_INFO, ST_MOD, "removed %zu blob temp files left by an earlier process", removed);
+    sbx_log(SBX_LOG_INFO, ST_MOD, "removed %zu blob temp files left by an earlier process",
+            removed);
 }

@@ -80,7 +80,7 @@ int store_chat_get(struct store *st, const char *chat_id, struct store_chat *out
   sqlite3_stmt *s = st->rs[ST_CHAT_GET];
   sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
   int rc = sqlite3_step(s);
-  int r = rc == SQLITE_ROW ? chat_from_row(s, out)
+  int r = rc == SQLITE_ROW    ? chat_from_row(s, out)
           : rc == SQLITE_DONE ? SBX_ENOENT
                               : st__translate(st->rdb, rc, "chat get", NULL);
   st__reset(s);

@@ -232,8 +232,10 @@ void st__ckpt_writer_run(struct store *st, enum st_ckpt_job job) {
     sbx_log(SBX_LOG_WARN, ST_MOD, "%s: writer's checkpoint failed (the WAL keeps the data): %s",
             st->db_path, sqlite3_errmsg(st->wdb));
   else if (hard && rc != SQLITE_OK)
-    sbx_log(SBX_LOG_WARN, ST_MOD, "%s: WAL at %d frames and a blocking checkpoint copied %d "
-            "(a reader holds an old snapshot?)", st->db_path, log, copied);
+    sbx_log(SBX_LOG_WARN, ST_MOD,
+            "%s: WAL at %d frames and a blocking checkpoint copied %d "
+            "(a reader holds an old snapshot?)",
+            st->db_path, log, copied);
 
   pthread_mutex_lock(&st->ckpt_mu);
   if (hard)

@@ -207,8 +207,8 @@ int st__migrate(sqlite3 *db, int target, struct sbx_error *err) {
     snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v);
     if ((rc = st__exec(db, "BEGIN IMMEDIATE", err)) != 0)
       return rc;
-    if ((rc = st__exec(db, migrations[v - 1], err)) != 0 ||
-        (rc = st__exec(db, pragma, err)) != 0 || (rc = st__exec(db, "COMMIT", err)) != 0) {
+    if ((rc = st__exec(db, migrations[v - 1], err)) != 0 || (rc = st__exec(db, pragma, err)) != 0 ||
+        (rc = st__exec(db, "COMMIT", err)) != 0) {
       struct sbx_error ignored;
       st__exec(db, "ROLLBACK", &ignored);
       if (err)
@@ -222,8 +222,8 @@ int st__migrate(sqlite3 *db, int target, struct sbx_error *err) {
 
 int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err) {
   sqlite3 *db = NULL;
-  int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                          SQLITE_OPEN_NOMUTEX, NULL);
+  int rc = sqlite3_open_v2(path, &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
   if (rc != SQLITE_OK) {
     int r = st__translate(db, rc, path, err);
     sqlite3_close(db);
@@ -343,8 +343,9 @@ static int lock_dir(struct store *st, struct sbx_error *err) {
     int e = errno;
     close(fd);
     fd = -1;
-    rc = e == EWOULDBLOCK ? sbx_error_set(err, SBX_EBUSY, "%s: data directory in use by another "
-                                                          "process",
+    rc = e == EWOULDBLOCK ? sbx_error_set(err, SBX_EBUSY,
+                                          "%s: data directory in use by another "
+                                          "process",
                                           st->dir)
                           : sbx_error_set(err, SBX_EIO, "%s: flock: %s", path, strerror(e));
   }
@@ -410,7 +411,8 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
     goto out;
   if ((rc = st__exec(st->rdb, "PRAGMA query_only = ON", err)) != 0)
     goto out;
-  if ((rc = prepare_all(st->wdb, st->ws, err)) != 0 || (rc = prepare_all(st->rdb, st->rs, err)) != 0)
+  if ((rc = prepare_all(st->wdb, st->ws, err)) != 0 ||
+      (rc = prepare_all(st->rdb, st->rs, err)) != 0)
     goto out;
   sqlite3_stmt *s = st->rs[ST_BLOB_TOTAL];
   if ((rc = sqlite3_step(s)) != SQLITE_ROW) {

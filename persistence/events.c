@@ -123,8 +123,8 @@ struct trim_op {
 };
 
 /* Trims one chat: deletes at most `room` rows of its old prefix; *n gets how many. */
-static int trim_chat(struct store *st, struct trim_op *op, const char *chat, size_t room,
-                     size_t *n, struct sbx_error *err) {
+static int trim_chat(struct store *st, struct trim_op *op, const char *chat, size_t room, size_t *n,
+                     struct sbx_error *err) {
   sqlite3_stmt *s = st->ws[ST_EVENT_SPAN];
   int64_t oldest, oldest_at, newest, bound, upto = 0;
   int rc;

@@ -357,7 +357,9 @@ int st__file_rows(sqlite3 *db, sqlite3_stmt *s, struct store_file **out, size_t 
     }
     len++;
   }
-  int r = rc == SQLITE_DONE ? 0 : rc == SQLITE_NOMEM ? SBX_ENOMEM : st__translate(db, rc, "files", NULL);
+  int r = rc == SQLITE_DONE    ? 0
+          : rc == SQLITE_NOMEM ? SBX_ENOMEM
+                               : st__translate(db, rc, "files", NULL);
   st__reset(s);
   if (r != 0) {
     store_file_list_free(v, len);

@@ -82,8 +82,17 @@ static size_t utf8_encode(uint32_t c, char *o) {
 
 /* ---- NFC ----------------------------------------------------------------------------------- */
 
-enum { S_BASE = 0xAC00, L_BASE = 0x1100, V_BASE = 0x1161, T_BASE = 0x11A7, L_COUNT = 19,
-       V_COUNT = 21, T_COUNT = 28, N_COUNT = V_COUNT * T_COUNT, S_COUNT = L_COUNT * N_COUNT };
+enum {
+  S_BASE = 0xAC00,
+  L_BASE = 0x1100,
+  V_BASE = 0x1161,
+  T_BASE = 0x11A7,
+  L_COUNT = 19,
+  V_COUNT = 21,
+  T_COUNT = 28,
+  N_COUNT = V_COUNT * T_COUNT,
+  S_COUNT = L_COUNT * N_COUNT
+};
 
 static int ccc(uint32_t c) {
   size_t lo = 0, hi = SBX_ARRAY_SIZE(nfc_ccc_tab);
@@ -363,8 +372,9 @@ int st__name_join(const char *stem, const char *ext, int n, char **out, struct s
   int w = n > 1 ? snprintf(s, cap, "%s (%d)%s", stem, n, ext) : snprintf(s, cap, "%s%s", stem, ext);
   if (w > STORE_NAME_MAX) {
     sbx_free(s);
-    return sbx_error_set(err, SBX_ENAME, "numbered name \"%.40s... (%d)%s\" is longer than %d bytes",
-                         stem, n, ext, STORE_NAME_MAX);
+    return sbx_error_set(err, SBX_ENAME,
+                         "numbered name \"%.40s... (%d)%s\" is longer than %d bytes", stem, n, ext,
+                         STORE_NAME_MAX);
   }
   *out = s;
   return 0;

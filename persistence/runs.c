@@ -19,8 +19,8 @@
 void store_run_free(struct store_run *r) {
   if (r == NULL)
     return;
-  char **strs[] = {&r->code,        &r->origin,     &r->state,          &r->status,
-                   &r->stdout_text, &r->stderr_text, &r->error_json,    &r->notes_json,
+  char **strs[] = {&r->code,           &r->origin,      &r->state,          &r->status,
+                   &r->stdout_text,    &r->stderr_text, &r->error_json,     &r->notes_json,
                    &r->remounted_json, &r->result_hash, &r->idempotency_key};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(strs); i++) {
     sbx_free(*strs[i]);
@@ -37,11 +37,11 @@ void store_run_list_free(struct store_run *v, size_t n) {
 /* Deep copy; on failure dst holds nothing (freed). */
 static int run_copy(struct store_run *dst, const struct store_run *src) {
   *dst = *src;
-  const char *in[] = {src->code,        src->origin,     src->state,          src->status,
-                      src->stdout_text, src->stderr_text, src->error_json,    src->notes_json,
+  const char *in[] = {src->code,           src->origin,      src->state,          src->status,
+                      src->stdout_text,    src->stderr_text, src->error_json,     src->notes_json,
                       src->remounted_json, src->result_hash, src->idempotency_key};
-  char **out[] = {&dst->code,        &dst->origin,     &dst->state,          &dst->status,
-                  &dst->stdout_text, &dst->stderr_text, &dst->error_json,    &dst->notes_json,
+  char **out[] = {&dst->code,           &dst->origin,      &dst->state,          &dst->status,
+                  &dst->stdout_text,    &dst->stderr_text, &dst->error_json,     &dst->notes_json,
                   &dst->remounted_json, &dst->result_hash, &dst->idempotency_key};
   int oom = 0;
   for (size_t i = 0; i < SBX_ARRAY_SIZE(in); i++) {
@@ -218,7 +218,7 @@ int store_run_get(struct store *st, const char *run_id, struct store_run *out) {
   sqlite3_stmt *s = st->rs[ST_RUN_GET];
   sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
   int rc = sqlite3_step(s);
-  int r = rc == SQLITE_ROW ? run_from_row(s, out)
+  int r = rc == SQLITE_ROW    ? run_from_row(s, out)
           : rc == SQLITE_DONE ? SBX_ENOENT
                               : st__translate(st->rdb, rc, "run get", NULL);
   st__reset(s);

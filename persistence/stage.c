@@ -78,8 +78,8 @@ struct store_blob_stage {
   char *tmp;              /* DATA/blobs/tmp/<id>.tmp, owned */
   EVP_MD_CTX *md;         /* NULL once FINISHED */
   uint64_t size;
-  uint64_t flushed;       /* bytes whose writeback was started (sync_file_range) */
-  char sha[65];           /* set once FINISHED */
+  uint64_t flushed; /* bytes whose writeback was started (sync_file_range) */
+  char sha[65];     /* set once FINISHED */
 };
 
 ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n) = write;

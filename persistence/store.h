@@ -101,7 +101,12 @@ void store_chat_list_free(struct store_chat *v, size_t n);
  *  - tool/output: an existing name -> its next version (same content as the latest -> the latest,
  *    created = 0). */
 #define STORE_NAME_MAX 255
-enum store_source { STORE_SRC_ATTACHMENT = 0, STORE_SRC_KNOWLEDGE, STORE_SRC_TOOL, STORE_SRC_OUTPUT };
+enum store_source {
+  STORE_SRC_ATTACHMENT = 0,
+  STORE_SRC_KNOWLEDGE,
+  STORE_SRC_TOOL,
+  STORE_SRC_OUTPUT
+};
 const char *store_source_name(enum store_source s);
 int store_source_parse(const char *s, enum store_source *out); /* SBX_EINVAL when unknown */
 
@@ -109,37 +114,37 @@ struct store_file {
   store_id id;
   store_id chat_id;
   char *name;
-  int version;               /* 1, 2, ... per (chat, name) */
+  int version; /* 1, 2, ... per (chat, name) */
   enum store_source source;
   char sha256[65];
   uint64_t size;
-  int mounted;               /* decided by the orchestrator at upload */
-  char *left_out_reason;     /* NULL when mounted */
-  store_id text_of;          /* "" or the id of the file this is the extracted text of */
-  store_id run_id;           /* "" or the run that produced it (output files) */
-  char *kind;                /* "file" / "figure" for output files; NULL otherwise */
+  int mounted;           /* decided by the orchestrator at upload */
+  char *left_out_reason; /* NULL when mounted */
+  store_id text_of;      /* "" or the id of the file this is the extracted text of */
+  store_id run_id;       /* "" or the run that produced it (output files) */
+  char *kind;            /* "file" / "figure" for output files; NULL otherwise */
   int64_t created_at;
-  int64_t expires_at;        /* 0: kept; else retention deadline (artifacts) */
+  int64_t expires_at; /* 0: kept; else retention deadline (artifacts) */
 };
 void store_file_free(struct store_file *f);
 
 struct store_file_in {
   const char *chat_id;
-  const char *name;          /* as given; normalized and checked here */
+  const char *name; /* as given; normalized and checked here */
   enum store_source source;
   int mounted;
   const char *left_out_reason; /* may be NULL */
-  const char *text_of;       /* may be NULL */
-  const char *run_id;        /* may be NULL */
-  const char *kind;          /* may be NULL */
+  const char *text_of;         /* may be NULL */
+  const char *run_id;          /* may be NULL */
+  const char *kind;            /* may be NULL */
   int64_t expires_at;
-  const void *data;          /* BORROWED until cb runs */
+  const void *data; /* BORROWED until cb runs */
   size_t size;
 };
 /* Result of store_file_add, passed to its callback. */
 struct store_file_added {
-  int created;               /* 1: a new file or version; 0: same content already there */
-  struct store_file file;    /* owned by the store; valid during the callback only */
+  int created;            /* 1: a new file or version; 0: same content already there */
+  struct store_file file; /* owned by the store; valid during the callback only */
 };
 typedef void (*store_file_cb)(int rc, const struct sbx_error *err,
                               const struct store_file_added *res, void *ud);
@@ -208,8 +213,8 @@ enum store_turn_state { STORE_TURN_OPEN = 0, STORE_TURN_FINISHED };
 struct store_turn {
   store_id id;
   store_id chat_id;
-  int state;                 /* enum store_turn_state, the orchestrator's enum value */
-  char *answer;              /* NULL until finished */
+  int state;    /* enum store_turn_state, the orchestrator's enum value */
+  char *answer; /* NULL until finished */
   int64_t created_at, finished_at;
 };
 int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb cb, void *ud);
@@ -222,23 +227,23 @@ void store_turn_free(struct store_turn *t);
 struct store_run {
   store_id id;
   store_id chat_id;
-  store_id turn_id;          /* "" when none */
+  store_id turn_id; /* "" when none */
   char *code;
-  char *origin;              /* "tool" | "auto" | "user" */
-  char *state;               /* the orchestrator's state name */
-  char *status;              /* NULL until done */
+  char *origin; /* "tool" | "auto" | "user" */
+  char *state;  /* the orchestrator's state name */
+  char *status; /* NULL until done */
   int timeout_s;
   int attempts;
   char *stdout_text, *stderr_text;
   int stdout_truncated, stderr_truncated;
-  char *error_json;          /* NULL or {"type","message","traceback"} */
-  char *notes_json;          /* NULL or [..] */
-  char *remounted_json;      /* NULL or [..] */
+  char *error_json;     /* NULL or {"type","message","traceback"} */
+  char *notes_json;     /* NULL or [..] */
+  char *remounted_json; /* NULL or [..] */
   int restarted;
   int files_unlisted, figures_dropped;
-  char *result_hash;         /* sha256 of the canonical result body (idempotent results) */
-  char *idempotency_key;     /* NULL when none */
-  int64_t seq;               /* order of creation within the chat */
+  char *result_hash;     /* sha256 of the canonical result body (idempotent results) */
+  char *idempotency_key; /* NULL when none */
+  int64_t seq;           /* order of creation within the chat */
   int64_t created_at, started_at, finished_at; /* wall ms; 0 when not yet */
 };
 void store_run_free(struct store_run *r);
@@ -312,7 +317,7 @@ int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb 
 /* ---- statistics ------------------------------------------------------------------------------ */
 struct store_stats {
   uint64_t commits, writes, write_errors;
-  uint64_t max_group;        /* largest group committed at once */
+  uint64_t max_group; /* largest group committed at once */
   uint64_t blob_bytes;
 };
 void store_get_stats(struct store *st, struct store_stats *out);

@@ -97,7 +97,9 @@ static int fv_open(sqlite3_vfs *v, const char *name, sqlite3_file *f, int flags,
   f->pMethods = &fv_methods;
   return rc;
 }
-static int fv_delete(sqlite3_vfs *v, const char *n, int s) { return fv_real->xDelete(fv_real, n, s); }
+static int fv_delete(sqlite3_vfs *v, const char *n, int s) {
+  return fv_real->xDelete(fv_real, n, s);
+}
 static int fv_access(sqlite3_vfs *v, const char *n, int fl, int *o) {
   return fv_real->xAccess(fv_real, n, fl, o);
 }
@@ -116,10 +118,10 @@ static int fv_time64(sqlite3_vfs *v, sqlite3_int64 *t) {
 
 static inline void fault_register(void) {
   fv_real = sqlite3_vfs_find(NULL);
-  fv_methods = (sqlite3_io_methods){3,         fv_close,   fv_read,      fv_write,      fv_truncate,
-                                    fv_sync,   fv_size,    fv_lock,      fv_unlock,     fv_check,
-                                    fv_fctl,   fv_sector,  fv_devchar,   fv_shmmap,     fv_shmlock,
-                                    fv_shmbarrier, fv_shmunmap, fv_fetch, fv_unfetch};
+  fv_methods = (sqlite3_io_methods){
+      3,          fv_close,      fv_read,     fv_write, fv_truncate, fv_sync,    fv_size,
+      fv_lock,    fv_unlock,     fv_check,    fv_fctl,  fv_sector,   fv_devchar, fv_shmmap,
+      fv_shmlock, fv_shmbarrier, fv_shmunmap, fv_fetch, fv_unfetch};
   memset(&fv_vfs, 0, sizeof fv_vfs);
   fv_vfs.iVersion = 2;
   fv_vfs.szOsFile = (int)sizeof(struct fv_file) + fv_real->szOsFile;

@@ -102,7 +102,7 @@ struct added {
 };
 
 static inline void on_added(int rc, const struct sbx_error *err, const struct store_file_added *res,
-                     void *ud) {
+                            void *ud) {
   struct added *a = ud;
   a->called++;
   a->rc = rc;
@@ -119,7 +119,7 @@ static inline void on_added(int rc, const struct sbx_error *err, const struct st
 }
 
 static inline int t_add(struct tctx *t, const char *chat, const char *name, enum store_source src,
-                 const char *data, struct added *a) {
+                        const char *data, struct added *a) {
   struct store_file_in in = {0};
   memset(a, 0, sizeof *a);
   in.chat_id = chat;

@@ -53,11 +53,18 @@ START_TEST(test_layout_and_dedup) {
   close(fd);
   ck_assert_int_eq(store_blob_open(t.st, "zz", &fd, &size), SBX_EINVAL);
   ck_assert_int_eq(fd, -1);
-  ck_assert_int_eq(store_blob_open(t.st, "1111111111111111111111111111111111111111111111111111111111111111", &fd, &size), SBX_ENOENT);
+  ck_assert_int_eq(
+      store_blob_open(t.st, "1111111111111111111111111111111111111111111111111111111111111111", &fd,
+                      &size),
+      SBX_ENOENT);
   ck_assert_int_eq(store_blob_read(t.st, "00", &data, &len), SBX_EINVAL);
-  ck_assert_int_eq(store_blob_read(t.st, "0000000000000000000000000000000000000000000000000000000000000000", &data, &len), SBX_ENOENT);
+  ck_assert_int_eq(
+      store_blob_read(t.st, "0000000000000000000000000000000000000000000000000000000000000000",
+                      &data, &len),
+      SBX_ENOENT);
   ck_assert_ptr_null(store_blob_path(t.st, "../../etc/passwd"));
-  ck_assert_ptr_null(store_blob_path(t.st, "ABCDEF0000000000000000000000000000000000000000000000000000000000"));
+  ck_assert_ptr_null(
+      store_blob_path(t.st, "ABCDEF0000000000000000000000000000000000000000000000000000000000"));
   store_file_free(&a.f);
   store_file_free(&b.f);
   /* blob bytes survive a reopen (recomputed from the table) */
@@ -220,8 +227,8 @@ START_TEST(test_many_blobs_few_fds) {
   static char data[N][24];
   for (int i = 0; i < N; i++) {
     snprintf(data[i], sizeof data[i], "blob number %d", i);
-    struct store_file_in in = {.chat_id = CHAT, .name = "m.bin", .data = data[i],
-                               .size = strlen(data[i])};
+    struct store_file_in in = {
+        .chat_id = CHAT, .name = "m.bin", .data = data[i], .size = strlen(data[i])};
     ck_assert_int_eq(store_file_add(t.st, &in, on_many, NULL), 0);
   }
   t_wait(&t);

@@ -35,9 +35,8 @@ START_TEST(test_chats) {
   store_chat_free(&g);
   ck_assert_int_eq(store_chat_get(t.st, "nope", &g), SBX_ENOENT);
   memset(&d, 0, sizeof d);
-  ck_assert_int_eq(store_chat_set_title(t.st, "c0000000000000000000000000000000", "renamed",
-                                        on_done, &d),
-                   0);
+  ck_assert_int_eq(
+      store_chat_set_title(t.st, "c0000000000000000000000000000000", "renamed", on_done, &d), 0);
   t_wait(&t);
   ck_assert_int_eq(d.rc, 0);
   ck_assert_int_eq(store_chat_get(t.st, "c0000000000000000000000000000000", &g), 0);

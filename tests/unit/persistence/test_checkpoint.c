@@ -17,7 +17,7 @@
 
 #include "walpump.h"
 
-#define KEYS 200 /* rewritten over and over: the hot pages a checkpoint copies once */
+#define KEYS      200 /* rewritten over and over: the hot pages a checkpoint copies once */
 #define WAL_BOUND WP_WAL_BOUND
 
 /* write i rewrites key i % KEYS; every page of the value changes (SQLite skips rewriting an
@@ -79,7 +79,7 @@ START_TEST(test_wal_bounded_under_load) {
   ck_assert_int_gt(p.max_wal, (off_t)ST_CKPT_WAKE_FRAMES * 4096); /* it did reach the window */
   ck_assert_int_le(p.max_wal, WAL_BOUND);
   ck_assert_uint_le(c.max_frames, ST_CKPT_HARD_FRAMES + 2048);
-  ck_assert_uint_ge(c.gen, 3); /* the WAL restarted from its beginning, repeatedly */
+  ck_assert_uint_ge(c.gen, 3);    /* the WAL restarted from its beginning, repeatedly */
   ck_assert_uint_ge(c.passes, 1); /* the checkpointer copied */
   ck_assert_uint_ge(c.complete, 3);
   ck_assert_uint_eq(c.errors, 0);

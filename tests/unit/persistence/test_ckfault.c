@@ -186,10 +186,10 @@ static int cf_time64(sqlite3_vfs *v, sqlite3_int64 *t) {
 
 static void cf_register(void) {
   cf_real = sqlite3_vfs_find(NULL);
-  cf_methods = (sqlite3_io_methods){3,          cf_close,    cf_read,   cf_write,     cf_truncate,
-                                    cf_sync,    cf_size,     cf_lock,   cf_unlock,    cf_check,
-                                    cf_fctl,    cf_sector,   cf_devchar, cf_shmmap,   cf_shmlock,
-                                    cf_shmbarrier, cf_shmunmap, cf_fetch, cf_unfetch};
+  cf_methods = (sqlite3_io_methods){
+      3,          cf_close,      cf_read,     cf_write, cf_truncate, cf_sync,    cf_size,
+      cf_lock,    cf_unlock,     cf_check,    cf_fctl,  cf_sector,   cf_devchar, cf_shmmap,
+      cf_shmlock, cf_shmbarrier, cf_shmunmap, cf_fetch, cf_unfetch};
   memset(&cf_vfs, 0, sizeof cf_vfs);
   cf_vfs.iVersion = 2;
   cf_vfs.szOsFile = (int)sizeof(struct cf_file) + cf_real->szOsFile;
@@ -337,7 +337,7 @@ static void fault_then_recover(int fail_write, int fail_sync) {
   struct capture cap;
   capture_start(&cap, t.dir);
   cf_arm(fail_write, fail_sync);
-  pump_more(&p, 5000, 256); /* during: ~12000 frames, past the wake threshold, under the bound */
+  pump_more(&p, 5000, 256);    /* during: ~12000 frames, past the wake threshold, under the bound */
   integrity_ok(t.st->db_path); /* a reader beside the store, the fault still on */
   int logged = capture_stop(&cap, "checkpoint failed");
   ck_assert_int_eq(p.errors, 0);
@@ -351,10 +351,11 @@ static void fault_then_recover(int fail_write, int fail_sync) {
           (unsigned long long)c.gen, c.frames, logged);
   ck_assert_int_ge(c.frames, ST_CKPT_WAKE_FRAMES);
   ck_assert_int_lt(c.frames, ST_CKPT_HARD_FRAMES); /* this test stays off the hard path */
-  ck_assert_int_gt(cf_failed, 0);                   /* the fault did hit checkpoints */
-  ck_assert_uint_ge(c.errors, 1);                   /* counted */
+  ck_assert_int_gt(cf_failed, 0);                  /* the fault did hit checkpoints */
+  ck_assert_uint_ge(c.errors, 1);                  /* counted */
   /* a lasting error is retried once per STEP frames, not after every group (one warning each) */
-  ck_assert_uint_le(c.errors, (uint64_t)((c.frames - ST_CKPT_WAKE_FRAMES) / ST_CKPT_STEP_FRAMES + 2));
+  ck_assert_uint_le(c.errors,
+                    (uint64_t)((c.frames - ST_CKPT_WAKE_FRAMES) / ST_CKPT_STEP_FRAMES + 2));
   /* a failing write fails every pass; a failing fsync only the passes that reach the WAL's end
    * (SQLite syncs the database only then: a pass overtaken by commits copies without a sync and
    * reports all it saw as copied, which st_ckpt counts as complete) */
@@ -362,8 +363,8 @@ static void fault_then_recover(int fail_write, int fail_sync) {
     ck_assert_uint_eq(c.complete, 0);
   ck_assert_uint_eq(c.gen, 0); /* no checkpoint reached the end: the WAL could not restart */
   ck_assert_uint_eq(c.blocking, 0);
-  ck_assert_int_ge(logged, 1);                      /* logged */
-  check_all(t.st, p.submitted, 1);                  /* every acknowledged write is there */
+  ck_assert_int_ge(logged, 1);     /* logged */
+  check_all(t.st, p.submitted, 1); /* every acknowledged write is there */
 
   /* the fault clears: checkpoints succeed, the WAL restarts again and again, its file bounded */
   cf_arm(0, 0);
@@ -371,8 +372,7 @@ static void fault_then_recover(int fail_write, int fail_sync) {
   ck_assert_int_eq(p.errors, 0);
   struct st_ckpt c2;
   st__ckpt_get(t.st, &c2);
-  fprintf(stderr,
-          "recovered: ckpt errors %llu, complete %llu, gen %llu, frames %d, wal max %lld\n",
+  fprintf(stderr, "recovered: ckpt errors %llu, complete %llu, gen %llu, frames %d, wal max %lld\n",
           (unsigned long long)c2.errors, (unsigned long long)c2.complete,
           (unsigned long long)c2.gen, c2.frames, (long long)p.max_wal);
   ck_assert_uint_le(c2.errors, c.errors + 2); /* at most the passes begun before the clear */
@@ -428,7 +428,7 @@ START_TEST(test_hard_bound_fails) {
           (int)cf_failed, (int)cf_failed_writer, (unsigned long long)c.errors,
           (unsigned long long)c.blocking, c.frames, (long long)p.max_wal, logged);
   ck_assert_int_ge(c.frames, ST_CKPT_HARD_FRAMES + ST_CKPT_STEP_FRAMES);
-  ck_assert_uint_ge(c.blocking, 2); /* tried, failed, tried again STEP frames later */
+  ck_assert_uint_ge(c.blocking, 2);      /* tried, failed, tried again STEP frames later */
   ck_assert_int_gt(cf_failed_writer, 0); /* the writer thread's own checkpoint hit the fault */
   ck_assert_uint_ge(c.errors, 2);
   ck_assert_uint_eq(c.gen, 0);

@@ -16,8 +16,8 @@
 
 #include "helpers.h"
 
-#define CHAT "c0000000000000000000000000000001"
-#define ROUNDS 50
+#define CHAT     "c0000000000000000000000000000001"
+#define ROUNDS   50
 #define INFLIGHT 48
 
 /* ---- the child ----------------------------------------------------------------------------- */
@@ -104,8 +104,12 @@ static void submit_next(struct child *c) {
     else
       for (size_t i = 0; i < len; i++)
         w->data[i] = (char)rand_r(&c->seed);
-    struct store_file_in in = {.chat_id = CHAT, .name = "plots/old.png", .data = w->data,
-                               .size = len, .source = STORE_SRC_OUTPUT, .expires_at = 1,
+    struct store_file_in in = {.chat_id = CHAT,
+                               .name = "plots/old.png",
+                               .data = w->data,
+                               .size = len,
+                               .source = STORE_SRC_OUTPUT,
+                               .expires_at = 1,
                                .kind = "figure"};
     rc = store_file_add(c->st, &in, on_child_expiring, w);
   } else if (k % 8 == 7) {
@@ -115,8 +119,8 @@ static void submit_next(struct child *c) {
       w->data[i] = (char)rand_r(&c->seed);
     memcpy(c->last, w->data, len);
     c->last_len = len;
-    struct store_file_in in = {.chat_id = CHAT, .name = "upload.bin", .data = w->data,
-                               .size = len, .mounted = 1};
+    struct store_file_in in = {
+        .chat_id = CHAT, .name = "upload.bin", .data = w->data, .size = len, .mounted = 1};
     rc = store_file_add(c->st, &in, on_child_file, w);
   } else if (k % 8 == 3) {
     int64_t seq = (int64_t)c->round * 10000000 + (int64_t)k + 1;
@@ -176,15 +180,16 @@ static void verify(const char *dir, const char *acked, size_t len, int round, si
                 "round %d: integrity_check: %s", round, sqlite3_column_text(q, 0));
   sqlite3_finalize(q);
   sqlite3_stmt *qr, *qe, *qf;
-  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT 1 FROM runs WHERE id = ?1 AND status = 'ok'", -1,
-                                      &qr, NULL),
-                   SQLITE_OK);
-  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE chat_id = '" CHAT
-                                          "' AND seq = ?1",
-                                      -1, &qe, NULL),
-                   SQLITE_OK);
-  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT f.sha256, f.size FROM files f JOIN blobs b ON "
-                                          "b.sha256 = f.sha256 WHERE f.id = ?1",
+  ck_assert_int_eq(
+      sqlite3_prepare_v2(db, "SELECT 1 FROM runs WHERE id = ?1 AND status = 'ok'", -1, &qr, NULL),
+      SQLITE_OK);
+  ck_assert_int_eq(
+      sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE chat_id = '" CHAT "' AND seq = ?1", -1,
+                         &qe, NULL),
+      SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(db,
+                                      "SELECT f.sha256, f.size FROM files f JOIN blobs b ON "
+                                      "b.sha256 = f.sha256 WHERE f.id = ?1",
                                       -1, &qf, NULL),
                    SQLITE_OK);
   const char *p = acked, *end = acked + len;
@@ -202,7 +207,8 @@ static void verify(const char *dir, const char *acked, size_t len, int round, si
       counts[0]++;
     } else if (line[0] == 'E') {
       sqlite3_bind_int64(qe, 1, atoll(line + 1));
-      ck_assert_msg(sqlite3_step(qe) == SQLITE_ROW, "round %d: acked event %s lost", round, line + 1);
+      ck_assert_msg(sqlite3_step(qe) == SQLITE_ROW, "round %d: acked event %s lost", round,
+                    line + 1);
       sqlite3_reset(qe);
       counts[1]++;
     } else if (line[0] == 'F') {

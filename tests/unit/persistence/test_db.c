@@ -74,14 +74,15 @@ END_TEST
 
 static void insert_v1_rows(sqlite3 *db) {
   ck_assert_int_eq(
-      sqlite3_exec(db,
-                   "INSERT INTO chats VALUES('c1', 'h', 'title', 1);"
-                   "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
-                   " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
-                   " seq, created_at, started_at, finished_at) VALUES"
-                   " ('r1', 'c1', '', 'print(1)', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 1, 10, 0, 0),"
-                   " ('r2', 'c1', '', 'print(2)', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 11, 0, 0);",
-                   NULL, NULL, NULL),
+      sqlite3_exec(
+          db,
+          "INSERT INTO chats VALUES('c1', 'h', 'title', 1);"
+          "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
+          " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
+          " seq, created_at, started_at, finished_at) VALUES"
+          " ('r1', 'c1', '', 'print(1)', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 1, 10, 0, 0),"
+          " ('r2', 'c1', '', 'print(2)', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 11, 0, 0);",
+          NULL, NULL, NULL),
       SQLITE_OK);
 }
 
@@ -97,7 +98,8 @@ START_TEST(test_migration_1_to_2) {
   ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
                                "('runs_unfinished','files_expiry','run_files_file')"),
                    3);
-  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat_seq'"), 0);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat_seq'"),
+                   0);
   ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM runs WHERE state <> 'done'"), 1);
   sqlite3_close(db);
   t_rmrf(t.dir);
@@ -120,8 +122,9 @@ START_TEST(test_migration_2_to_3) {
                    1);
   /* the next seq is found through the index, not by scanning the chat's runs */
   sqlite3_stmt *q;
-  ck_assert_int_eq(sqlite3_prepare_v2(o.st->rdb, "EXPLAIN QUERY PLAN SELECT COALESCE(MAX(seq), 0) "
-                                                 "+ 1 FROM runs WHERE chat_id = 'c1'",
+  ck_assert_int_eq(sqlite3_prepare_v2(o.st->rdb,
+                                      "EXPLAIN QUERY PLAN SELECT COALESCE(MAX(seq), 0) "
+                                      "+ 1 FROM runs WHERE chat_id = 'c1'",
                                       -1, &q, NULL),
                    SQLITE_OK);
   int found = 0;
@@ -171,9 +174,10 @@ START_TEST(test_migration_3_to_4) {
   ck_assert_int_eq(st__migrate(db, 3, &err), 0);
   insert_v1_rows(db);
   /* events logged by a version-3 program: no created_at */
-  ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO events(chat_id, seq, type, payload) VALUES"
-                                    " ('c1', 1, 'run', '{}'), ('c1', 2, 'files', '{}'),"
-                                    " ('c1', 3, 'cancel', '{}')",
+  ck_assert_int_eq(sqlite3_exec(db,
+                                "INSERT INTO events(chat_id, seq, type, payload) VALUES"
+                                " ('c1', 1, 'run', '{}'), ('c1', 2, 'files', '{}'),"
+                                " ('c1', 3, 'cancel', '{}')",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
   ck_assert_int_ne(sqlite3_exec(db, "SELECT created_at FROM events", NULL, NULL, NULL), SQLITE_OK);
@@ -226,23 +230,24 @@ START_TEST(test_migration_4_to_5) {
   insert_v1_rows(db);
   /* a second chat whose runs were created in the other order of ids, one in the same ms */
   ck_assert_int_eq(
-      sqlite3_exec(db,
-                   "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
-                   "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
-                   " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
-                   " seq, created_at, started_at, finished_at) VALUES"
-                   " ('r9', 'c2', '', 'a', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 1, 20, 0, 0),"
-                   " ('r8', 'c2', '', 'b', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 21, 0, 0),"
-                   " ('r7', 'c2', '', 'c', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 3, 21, 0, 0);",
-                   NULL, NULL, NULL),
+      sqlite3_exec(
+          db,
+          "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+          "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, timeout_s, attempts,"
+          " stdout_truncated, stderr_truncated, restarted, files_unlisted, figures_dropped,"
+          " seq, created_at, started_at, finished_at) VALUES"
+          " ('r9', 'c2', '', 'a', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 1, 20, 0, 0),"
+          " ('r8', 'c2', '', 'b', 'tool', 'done', 60, 1, 0, 0, 0, 0, 0, 2, 21, 0, 0),"
+          " ('r7', 'c2', '', 'c', 'tool', 'queued', 60, 0, 0, 0, 0, 0, 0, 3, 21, 0, 0);",
+          NULL, NULL, NULL),
       SQLITE_OK);
   ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"), 1);
   sqlite3_close(db);
   struct tctx o = t;
   t_reopen(&o); /* store_open migrates 4 -> 5 */
   ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"),
-                   0);
+  ck_assert_int_eq(
+      raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"), 0);
   ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
                                       "'runs_chat_seq'"),
                    1);
@@ -290,11 +295,12 @@ START_TEST(test_migration_5_to_6) {
   struct sbx_error err = {0};
   ck_assert_int_eq(st__migrate(db, 5, &err), 0);
   insert_v1_rows(db);
-  ck_assert_int_eq(sqlite3_exec(db, "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
-                                    "INSERT INTO events(chat_id, seq, type, payload, created_at)"
-                                    " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
-                                    " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
-                                    " ('c2', 2, 'cancel', '{\"n\":3}', 8)",
+  ck_assert_int_eq(sqlite3_exec(db,
+                                "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                                "INSERT INTO events(chat_id, seq, type, payload, created_at)"
+                                " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
+                                " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
+                                " ('c2', 2, 'cancel', '{\"n\":3}', 8)",
                                 NULL, NULL, NULL),
                    SQLITE_OK);
   sqlite3_close(db);
@@ -336,9 +342,9 @@ START_TEST(test_migration_5_to_6) {
   t_wait(&o);
   ck_assert_int_eq(d.rc, 0);
   /* every events statement searches events_chat_seq; none scans or sorts */
-  static const enum st_stmt_id ev[] = {ST_EVENT_LAST,        ST_EVENT_SINCE,       ST_EVENT_NEXT_CHAT,
-                                       ST_EVENT_SPAN,        ST_EVENT_KTH_NEWEST,  ST_EVENT_OLD_PREFIX,
-                                       ST_EVENT_DELETE_UPTO};
+  static const enum st_stmt_id ev[] = {
+      ST_EVENT_LAST,       ST_EVENT_SINCE,      ST_EVENT_NEXT_CHAT,  ST_EVENT_SPAN,
+      ST_EVENT_KTH_NEWEST, ST_EVENT_OLD_PREFIX, ST_EVENT_DELETE_UPTO};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ev); i++) {
     char plan[1024];
     plan_of(o.st->wdb, sqlite3_sql(o.st->ws[ev[i]]), plan, sizeof plan);
@@ -363,7 +369,8 @@ START_TEST(test_migration_failure_rolls_back) {
   ck_assert_ptr_nonnull(strstr(err.msg, "schema version 2"));
   ck_assert_ptr_nonnull(strstr(err.msg, "run_files_file"));
   ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 1);
-  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'files_expiry'"), 0);
+  ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'files_expiry'"),
+                   0);
   sqlite3_close(db);
   /* store_open reports it too */
   uv_loop_t loop;
@@ -449,12 +456,22 @@ START_TEST(test_one_process_per_dir) {
 END_TEST
 
 START_TEST(test_translate) {
-  static const struct { int sqlite, sbx; } map[] = {
-      {SQLITE_NOMEM, SBX_ENOMEM},       {SQLITE_IOERR_FSYNC, SBX_EIO}, {SQLITE_FULL, SBX_EFULL},
-      {SQLITE_CORRUPT, SBX_ECORRUPT},   {SQLITE_NOTADB, SBX_ECORRUPT}, {SQLITE_BUSY, SBX_EBUSY},
-      {SQLITE_LOCKED, SBX_EBUSY},       {SQLITE_READONLY, SBX_EPERM},
-      {SQLITE_CONSTRAINT_UNIQUE, SBX_ECONFLICT}, {SQLITE_ERROR, SBX_EDB},
-      {SQLITE_MISMATCH, SBX_EDB},       {SQLITE_OK, 0},                {SQLITE_DONE, 0},
+  static const struct {
+    int sqlite, sbx;
+  } map[] = {
+      {SQLITE_NOMEM, SBX_ENOMEM},
+      {SQLITE_IOERR_FSYNC, SBX_EIO},
+      {SQLITE_FULL, SBX_EFULL},
+      {SQLITE_CORRUPT, SBX_ECORRUPT},
+      {SQLITE_NOTADB, SBX_ECORRUPT},
+      {SQLITE_BUSY, SBX_EBUSY},
+      {SQLITE_LOCKED, SBX_EBUSY},
+      {SQLITE_READONLY, SBX_EPERM},
+      {SQLITE_CONSTRAINT_UNIQUE, SBX_ECONFLICT},
+      {SQLITE_ERROR, SBX_EDB},
+      {SQLITE_MISMATCH, SBX_EDB},
+      {SQLITE_OK, 0},
+      {SQLITE_DONE, 0},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(map); i++) {
     struct sbx_error err = {0};

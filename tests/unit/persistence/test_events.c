@@ -6,7 +6,7 @@
 #include "faultvfs.h"
 #include "helpers.h"
 
-#define CHAT "c0000000000000000000000000000001"
+#define CHAT  "c0000000000000000000000000000001"
 #define CHAT2 "c0000000000000000000000000000002"
 
 START_TEST(test_events) {
@@ -21,8 +21,8 @@ START_TEST(test_events) {
   for (int i = 1; i <= 10; i++) {
     char payload[64];
     snprintf(payload, sizeof payload, "{\"run_id\":\"r%d\"}", i);
-    ck_assert_int_eq(store_event_append(t.st, CHAT, i, i % 2 ? "run" : "files", payload, on_done, &d),
-                     0);
+    ck_assert_int_eq(
+        store_event_append(t.st, CHAT, i, i % 2 ? "run" : "files", payload, on_done, &d), 0);
   }
   ck_assert_int_eq(store_event_append(t.st, CHAT2, 1, "cancel", NULL, on_done, &d), 0);
   t_wait(&t);
@@ -78,8 +78,10 @@ static void add_events(struct tctx *t, const char *chat, int from, int to, int64
   snprintf(path, sizeof path, "%s/cerea.db", t->dir);
   ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
   sqlite3_busy_timeout(db, 5000);
-  snprintf(sql, sizeof sql, "UPDATE events SET created_at = %lld WHERE chat_id = '%s' AND seq "
-           "BETWEEN %d AND %d", (long long)at, chat, from, to);
+  snprintf(sql, sizeof sql,
+           "UPDATE events SET created_at = %lld WHERE chat_id = '%s' AND seq "
+           "BETWEEN %d AND %d",
+           (long long)at, chat, from, to);
   ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
   ck_assert_int_eq(sqlite3_changes(db), to - from + 1);
   sqlite3_close(db);

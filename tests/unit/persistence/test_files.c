@@ -42,9 +42,13 @@ START_TEST(test_attachment_duplicates) {
   ck_assert_str_eq(d.f.name, "report (10).pdf");
   store_file_free(&d.f);
   /* several dots, no extension, hidden files, double extensions */
-  static const struct { const char *in, *second; } names[] = {
-      {"my.data.v2.csv", "my.data.v2 (2).csv"}, {"Makefile", "Makefile (2)"},
-      {".bashrc", ".bashrc (2)"},               {"logs.tar.gz", "logs (2).tar.gz"},
+  static const struct {
+    const char *in, *second;
+  } names[] = {
+      {"my.data.v2.csv", "my.data.v2 (2).csv"},
+      {"Makefile", "Makefile (2)"},
+      {".bashrc", ".bashrc (2)"},
+      {"logs.tar.gz", "logs (2).tar.gz"},
       {"\xe6\x8a\xa5\xe5\x91\x8a.pdf", "\xe6\x8a\xa5\xe5\x91\x8a (2).pdf"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++) {
@@ -112,8 +116,13 @@ START_TEST(test_files_generation) {
   uint64_t g2 = store_files_generation(t.st);
   ck_assert_uint_ne(g2, g1);
   /* a sweep that deletes a file (an output expired at 100) */
-  struct store_file_in in = {.chat_id = CHAT, .name = "fig.png", .source = STORE_SRC_OUTPUT,
-                             .mounted = 1, .expires_at = 100, .data = "png", .size = 3};
+  struct store_file_in in = {.chat_id = CHAT,
+                             .name = "fig.png",
+                             .source = STORE_SRC_OUTPUT,
+                             .mounted = 1,
+                             .expires_at = 100,
+                             .data = "png",
+                             .size = 3};
   memset(&a, 0, sizeof a);
   ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
   t_wait(&t);
@@ -156,8 +165,11 @@ START_TEST(test_thousand_duplicates) {
   struct many m = {0};
   for (int i = 0; i < NDUP; i++) {
     snprintf(data[i], sizeof data[i], "content %d", i);
-    struct store_file_in in = {.chat_id = CHAT, .name = "data.csv", .data = data[i],
-                               .size = strlen(data[i]), .mounted = 1};
+    struct store_file_in in = {.chat_id = CHAT,
+                               .name = "data.csv",
+                               .data = data[i],
+                               .size = strlen(data[i]),
+                               .mounted = 1};
     ck_assert_int_eq(store_file_add(t.st, &in, on_many, &m), 0);
   }
   t_wait(&t);
@@ -248,18 +260,24 @@ START_TEST(test_refusals_and_fields) {
   ck_assert_int_eq(t_add(&t, CHAT, "a/b.txt", STORE_SRC_ATTACHMENT, "x", &a), SBX_ENAME);
   ck_assert_ptr_nonnull(strstr(a.msg, "one path segment"));
   ck_assert_int_eq(t_add(&t, CHAT, "../etc/passwd", STORE_SRC_OUTPUT, "x", &a), SBX_ENAME);
-  ck_assert_int_eq(t_add(&t, "c0000000000000000000000000000009", "x.txt", STORE_SRC_ATTACHMENT,
-                         "x", &a),
-                   SBX_ENOENT);
+  ck_assert_int_eq(
+      t_add(&t, "c0000000000000000000000000000009", "x.txt", STORE_SRC_ATTACHMENT, "x", &a),
+      SBX_ENOENT);
   ck_assert_ptr_nonnull(strstr(a.msg, "no chat"));
   struct store_file_in bad = {0};
   ck_assert_int_eq(store_file_add(t.st, &bad, on_added, &a), SBX_EINVAL);
   /* every field round-trips */
-  struct store_file_in in = {.chat_id = CHAT, .name = "big.bin", .source = STORE_SRC_OUTPUT,
-                             .mounted = 0, .left_out_reason = "over 20 MB",
+  struct store_file_in in = {.chat_id = CHAT,
+                             .name = "big.bin",
+                             .source = STORE_SRC_OUTPUT,
+                             .mounted = 0,
+                             .left_out_reason = "over 20 MB",
                              .text_of = "f0000000000000000000000000000001",
-                             .run_id = "r0000000000000000000000000000001", .kind = "figure",
-                             .expires_at = 12345, .data = "payload", .size = 7};
+                             .run_id = "r0000000000000000000000000000001",
+                             .kind = "figure",
+                             .expires_at = 12345,
+                             .data = "payload",
+                             .size = 7};
   memset(&a, 0, sizeof a);
   ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
   t_wait(&t);
@@ -301,8 +319,12 @@ START_TEST(test_alloc_fail_at_n) {
     char data[32];
     snprintf(data, sizeof data, "data %llu", (unsigned long long)n);
     struct added a = {0};
-    struct store_file_in in = {.chat_id = CHAT, .name = "oom.txt", .data = data,
-                               .size = strlen(data), .kind = "file", .left_out_reason = "r"};
+    struct store_file_in in = {.chat_id = CHAT,
+                               .name = "oom.txt",
+                               .data = data,
+                               .size = strlen(data),
+                               .kind = "file",
+                               .left_out_reason = "r"};
     sbx_alloc_fail_at(n, 0);
     int rc = store_file_add(t.st, &in, on_added, &a);
     if (rc == 0)

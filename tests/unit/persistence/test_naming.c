@@ -26,7 +26,7 @@ static const struct {
 } cases[] = {
     {"report.pdf", STORE_SRC_ATTACHMENT, "report.pdf", NULL},
     {"e\xcc\x81t\xc3\xa9.txt", STORE_SRC_ATTACHMENT, "\xc3\xa9t\xc3\xa9.txt", NULL}, /* e+U+0301 */
-    {"\xe2\x84\xab", STORE_SRC_ATTACHMENT, "\xc3\x85", NULL},                     /* Angstrom sign */
+    {"\xe2\x84\xab", STORE_SRC_ATTACHMENT, "\xc3\x85", NULL}, /* Angstrom sign */
     {"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8", STORE_SRC_KNOWLEDGE, "\xea\xb0\x81", NULL}, /* jamo */
     {"\xe6\x8a\xa5\xe5\x91\x8a.xlsx", STORE_SRC_ATTACHMENT, "\xe6\x8a\xa5\xe5\x91\x8a.xlsx", NULL},
     {"\xf0\x9f\x93\x8a chart.png", STORE_SRC_OUTPUT, "\xf0\x9f\x93\x8a chart.png", NULL},
@@ -38,13 +38,19 @@ static const struct {
     {"plots/sub/a.png", STORE_SRC_TOOL, "plots/sub/a.png", NULL},
     {"plots/.hidden", STORE_SRC_OUTPUT, "plots/.hidden", NULL},
     {"", STORE_SRC_ATTACHMENT, NULL, "empty"},
-    {"a\x01" "b", STORE_SRC_ATTACHMENT, NULL, "U+0001"},
+    {"a\x01"
+     "b",
+     STORE_SRC_ATTACHMENT, NULL, "U+0001"},
     {"a\tb", STORE_SRC_ATTACHMENT, NULL, "U+0009"},
     {"a\nb", STORE_SRC_OUTPUT, NULL, "U+000A"},
     {"a\x7f", STORE_SRC_ATTACHMENT, NULL, "U+007F"},
-    {"a\xc2\x85", STORE_SRC_ATTACHMENT, NULL, "U+0085"},                 /* C1 NEL */
-    {"gpj.\xe2\x80\xae" "exe", STORE_SRC_ATTACHMENT, NULL, "U+202E"},       /* RTLO spoof */
-    {"\xef\xbb\xbf" "a", STORE_SRC_ATTACHMENT, NULL, "U+FEFF"},
+    {"a\xc2\x85", STORE_SRC_ATTACHMENT, NULL, "U+0085"}, /* C1 NEL */
+    {"gpj.\xe2\x80\xae"
+     "exe",
+     STORE_SRC_ATTACHMENT, NULL, "U+202E"}, /* RTLO spoof */
+    {"\xef\xbb\xbf"
+     "a",
+     STORE_SRC_ATTACHMENT, NULL, "U+FEFF"},
     {"a/b.txt", STORE_SRC_ATTACHMENT, NULL, "one path segment"},
     {"a/b.txt", STORE_SRC_KNOWLEDGE, NULL, "one path segment"},
     {"/etc/passwd", STORE_SRC_OUTPUT, NULL, "absolute"},
@@ -60,10 +66,10 @@ static const struct {
     {"a\\b", STORE_SRC_ATTACHMENT, NULL, "backslash"},
     {"..\\..\\x", STORE_SRC_OUTPUT, NULL, "backslash"},
     {"\xff.txt", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},
-    {"\xc0\xaf", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},          /* overlong '/' */
-    {"\xed\xa0\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},      /* surrogate */
-    {"\xf4\x90\x80\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},  /* > U+10FFFF */
-    {"abc\xe2\x82", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},       /* truncated */
+    {"\xc0\xaf", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},         /* overlong '/' */
+    {"\xed\xa0\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},     /* surrogate */
+    {"\xf4\x90\x80\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"}, /* > U+10FFFF */
+    {"abc\xe2\x82", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},      /* truncated */
 };
 
 START_TEST(test_rules_table) {

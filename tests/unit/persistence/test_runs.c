@@ -5,7 +5,7 @@
  * files in the order written. */
 #include "helpers.h"
 
-#define CHAT "c0000000000000000000000000000001"
+#define CHAT  "c0000000000000000000000000000001"
 #define CHAT2 "c0000000000000000000000000000002"
 
 static struct store_run mk(const char *id, const char *chat, const char *state, int64_t at) {

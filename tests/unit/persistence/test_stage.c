@@ -146,8 +146,8 @@ START_TEST(test_staged_same_content) {
   store_sha256_hex("abc", 3, want);
   ck_assert_str_eq(sha, want);
   ck_assert_int_eq(store_blob_stage_write(sg, "d", 1, &err), SBX_ESTATE); /* no write after */
-  struct store_file_in in = {.chat_id = CHAT, .name = "abc.txt", .mounted = 0,
-                             .left_out_reason = "too big"};
+  struct store_file_in in = {
+      .chat_id = CHAT, .name = "abc.txt", .mounted = 0, .left_out_reason = "too big"};
   struct added e = {0};
   ck_assert_int_eq(store_file_add_staged(t.st, &in, sg, on_added, &e), 0);
   t_wait(&t);
@@ -216,8 +216,8 @@ START_TEST(test_staged_alloc_fail_at_n) {
     struct added a = {0};
     struct store_blob_stage *sg = NULL;
     struct sbx_error err = {0};
-    struct store_file_in in = {.chat_id = CHAT, .name = "oom.txt", .kind = "file",
-                               .left_out_reason = "r"};
+    struct store_file_in in = {
+        .chat_id = CHAT, .name = "oom.txt", .kind = "file", .left_out_reason = "r"};
     sbx_alloc_fail_at(n, 0);
     int rc = store_blob_stage_begin(t.st, &sg, &err);
     if (rc == 0 && (rc = store_blob_stage_write(sg, data, strlen(data), &err)) != 0)

@@ -32,8 +32,13 @@ static size_t sweep(struct tctx *t, int64_t now, size_t budget, int *rc) {
 static struct store_file add_exp(struct tctx *t, const char *name, const char *data, int64_t exp,
                                  enum store_source src) {
   struct added a = {0};
-  struct store_file_in in = {.chat_id = CHAT, .name = name, .source = src, .data = data,
-                             .size = strlen(data), .expires_at = exp, .kind = "file"};
+  struct store_file_in in = {.chat_id = CHAT,
+                             .name = name,
+                             .source = src,
+                             .data = data,
+                             .size = strlen(data),
+                             .expires_at = exp,
+                             .kind = "file"};
   ck_assert_int_eq(store_file_add(t->st, &in, on_added, &a), 0);
   t_wait(t);
   ck_assert_int_eq(a.rc, 0);

@@ -129,9 +129,9 @@ static void on_check_visible(int rc, const struct sbx_error *err, void *ud) {
   ck_assert_int_eq(rc, 0);
   ck_assert_int_eq(sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
   sqlite3_stmt *q;
-  ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE key = 'durable'", -1,
-                                      &q, NULL),
-                   SQLITE_OK);
+  ck_assert_int_eq(
+      sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE key = 'durable'", -1, &q, NULL),
+      SQLITE_OK);
   s->visible = sqlite3_step(q) == SQLITE_ROW;
   s->checked = 1;
   sqlite3_finalize(q);
