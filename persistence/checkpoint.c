@@ -26,7 +26,7 @@
  *     bytes.  So without a reader holding an old snapshot and without an I/O error, the WAL never
  *     holds more than ST_CKPT_HARD_FRAMES plus the frames of the one group that crossed it, however
  *     slowly the checkpointer runs.  When it cannot finish it is retried after ST_CKPT_STEP_FRAMES
- *     more frames.  journal_size_limit (db.c) truncates a WAL file that grew past it when the WAL
+ *     more frames.  journal_size_limit (open.c) truncates a WAL file that grew past it when the WAL
  *     restarts otherwise.
  *   - one checkpoint at a time: the writer's checkpoints take the checkpointer's state (WRITER) for
  *     their length, so a pass never starts beside one of them and neither is refused SQLITE_BUSY.
@@ -41,7 +41,7 @@
  * window, is the finishing step, mostly one fdatasync of the database (~6-17 ms here): SQLite
  * restarts the WAL only for a write transaction begun when every frame is copied, so some
  * connection must copy the last frames while the writer does not commit.
- * What this file does not do: checkpoint at close (the last connection to close does that: db.c
+ * What this file does not do: checkpoint at close (the last connection to close does that: open.c
  * closes the checkpointer's connection first), or touch the read connection.
  *
  * Checkpointer state, one per store (the state of the checkpoint lock, too):
@@ -264,7 +264,7 @@ int st__ckpt_start(struct store *st, struct sbx_error *err) {
   pthread_mutex_init(&st->ckpt_mu, NULL);
   pthread_cond_init(&st->ckpt_cv, NULL);
   pthread_cond_init(&st->ckpt_idle_cv, NULL);
-  /* after PRAGMA wal_autocheckpoint = 0 on the writer (db.c): that pragma replaces the hook */
+  /* after PRAGMA wal_autocheckpoint = 0 on the writer (open.c): that pragma replaces the hook */
   sqlite3_wal_hook(st->wdb, on_wal, st);
   if ((rc = pthread_create(&st->ckpt_thread, NULL, ckpt_main, st)) != 0) {
     sqlite3_wal_hook(st->wdb, NULL, NULL);

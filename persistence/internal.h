@@ -2,8 +2,11 @@
  * (except its own tests and bench/store, which poke at the internals on purpose).
  *
  * Layout of the module, one job per file:
- *   db.c       open/close, pragmas, migrations, the prepared-statement table, SQLite error
- *              translation (the ONE place SQLite codes become SBX_* codes), column helpers
+ *   open.c     the store's life: store_open and store_close (directory lock, connections, schema,
+ *              statements, threads up and down)
+ *   db.c       the SQLite plumbing everyone uses: error translation (the ONE place SQLite codes
+ *              become SBX_* codes), statement and column helpers, connections, migrations, the
+ *              prepared-statement table, row ids
  *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
  *              callbacks on the loop thread through a uv_async_t
  *   checkpoint.c  WAL checkpoints: a checkpointer thread (own connection, PASSIVE) woken by the
@@ -288,6 +291,9 @@ int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err);
 int st__migrate(sqlite3 *db, int target, struct sbx_error *err);
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err);
 int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
+/* Prepares every statement of ST_STMTS on db into v (persistent); finalizes v's, NULLing them. */
+int st__stmts_prepare(sqlite3 *db, sqlite3_stmt **v, struct sbx_error *err);
+void st__stmts_finalize(sqlite3_stmt **v);
 /* Step a statement expecting SQLITE_DONE; resets it. */
 int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err);
 void st__reset(sqlite3_stmt *s);

@@ -79,6 +79,37 @@ static inline void t_close(struct tctx *t) {
   t_rmrf(t->dir);
 }
 
+/* A connection of its own to DATA/cerea.db, beside the store (raw SQL in tests). */
+static inline sqlite3 *raw_open(const char *dir) {
+  char path[512];
+  sqlite3 *db;
+  snprintf(path, sizeof path, "%s/cerea.db", dir);
+  ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+  return db;
+}
+
+static inline int raw_int(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
+  int v = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  return v;
+}
+
+/* The query plan of sql on db, its detail lines joined by "; ". */
+static inline void plan_of(sqlite3 *db, const char *sql, char *out, size_t cap) {
+  char q[4096];
+  snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *s;
+  ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
+  size_t len = 0;
+  out[0] = '\0';
+  while (sqlite3_step(s) == SQLITE_ROW && len < cap)
+    len += (size_t)snprintf(out + len, cap - len, "%s; ", (const char *)sqlite3_column_text(s, 3));
+  sqlite3_finalize(s);
+}
+
 /* Runs the loop until every queued write's callback has run. */
 static inline void t_wait(struct tctx *t) { uv_run(&t->loop, UV_RUN_DEFAULT); }
 

@@ -1,55 +1,6 @@
-/* test_db.c -- db.c: opening (pragmas, errors with the path), each migration from the version
- * before it with data kept, a failing migration rolled back, a newer or foreign database refused,
- * the error translation table, ids, and fail-at-N allocation through store_open. */
-#include <sys/stat.h>
-
+/* test_db.c -- db.c: each migration from the version before it with data kept, a failing
+ * migration rolled back, the error translation table, ids. */
 #include "helpers.h"
-
-static sqlite3 *raw_open(const char *dir) {
-  char path[512];
-  sqlite3 *db;
-  snprintf(path, sizeof path, "%s/cerea.db", dir);
-  ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-  return db;
-}
-
-static int raw_int(sqlite3 *db, const char *sql) {
-  sqlite3_stmt *s;
-  ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
-  int v = sqlite3_column_int(s, 0);
-  sqlite3_finalize(s);
-  return v;
-}
-
-START_TEST(test_open_fresh) {
-  struct tctx t;
-  t_open(&t);
-  ck_assert_int_eq(store_schema_version(t.st), ST_SCHEMA_VERSION);
-  ck_assert_int_eq(store_ping(t.st, NULL), 0);
-  ck_assert_int_eq(raw_int(t.st->rdb, "PRAGMA foreign_keys"), 1);
-  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA synchronous"), 2); /* FULL */
-  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA busy_timeout"), 5000);
-  /* the writer's cache; it never checkpoints inside a commit (checkpoint.c does); the reader
-   * keeps the defaults */
-  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA cache_size"), -32768);
-  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA wal_autocheckpoint"), 0);
-  ck_assert_int_eq(raw_int(t.st->wdb, "PRAGMA journal_size_limit"), 64 << 20);
-  ck_assert_int_eq(raw_int(t.st->rdb, "PRAGMA cache_size"), -2000);
-  ck_assert_int_eq(raw_int(t.st->rdb, "PRAGMA wal_autocheckpoint"), 1000);
-  store_id a, b;
-  ck_assert_int_eq(store_new_id(a), 0);
-  ck_assert_int_eq(store_new_id(b), 0);
-  ck_assert_uint_eq(strlen(a), STORE_ID_LEN);
-  ck_assert_uint_eq(strspn(a, "0123456789abcdef"), STORE_ID_LEN);
-  ck_assert_str_ne(a, b);
-  t_close_keep(&t);
-  sqlite3 *db = raw_open(t.dir);
-  ck_assert_int_eq(raw_int(db, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
-  sqlite3_close(db);
-  t_rmrf(t.dir);
-}
-END_TEST
 
 START_TEST(test_migration_0_to_1) {
   struct tctx t;
@@ -207,19 +158,6 @@ START_TEST(test_migration_3_to_4) {
   t_close(&o);
 }
 END_TEST
-
-/* The query plan of sql on db, its detail lines joined by "; ". */
-static void plan_of(sqlite3 *db, const char *sql, char *out, size_t cap) {
-  char q[4096];
-  snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
-  sqlite3_stmt *s;
-  ck_assert_int_eq(sqlite3_prepare_v2(db, q, -1, &s, NULL), SQLITE_OK);
-  size_t len = 0;
-  out[0] = '\0';
-  while (sqlite3_step(s) == SQLITE_ROW && len < cap)
-    len += (size_t)snprintf(out + len, cap - len, "%s; ", (const char *)sqlite3_column_text(s, 3));
-  sqlite3_finalize(s);
-}
 
 START_TEST(test_migration_4_to_5) {
   struct tctx t;
@@ -384,74 +322,13 @@ START_TEST(test_migration_failure_rolls_back) {
 }
 END_TEST
 
-START_TEST(test_refusals) {
-  struct tctx t;
-  struct sbx_error err = {0};
-  uv_loop_t loop;
-  struct store *st = NULL;
-  uv_loop_init(&loop);
-  /* newer schema */
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
-  sqlite3_close(db);
-  ck_assert_int_eq(store_open(&loop, t.dir, &st, &err), SBX_ECORRUPT);
-  ck_assert_ptr_nonnull(strstr(err.msg, "newer"));
-  t_rmrf(t.dir);
-  /* not a database */
-  t_mkdir(&t);
-  char path[512];
-  snprintf(path, sizeof path, "%s/cerea.db", t.dir);
-  FILE *f = fopen(path, "w");
-  for (int i = 0; i < 200; i++)
-    fputs("this is not an SQLite database ", f);
-  fclose(f);
-  ck_assert_int_eq(store_open(&loop, t.dir, &st, &err), SBX_ECORRUPT);
-  ck_assert_ptr_nonnull(strstr(err.msg, "not a database"));
-  t_rmrf(t.dir);
-  /* data directory that cannot be made */
-  ck_assert_int_eq(store_open(&loop, "/proc/sbx-nope/data", &st, &err) < 0, 1);
-  ck_assert_ptr_nonnull(strstr(err.msg, "/proc/sbx-nope/data"));
-  t_mkdir(&t);
-  snprintf(path, sizeof path, "%s/file", t.dir);
-  f = fopen(path, "w");
-  fclose(f);
-  ck_assert_int_eq(store_open(&loop, path, &st, &err), SBX_EIO);
-  ck_assert_ptr_nonnull(strstr(err.msg, path));
-  ck_assert_int_eq(store_open(&loop, "", &st, &err), SBX_EINVAL);
-  ck_assert_ptr_null(st);
-  t_rmrf(t.dir);
-  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
-  ck_assert_int_eq(uv_loop_close(&loop), 0);
-}
-END_TEST
-
-START_TEST(test_one_process_per_dir) {
-  struct tctx t;
-  t_open(&t);
-  /* a blob temp file as a killed process leaves it */
-  char sub[512], tmp[600];
-  snprintf(sub, sizeof sub, "%s/blobs/ab", t.dir);
-  ck_assert_int_eq(mkdir(sub, 0700), 0);
-  snprintf(tmp, sizeof tmp, "%s/ab%062d.tmp", sub, 0);
-  FILE *f = fopen(tmp, "w");
-  fputs("half", f);
-  fclose(f);
-  /* a second open of the same directory while the first is open: refused */
-  uv_loop_t loop;
-  struct store *st2 = NULL;
-  struct sbx_error err = {0};
-  uv_loop_init(&loop);
-  ck_assert_int_eq(store_open(&loop, t.dir, &st2, &err), SBX_EBUSY);
-  ck_assert_ptr_nonnull(strstr(err.msg, "in use"));
-  ck_assert_int_eq(access(tmp, F_OK), 0); /* the refused open touched nothing */
-  ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
-  ck_assert_int_eq(uv_loop_close(&loop), 0);
-  t_close_keep(&t);
-  /* after close it opens again, and the temp file is cleaned up */
-  t_reopen(&t);
-  ck_assert_int_eq(access(tmp, F_OK), -1);
-  t_close(&t);
+START_TEST(test_ids) {
+  store_id a, b;
+  ck_assert_int_eq(store_new_id(a), 0);
+  ck_assert_int_eq(store_new_id(b), 0);
+  ck_assert_uint_eq(strlen(a), STORE_ID_LEN);
+  ck_assert_uint_eq(strspn(a, "0123456789abcdef"), STORE_ID_LEN);
+  ck_assert_str_ne(a, b);
 }
 END_TEST
 
@@ -484,37 +361,9 @@ START_TEST(test_translate) {
 }
 END_TEST
 
-START_TEST(test_open_alloc_fail_at_n) {
-  struct tctx t;
-  t_mkdir(&t);
-  uint64_t n;
-  for (n = 1; n < 100; n++) {
-    uv_loop_t loop;
-    struct store *st = NULL;
-    struct sbx_error err = {0};
-    uv_loop_init(&loop);
-    sbx_alloc_fail_at(n, 0);
-    int rc = store_open(&loop, t.dir, &st, &err);
-    uint64_t used = sbx_alloc_count();
-    sbx_alloc_fail_at(0, 0);
-    if (rc == 0)
-      store_close(st);
-    else
-      ck_assert_msg(rc == SBX_ENOMEM, "n %llu: %s", (unsigned long long)n, err.msg);
-    ck_assert_int_eq(uv_run(&loop, UV_RUN_DEFAULT), 0);
-    ck_assert_int_eq(uv_loop_close(&loop), 0);
-    if (rc == 0 && used < n)
-      break;
-  }
-  ck_assert_uint_lt(n, 100);
-  t_rmrf(t.dir);
-}
-END_TEST
-
 int main(void) {
   Suite *s = suite_create("db");
   TCase *tc = tcase_create("db");
-  tcase_add_test(tc, test_open_fresh);
   tcase_add_test(tc, test_migration_0_to_1);
   tcase_add_test(tc, test_migration_1_to_2);
   tcase_add_test(tc, test_migration_2_to_3);
@@ -522,9 +371,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_4_to_5);
   tcase_add_test(tc, test_migration_5_to_6);
   tcase_add_test(tc, test_migration_failure_rolls_back);
-  tcase_add_test(tc, test_refusals);
-  tcase_add_test(tc, test_one_process_per_dir);
+  tcase_add_test(tc, test_ids);
   tcase_add_test(tc, test_translate);
-  tcase_add_test(tc, test_open_alloc_fail_at_n);
   return t_run_suite(s, tc);
 }

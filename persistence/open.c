@@ -1,0 +1,178 @@
+/* open.c -- the store's life: store_open brings it up (the data directory and its lock, the
+ * connections and their roles' pragmas, the schema, the prepared statements, the checkpointer and
+ * writer threads) and store_close takes it down in the reverse order.
+ *
+ * What it does not do: the SQL plumbing (db.c), run writes (writer.c) or checkpoints
+ * (checkpoint.c); it starts and stops them.
+ *
+ * Connections: the write connection belongs to the writer thread after store_open returns; the
+ * read connection (query_only) to the loop thread; the checkpointer's to its thread.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The writer connection's cache and checkpoints (figures: bench/runs, 1000 chats, 64 assistants).
+ *  - cache_size 32 MiB (default 2 MiB): a run touches a leaf page of its chat in a few chat-keyed
+ *    b-trees; with 1000 chats those pages did not stay in 2 MiB, and each miss was a pread of the
+ *    WAL or the database (about 4 per run).  The reader's cache is emptied by every commit of the
+ *    writer anyway (WAL), so it keeps the default.
+ *  - wal_autocheckpoint 0: SQLite's auto-checkpoint ran inside a COMMIT on the writer thread and
+ *    held that group's callbacks for the whole copy (a 64 MiB window: ~100 ms).  checkpoint.c
+ *    checkpoints instead, on its own thread and connection, from 16 MiB of WAL on: a long
+ *    window copies each page once however often it was rewritten in it, and hot leaf pages are
+ *    rewritten by many commits (bench/store/runs_io.sh, pages copied per run: 64 MiB window
+ *    ~0.2-0.26, 32 MiB ~0.4, 16 MiB ~0.7, SQLite's default 4 MiB ~3).  16 MiB rather than 32:
+ *    the writer's finishing step (checkpoint.c) took ~16 ms against ~27 ms, so bench/store's
+ *    group-commit p99 was ~32 ms against ~39.
+ *  - journal_size_limit 64 MiB (checkpoint.c's hard bound): when the WAL restarts it is truncated
+ *    to this size, so a WAL that grew past it (a reader held an old snapshot) does not keep its
+ *    size. */
+#define ST_WRITER_PRAGMAS                                                                          \
+  "PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 0; "                                    \
+  "PRAGMA journal_size_limit = 67108864;"
+
+static char *path_join(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *p = sbx_malloc(la + lb + 2);
+  if (p) {
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+  }
+  return p;
+}
+
+static int ensure_dir(const char *path, struct sbx_error *err) {
+  struct stat sb;
+  if (mkdir(path, 0700) == 0 || errno == EEXIST) {
+    if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode))
+      errno = ENOTDIR;
+    else if (access(path, W_OK | X_OK) == 0)
+      return 0;
+  }
+  int e = errno;
+  return sbx_error_set(err, (e == EACCES || e == EPERM || e == EROFS) ? SBX_EPERM : SBX_EIO,
+                       "%s: %s", path, strerror(e));
+}
+
+/* One process per data directory: a second orchestrator on the same directory would race the
+ * first one's blob temp files and sweeps.  flock is released by the kernel when the process dies
+ * (crash, SIGKILL), so a stale lock cannot outlive its owner. */
+static int lock_dir(struct store *st, struct sbx_error *err) {
+  size_t n = strlen(st->dir) + 16;
+  char *path = sbx_malloc(n);
+  if (path == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+  snprintf(path, n, "%s/cerea.lock", st->dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int rc = 0;
+  if (fd < 0) {
+    rc = sbx_error_set(err, SBX_EIO, "%s: %s", path, strerror(errno));
+  } else if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(fd);
+    fd = -1;
+    rc = e == EWOULDBLOCK ? sbx_error_set(err, SBX_EBUSY,
+                                          "%s: data directory in use by another "
+                                          "process",
+                                          st->dir)
+                          : sbx_error_set(err, SBX_EIO, "%s: flock: %s", path, strerror(e));
+  }
+  st->lock_fd = fd;
+  sbx_free(path);
+  return rc;
+}
+
+static void close_dbs(struct store *st) {
+  st__stmts_finalize(st->ws);
+  st__stmts_finalize(st->rs);
+  if (st->wdb && sqlite3_close(st->wdb) != SQLITE_OK)
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "write connection did not close: %s", sqlite3_errmsg(st->wdb));
+  if (st->rdb && sqlite3_close(st->rdb) != SQLITE_OK)
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "read connection did not close: %s", sqlite3_errmsg(st->rdb));
+  st->wdb = st->rdb = NULL;
+}
+
+static void store_free(struct store *st) {
+  st__ckpt_stop(st); /* its connection closes first: the last one to close checkpoints */
+  close_dbs(st);
+  if (st->lock_fd >= 0)
+    close(st->lock_fd); /* releases the flock */
+  sbx_free(st->dir);
+  sbx_free(st->db_path);
+  sbx_free(st->blob_dir);
+  sbx_free(st);
+}
+
+int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err) {
+  int rc;
+  *out = NULL;
+  if (loop == NULL || data_dir == NULL || *data_dir == '\0')
+    return sbx_error_set(err, SBX_EINVAL, "store_open: loop and data directory are required");
+  struct store *st = sbx_calloc(1, sizeof *st);
+  if (st == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+  st->loop = loop;
+  st->lock_fd = -1;
+  st->group_max = ST_GROUP_MAX_DEFAULT;
+  SBX_LIST_INIT(&st->queue);
+  SBX_LIST_INIT(&st->done);
+  st->dir = sbx_strdup(data_dir);
+  st->db_path = path_join(data_dir, "cerea.db");
+  st->blob_dir = path_join(data_dir, "blobs");
+  if (!st->dir || !st->db_path || !st->blob_dir) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+    goto out;
+  }
+  if ((rc = ensure_dir(st->dir, err)) != 0 || (rc = ensure_dir(st->blob_dir, err)) != 0)
+    goto out;
+  if ((rc = lock_dir(st, err)) != 0)
+    goto out;
+  st__blob_cleanup_tmp(st); /* safe: the lock says no other process writes blobs here */
+  if ((rc = st__open_conn(st->db_path, &st->wdb, err)) != 0)
+    goto out;
+  if ((rc = st__exec(st->wdb, ST_WRITER_PRAGMAS, err)) != 0 ||
+      (rc = st__migrate(st->wdb, ST_SCHEMA_VERSION, err)) != 0)
+    goto out;
+  if ((rc = st__user_version(st->wdb, &st->schema_version, err)) != 0)
+    goto out;
+  if ((rc = st__open_conn(st->db_path, &st->rdb, err)) != 0)
+    goto out;
+  if ((rc = st__exec(st->rdb, "PRAGMA query_only = ON", err)) != 0)
+    goto out;
+  if ((rc = st__stmts_prepare(st->wdb, st->ws, err)) != 0 ||
+      (rc = st__stmts_prepare(st->rdb, st->rs, err)) != 0)
+    goto out;
+  sqlite3_stmt *s = st->rs[ST_BLOB_TOTAL];
+  if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+    rc = st__translate(st->rdb, rc, "blob total", err);
+    st__reset(s);
+    goto out;
+  }
+  st->stats.blob_bytes = (uint64_t)sqlite3_column_int64(s, 0);
+  st__reset(s);
+  if ((rc = st__ckpt_start(st, err)) != 0 || (rc = st__writer_start(st, err)) != 0)
+    goto out;
+  *out = st;
+  return 0;
+out:
+  store_free(st);
+  return rc;
+}
+
+void store_close(struct store *st) {
+  if (st == NULL)
+    return;
+  st->closing = 1;
+  st__writer_stop(st); /* every queued write finishes and its callback runs */
+  store_free(st);
+}
+
+int store_schema_version(struct store *st) { return st->schema_version; }
