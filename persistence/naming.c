@@ -1,11 +1,9 @@
 /* naming.c -- the file-naming rules, all in one place: NFC normalization, the refusals, and the
  * "name (N).ext" split used to number duplicates.
  *
- * NFC: there is no ICU here, so this file implements Unicode normalization form C itself, fully
- * (canonical decomposition, canonical ordering, canonical composition with the composition
- * exclusions, Hangul), from tables generated out of Python's unicodedata (nfc_tables.h, Unicode
- * version in NFC_UNICODE_VERSION; regenerate with persistence/tools/gen_nfc_tables.py).  Invalid
- * UTF-8 (overlong forms, surrogates, > U+10FFFF, truncated sequences) is refused.
+ * NFC and UTF-8 decoding are utf8proc's (utf8proc_map with UTF8PROC_STABLE | UTF8PROC_COMPOSE,
+ * on its own Unicode tables); invalid UTF-8 (overlong forms, surrogates, > U+10FFFF, truncated
+ * sequences) is refused.
  *
  * Refused, with SBX_ENAME and a detail naming the reason: empty names; more than STORE_NAME_MAX
  * bytes after normalization; NUL and every control character (C0, DEL, C1); the invisible
@@ -19,236 +17,57 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-#include "nfc_tables.h"
+#include <utf8proc.h>
 
 #define NAME_INPUT_MAX 4096 /* bytes accepted before normalization: bounds the work */
 
-/* ---- UTF-8 --------------------------------------------------------------------------------- */
-
-/* Decodes one code point; returns its length or 0 when invalid. */
-static size_t utf8_decode(const unsigned char *p, size_t n, uint32_t *cp) {
-  if (p[0] < 0x80) {
-    *cp = p[0];
-    return 1;
-  }
-  size_t len;
-  uint32_t c, min;
-  if ((p[0] & 0xE0) == 0xC0) {
-    len = 2, c = p[0] & 0x1F, min = 0x80;
-  } else if ((p[0] & 0xF0) == 0xE0) {
-    len = 3, c = p[0] & 0x0F, min = 0x800;
-  } else if ((p[0] & 0xF8) == 0xF0) {
-    len = 4, c = p[0] & 0x07, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (len > n)
-    return 0;
-  for (size_t i = 1; i < len; i++) {
-    if ((p[i] & 0xC0) != 0x80)
-      return 0;
-    c = (c << 6) | (p[i] & 0x3F);
-  }
-  if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-    return 0;
-  *cp = c;
-  return len;
-}
-
-static size_t utf8_encode(uint32_t c, char *o) {
-  if (c < 0x80) {
-    o[0] = (char)c;
-    return 1;
-  }
-  if (c < 0x800) {
-    o[0] = (char)(0xC0 | (c >> 6));
-    o[1] = (char)(0x80 | (c & 0x3F));
-    return 2;
-  }
-  if (c < 0x10000) {
-    o[0] = (char)(0xE0 | (c >> 12));
-    o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[2] = (char)(0x80 | (c & 0x3F));
-    return 3;
-  }
-  o[0] = (char)(0xF0 | (c >> 18));
-  o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-  o[3] = (char)(0x80 | (c & 0x3F));
-  return 4;
-}
-
 /* ---- NFC ----------------------------------------------------------------------------------- */
 
-enum {
-  S_BASE = 0xAC00,
-  L_BASE = 0x1100,
-  V_BASE = 0x1161,
-  T_BASE = 0x11A7,
-  L_COUNT = 19,
-  V_COUNT = 21,
-  T_COUNT = 28,
-  N_COUNT = V_COUNT * T_COUNT,
-  S_COUNT = L_COUNT * N_COUNT
-};
-
-static int ccc(uint32_t c) {
-  size_t lo = 0, hi = SBX_ARRAY_SIZE(nfc_ccc_tab);
-  if (c < 0x300)
-    return 0;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (c < nfc_ccc_tab[mid].lo)
-      hi = mid;
-    else if (c > nfc_ccc_tab[mid].hi)
-      lo = mid + 1;
-    else
-      return nfc_ccc_tab[mid].ccc;
-  }
-  return 0;
-}
-
-static const struct nfc_dec *dec_lookup(uint32_t c) {
-  size_t lo = 0, hi = SBX_ARRAY_SIZE(nfc_dec_tab);
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (c < nfc_dec_tab[mid].cp)
-      hi = mid;
-    else if (c > nfc_dec_tab[mid].cp)
-      lo = mid + 1;
-    else
-      return &nfc_dec_tab[mid];
-  }
-  return NULL;
-}
-
-/* Full canonical decomposition of c appended to out (room for 4 more is guaranteed per level:
- * canonical decompositions expand a code point to at most 4). */
-static void decompose(uint32_t c, uint32_t *out, size_t *n) {
-  if (c >= S_BASE && c < S_BASE + S_COUNT) {
-    uint32_t s = c - S_BASE;
-    out[(*n)++] = L_BASE + s / N_COUNT;
-    out[(*n)++] = V_BASE + (s % N_COUNT) / T_COUNT;
-    if (s % T_COUNT)
-      out[(*n)++] = T_BASE + s % T_COUNT;
-    return;
-  }
-  const struct nfc_dec *d = c < 0xC0 ? NULL : dec_lookup(c);
-  if (d == NULL) {
-    out[(*n)++] = c;
-    return;
-  }
-  decompose(d->d0, out, n);
-  if (d->d1)
-    decompose(d->d1, out, n);
-}
-
-static uint32_t compose_pair(uint32_t a, uint32_t b) {
-  if (a >= L_BASE && a < L_BASE + L_COUNT && b >= V_BASE && b < V_BASE + V_COUNT)
-    return S_BASE + ((a - L_BASE) * V_COUNT + (b - V_BASE)) * T_COUNT;
-  if (a >= S_BASE && a < S_BASE + S_COUNT && (a - S_BASE) % T_COUNT == 0 && b > T_BASE &&
-      b < T_BASE + T_COUNT)
-    return a + (b - T_BASE);
-  size_t lo = 0, hi = SBX_ARRAY_SIZE(nfc_comp_tab);
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const struct nfc_comp *e = &nfc_comp_tab[mid];
-    if (a < e->a || (a == e->a && b < e->b))
-      hi = mid;
-    else if (a > e->a || b > e->b)
-      lo = mid + 1;
-    else
-      return e->c;
-  }
-  return 0;
-}
-
 int st__nfc(const char *in, size_t len, char **out, size_t *outlen, struct sbx_error *err) {
-  const unsigned char *p = (const unsigned char *)in;
   *out = NULL;
-  /* ASCII is already NFC: the common case costs one scan and one copy */
-  size_t i = 0;
-  while (i < len && p[i] < 0x80)
-    i++;
-  if (i == len) {
-    if ((*out = sbx_strndup(in, len)) == NULL)
+  utf8proc_uint8_t *nfc = NULL;
+  utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)in, (utf8proc_ssize_t)len, &nfc,
+                                    UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+  if (n < 0) {
+    free(nfc);
+    if (n == UTF8PROC_ERROR_NOMEM)
       return sbx_error_set(err, SBX_ENOMEM, "name: out of memory");
-    *outlen = len;
-    return 0;
+    /* utf8proc says only that it is invalid; the detail names the first byte that is */
+    size_t at = 0;
+    utf8proc_int32_t c;
+    utf8proc_ssize_t l;
+    while (at < len && (l = utf8proc_iterate((const utf8proc_uint8_t *)in + at,
+                                             (utf8proc_ssize_t)(len - at), &c)) > 0)
+      at += (size_t)l;
+    return sbx_error_set(err, SBX_ENAME, "name is not valid UTF-8 (byte %zu)", at);
   }
-  /* at most len code points, each decomposing to at most 4 */
-  uint32_t *buf = sbx_malloc(sizeof(uint32_t) * (len * 4 + 4));
-  if (buf == NULL)
+  /* utf8proc allocates with malloc; what the store hands out is freed with sbx_free */
+  *out = sbx_strndup((const char *)nfc, (size_t)n);
+  free(nfc);
+  if (*out == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "name: out of memory");
-  size_t n = 0;
-  for (i = 0; i < len;) {
-    uint32_t c;
-    size_t l = utf8_decode(p + i, len - i, &c);
-    if (l == 0) {
-      sbx_free(buf);
-      return sbx_error_set(err, SBX_ENAME, "name is not valid UTF-8 (byte %zu)", i);
-    }
-    decompose(c, buf, &n);
-    i += l;
-  }
-  /* canonical ordering: a stable sort of each run of non-starters by combining class */
-  for (size_t k = 1; k < n; k++) {
-    int ck = ccc(buf[k]);
-    if (ck == 0)
-      continue;
-    size_t j = k;
-    while (j > 0) {
-      int cj = ccc(buf[j - 1]);
-      if (cj <= ck)
-        break;
-      uint32_t t = buf[j];
-      buf[j] = buf[j - 1];
-      buf[j - 1] = t;
-      j--;
-    }
-  }
-  /* canonical composition */
-  if (n > 0) {
-    size_t starter = 0, o = 1;
-    int last = ccc(buf[0]) ? 256 : 0;
-    for (size_t k = 1; k < n; k++) {
-      uint32_t c = buf[k];
-      int cc = ccc(c);
-      uint32_t comp = compose_pair(buf[starter], c);
-      if (comp && (last < cc || last == 0)) {
-        buf[starter] = comp;
-        continue;
-      }
-      if (cc == 0)
-        starter = o;
-      last = cc;
-      buf[o++] = c;
-    }
-    n = o;
-  }
-  char *s = sbx_malloc(n * 4 + 1);
-  if (s == NULL) {
-    sbx_free(buf);
-    return sbx_error_set(err, SBX_ENOMEM, "name: out of memory");
-  }
-  size_t o = 0;
-  for (size_t k = 0; k < n; k++)
-    o += utf8_encode(buf[k], s + o);
-  s[o] = '\0';
-  sbx_free(buf);
-  *out = s;
-  *outlen = o;
+  *outlen = (size_t)n;
   return 0;
 }
 
 /* ---- the rules ----------------------------------------------------------------------------- */
 
-static int refused_char(uint32_t c) {
+/* Control characters and the format characters that make a name display as another. */
+static int refused_char(utf8proc_int32_t c) {
   return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) || c == 0x200E || c == 0x200F ||
          (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) || c == 0x2028 ||
          c == 0x2029 || c == 0xFEFF;
+}
+
+/* The code point at s + *i of valid UTF-8 (utf8proc_map made it; -1 if not), *i moved past it. */
+static utf8proc_int32_t next_cp(const char *s, size_t n, size_t *i) {
+  utf8proc_int32_t c = -1;
+  utf8proc_ssize_t l =
+      utf8proc_iterate((const utf8proc_uint8_t *)s + *i, (utf8proc_ssize_t)(n - *i), &c);
+  *i += l > 0 ? (size_t)l : 1;
+  return c;
 }
 
 int store_name_normalize(const char *name, enum store_source src, char **out,
@@ -273,18 +92,12 @@ int store_name_normalize(const char *name, enum store_source src, char **out,
     goto refuse;
   }
   for (size_t i = 0; i < n;) {
-    uint32_t c = 0;
-    size_t l = utf8_decode((const unsigned char *)s + i, n - i, &c);
-    if (l == 0) { /* cannot happen: st__nfc produced valid UTF-8 */
-      snprintf(detail, sizeof detail, "name is not valid UTF-8");
-      goto refuse;
-    }
+    utf8proc_int32_t c = next_cp(s, n, &i);
     if (refused_char(c)) {
       snprintf(detail, sizeof detail, "name holds a control or invisible format character U+%04X",
                (unsigned)c);
       goto refuse;
     }
-    i += l;
   }
   if (strchr(s, '\\')) {
     why = "name holds a backslash";

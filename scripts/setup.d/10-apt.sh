@@ -7,6 +7,7 @@ pkgs=(
   build-essential cmake pkg-config git curl ca-certificates
   libuv1-dev libnghttp2-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev openssl
   libhttp-parser-dev check libsubunit-dev
+  libutf8proc-dev
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
   bubblewrap libseccomp-dev util-linux
