@@ -14,18 +14,35 @@
  */
 #include "internal.h"
 
+#include <stddef.h>
 #include <string.h>
+
+/* The string members of a store_run, each owned by it: what store_run_copy duplicates and
+ * store_run_free frees. */
+static const size_t run_strs[] = {
+    offsetof(struct store_run, code),
+    offsetof(struct store_run, origin),
+    offsetof(struct store_run, state),
+    offsetof(struct store_run, status),
+    offsetof(struct store_run, stdout_text),
+    offsetof(struct store_run, stderr_text),
+    offsetof(struct store_run, error_json),
+    offsetof(struct store_run, notes_json),
+    offsetof(struct store_run, remounted_json),
+    offsetof(struct store_run, result_hash),
+    offsetof(struct store_run, idempotency_key),
+};
+
+static char **run_str(struct store_run *r, size_t i) {
+  return (char **)(void *)((char *)r + run_strs[i]);
+}
 
 void store_run_free(struct store_run *r) {
   if (r == NULL)
     return;
-  char **strs[] = {&r->code,           &r->origin,      &r->state,          &r->status,
-                   &r->stdout_text,    &r->stderr_text, &r->error_json,     &r->notes_json,
-                   &r->remounted_json, &r->result_hash, &r->idempotency_key};
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(strs); i++) {
-    sbx_free(*strs[i]);
-    *strs[i] = NULL;
-  }
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(run_strs); i++)
+    sbx_free(*run_str(r, i));
+  memset(r, 0, sizeof *r);
 }
 
 void store_run_list_free(struct store_run *v, size_t n) {
@@ -34,20 +51,15 @@ void store_run_list_free(struct store_run *v, size_t n) {
   sbx_free(v);
 }
 
-/* Deep copy; on failure dst holds nothing (freed). */
-static int run_copy(struct store_run *dst, const struct store_run *src) {
+int store_run_copy(struct store_run *dst, const struct store_run *src) {
   *dst = *src;
-  const char *in[] = {src->code,           src->origin,      src->state,          src->status,
-                      src->stdout_text,    src->stderr_text, src->error_json,     src->notes_json,
-                      src->remounted_json, src->result_hash, src->idempotency_key};
-  char **out[] = {&dst->code,           &dst->origin,      &dst->state,          &dst->status,
-                  &dst->stdout_text,    &dst->stderr_text, &dst->error_json,     &dst->notes_json,
-                  &dst->remounted_json, &dst->result_hash, &dst->idempotency_key};
   int oom = 0;
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(in); i++) {
-    *out[i] = NULL;
-    if (in[i] && !oom && (*out[i] = sbx_strdup(in[i])) == NULL)
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(run_strs); i++) {
+    char **slot = run_str(dst, i);
+    if (*slot != NULL && (oom || (*slot = sbx_strdup(*slot)) == NULL)) {
+      *slot = NULL;
       oom = 1;
+    }
   }
   if (oom) {
     store_run_free(dst);
@@ -199,7 +211,7 @@ int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb,
   struct run_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return SBX_ENOMEM;
-  if (run_copy(&op->r, r) != 0) {
+  if (store_run_copy(&op->r, r) != 0) {
     sbx_free(op);
     return SBX_ENOMEM;
   }

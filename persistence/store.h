@@ -246,7 +246,11 @@ struct store_run {
   int64_t seq;           /* order of creation within the chat */
   int64_t created_at, started_at, finished_at; /* wall ms; 0 when not yet */
 };
+/* Frees every string member and zeroes the whole struct (not r itself). */
 void store_run_free(struct store_run *r);
+/* Deep copy: every string member duplicated (NULL stays NULL), the rest copied; dst is
+ * overwritten, not freed first.  SBX_ENOMEM leaves dst zeroed, holding nothing. */
+int store_run_copy(struct store_run *dst, const struct store_run *src);
 /* Inserts the run, or replaces the row of one that exists (the orchestrator keeps the truth in
  * memory and persists each change); a run's chat, seq (0: the chat's next), idempotency key and
  * created_at are fixed by its first put, later puts replace every other field.  When

@@ -2,7 +2,7 @@
  * idempotency keys (conflict names the other run), unknown chat, a run never moves chats, a later
  * put keeps the run's identity (chat, seq, key, created_at) and its UPDATE writes no chat-keyed
  * index (checked on the bytecode), the unfinished list for start-up, newest-first lists, and run
- * files in the order written. */
+ * files in the order written; the record's copy and free. */
 #include "helpers.h"
 
 #define CHAT  "c0000000000000000000000000000001"
@@ -354,6 +354,103 @@ START_TEST(test_run_alloc_fail_at_n) {
 }
 END_TEST
 
+/* store_run_copy / store_run_free: the record's copy and free, the one pair the orchestrator
+ * uses too.  Every string member is duplicated (a pointer of its own, equal text), NULL stays
+ * NULL, the other members are copied; free zeroes the whole struct; a copy that runs out of
+ * memory at any of its allocations leaves dst zeroed (and ASan sees nothing leak). */
+static void assert_zeroed(const struct store_run *r) {
+  static const struct store_run zero;
+  ck_assert_msg(memcmp(r, &zero, sizeof zero) == 0, "not zeroed");
+}
+
+static void assert_same_str(const char *a, const char *b) {
+  if (b == NULL) {
+    ck_assert_ptr_null(a);
+    return;
+  }
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_ne(a, b);
+  ck_assert_str_eq(a, b);
+}
+
+static void assert_copy_of(const struct store_run *c, const struct store_run *r) {
+  ck_assert_str_eq(c->id, r->id);
+  ck_assert_str_eq(c->chat_id, r->chat_id);
+  ck_assert_str_eq(c->turn_id, r->turn_id);
+  const char *const got[] = {c->code,           c->origin,      c->state,          c->status,
+                             c->stdout_text,    c->stderr_text, c->error_json,     c->notes_json,
+                             c->remounted_json, c->result_hash, c->idempotency_key};
+  const char *const want[] = {r->code,           r->origin,      r->state,          r->status,
+                              r->stdout_text,    r->stderr_text, r->error_json,     r->notes_json,
+                              r->remounted_json, r->result_hash, r->idempotency_key};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(want); i++)
+    assert_same_str(got[i], want[i]);
+  ck_assert_int_eq(c->timeout_s, r->timeout_s);
+  ck_assert_int_eq(c->attempts, r->attempts);
+  ck_assert_int_eq(c->stdout_truncated, r->stdout_truncated);
+  ck_assert_int_eq(c->stderr_truncated, r->stderr_truncated);
+  ck_assert_int_eq(c->restarted, r->restarted);
+  ck_assert_int_eq(c->files_unlisted, r->files_unlisted);
+  ck_assert_int_eq(c->figures_dropped, r->figures_dropped);
+  ck_assert_int_eq(c->seq, r->seq);
+  ck_assert_int_eq(c->created_at, r->created_at);
+  ck_assert_int_eq(c->started_at, r->started_at);
+  ck_assert_int_eq(c->finished_at, r->finished_at);
+}
+
+START_TEST(test_run_copy_free) {
+  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "done", 7);
+  snprintf(r.turn_id, sizeof r.turn_id, "t1");
+  r.status = "ok";
+  r.stdout_text = "out";
+  r.stderr_text = ""; /* empty is not NULL */
+  r.error_json = NULL;
+  r.notes_json = "[\"n\"]";
+  r.remounted_json = "[\"a.csv\"]";
+  r.result_hash = "h";
+  r.idempotency_key = "k";
+  r.attempts = 2;
+  r.stdout_truncated = 1;
+  r.restarted = 1;
+  r.files_unlisted = 3;
+  r.figures_dropped = 4;
+  r.seq = 5;
+  r.started_at = 8;
+  r.finished_at = 9;
+  struct store_run c;
+  ck_assert_int_eq(store_run_copy(&c, &r), 0);
+  assert_copy_of(&c, &r);
+  ck_assert_ptr_null(c.error_json);
+  store_run_free(&c);
+  assert_zeroed(&c);
+  store_run_free(&c); /* a zeroed record frees again harmlessly */
+  store_run_free(NULL);
+  /* a record of NULL strings copies to one */
+  struct store_run empty = {0}, e;
+  ck_assert_int_eq(store_run_copy(&e, &empty), 0);
+  assert_zeroed(&e);
+  /* out of memory at the n-th allocation, for every n until the copy needs no more */
+  uint64_t n;
+  for (n = 1; n < 64; n++) {
+    memset(&c, 0x5a, sizeof c); /* dst is overwritten, whatever it held */
+    sbx_alloc_fail_at(n, 0);
+    int rc = store_run_copy(&c, &r);
+    uint64_t used = sbx_alloc_count();
+    sbx_alloc_fail_at(0, 0);
+    if (rc != 0) {
+      ck_assert_int_eq(rc, SBX_ENOMEM);
+      assert_zeroed(&c);
+      continue;
+    }
+    assert_copy_of(&c, &r);
+    store_run_free(&c);
+    if (used < n)
+      break;
+  }
+  ck_assert_uint_eq(n, 11); /* ten strings were duplicated: the eleventh allocation never came */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("runs");
   TCase *tc = tcase_create("runs");
@@ -362,5 +459,6 @@ int main(void) {
   tcase_add_test(tc, test_run_lists);
   tcase_add_test(tc, test_run_files);
   tcase_add_test(tc, test_run_alloc_fail_at_n);
+  tcase_add_test(tc, test_run_copy_free);
   return t_run_suite(s, tc);
 }
