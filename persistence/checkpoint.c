@@ -44,39 +44,29 @@
  * What this file does not do: checkpoint at close (the last connection to close does that: open.c
  * closes the checkpointer's connection first), or touch the read connection.
  *
- * Checkpointer state, one per store (the state of the checkpoint lock, too):
- *
- *    start ──▶ IDLE ──(woken: enough new frames)──▶ CHECKPOINTING ──(pass done)──▶ IDLE
- *              │  │
- *              │  └──(the writer checkpoints)──▶ WRITER ──(its checkpoint done)──▶ IDLE
- *              │
- *              └──(stopping)──▶ STOPPED (thread exits; st__ckpt_stop joins)
- *
- *   transition                performed by
- *   start -> IDLE             ckpt_main, on entry
- *   IDLE -> CHECKPOINTING     ckpt_main, when want_pass() holds
- *   CHECKPOINTING -> IDLE     ckpt_main, after the pass's result is recorded
- *   IDLE -> WRITER            st__ckpt_writer_run (writer thread), before its checkpoint
- *   WRITER -> IDLE            st__ckpt_writer_run, after its result is recorded
- *   IDLE -> STOPPED           ckpt_main, when stopping
+ * The checkpointer's state machine (enum st_ckpt_state, also the state of the one checkpoint
+ * lock) is drawn in internal.h, above its enum.
  */
 #include "internal.h"
 
-#include <assert.h>
 #include <string.h>
 
-static const char *const ckpt_state_names[] = {"start", "idle", "checkpointing", "writer",
-                                               "stopped"};
+static const char *const ckpt_names[] = {"start", "idle", "checkpointing", "writer", "stopped"};
+static const uint32_t ckpt_from[] = {
+    [ST_CS_START] = 0,
+    [ST_CS_IDLE] =
+        SBX_FSM_BIT(ST_CS_START) | SBX_FSM_BIT(ST_CS_CHECKPOINTING) | SBX_FSM_BIT(ST_CS_WRITER),
+    [ST_CS_CHECKPOINTING] = SBX_FSM_BIT(ST_CS_IDLE),
+    [ST_CS_WRITER] = SBX_FSM_BIT(ST_CS_IDLE),
+    [ST_CS_STOPPED] = SBX_FSM_BIT(ST_CS_IDLE),
+};
+static const struct sbx_fsm ckpt_fsm = SBX_FSM(ST_MOD, "checkpointer", ckpt_names, ckpt_from, NULL);
 
+#define set_state(st, to) set_state_((st), (to), __FILE__, __LINE__)
 /* The only writer of st->cstate (either thread, under ckpt_mu). */
-static void set_state(struct store *st, enum st_ckpt_state to) {
-  enum st_ckpt_state from = st->cstate;
-  assert((from == ST_CS_START && to == ST_CS_IDLE) ||
-         (from == ST_CS_IDLE &&
-          (to == ST_CS_CHECKPOINTING || to == ST_CS_WRITER || to == ST_CS_STOPPED)) ||
-         ((from == ST_CS_CHECKPOINTING || from == ST_CS_WRITER) && to == ST_CS_IDLE));
-  SBX_TRACE_STATE(ST_MOD, "checkpointer", st->dir, ckpt_state_names[from], ckpt_state_names[to]);
-  st->cstate = to;
+static void set_state_(struct store *st, enum st_ckpt_state to, const char *file, int line) {
+  if (sbx_fsm_step(&ckpt_fsm, st->cstate, to, st->dir, file, line) == 0)
+    st->cstate = to;
 }
 
 /* Under ckpt_mu: does an earlier failure still hold passive checkpoints back?  After a failed

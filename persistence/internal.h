@@ -28,6 +28,7 @@
 #include <sqlite3.h>
 #include <sys/types.h>
 
+#include "fsm.h"
 #include "store.h"
 
 #define ST_MOD               "store"
@@ -194,7 +195,24 @@ struct st_simple {
   char *s[8];
 };
 
-/* The writer thread's state (diagram and transition table in writer.c). */
+/* The writer thread's state, one per store; writer.c's set_state alone writes it (writer thread,
+ * under store.mu), through common/fsm.h.
+ *
+ *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group handed off)──▶ WAITING
+ *                 │                              │
+ *                 │                              └──(handed off, a checkpoint due)──▶ CHECKPOINTING
+ *                 │                                           CHECKPOINTING ──(it ran)──▶ WAITING
+ *                 └──(stopping and queue empty)──▶ STOPPED (thread exits; store_close joins)
+ *
+ *   transition                  performed by (writer.c)
+ *   start -> WAITING            writer_main, on entry
+ *   WAITING -> COMMITTING       writer_main, after taking a group off the queue
+ *   COMMITTING -> WAITING       writer_main, after the group's completions are handed to the loop
+ *   COMMITTING -> CHECKPOINTING writer_main, the same, when st__ckpt_writer_due names a checkpoint
+ *   CHECKPOINTING -> WAITING    writer_main, after st__ckpt_writer_run (checkpoint.c)
+ *   WAITING -> STOPPED          writer_main, when `stopping` (store_close's request) is set and
+ *                               nothing is queued
+ * So WAITING with an empty queue means nothing of the writer runs (tests wait for it). */
 enum st_writer_state {
   ST_WS_START = 0,
   ST_WS_WAITING,
@@ -209,7 +227,27 @@ enum st_writer_state {
 #define ST_CKPT_FINISH_FRAMES 1024  /* the writer copies a remainder this small itself */
 #define ST_CKPT_HARD_FRAMES   16384 /* 64 MiB: the writer runs a blocking checkpoint */
 
-/* The checkpointer thread's state (diagram and transition table in checkpoint.c). */
+/* The checkpointer's state, one per store, which is also the state of the one checkpoint lock:
+ * who may checkpoint now.  checkpoint.c's set_state alone writes it (either thread, under
+ * store.ckpt_mu), through common/fsm.h.
+ *
+ *    start ──▶ IDLE ──(want_pass(): enough new frames, not backing off)──▶ CHECKPOINTING
+ *              │  ▲                                                              │
+ *              │  └───────────────────────────(pass done)────────────────────────┘
+ *              │  ▲
+ *              │  └──(its checkpoint done)── WRITER ◀──(the writer checkpoints)── IDLE
+ *              └──(stopping)──▶ STOPPED (thread exits; st__ckpt_stop joins)
+ *
+ *   transition                performed by (checkpoint.c)
+ *   start -> IDLE             ckpt_main, on entry
+ *   IDLE -> CHECKPOINTING     ckpt_main, when want_pass() holds
+ *   CHECKPOINTING -> IDLE     ckpt_main, after the pass's result is recorded
+ *   IDLE -> WRITER            st__ckpt_writer_run (writer thread), before its checkpoint
+ *   WRITER -> IDLE            st__ckpt_writer_run, after its result is recorded
+ *   IDLE -> STOPPED           ckpt_main, when `ckpt_stopping` is set (after the writer stopped)
+ * Backing off (st_ckpt.tried_failed: no passive checkpoint for STEP frames after a failure) is a
+ * condition of IDLE -> CHECKPOINTING and of the writer's finishing step, not a state: it is about
+ * the WAL's history, and both threads obey it. */
 enum st_ckpt_state {
   ST_CS_START = 0,
   ST_CS_IDLE,
@@ -238,6 +276,22 @@ struct st_ckpt {
   uint64_t max_frames; /* largest WAL seen after a commit, in frames */
 };
 
+/* The store's own life, one per store; open.c's set_life alone writes it (loop thread), through
+ * common/fsm.h.
+ *
+ *    store_open ──▶ OPENING ──(directory, connections, schema, threads up)──▶ OPEN
+ *                      │                                                      │
+ *                      └──(a step failed: freed)                     (store_close)
+ *                                                                             ▼
+ *                                                     freed ◀──(drained)── CLOSING
+ *
+ *   transition          performed by (open.c)
+ *   -> OPENING          store_open, on entry
+ *   OPENING -> OPEN     store_open, when every step succeeded
+ *   OPEN -> CLOSING     store_close, before it drains the writer: from then on a write is refused
+ *                       (SBX_ECLOSED, st__submit) and so is a new stage */
+enum st_life { ST_LIFE_OPENING = 0, ST_LIFE_OPEN, ST_LIFE_CLOSING };
+
 struct store {
   uv_loop_t *loop;
   char *dir, *db_path, *blob_dir;
@@ -251,15 +305,15 @@ struct store {
   int thread_started;
   pthread_mutex_t mu; /* guards queue, done, stopping, stats, group_max */
   pthread_cond_t cv;
-  struct sbx_list queue; /* submitted, not yet taken */
-  struct sbx_list done;  /* finished, callbacks not yet run */
-  int stopping;
+  struct sbx_list queue;       /* submitted, not yet taken */
+  struct sbx_list done;        /* finished, callbacks not yet run */
+  int stopping;                /* store_close's request to the writer: drain, then stop */
   enum st_writer_state wstate; /* written by set_state in writer.c only */
   size_t group_max;
   struct store_stats stats;
   uv_async_t *async; /* freed in its close callback */
   size_t inflight;   /* loop thread only: submitted, callback not yet run */
-  int closing;       /* loop thread only */
+  enum st_life life; /* loop thread only: written by set_life in open.c */
   int lock_fd;       /* DATA/cerea.lock, flock'ed: one process per data directory */
   /* Files generation (store_files_generation): bumped by the writer thread after every commit or
    * rollback of a transaction in which a write touched the files table (files_dirty, writer thread
@@ -280,8 +334,8 @@ struct store {
   pthread_mutex_t ckpt_mu;     /* guards ckpt, cstate, ckpt_stopping */
   pthread_cond_t ckpt_cv;      /* wakes the checkpointer */
   pthread_cond_t ckpt_idle_cv; /* a pass ended (the writer waits for it at the hard bound) */
-  int ckpt_stopping;
-  enum st_ckpt_state cstate; /* written by set_state in checkpoint.c only (either thread) */
+  int ckpt_stopping;           /* st__ckpt_stop's request to the checkpointer */
+  enum st_ckpt_state cstate;   /* written by set_state in checkpoint.c only (either thread) */
   struct st_ckpt ckpt;
 };
 

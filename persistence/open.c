@@ -18,6 +18,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static const char *const life_names[] = {"opening", "open", "closing"};
+static const uint32_t life_from[] = {
+    [ST_LIFE_OPENING] = 0,
+    [ST_LIFE_OPEN] = SBX_FSM_BIT(ST_LIFE_OPENING),
+    [ST_LIFE_CLOSING] = SBX_FSM_BIT(ST_LIFE_OPEN),
+};
+static int life_invariant(const void *obj, unsigned state) {
+  const struct store *st = obj;
+  /* open: both threads run and the statements are prepared */
+  return state != ST_LIFE_OPEN ||
+         (st->thread_started && st->ckpt_started && st->ws[0] != NULL && st->rs[0] != NULL);
+}
+static const struct sbx_fsm life_fsm =
+    SBX_FSM(ST_MOD, "store", life_names, life_from, life_invariant);
+
+#define set_life(st, to) set_life_((st), (to), __FILE__, __LINE__)
+/* The only writer of st->life (loop thread). */
+static void set_life_(struct store *st, enum st_life to, const char *file, int line) {
+  if (sbx_fsm_step(&life_fsm, st->life, to, st->dir, file, line) == 0)
+    st->life = to;
+  SBX_FSM_CHECK(&life_fsm, st, st->life, st->dir);
+}
+
 /* The writer connection's cache and checkpoints (figures: bench/runs, 1000 chats, 64 assistants).
  *  - cache_size 32 MiB (default 2 MiB): a run touches a leaf page of its chat in a few chat-keyed
  *    b-trees; with 1000 chats those pages did not stay in 2 MiB, and each miss was a pread of the
@@ -120,6 +143,7 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   if (st == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
   st->loop = loop;
+  st->life = ST_LIFE_OPENING;
   st->lock_fd = -1;
   st->group_max = ST_GROUP_MAX_DEFAULT;
   SBX_LIST_INIT(&st->queue);
@@ -160,6 +184,7 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   st__reset(s);
   if ((rc = st__ckpt_start(st, err)) != 0 || (rc = st__writer_start(st, err)) != 0)
     goto out;
+  set_life(st, ST_LIFE_OPEN);
   *out = st;
   return 0;
 out:
@@ -170,7 +195,7 @@ out:
 void store_close(struct store *st) {
   if (st == NULL)
     return;
-  st->closing = 1;
+  set_life(st, ST_LIFE_CLOSING);
   st__writer_stop(st); /* every queued write finishes and its callback runs */
   store_free(st);
 }

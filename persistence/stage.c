@@ -32,23 +32,7 @@
  * row ever names one).  A stage's temp file is removed by store_blob_stage_abort, by the writer
  * when its write fails or its content was stored already, or at the next open.
  *
- * A stage's life (one object per upload, loop thread only):
- *
- *    begin ──▶ WRITING ──(write fails)──▶ FAILED ──(abort)──▶ freed, temp unlinked
- *                 │  ▲ write                 
- *                 │──┘                      
- *                 ├──(finish: digest final, file closed)──▶ FINISHED
- *                 │                                            │
- *                 └──(abort)──▶ freed, temp unlinked           ├──(abort)──▶ freed, temp unlinked
- *                                                              │
- *   store_file_add_staged (from WRITING or FINISHED) ──────────┴──▶ taken by the write (freed;
- *                                                                   the temp path moves to it)
- *
- *   transition            performed by
- *   -> WRITING            store_blob_stage_begin
- *   WRITING -> FAILED     store_blob_stage_write, on an I/O error
- *   WRITING -> FINISHED   store_blob_stage_finish (or st__stage_take, which finishes first)
- *   any -> freed          store_blob_stage_abort, st__stage_take
+ * A stage's life is drawn above its enum, below.
  *
  * What it does not do: know about files or names (files.c), or make anything durable (blobs.c,
  * on the writer thread).
@@ -68,8 +52,22 @@
 
 #define WRITEBACK_STEP (4u << 20)
 
+/* A stage's life, one object per upload (loop thread only); set_state alone writes its state,
+ * through common/fsm.h.  Freed is not a state: the object is gone.
+ *
+ *    begin ──▶ WRITING ◀─┐ write
+ *               │  │  └──┘
+ *               │  ├──(a write fails)──▶ FAILED ──(abort)──▶ freed, temp unlinked
+ *               │  └──(finish: digest final, file closed)──▶ FINISHED ──(abort)──▶ freed, unlinked
+ *               └──(abort)──▶ freed, temp unlinked
+ *    WRITING or FINISHED ──(store_file_add_staged)──▶ taken: freed, its temp path moves to the write
+ *
+ *   transition            performed by
+ *   -> WRITING            store_blob_stage_begin
+ *   WRITING -> FAILED     store_blob_stage_write (an I/O error), store_blob_stage_finish (close)
+ *   WRITING -> FINISHED   store_blob_stage_finish (or st__stage_take, which finishes first)
+ *   any -> freed          store_blob_stage_abort, st__stage_take */
 enum stage_state { STAGE_WRITING = 0, STAGE_FAILED, STAGE_FINISHED };
-static const char *const stage_state_names[] = {"writing", "failed", "finished"};
 
 struct store_blob_stage {
   struct store *st;
@@ -82,18 +80,32 @@ struct store_blob_stage {
   char sha[65];     /* set once FINISHED */
 };
 
-ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n) = write;
-
-static void set_state(struct store_blob_stage *sg, enum stage_state to) {
-  enum stage_state from = sg->state;
-  if (!((from == STAGE_WRITING && (to == STAGE_FAILED || to == STAGE_FINISHED)))) {
-    sbx_log(SBX_LOG_ERROR, ST_MOD, "stage: bad transition %s -> %s", stage_state_names[from],
-            stage_state_names[to]);
-    return;
-  }
-  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, stage_state_names[from], stage_state_names[to]);
-  sg->state = to;
+static const char *const stage_names[] = {"writing", "failed", "finished"};
+static const uint32_t stage_from[] = {
+    [STAGE_WRITING] = 0,
+    [STAGE_FAILED] = SBX_FSM_BIT(STAGE_WRITING),
+    [STAGE_FINISHED] = SBX_FSM_BIT(STAGE_WRITING),
+};
+static int stage_invariant(const void *obj, unsigned state) {
+  const struct store_blob_stage *sg = obj;
+  if (state == STAGE_WRITING)
+    return sg->fd >= 0 && sg->md != NULL;
+  if (state == STAGE_FINISHED)
+    return sg->fd < 0 && sg->md == NULL && strlen(sg->sha) == 64;
+  return 1;
 }
+static const struct sbx_fsm stage_fsm =
+    SBX_FSM(ST_MOD, "stage", stage_names, stage_from, stage_invariant);
+
+#define set_state(sg, to) set_state_((sg), (to), __FILE__, __LINE__)
+static void set_state_(struct store_blob_stage *sg, enum stage_state to, const char *file,
+                       int line) {
+  if (sbx_fsm_step(&stage_fsm, sg->state, to, sg->tmp, file, line) == 0)
+    sg->state = to;
+  SBX_FSM_CHECK(&stage_fsm, sg, sg->state, sg->tmp);
+}
+
+ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n) = write;
 
 static int errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
 
@@ -116,7 +128,7 @@ static void stage_free(struct store_blob_stage *sg) {
 
 int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, struct sbx_error *err) {
   *out = NULL;
-  if (st == NULL || st->closing)
+  if (st == NULL || st->life != ST_LIFE_OPEN)
     return sbx_error_set(err, SBX_ECLOSED, "store closed");
   int rc = 0;
   store_id id;
@@ -147,7 +159,7 @@ int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, stru
     rc = sbx_error_set(err, errno_code(errno), "open %s: %s", sg->tmp, strerror(errno));
     goto out;
   }
-  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, "none", stage_state_names[STAGE_WRITING]);
+  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, "none", stage_names[STAGE_WRITING]);
   *out = sg;
 out:
   sbx_free(dir);
@@ -159,7 +171,7 @@ out:
 int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t len,
                            struct sbx_error *err) {
   if (sg->state != STAGE_WRITING)
-    return sbx_error_set(err, SBX_ESTATE, "stage: %s, not writing", stage_state_names[sg->state]);
+    return sbx_error_set(err, SBX_ESTATE, "stage: %s, not writing", stage_names[sg->state]);
   const char *p = data;
   size_t n = len;
   while (n > 0) {
@@ -212,7 +224,7 @@ int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct
     set_state(sg, STAGE_FINISHED);
   }
   if (sg->state != STAGE_FINISHED)
-    return sbx_error_set(err, SBX_ESTATE, "stage: %s", stage_state_names[sg->state]);
+    return sbx_error_set(err, SBX_ESTATE, "stage: %s", stage_names[sg->state]);
   if (sha256)
     memcpy(sha256, sg->sha, 65);
   return 0;
@@ -221,7 +233,7 @@ int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct
 void store_blob_stage_abort(struct store_blob_stage *sg) {
   if (sg == NULL)
     return;
-  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, stage_state_names[sg->state], "aborted");
+  SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, stage_names[sg->state], "aborted");
   if (sg->fd >= 0) {
     close(sg->fd);
     sg->fd = -1;

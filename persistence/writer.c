@@ -16,40 +16,29 @@
  * do returns from uv_run once every callback has run.  Writes must be submitted from the loop
  * thread.  What this file does not do: know what any write means (the ops do).
  *
- * Writer state, one per store:
- *
- *    start ──▶ WAITING ──(queue non-empty)──▶ COMMITTING ──(group handed off)──▶ WAITING
- *                 │                              │
- *                 │                              └──(handed off, a checkpoint due)──▶ CHECKPOINTING
- *                 │                                           CHECKPOINTING ──(it ran)──▶ WAITING
- *                 └──(stopping and queue empty)──▶ STOPPED (thread exits; store_close joins)
- *
- *   transition                  performed by
- *   start -> WAITING            writer_main, on entry
- *   WAITING -> COMMITTING       writer_main, after taking a group off the queue
- *   COMMITTING -> WAITING       writer_main, after the group's completions are handed to the loop
- *   COMMITTING -> CHECKPOINTING writer_main, the same, when st__ckpt_writer_due names a checkpoint
- *   CHECKPOINTING -> WAITING    writer_main, after st__ckpt_writer_run (checkpoint.c)
- *   WAITING -> STOPPED          writer_main, when stopping with nothing queued
- * So WAITING with an empty queue means nothing of the writer runs (tests wait for it).
+ * The writer's state machine (enum st_writer_state) is drawn in internal.h, above its enum.
  */
 #include "internal.h"
 
-#include <assert.h>
 #include <string.h>
 
-static const char *const writer_state_names[] = {"start", "waiting", "committing", "checkpointing",
-                                                 "stopped"};
+static const char *const writer_names[] = {"start", "waiting", "committing", "checkpointing",
+                                           "stopped"};
+static const uint32_t writer_from[] = {
+    [ST_WS_START] = 0,
+    [ST_WS_WAITING] =
+        SBX_FSM_BIT(ST_WS_START) | SBX_FSM_BIT(ST_WS_COMMITTING) | SBX_FSM_BIT(ST_WS_CHECKPOINTING),
+    [ST_WS_COMMITTING] = SBX_FSM_BIT(ST_WS_WAITING),
+    [ST_WS_CHECKPOINTING] = SBX_FSM_BIT(ST_WS_COMMITTING),
+    [ST_WS_STOPPED] = SBX_FSM_BIT(ST_WS_WAITING),
+};
+static const struct sbx_fsm writer_fsm = SBX_FSM(ST_MOD, "writer", writer_names, writer_from, NULL);
 
-/* The only writer of st->wstate (writer thread; read by tests after join). */
-static void set_state(struct store *st, enum st_writer_state to) {
-  enum st_writer_state from = st->wstate;
-  assert((from == ST_WS_START && to == ST_WS_WAITING) ||
-         (from == ST_WS_WAITING && (to == ST_WS_COMMITTING || to == ST_WS_STOPPED)) ||
-         (from == ST_WS_COMMITTING && (to == ST_WS_WAITING || to == ST_WS_CHECKPOINTING)) ||
-         (from == ST_WS_CHECKPOINTING && to == ST_WS_WAITING));
-  SBX_TRACE_STATE(ST_MOD, "writer", st->dir, writer_state_names[from], writer_state_names[to]);
-  st->wstate = to;
+#define set_state(st, to) set_state_((st), (to), __FILE__, __LINE__)
+/* The only writer of st->wstate (writer thread, under st->mu; tests read it under st->mu). */
+static void set_state_(struct store *st, enum st_writer_state to, const char *file, int line) {
+  if (sbx_fsm_step(&writer_fsm, st->wstate, to, st->dir, file, line) == 0)
+    st->wstate = to;
 }
 
 static void on_async_close(uv_handle_t *h) { sbx_free(h); }
@@ -285,7 +274,7 @@ void st__writer_stop(struct store *st) {
 }
 
 int st__submit(struct store *st, struct st_write *w) {
-  if (st->closing) {
+  if (st->life != ST_LIFE_OPEN) {
     w->release(st, w);
     return SBX_ECLOSED;
   }
