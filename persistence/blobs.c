@@ -5,9 +5,10 @@
  * directory, written while the write runs; then, just before the group's COMMIT, every temp file
  * of the group is fsynced (in parallel), renamed to its final name, and the directories touched
  * are fsynced.  So a file at its final name is always complete, and once the row that names it
- * commits, the bytes are durable.  The same content is never stored twice: a row in `blobs` means the file is
- * there.  A file without a row (its transaction rolled back, or the process died between the
- * blob and the commit) is reused when the same content comes again and is otherwise harmless.
+ * commits, the bytes are durable.  The same content is never stored twice: a row in `blobs`
+ * means the file is there.  A file without a row (its transaction rolled back, or the process
+ * died between the blob and the commit) is reused when the same content comes again and is
+ * otherwise harmless.
  * Reads: store_blob_path for streaming, store_blob_read for small blobs.  A staged blob (stage.c:
  * a streamed upload, written and hashed on the loop thread into blobs/tmp/) joins the same path
  * as a pending file of its write (st__blob_put_staged): fsynced, renamed, directory fsynced.
@@ -28,9 +29,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* SHA256() looks the algorithm up in OpenSSL 3's provider tables on every call (about two
- * thirds of its cost for a token or a small body); the algorithm is fetched once here and shared
- * (an EVP_MD is safe to use from several threads).  It lives as long as the process. */
+/* SHA256() looks the algorithm up in OpenSSL 3's provider tables on every call, most of its
+ * cost for a token or a small body; the algorithm is fetched once here and shared (an EVP_MD is
+ * safe to use from several threads).  It lives as long as the process. */
 static EVP_MD *sha256_md;
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 static void sha256_fetch(void) { sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL); }
@@ -232,9 +233,9 @@ int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, c
 }
 
 /* ---- durability before the commit -------------------------------------------------------
- * fsync of many new files one after the other costs one journal commit each (4.5 ms each on the
- * build VM); issued from a few threads at once the file system folds them together (0.25 ms
- * each).  So the group's blob files and directories are fsynced in parallel, once, here. */
+ * fsync of many new files one after the other costs one journal commit each; issued from a few
+ * threads at once the file system folds them together (figures: docs/benchmarks.md, the store
+ * section).  So the group's blob files and directories are fsynced in parallel, once, here. */
 
 #define FSYNC_THREADS 4
 

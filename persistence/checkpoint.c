@@ -2,10 +2,9 @@
  * connection, woken by the writer connection's WAL hook, and a short finishing step the writer
  * thread runs between groups.
  *
- * Why: with SQLite's auto-checkpoint the copy of the WAL into the database ran inside a COMMIT's
- * sqlite3_step on the writer thread, before that group's callbacks fired, so a 64 MiB window
- * (db.c: it copies each hot page once per window) stalled one group for ~100 ms.  Now the writer
- * connection has wal_autocheckpoint = 0 and:
+ * Why: SQLite's auto-checkpoint copies the WAL into the database inside a COMMIT's sqlite3_step
+ * on the writer thread, before that group's callbacks run, so each window of WAL would stall one
+ * group for the whole copy.  So the writer connection has wal_autocheckpoint = 0 (open.c) and:
  *   - the WAL hook (writer thread, after each commit) records the WAL's frame count and, past
  *     ST_CKPT_WAKE_FRAMES, signals the checkpointer.  It never checkpoints itself.
  *   - the checkpointer thread runs SQLITE_CHECKPOINT_PASSIVE on its own connection: it copies the
@@ -35,12 +34,11 @@
  *     group.
  * A checkpoint error is logged (warn) and counted, never fatal: the WAL keeps the data durable.
  * Why a thread and not only a PASSIVE checkpoint on the writer after each window (callbacks
- * already handed off): that delays the NEXT group by the whole copy and its fsyncs instead;
- * bench/store (1024 in flight, 16 MiB windows) measured group-commit p99 56-71 ms that way
- * against 44 ms with the thread, on a loaded machine.  What the writer still pays, once per
- * window, is the finishing step, mostly one fdatasync of the database (~6-17 ms here): SQLite
- * restarts the WAL only for a write transaction begun when every frame is copied, so some
- * connection must copy the last frames while the writer does not commit.
+ * already handed off): that delays the NEXT group by the whole copy and its fsyncs.  What the
+ * writer still pays, once per window, is the finishing step, mostly one fdatasync of the
+ * database: SQLite restarts the WAL only for a write transaction begun when every frame is
+ * copied, so some connection must copy the last frames while the writer does not commit.
+ * (Figures: docs/benchmarks.md, the store section.)
  * What this file does not do: checkpoint at close (the last connection to close does that: open.c
  * closes the checkpointer's connection first), or touch the read connection.
  *

@@ -151,20 +151,20 @@ static const char *const migrations[] = {
     "CREATE INDEX files_expiry ON files(expires_at) WHERE expires_at > 0;"
     "CREATE INDEX run_files_file ON run_files(file_id);",
     /* 3: the next per-chat run seq (MAX(seq) of a chat) by index: without it every run insert
-     * scanned all runs of its chat (found by bench/store: quadratic past ~10^4 runs) */
+     * scans all runs of its chat */
     "CREATE INDEX runs_chat_seq ON runs(chat_id, seq);",
     /* 4: when each event was logged (wall ms), so store_event_trim can drop old ones.  Events
      * logged before it read 0: old, trimmed like any other beyond each chat's newest. */
     "ALTER TABLE events ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;",
     /* 5: runs_chat (chat_id, created_at) goes: runs_chat_seq (chat_id, seq) orders a chat's runs
      * the same way (seq is assigned in creation order), and each chat-keyed index costs every new
-     * run one random page written (bench/runs/wal_pages.py) */
+     * run one random page written (bench/runs/wal_pages.py counts them) */
     "DROP INDEX runs_chat;",
     /* 6: events becomes a rowid table with a unique index (chat_id, seq).  Keyed by (chat_id, seq)
-     * WITHOUT ROWID, each event's whole row (payload included) went into its chat's leaf page, a
-     * random page per event that split often; now the row is appended at the right edge (the
-     * group's events share pages) and only the small index entry goes to the chat's leaf.  Every
-     * events.c query still searches (chat_id, seq), now on events_chat_seq. */
+     * WITHOUT ROWID, each event's whole row (payload included) goes into its chat's leaf page, a
+     * random page per event that splits often; as a rowid table the row is appended at the right
+     * edge (the group's events share pages) and only the small index entry goes to the chat's
+     * leaf.  Every events.c query searches (chat_id, seq) on events_chat_seq. */
     "CREATE TABLE events_v6(id INTEGER PRIMARY KEY,"
     " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, seq INTEGER NOT NULL,"
     " type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL DEFAULT 0);"
@@ -282,8 +282,8 @@ void st__stmts_finalize(sqlite3_stmt **v) {
 
 /* Ids are 32 hex chars: 48 bits of wall-clock milliseconds, then 80 random bits (like a ULID).
  * Time first so that new rows land at the right edge of every id index (a few pages touched per
- * commit instead of one random page per row: bench/store measured the difference); 80 random
- * bits keep them unguessable and unique.  Ids are names, not credentials (page tokens are). */
+ * commit instead of one random page per row); 80 random bits keep them unguessable and unique.
+ * Ids are names, not credentials (page tokens are). */
 int store_new_id(store_id out) {
   unsigned char b[16];
   int rc = sbx_random(b + 6, sizeof b - 6);

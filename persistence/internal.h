@@ -38,102 +38,102 @@
 /* ---- prepared statements ------------------------------------------------------------------
  * One table; every statement is prepared on both connections at open (the writer uses the
  * write ones on its thread, reads use the read ones on the loop thread) and finalized at close. */
-#define ST_STMTS(X)                                                                                 \
-  X(BEGIN, "BEGIN IMMEDIATE")                                                                       \
-  X(COMMIT, "COMMIT")                                                                               \
-  X(ROLLBACK, "ROLLBACK")                                                                           \
-  X(SAVEPOINT, "SAVEPOINT w")                                                                       \
-  X(RELEASE, "RELEASE w")                                                                           \
-  X(ROLLBACK_TO, "ROLLBACK TO w")                                                                   \
-  X(PING, "SELECT 1")                                                                               \
-  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)")     \
-  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1")                                    \
-  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1")                  \
-  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1")                                               \
-  X(CHAT_LIST, "SELECT id, token_hash, title, created_at FROM chats "                               \
-               "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                     \
-  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1")                                        \
-  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)")                  \
-  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs")                                         \
-  X(FILE_INSERT, "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "    \
-                 "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "       \
-                 "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "  \
-                 "?14, ?15, ?16, ?17)")                                                             \
-  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1")                                   \
-  X(FILE_SAME_CONTENT, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "               \
-                       "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "   \
-                       "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "          \
-                       "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1")           \
-  X(FILE_DUP_MAX, "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "           \
-                  "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "         \
-                  "chat_id = ?1 AND name = ?4)")                                                    \
-  X(FILE_LATEST, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "             \
-                 "ORDER BY version DESC LIMIT 1")                                                   \
-  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid")          \
-  X(FILE_LIST_LATEST, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "     \
-                      "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "     \
-                      "AND g.version > f.version) ORDER BY rowid")                                  \
-  X(TURN_PUT,                                                                                       \
-    "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                       \
-    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "         \
-    "answer = excluded.answer, finished_at = excluded.finished_at")                                 \
-  X(TURN_GET,                                                                                       \
-    "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns WHERE id = ?1")          \
+#define ST_STMTS(X)                                                                                \
+  X(BEGIN, "BEGIN IMMEDIATE")                                                                      \
+  X(COMMIT, "COMMIT")                                                                              \
+  X(ROLLBACK, "ROLLBACK")                                                                          \
+  X(SAVEPOINT, "SAVEPOINT w")                                                                      \
+  X(RELEASE, "RELEASE w")                                                                          \
+  X(ROLLBACK_TO, "ROLLBACK TO w")                                                                  \
+  X(PING, "SELECT 1")                                                                              \
+  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)")    \
+  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1")                                   \
+  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1")                 \
+  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1")                                              \
+  X(CHAT_LIST, "SELECT id, token_hash, title, created_at FROM chats "                              \
+               "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                    \
+  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1")                                       \
+  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)")                 \
+  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs")                                        \
+  X(FILE_INSERT, "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "   \
+                 "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "      \
+                 "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "      \
+                 "?13, ?14, ?15, ?16, ?17)")                                                       \
+  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1")                                  \
+  X(FILE_SAME_CONTENT, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "              \
+                       "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "  \
+                       "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "         \
+                       "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1")          \
+  X(FILE_DUP_MAX, "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "          \
+                  "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "        \
+                  "chat_id = ?1 AND name = ?4)")                                                   \
+  X(FILE_LATEST, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "            \
+                 "ORDER BY version DESC LIMIT 1")                                                  \
+  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid")         \
+  X(FILE_LIST_LATEST, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "    \
+                      "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "    \
+                      "AND g.version > f.version) ORDER BY rowid")                                 \
+  X(TURN_PUT,                                                                                      \
+    "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                      \
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \
+    "answer = excluded.answer, finished_at = excluded.finished_at")                                \
+  X(TURN_GET, "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "             \
+              "WHERE id = ?1")                                                                     \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
-   * is rewritten), RUN_INSERT when it changed nothing */   \
-  X(RUN_INSERT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "     \
-                "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "    \
-                "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "    \
-                "END, ?23, ?24, ?25)")                                                              \
-  X(RUN_UPDATE, "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "   \
-                "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "             \
-                "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "   \
-                "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "                \
-                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25 "    \
-                "WHERE id = ?1 AND chat_id = ?2")                                                   \
-  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                          \
-  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                      \
-  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                 \
-  X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                       \
-                    "ORDER BY created_at, rowid")                                                   \
-  /* newest first by insertion (a run's row is inserted when it is created): a reverse rowid scan \
-   * that stops after ?1 rows, where ORDER BY created_at sorted every run of every chat */ \
-  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1")                  \
-  /* seq is a chat's creation order: runs_chat_seq serves the list (no runs_chat since v5) */       \
-  X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                           \
-                   "ORDER BY seq DESC, rowid DESC LIMIT ?1")                                        \
-  X(RUN_FILE_PUT, "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "            \
-                  "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id")         \
-  X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "       \
-               "WHERE r.run_id = ?1 ORDER BY r.position")                                           \
-  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1")                                               \
-  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload, created_at) "                    \
-                  "VALUES(?1, ?2, ?3, ?4, ?5)")                                                     \
-  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1")                      \
-  X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "           \
-                 "ORDER BY seq LIMIT ?3")                                                           \
+   * is rewritten), RUN_INSERT when it changed nothing */  \
+  X(RUN_INSERT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "    \
+                "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "   \
+                "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "   \
+                "END, ?23, ?24, ?25)")                                                             \
+  X(RUN_UPDATE, "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "  \
+                "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "            \
+                "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "  \
+                "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "               \
+                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25 "   \
+                "WHERE id = ?1 AND chat_id = ?2")                                                  \
+  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                         \
+  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                     \
+  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \
+  X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                      \
+                    "ORDER BY created_at, rowid")                                                  \
+  /* newest first by insertion (a run's row is inserted when it is created): a reverse rowid \
+   * scan that stops after ?1 rows (ORDER BY created_at would sort all runs of all chats) */     \
+  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1")                 \
+  /* seq is a chat's creation order: runs_chat_seq serves the list */                              \
+  X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                          \
+                   "ORDER BY seq DESC, rowid DESC LIMIT ?1")                                       \
+  X(RUN_FILE_PUT, "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "           \
+                  "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id")        \
+  X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "      \
+               "WHERE r.run_id = ?1 ORDER BY r.position")                                          \
+  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1")                                              \
+  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload, created_at) "                   \
+                  "VALUES(?1, ?2, ?3, ?4, ?5)")                                                    \
+  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1")                     \
+  X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "          \
+                 "ORDER BY seq LIMIT ?3")                                                          \
   /* trimming (events.c): chats in key order, then per chat its oldest event, newest seq, the \
-   * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */     \
-  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1")      \
-  X(EVENT_SPAN, "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "           \
-                "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                    \
-                "ORDER BY e.seq LIMIT 1")                                                           \
-  X(EVENT_KTH_NEWEST, "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "                \
-                      "LIMIT 1 OFFSET ?2")                                                          \
-  X(EVENT_OLD_PREFIX, "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "         \
-                      "ORDER BY seq LIMIT ?3")                                                      \
-  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2")                       \
-  X(SETTING_PUT, "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                 \
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value")                           \
-  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1")                                       \
-  X(SWEEP_EXPIRED, "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                \
-                   "ORDER BY expires_at LIMIT ?2")                                                  \
-  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1")                                                 \
-  X(SWEEP_UNREFERENCED, "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "   \
-                        "f WHERE f.sha256 = b.sha256) LIMIT ?1")                                    \
-  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1")                                             \
-  X(RETENTION_APPLY, "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "         \
+   * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */    \
+  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1")     \
+  X(EVENT_SPAN, "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "          \
+                "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                   \
+                "ORDER BY e.seq LIMIT 1")                                                          \
+  X(EVENT_KTH_NEWEST, "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "               \
+                      "LIMIT 1 OFFSET ?2")                                                         \
+  X(EVENT_OLD_PREFIX, "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "        \
+                      "ORDER BY seq LIMIT ?3")                                                     \
+  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2")                      \
+  X(SETTING_PUT, "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                \
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value")                          \
+  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1")                                      \
+  X(SWEEP_EXPIRED, "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "               \
+                   "ORDER BY expires_at LIMIT ?2")                                                 \
+  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1")                                                \
+  X(SWEEP_UNREFERENCED, "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "  \
+                        "f WHERE f.sha256 = b.sha256) LIMIT ?1")                                   \
+  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1")                                            \
+  X(RETENTION_APPLY, "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "        \
                      "ELSE 0 END WHERE source = 3")
 
 #define ST_FILE_COLS                                                                               \

@@ -41,19 +41,16 @@ static void set_life_(struct store *st, enum st_life to, const char *file, int l
   SBX_FSM_CHECK(&life_fsm, st, st->life, st->dir);
 }
 
-/* The writer connection's cache and checkpoints (figures: bench/runs, 1000 chats, 64 assistants).
+/* The writer connection's cache and checkpoints (figures: docs/benchmarks.md).
  *  - cache_size 32 MiB (default 2 MiB): a run touches a leaf page of its chat in a few chat-keyed
- *    b-trees; with 1000 chats those pages did not stay in 2 MiB, and each miss was a pread of the
- *    WAL or the database (about 4 per run).  The reader's cache is emptied by every commit of the
- *    writer anyway (WAL), so it keeps the default.
- *  - wal_autocheckpoint 0: SQLite's auto-checkpoint ran inside a COMMIT on the writer thread and
- *    held that group's callbacks for the whole copy (a 64 MiB window: ~100 ms).  checkpoint.c
- *    checkpoints instead, on its own thread and connection, from 16 MiB of WAL on: a long
- *    window copies each page once however often it was rewritten in it, and hot leaf pages are
- *    rewritten by many commits (bench/store/runs_io.sh, pages copied per run: 64 MiB window
- *    ~0.2-0.26, 32 MiB ~0.4, 16 MiB ~0.7, SQLite's default 4 MiB ~3).  16 MiB rather than 32:
- *    the writer's finishing step (checkpoint.c) took ~16 ms against ~27 ms, so bench/store's
- *    group-commit p99 was ~32 ms against ~39.
+ *    b-trees; with many chats those pages do not stay in 2 MiB, and each miss is a pread of the
+ *    WAL or the database.  The reader's cache is emptied by every commit of the writer anyway
+ *    (WAL), so it keeps the default.
+ *  - wal_autocheckpoint 0: SQLite's auto-checkpoint runs inside a COMMIT on the writer thread and
+ *    holds that group's callbacks for the whole copy.  checkpoint.c checkpoints instead, on its
+ *    own thread and connection, from 16 MiB of WAL on: a long window copies each page once however
+ *    often it was rewritten in it, and hot leaf pages are rewritten by many commits; a longer one
+ *    makes the writer's finishing step (and so the group-commit tail latency) longer.
  *  - journal_size_limit 64 MiB (checkpoint.c's hard bound): when the WAL restarts it is truncated
  *    to this size, so a WAL that grew past it (a reader held an old snapshot) does not keep its
  *    size. */

@@ -5,7 +5,7 @@
  * changed nothing: the identity columns (chat, seq, idempotency key, created_at) are never named
  * in the UPDATE, so a result rewrites the run's row and its runs_unfinished entry but not its
  * entries in the chat-keyed indexes, which are one random page each (test_runs checks it on the
- * statement's bytecode; bench/runs/wal_pages.py measured the pages).
+ * statement's bytecode; bench/runs/wal_pages.py counts the pages).
  *
  * Idempotency: a run put with an idempotency key another run of the chat already holds fails
  * with SBX_EEXIST and that run's id as the error detail (err->msg is exactly the 32-char id).

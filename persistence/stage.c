@@ -13,17 +13,14 @@
  *   - the piece is borrowed only for the sink call and the transport has no way to pause a
  *     request body, so asynchronous writes would need a copy of every piece and a queue with no
  *     natural bound (the network can outrun the disk): the memory this file exists to save;
- *   - a write(2) of 64 KiB into the page cache costs tens of microseconds (the SHA-256 of the
- *     same piece costs more), so 50 MiB is ~800 short steps interleaved with every other event
- *     of the loop, never one long one;
+  *   - a write(2) of a piece into the page cache is short (shorter than hashing the piece), so a
+ *     large upload is many short steps interleaved with every other event of the loop, never one
+ *     long one;
  *   - the slow part, the fsync, does not happen here: the writer thread does it before the
  *     commit (blobs.c, in parallel with the group's other blob files).  So that fsync finds
  *     little left to write (the whole group waits for it), every 4 MiB written here starts its
  *     writeback with sync_file_range(SYNC_FILE_RANGE_WRITE), which does not wait for it.
- * Measured (ext4 on the build VM, 50 MiB in 64 KiB pieces, Release): the pieces take 47-54 ms
- * in all on the loop, the slowest 0.3-0.4 ms; the staged write is durable 2-3 ms after it is
- * queued (17-23 ms without the early writeback), where store_file_add of the same 50 MiB buffer
- * held the writer 137-171 ms (hash, write and fsync inside the group).
+ * (Figures: docs/benchmarks.md, staged uploads.)
  * The cost accepted: when the kernel throttles a process with too many dirty pages, one write may
  * block the loop for a while (the same as any synchronous log write would).
  *
@@ -60,7 +57,7 @@
  *               │  ├──(a write fails)──▶ FAILED ──(abort)──▶ freed, temp unlinked
  *               │  └──(finish: digest final, file closed)──▶ FINISHED ──(abort)──▶ freed, unlinked
  *               └──(abort)──▶ freed, temp unlinked
- *    WRITING or FINISHED ──(store_file_add_staged)──▶ taken: freed, its temp path moves to the write
+ *    WRITING or FINISHED ──(store_file_add_staged)──▶ taken: freed, its temp file the write's
  *
  *   transition            performed by
  *   -> WRITING            store_blob_stage_begin

@@ -12,8 +12,9 @@
  * savepoint per write), the others of its group still commit.  Blob contents are written by the
  * writer thread too (temp file, fsync, rename, directory fsync) before the row that references
  * them; a streamed upload's content is written and hashed as it arrives, on the loop thread, into
- * a stage (below), and the writer only fsyncs and renames it.  Reads run synchronously on the caller's (loop) thread on a separate read connection;
- * they see every write whose callback has run.
+ * a stage (below), and the writer only fsyncs and renames it.  Reads run synchronously on the
+ * caller's (loop) thread on a separate read connection; they see every write whose callback has
+ * run.
  *
  * What it is not: it knows nothing of HTTP, of the run state machine or of mount rules; the
  * orchestrator decides, this module records.  The file-naming rules (one place: naming.c) are
@@ -74,7 +75,7 @@ int store_new_id(store_id out);
 /* sha256 of data as 64 lower-case hex chars + NUL. */
 void store_sha256_hex(const void *data, size_t len, char out[65]);
 
-/* ---- chats ------------------------------------------------------------------------------------ */
+/* ---- chats ----------------------------------------------------------------------------------- */
 struct store_chat {
   store_id id;
   char token_hash[65]; /* sha256 hex of the page token; the token itself is never stored */
@@ -208,7 +209,7 @@ int store_blob_read(struct store *st, const char *sha256, char **data, size_t *l
 int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *size);
 uint64_t store_blob_bytes(struct store *st); /* bytes held in the blob store */
 
-/* ---- turns ------------------------------------------------------------------------------------ */
+/* ---- turns ----------------------------------------------------------------------------------- */
 enum store_turn_state { STORE_TURN_OPEN = 0, STORE_TURN_FINISHED };
 struct store_turn {
   store_id id;
@@ -255,7 +256,8 @@ int store_run_copy(struct store_run *dst, const struct store_run *src);
  * memory and persists each change); a run's chat, seq (0: the chat's next), idempotency key and
  * created_at are fixed by its first put, later puts replace every other field.  When
  * idempotency_key is set and another run of the chat has it, fails with SBX_EEXIST and puts that
- * run's id in existing_id (via cb's err->msg); a run id of another chat fails with SBX_ECONFLICT. */
+ * run's id in existing_id (via cb's err->msg); a run id of another chat fails with
+ * SBX_ECONFLICT. */
 int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud);
 int store_run_get(struct store *st, const char *run_id, struct store_run *out);
 int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,
@@ -263,7 +265,8 @@ int store_run_by_idempotency(struct store *st, const char *chat_id, const char *
 /* Runs not done (state != "done"), oldest first: the orchestrator reloads them at start. */
 int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n);
 /* Latest runs (admin views), newest first, optionally of one chat: all runs in the order they
- * were first put (created), a chat's by seq, its creation order.  Both read only what they return. */
+ * were first put (created), a chat's by seq, its creation order.  Both read only what they
+ * return. */
 int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
                    size_t *n);
 void store_run_list_free(struct store_run *v, size_t n);
@@ -304,7 +307,7 @@ typedef void (*store_sweep_cb)(int rc, const struct sbx_error *err, size_t remov
 int store_event_trim(struct store *st, int64_t older_than_ms, size_t keep_per_chat, size_t budget,
                      store_sweep_cb cb, void *ud);
 
-/* ---- settings (runtime settings an operator changes; survive restarts) ------------------------ */
+/* ---- settings (runtime settings an operator changes; survive restarts) ----------------------- */
 int store_setting_put(struct store *st, const char *key, const char *value, store_done_cb cb,
                       void *ud);
 /* *out owned; SBX_ENOENT when unset. */
