@@ -8,9 +8,12 @@
  * Refused, with SBX_ENAME and a detail naming the reason: empty names; more than STORE_NAME_MAX
  * bytes after normalization; NUL and every control character (C0, DEL, C1); the invisible
  * bidirectional and line-separator format characters (U+200E/F, U+202A-202E, U+2066-2069,
- * U+2028/2029, U+FEFF), which make a name display as another; backslashes; absolute paths;
- * empty, "." and ".." segments; and '/' in attachment and knowledge names (one segment).  Output
- * and tool names may hold '/' (subfolders of /mnt/output).
+ * U+2028/2029, U+FEFF), which make a name display as another; names, and path segments, with no
+ * visible character (only spaces, zero-width spaces, joiners and non-joiners, soft hyphens, other
+ * format or default-ignorable code points), which display as nothing; backslashes; absolute
+ * paths; empty, "." and ".." segments; and '/' in attachment and knowledge names (one segment).
+ * Output and tool names may hold '/' (subfolders of /mnt/output).  A name given with its length
+ * (store_name_normalize_len) may hold a NUL byte: refused too.
  *
  * What it does not do: look at the stored set (files.c applies the rules against it).
  */
@@ -61,6 +64,17 @@ static int refused_char(utf8proc_int32_t c) {
          c == 0x2029 || c == 0xFEFF;
 }
 
+/* A code point that displays as nothing: white space (Zs, Zl, Zp), controls (Cc), format
+ * characters (Cf: zero-width space, joiners, soft hyphen, ...), the default-ignorable ones
+ * (utf8proc's `ignorable`: variation selectors, Hangul fillers, ...) and the blank braille
+ * pattern U+2800. */
+static int blank_char(utf8proc_int32_t c) {
+  utf8proc_category_t cat = utf8proc_category(c);
+  return cat == UTF8PROC_CATEGORY_ZS || cat == UTF8PROC_CATEGORY_ZL ||
+         cat == UTF8PROC_CATEGORY_ZP || cat == UTF8PROC_CATEGORY_CC ||
+         cat == UTF8PROC_CATEGORY_CF || utf8proc_get_property(c)->ignorable || c == 0x2800;
+}
+
 /* The code point at s + *i of valid UTF-8 (utf8proc_map made it; -1 if not), *i moved past it. */
 static utf8proc_int32_t next_cp(const char *s, size_t n, size_t *i) {
   utf8proc_int32_t c = -1;
@@ -70,23 +84,33 @@ static utf8proc_int32_t next_cp(const char *s, size_t n, size_t *i) {
   return c;
 }
 
-int store_name_normalize(const char *name, enum store_source src, char **out,
-                         struct sbx_error *err) {
+static int visible(const char *seg, size_t len) {
+  for (size_t i = 0; i < len;)
+    if (!blank_char(next_cp(seg, len, &i)))
+      return 1;
+  return 0;
+}
+
+int store_name_normalize_len(const char *name, size_t len, enum store_source src, char **out,
+                             struct sbx_error *err) {
   *out = NULL;
-  if (name == NULL || *name == '\0')
+  if (name == NULL || len == 0)
     return sbx_error_set(err, SBX_ENAME, "name is empty");
   if ((unsigned)src > STORE_SRC_OUTPUT)
     return sbx_error_set(err, SBX_EINVAL, "unknown file source %d", (int)src);
-  size_t len = strnlen(name, NAME_INPUT_MAX + 1);
   if (len > NAME_INPUT_MAX)
     return sbx_error_set(err, SBX_ENAME, "name is longer than %d bytes", STORE_NAME_MAX);
+  const char *nul = memchr(name, '\0', len);
+  if (nul != NULL)
+    return sbx_error_set(err, SBX_ENAME, "name holds a NUL character U+0000 (byte %zu)",
+                         (size_t)(nul - name));
   char *s;
   size_t n;
   int rc = st__nfc(name, len, &s, &n, err);
   if (rc != 0)
     return rc;
   const char *why = NULL;
-  char detail[96] = "";
+  char detail[128] = "";
   if (n > STORE_NAME_MAX) {
     snprintf(detail, sizeof detail, "name is longer than %d bytes (%zu)", STORE_NAME_MAX, n);
     goto refuse;
@@ -117,6 +141,13 @@ int store_name_normalize(const char *name, enum store_source src, char **out,
         why = "name has a '.' or '..' segment";
         break;
       }
+      if (!visible(seg, sl)) {
+        why = seg == s && end == NULL
+                  ? "name has no visible character (only spaces or invisible code points)"
+                  : "name has a path segment with no visible character (only spaces or invisible "
+                    "code points)";
+        break;
+      }
       if (!end)
         break;
       seg = end + 1;
@@ -130,6 +161,12 @@ int store_name_normalize(const char *name, enum store_source src, char **out,
 refuse:
   sbx_free(s);
   return sbx_error_set(err, SBX_ENAME, "%s", detail);
+}
+
+int store_name_normalize(const char *name, enum store_source src, char **out,
+                         struct sbx_error *err) {
+  size_t len = name ? strnlen(name, NAME_INPUT_MAX + 1) : 0;
+  return store_name_normalize_len(name, len, src, out, err);
 }
 
 /* ---- duplicates: "stem (N).ext" ----------------------------------------------------------- */

@@ -95,7 +95,9 @@ void store_chat_list_free(struct store_chat *v, size_t n);
 /* ---- files ------------------------------------------------------------------------------------
  * A named, versioned file of a chat.  Naming rules (naming.c):
  *  - names are NFC-normalized; NUL, control characters, "..", "." segments, absolute paths,
- *    backslashes and names longer than STORE_NAME_MAX bytes are refused (SBX_ENAME with detail);
+ *    backslashes, names (or path segments) with no visible character (only spaces or invisible
+ *    code points: zero-width spaces and joiners, soft hyphens, ...) and names longer than
+ *    STORE_NAME_MAX bytes are refused (SBX_ENAME with detail);
  *  - attachment and knowledge names are one segment (no '/'); output names may hold '/';
  *  - attachment/knowledge: same name + same content -> the existing file (created = 0);
  *    same name + other content -> "name (N).ext", N the next free number found by one query;
@@ -185,9 +187,14 @@ int store_file_add_staged(struct store *st, const struct store_file_in *in,
                           struct store_blob_stage *sg, store_file_cb cb, void *ud);
 
 /* Validates and NFC-normalizes a name for a source without storing anything; *out owned.
- * SBX_ENAME with detail. Exposed for the orchestrator's early 400s and for tests. */
+ * SBX_ENAME with detail (naming.c: the rules). Exposed for the orchestrator's early 400s and for
+ * tests. */
 int store_name_normalize(const char *name, enum store_source src, char **out,
                          struct sbx_error *err);
+/* The same for a name of `len` bytes that may hold a NUL (a percent-decoded URL parameter): a NUL
+ * is refused, SBX_ENAME "name holds a NUL character U+0000 (byte N)". */
+int store_name_normalize_len(const char *name, size_t len, enum store_source src, char **out,
+                             struct sbx_error *err);
 
 int store_file_get(struct store *st, const char *file_id, struct store_file *out);
 /* Every file of a chat (all versions when all_versions, else the latest of each name), oldest

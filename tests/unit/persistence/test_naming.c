@@ -103,6 +103,44 @@ static const struct {
     {"\xed\xa0\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},     /* surrogate */
     {"\xf4\x90\x80\x80", STORE_SRC_ATTACHMENT, NULL, "UTF-8"}, /* > U+10FFFF */
     {"abc\xe2\x82", STORE_SRC_ATTACHMENT, NULL, "UTF-8"},      /* truncated */
+    /* nothing visible: spaces, zero-width and other invisible code points, alone or mixed */
+    {" ", STORE_SRC_ATTACHMENT, NULL, "no visible character"},
+    {"   ", STORE_SRC_KNOWLEDGE, NULL, "no visible character"},
+    {"\xc2\xa0", STORE_SRC_ATTACHMENT, NULL, "no visible character"},         /* no-break space */
+    {"\xe3\x80\x80", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* ideographic sp. */
+    {"\xe2\x80\x8b", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* zero-width space */
+    {"\xe2\x80\x8c", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* ZW non-joiner */
+    {"\xe2\x80\x8d", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* ZW joiner */
+    {"\xc2\xad", STORE_SRC_ATTACHMENT, NULL, "no visible character"},         /* soft hyphen */
+    {"\xe2\x81\xa0", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* word joiner */
+    {"\xe1\xa0\x8e", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* Mongolian v.s. */
+    {"\xe3\x85\xa4", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* Hangul filler */
+    {"\xe1\x85\x9f", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* choseong filler */
+    {"\xef\xb8\x8f", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* variation sel. */
+    {"\xe2\xa0\x80", STORE_SRC_ATTACHMENT, NULL, "no visible character"},     /* braille blank */
+    {"\xf3\xa0\x80\xa0", STORE_SRC_ATTACHMENT, NULL, "no visible character"}, /* tag space */
+    {" \xe2\x80\x8b\xc2\xad\xe2\x80\x8d ", STORE_SRC_OUTPUT, NULL, "no visible character"},
+    {"plots/ /a.png", STORE_SRC_OUTPUT, NULL, "path segment with no visible character"},
+    {"\xe2\x80\x8b/a.png", STORE_SRC_TOOL, NULL, "path segment with no visible character"},
+    {"plots/\xc2\xad", STORE_SRC_OUTPUT, NULL, "path segment with no visible character"},
+    /* visible beside invisible ones: kept as given */
+    {" a ", STORE_SRC_ATTACHMENT, " a ", NULL},
+    {"a b.txt", STORE_SRC_ATTACHMENT, "a b.txt", NULL},
+    {"a\xe2\x80\x8d"
+     "b",
+     STORE_SRC_ATTACHMENT,
+     "a\xe2\x80\x8d"
+     "b",
+     NULL},
+    {"\xc2\xad"
+     "x",
+     STORE_SRC_ATTACHMENT,
+     "\xc2\xad"
+     "x",
+     NULL},
+    {"\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb.png", STORE_SRC_OUTPUT,
+     "\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x92\xbb.png", NULL}, /* an emoji ZWJ sequence */
+    {"plots/ a/b.png", STORE_SRC_OUTPUT, "plots/ a/b.png", NULL},
 };
 
 START_TEST(test_rules_table) {
@@ -118,6 +156,44 @@ START_TEST(test_rules_table) {
       ck_assert_msg(rc == SBX_ENAME, "case %zu accepted", i);
       ck_assert_ptr_null(out);
       ck_assert_msg(strstr(err.msg, cases[i].why) != NULL, "case %zu: detail \"%s\"", i, err.msg);
+    }
+  }
+}
+END_TEST
+
+/* store_name_normalize_len: a name with its length, as a percent-decoded URL parameter comes; a
+ * NUL anywhere is refused (SBX_ENAME, the byte named), and only `len` bytes are read. */
+static const struct {
+  const char *in;
+  size_t len;
+  const char *out; /* NULL: refused */
+  const char *why;
+} len_cases[] = {
+    {"a\0b.txt", 7, NULL, "NUL character U+0000 (byte 1)"},
+    {"\0", 1, NULL, "NUL character U+0000 (byte 0)"},
+    {"report.pdf\0", 11, NULL, "NUL character U+0000 (byte 10)"},
+    {"\0\xe2\x80\x8b", 4, NULL, "NUL"},
+    {"report.pdfXYZ", 10, "report.pdf", NULL},
+    {"e\xcc\x81t\xc3\xa9.txt", 10, "\xc3\xa9t\xc3\xa9.txt", NULL},
+    {"abc", 0, NULL, "empty"},
+    {" ", 1, NULL, "no visible character"},
+};
+
+START_TEST(test_rules_with_length) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(len_cases); i++) {
+    char *out = (char *)1;
+    struct sbx_error err = {0};
+    int rc = store_name_normalize_len(len_cases[i].in, len_cases[i].len, STORE_SRC_ATTACHMENT, &out,
+                                      &err);
+    if (len_cases[i].out) {
+      ck_assert_msg(rc == 0, "case %zu: %s", i, err.msg);
+      ck_assert_str_eq(out, len_cases[i].out);
+      sbx_free(out);
+    } else {
+      ck_assert_msg(rc == SBX_ENAME, "case %zu: rc %d", i, rc);
+      ck_assert_ptr_null(out);
+      ck_assert_msg(strstr(err.msg, len_cases[i].why) != NULL, "case %zu: detail \"%s\"", i,
+                    err.msg);
     }
   }
 }
@@ -235,6 +311,7 @@ int main(void) {
   TCase *tc = tcase_create("naming");
   tcase_add_test(tc, test_nfc_vectors);
   tcase_add_test(tc, test_rules_table);
+  tcase_add_test(tc, test_rules_with_length);
   tcase_add_test(tc, test_length);
   tcase_add_test(tc, test_split);
   tcase_add_test(tc, test_sources);
