@@ -297,7 +297,3 @@ int store_new_id(store_id out) {
   sbx_hex(b, sizeof b, out);
   return 0;
 }
-
-int store_ping(struct store *st, struct sbx_error *err) {
-  return st__step_done(st->rdb, st->rs[ST_PING], "ping", err);
-}

@@ -11,6 +11,7 @@
  *              callbacks on the loop thread through a uv_async_t
  *   checkpoint.c  WAL checkpoints: a checkpointer thread (own connection, PASSIVE) woken by the
  *              writer's WAL hook, and the writer's finishing step between groups
+ *   health.c   store_ping and store_health: whether the store answers and its writes succeed
  *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
  *   stage.c    staged blobs: a streamed upload's temp file and incremental sha256 (loop thread)
  *   naming.c   NFC normalization and the refusal rules; "name (N).ext" splitting
@@ -292,6 +293,24 @@ struct st_ckpt {
  *                       (SBX_ECLOSED, st__submit) and so is a new stage */
 enum st_life { ST_LIFE_OPENING = 0, ST_LIFE_OPEN, ST_LIFE_CLOSING };
 
+/* Whether the store's writes succeed (health.c), one per store; health.c's set_state alone writes
+ * it (under store.mu), through common/fsm.h.
+ *
+ *    OK ──(a write failed for a reason of the store)──▶ FAILING ──(a write was stored)──▶ OK
+ *
+ *   transition      performed by (health.c)
+ *   OK -> FAILING   st__health_note_held: the writer after a group (writer.c), or a staged
+ *                   upload's write that failed (stage.c, through st__health_note)
+ *   FAILING -> OK   st__health_note_held: a write the writer committed */
+enum st_health_state { ST_HEALTH_OK = 0, ST_HEALTH_FAILING };
+struct st_health {
+  enum st_health_state state;
+  uint64_t consecutive;                             /* failed writes since the last stored one */
+  uint64_t failures;                                /* since open */
+  int64_t failing_since, last_error_at, last_ok_at; /* wall ms; 0: not yet */
+  struct sbx_error last_error;                      /* code 0: none since open */
+};
+
 struct store {
   uv_loop_t *loop;
   char *dir, *db_path, *blob_dir;
@@ -303,7 +322,7 @@ struct store {
   /* writer thread */
   pthread_t thread;
   int thread_started;
-  pthread_mutex_t mu; /* guards queue, done, stopping, stats, group_max */
+  pthread_mutex_t mu; /* guards queue, done, stopping, stats, health, group_max */
   pthread_cond_t cv;
   struct sbx_list queue;       /* submitted, not yet taken */
   struct sbx_list done;        /* finished, callbacks not yet run */
@@ -311,10 +330,11 @@ struct store {
   enum st_writer_state wstate; /* written by set_state in writer.c only */
   size_t group_max;
   struct store_stats stats;
-  uv_async_t *async; /* freed in its close callback */
-  size_t inflight;   /* loop thread only: submitted, callback not yet run */
-  enum st_life life; /* loop thread only: written by set_life in open.c */
-  int lock_fd;       /* DATA/cerea.lock, flock'ed: one process per data directory */
+  struct st_health health; /* under mu (health.c) */
+  uv_async_t *async;       /* freed in its close callback */
+  size_t inflight;         /* loop thread only: submitted, callback not yet run */
+  enum st_life life;       /* loop thread only: written by set_life in open.c */
+  int lock_fd;             /* DATA/cerea.lock, flock'ed: one process per data directory */
   /* Files generation (store_files_generation): bumped by the writer thread after every commit or
    * rollback of a transaction in which a write touched the files table (files_dirty, writer thread
    * only, set by those writes' exec).  Read from the loop thread with __atomic loads. */
@@ -364,6 +384,12 @@ struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
 /* Copies into op->s[idx]; 0 or SBX_ENOMEM. NULL stays NULL. */
 int st__simple_str(struct st_simple *op, int idx, const char *v);
 void st__simple_discard(struct st_simple *op);
+
+/* health.c */
+/* The outcome of a finished write (0 or its SBX_* code, err its detail, may be NULL): held, the
+ * caller holds st->mu (the writer); without it, it is taken (stage.c). */
+void st__health_note_held(struct store *st, int rc, const struct sbx_error *err);
+void st__health_note(struct store *st, int rc, const struct sbx_error *err);
 
 /* checkpoint.c */
 /* Opens the checkpointer's connection, installs the WAL hook on the writer connection (whose

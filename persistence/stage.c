@@ -106,6 +106,18 @@ ssize_t (*st__stage_write_fn)(int fd, const void *p, size_t n) = write;
 
 static int errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
 
+/* A file system call of the stage failed: the error goes to err (may be NULL) and, as a write of
+ * the store that failed, to its health (health.c).  Returns the code. */
+static int fs_failed(struct store *st, struct sbx_error *err, int e, const char *what,
+                     const char *path) {
+  struct sbx_error local;
+  sbx_error_set(&local, errno_code(e), "%s %s: %s", what, path, strerror(e));
+  st__health_note(st, local.code, &local);
+  if (err)
+    *err = local;
+  return local.code;
+}
+
 char *st__stage_dir(const struct store *st) {
   size_t n = strlen(st->blob_dir) + 5;
   char *p = sbx_malloc(n);
@@ -153,7 +165,7 @@ int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, stru
   if (sg->fd < 0 && errno == ENOENT && mkdir(dir, 0700) == 0) /* removed under us: once more */
     sg->fd = open(sg->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (sg->fd < 0) {
-    rc = sbx_error_set(err, errno_code(errno), "open %s: %s", sg->tmp, strerror(errno));
+    rc = fs_failed(st, err, errno, "open", sg->tmp);
     goto out;
   }
   SBX_TRACE_STATE(ST_MOD, "stage", sg->tmp, "none", stage_names[STAGE_WRITING]);
@@ -178,7 +190,7 @@ int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t
     if (w <= 0) {
       int e = w < 0 ? errno : EIO;
       set_state(sg, STAGE_FAILED);
-      return sbx_error_set(err, errno_code(e), "write %s: %s", sg->tmp, strerror(e));
+      return fs_failed(sg->st, err, e, "write", sg->tmp);
     }
     p += w;
     n -= (size_t)w;
@@ -214,7 +226,7 @@ int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct
     sg->fd = -1;
     if (!ok || rc != 0) {
       set_state(sg, STAGE_FAILED);
-      return ok ? sbx_error_set(err, errno_code(e), "close %s: %s", sg->tmp, strerror(e))
+      return ok ? fs_failed(sg->st, err, e, "close", sg->tmp)
                 : sbx_error_set(err, SBX_EIO, "stage: digest failed");
     }
     sbx_hex(md, 32, sg->sha);

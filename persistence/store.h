@@ -338,7 +338,26 @@ void store_get_stats(struct store *st, struct store_stats *out);
 /* Most writes committed in one transaction (default 4096; 1 = one transaction per write, what
  * bench/store compares group commit against).  Thread-safe. */
 void store_set_group_max(struct store *st, size_t n);
+
+/* ---- health (health.c) ------------------------------------------------------------------------ */
 /* Health check: a trivial read; 0 when the database answers. */
 int store_ping(struct store *st, struct sbx_error *err);
+/* Whether the store's writes succeed.  A write that failed for a reason of the store (a full disk,
+ * an I/O error, a damaged or read-only database, no memory: SBX_EFULL, SBX_EIO, SBX_ECORRUPT,
+ * SBX_EDB, SBX_EBUSY, SBX_EPERM, SBX_ENOMEM) makes `ok` 0 until a write is stored again; a write
+ * refused for its input (a bad name, no such chat, a duplicate key) counts for nothing.  Every
+ * write the writer finished counts, in order, and so does a staged upload's write to its temp
+ * file (store_blob_stage_begin/write/finish) that failed.  Counted since store_open. */
+struct store_health {
+  int ok;                        /* 1: no write failed since the last one stored (or since open) */
+  uint64_t consecutive_failures; /* writes failed since the last one stored */
+  int64_t failing_since;         /* wall ms of the first of them; 0 while ok */
+  uint64_t failures;             /* writes failed since open */
+  struct sbx_error last_error;   /* the latest failure: code (0: none since open) and detail */
+  int64_t last_error_at;         /* wall ms of it; 0: none */
+  int64_t last_ok_at;            /* wall ms of the latest write stored; 0: none since open */
+};
+/* A consistent copy, from any thread.  0, or SBX_EINVAL for a NULL argument. */
+int store_health(struct store *st, struct store_health *out);
 
 #endif

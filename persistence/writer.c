@@ -194,8 +194,9 @@ static void *writer_main(void *arg) {
 
     int commits = run_group(st, &group, &finished);
     struct sbx_list *it;
-    SBX_LIST_FOREACH(it, &finished) /* temp files of writes that did not commit go */
-    st__blob_pending_drop(SBX_CONTAINER_OF(it, struct st_write, link));
+    SBX_LIST_FOREACH(it, &finished) { /* temp files of writes that did not commit go */
+      st__blob_pending_drop(SBX_CONTAINER_OF(it, struct st_write, link));
+    }
 
     enum st_ckpt_job ckpt = st__ckpt_writer_due(st);
     pthread_mutex_lock(&st->mu);
@@ -207,6 +208,7 @@ static void *writer_main(void *arg) {
         errors++;
       else
         delta += w->blob_delta;
+      st__health_note_held(st, w->rc, &w->err);
     }
     st->stats.commits += (uint64_t)commits;
     st->stats.writes += n;

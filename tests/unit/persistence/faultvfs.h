@@ -1,5 +1,6 @@
 /* faultvfs.h -- a test VFS wrapping SQLite's default one that fails the N-th xWrite or xSync
- * (counted from fault_arm) with SQLITE_IOERR_WRITE / SQLITE_IOERR_FSYNC.  Registered as the
+ * (counted from fault_arm) with SQLITE_IOERR_WRITE (or fv_write_error: SQLITE_FULL is a full
+ * disk) / SQLITE_IOERR_FSYNC.  Registered as the
  * default VFS, so store_open uses it without knowing.  Counters are atomic: the writer thread
  * does the writes. */
 #ifndef SBX_TEST_FAULTVFS_H
@@ -13,6 +14,7 @@ static sqlite3_vfs *fv_real;
 static sqlite3_vfs fv_vfs;
 static sqlite3_io_methods fv_methods;
 static _Atomic int fv_fail_write_at, fv_fail_sync_at, fv_writes, fv_syncs, fv_fired;
+static _Atomic int fv_write_error = SQLITE_IOERR_WRITE; /* what the failing xWrite returns */
 
 struct fv_file {
   sqlite3_file base;
@@ -36,7 +38,7 @@ static int fv_write(sqlite3_file *f, const void *b, int n, sqlite3_int64 o) {
   int k = ++fv_writes;
   if (fv_fail_write_at && k == fv_fail_write_at) {
     fv_fired++;
-    return SQLITE_IOERR_WRITE;
+    return fv_write_error;
   }
   return FV_REAL(f)->pMethods->xWrite(FV_REAL(f), b, n, o);
 }
