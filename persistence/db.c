@@ -173,6 +173,12 @@ static const char *const migrations[] = {
     "DROP TABLE events;"
     "ALTER TABLE events_v6 RENAME TO events;"
     "CREATE UNIQUE INDEX events_chat_seq ON events(chat_id, seq);",
+    /* 7: a chat's stored output bytes (store_chat_output_bytes, for a per-chat quota) without
+     * reading its rows: the sizes of its output files (source 3) in a partial index keyed by
+     * chat, which covers the SUM (source is a column of it too: SQLite checks the query's
+     * source = 3 on the index entry, not the row).  Only output rows have entries, so only an
+     * output file's insert writes one more index page. */
+    "CREATE INDEX files_output ON files(chat_id, source, size) WHERE source = 3;",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

@@ -1,6 +1,7 @@
 /* files.c -- the files of a chat: store_file_add applies the naming rules (naming.c) against the
  * stored set and stores blob + row on the writer thread (store_file_add_staged the same, with the
- * content already in a stage's temp file: stage.c); the reads list and fetch file rows.
+ * content already in a stage's temp file: stage.c); the reads list and fetch file rows, and
+ * sum a chat's stored output bytes.
  *
  * The rules, in the order store_file_add applies them:
  *   attachment, knowledge: same name family ("report.pdf", "report (2).pdf", ...) holding the
@@ -379,4 +380,19 @@ int store_file_list(struct store *st, const char *chat_id, int all_versions,
   sqlite3_stmt *s = st->rs[all_versions ? ST_FILE_LIST_ALL : ST_FILE_LIST_LATEST];
   sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
   return st__file_rows(st->rdb, s, out, n);
+}
+
+int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out) {
+  *out = 0;
+  if (chat_id == NULL)
+    return SBX_EINVAL;
+  sqlite3_stmt *s = st->rs[ST_CHAT_OUTPUT_BYTES];
+  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s), r = 0;
+  if (rc == SQLITE_ROW)
+    *out = (uint64_t)sqlite3_column_int64(s, 0);
+  else
+    r = st__translate(st->rdb, rc, "chat output bytes", NULL);
+  st__reset(s);
+  return r;
 }

@@ -33,7 +33,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    6
+#define ST_SCHEMA_VERSION    7
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -74,6 +74,9 @@
   X(FILE_LIST_LATEST, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "    \
                       "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "    \
                       "AND g.version > f.version) ORDER BY rowid")                                 \
+  /* a chat's stored output bytes: the partial covering index files_output (schema 7) alone */     \
+  X(CHAT_OUTPUT_BYTES, "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "          \
+                       "source = 3")                                                               \
   X(TURN_PUT,                                                                                      \
     "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                      \
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \

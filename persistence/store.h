@@ -207,6 +207,11 @@ uint64_t store_files_generation(struct store *st);
 int store_file_list(struct store *st, const char *chat_id, int all_versions,
                     struct store_file **out, size_t *n);
 void store_file_list_free(struct store_file *v, size_t n);
+/* Bytes of output files (STORE_SRC_OUTPUT) the chat holds: the sizes of every stored version,
+ * until the retention sweep deletes them (what a per-chat quota on stored output counts; the
+ * same content stored twice counts twice).  0 for a chat with none, or no such chat.  One indexed
+ * read (files_output, schema 7), however many other files the chat has.  SBX_EINVAL, SQLite's. */
+int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out);
 /* Path of a blob on disk (for streaming with tp_respond_file); owned by caller. */
 char *store_blob_path(struct store *st, const char *sha256);
 /* Reads a whole blob (used for small files and tests).  SBX_ENOENT, SBX_EIO. */
@@ -339,7 +344,7 @@ void store_get_stats(struct store *st, struct store_stats *out);
  * bench/store compares group commit against).  Thread-safe. */
 void store_set_group_max(struct store *st, size_t n);
 
-/* ---- health (health.c) ------------------------------------------------------------------------ */
+/* ---- health (health.c) ----------------------------------------------------------------------- */
 /* Health check: a trivial read; 0 when the database answers. */
 int store_ping(struct store *st, struct sbx_error *err);
 /* Whether the store's writes succeed.  A write that failed for a reason of the store (a full disk,

@@ -294,6 +294,47 @@ START_TEST(test_migration_5_to_6) {
 }
 END_TEST
 
+START_TEST(test_migration_6_to_7) {
+  struct tctx t;
+  t_mkdir(&t);
+  sqlite3 *db = raw_open(t.dir);
+  struct sbx_error err = {0};
+  ck_assert_int_eq(st__migrate(db, 6, &err), 0);
+  insert_v1_rows(db);
+  /* files written by a version-6 program: outputs (source 3) of two chats, an attachment */
+  ck_assert_int_eq(
+      sqlite3_exec(db,
+                   "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                   "INSERT INTO blobs VALUES('s1', 100, 1), ('s2', 30, 1), ('s3', 7, 1);"
+                   "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted,"
+                   " text_of, run_id, created_at, dup_stem, dup_ext, dup_n) VALUES"
+                   " ('f1', 'c1', 'a.png', 1, 3, 's1', 100, 1, '', 'r1', 1, 'a', '.png', 1),"
+                   " ('f2', 'c1', 'a.png', 2, 3, 's2', 30, 1, '', 'r2', 2, 'a', '.png', 1),"
+                   " ('f3', 'c1', 'doc.pdf', 1, 0, 's1', 100, 1, '', '', 3, 'doc', '.pdf', 1),"
+                   " ('f4', 'c2', 'b.png', 1, 3, 's3', 7, 1, '', '', 4, 'b', '.png', 1);",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  struct tctx o = t;
+  t_reopen(&o); /* store_open migrates 6 -> 7 */
+  ck_assert_int_eq(store_schema_version(o.st), 7);
+  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                      "'files_output'"),
+                   1);
+  uint64_t bytes = 0;
+  ck_assert_int_eq(store_chat_output_bytes(o.st, "c1", &bytes), 0);
+  ck_assert_uint_eq(bytes, 130); /* both versions of a.png; not the attachment */
+  ck_assert_int_eq(store_chat_output_bytes(o.st, "c2", &bytes), 0);
+  ck_assert_uint_eq(bytes, 7);
+  /* the rows are kept as they were */
+  struct store_file f;
+  ck_assert_int_eq(store_file_get(o.st, "f3", &f), 0);
+  ck_assert_str_eq(f.name, "doc.pdf");
+  store_file_free(&f);
+  t_close(&o);
+}
+END_TEST
+
 START_TEST(test_migration_failure_rolls_back) {
   struct tctx t;
   t_mkdir(&t);
@@ -370,6 +411,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_3_to_4);
   tcase_add_test(tc, test_migration_4_to_5);
   tcase_add_test(tc, test_migration_5_to_6);
+  tcase_add_test(tc, test_migration_6_to_7);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_ids);
   tcase_add_test(tc, test_translate);

@@ -252,6 +252,86 @@ START_TEST(test_versions) {
 }
 END_TEST
 
+/* store_chat_output_bytes: the sizes of the chat's output files, every stored version, and
+ * nothing else (attachments, tool files, another chat's outputs); read through the covering
+ * partial index alone (EXPLAIN QUERY PLAN), not a scan of the chat's files; it drops when the
+ * sweep deletes an expired artifact. */
+static uint64_t output_bytes(struct tctx *t, const char *chat) {
+  uint64_t b = 12345;
+  ck_assert_int_eq(store_chat_output_bytes(t->st, chat, &b), 0);
+  return b;
+}
+
+static void on_sweep_done(int rc, const struct sbx_error *err, size_t removed, void *ud) {
+  (void)err;
+  ck_assert_int_eq(rc, 0);
+  *(size_t *)ud = removed;
+}
+
+START_TEST(test_output_bytes) {
+  struct tctx t;
+  struct added a;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  t_chat(&t, "c2");
+  ck_assert_uint_eq(output_bytes(&t, CHAT), 0);
+  ck_assert_uint_eq(output_bytes(&t, "nochat"), 0);
+  uint64_t b = 0;
+  ck_assert_int_eq(store_chat_output_bytes(t.st, NULL, &b), SBX_EINVAL);
+  static const struct {
+    const char *chat, *name;
+    enum store_source src;
+    const char *data;
+    uint64_t counted; /* bytes it adds to CHAT's output */
+  } adds[] = {
+      {CHAT, "figure-1.png", STORE_SRC_OUTPUT, "0123456789", 10},
+      {CHAT, "figure-1.png", STORE_SRC_OUTPUT, "abcdefghijklmnopqrst", 20}, /* version 2 */
+      {CHAT, "figure-1.png", STORE_SRC_OUTPUT, "abcdefghijklmnopqrst", 0},  /* the same: no row */
+      {CHAT, "plots/a.csv", STORE_SRC_OUTPUT, "0123456789", 10}, /* same content, other name */
+      {CHAT, "report.pdf", STORE_SRC_ATTACHMENT, "a much longer attachment body", 0},
+      {CHAT, "notes.md", STORE_SRC_KNOWLEDGE, "knowledge", 0},
+      {CHAT, "summary.docx", STORE_SRC_TOOL, "tool output", 0},
+      {"c2", "figure-1.png", STORE_SRC_OUTPUT, "another chat's figure", 0},
+  };
+  uint64_t want = 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(adds); i++) {
+    ck_assert_int_eq(t_add(&t, adds[i].chat, adds[i].name, adds[i].src, adds[i].data, &a), 0);
+    store_file_free(&a.f);
+    want += adds[i].counted;
+    ck_assert_msg(output_bytes(&t, CHAT) == want, "after add %zu: %llu, want %llu", i,
+                  (unsigned long long)output_bytes(&t, CHAT), (unsigned long long)want);
+  }
+  ck_assert_uint_eq(output_bytes(&t, "c2"), strlen("another chat's figure"));
+  /* one index read: the covering partial index, searched by chat; no scan, no table row read */
+  char plan[1024];
+  plan_of(t.st->rdb, sqlite3_sql(t.st->rs[ST_CHAT_OUTPUT_BYTES]), plan, sizeof plan);
+  ck_assert_msg(
+      strstr(plan, "SEARCH files USING COVERING INDEX files_output (chat_id=? AND source=?)") !=
+          NULL,
+      "plan: %s", plan);
+  ck_assert_msg(strstr(plan, "SCAN") == NULL, "plan: %s", plan);
+  /* an expired artifact swept: its bytes are no longer held */
+  struct store_file_in in = {.chat_id = CHAT,
+                             .name = "old.bin",
+                             .source = STORE_SRC_OUTPUT,
+                             .data = "12345",
+                             .size = 5,
+                             .expires_at = 1};
+  memset(&a, 0, sizeof a);
+  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
+  t_wait(&t);
+  ck_assert_int_eq(a.rc, 0);
+  store_file_free(&a.f);
+  ck_assert_uint_eq(output_bytes(&t, CHAT), want + 5);
+  size_t removed = 0;
+  ck_assert_int_eq(store_sweep(t.st, 2, 100, on_sweep_done, &removed), 0);
+  t_wait(&t);
+  ck_assert_uint_ge(removed, 1);
+  ck_assert_uint_eq(output_bytes(&t, CHAT), want);
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_refusals_and_fields) {
   struct tctx t;
   struct added a;
@@ -361,6 +441,7 @@ int main(void) {
   tcase_add_test(tc, test_attachment_duplicates);
   tcase_add_test(tc, test_thousand_duplicates);
   tcase_add_test(tc, test_versions);
+  tcase_add_test(tc, test_output_bytes);
   tcase_add_test(tc, test_files_generation);
   tcase_add_test(tc, test_refusals_and_fields);
   tcase_add_test(tc, test_alloc_fail_at_n);
