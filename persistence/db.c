@@ -77,6 +77,17 @@ int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_err
   return out;
 }
 
+int st__step_int64(sqlite3 *db, sqlite3_stmt *s, const char *what, int64_t *out,
+                   struct sbx_error *err) {
+  int rc = sqlite3_step(s), r = 0;
+  if (rc == SQLITE_ROW)
+    *out = sqlite3_column_int64(s, 0);
+  else
+    r = st__translate(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+  st__reset(s);
+  return r;
+}
+
 int st__bind_text(sqlite3_stmt *s, int i, const char *v) {
   return v ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
 }

@@ -45,13 +45,7 @@ int store_event_append(struct store *st, const char *chat_id, int64_t seq, const
 int store_event_last_seq(struct store *st, const char *chat_id, int64_t *out) {
   sqlite3_stmt *s = st->rs[ST_EVENT_LAST];
   sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s), r = 0;
-  if (rc == SQLITE_ROW)
-    *out = sqlite3_column_int64(s, 0);
-  else
-    r = st__translate(st->rdb, rc, "event last", NULL);
-  st__reset(s);
-  return r;
+  return st__step_int64(st->rdb, s, "event last", out, NULL);
 }
 
 void store_event_list_free(struct store_event *v, size_t n) {

@@ -388,11 +388,8 @@ int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out
     return SBX_EINVAL;
   sqlite3_stmt *s = st->rs[ST_CHAT_OUTPUT_BYTES];
   sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s), r = 0;
-  if (rc == SQLITE_ROW)
-    *out = (uint64_t)sqlite3_column_int64(s, 0);
-  else
-    r = st__translate(st->rdb, rc, "chat output bytes", NULL);
-  st__reset(s);
-  return r;
+  int64_t v = 0;
+  int rc = st__step_int64(st->rdb, s, "chat output bytes", &v, NULL);
+  *out = (uint64_t)v;
+  return rc;
 }

@@ -374,6 +374,10 @@ void st__stmts_finalize(sqlite3_stmt **v);
 /* Step a statement expecting SQLITE_DONE; resets it. */
 int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err);
 void st__reset(sqlite3_stmt *s);
+/* Steps a statement (bound already) whose one row holds one integer, into *out; resets it.  No
+ * row is an error (SBX_EDB) as any SQLite one. */
+int st__step_int64(sqlite3 *db, sqlite3_stmt *s, const char *what, int64_t *out,
+                   struct sbx_error *err);
 int st__bind_text(sqlite3_stmt *s, int i, const char *v); /* NULL binds NULL */
 char *st__col_dup(sqlite3_stmt *s, int i, int *oom);      /* NULL for SQL NULL */
 void st__col_id(sqlite3_stmt *s, int i, store_id out);

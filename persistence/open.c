@@ -171,14 +171,10 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
   if ((rc = st__stmts_prepare(st->wdb, st->ws, err)) != 0 ||
       (rc = st__stmts_prepare(st->rdb, st->rs, err)) != 0)
     goto out;
-  sqlite3_stmt *s = st->rs[ST_BLOB_TOTAL];
-  if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
-    rc = st__translate(st->rdb, rc, "blob total", err);
-    st__reset(s);
+  int64_t blob_bytes = 0;
+  if ((rc = st__step_int64(st->rdb, st->rs[ST_BLOB_TOTAL], "blob total", &blob_bytes, err)) != 0)
     goto out;
-  }
-  st->stats.blob_bytes = (uint64_t)sqlite3_column_int64(s, 0);
-  st__reset(s);
+  st->stats.blob_bytes = (uint64_t)blob_bytes;
   if ((rc = st__ckpt_start(st, err)) != 0 || (rc = st__writer_start(st, err)) != 0)
     goto out;
   set_life(st, ST_LIFE_OPEN);

@@ -149,22 +149,27 @@ static inline void on_added(int rc, const struct sbx_error *err, const struct st
   }
 }
 
+/* store_file_add of `in`, waiting: the refused submit's rc, or the callback's (a filled). */
+static inline int t_add_in(struct tctx *t, const struct store_file_in *in, struct added *a) {
+  memset(a, 0, sizeof *a);
+  int rc = store_file_add(t->st, in, on_added, a);
+  if (rc != 0)
+    return rc;
+  t_wait(t);
+  ck_assert_int_eq(a->called, 1);
+  return a->rc;
+}
+
 static inline int t_add(struct tctx *t, const char *chat, const char *name, enum store_source src,
                         const char *data, struct added *a) {
   struct store_file_in in = {0};
-  memset(a, 0, sizeof *a);
   in.chat_id = chat;
   in.name = name;
   in.source = src;
   in.mounted = 1;
   in.data = data;
   in.size = strlen(data);
-  int rc = store_file_add(t->st, &in, on_added, a);
-  if (rc != 0)
-    return rc;
-  t_wait(t);
-  ck_assert_int_eq(a->called, 1);
-  return a->rc;
+  return t_add_in(t, &in, a);
 }
 
 /* One round of a fault-injection loop over a file add: a refused submit (rc) must be ENOMEM

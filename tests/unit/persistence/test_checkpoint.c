@@ -67,15 +67,7 @@ START_TEST(test_wal_bounded_under_load) {
   pump_init(&p, &t, make_hot);
   pump_more(&p, 24000, 256);
   ck_assert_int_eq(p.errors, 0);
-  struct st_ckpt c;
-  st__ckpt_get(t.st, &c);
-  fprintf(stderr,
-          "checkpoint: wal max %lld bytes (bound %lld), max frames %llu, generations %llu, "
-          "passes %llu, writer %llu (blocking %llu), complete %llu, errors %llu\n",
-          (long long)p.max_wal, (long long)WAL_BOUND, (unsigned long long)c.max_frames,
-          (unsigned long long)c.gen, (unsigned long long)c.passes,
-          (unsigned long long)c.writer_passes, (unsigned long long)c.blocking,
-          (unsigned long long)c.complete, (unsigned long long)c.errors);
+  struct st_ckpt c = pump_report(&p, "checkpoint");
   ck_assert_int_gt(p.max_wal, (off_t)ST_CKPT_WAKE_FRAMES * 4096); /* it did reach the window */
   ck_assert_int_le(p.max_wal, WAL_BOUND);
   ck_assert_uint_le(c.max_frames, ST_CKPT_HARD_FRAMES + 2048);

@@ -322,14 +322,19 @@ static void reopen_and_check(struct tctx *t, int count) {
   integrity_ok(t->st->db_path);
 }
 
+/* Every test's start: a store (t_setup), a pump of unique writes, 200 of them written. */
+static void pump_start(struct tctx *t, struct pump *p) {
+  t_setup(t);
+  pump_init(p, t, make_unique);
+  pump_more(p, 200, 64);
+}
+
 /* The first two tests: a fault of the database file's writes (or syncs) through a window past
  * the wake threshold and below the hard bound, then cleared. */
 static void fault_then_recover(int fail_write, int fail_sync) {
   struct tctx t;
-  t_setup(&t);
   struct pump p;
-  pump_init(&p, &t, make_unique);
-  pump_more(&p, 200, 64); /* before */
+  pump_start(&t, &p); /* before */
   struct st_ckpt c0;
   st__ckpt_get(t.st, &c0);
   ck_assert_uint_eq(c0.errors, 0);
@@ -410,10 +415,8 @@ END_TEST
  * its file is cut back to journal_size_limit. */
 START_TEST(test_hard_bound_fails) {
   struct tctx t;
-  t_setup(&t);
   struct pump p;
-  pump_init(&p, &t, make_unique);
-  pump_more(&p, 200, 64);
+  pump_start(&t, &p);
   struct capture cap;
   capture_start(&cap, t.dir);
   cf_arm(1, 0);
@@ -470,10 +473,8 @@ END_TEST
  * acknowledged write is there after reopening; ASan's leak check at exit covers the rest. */
 START_TEST(test_close_mid_failure) {
   struct tctx t;
-  t_setup(&t);
   struct pump p;
-  pump_init(&p, &t, make_unique);
-  pump_more(&p, 200, 64);
+  pump_start(&t, &p);
   struct capture cap;
   capture_start(&cap, t.dir);
   cf_delay_ms = 300;
@@ -520,10 +521,8 @@ END_TEST
  * it restarts. */
 START_TEST(test_slow_checkpointer) {
   struct tctx t;
-  t_setup(&t);
   struct pump p;
-  pump_init(&p, &t, make_unique);
-  pump_more(&p, 200, 64);
+  pump_start(&t, &p);
   snprintf(cf_gate_wal, sizeof cf_gate_wal, "%s", p.wal);
   cf_gate_bytes = (long long)ST_CKPT_HARD_FRAMES * (4096 + 24) + 32;
   cf_slow_us = 300;
@@ -532,15 +531,7 @@ START_TEST(test_slow_checkpointer) {
   pump_more(&p, 9000, 256); /* ~22000 frames: past the hard bound */
   cf_ckpt = NULL;
   ck_assert_int_eq(p.errors, 0);
-  struct st_ckpt c;
-  st__ckpt_get(t.st, &c);
-  fprintf(stderr,
-          "slow checkpointer: wal max %lld (bound %lld), max frames %llu, gen %llu, passes %llu, "
-          "writer %llu (blocking %llu), errors %llu\n",
-          (long long)p.max_wal, (long long)WAL_BOUND, (unsigned long long)c.max_frames,
-          (unsigned long long)c.gen, (unsigned long long)c.passes,
-          (unsigned long long)c.writer_passes, (unsigned long long)c.blocking,
-          (unsigned long long)c.errors);
+  struct st_ckpt c = pump_report(&p, "slow checkpointer");
   ck_assert_int_le(p.max_wal, WAL_BOUND);
   ck_assert_uint_le(c.max_frames, ST_CKPT_HARD_FRAMES + 2048);
   ck_assert_uint_ge(c.passes, 1);   /* the held pass ended... */

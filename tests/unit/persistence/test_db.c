@@ -2,12 +2,19 @@
  * migration rolled back, the error translation table, ids. */
 #include "helpers.h"
 
+/* A fresh directory for t and a raw connection to its database at schema `version`. */
+static sqlite3 *db_at(struct tctx *t, int version) {
+  struct sbx_error err = {0};
+  t_mkdir(t);
+  sqlite3 *db = raw_open(t->dir);
+  ck_assert_msg(st__migrate(db, version, &err) == 0, "to %d: %s", version, err.msg);
+  return db;
+}
+
 START_TEST(test_migration_0_to_1) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
+  sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
   ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 1);
   ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
                                "IN ('chats','blobs','files','turns','runs','run_files','events',"
@@ -22,6 +29,21 @@ START_TEST(test_migration_0_to_1) {
   t_rmrf(t.dir);
 }
 END_TEST
+
+/* Runs `rows` (what a program of the older version wrote) on db, closes it, and opens the store
+ * on t's directory: store_open migrates it to the current version. */
+static void reopen_migrated(struct tctx *t, sqlite3 *db, const char *rows) {
+  ck_assert_int_eq(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  t_reopen(t);
+  ck_assert_int_eq(store_schema_version(t->st), ST_SCHEMA_VERSION);
+}
+
+static int has_object(sqlite3 *db, const char *name) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE name = '%s'", name);
+  return raw_int(db, sql);
+}
 
 static void insert_v1_rows(sqlite3 *db) {
   ck_assert_int_eq(
@@ -39,10 +61,8 @@ static void insert_v1_rows(sqlite3 *db) {
 
 START_TEST(test_migration_1_to_2) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
+  sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
   insert_v1_rows(db); /* data written by a version-1 program */
   ck_assert_int_eq(st__migrate(db, 2, &err), 0);
   ck_assert_int_eq(raw_int(db, "PRAGMA user_version"), 2);
@@ -59,10 +79,7 @@ END_TEST
 
 START_TEST(test_migration_2_to_3) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 2, &err), 0);
+  sqlite3 *db = db_at(&t, 2);
   insert_v1_rows(db);
   sqlite3_close(db);
   struct tctx o = t;
@@ -119,10 +136,7 @@ static void on_trim_done(int rc, const struct sbx_error *err, size_t removed, vo
 
 START_TEST(test_migration_3_to_4) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 3, &err), 0);
+  sqlite3 *db = db_at(&t, 3);
   insert_v1_rows(db);
   /* events logged by a version-3 program: no created_at */
   ck_assert_int_eq(sqlite3_exec(db,
@@ -161,10 +175,7 @@ END_TEST
 
 START_TEST(test_migration_4_to_5) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 4, &err), 0);
+  sqlite3 *db = db_at(&t, 4);
   insert_v1_rows(db);
   /* a second chat whose runs were created in the other order of ids, one in the same ms */
   ck_assert_int_eq(
@@ -228,37 +239,25 @@ END_TEST
 
 START_TEST(test_migration_5_to_6) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 5, &err), 0);
+  sqlite3 *db = db_at(&t, 5);
   insert_v1_rows(db);
-  ck_assert_int_eq(sqlite3_exec(db,
-                                "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
-                                "INSERT INTO events(chat_id, seq, type, payload, created_at)"
-                                " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
-                                " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
-                                " ('c2', 2, 'cancel', '{\"n\":3}', 8)",
-                                NULL, NULL, NULL),
-                   SQLITE_OK);
-  sqlite3_close(db);
-  struct tctx o = t;
-  t_reopen(&o); /* store_open migrates 5 -> 6 */
-  ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
-                                      "'events_chat_seq'"),
-                   1);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
-                                      "'events_v6'"),
-                   0);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM pragma_table_info('events') WHERE "
+  /* events of a version-5 program; then store_open migrates 5 -> 6 */
+  reopen_migrated(&t, db,
+                  "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                  "INSERT INTO events(chat_id, seq, type, payload, created_at)"
+                  " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
+                  " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
+                  " ('c2', 2, 'cancel', '{\"n\":3}', 8)");
+  ck_assert_int_eq(has_object(t.st->rdb, "events_chat_seq"), 1);
+  ck_assert_int_eq(has_object(t.st->rdb, "events_v6"), 0);
+  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT count(*) FROM pragma_table_info('events') WHERE "
                                       "name = 'id' AND pk = 1"),
                    1); /* a rowid table */
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events"), 4);
+  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT count(*) FROM events"), 4);
   /* the rows kept: replay, last seq, created_at */
   struct store_event *v;
   size_t n;
-  ck_assert_int_eq(store_event_since(o.st, "c2", 0, 10, &v, &n), 0);
+  ck_assert_int_eq(store_event_since(t.st, "c2", 0, 10, &v, &n), 0);
   ck_assert_uint_eq(n, 2);
   ck_assert_int_eq(v[0].seq, 1);
   ck_assert_str_eq(v[0].payload, "{\"n\":1}");
@@ -266,18 +265,18 @@ START_TEST(test_migration_5_to_6) {
   ck_assert_str_eq(v[1].type, "cancel");
   store_event_list_free(v, n);
   int64_t last = 0;
-  ck_assert_int_eq(store_event_last_seq(o.st, "c1", &last), 0);
+  ck_assert_int_eq(store_event_last_seq(t.st, "c1", &last), 0);
   ck_assert_int_eq(last, 2);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT created_at FROM events WHERE chat_id = 'c2' AND "
+  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT created_at FROM events WHERE chat_id = 'c2' AND "
                                       "seq = 2"),
                    8);
   /* a seq used twice is still refused; a new one appends */
   struct done d = {0};
-  ck_assert_int_eq(store_event_append(o.st, "c1", 2, "run", "{}", on_done, &d), 0);
-  t_wait(&o);
+  ck_assert_int_eq(store_event_append(t.st, "c1", 2, "run", "{}", on_done, &d), 0);
+  t_wait(&t);
   ck_assert_int_eq(d.rc, SBX_ECONFLICT);
-  ck_assert_int_eq(store_event_append(o.st, "c1", 3, "run", "{}", on_done, &d), 0);
-  t_wait(&o);
+  ck_assert_int_eq(store_event_append(t.st, "c1", 3, "run", "{}", on_done, &d), 0);
+  t_wait(&t);
   ck_assert_int_eq(d.rc, 0);
   /* every events statement searches events_chat_seq; none scans or sorts */
   static const enum st_stmt_id ev[] = {
@@ -285,62 +284,49 @@ START_TEST(test_migration_5_to_6) {
       ST_EVENT_KTH_NEWEST, ST_EVENT_OLD_PREFIX, ST_EVENT_DELETE_UPTO};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ev); i++) {
     char plan[1024];
-    plan_of(o.st->wdb, sqlite3_sql(o.st->ws[ev[i]]), plan, sizeof plan);
+    plan_of(t.st->wdb, sqlite3_sql(t.st->ws[ev[i]]), plan, sizeof plan);
     ck_assert_msg(strstr(plan, "events_chat_seq") != NULL && strstr(plan, "TEMP B-TREE") == NULL &&
                       strstr(plan, "SCAN events;") == NULL && strstr(plan, "SCAN e;") == NULL,
-                  "%s: %s", sqlite3_sql(o.st->ws[ev[i]]), plan);
+                  "%s: %s", sqlite3_sql(t.st->ws[ev[i]]), plan);
   }
-  t_close(&o);
+  t_close(&t);
 }
 END_TEST
 
 START_TEST(test_migration_6_to_7) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
-  struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 6, &err), 0);
+  sqlite3 *db = db_at(&t, 6);
   insert_v1_rows(db);
-  /* files written by a version-6 program: outputs (source 3) of two chats, an attachment */
-  ck_assert_int_eq(
-      sqlite3_exec(db,
-                   "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
-                   "INSERT INTO blobs VALUES('s1', 100, 1), ('s2', 30, 1), ('s3', 7, 1);"
-                   "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted,"
-                   " text_of, run_id, created_at, dup_stem, dup_ext, dup_n) VALUES"
-                   " ('f1', 'c1', 'a.png', 1, 3, 's1', 100, 1, '', 'r1', 1, 'a', '.png', 1),"
-                   " ('f2', 'c1', 'a.png', 2, 3, 's2', 30, 1, '', 'r2', 2, 'a', '.png', 1),"
-                   " ('f3', 'c1', 'doc.pdf', 1, 0, 's1', 100, 1, '', '', 3, 'doc', '.pdf', 1),"
-                   " ('f4', 'c2', 'b.png', 1, 3, 's3', 7, 1, '', '', 4, 'b', '.png', 1);",
-                   NULL, NULL, NULL),
-      SQLITE_OK);
-  sqlite3_close(db);
-  struct tctx o = t;
-  t_reopen(&o); /* store_open migrates 6 -> 7 */
-  ck_assert_int_eq(store_schema_version(o.st), 7);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
-                                      "'files_output'"),
-                   1);
+  /* files written by a version-6 program: outputs (source 3) of two chats, an attachment; then
+   * store_open migrates 6 -> 7 */
+  reopen_migrated(&t, db,
+                  "INSERT INTO chats VALUES('c2', 'h', 't2', 2);"
+                  "INSERT INTO blobs VALUES('s1', 100, 1), ('s2', 30, 1), ('s3', 7, 1);"
+                  "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted,"
+                  " text_of, run_id, created_at, dup_stem, dup_ext, dup_n) VALUES"
+                  " ('f1', 'c1', 'a.png', 1, 3, 's1', 100, 1, '', 'r1', 1, 'a', '.png', 1),"
+                  " ('f2', 'c1', 'a.png', 2, 3, 's2', 30, 1, '', 'r2', 2, 'a', '.png', 1),"
+                  " ('f3', 'c1', 'doc.pdf', 1, 0, 's1', 100, 1, '', '', 3, 'doc', '.pdf', 1),"
+                  " ('f4', 'c2', 'b.png', 1, 3, 's3', 7, 1, '', '', 4, 'b', '.png', 1);");
+  ck_assert_int_eq(has_object(t.st->rdb, "files_output"), 1);
   uint64_t bytes = 0;
-  ck_assert_int_eq(store_chat_output_bytes(o.st, "c1", &bytes), 0);
+  ck_assert_int_eq(store_chat_output_bytes(t.st, "c1", &bytes), 0);
   ck_assert_uint_eq(bytes, 130); /* both versions of a.png; not the attachment */
-  ck_assert_int_eq(store_chat_output_bytes(o.st, "c2", &bytes), 0);
+  ck_assert_int_eq(store_chat_output_bytes(t.st, "c2", &bytes), 0);
   ck_assert_uint_eq(bytes, 7);
   /* the rows are kept as they were */
   struct store_file f;
-  ck_assert_int_eq(store_file_get(o.st, "f3", &f), 0);
+  ck_assert_int_eq(store_file_get(t.st, "f3", &f), 0);
   ck_assert_str_eq(f.name, "doc.pdf");
   store_file_free(&f);
-  t_close(&o);
+  t_close(&t);
 }
 END_TEST
 
 START_TEST(test_migration_failure_rolls_back) {
   struct tctx t;
-  t_mkdir(&t);
-  sqlite3 *db = raw_open(t.dir);
+  sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};
-  ck_assert_int_eq(st__migrate(db, 1, &err), 0);
   /* something in the way of migration 2 */
   ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE run_files_file(x)", NULL, NULL, NULL), SQLITE_OK);
   int rc = st__migrate(db, 2, &err);

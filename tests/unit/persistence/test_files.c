@@ -123,10 +123,7 @@ START_TEST(test_files_generation) {
                              .expires_at = 100,
                              .data = "png",
                              .size = 3};
-  memset(&a, 0, sizeof a);
-  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
-  t_wait(&t);
-  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(t_add_in(&t, &in, &a), 0);
   store_file_free(&a.f);
   uint64_t g3 = store_files_generation(t.st);
   ck_assert_uint_ne(g3, g2);
@@ -317,10 +314,7 @@ START_TEST(test_output_bytes) {
                              .data = "12345",
                              .size = 5,
                              .expires_at = 1};
-  memset(&a, 0, sizeof a);
-  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
-  t_wait(&t);
-  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(t_add_in(&t, &in, &a), 0);
   store_file_free(&a.f);
   ck_assert_uint_eq(output_bytes(&t, CHAT), want + 5);
   size_t removed = 0;
@@ -358,10 +352,7 @@ START_TEST(test_refusals_and_fields) {
                              .expires_at = 12345,
                              .data = "payload",
                              .size = 7};
-  memset(&a, 0, sizeof a);
-  ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
-  t_wait(&t);
-  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(t_add_in(&t, &in, &a), 0);
   struct store_file f;
   ck_assert_int_eq(store_file_get(t.st, a.f.id, &f), 0);
   ck_assert_str_eq(f.name, "big.bin");

@@ -20,6 +20,26 @@ static struct store_run mk(const char *id, const char *chat, const char *state, 
   return r;
 }
 
+/* Every field a result sets, as a finished run has them. */
+static void finish(struct store_run *r) {
+  r->state = "done";
+  r->status = "ok";
+  r->attempts = 2;
+  r->stdout_text = "hi\n";
+  r->stderr_text = "";
+  r->stdout_truncated = 1;
+  r->stderr_truncated = 0;
+  r->error_json = "{\"type\":\"ValueError\"}";
+  r->notes_json = "[\"n\"]";
+  r->remounted_json = "[\"a.csv\"]";
+  r->restarted = 1;
+  r->files_unlisted = 3;
+  r->figures_dropped = 4;
+  r->result_hash = "abc";
+  r->started_at = 101;
+  r->finished_at = 102;
+}
+
 static int put(struct tctx *t, const struct store_run *r, struct done *d) {
   memset(d, 0, sizeof *d);
   ck_assert_int_eq(store_run_put(t->st, r, on_done, d), 0);
@@ -44,23 +64,7 @@ START_TEST(test_run_roundtrip) {
   ck_assert_int_eq(g.seq, 1);
   ck_assert_str_eq(g.turn_id, r.turn_id);
   store_run_free(&g);
-  /* the finished run: every field */
-  r.state = "done";
-  r.status = "ok";
-  r.attempts = 2;
-  r.stdout_text = "hi\n";
-  r.stderr_text = "";
-  r.stdout_truncated = 1;
-  r.stderr_truncated = 0;
-  r.error_json = "{\"type\":\"ValueError\"}";
-  r.notes_json = "[\"n\"]";
-  r.remounted_json = "[\"a.csv\"]";
-  r.restarted = 1;
-  r.files_unlisted = 3;
-  r.figures_dropped = 4;
-  r.result_hash = "abc";
-  r.started_at = 101;
-  r.finished_at = 102;
+  finish(&r); /* the finished run: every field */
   ck_assert_int_eq(put(&t, &r, &d), 0);
   ck_assert_int_eq(store_run_get(t.st, r.id, &g), 0);
   ck_assert_str_eq(g.state, "done");
@@ -399,24 +403,12 @@ static void assert_copy_of(const struct store_run *c, const struct store_run *r)
 }
 
 START_TEST(test_run_copy_free) {
-  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "done", 7);
+  struct store_run r = mk("r0000000000000000000000000000001", CHAT, "queued", 7);
   snprintf(r.turn_id, sizeof r.turn_id, "t1");
-  r.status = "ok";
-  r.stdout_text = "out";
-  r.stderr_text = ""; /* empty is not NULL */
-  r.error_json = NULL;
-  r.notes_json = "[\"n\"]";
-  r.remounted_json = "[\"a.csv\"]";
-  r.result_hash = "h";
+  finish(&r);
+  r.error_json = NULL; /* NULL stays NULL; "" (stderr_text) is not NULL */
   r.idempotency_key = "k";
-  r.attempts = 2;
-  r.stdout_truncated = 1;
-  r.restarted = 1;
-  r.files_unlisted = 3;
-  r.figures_dropped = 4;
   r.seq = 5;
-  r.started_at = 8;
-  r.finished_at = 9;
   struct store_run c;
   ck_assert_int_eq(store_run_copy(&c, &r), 0);
   assert_copy_of(&c, &r);

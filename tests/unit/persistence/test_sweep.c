@@ -39,9 +39,7 @@ static struct store_file add_exp(struct tctx *t, const char *name, const char *d
                              .size = strlen(data),
                              .expires_at = exp,
                              .kind = "file"};
-  ck_assert_int_eq(store_file_add(t->st, &in, on_added, &a), 0);
-  t_wait(t);
-  ck_assert_int_eq(a.rc, 0);
+  ck_assert_int_eq(t_add_in(t, &in, &a), 0);
   return a.f;
 }
 

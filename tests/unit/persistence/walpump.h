@@ -95,4 +95,18 @@ static void pump_more(struct pump *p, int more, int inflight) {
 
 static void pump_free(struct pump *p) { sbx_free(p->value); }
 
+/* Prints what the checkpoints did by now (a test's figures in its log) and returns them. */
+static struct st_ckpt pump_report(const struct pump *p, const char *what) {
+  struct st_ckpt c;
+  st__ckpt_get(p->t->st, &c);
+  fprintf(stderr,
+          "%s: wal max %lld bytes (bound %lld), max frames %llu, generations %llu, passes %llu, "
+          "writer %llu (blocking %llu), complete %llu, errors %llu\n",
+          what, (long long)p->max_wal, (long long)WP_WAL_BOUND, (unsigned long long)c.max_frames,
+          (unsigned long long)c.gen, (unsigned long long)c.passes,
+          (unsigned long long)c.writer_passes, (unsigned long long)c.blocking,
+          (unsigned long long)c.complete, (unsigned long long)c.errors);
+  return c;
+}
+
 #endif
