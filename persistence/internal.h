@@ -10,17 +10,20 @@
  *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
  *              callbacks on the loop thread through a uv_async_t
  *   checkpoint.c  WAL checkpoints: a checkpointer thread (own connection, PASSIVE) woken by the
- *              writer's WAL hook, and the writer's finishing step between groups
+ *              writer's WAL hook, the writer's finishing step between groups, the hard bound
  *   health.c   store_ping and store_health: whether the store answers and its writes succeed
  *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
  *   stage.c    staged blobs: a streamed upload's temp file and incremental sha256 (loop thread)
- *   naming.c   NFC normalization and the refusal rules; "name (N).ext" splitting
- *   files.c    store_file_*: the naming rules applied against the stored set
+ *   naming.c   NFC normalization (utf8proc) and the refusal rules; "name (N).ext" splitting
+ *   files.c    store_file_*: the naming rules applied against the stored set; a chat's output
+ *              bytes
  *   chats.c    chats and turns
  *   runs.c     runs and run files
  *   events.c   the per-chat event log and its bounded trimming
  *   settings.c runtime settings
  *   sweep.c    retention: bounded sweep steps, retention changes
+ * The state machines (the store's life, the writer, the checkpointer, write health) are drawn
+ * above their enums below; a stage's in stage.c.
  */
 #ifndef SBX_STORE_INTERNAL_H
 #define SBX_STORE_INTERNAL_H
