@@ -203,7 +203,7 @@ static void conn_data(struct tp_conn *c, const char *p, size_t n) {
   if (rc != 0 && c->state != CONN_CLOSING) {
     c->srv->stats.protocol_errors++;
     tp__conn_close(c, c->tls && c->state == CONN_TLS_HANDSHAKE ? "TLS handshake failed"
-                                                                : "protocol error");
+                                                               : "protocol error");
   }
 }
 

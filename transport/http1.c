@@ -268,20 +268,27 @@ static void h1_fail(struct h1 *h, int status, const char *code, const char *msg)
     h1_set_state(h, H1_WAIT);
   tp__req_ref(h->req);
   struct tp_req *r = h->req;
-  tp__req_abandon(r); /* a body sink drops its state */
+  tp__req_abandon(r);                     /* a body sink drops its state */
   tp_respond_error(r, status, code, msg); /* ends the request; closes after the write */
   tp__req_unref(r);
 }
 
 static const char *err_msg(int status) {
   switch (status) {
-  case 413: return "request body over the limit";
-  case 414: return "request line over the limit";
-  case 431: return "request headers over the limit";
-  case 405: return "method not allowed";
-  case 503: return "out of memory";
-  case 500: return "the request body could not be stored";
-  default: return "malformed request";
+  case 413:
+    return "request body over the limit";
+  case 414:
+    return "request line over the limit";
+  case 431:
+    return "request headers over the limit";
+  case 405:
+    return "method not allowed";
+  case 503:
+    return "out of memory";
+  case 500:
+    return "the request body could not be stored";
+  default:
+    return "malformed request";
   }
 }
 
@@ -549,9 +556,8 @@ static void h1_on_timeout(struct tp_conn *c) {
   }
 }
 
-static const struct tp_proto_ops h1_ops = {h1_feed,  h1_on_written, h1_on_close,
-                                           h1_on_eof, h1_shutdown,  h1_on_timeout,
-                                           h1_destroy};
+static const struct tp_proto_ops h1_ops = {h1_feed,     h1_on_written, h1_on_close, h1_on_eof,
+                                           h1_shutdown, h1_on_timeout, h1_destroy};
 
 int tp__h1_start(struct tp_conn *c, const char *data, size_t len) {
   static int settings_ready;

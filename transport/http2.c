@@ -41,7 +41,7 @@ enum ev_type { EV_NONE = 0, EV_DISPATCH, EV_ERROR, EV_GONE, EV_DRAIN, EV_RST };
 struct h2_ev {
   enum ev_type type;
   int32_t id;
-  int status; /* EV_ERROR: the HTTP status; EV_RST: the error code */
+  int status;         /* EV_ERROR: the HTTP status; EV_RST: the error code */
   struct tp_req *req; /* EV_GONE: a reference */
 };
 
@@ -56,10 +56,10 @@ struct h2s {
   char *pmethod, *ppath, *pauthority; /* in the request's arena */
   const char *clen; /* the content-length header's value (the request's copy), or NULL */
   int has_host;     /* a host header came */
-  int error;      /* 431 / 413 / 400 decided while reading */
-  int refused;    /* reset, ignore everything */
-  int dispatched; /* dispatch or error event queued */
-  int arriving;   /* has a request whose head or body is still coming: counted in h->narriving */
+  int error;        /* 431 / 413 / 400 decided while reading */
+  int refused;      /* reset, ignore everything */
+  int dispatched;   /* dispatch or error event queued */
+  int arriving;     /* has a request whose head or body is still coming: counted in h->narriving */
   struct sbx_buf out;
   size_t out_off;
   int out_end, deferred, drain_queued;
@@ -75,8 +75,8 @@ struct h2 {
   size_t narriving; /* streams with arriving set: the header timeout runs while > 0 */
   struct h2_ev *evs;
   size_t nevs, evcap;
-  int busy;      /* inside h2_run: kicks only mark want_send */
-  int in_ng;     /* inside an nghttp2 call */
+  int busy;  /* inside h2_run: kicks only mark want_send */
+  int in_ng; /* inside an nghttp2 call */
   int want_send;
   struct tp_deferred flush;
   char *obuf; /* the write block h2_send is filling (NULL outside it) */
@@ -286,13 +286,15 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud) 
     }
     return 0;
   }
-  struct h2s *st = f->hd.stream_id ? nghttp2_session_get_stream_user_data(ss, f->hd.stream_id) : NULL;
+  struct h2s *st =
+      f->hd.stream_id ? nghttp2_session_get_stream_user_data(ss, f->hd.stream_id) : NULL;
   if (st == NULL || st->refused || st->req == NULL)
     return 0;
   int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
     headers_done(h, st, end);
-  } else if (end && !st->dispatched && (f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS)) {
+  } else if (end && !st->dispatched &&
+             (f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS)) {
     st->dispatched = 1;
     st_arrived(h, st);
     push_ev(h, st->error ? EV_ERROR : EV_DISPATCH, st->id, st->error, NULL);
@@ -687,8 +689,8 @@ static int h2_head(struct tp_req *r, int status, const char *hdrs, size_t hlen, 
         cap *= 2;
       }
       used += nl;
-      nv[n++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)v, nl, (size_t)(le - v),
-                             NGHTTP2_NV_FLAG_NONE};
+      nv[n++] =
+          (nghttp2_nv){(uint8_t *)name, (uint8_t *)v, nl, (size_t)(le - v), NGHTTP2_NV_FLAG_NONE};
     }
     p = eol + 1;
   }
@@ -843,8 +845,8 @@ static void h2_shutdown(struct tp_conn *c) {
     return;
   /* Graceful: GOAWAY with the last stream id; streams in flight finish. */
   h2_set_state(h, H2_DRAINING);
-  nghttp2_submit_goaway(h->ss, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(h->ss), NGHTTP2_NO_ERROR, NULL, 0);
+  nghttp2_submit_goaway(h->ss, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->ss),
+                        NGHTTP2_NO_ERROR, NULL, 0);
   h2_run(h); /* once the streams in flight end, the session wants nothing more and closes */
 }
 
@@ -900,10 +902,10 @@ int tp__h2_start(struct tp_conn *c, const char *data, size_t len) {
   if (opt == NULL) {
     if (nghttp2_option_new(&opt) != 0)
       return SBX_ENOMEM;
-    nghttp2_option_set_no_closed_streams(opt, 1);          /* no memory for closed streams */
+    nghttp2_option_set_no_closed_streams(opt, 1);              /* no memory for closed streams */
     nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33); /* rapid reset */
-    nghttp2_option_set_max_continuations(opt, 8);          /* CONTINUATION flood */
-    nghttp2_option_set_max_outbound_ack(opt, 1000);        /* SETTINGS/PING ACKs not read */
+    nghttp2_option_set_max_continuations(opt, 8);              /* CONTINUATION flood */
+    nghttp2_option_set_max_outbound_ack(opt, 1000);            /* SETTINGS/PING ACKs not read */
     nghttp2_option_set_max_settings(opt, 32);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
   }

@@ -19,13 +19,13 @@
 
 #include "transport.h"
 
-#define TP_MOD "transport"
-#define TP_READ_BUF (64 * 1024)
-#define TP_FILE_CHUNK (64 * 1024)
-#define TP_LOW_WATER (64 * 1024) /* bytes queued below which a file is pumped / drain fires */
-#define TP_WBUF (64 * 1024)      /* a pooled write block (conn.c) */
-#define TP_WPOOL_MAX 8           /* write blocks the server keeps for reuse */
-#define TP_H2S_POOL_MAX 128      /* HTTP/2 stream records the server keeps for reuse */
+#define TP_MOD          "transport"
+#define TP_READ_BUF     (64 * 1024)
+#define TP_FILE_CHUNK   (64 * 1024)
+#define TP_LOW_WATER    (64 * 1024) /* bytes queued below which a file is pumped / drain fires */
+#define TP_WBUF         (64 * 1024) /* a pooled write block (conn.c) */
+#define TP_WPOOL_MAX    8           /* write blocks the server keeps for reuse */
+#define TP_H2S_POOL_MAX 128         /* HTTP/2 stream records the server keeps for reuse */
 
 struct tp_conn;
 struct tp_wreq;
@@ -66,7 +66,7 @@ void tp__listener_reject(struct tp_listener *l);
 struct tp_route {
   char *method;
   char *pattern;
-  char **segs; /* pattern split on '/'; "{x}" param, "{x*}" rest */
+  char **segs;              /* pattern split on '/'; "{x}" param, "{x*}" rest */
   unsigned char *seg_param; /* per segment: 1 when a parameter */
   size_t *seg_len;          /* per segment: its length */
   size_t nsegs;
@@ -127,9 +127,9 @@ struct tp_server {
   int handles_open; /* our own handles still waiting for their close callback */
   tp_closed_cb closed_cb;
   void *closed_ud;
-  struct tp_fcache *fcache; /* static.c: open files and misses, revalidated every second */
-  struct sbx_buf scratch;   /* req.c: response heads are built here, one at a time */
-  char *rbuf; /* one read buffer: every read is consumed before the next alloc */
+  struct tp_fcache *fcache;     /* static.c: open files and misses, revalidated every second */
+  struct sbx_buf scratch;       /* req.c: response heads are built here, one at a time */
+  char *rbuf;                   /* one read buffer: every read is consumed before the next alloc */
   struct sbx_freelist wpool;    /* free write blocks (conn.c), at most TP_WPOOL_MAX */
   struct sbx_freelist h2s_pool; /* free HTTP/2 stream records (http2.c), at most TP_H2S_POOL_MAX */
   int rbuf_busy;
@@ -138,7 +138,7 @@ struct tp_server {
   uint64_t next_id;
 };
 
-void tp__server_conn_gone(struct tp_server *s); /* a connection finished closing */
+void tp__server_conn_gone(struct tp_server *s);             /* a connection finished closing */
 void tp__defer(struct tp_server *s, struct tp_deferred *d); /* no-op when already queued */
 void tp__defer_cancel(struct tp_deferred *d);
 void tp__server_maybe_finish(struct tp_server *s);
@@ -204,11 +204,11 @@ struct tp_conn {
   void (*destroy)(void *pdata);
   struct tp_tls *tls;
   uint64_t id;
-  size_t wpending;      /* bytes handed to uv_write and not completed */
-  int close_when_done;  /* close once wpending reaches 0 */
+  size_t wpending;     /* bytes handed to uv_write and not completed */
+  int close_when_done; /* close once wpending reaches 0 */
   int reading;
-  int closing_handles;  /* 2 -> 0: stream and timer */
-  int in_feed;          /* inside the protocol's feed */
+  int closing_handles; /* 2 -> 0: stream and timer */
+  int in_feed;         /* inside the protocol's feed */
   char sniff[24];
   size_t sniff_len;
   char peer[64];

@@ -260,8 +260,8 @@ void tp__req_route(struct tp_req *r) {
   char *q = strchr(r->target, '?');
   if (q) /* the router sees the raw path alone: cut the query off for the time of the match */
     *q = '\0';
-  r->route = tp__route_match(s, r->method, r->target, r, r->allow, sizeof(r->allow),
-                             &r->route_status);
+  r->route =
+      tp__route_match(s, r->method, r->target, r, r->allow, sizeof(r->allow), &r->route_status);
   if (q)
     *q = '?';
   if (r->route) {
@@ -333,9 +333,7 @@ enum tp_protocol tp_req_protocol(const struct tp_req *r) { return r->proto; }
 const char *tp_req_method(const struct tp_req *r) { return r->method; }
 const char *tp_req_path(const struct tp_req *r) { return r->path; }
 const char *tp_req_target(const struct tp_req *r) { return r->target; }
-const char *tp_req_peer(const struct tp_req *r) {
-  return r->peer;
-}
+const char *tp_req_peer(const struct tp_req *r) { return r->peer; }
 
 const char *tp_req_param(const struct tp_req *r, const char *name) {
   for (size_t i = 0; i < r->nparams; i++)
@@ -735,9 +733,9 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
     }
     if (pr > 0) {
       status = 206;
-      rc |= sbx_buf_appendf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n",
-                            (unsigned long long)start, (unsigned long long)(start + len - 1),
-                            (unsigned long long)size);
+      rc |=
+          sbx_buf_appendf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n", (unsigned long long)start,
+                          (unsigned long long)(start + len - 1), (unsigned long long)size);
     }
   }
   if (rc != 0) {
@@ -825,8 +823,7 @@ int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat
   return 0;
 }
 
-int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data,
-                size_t len) {
+int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data, size_t len) {
   if (r->gone || r->conn == NULL)
     return SBX_ECLOSED;
   if (!r->sse)

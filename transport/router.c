@@ -282,37 +282,68 @@ const struct tp_route *tp__route_match(const struct tp_server *s, const char *me
 
 const char *tp__status_text(int st) {
   switch (st) {
-  case 100: return "Continue";
-  case 200: return "OK";
-  case 201: return "Created";
-  case 202: return "Accepted";
-  case 204: return "No Content";
-  case 206: return "Partial Content";
-  case 301: return "Moved Permanently";
-  case 302: return "Found";
-  case 304: return "Not Modified";
-  case 400: return "Bad Request";
-  case 401: return "Unauthorized";
-  case 403: return "Forbidden";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 408: return "Request Timeout";
-  case 409: return "Conflict";
-  case 411: return "Length Required";
-  case 412: return "Precondition Failed";
-  case 413: return "Content Too Large";
-  case 414: return "URI Too Long";
-  case 416: return "Range Not Satisfiable";
-  case 417: return "Expectation Failed";
-  case 429: return "Too Many Requests";
-  case 431: return "Request Header Fields Too Large";
-  case 500: return "Internal Server Error";
-  case 501: return "Not Implemented";
-  case 502: return "Bad Gateway";
-  case 503: return "Service Unavailable";
-  case 504: return "Gateway Timeout";
-  case 505: return "HTTP Version Not Supported";
-  default: return "Unknown";
+  case 100:
+    return "Continue";
+  case 200:
+    return "OK";
+  case 201:
+    return "Created";
+  case 202:
+    return "Accepted";
+  case 204:
+    return "No Content";
+  case 206:
+    return "Partial Content";
+  case 301:
+    return "Moved Permanently";
+  case 302:
+    return "Found";
+  case 304:
+    return "Not Modified";
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
+  case 409:
+    return "Conflict";
+  case 411:
+    return "Length Required";
+  case 412:
+    return "Precondition Failed";
+  case 413:
+    return "Content Too Large";
+  case 414:
+    return "URI Too Long";
+  case 416:
+    return "Range Not Satisfiable";
+  case 417:
+    return "Expectation Failed";
+  case 429:
+    return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 501:
+    return "Not Implemented";
+  case 502:
+    return "Bad Gateway";
+  case 503:
+    return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
+  case 505:
+    return "HTTP Version Not Supported";
+  default:
+    return "Unknown";
   }
 }
 
@@ -320,19 +351,32 @@ const char *tp__mime_type(const char *path) {
   static const struct {
     const char *ext, *type;
   } t[] = {
-      {".html", "text/html; charset=utf-8"},  {".htm", "text/html; charset=utf-8"},
-      {".js", "text/javascript; charset=utf-8"}, {".mjs", "text/javascript; charset=utf-8"},
-      {".css", "text/css; charset=utf-8"},    {".json", "application/json"},
-      {".map", "application/json"},           {".wasm", "application/wasm"},
-      {".svg", "image/svg+xml"},              {".png", "image/png"},
-      {".jpg", "image/jpeg"},                 {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},                  {".webp", "image/webp"},
-      {".ico", "image/x-icon"},               {".txt", "text/plain; charset=utf-8"},
-      {".md", "text/markdown; charset=utf-8"}, {".py", "text/x-python; charset=utf-8"},
-      {".pdf", "application/pdf"},            {".zip", "application/zip"},
-      {".whl", "application/zip"},            {".tar", "application/x-tar"},
-      {".woff2", "font/woff2"},               {".woff", "font/woff"},
-      {".xml", "application/xml"},            {".csv", "text/csv; charset=utf-8"},
+      {".html", "text/html; charset=utf-8"},
+      {".htm", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".map", "application/json"},
+      {".wasm", "application/wasm"},
+      {".svg", "image/svg+xml"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},
+      {".webp", "image/webp"},
+      {".ico", "image/x-icon"},
+      {".txt", "text/plain; charset=utf-8"},
+      {".md", "text/markdown; charset=utf-8"},
+      {".py", "text/x-python; charset=utf-8"},
+      {".pdf", "application/pdf"},
+      {".zip", "application/zip"},
+      {".whl", "application/zip"},
+      {".tar", "application/x-tar"},
+      {".woff2", "font/woff2"},
+      {".woff", "font/woff"},
+      {".xml", "application/xml"},
+      {".csv", "text/csv; charset=utf-8"},
   };
   const char *dot = strrchr(path, '.');
   const char *slash = strrchr(path, '/');

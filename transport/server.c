@@ -526,8 +526,9 @@ int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out) {
   for (int i = 0; i < 3; i++)
     rc |= sbx_buf_appendf(out, "cerea_http_connections_open{protocol=\"%s\"} %" PRIu64 "\n", pn[i],
                           st->connections_open_by_proto[i]);
-  rc |= sbx_buf_appendf(out, "# HELP cerea_http_connections_total Connections accepted, by protocol.\n"
-                             "# TYPE cerea_http_connections_total counter\n");
+  rc |= sbx_buf_appendf(out,
+                        "# HELP cerea_http_connections_total Connections accepted, by protocol.\n"
+                        "# TYPE cerea_http_connections_total counter\n");
   for (int i = 0; i < 3; i++)
     rc |= sbx_buf_appendf(out, "cerea_http_connections_total{protocol=\"%s\"} %" PRIu64 "\n", pn[i],
                           st->connections_total[i]);
@@ -542,19 +543,20 @@ int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out) {
     if (s->by_status[c])
       rc |= sbx_buf_appendf(out, "cerea_http_responses_total{code=\"%d\"} %" PRIu64 "\n", c,
                             s->by_status[c]);
-  rc |= sbx_buf_appendf(out,
-                        "# HELP cerea_http_bytes_in_total Bytes received (on the wire).\n"
-                        "# TYPE cerea_http_bytes_in_total counter\n"
-                        "cerea_http_bytes_in_total %" PRIu64 "\n"
-                        "# HELP cerea_http_bytes_out_total Bytes sent (on the wire).\n"
-                        "# TYPE cerea_http_bytes_out_total counter\n"
-                        "cerea_http_bytes_out_total %" PRIu64 "\n"
-                        "# HELP cerea_http_sse_streams_open Event streams open now.\n"
-                        "# TYPE cerea_http_sse_streams_open gauge\n"
-                        "cerea_http_sse_streams_open %" PRIu64 "\n"
-                        "# HELP cerea_http_protocol_errors_total Connections closed for malformed input or abuse.\n"
-                        "# TYPE cerea_http_protocol_errors_total counter\n"
-                        "cerea_http_protocol_errors_total %" PRIu64 "\n",
-                        st->bytes_in, st->bytes_out, st->sse_streams_open, st->protocol_errors);
+  rc |= sbx_buf_appendf(
+      out,
+      "# HELP cerea_http_bytes_in_total Bytes received (on the wire).\n"
+      "# TYPE cerea_http_bytes_in_total counter\n"
+      "cerea_http_bytes_in_total %" PRIu64 "\n"
+      "# HELP cerea_http_bytes_out_total Bytes sent (on the wire).\n"
+      "# TYPE cerea_http_bytes_out_total counter\n"
+      "cerea_http_bytes_out_total %" PRIu64 "\n"
+      "# HELP cerea_http_sse_streams_open Event streams open now.\n"
+      "# TYPE cerea_http_sse_streams_open gauge\n"
+      "cerea_http_sse_streams_open %" PRIu64 "\n"
+      "# HELP cerea_http_protocol_errors_total Connections closed for malformed input or abuse.\n"
+      "# TYPE cerea_http_protocol_errors_total counter\n"
+      "cerea_http_protocol_errors_total %" PRIu64 "\n",
+      st->bytes_in, st->bytes_out, st->sse_streams_open, st->protocol_errors);
   return rc ? SBX_ETOOBIG : 0;
 }

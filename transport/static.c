@@ -23,16 +23,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FC_SLOTS 256
+#define FC_SLOTS  256
 #define FC_TTL_MS 1000
 
 #define FC_SMALL (32 * 1024) /* files up to this size are kept in memory too */
 
 struct fc_ent {
   char *path;
-  int fd;  /* -1: a miss, errno in err */
+  int fd; /* -1: a miss, errno in err */
   int err;
-  char *data; /* the bytes of a small regular file, else NULL */
+  char *data;    /* the bytes of a small regular file, else NULL */
   char etag[64]; /* strong: size and mtime in ns, plus the coding of a variant file */
   struct stat st;
   uint64_t checked;
@@ -78,7 +78,7 @@ static void fc_fill(struct fc_ent *e, const char *path, uint64_t now) {
     size_t pl = strlen(path);
     const char *suffix = pl > 3 && strcmp(path + pl - 3, ".br") == 0   ? "-br"
                          : pl > 3 && strcmp(path + pl - 3, ".gz") == 0 ? "-gzip"
-                                                                        : "";
+                                                                       : "";
     snprintf(e->etag, sizeof(e->etag), "\"%llx-%llx%s\"", (unsigned long long)e->st.st_size,
              (unsigned long long)e->st.st_mtim.tv_sec * 1000000000ull +
                  (unsigned long long)e->st.st_mtim.tv_nsec,

@@ -38,17 +38,17 @@ enum tp_protocol { TP_PROTO_HTTP1 = 0, TP_PROTO_H2C, TP_PROTO_H2 /* over TLS */ 
 /* ---- server -------------------------------------------------------------------------------- */
 
 struct tp_limits {
-  size_t max_header_bytes;       /* all header lines together; 431 past it (default 16 KiB) */
-  size_t max_headers;            /* header count; 431 past it (default 100) */
-  size_t max_request_line;       /* method + target + version; 414 past it (default 8 KiB) */
-  size_t default_body_limit;     /* body limit of routes that set none (default 1 MiB) */
-  uint64_t header_timeout_ms;    /* whole request head must arrive within (default 10 s) */
-  uint64_t idle_timeout_ms;      /* keep-alive connection with no request (default 60 s) */
-  uint64_t handshake_timeout_ms; /* TLS handshake / protocol sniff (default 10 s) */
+  size_t max_header_bytes;            /* all header lines together; 431 past it (default 16 KiB) */
+  size_t max_headers;                 /* header count; 431 past it (default 100) */
+  size_t max_request_line;            /* method + target + version; 414 past it (default 8 KiB) */
+  size_t default_body_limit;          /* body limit of routes that set none (default 1 MiB) */
+  uint64_t header_timeout_ms;         /* whole request head must arrive within (default 10 s) */
+  uint64_t idle_timeout_ms;           /* keep-alive connection with no request (default 60 s) */
+  uint64_t handshake_timeout_ms;      /* TLS handshake / protocol sniff (default 10 s) */
   uint32_t h2_max_concurrent_streams; /* advertised and enforced, <= 100 (default 100) */
-  size_t sse_queue_bytes;        /* per event stream; past it sends fail with SBX_EAGAIN (256 KiB) */
-  size_t h2_outbound_queue_bytes;/* per HTTP/2 session before reads pause (default 1 MiB) */
-  uint32_t max_connections;      /* accepted at once; past it new ones are closed (default 50000) */
+  size_t sse_queue_bytes; /* per event stream; past it sends fail with SBX_EAGAIN (256 KiB) */
+  size_t h2_outbound_queue_bytes; /* per HTTP/2 session before reads pause (default 1 MiB) */
+  uint32_t max_connections; /* accepted at once; past it new ones are closed (default 50000) */
 };
 /* Fills every field with its default. */
 void tp_limits_default(struct tp_limits *l);
@@ -57,7 +57,7 @@ struct tp_config {
   struct tp_limits limits;
   const char *tls_cert_file; /* PEM; both or neither */
   const char *tls_key_file;
-  const char *server_name;   /* "Server:" header value; NULL: "cerea-sandbox" */
+  const char *server_name; /* "Server:" header value; NULL: "cerea-sandbox" */
 };
 
 /* Creates a server on `loop` (borrowed; must outlive the server).  Copies cfg.  Sets SIGPIPE to
@@ -175,8 +175,7 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
  * stream is idle.  Sends fail with SBX_EAGAIN when the stream's queue is over the limit and with
  * SBX_ECLOSED once the peer is gone.  End with tp_stream_end(). */
 int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms);
-int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data,
-                size_t len);
+int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data, size_t len);
 /* Encodes an event into buf (exposed for tests and for replay). */
 int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
                   size_t len);
@@ -184,7 +183,7 @@ int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const 
 /* ---- metrics --------------------------------------------------------------------------------- */
 struct tp_stats {
   uint64_t connections_open;
-  uint64_t connections_total[3];  /* by enum tp_protocol */
+  uint64_t connections_total[3]; /* by enum tp_protocol */
   uint64_t connections_open_by_proto[3];
   uint64_t requests_total;
   uint64_t responses_by_class[6]; /* [1]..[5]: 1xx..5xx */

@@ -150,8 +150,8 @@ struct body_src {
   size_t n, off;
 };
 
-static ssize_t body_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
-                         uint32_t *flags, nghttp2_data_source *src, void *ud) {
+static ssize_t body_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                         nghttp2_data_source *src, void *ud) {
   struct body_src *b = src->ptr;
   size_t n = b->n - b->off < len ? b->n - b->off : len;
   memcpy(buf, b->p + b->off, n);

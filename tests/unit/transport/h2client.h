@@ -33,8 +33,8 @@ struct h2c {
 void h2c_open(struct h2c *c, int port, int tls, const unsigned char *alpn, size_t alpn_len);
 void h2c_close(struct h2c *c);
 /* Submits a request; extra headers as name,value pairs (NULL-terminated list). */
-struct h2resp *h2c_request(struct h2c *c, const char *method, const char *path,
-                           const char **extra, const char *body, size_t blen);
+struct h2resp *h2c_request(struct h2c *c, const char *method, const char *path, const char **extra,
+                           const char *body, size_t blen);
 /* Exchanges frames until `r` closed (r NULL: until the connection ends), or ms passed.
  * Returns 1 when the condition was met. */
 int h2c_wait(struct h2c *c, struct h2resp *r, int ms);

@@ -67,8 +67,9 @@ static void h_big_head(struct tp_req *r, void *ud) {
                         "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\nUpgrade: h2c\r\n");
   for (int i = 0; i < 40; i++)
     n += (size_t)snprintf(hdrs + n, sizeof(hdrs) - n, "X-Head-%02d: v%02d\r\n", i, i);
-  n += (size_t)snprintf(hdrs + n, sizeof(hdrs) - n,
-                        "Proxy-Connection: x\r\nno-colon-line\r\n: empty-name\r\nX-Last:\t Mixed Value\r\n");
+  n += (size_t)snprintf(
+      hdrs + n, sizeof(hdrs) - n,
+      "Proxy-Connection: x\r\nno-colon-line\r\n: empty-name\r\nX-Last:\t Mixed Value\r\n");
   tp_respond(r, 200, hdrs, "big", 3);
 }
 

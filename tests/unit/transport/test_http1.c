@@ -14,10 +14,10 @@
 struct h1case {
   const char *name;
   const char *req;
-  int status;          /* of the first response */
-  const char *expect;  /* substring of the first response (head or body) */
-  int closes;          /* the server closes the connection after it */
-  int status2;         /* a second pipelined response, 0 when none */
+  int status;         /* of the first response */
+  const char *expect; /* substring of the first response (head or body) */
+  int closes;         /* the server closes the connection after it */
+  int status2;        /* a second pipelined response, 0 when none */
   const char *expect2;
 };
 
@@ -29,27 +29,33 @@ static char forty_headers[8192];
 static const struct h1case cases[] = {
     {"get", "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", 200, "\r\n\r\nhello", 0, 0, NULL},
     {"head", "HEAD /hello HTTP/1.1\r\nHost: x\r\n\r\n", 200, "Content-Length: 5", 0, 0, NULL},
-    {"pipelined", "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /items/42?q=a+b HTTP/1.1\r\nHost: x\r\n\r\n",
-     200, "hello", 0, 200, "id=42 q=a b"},
+    {"pipelined",
+     "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /items/42?q=a+b HTTP/1.1\r\nHost: x\r\n\r\n", 200,
+     "hello", 0, 200, "id=42 q=a b"},
     {"param decoded", "GET /items/a%20b HTTP/1.1\r\n\r\n", 200, "id=a b q=-", 0, 0, NULL},
     {"rest param", "GET /files/plots/a%2Fb.png HTTP/1.1\r\n\r\n", 200, "plots/a/b.png", 0, 0, NULL},
     {"chunked body",
-     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n "
+     "world\r\n0\r\n\r\n",
      200, "hello world", 0, 0, NULL},
     {"chunked then pipelined",
-     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\nGET /hello HTTP/1.1\r\n\r\n",
+     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\nGET /hello "
+     "HTTP/1.1\r\n\r\n",
      200, "ab", 0, 200, "hello"},
     {"content-length body", "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz", 200, "xyz", 0, 0,
      NULL},
-    {"bad chunk size", "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
-     400, "bad_request", 1, 0, NULL},
+    {"bad chunk size",
+     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400,
+     "bad_request", 1, 0, NULL},
     {"chunk size overflow",
      "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffff\r\nx\r\n", 400,
      "bad_request", 1, 0, NULL},
-    {"body over limit (length)", "POST /echo HTTP/1.1\r\nContent-Length: 17\r\n\r\n12345678901234567",
-     413, "body_too_large", 1, 0, NULL},
+    {"body over limit (length)",
+     "POST /echo HTTP/1.1\r\nContent-Length: 17\r\n\r\n12345678901234567", 413, "body_too_large", 1,
+     0, NULL},
     {"body over limit (chunked)",
-     "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n1234567890123456\r\n1\r\nx\r\n0\r\n\r\n",
+     "POST /echo HTTP/1.1\r\nTransfer-Encoding: "
+     "chunked\r\n\r\n10\r\n1234567890123456\r\n1\r\nx\r\n0\r\n\r\n",
      413, "body_too_large", 1, 0, NULL},
     {"header overflow", big_header, 431, "headers_too_large", 1, 0, NULL},
     {"too many headers", many_headers, 431, "too_many_headers", 1, 0, NULL},
@@ -63,15 +69,18 @@ static const struct h1case cases[] = {
     {"unknown path", "GET /nope HTTP/1.1\r\n\r\n", 404, "not_found", 0, 0, NULL},
     {"wrong method", "DELETE /hello HTTP/1.1\r\n\r\n", 405, "Allow: GET", 0, 0, NULL},
     {"http/1.0 closes", "GET /hello HTTP/1.0\r\n\r\n", 200, "Connection: close", 1, 0, NULL},
-    {"connection close", "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n", 200, "hello", 1, 0, NULL},
+    {"connection close", "GET /hello HTTP/1.1\r\nConnection: close\r\n\r\n", 200, "hello", 1, 0,
+     NULL},
     {"chunked response", "GET /chunks HTTP/1.1\r\n\r\n", 200, "one,two,three", 0, 0, NULL},
     {"held answer", "GET /hold HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n\r\n", 200, "late", 0, 200,
      "hello"},
     {"upgrade h2c ignored",
-     "GET /hello HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+     "GET /hello HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: "
+     "h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
      200, "hello", 1, 0, NULL},
-    {"expect continue", "POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok", 200,
-     "ok", 0, 0, NULL},
+    {"expect continue",
+     "POST /echo HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nok", 200, "ok", 0, 0,
+     NULL},
     {"tcp nodelay", "GET /nodelay HTTP/1.1\r\n\r\n", 200, "\r\n\r\n1", 0, 0, NULL},
     {"many headers past the arena", forty_headers, 200, "\r\n\r\nthe end|v w", 0, 0, NULL},
 };
@@ -112,7 +121,8 @@ static void client_case(struct th *t) {
     r = th_read_response(fd, &st);
     ck_assert_msg(r != NULL, "%s: no second response", cur->name);
     ck_assert_int_eq(st, cur->status2);
-    ck_assert_msg(strstr(r, cur->expect2) != NULL, "%s: '%s' not in %s", cur->name, cur->expect2, r);
+    ck_assert_msg(strstr(r, cur->expect2) != NULL, "%s: '%s' not in %s", cur->name, cur->expect2,
+                  r);
     free(r);
   }
   if (cur->closes) {
@@ -155,9 +165,7 @@ static void client_isolation(struct th *t) {
   close(good);
 }
 
-START_TEST(test_h1_malformed_isolated) {
-  th_run_routes(NULL, client_isolation);
-}
+START_TEST(test_h1_malformed_isolated) { th_run_routes(NULL, client_isolation); }
 END_TEST
 
 /* Slowloris: a head that never completes gets 408 and the connection closes. */
@@ -241,15 +249,19 @@ static void client_sink(struct th *t) {
   ck_assert_int_eq(st, 200);
   ck_assert_msg(strstr(r, want), "%s", r);
   free(r);
-  th_sends(fd, "POST /sink HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+  th_sends(
+      fd,
+      "POST /sink HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
   r = th_read_response(fd, &st);
   ck_assert_ptr_nonnull(strstr(r, "bytes=5 sum=495 buffered=0"));
   free(r);
   close(fd);
-  r = th_request(t->port, "POST /sink-refuse HTTP/1.1\r\nContent-Length: 20\r\n\r\n01234567890123456789", &st);
+  r = th_request(
+      t->port, "POST /sink-refuse HTTP/1.1\r\nContent-Length: 20\r\n\r\n01234567890123456789", &st);
   ck_assert_int_eq(st, 500);
   free(r);
-  r = th_request(t->port, "POST /sink HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n", &st);
+  r = th_request(t->port, "POST /sink HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100001\r\n",
+                 &st);
   ck_assert_msg(st == 413, "%d %s", st, r); /* 1 MiB + 1 in one chunk: refused as it arrives */
   free(r);
   /* A client that leaves in the middle: the sink's state is dropped through on_close. */

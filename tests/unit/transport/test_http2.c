@@ -72,14 +72,14 @@ static void client_requests(struct th *t) {
   ck_assert_int_eq(hd->status, 200);
   ck_assert_uint_eq(hd->len, 0);
   /* Advertised settings. */
-  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 100);
-  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE), 16384);
+  ck_assert_uint_eq(
+      nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 100);
+  ck_assert_uint_eq(
+      nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE), 16384);
   h2c_close(&c);
 }
 
-START_TEST(test_h2_requests) {
-  th_run_routes(NULL, client_requests);
-}
+START_TEST(test_h2_requests) { th_run_routes(NULL, client_requests); }
 END_TEST
 
 static void client_sse(struct th *t) {
@@ -103,9 +103,7 @@ static void client_sse(struct th *t) {
   h2c_close(&c);
 }
 
-START_TEST(test_h2_sse) {
-  th_run_routes(NULL, client_sse);
-}
+START_TEST(test_h2_sse) { th_run_routes(NULL, client_sse); }
 END_TEST
 
 static char bigv[40000];
@@ -175,9 +173,7 @@ static void client_limits(struct th *t) {
   h2c_close(&c);
 }
 
-START_TEST(test_h2_limits) {
-  th_run_routes(NULL, client_limits);
-}
+START_TEST(test_h2_limits) { th_run_routes(NULL, client_limits); }
 END_TEST
 
 /* MAX_CONCURRENT_STREAMS = 2: held requests beyond it are refused, the held ones see on_close
@@ -207,7 +203,8 @@ static void client_concurrency(struct th *t) {
   }
   ck_assert_int_eq(open, 2);
   ck_assert_int_eq(refused, 3);
-  ck_assert_uint_eq(nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 2);
+  ck_assert_uint_eq(
+      nghttp2_session_get_remote_settings(c.ss, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 2);
   /* Reset one held stream: the handler's on_close runs; the connection goes on. */
   for (int i = 0; i < 5; i++)
     if (!p[i]->closed) {
@@ -391,11 +388,8 @@ static void client_shutdown(struct th *t) {
   h2c_close(&c);
 }
 
-START_TEST(test_h2_close_with_stream) {
-  th_run_routes(NULL, client_shutdown);
-}
+START_TEST(test_h2_close_with_stream) { th_run_routes(NULL, client_shutdown); }
 END_TEST
-
 
 /* The outbound bound: a client that opens big flow-control windows, asks for endless streams and
  * never reads.  The server's unsent bytes per connection stay near h2_outbound_queue_bytes (plus
@@ -470,7 +464,7 @@ START_TEST(test_h2_outbound_bound) {
   fire_total = max_wpending = 0;
   th_run(&t, client_outbound);
   fprintf(stderr, "outbound: max unsent %zu, produced %zu\n", max_wpending, fire_total);
-  ck_assert_uint_gt(max_wpending, 0); /* the socket did fill up */
+  ck_assert_uint_gt(max_wpending, 0);                       /* the socket did fill up */
   ck_assert_uint_le(max_wpending, 128 * 1024 + 16384 + 64); /* and the session stopped there */
   /* Produced: the kernel's buffers + our bound + 8 streams x their queue; not endless. */
   ck_assert_uint_lt(fire_total, 64u * 1024 * 1024);

@@ -22,7 +22,8 @@ static const struct rcase rcases[] = {
     {"GET", "/v1/chats/abc/files", "/v1/chats/{chat}/files", 0, "chat", "abc"},
     {"GET", "/v1/chats/a%20b/files", "/v1/chats/{chat}/files", 0, "chat", "a b"},
     {"GET", "/v1/chats/special/files", "/v1/chats/special/files", 0, NULL, NULL},
-    {"PUT", "/v1/runs/r1/files/plots/a.png", "/v1/runs/{run}/files/{name*}", 0, "name", "plots/a.png"},
+    {"PUT", "/v1/runs/r1/files/plots/a.png", "/v1/runs/{run}/files/{name*}", 0, "name",
+     "plots/a.png"},
     {"PUT", "/v1/runs/r1/files/a%2Fb", "/v1/runs/{run}/files/{name*}", 0, "name", "a/b"},
     {"PUT", "/v1/runs/r1/files/", NULL, 404, NULL, NULL},
     {"GET", "/v1/chats//files", NULL, 404, NULL, NULL},
@@ -32,14 +33,15 @@ static const struct rcase rcases[] = {
     {"GET", "/", "/", 0, NULL, NULL},
     {"GET", "/nothing", NULL, 404, NULL, NULL},
     {"GET", "/v1/chats/", NULL, 404, NULL, NULL},
-    {"GET", "/v1/%63hats", "/v1/chats", 0, NULL, NULL},       /* encoded literal */
-    {"GET", "/v1/chat%", NULL, 404, NULL, NULL},              /* truncated escape */
+    {"GET", "/v1/%63hats", "/v1/chats", 0, NULL, NULL}, /* encoded literal */
+    {"GET", "/v1/chat%", NULL, 404, NULL, NULL},        /* truncated escape */
     {"GET", "/v1/chat%7", NULL, 404, NULL, NULL},
     {"GET", "/v1/chatsX", NULL, 404, NULL, NULL},
     {"GET", "/v1/chat", NULL, 404, NULL, NULL},
     /* deeper than a pattern may be (TP_ROUTE_MAX_SEGS): only the rest route takes it */
     {"PUT", "/v1/runs/r1/files/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5",
-     "/v1/runs/{run}/files/{name*}", 0, "name", "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5"},
+     "/v1/runs/{run}/files/{name*}", 0, "name",
+     "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5"},
     {"GET", "/v1/chats/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/0/1/2/3/4/5", NULL, 404,
      NULL, NULL},
     {"POST", "/v1/chats/abc/files", NULL, 405, NULL, NULL}, /* Allow only from a miss */
@@ -62,7 +64,8 @@ START_TEST(test_route_table) {
   memset(&r, 0, sizeof(r));
   char allow[64];
   int status = -1;
-  const struct tp_route *rt = tp__route_match(s, c->method, c->path, &r, allow, sizeof(allow), &status);
+  const struct tp_route *rt =
+      tp__route_match(s, c->method, c->path, &r, allow, sizeof(allow), &status);
   ck_assert_msg(status == c->status, "%s %s: status %d", c->method, c->path, status);
   if (c->pattern) {
     ck_assert_ptr_nonnull(rt);

@@ -175,9 +175,7 @@ static void client_sniff(struct th *t) {
   free(r);
 }
 
-START_TEST(test_server_sniff) {
-  th_run_routes(NULL, client_sniff);
-}
+START_TEST(test_server_sniff) { th_run_routes(NULL, client_sniff); }
 END_TEST
 
 Suite *server_suite(void);

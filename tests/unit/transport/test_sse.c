@@ -61,7 +61,8 @@ static void client_sse(struct th *t) {
   ck_assert_ptr_nonnull(strstr(r, "Content-Type: text/event-stream"));
   ck_assert_ptr_nonnull(strstr(r, "Cache-Control: no-cache"));
   ck_assert_ptr_nonnull(strstr(r, "X-Accel-Buffering: no"));
-  ck_assert_ptr_nonnull(strstr(r, "\r\n\r\nid: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n"));
+  ck_assert_ptr_nonnull(
+      strstr(r, "\r\n\r\nid: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n"));
   free(r);
   close(fd);
   /* Heartbeats on an idle stream. */
@@ -80,9 +81,7 @@ static void client_sse(struct th *t) {
   close(fd);
 }
 
-START_TEST(test_sse_live) {
-  th_run_routes(NULL, client_sse);
-}
+START_TEST(test_sse_live) { th_run_routes(NULL, client_sse); }
 END_TEST
 
 /* The bounded queue: a client that never reads; sends fail with EAGAIN, the drain callback is

@@ -63,7 +63,8 @@ static void client_static(struct th *t) {
   free(r);
 
   char req[512];
-  snprintf(req, sizeof(req), "GET /static/a.txt HTTP/1.1\r\nIf-None-Match: \"x\", %s\r\n\r\n", etag);
+  snprintf(req, sizeof(req), "GET /static/a.txt HTTP/1.1\r\nIf-None-Match: \"x\", %s\r\n\r\n",
+           etag);
   r = get(t, req, &st);
   ck_assert_int_eq(st, 304);
   ck_assert_ptr_nonnull(strstr(r, etag));
@@ -90,7 +91,8 @@ static void client_static(struct th *t) {
     snprintf(req, sizeof(req), "GET /static/a.txt HTTP/1.1\r\nRange: %s\r\n\r\n", ranges[i].range);
     r = get(t, req, &st);
     ck_assert_msg(st == ranges[i].status, "%s: %d", ranges[i].range, st);
-    ck_assert_msg(strstr(r, ranges[i].body) && strstr(r, ranges[i].cr), "%s: %s", ranges[i].range, r);
+    ck_assert_msg(strstr(r, ranges[i].body) && strstr(r, ranges[i].cr), "%s: %s", ranges[i].range,
+                  r);
     free(r);
   }
   /* If-Range with a stale validator: the whole file. */
@@ -193,8 +195,10 @@ START_TEST(test_static_files) {
   make_tree();
   struct th t;
   th_init(&t, NULL);
-  ck_assert_int_eq(tp_static_mount(t.srv, "/static/", dir, "public, max-age=31536000, immutable"), 0);
-  ck_assert_int_eq(tp_path_headers(t.srv, "/static/", "Cross-Origin-Embedder-Policy: require-corp\r\n"), 0);
+  ck_assert_int_eq(tp_static_mount(t.srv, "/static/", dir, "public, max-age=31536000, immutable"),
+                   0);
+  ck_assert_int_eq(
+      tp_path_headers(t.srv, "/static/", "Cross-Origin-Embedder-Policy: require-corp\r\n"), 0);
   ck_assert_int_eq(tp_path_headers(t.srv, "/static/", "no-crlf"), SBX_EINVAL);
   th_run(&t, client_static);
   char cmd[600];

@@ -220,9 +220,7 @@ static void client_tls_on_plain(struct th *t) {
   close(fd);
 }
 
-START_TEST(test_tls_on_plain_listener) {
-  th_run_routes(NULL, client_tls_on_plain);
-}
+START_TEST(test_tls_on_plain_listener) { th_run_routes(NULL, client_tls_on_plain); }
 END_TEST
 
 Suite *tls_suite(void);
