@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Debian packages: build tools and libraries of the orchestrator, test and benchmark tools, the
-# browser for end-to-end tests, and the Debian Python packages the offline office wheels are built
-# from.  Installs only what is missing.
+# Debian packages: build tools and libraries of the orchestrator, test and benchmark tools (clang
+# with libFuzzer for tests/fuzz/; python3-h2, an HTTP/2 client for the abuse tests, run with
+# /usr/bin/python3), the browser for end-to-end tests, and the Debian Python packages the offline
+# office wheels are built from.  Installs only what is missing.
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git curl ca-certificates
@@ -10,6 +11,7 @@ pkgs=(
   libutf8proc-dev
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
+  clang libclang-rt-dev python3-h2
   bubblewrap libseccomp-dev util-linux
   chromium
   python3 python3-openpyxl python3-et-xmlfile python3-xlsxwriter python3-pypdf
