@@ -12,32 +12,29 @@
 
 static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-static const char *conn_state_name(enum conn_state s) {
-  static const char *n[] = {"SNIFF", "TLS_HANDSHAKE", "HTTP1", "H2", "CLOSING"};
-  return n[s];
+static const char *const conn_names[] = {"SNIFF", "TLS_HANDSHAKE", "HTTP1",
+                                         "H2",    "FLUSHING",      "CLOSING"};
+#define B(s) SBX_FSM_BIT(CONN_##s)
+static const uint32_t conn_from[] = {
+    [CONN_SNIFF] = 0,
+    [CONN_TLS_HANDSHAKE] = B(SNIFF),
+    [CONN_HTTP1] = B(SNIFF) | B(TLS_HANDSHAKE),
+    [CONN_H2] = B(SNIFF) | B(TLS_HANDSHAKE),
+    [CONN_FLUSHING] = B(HTTP1) | B(H2),
+    [CONN_CLOSING] = B(SNIFF) | B(TLS_HANDSHAKE) | B(HTTP1) | B(H2) | B(FLUSHING),
+};
+#undef B
+static const struct sbx_fsm conn_fsm = SBX_FSM(TP_MOD, "conn", conn_names, conn_from, NULL);
+
+#define conn_set_state(c, st) conn_set_state_((c), (st), __FILE__, __LINE__)
+static void conn_set_state_(struct tp_conn *c, enum conn_state st, const char *file, int line) {
+  if (sbx_fsm_step(&conn_fsm, c->state, st, c->id_text, file, line) == 0)
+    c->state = st;
 }
 
-static void conn_set_state(struct tp_conn *c, enum conn_state st) {
-  switch (st) {
-  case CONN_TLS_HANDSHAKE:
-    assert(c->state == CONN_SNIFF);
-    break;
-  case CONN_HTTP1:
-  case CONN_H2:
-    assert(c->state == CONN_SNIFF || c->state == CONN_TLS_HANDSHAKE);
-    break;
-  case CONN_CLOSING:
-    assert(c->state != CONN_CLOSING);
-    break;
-  default:
-    assert(0);
-  }
-  if (SBX_LOG_ENABLED(SBX_LOG_TRACE)) {
-    char id[24];
-    snprintf(id, sizeof(id), "%llu", (unsigned long long)c->id);
-    SBX_TRACE_STATE(TP_MOD, "conn", id, conn_state_name(c->state), conn_state_name(st));
-  }
-  c->state = st;
+/* Neither fed nor timed any more: the connection is closing, or only flushing its writes. */
+static int conn_done(const struct tp_conn *c) {
+  return c->state == CONN_CLOSING || c->state == CONN_FLUSHING;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
@@ -66,6 +63,10 @@ static void on_timer(uv_timer_t *t) {
   c->timer_want = 0;
   if (c->state == CONN_SNIFF || c->state == CONN_TLS_HANDSHAKE) {
     tp__conn_close(c, "handshake timeout");
+    return;
+  }
+  if (c->state == CONN_FLUSHING) {
+    tp__conn_close(c, "client stopped reading");
     return;
   }
   if (c->ops && c->ops->on_timeout)
@@ -103,7 +104,7 @@ void tp__conn_read_stop(struct tp_conn *c) {
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 
 void tp__conn_read_start(struct tp_conn *c) {
-  if (!c->reading && c->state != CONN_CLOSING) {
+  if (!c->reading && !conn_done(c)) {
     if (uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
       c->reading = 1;
   }
@@ -122,7 +123,7 @@ void tp__conn_set_proto(struct tp_conn *c, enum conn_state st) {
 
 /* Plain bytes, after TLS if any: sniff them first, then hand them to the protocol peer. */
 static int conn_plain(struct tp_conn *c, const char *p, size_t n) {
-  if (c->state == CONN_CLOSING)
+  if (conn_done(c))
     return 0;
   if (c->ops)
     return c->ops->feed(c, p, n);
@@ -147,7 +148,7 @@ static int conn_plain(struct tp_conn *c, const char *p, size_t n) {
     tp__conn_set_proto(c, CONN_HTTP1);
     rc = tp__h1_start(c, tmp, sl);
   }
-  if (rc == 0 && n > take && c->state != CONN_CLOSING)
+  if (rc == 0 && n > take && !conn_done(c))
     rc = c->ops->feed(c, p + take, n - take);
   return rc;
 }
@@ -167,7 +168,7 @@ static int conn_tls_plain(struct tp_conn *c, const char *p, size_t n) {
         return rc;
     }
   }
-  if (n == 0 || c->state == CONN_CLOSING)
+  if (n == 0 || conn_done(c))
     return 0;
   return c->ops->feed(c, p, n);
 }
@@ -177,6 +178,8 @@ static int conn_flush_tls_output(struct tp_conn *c);
 static void conn_data(struct tp_conn *c, const char *p, size_t n) {
   int rc = 0;
   c->srv->stats.bytes_in += n;
+  if (conn_done(c))
+    return; /* flushing: what else comes is not read */
   if (c->state == CONN_SNIFF && c->sniff_len == 0 && n > 0 && (unsigned char)p[0] == 0x16) {
     if (c->srv->ssl_ctx == NULL) {
       tp__conn_close(c, "TLS client on a plain listener");
@@ -189,7 +192,6 @@ static void conn_data(struct tp_conn *c, const char *p, size_t n) {
     }
     conn_set_state(c, CONN_TLS_HANDSHAKE);
   }
-  c->in_feed++;
   if (c->tls) {
     rc = tp__tls_feed(c, p, n, conn_tls_plain);
     if (rc >= 0 && c->state != CONN_CLOSING)
@@ -199,8 +201,7 @@ static void conn_data(struct tp_conn *c, const char *p, size_t n) {
   } else {
     rc = conn_plain(c, p, n);
   }
-  c->in_feed--;
-  if (rc != 0 && c->state != CONN_CLOSING) {
+  if (rc != 0 && !conn_done(c)) {
     c->srv->stats.protocol_errors++;
     tp__conn_close(c, c->tls && c->state == CONN_TLS_HANDSHAKE ? "TLS handshake failed"
                                                                : "protocol error");
@@ -217,6 +218,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   }
   if (nread == 0 || c->state == CONN_CLOSING)
     return;
+  if (nread == UV_EOF && c->state == CONN_FLUSHING)
+    return; /* the peer is done sending; our writes may still go */
   if (nread == UV_EOF && c->ops && c->ops->on_eof) {
     c->ops->on_eof(c);
     return;
@@ -271,8 +274,9 @@ static void on_write(uv_write_t *w, int status) {
     tp__conn_close(c, "write failed");
     return;
   }
-  if (c->close_when_done && c->wpending == 0) {
-    tp__conn_close(c, "done");
+  if (c->state == CONN_FLUSHING) {
+    if (c->wpending == 0)
+      tp__conn_close(c, "done");
     return;
   }
   if (c->ops && c->ops->on_written)
@@ -406,6 +410,7 @@ static void on_conn_handle_closed(uv_handle_t *h) {
   if (c->tls)
     tp__tls_free(c->tls);
   sbx_free(c);
+  tp__fd_add(s, -1);
   s->handles_open--;
   tp__server_conn_gone(s);
 }
@@ -416,7 +421,7 @@ void tp__conn_close(struct tp_conn *c, const char *why) {
   if (SBX_LOG_ENABLED(SBX_LOG_DEBUG))
     sbx_log(SBX_LOG_DEBUG, TP_MOD, "conn %llu %s closed: %s", (unsigned long long)c->id, c->peer,
             why);
-  int had_proto = c->state == CONN_HTTP1 || c->state == CONN_H2;
+  int had_proto = c->state == CONN_HTTP1 || c->state == CONN_H2 || c->state == CONN_FLUSHING;
   conn_set_state(c, CONN_CLOSING);
   struct tp_server *s = c->srv;
   if (had_proto)
@@ -436,6 +441,19 @@ void tp__conn_close(struct tp_conn *c, const char *why) {
   uv_close(&c->h.handle, on_conn_handle_closed);
 }
 
+void tp__conn_close_after_writes(struct tp_conn *c, const char *why) {
+  if (c->state != CONN_HTTP1 && c->state != CONN_H2)
+    return;
+  if (c->wpending == 0) {
+    tp__conn_close(c, why);
+    return;
+  }
+  conn_set_state(c, CONN_FLUSHING);
+  tp__conn_read_stop(c);
+  /* The writes must complete within the idle timeout, like any answer's. */
+  tp__conn_timer(c, c->srv->cfg.limits.idle_timeout_ms);
+}
+
 void tp__conn_accept(struct tp_listener *l) {
   struct tp_server *s = l->srv;
   struct tp_conn *c = sbx_calloc(1, sizeof(*c));
@@ -445,6 +463,7 @@ void tp__conn_accept(struct tp_listener *l) {
   }
   c->srv = s;
   c->id = ++s->next_id;
+  snprintf(c->id_text, sizeof(c->id_text), "%llu", (unsigned long long)c->id);
   if (l->is_unix)
     uv_pipe_init(s->loop, &c->h.pipe, 0);
   else
@@ -455,6 +474,7 @@ void tp__conn_accept(struct tp_listener *l) {
   SBX_LIST_INIT(&c->node);
   sbx_list_insert_tail(&s->conns, &c->node);
   s->stats.connections_open++;
+  tp__fd_add(s, 1); /* libuv accepted its descriptor already */
   if (uv_accept(&l->h.stream, &c->h.stream) != 0) {
     tp__conn_close(c, "accept failed");
     return;
@@ -462,6 +482,16 @@ void tp__conn_accept(struct tp_listener *l) {
   if (s->state != SRV_RUNNING || s->stats.connections_open > s->cfg.limits.max_connections) {
     tp__conn_close(c, "over the connection limit");
     return;
+  }
+  /* Past the descriptor budget the reserve pays for answering 503; past most of the reserve
+   * too, there is nothing to do but close. */
+  if (!tp__fd_room(s, 0)) {
+    if (s->fd_base + s->fds + 8 > s->fd_limit) {
+      tp__conn_close(c, "no descriptors left");
+      return;
+    }
+    c->shed = 1;
+    s->stats.shed_total++;
   }
   if (l->is_unix) {
     snprintf(c->peer, sizeof(c->peer), "unix");
@@ -482,6 +512,7 @@ void tp__conn_accept(struct tp_listener *l) {
     }
     snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
   }
-  tp__conn_timer(c, s->cfg.limits.handshake_timeout_ms);
+  tp__conn_timer(c, c->shed ? SBX_MIN(s->cfg.limits.handshake_timeout_ms, 1000)
+                           : s->cfg.limits.handshake_timeout_ms);
   tp__conn_read_start(c);
 }

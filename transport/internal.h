@@ -15,8 +15,10 @@
 #define SBX_TRANSPORT_INTERNAL_H
 
 #include <openssl/ssl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include "fsm.h"
 #include "transport.h"
 
 #define TP_MOD          "transport"
@@ -29,11 +31,32 @@
 
 struct tp_conn;
 struct tp_wreq;
+struct tp_file;
 struct h2s;
+
+enum tp_protocol { TP_PROTO_HTTP1 = 0, TP_PROTO_H2C, TP_PROTO_H2 /* over TLS */ };
+
+struct tp_stats {
+  uint64_t connections_open;
+  uint64_t connections_total[3]; /* by enum tp_protocol */
+  uint64_t connections_open_by_proto[3];
+  uint64_t requests_total;
+  uint64_t responses_by_class[6]; /* [1]..[5]: 1xx..5xx */
+  uint64_t bytes_in, bytes_out;
+  uint64_t sse_streams_open;
+  uint64_t protocol_errors;
+  uint64_t shed_total; /* connections answered 503 at the descriptor budget */
+  uint64_t busy_total; /* requests answered 503 at a bound (bodies, files, descriptors) */
+};
 
 /* ---- server ----------------------------------------------------------------------------------
  *
  *   RUNNING --tp_server_close--> DRAINING --(no conns | drain_ms)--> CLOSING --(handles)--> freed
+ *      \--------------------tp_server_close(drain_ms 0)-----------------^
+ *
+ *   transition              by
+ *   RUNNING -> DRAINING     tp_server_close()
+ *   * -> CLOSING            server_close_all()
  */
 enum srv_state { SRV_RUNNING = 0, SRV_DRAINING, SRV_CLOSING };
 
@@ -136,6 +159,14 @@ struct tp_server {
   char date[40];
   int64_t date_sec;
   uint64_t next_id;
+  /* Bounds over every connection (see tp_limits). */
+  unsigned fd_limit, fd_budget; /* RLIMIT_NOFILE when made; the limit less the reserve */
+  unsigned fd_base;             /* descriptors open when the server was made */
+  unsigned fds;                 /* descriptors held since: tp__fd_add */
+  unsigned bodies;              /* request bodies arriving (tp__body_enter / _leave) */
+  size_t queued;                /* response bytes queued in HTTP/2 streams, all connections */
+  uint64_t abuse_window;        /* tp__log_abuse's rate limit: the second it counts, */
+  unsigned abuse_lines, abuse_dropped; /* lines logged in it, lines not logged since */
 };
 
 void tp__server_conn_gone(struct tp_server *s);             /* a connection finished closing */
@@ -144,25 +175,46 @@ void tp__defer_cancel(struct tp_deferred *d);
 void tp__server_maybe_finish(struct tp_server *s);
 const char *tp__http_date(struct tp_server *s);
 void tp__cron_want(struct tp_server *s, uint64_t period_ms);
+/* Descriptors: 1 when n more fit in the budget (ordinary work keeps the reserve free). */
+int tp__fd_room(const struct tp_server *s, unsigned n);
+/* Counts descriptors taken (+) or given back (-), where they are opened and closed. */
+void tp__fd_add(struct tp_server *s, int n);
+/* One warning about an abusive peer ("conn 7 127.0.0.1:5000: <what>: connection closed"), at most
+ * a few a second server-wide; lines over that are counted and the count goes with the next. */
+void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *what);
 
 /* ---- connection (socket layer) ---------------------------------------------------------------
  *
  *            accept
  *              |
  *              v
- *   +------> SNIFF --0x16--> TLS_HANDSHAKE --ALPN h2--> H2
- *   |          |                   |   \--else--------> HTTP1
- *   |          |--"PRI * ..."--> H2
- *   |          \--else---------> HTTP1
- *   |  any state --error / EOF / timeout / done--> CLOSING --close cb--> (freed)
+ *            SNIFF --0x16--> TLS_HANDSHAKE --ALPN h2--> H2 -----+
+ *              |                   \--else--------> HTTP1 ---+--protocol done--> FLUSHING
+ *              |--"PRI * ..."--> H2                           |                    |
+ *              \--else---------> HTTP1                        |    writes completed, error,
+ *                                                             |    timeout         |
+ *   any state --error / EOF / timeout-------------------------+-----> CLOSING <----+
+ *                                                                        |
+ *                                                             close callbacks --> (freed)
  *
- *   transition                     by
- *   SNIFF -> TLS_HANDSHAKE         conn_sniff()
- *   SNIFF|TLS_HANDSHAKE -> HTTP1   conn_start_proto()
- *   SNIFF|TLS_HANDSHAKE -> H2      conn_start_proto()
- *   * -> CLOSING                   tp__conn_close()
+ *   transition                         by
+ *   SNIFF -> TLS_HANDSHAKE             conn_data()
+ *   SNIFF|TLS_HANDSHAKE -> HTTP1|H2    tp__conn_set_proto()
+ *   HTTP1|H2 -> FLUSHING               tp__conn_close_after_writes()
+ *   * -> CLOSING                       tp__conn_close()
+ *
+ * In FLUSHING nothing more is read or fed to the peer; the connection closes once its queued
+ * writes completed.  A connection accepted past the descriptor budget is `shed`: it goes through
+ * the same states, but each request it carries is answered 503 and the connection then closes.
  */
-enum conn_state { CONN_SNIFF = 0, CONN_TLS_HANDSHAKE, CONN_HTTP1, CONN_H2, CONN_CLOSING };
+enum conn_state {
+  CONN_SNIFF = 0,
+  CONN_TLS_HANDSHAKE,
+  CONN_HTTP1,
+  CONN_H2,
+  CONN_FLUSHING,
+  CONN_CLOSING
+};
 
 /* What a protocol peer provides to the socket layer. */
 struct tp_proto_ops {
@@ -205,10 +257,11 @@ struct tp_conn {
   struct tp_tls *tls;
   uint64_t id;
   size_t wpending;     /* bytes handed to uv_write and not completed */
-  int close_when_done; /* close once wpending reaches 0 */
-  int reading;
+  int reading;         /* uv_read_start is on */
   int closing_handles; /* 2 -> 0: stream and timer */
-  int in_feed;         /* inside the protocol's feed */
+  int shed;            /* accepted past the descriptor budget (see above) */
+  unsigned files;      /* files its answers hold open (max_files_per_conn) */
+  char id_text[24];    /* `id` as text, for traces */
   char sniff[24];
   size_t sniff_len;
   char peer[64];
@@ -226,6 +279,8 @@ char *tp__wbuf_get(struct tp_server *s);
 void tp__wbuf_put(struct tp_server *s, char *data);
 int tp__conn_write_wbuf(struct tp_conn *c, char *data, size_t len);
 void tp__conn_close(struct tp_conn *c, const char *why);
+/* The protocol is done: close once the queued writes completed (at once when none are). */
+void tp__conn_close_after_writes(struct tp_conn *c, const char *why);
 /* Replaces the connection's deadline with now + ms (0 clears it): ops->on_timeout runs then. */
 void tp__conn_timer(struct tp_conn *c, uint64_t ms);
 void tp__conn_read_stop(struct tp_conn *c);
@@ -254,9 +309,16 @@ int tp__h2_start(struct tp_conn *c, const char *data, size_t len);
 /* ---- requests (req.c) ------------------------------------------------------------------------
  *
  *   HEAD_IN --headers--> BODY_IN --complete--> HANDLING --respond/stream_start--> RESPONDING
- *                                                 |                                  |
- *                                                 \------------respond---------------+-> DONE
- *   (peer gone at any point sets `gone`; the state is not changed by it)
+ *      |                    |                     |                                  |
+ *      +--------------------+-- refused: error ---+------------respond---------------+-> DONE
+ *   (the peer going away sets `gone` at any point and leaves the state alone: the handler that
+ *   holds the request still answers, into nothing, and releases it)
+ *
+ *   transition                    by
+ *   HEAD_IN -> BODY_IN            the protocol, once the head is complete
+ *   HEAD_IN|BODY_IN -> HANDLING   tp__req_dispatch()
+ *   *(not DONE) -> RESPONDING     tp_respond(), tp_stream_start(), tp__respond_file_at()
+ *   *(not DONE) -> DONE           finish(), or an answer to a request whose peer is gone
  */
 enum req_state { REQ_HEAD_IN = 0, REQ_BODY_IN, REQ_HANDLING, REQ_RESPONDING, REQ_DONE };
 
@@ -269,7 +331,48 @@ struct tp_req_ops {
   int (*data)(struct tp_req *r, const void *p, size_t n); /* copies */
   int (*end)(struct tp_req *r);
   size_t (*queued)(const struct tp_req *r);
+  /* How many more bytes of a file the peer would take now (0: wait for the next drain): the
+   * file pump reads no further ahead than this. */
+  size_t (*room)(const struct tp_req *r);
 };
+
+/* Why the transport itself refuses a request (one table in req.c: status, error code, message,
+ * and Retry-After for the 503s of a bound). */
+enum tp_refusal {
+  TP_OK = 0,
+  TP_R_BAD_REQUEST,
+  TP_R_BAD_HEADER,
+  TP_R_BAD_TARGET,
+  TP_R_BAD_BODY,
+  TP_R_BAD_VERSION,
+  TP_R_UPGRADE,
+  TP_R_METHOD,
+  TP_R_TIMEOUT,
+  TP_R_BODY_TOO_LARGE,
+  TP_R_URI_TOO_LONG,
+  TP_R_HEADERS_TOO_LARGE,
+  TP_R_TOO_MANY_HEADERS,
+  TP_R_TRANSFER_CODING,
+  TP_R_IO,
+  TP_R_NO_MEMORY,
+  TP_R_BUSY_BODIES, /* max_bodies */
+  TP_R_BUSY_FILES,  /* the descriptor budget or max_files_per_conn */
+  TP_R_BUSY_SINK,   /* a body sink said SBX_EBUSY */
+  TP_R_SHED,        /* the connection came past the descriptor budget */
+};
+int tp__refusal_status(enum tp_refusal why);
+/* Answers the refusal (JSON error body; Retry-After for the bounds). */
+int tp__refuse(struct tp_req *r, enum tp_refusal why);
+
+/* An open file shared by the file cache and every answer that reads it (static.c): closed when
+ * the last of them lets go.  Each open one takes a descriptor of the budget. */
+struct tp_file {
+  int fd;
+  int refs;
+  struct tp_server *srv;
+};
+void tp__file_ref(struct tp_file *f);
+void tp__file_unref(struct tp_file *f);
 
 struct tp_kv {
   char *name, *value;
@@ -294,7 +397,7 @@ struct tp_req {
   size_t nparams;
   struct sbx_buf body;
   size_t body_limit;
-  uint64_t body_seen; /* bytes given to a body sink */
+  uint64_t body_seen; /* body bytes received (buffered or given to the sink) */
   const struct tp_route *route;
   int route_status; /* 0 matched a route; 404/405; 1 static */
   const struct tp_mount *mount;
@@ -304,9 +407,11 @@ struct tp_req {
   void *close_ud;
   tp_drain_cb drain_cb;
   void *drain_ud;
-  /* file body */
-  int file_fd;
+  /* file body: a reference on the file, read at file_off for file_left more bytes */
+  struct tp_file *file;
   uint64_t file_off, file_left;
+  /* body timing (tp__body_due): when its head ended, when its last bytes came (loop ms) */
+  uint64_t body_start, body_last;
   /* SSE */
   int sse;
   struct sbx_list sse_node;
@@ -343,20 +448,29 @@ int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size
 void tp__req_route(struct tp_req *r);
 /* The whole request arrived: runs the handler (or static, 404, 405). */
 void tp__req_dispatch(struct tp_req *r);
-/* A piece of the request body: buffered, or given to the route's sink.  0, or the HTTP status
- * that refuses the request (413, 503, 500, 400). */
-int tp__req_body_data(struct tp_req *r, const void *p, size_t n);
+/* A piece of the request body: buffered, or given to the route's sink.  0, or the refusal. */
+enum tp_refusal tp__req_body_data(struct tp_req *r, const void *p, size_t n);
 /* The request ends without its handler (refused while arriving): its close callback runs, so a
  * body sink can drop its state. */
 void tp__req_abandon(struct tp_req *r);
-/* The peer is gone: fires on_close once, drops the peer's reference. */
+/* The peer is gone: fires on_close once (the caller then drops the peer's reference). */
 void tp__req_peer_gone(struct tp_req *r);
+/* Forgets the connection (and lets go of a file being sent) without telling the handler. */
+void tp__req_detach(struct tp_req *r);
 /* The protocol's queue for this request drained below the low-water mark. */
 void tp__req_drained(struct tp_req *r);
-void tp__req_set_state(struct tp_req *r, enum req_state st);
-/* Answers with a small error from inside the transport (413, 431, ...). */
-int tp__respond_simple(struct tp_req *r, int status, const char *code, const char *msg,
-                       int close_conn);
+/* 1 when the answer waits on drains (a file being pumped, or a writer told SBX_EAGAIN). */
+int tp__req_wants_drain(const struct tp_req *r);
+void tp__req_set_state_(struct tp_req *r, enum req_state st, const char *file, int line);
+#define tp__req_set_state(r, st) tp__req_set_state_((r), (st), __FILE__, __LINE__)
+
+/* Bodies (the protocols call these from their own state setters).  A body about to be read is
+ * admitted or refused (max_bodies; a descriptor for a sink); while one arrives it is counted
+ * (and its sink's descriptor).  tp__body_due: the loop time past which it has been too slow. */
+enum tp_refusal tp__body_admit(struct tp_req *r);
+void tp__body_enter(struct tp_req *r);
+void tp__body_leave(struct tp_req *r);
+uint64_t tp__body_due(const struct tp_req *r, uint64_t now);
 
 /* ---- router / static / util ----------------------------------------------------------------- */
 /* Matches `path` (raw, undecoded, no query) for `method`: returns the route and fills params. */
@@ -372,6 +486,20 @@ long tp__pct_decode_to(char *out, const char *s, size_t n, int plus);
 void tp__static_serve(struct tp_req *r, const struct tp_mount *m);
 struct tp_fcache;
 void tp__fcache_free(struct tp_fcache *fc);
+/* A regular file through the cache: 0 with a new reference in *f and its stat in *st; SBX_ENOENT,
+ * SBX_EIO, or SBX_EBUSY at the descriptor budget.  `etag` (64 bytes) gets its strong tag. */
+int tp__file_open(struct tp_server *s, const char *path, struct tp_file **f, struct stat *st,
+                  char *etag, const char **small);
+/* Answers with [off, off+len) of a referenced file (stolen: released even on failure). */
+int tp__respond_file_at(struct tp_req *r, struct tp_file *f, int status, const char *headers,
+                        uint64_t off, uint64_t len);
+/* Parses "bytes=a-b" against `size`: 1 one range (start/len set), 0 no usable range (serve all),
+ * -1 unsatisfiable (416). */
+int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len);
+int tp__sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
+                   size_t len);
+/* The value of the first `name:` line of a "Name: value\r\n" block, or NULL. */
+const char *tp__headers_find(const char *headers, const char *name);
 const char *tp__mime_type(const char *path);
 const char *tp__status_text(int status);
 void tp__count_status(struct tp_server *s, int status);

@@ -15,34 +15,64 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *req_state_name(enum req_state s) {
-  static const char *n[] = {"HEAD_IN", "BODY_IN", "HANDLING", "RESPONDING", "DONE"};
-  return n[s];
+static const char *const req_names[] = {"HEAD_IN", "BODY_IN", "HANDLING", "RESPONDING", "DONE"};
+#define B(s) SBX_FSM_BIT(REQ_##s)
+static const uint32_t req_from[] = {
+    [REQ_HEAD_IN] = 0,
+    [REQ_BODY_IN] = B(HEAD_IN),
+    [REQ_HANDLING] = B(HEAD_IN) | B(BODY_IN),
+    [REQ_RESPONDING] = B(HEAD_IN) | B(BODY_IN) | B(HANDLING),
+    [REQ_DONE] = B(HEAD_IN) | B(BODY_IN) | B(HANDLING) | B(RESPONDING),
+};
+#undef B
+static const struct sbx_fsm req_fsm = SBX_FSM(TP_MOD, "req", req_names, req_from, NULL);
+
+void tp__req_set_state_(struct tp_req *r, enum req_state st, const char *file, int line) {
+  const char *id = r->conn ? r->conn->id_text : "-";
+  if (sbx_fsm_step(&req_fsm, r->state, st, id, file, line) == 0)
+    r->state = st;
 }
 
-void tp__req_set_state(struct tp_req *r, enum req_state st) {
-  switch (st) {
-  case REQ_BODY_IN:
-    assert(r->state == REQ_HEAD_IN);
-    break;
-  case REQ_HANDLING:
-    assert(r->state == REQ_HEAD_IN || r->state == REQ_BODY_IN);
-    break;
-  case REQ_RESPONDING:
-    assert(r->state <= REQ_HANDLING);
-    break;
-  case REQ_DONE:
-    assert(r->state != REQ_DONE);
-    break;
-  default:
-    assert(0);
-  }
-  if (SBX_LOG_ENABLED(SBX_LOG_TRACE)) {
-    char id[32];
-    snprintf(id, sizeof(id), "%p", (void *)r);
-    SBX_TRACE_STATE(TP_MOD, "req", id, req_state_name(r->state), req_state_name(st));
-  }
-  r->state = st;
+/* ---- refusals: one table for both protocols -------------------------------------------------- */
+
+static const struct {
+  short status;
+  short retry; /* Retry-After: 1 (a bound that frees itself) */
+  const char *code, *msg;
+} refusals[] = {
+    [TP_OK] = {500, 0, "internal", "refused"},
+    [TP_R_BAD_REQUEST] = {400, 0, "bad_request", "malformed request"},
+    [TP_R_BAD_HEADER] = {400, 0, "bad_header", "malformed request"},
+    [TP_R_BAD_TARGET] = {400, 0, "bad_target", "malformed request"},
+    [TP_R_BAD_BODY] = {400, 0, "bad_body", "malformed request"},
+    [TP_R_BAD_VERSION] = {400, 0, "bad_request", "only HTTP/1.0 and HTTP/1.1 are served here"},
+    [TP_R_UPGRADE] = {400, 0, "bad_request", "upgrade is not supported"},
+    [TP_R_METHOD] = {405, 0, "method_not_allowed", "method not allowed"},
+    [TP_R_TIMEOUT] = {408, 0, "timeout", "request not received in time"},
+    [TP_R_BODY_TOO_LARGE] = {413, 0, "body_too_large", "request body over the limit"},
+    [TP_R_URI_TOO_LONG] = {414, 0, "uri_too_long", "request line over the limit"},
+    [TP_R_HEADERS_TOO_LARGE] = {431, 0, "headers_too_large", "request headers over the limit"},
+    [TP_R_TOO_MANY_HEADERS] = {431, 0, "too_many_headers", "request headers over the limit"},
+    [TP_R_TRANSFER_CODING] = {501, 0, "unsupported_transfer_coding",
+                              "only the chunked transfer coding is accepted"},
+    [TP_R_IO] = {500, 0, "io", "the request body could not be stored"},
+    [TP_R_NO_MEMORY] = {503, 0, "no_memory", "out of memory"},
+    [TP_R_BUSY_BODIES] = {503, 1, "busy", "too many uploads at once: try again"},
+    [TP_R_BUSY_FILES] = {503, 1, "busy", "too many files open at once: try again"},
+    [TP_R_BUSY_SINK] = {503, 1, "busy", "too many uploads at once: try again"},
+    [TP_R_SHED] = {503, 1, "busy", "the server is at its connection bound: try again"},
+};
+
+int tp__refusal_status(enum tp_refusal why) { return refusals[why].status; }
+
+static int respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
+                           const char *message);
+
+int tp__refuse(struct tp_req *r, enum tp_refusal why) {
+  if (refusals[why].retry)
+    r->srv->stats.busy_total++;
+  return respond_error_h(r, refusals[why].status, refusals[why].retry ? "Retry-After: 1\r\n" : NULL,
+                         refusals[why].code, refusals[why].msg);
 }
 
 /* Freed requests kept for the next ones: a tp_req (~1.5 KiB with its arena) is past the sizes
@@ -69,7 +99,6 @@ struct tp_req *tp__req_new(struct tp_conn *c, const struct tp_req_ops *ops, enum
   r->ops = ops;
   r->proto = p;
   r->refs = 1;
-  r->file_fd = -1;
   memcpy(r->peer, c->peer, sizeof(r->peer)); /* same size, NUL-terminated there */
   SBX_LIST_INIT(&r->sse_node);
   sbx_buf_init(&r->body, c->srv->cfg.limits.default_body_limit);
@@ -131,9 +160,23 @@ void tp__req_strings_free(struct tp_req *r) {
   r->arena_used = 0;
 }
 
+/* Lets go of the answer's file (and of the connection's count of files held). */
+static void file_drop(struct tp_req *r) {
+  if (r->file == NULL)
+    return;
+  if (r->conn)
+    r->conn->files--;
+  tp__file_unref(r->file);
+  r->file = NULL;
+}
+
+void tp__req_detach(struct tp_req *r) {
+  file_drop(r);
+  r->conn = NULL;
+}
+
 static void req_free(struct tp_req *r) {
-  if (r->file_fd >= 0)
-    close(r->file_fd);
+  file_drop(r);
   sbx_list_remove(&r->sse_node);
   tp__req_strings_free(r);
   sbx_buf_free(&r->body);
@@ -157,27 +200,68 @@ static void sse_forget(struct tp_req *r) {
   }
 }
 
-int tp__req_body_data(struct tp_req *r, const void *p, size_t n) {
+enum tp_refusal tp__req_body_data(struct tp_req *r, const void *p, size_t n) {
+  r->body_seen += n;
+  r->body_last = uv_now(r->srv->loop);
   if (r->route == NULL || r->route->on_body == NULL) {
     int rc = sbx_buf_append(&r->body, p, n);
-    return rc == 0 ? 0 : rc == SBX_ETOOBIG ? 413 : 503;
+    return rc == 0 ? TP_OK : rc == SBX_ETOOBIG ? TP_R_BODY_TOO_LARGE : TP_R_NO_MEMORY;
   }
-  if (n > r->body_limit - SBX_MIN(r->body_seen, (uint64_t)r->body_limit))
-    return 413;
-  r->body_seen += n;
+  if (r->body_seen > r->body_limit)
+    return TP_R_BODY_TOO_LARGE;
   int rc = r->route->on_body(r, p, n, r->route->ud);
   switch (rc) {
   case 0:
-    return 0;
+    return TP_OK;
   case SBX_ETOOBIG:
-    return 413;
+    return TP_R_BODY_TOO_LARGE;
   case SBX_ENOMEM:
-    return 503;
+    return TP_R_NO_MEMORY;
+  case SBX_EBUSY:
+    return TP_R_BUSY_SINK;
   case SBX_EIO:
-    return 500;
+    return TP_R_IO;
   default:
-    return 400;
+    return TP_R_BAD_BODY;
   }
+}
+
+/* ---- bodies: admission, count, deadline ----------------------------------------------------- */
+
+static int body_has_sink(const struct tp_req *r) { return r->route && r->route->on_body; }
+
+enum tp_refusal tp__body_admit(struct tp_req *r) {
+  struct tp_server *s = r->srv;
+  if (s->bodies >= s->cfg.limits.max_bodies)
+    return TP_R_BUSY_BODIES;
+  if (body_has_sink(r) && !tp__fd_room(s, 1)) /* the sink will open a file */
+    return TP_R_BUSY_FILES;
+  return TP_OK;
+}
+
+void tp__body_enter(struct tp_req *r) {
+  struct tp_server *s = r->srv;
+  s->bodies++;
+  if (body_has_sink(r))
+    tp__fd_add(s, 1);
+  r->body_start = r->body_last = uv_now(s->loop);
+}
+
+void tp__body_leave(struct tp_req *r) {
+  struct tp_server *s = r->srv;
+  s->bodies--;
+  if (body_has_sink(r))
+    tp__fd_add(s, -1);
+}
+
+uint64_t tp__body_due(const struct tp_req *r, uint64_t now) {
+  const struct tp_limits *l = &r->srv->cfg.limits;
+  uint64_t grace = l->body_grace_ms ? l->body_grace_ms : l->header_timeout_ms;
+  uint64_t rate = l->body_min_rate ? l->body_min_rate : 1;
+  uint64_t by_rate = r->body_start + grace + r->body_seen * 1000 / rate;
+  uint64_t by_idle = r->body_last + l->idle_timeout_ms;
+  (void)now;
+  return SBX_MIN(by_rate, by_idle);
 }
 
 void tp__req_abandon(struct tp_req *r) {
@@ -194,12 +278,8 @@ void tp__req_peer_gone(struct tp_req *r) {
   if (r->gone)
     return;
   r->gone = 1;
-  r->conn = NULL;
+  tp__req_detach(r);
   sse_forget(r);
-  if (r->file_fd >= 0) {
-    close(r->file_fd);
-    r->file_fd = -1;
-  }
   if (r->state != REQ_DONE && r->close_cb) {
     tp_req_close_cb cb = r->close_cb;
     r->close_cb = NULL;
@@ -257,6 +337,11 @@ int tp__req_set_target(struct tp_req *r, const char *m, const char *target, size
 
 void tp__req_route(struct tp_req *r) {
   struct tp_server *s = r->srv;
+  if (r->conn && r->conn->shed) { /* past the descriptor budget: 503 whatever it asks */
+    r->route_status = 503;
+    r->body_limit = s->cfg.limits.default_body_limit;
+    return;
+  }
   char *q = strchr(r->target, '?');
   if (q) /* the router sees the raw path alone: cut the query off for the time of the match */
     *q = '\0';
@@ -302,9 +387,9 @@ void tp__req_dispatch(struct tp_req *r) {
   } else if (r->route_status == 405) {
     char h[96];
     snprintf(h, sizeof(h), "Allow: %s\r\n", r->allow);
-    static const char body[] =
-        "{\"error\":{\"code\":\"method_not_allowed\",\"message\":\"method not allowed\"}}";
-    tp_respond(r, 405, h, body, sizeof(body) - 1);
+    respond_error_h(r, 405, h, "method_not_allowed", "method not allowed");
+  } else if (r->route_status == 503) {
+    tp__refuse(r, TP_R_SHED);
   } else if (r->route_status == 404 && s->not_found_cb) {
     s->not_found_cb(r, s->not_found_ud);
   } else if (r->route_status == 404) {
@@ -329,11 +414,9 @@ void tp_not_found(struct tp_server *s, tp_handler_cb cb, void *ud) {
 
 /* ---- accessors ------------------------------------------------------------------------------- */
 
-enum tp_protocol tp_req_protocol(const struct tp_req *r) { return r->proto; }
-const char *tp_req_method(const struct tp_req *r) { return r->method; }
 const char *tp_req_path(const struct tp_req *r) { return r->path; }
-const char *tp_req_target(const struct tp_req *r) { return r->target; }
 const char *tp_req_peer(const struct tp_req *r) { return r->peer; }
+int tp_req_body_arriving(const struct tp_req *r) { return r->state == REQ_BODY_IN; }
 
 const char *tp_req_param(const struct tp_req *r, const char *name) {
   for (size_t i = 0; i < r->nparams; i++)
@@ -438,19 +521,25 @@ static int build_headers(struct tp_req *r, struct sbx_buf *b, const char *header
   return rc ? SBX_ETOOBIG : 0;
 }
 
-static int64_t header_clen(const char *headers) {
-  if (!headers)
-    return -1;
-  const char *p = headers;
-  while (*p) {
-    if (strncasecmp(p, "Content-Length:", 15) == 0)
-      return strtoll(p + 15, NULL, 10);
+const char *tp__headers_find(const char *headers, const char *name) {
+  size_t nl = strlen(name);
+  for (const char *p = headers; p && *p;) {
+    if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+      p += nl + 1;
+      while (*p == ' ' || *p == '\t')
+        p++;
+      return p;
+    }
     p = strstr(p, "\r\n");
-    if (!p)
-      break;
-    p += 2;
+    if (p)
+      p += 2;
   }
-  return -1;
+  return NULL;
+}
+
+static int64_t header_clen(const char *headers) {
+  const char *v = tp__headers_find(headers, "Content-Length");
+  return v ? strtoll(v, NULL, 10) : -1;
 }
 
 static int send_head(struct tp_req *r, int status, const char *headers, int64_t clen,
@@ -505,7 +594,9 @@ int tp_respond(struct tp_req *r, int status, const char *headers, const void *bo
   return rc ? rc : rc2;
 }
 
-int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message) {
+/* The JSON error answer, with extra header lines (Allow, Retry-After) before its Content-Type. */
+static int respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
+                           const char *message) {
   struct sbx_buf b;
   sbx_buf_init(&b, 8192);
   /* code and message are ours, but escape quotes and backslashes anyway */
@@ -520,16 +611,16 @@ int tp_respond_error(struct tp_req *r, int status, const char *code, const char 
   }
   if (rc == 0)
     rc = sbx_buf_append(&b, "\"}}", 3);
+  char h[256];
+  int hl = snprintf(h, sizeof(h), "%sContent-Type: application/json\r\n", headers ? headers : "");
   if (rc == 0)
-    rc = tp_respond(r, status, "Content-Type: application/json\r\n", b.data, b.len);
+    rc = hl > 0 && (size_t)hl < sizeof(h) ? tp_respond(r, status, h, b.data, b.len) : SBX_ETOOBIG;
   sbx_buf_free(&b);
   return rc;
 }
 
-int tp__respond_simple(struct tp_req *r, int status, const char *code, const char *msg,
-                       int close_conn) {
-  (void)close_conn; /* the protocol peer decides about the connection */
-  return tp_respond_error(r, status, code, msg);
+int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message) {
+  return respond_error_h(r, status, NULL, code, message);
 }
 
 int tp_stream_start(struct tp_req *r, int status, const char *headers) {
@@ -578,28 +669,31 @@ void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud) {
   r->drain_ud = ud;
 }
 
-/* Sends the next file chunks while the protocol's queue is below the low-water mark. */
+/* Sends the next file chunks while the peer takes them: ops->room says how much (the queue
+ * below the low-water mark; for HTTP/2 also the flow-control window and the connection's
+ * bounds), so a peer that does not read costs no buffer. */
 static void file_pump(struct tp_req *r) {
   char *buf = NULL;
-  while (r->file_fd >= 0 && r->conn && r->ops->queued(r) < TP_LOW_WATER) {
+  while (r->file && r->conn) {
     if (r->file_left == 0) {
-      close(r->file_fd);
-      r->file_fd = -1;
+      file_drop(r);
       finish(r);
       break;
     }
-    size_t want = (size_t)SBX_MIN((uint64_t)TP_FILE_CHUNK, r->file_left);
-    if (buf == NULL && (buf = sbx_malloc(want)) == NULL)
+    size_t room = r->ops->room(r);
+    if (room == 0)
+      break; /* the next drain goes on */
+    size_t want = (size_t)SBX_MIN((uint64_t)SBX_MIN(room, TP_FILE_CHUNK), r->file_left);
+    if (buf == NULL && (buf = sbx_malloc(TP_FILE_CHUNK)) == NULL)
       break; /* try again on the next drain */
-    ssize_t n = pread(r->file_fd, buf, want, (off_t)r->file_off);
+    ssize_t n = pread(r->file->fd, buf, want, (off_t)r->file_off);
     if (n <= 0) {
       /* The file shrank or failed under us: the length promised cannot be kept; cut. */
       sbx_log(SBX_LOG_WARN, TP_MOD, "file read failed mid-response: %s",
               n < 0 ? strerror(errno) : "short file");
-      close(r->file_fd);
-      r->file_fd = -1;
-      if (r->conn)
-        tp__conn_close(r->conn, "file read failed");
+      struct tp_conn *c = r->conn;
+      file_drop(r);
+      tp__conn_close(c, "file read failed");
       break;
     }
     r->file_off += (uint64_t)n;
@@ -610,8 +704,10 @@ static void file_pump(struct tp_req *r) {
   sbx_free(buf);
 }
 
+int tp__req_wants_drain(const struct tp_req *r) { return r->file != NULL || r->blocked; }
+
 void tp__req_drained(struct tp_req *r) {
-  if (r->file_fd >= 0) {
+  if (r->file) {
     tp__req_ref(r);
     file_pump(r);
     tp__req_unref(r);
@@ -625,24 +721,22 @@ void tp__req_drained(struct tp_req *r) {
   }
 }
 
-/* Internal: serves an open fd's [off, off+len) with the given status and headers. */
-int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, uint64_t off,
-                   uint64_t len);
-int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, uint64_t off,
-                   uint64_t len) {
+int tp__respond_file_at(struct tp_req *r, struct tp_file *f, int status, const char *headers,
+                        uint64_t off, uint64_t len) {
   int rc = answer_check(r);
   if (rc != 0) {
-    close(fd);
+    tp__file_unref(f);
     return rc;
   }
   tp__req_set_state(r, REQ_RESPONDING);
   rc = send_head(r, status, headers, (int64_t)len, !r->is_head && len > 0);
-  if (rc != 0 || r->is_head || len == 0) {
-    close(fd);
+  if (rc != 0 || r->is_head || len == 0 || r->conn == NULL) {
+    tp__file_unref(f);
     int rc2 = finish(r);
     return rc ? rc : rc2;
   }
-  r->file_fd = fd;
+  r->file = f;
+  r->conn->files++;
   r->file_off = off;
   r->file_left = len;
   tp__req_ref(r);
@@ -653,7 +747,6 @@ int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, ui
 
 /* Parses "bytes=a-b" against `size`: 1 one range (start/len set), 0 no usable range (serve all),
  * -1 unsatisfiable (416). */
-int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len);
 int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len) {
   if (h == NULL || strncmp(h, "bytes=", 6) != 0)
     return 0;
@@ -704,19 +797,26 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
                     const char *extra_headers, int allow_range) {
   if (r->state == REQ_RESPONDING || r->state == REQ_DONE)
     return SBX_ESTATE;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? SBX_ENOENT : SBX_EIO;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return S_ISDIR(st.st_mode) ? SBX_ENOENT : SBX_EIO;
+  if (r->conn && r->conn->files >= r->srv->cfg.limits.max_files_per_conn) {
+    tp__refuse(r, TP_R_BUSY_FILES); /* answered: the caller has nothing more to do */
+    return 0;
   }
+  struct tp_file *f;
+  struct stat st;
+  char etag[64];
+  const char *small;
+  int rc = tp__file_open(r->srv, path, &f, &st, etag, &small);
+  if (rc == SBX_EBUSY) {
+    tp__refuse(r, TP_R_BUSY_FILES);
+    return 0;
+  }
+  if (rc != 0)
+    return rc;
   uint64_t size = (uint64_t)st.st_size, start = 0, len = size;
   int status = 200;
   struct sbx_buf h;
   sbx_buf_init(&h, 16 * 1024);
-  int rc = 0;
+  rc = 0;
   if (content_type)
     rc |= sbx_buf_appendf(&h, "Content-Type: %s\r\n", content_type);
   if (extra_headers)
@@ -725,7 +825,7 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
     rc |= sbx_buf_appendf(&h, "Accept-Ranges: bytes\r\n");
     int pr = tp__parse_range(tp_req_header(r, "Range"), size, &start, &len);
     if (pr < 0) {
-      close(fd);
+      tp__file_unref(f);
       rc |= sbx_buf_appendf(&h, "Content-Range: bytes */%llu\r\n", (unsigned long long)size);
       rc = rc ? SBX_ENOMEM : tp_respond(r, 416, h.data, NULL, 0);
       sbx_buf_free(&h);
@@ -739,11 +839,16 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
     }
   }
   if (rc != 0) {
-    close(fd);
+    tp__file_unref(f);
     sbx_buf_free(&h);
     return SBX_ENOMEM;
   }
-  rc = tp__respond_fd(r, fd, status, h.data, start, len);
+  if (small) { /* a small file is in the cache's memory: one copy, no read */
+    rc = tp_respond(r, status, h.data, small + start, (size_t)len);
+    tp__file_unref(f);
+  } else {
+    rc = tp__respond_file_at(r, f, status, h.data, start, len);
+  }
   sbx_buf_free(&h);
   return rc;
 }
@@ -755,7 +860,7 @@ static size_t next_of(const char *data, size_t from, size_t len, char c) {
   return q ? (size_t)(q - data) : len;
 }
 
-int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
+int tp__sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
                   size_t len) {
   size_t mark = buf->len;
   int rc = 0;
@@ -805,8 +910,10 @@ int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const 
 int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms) {
   struct sbx_buf h;
   sbx_buf_init(&h, 16 * 1024);
-  int rc = sbx_buf_appendf(&h, "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                               "X-Accel-Buffering: no\r\n");
+  /* The caller's Cache-Control, when it gives one, is the only one. */
+  int rc = sbx_buf_appendf(&h, "Content-Type: text/event-stream\r\n%sX-Accel-Buffering: no\r\n",
+                           tp__headers_find(extra_headers, "Cache-Control") ? ""
+                                                                            : "Cache-Control: no-cache\r\n");
   if (rc == 0 && extra_headers)
     rc = sbx_buf_append(&h, extra_headers, strlen(extra_headers));
   if (rc == 0)
@@ -834,7 +941,7 @@ int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char 
   size_t limit = b->limit;
   sbx_buf_reset(b);
   b->limit = r->srv->cfg.limits.sse_queue_bytes + 4096;
-  int rc = tp_sse_encode(b, event, id, data ? data : "", data ? len : 0);
+  int rc = tp__sse_encode(b, event, id, data ? data : "", data ? len : 0);
   if (rc == 0)
     rc = tp_stream_write(r, b->data, b->len); /* one event, one write */
   b->limit = limit;

@@ -6,9 +6,11 @@
 #include "internal.h"
 
 #include <arpa/inet.h>
-#include <assert.h>
-#include <sys/stat.h>
+#include <dirent.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +29,84 @@ void tp_limits_default(struct tp_limits *l) {
   l->sse_queue_bytes = 256 * 1024;
   l->h2_outbound_queue_bytes = 1024 * 1024;
   l->max_connections = 50000;
+  l->body_grace_ms = 0; /* the header timeout's */
+  l->body_min_rate = 1024;
+  l->max_bodies = 1024;
+  l->h2_conn_buffer_bytes = 256 * 1024;
+  l->buffer_bytes = 64 * 1024 * 1024;
+  l->h2_header_bytes_per_sec = 8 * 1024 * 1024;
+  l->fd_reserve = 0;
+  l->max_files_per_conn = 32;
 }
 
-static void srv_set_state(struct tp_server *s, enum srv_state st) {
-  static const char *names[] = {"RUNNING", "DRAINING", "CLOSING"};
-  SBX_TRACE_STATE(TP_MOD, "server", "-", names[s->state], names[st]);
-  assert((st == SRV_DRAINING && s->state == SRV_RUNNING) ||
-         (st == SRV_CLOSING && s->state != SRV_CLOSING));
-  s->state = st;
+static const char *const srv_names[] = {"RUNNING", "DRAINING", "CLOSING"};
+static const uint32_t srv_from[] = {
+    [SRV_RUNNING] = 0,
+    [SRV_DRAINING] = SBX_FSM_BIT(SRV_RUNNING),
+    [SRV_CLOSING] = SBX_FSM_BIT(SRV_RUNNING) | SBX_FSM_BIT(SRV_DRAINING),
+};
+static const struct sbx_fsm srv_fsm = SBX_FSM(TP_MOD, "server", srv_names, srv_from, NULL);
+
+#define srv_set_state(s, st) srv_set_state_((s), (st), __FILE__, __LINE__)
+static void srv_set_state_(struct tp_server *s, enum srv_state st, const char *file, int line) {
+  if (sbx_fsm_step(&srv_fsm, s->state, st, "-", file, line) == 0)
+    s->state = st;
+}
+
+/* Descriptors open now (when the server is made): the entries of /proc/self/fd, less the one
+ * the listing itself holds; 16 when there is no /proc. */
+static unsigned fds_open_now(void) {
+  DIR *d = opendir("/proc/self/fd");
+  if (d == NULL)
+    return 16;
+  unsigned n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n > 0 ? n - 1 : 0;
+}
+
+static void fd_budget_init(struct tp_server *s) {
+  struct rlimit rl;
+  unsigned lim = 1024;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    lim = rl.rlim_cur > 1u << 30 ? 1u << 30 : (unsigned)rl.rlim_cur;
+  else if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+    lim = 1u << 20;
+  unsigned reserve = s->cfg.limits.fd_reserve;
+  if (reserve == 0)
+    reserve = SBX_MAX(32u, lim / 16);
+  s->fd_limit = lim;
+  s->fd_budget = lim > reserve ? lim - reserve : 0;
+  s->fd_base = fds_open_now();
+}
+
+int tp__fd_room(const struct tp_server *s, unsigned n) {
+  return s->fd_base + s->fds + n <= s->fd_budget;
+}
+
+void tp__fd_add(struct tp_server *s, int n) { s->fds = (unsigned)((int)s->fds + n); }
+
+#define ABUSE_LINES_PER_SEC 5
+
+void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *what) {
+  uint64_t now = uv_now(s->loop);
+  if (now - s->abuse_window >= 1000) {
+    s->abuse_window = now;
+    s->abuse_lines = 0;
+  }
+  if (++s->abuse_lines > ABUSE_LINES_PER_SEC) {
+    s->abuse_dropped++;
+    return;
+  }
+  char more[64] = "";
+  if (s->abuse_dropped)
+    snprintf(more, sizeof(more), " (and %u more like it not logged)", s->abuse_dropped);
+  s->abuse_dropped = 0;
+  sbx_log(SBX_LOG_WARN, TP_MOD, "conn %llu %s: %s: connection closed%s",
+          (unsigned long long)c->id, c->peer, what, more);
 }
 
 static void cron_tick(uv_timer_t *t);
@@ -93,6 +165,7 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   s->wpool.max = TP_WPOOL_MAX;
   s->h2s_pool.max = TP_H2S_POOL_MAX;
   tp__req_pool_use(1);
+  fd_budget_init(s);
   *out = s;
   return 0;
 out:
@@ -117,6 +190,7 @@ static void listener_free(struct tp_listener *l) {
 static void on_listener_closed(uv_handle_t *h) {
   struct tp_listener *l = h->data;
   l->srv->handles_open--;
+  tp__fd_add(l->srv, -1);
   l->listener_closed = 1;
   if (!l->reject_busy)
     listener_free(l);
@@ -221,6 +295,7 @@ int tp_server_listen(struct tp_server *s, const char *addr, struct sbx_error *er
   if (rc == 0)
     rc = uv_listen(&l->h.stream, 511, on_connection);
   s->handles_open++;
+  tp__fd_add(s, 1);
   if (rc != 0) {
     int code = sbx_from_uv(rc);
     if (code != SBX_EADDRINUSE && code != SBX_EPERM)
@@ -515,8 +590,6 @@ void tp__count_status(struct tp_server *s, int status) {
   }
 }
 
-void tp_server_stats(const struct tp_server *s, struct tp_stats *out) { *out = s->stats; }
-
 int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out) {
   static const char *pn[3] = {"http/1.1", "h2c", "h2"};
   const struct tp_stats *st = &s->stats;
@@ -558,5 +631,23 @@ int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out) {
       "# TYPE cerea_http_protocol_errors_total counter\n"
       "cerea_http_protocol_errors_total %" PRIu64 "\n",
       st->bytes_in, st->bytes_out, st->sse_streams_open, st->protocol_errors);
+  rc |= sbx_buf_appendf(
+      out,
+      "# HELP cerea_http_descriptors Descriptors open (as counted), and the budget.\n"
+      "# TYPE cerea_http_descriptors gauge\n"
+      "cerea_http_descriptors{of=\"open\"} %u\n"
+      "cerea_http_descriptors{of=\"budget\"} %u\n"
+      "# HELP cerea_http_bodies_arriving Request bodies being received now.\n"
+      "# TYPE cerea_http_bodies_arriving gauge\n"
+      "cerea_http_bodies_arriving %u\n"
+      "# HELP cerea_http_queued_bytes Response bytes waiting in HTTP/2 streams.\n"
+      "# TYPE cerea_http_queued_bytes gauge\n"
+      "cerea_http_queued_bytes %zu\n"
+      "# HELP cerea_http_busy_total Answers 503 at a bound: connections past the descriptor "
+      "budget, requests past max_bodies or the files bound.\n"
+      "# TYPE cerea_http_busy_total counter\n"
+      "cerea_http_busy_total{of=\"connections\"} %" PRIu64 "\n"
+      "cerea_http_busy_total{of=\"requests\"} %" PRIu64 "\n",
+      s->fd_base + s->fds, s->fd_budget, s->bodies, s->queued, st->shed_total, st->busy_total);
   return rc ? SBX_ETOOBIG : 0;
 }

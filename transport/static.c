@@ -6,12 +6,16 @@
  *
  * What it does not do: directory listings, multiple ranges (answered with the whole file),
  * on-the-fly compression.  Files are opened and read synchronously on the loop thread: they are
- * local static assets; reads are 64 KiB chunks paced by the socket (req.c's file pump).
+ * local static assets; reads are at most 64 KiB, paced by what the peer takes (req.c's file
+ * pump).
  *
- * Open files (and misses, such as an absent .br variant) are kept in a small cache and
- * revalidated with one stat() when older than a second (inode, size and mtime must match), so a
- * hot file costs a dup() and a pread() instead of a path walk, an open, an fstat and a close.
- * A file replaced on disk is seen within a second.
+ * The file cache (also behind tp_respond_file): open files, and misses such as an absent .br
+ * variant, revalidated with one stat() when older than a second (inode, size and mtime must
+ * match), so a hot file costs a pread() instead of a path walk, an open, an fstat and a close.
+ * A file replaced on disk is seen within a second.  An open file (struct tp_file) is shared: the
+ * cache holds one reference and each answer reading it another, so a thousand answers of the same
+ * file hold one descriptor, and a file replaced meanwhile stays open until its last answer ends.
+ * Opening one takes a descriptor of the server's budget; past it the answer is 503 (try again).
  */
 #include "internal.h"
 
@@ -30,7 +34,7 @@
 
 struct fc_ent {
   char *path;
-  int fd; /* -1: a miss, errno in err */
+  struct tp_file *file; /* the cache's reference; NULL: a miss, errno in err */
   int err;
   char *data;    /* the bytes of a small regular file, else NULL */
   char etag[64]; /* strong: size and mtime in ns, plus the coding of a variant file */
@@ -42,12 +46,47 @@ struct tp_fcache {
   struct fc_ent e[FC_SLOTS];
 };
 
+void tp__file_ref(struct tp_file *f) { f->refs++; }
+
+void tp__file_unref(struct tp_file *f) {
+  if (--f->refs > 0)
+    return;
+  close(f->fd);
+  tp__fd_add(f->srv, -1);
+  sbx_free(f);
+}
+
+/* Opens `path` as a shared file (one reference), within the descriptor budget; NULL with errno
+ * set (EMFILE at the budget). */
+static struct tp_file *file_new(struct tp_server *s, const char *path) {
+  if (!tp__fd_room(s, 1)) {
+    errno = EMFILE;
+    return NULL;
+  }
+  struct tp_file *f = sbx_malloc(sizeof(*f));
+  if (f == NULL) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  f->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (f->fd < 0) {
+    int e = errno;
+    sbx_free(f);
+    errno = e;
+    return NULL;
+  }
+  f->refs = 1;
+  f->srv = s;
+  tp__fd_add(s, 1);
+  return f;
+}
+
 void tp__fcache_free(struct tp_fcache *fc) {
   if (fc == NULL)
     return;
   for (size_t i = 0; i < FC_SLOTS; i++) {
-    if (fc->e[i].fd >= 0)
-      close(fc->e[i].fd);
+    if (fc->e[i].file)
+      tp__file_unref(fc->e[i].file);
     sbx_free(fc->e[i].path);
     sbx_free(fc->e[i].data);
   }
@@ -61,20 +100,20 @@ static uint32_t fc_hash(const char *p) {
   return h;
 }
 
-static void fc_fill(struct fc_ent *e, const char *path, uint64_t now) {
-  if (e->fd >= 0)
-    close(e->fd);
+static void fc_fill(struct tp_server *s, struct fc_ent *e, const char *path, uint64_t now) {
+  if (e->file)
+    tp__file_unref(e->file); /* answers still sending it keep it open */
   sbx_free(e->data);
   e->data = NULL;
-  e->fd = open(path, O_RDONLY | O_CLOEXEC);
-  e->err = e->fd < 0 ? errno : 0;
-  if (e->fd >= 0 && fstat(e->fd, &e->st) != 0) {
+  e->file = file_new(s, path);
+  e->err = e->file ? 0 : errno;
+  if (e->file && fstat(e->file->fd, &e->st) != 0) {
     e->err = errno;
-    close(e->fd);
-    e->fd = -1;
+    tp__file_unref(e->file);
+    e->file = NULL;
   }
   e->checked = now;
-  if (e->fd >= 0) {
+  if (e->file) {
     size_t pl = strlen(path);
     const char *suffix = pl > 3 && strcmp(path + pl - 3, ".br") == 0   ? "-br"
                          : pl > 3 && strcmp(path + pl - 3, ".gz") == 0 ? "-gzip"
@@ -84,10 +123,10 @@ static void fc_fill(struct fc_ent *e, const char *path, uint64_t now) {
                  (unsigned long long)e->st.st_mtim.tv_nsec,
              suffix);
   }
-  if (e->fd >= 0 && S_ISREG(e->st.st_mode) && e->st.st_size <= FC_SMALL) {
+  if (e->file && S_ISREG(e->st.st_mode) && e->st.st_size <= FC_SMALL) {
     size_t n = (size_t)e->st.st_size;
     e->data = sbx_malloc(n + 1);
-    if (e->data && pread(e->fd, e->data, n, 0) != (ssize_t)n) {
+    if (e->data && pread(e->file->fd, e->data, n, 0) != (ssize_t)n) {
       sbx_free(e->data); /* changed under us: serve from the descriptor */
       e->data = NULL;
     }
@@ -95,22 +134,11 @@ static void fc_fill(struct fc_ent *e, const char *path, uint64_t now) {
 }
 
 /* Looks `path` up through the cache: the entry (borrowed until the next lookup), or NULL with
- * errno set. */
+ * errno set (EMFILE at the descriptor budget). */
 static const struct fc_ent *fc_get(struct tp_server *s, const char *path) {
-  static struct fc_ent nocache; /* used when the cache cannot be allocated */
-  if (s->fcache == NULL) {
-    s->fcache = sbx_calloc(1, sizeof(*s->fcache));
-    if (s->fcache == NULL) {
-      if (nocache.fd >= 0 && nocache.path != NULL)
-        close(nocache.fd);
-      nocache.path = (char *)"";
-      nocache.fd = -1;
-      fc_fill(&nocache, path, 0);
-      errno = nocache.err;
-      return nocache.fd >= 0 ? &nocache : NULL;
-    }
-    for (size_t i = 0; i < FC_SLOTS; i++)
-      s->fcache->e[i].fd = -1;
+  if (s->fcache == NULL && (s->fcache = sbx_calloc(1, sizeof(*s->fcache))) == NULL) {
+    errno = ENOMEM;
+    return NULL;
   }
   uint64_t now = uv_now(s->loop);
   struct fc_ent *e = &s->fcache->e[fc_hash(path) % FC_SLOTS];
@@ -122,27 +150,45 @@ static const struct fc_ent *fc_get(struct tp_server *s, const char *path) {
     }
     sbx_free(e->path);
     e->path = copy;
-    fc_fill(e, path, now);
-  } else if (now - e->checked >= FC_TTL_MS) {
+    fc_fill(s, e, path, now);
+  } else if (now - e->checked >= FC_TTL_MS || (e->file == NULL && e->err == EMFILE)) {
     struct stat cur;
     int rc = stat(path, &cur);
-    if (rc != 0 || e->fd < 0 || cur.st_ino != e->st.st_ino || cur.st_dev != e->st.st_dev ||
+    if (rc != 0 || e->file == NULL || cur.st_ino != e->st.st_ino || cur.st_dev != e->st.st_dev ||
         cur.st_size != e->st.st_size || cur.st_mtim.tv_sec != e->st.st_mtim.tv_sec ||
         cur.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec)
-      fc_fill(e, path, now);
+      fc_fill(s, e, path, now);
     else
       e->checked = now;
   }
-  if (e->fd < 0) {
+  if (e->file == NULL) {
     errno = e->err;
     return NULL;
   }
   return e;
 }
 
-int tp__parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *len);
-int tp__respond_fd(struct tp_req *r, int fd, int status, const char *headers, uint64_t off,
-                   uint64_t len);
+static int errno_code(int e) {
+  if (e == EMFILE || e == ENFILE)
+    return SBX_EBUSY;
+  return e == ENOENT || e == ENOTDIR ? SBX_ENOENT : e == ENOMEM ? SBX_ENOMEM : SBX_EIO;
+}
+
+int tp__file_open(struct tp_server *s, const char *path, struct tp_file **f, struct stat *st,
+                  char *etag, const char **small) {
+  const struct fc_ent *e = fc_get(s, path);
+  if (e == NULL)
+    return errno_code(errno);
+  if (!S_ISREG(e->st.st_mode))
+    return S_ISDIR(e->st.st_mode) ? SBX_ENOENT : SBX_EIO;
+  tp__file_ref(e->file);
+  *f = e->file;
+  *st = e->st;
+  memcpy(etag, e->etag, sizeof(e->etag));
+  *small = e->data;
+  return 0;
+}
+
 
 /* Does the Accept-Encoding value accept `coding` (q > 0)? */
 static int accepts(const char *ae, const char *coding) {
@@ -209,6 +255,14 @@ static int path_safe(const char *rel) {
   }
 }
 
+/* A file that cannot be served: 503 (try again) at the descriptor budget, else 404. */
+static void not_served(struct tp_req *r, int err) {
+  if (err == EMFILE || err == ENFILE)
+    tp__refuse(r, TP_R_BUSY_FILES);
+  else
+    tp_respond_error(r, 404, "not_found", "no such file");
+}
+
 void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   const char *rel = r->path + strlen(m->prefix);
   char path[4096];
@@ -232,7 +286,7 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
     e = fc_get(r->srv, path);
   }
   if (e == NULL || !S_ISREG(e->st.st_mode)) {
-    tp_respond_error(r, 404, "not_found", "no such file");
+    not_served(r, e == NULL ? errno : 0);
     return;
   }
   const char *mime = tp__mime_type(path);
@@ -257,7 +311,7 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   }
   e = fc_get(r->srv, path); /* again: a variant's lookup may have taken the slot */
   if (e == NULL || !S_ISREG(e->st.st_mode)) {
-    tp_respond_error(r, 404, "not_found", "no such file");
+    not_served(r, e == NULL ? errno : 0);
     return;
   }
   st = e->st;
@@ -317,10 +371,10 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
     tp_respond(r, status, h, e->data + start, (size_t)len);
     return;
   }
-  int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) {
-    tp_respond_error(r, 503, "unavailable", "cannot open file");
+  if (r->conn && r->conn->files >= r->srv->cfg.limits.max_files_per_conn) {
+    tp__refuse(r, TP_R_BUSY_FILES);
     return;
   }
-  tp__respond_fd(r, fd, status, h, start, len);
+  tp__file_ref(e->file); /* the cache's descriptor, shared: no descriptor per answer */
+  tp__respond_file_at(r, e->file, status, h, start, len);
 }

@@ -33,8 +33,6 @@
 struct tp_server;
 struct tp_req;
 
-enum tp_protocol { TP_PROTO_HTTP1 = 0, TP_PROTO_H2C, TP_PROTO_H2 /* over TLS */ };
-
 /* ---- server -------------------------------------------------------------------------------- */
 
 struct tp_limits {
@@ -49,6 +47,31 @@ struct tp_limits {
   size_t sse_queue_bytes; /* per event stream; past it sends fail with SBX_EAGAIN (256 KiB) */
   size_t h2_outbound_queue_bytes; /* per HTTP/2 session before reads pause (default 1 MiB) */
   uint32_t max_connections; /* accepted at once; past it new ones are closed (default 50000) */
+  /* Request bodies, HTTP/1.1 and HTTP/2 alike.  The head has header_timeout_ms; the body then
+   * has its own clock: body_grace_ms from the end of its head, and one second more for every
+   * body_min_rate bytes that arrived, but never more than idle_timeout_ms without a byte.  Past
+   * it: 408.  (A steady upload at 16 KB/s of 50 MB is never cut; a byte a second is, after the
+   * grace.) */
+  uint64_t body_grace_ms; /* 0 (the default): header_timeout_ms */
+  size_t body_min_rate;   /* bytes a second a body must average past the grace (default 1024) */
+  uint32_t max_bodies;    /* request bodies arriving at once, server-wide; past it 503 with
+                             Retry-After before any body byte is read (default 1024) */
+  /* Response bytes queued in HTTP/2 streams that wait for the peer's flow-control window: per
+   * connection and over all of them.  Past either, the connection's new streams are refused
+   * (REFUSED_STREAM); files are read no further ahead than the window and these bounds. */
+  size_t h2_conn_buffer_bytes; /* default 256 KiB */
+  size_t buffer_bytes;         /* default 64 MiB */
+  /* Decoded header bytes one HTTP/2 connection may cost a second (HPACK makes a few bytes on the
+   * wire decode to many): past it, and past twice max_header_bytes in one header block, the
+   * connection ends with GOAWAY ENHANCE_YOUR_CALM, logged once (default 8 MiB). */
+  size_t h2_header_bytes_per_sec;
+  /* Descriptors: the server counts what it holds (listeners, connections, open files, and one
+   * for each body streamed to a sink) beside what was open when it was made, against
+   * RLIMIT_NOFILE less fd_reserve.  Past that budget a new connection is still accepted, answered
+   * 503 with Retry-After and closed (past the reserve too, it is closed at once); a file answer
+   * or a streamed body that would need a descriptor gets 503 with Retry-After. */
+  uint32_t fd_reserve;         /* 0: RLIMIT_NOFILE / 16, at least 32 */
+  uint32_t max_files_per_conn; /* files one connection's answers hold open (default 32) */
 };
 /* Fills every field with its default. */
 void tp_limits_default(struct tp_limits *l);
@@ -99,10 +122,14 @@ void tp_not_found(struct tp_server *s, tp_handler_cb cb, void *ud);
  * piece of the body goes to on_body as it arrives (data borrowed for the call), and the handler
  * runs once the body is complete, with tp_req_body() empty.  body_limit still applies (413).
  * on_body returns 0, or a negative SBX_* code to refuse the request: SBX_ETOOBIG -> 413,
- * SBX_ENOMEM -> 503, SBX_EIO -> 500, any other -> 400.  on_body must not answer the request (it
- * runs inside the protocol parser); state it keeps goes in tp_req_set_data(), and the close
- * callback it sets with tp_req_on_close() runs when the request ends without its handler
- * (refused, client gone), so the state can be dropped. */
+ * SBX_ENOMEM -> 503, SBX_EBUSY -> 503 with Retry-After (a cap of the caller's, such as uploads
+ * per chat), SBX_EIO -> 500, any other -> 400.  on_body must not answer the request (it runs
+ * inside the protocol parser); state it keeps goes in tp_req_set_data(), and the close callback
+ * it sets with tp_req_on_close() runs when the request ends without its handler (refused, client
+ * gone), so the state can be dropped.  A streamed body counts against max_bodies and takes one
+ * descriptor of the budget (for the sink's file) while it arrives: past either, 503 with
+ * Retry-After before on_body is called at all.  tp_req_body_arriving() tells a sink (or any
+ * handler) whether the body is still coming. */
 typedef int (*tp_body_cb)(struct tp_req *req, const void *data, size_t len, void *ud);
 int tp_route_streamed(struct tp_server *s, const char *method, const char *pattern,
                       size_t body_limit, tp_body_cb on_body, tp_handler_cb cb, void *ud);
@@ -122,10 +149,7 @@ int tp_path_headers(struct tp_server *s, const char *prefix, const char *headers
 
 /* ---- requests -------------------------------------------------------------------------------- */
 
-enum tp_protocol tp_req_protocol(const struct tp_req *r);
-const char *tp_req_method(const struct tp_req *r);
-const char *tp_req_path(const struct tp_req *r);   /* decoded path, no query */
-const char *tp_req_target(const struct tp_req *r); /* raw target as received */
+const char *tp_req_path(const struct tp_req *r); /* decoded path, no query */
 /* Route parameter by name, percent-decoded; NULL when absent. */
 const char *tp_req_param(const struct tp_req *r, const char *name);
 /* First query parameter by name, percent-decoded ('+' is a space); NULL when absent. */
@@ -134,8 +158,10 @@ const char *tp_req_query(const struct tp_req *r, const char *name);
 const char *tp_req_header(const struct tp_req *r, const char *name);
 /* The buffered body (NUL-terminated for convenience; may hold NULs: use len). */
 const char *tp_req_body(const struct tp_req *r, size_t *len);
-/* Peer address text ("127.0.0.1:53122" or "unix"). */
+/* Peer address text ("127.0.0.1:53122" or "unix"), for logs. */
 const char *tp_req_peer(const struct tp_req *r);
+/* 1 while the request's body is still arriving (from the end of its head to its last byte). */
+int tp_req_body_arriving(const struct tp_req *r);
 
 /* Keeps the request alive past the handler's return (see ownership above). */
 void tp_req_hold(struct tp_req *r);
@@ -164,34 +190,24 @@ int tp_stream_end(struct tp_req *r);
 void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud);
 
 /* Sends a file from disk as the answer (streamed, Range honoured when `allow_range`).  The
- * orchestrator uses it for blobs.  Errors: SBX_ENOENT, SBX_EIO (then nothing was sent). */
+ * orchestrator uses it for blobs.  The file is opened through the server's file cache (one
+ * descriptor shared by every answer of the same file, revalidated within a second), and read no
+ * further ahead than the peer takes.  Errors: SBX_ENOENT, SBX_EIO (then nothing was sent).  At
+ * the descriptor budget or the connection's max_files_per_conn it answers 503 with Retry-After
+ * itself and returns 0. */
 int tp_respond_file(struct tp_req *r, const char *path, const char *content_type,
                     const char *extra_headers, int allow_range);
 
 /* ---- Server-Sent Events ----------------------------------------------------------------------
- * tp_sse_start answers 200 text/event-stream (no-cache, X-Accel-Buffering: no) and holds the
- * request.  tp_sse_send encodes one event in one write: "id: ID\nevent: EVENT\ndata: ..." with a
+ * tp_sse_start answers 200 text/event-stream (Cache-Control: no-cache unless extra_headers
+ * carries its own, X-Accel-Buffering: no) and holds the request.  tp_sse_send encodes one event in one write: "id: ID\nevent: EVENT\ndata: ..." with a
  * `data:` line per line of data.  Heartbeat comments (": hb") go out every heartbeat_ms while the
  * stream is idle.  Sends fail with SBX_EAGAIN when the stream's queue is over the limit and with
  * SBX_ECLOSED once the peer is gone.  End with tp_stream_end(). */
 int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms);
 int tp_sse_send(struct tp_req *r, const char *event, const char *id, const char *data, size_t len);
-/* Encodes an event into buf (exposed for tests and for replay). */
-int tp_sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
-                  size_t len);
 
 /* ---- metrics --------------------------------------------------------------------------------- */
-struct tp_stats {
-  uint64_t connections_open;
-  uint64_t connections_total[3]; /* by enum tp_protocol */
-  uint64_t connections_open_by_proto[3];
-  uint64_t requests_total;
-  uint64_t responses_by_class[6]; /* [1]..[5]: 1xx..5xx */
-  uint64_t bytes_in, bytes_out;
-  uint64_t sse_streams_open;
-  uint64_t protocol_errors;
-};
-void tp_server_stats(const struct tp_server *s, struct tp_stats *out);
 /* Appends the transport's metrics in Prometheus text format. */
 int tp_metrics_write(const struct tp_server *s, struct sbx_buf *out);
 

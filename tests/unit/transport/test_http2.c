@@ -117,13 +117,7 @@ static void client_limits(struct th *t) {
   struct h2resp *a = h2c_request(&c, "GET", "/hello", big, NULL, 0);
   ck_assert(h2c_wait(&c, a, 3000));
   ck_assert_int_eq(a->status, 431);
-  /* Past twice the limit: the stream is reset, the connection stays. */
-  memset(bigv, 'v', 35000);
-  bigv[35000] = '\0';
-  struct h2resp *b = h2c_request(&c, "GET", "/hello", big, NULL, 0);
-  ck_assert(h2c_wait(&c, b, 3000));
-  ck_assert_int_eq(b->status, 0);
-  ck_assert_uint_eq(b->code, NGHTTP2_ENHANCE_YOUR_CALM);
+  /* Past twice the limit the connection ends: test_h2_header_bomb. */
   /* Too many headers. */
   const char *many[2 * 120 + 1];
   static char names[120][8];
@@ -232,7 +226,9 @@ END_TEST
 /* Abuse: each ends its own connection with GOAWAY; another connection is untouched. */
 static int abuse_kind;
 
-/* Reads frames until EOF (1) or 3 s (0); the last GOAWAY's error code goes to *code. */
+/* Reads frames until EOF (1) or 3 s (0); the last GOAWAY's error code goes to *code, its last
+ * stream id to raw_last_id. */
+static uint32_t raw_last_id;
 static int raw_read_goaway(int fd, uint32_t *code) {
   static unsigned char buf[1 << 20];
   size_t len = 0, pos = 0;
@@ -255,9 +251,12 @@ static int raw_read_goaway(int fd, uint32_t *code) {
       size_t fl = ((size_t)buf[pos] << 16) | ((size_t)buf[pos + 1] << 8) | buf[pos + 2];
       if (len - pos < 9 + fl)
         break;
-      if (buf[pos + 3] == NGHTTP2_GOAWAY && fl >= 8)
+      if (buf[pos + 3] == NGHTTP2_GOAWAY && fl >= 8) {
+        raw_last_id = ((uint32_t)(buf[pos + 9] & 0x7f) << 24) | ((uint32_t)buf[pos + 10] << 16) |
+                      ((uint32_t)buf[pos + 11] << 8) | buf[pos + 12];
         *code = ((uint32_t)buf[pos + 13] << 24) | ((uint32_t)buf[pos + 14] << 16) |
                 ((uint32_t)buf[pos + 15] << 8) | buf[pos + 16];
+      }
       pos += 9 + fl;
     }
   }
@@ -316,6 +315,113 @@ static void client_abuse(struct th *t) {
 START_TEST(test_h2_abuse) {
   abuse_kind = _i;
   th_run_routes(NULL, client_abuse);
+}
+END_TEST
+
+/* HPACK makes a few bytes decode to many (issue 21, item 1): a header block past twice the
+ * advertised limit ends the connection at once (GOAWAY ENHANCE_YOUR_CALM, nothing decoded
+ * after it: the GOAWAY names the first stream as the last processed, though 20 more blocks
+ * followed), and so does a connection whose blocks, each under the bound, decode to more than
+ * h2_header_bytes_per_sec.  Another connection is served all along.  Kinds: 0 a literal value
+ * of 35,000 bytes; 1 a 4 KB literal added to the table, then ~16,000 one-byte references to it
+ * (~64 MB); 2 the same as a trailer block; 3 ten blocks of 10 KB with the budget at 64 KiB. */
+static int bomb_kind;
+
+/* An HPACK integer with an n-bit prefix; `first` holds the representation's flag bits. */
+static size_t hpack_int(unsigned char *out, unsigned bits, unsigned char first, size_t v) {
+  size_t max = (1u << bits) - 1, k = 0;
+  if (v < max) {
+    out[k++] = (unsigned char)(first | v);
+    return k;
+  }
+  out[k++] = (unsigned char)(first | max);
+  for (v -= max; v >= 128; v >>= 7)
+    out[k++] = (unsigned char)((v & 0x7f) | 0x80);
+  out[k++] = (unsigned char)v;
+  return k;
+}
+
+/* A literal header, new name: indexed (0x40) or not (0x00). */
+static size_t hpack_lit(unsigned char *out, unsigned char kind, const char *name, size_t vlen) {
+  size_t k = 0, nl = strlen(name);
+  out[k++] = kind;
+  k += hpack_int(out + k, 7, 0, nl);
+  memcpy(out + k, name, nl);
+  k += nl;
+  k += hpack_int(out + k, 7, 0, vlen);
+  memset(out + k, 'a', vlen);
+  return k + vlen;
+}
+
+static void client_bomb(struct th *t) {
+  struct h2c good, bad;
+  h2c_open(&good, t->port, 0, NULL, 0);
+  h2c_open(&bad, t->port, 0, NULL, 0);
+  h2c_wait(&bad, NULL, 100);
+  static unsigned char blk[16384], frames[32 * (16384 + 9)];
+  size_t n = 0, bl = 0;
+  static const unsigned char get[] = {0x82, 0x86, 0x84}; /* GET, http, / */
+  if (bomb_kind == 0) {
+    memcpy(blk, get, 3);
+    bl = 3 + hpack_lit(blk + 3, 0x00, "x-big", 15000);
+    n += h2_frame(frames + n, NGHTTP2_HEADERS, 0, 1, blk, bl); /* 35,000: split over frames */
+    bl = hpack_lit(blk, 0x00, "x-big2", 15000);
+    n += h2_frame(frames + n, NGHTTP2_CONTINUATION, 0, 1, blk, bl);
+    bl = hpack_lit(blk, 0x00, "x-big3", 5000);
+    n += h2_frame(frames + n, NGHTTP2_CONTINUATION, NGHTTP2_FLAG_END_HEADERS, 1, blk, bl);
+  } else if (bomb_kind == 1 || bomb_kind == 2) {
+    int trailer = bomb_kind == 2;
+    if (trailer) { /* a request whose body is its trailer block */
+      static const unsigned char post[] = {0x83, 0x86, 0x84, 0x01, 0x01, 'x'}; /* POST / */
+      n += h2_frame(frames + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, post, sizeof(post));
+    } else {
+      memcpy(blk, get, 3);
+      bl = 3;
+    }
+    bl += hpack_lit(blk + bl, 0x40, "x-a", 4000); /* into the dynamic table: index 62 */
+    memset(blk + bl, 0xbe, sizeof(blk) - bl);     /* then references to it */
+    n += h2_frame(frames + n, NGHTTP2_HEADERS,
+                  NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, blk, sizeof(blk));
+  }
+  if (bomb_kind <= 2) { /* and more of the same after it, on new streams */
+    memcpy(blk, get, 3);
+    memset(blk + 3, 0xbe, sizeof(blk) - 3);
+    for (uint32_t i = 0; i < 20; i++)
+      n += h2_frame(frames + n, NGHTTP2_HEADERS,
+                    NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 3 + 2 * i, blk, sizeof(blk));
+  } else { /* blocks under the per-block bound, over the connection's budget */
+    for (uint32_t i = 0; i < 10; i++) {
+      memcpy(blk, get, 3);
+      bl = 3 + hpack_lit(blk + 3, 0x00, "x-b", 10000);
+      n += h2_frame(frames + n, NGHTTP2_HEADERS,
+                    NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1 + 2 * i, blk, bl);
+    }
+  }
+  uint64_t t0 = uv_hrtime();
+  h2c_raw(&bad, frames, n);
+  uint32_t goaway = 0xffffffff;
+  raw_last_id = 0xffffffff;
+  ck_assert_msg(raw_read_goaway(bad.fd, &goaway), "bomb %d: connection not closed", bomb_kind);
+  ck_assert_msg(goaway == NGHTTP2_ENHANCE_YOUR_CALM, "bomb %d: GOAWAY code %u", bomb_kind, goaway);
+  fprintf(stderr, "bomb %d: closed after %.1f ms (last stream %u)\n", bomb_kind,
+          (uv_hrtime() - t0) / 1e6, raw_last_id);
+  if (bomb_kind <= 2)
+    ck_assert_msg(raw_last_id <= 1, "bomb %d: decoding went on to stream %u", bomb_kind,
+                  raw_last_id);
+  struct h2resp *a = h2c_request(&good, "GET", "/hello", NULL, NULL, 0);
+  ck_assert(h2c_wait(&good, a, 2000));
+  ck_assert_int_eq(a->status, 200);
+  h2c_close(&bad);
+  h2c_close(&good);
+}
+
+START_TEST(test_h2_header_bomb) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  if (_i == 3)
+    l.h2_header_bytes_per_sec = 64 * 1024;
+  bomb_kind = _i;
+  th_run_routes(&l, client_bomb);
 }
 END_TEST
 
@@ -547,6 +653,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_limits);
   tcase_add_test(tc, test_h2_concurrency);
   tcase_add_loop_test(tc, test_h2_abuse, 0, 4);
+  tcase_add_loop_test(tc, test_h2_header_bomb, 0, 4);
   tcase_add_test(tc, test_h2_idle);
   tcase_add_test(tc, test_h2_close_with_stream);
   tcase_add_test(tc, test_h2_outbound_bound);

@@ -37,7 +37,7 @@ START_TEST(test_sse_encode) {
   const struct scase *c = &scases[_i];
   struct sbx_buf b;
   sbx_buf_init(&b, 4096);
-  ck_assert_int_eq(tp_sse_encode(&b, c->event, c->id, c->data, c->len), c->rc);
+  ck_assert_int_eq(tp__sse_encode(&b, c->event, c->id, c->data, c->len), c->rc);
   ck_assert_str_eq(b.data ? b.data : "", c->out);
   sbx_buf_free(&b);
 }
@@ -46,7 +46,7 @@ END_TEST
 START_TEST(test_sse_encode_limit) {
   struct sbx_buf b;
   sbx_buf_init(&b, 10);
-  ck_assert_int_eq(tp_sse_encode(&b, "event", NULL, "data", 4), SBX_ETOOBIG);
+  ck_assert_int_eq(tp__sse_encode(&b, "event", NULL, "data", 4), SBX_ETOOBIG);
   ck_assert_uint_eq(b.len, 0); /* nothing half-written */
   sbx_buf_free(&b);
 }

@@ -14,6 +14,7 @@
 #include "h2client.h"
 #include "handlers.h"
 #include "harness.h"
+#include "internal.h"
 
 static char cert[256], key[256], key2[256], garbage[256], tdir[64];
 
@@ -101,12 +102,11 @@ END_TEST
 
 static char stats_line[256];
 static void h_stats(struct tp_req *r, void *ud) {
-  struct tp_stats st;
-  tp_server_stats(ud, &st);
+  struct tp_stats st = ((struct tp_server *)ud)->stats;
   int n = snprintf(stats_line, sizeof(stats_line), "h1=%llu h2c=%llu h2=%llu proto=%d",
                    (unsigned long long)st.connections_total[TP_PROTO_HTTP1],
                    (unsigned long long)st.connections_total[TP_PROTO_H2C],
-                   (unsigned long long)st.connections_total[TP_PROTO_H2], (int)tp_req_protocol(r));
+                   (unsigned long long)st.connections_total[TP_PROTO_H2], (int)r->proto);
   tp_respond(r, 200, NULL, stats_line, (size_t)n);
 }
 
