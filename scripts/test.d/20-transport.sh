@@ -3,7 +3,9 @@
 # by curl over HTTP/1.1, h2c (prior knowledge), h2 and HTTP/1.1 over TLS (a certificate made here
 # with the openssl CLI), and a unix socket: /healthz, /metrics by protocol, /pyodide/ static files
 # (MIME, precompressed br/gzip, Range, ETag -> 304, no redirects), TLS configuration errors, and a
-# graceful stop on SIGTERM.  Every process is started and stopped by its pid.
+# graceful stop on SIGTERM; then protocol abuse against the same binary with Debian's python3-h2
+# (tests/integration/transport_abuse.py: HPACK bomb, zero-window streams, slow uploads, HTTP/2
+# uploads past the header timeout).  Every process is started and stopped by its pid.
 # CEREA_BIN picks another binary (e.g. build-asan/cerea-sandbox).
 set -uo pipefail
 cd "$ROOT" || exit 1
@@ -163,6 +165,21 @@ out="$(timeout 5 "$CEREA_BIN" serve --listen 127.0.0.1:0 --data "$TMP/d3" --tls-
 grep -q "cannot read TLS certificate" <<<"$out" && ok "unreadable cert: clear error" || ko "unreadable cert" "$out"
 out="$(timeout 5 "$CEREA_BIN" serve --listen 127.0.0.1:0 --data "$TMP/d4" --tls-cert "$TMP/cert.pem" --tls-key "$TMP/key2.pem" 2>&1)"
 grep -q "does not match" <<<"$out" && ok "mismatched key: clear error" || ko "mismatched key" "$out"
+
+# Protocol abuse (issue 21): its own servers, its own lines; its counts join ours.
+if /usr/bin/python3 -c 'import h2' 2>/dev/null; then
+  out="$(CEREA_BIN="$CEREA_BIN" /usr/bin/python3 tests/integration/transport_abuse.py 2>&1)"
+  echo "$out"
+  line="$(grep -E '^transport abuse: [0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -1)"
+  if [ -n "$line" ]; then
+    pass=$((pass + $(sed 's/.*: \([0-9]*\) passed.*/\1/' <<<"$line")))
+    fail=$((fail + $(sed 's/.* \([0-9]*\) failed.*/\1/' <<<"$line")))
+  else
+    ko "transport abuse" "no result line"
+  fi
+else
+  ko "transport abuse" "python3-h2 is missing (scripts/setup.d/10-apt.sh installs it)"
+fi
 
 echo "transport integration: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

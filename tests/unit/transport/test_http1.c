@@ -4,6 +4,7 @@
  * timeouts, early close, held requests and malformed input that must close only its own
  * connection. */
 #include <check.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -83,6 +84,22 @@ static const struct h1case cases[] = {
      NULL},
     {"tcp nodelay", "GET /nodelay HTTP/1.1\r\n\r\n", 200, "\r\n\r\n1", 0, 0, NULL},
     {"many headers past the arena", forty_headers, 200, "\r\n\r\nthe end|v w", 0, 0, NULL},
+    /* RFC 9112 lets a server refuse these, and we do (issue 21, item 9). */
+    {"version 9.9", "GET /hello HTTP/9.9\r\n\r\n", 400, "bad_request", 1, 0, NULL},
+    {"obs-fold", "GET /hello HTTP/1.1\r\nX-A: a\r\n b\r\n\r\n", 400, "bad_request", 1, 0, NULL},
+    {"bare LF line endings", "GET /hello HTTP/1.1\nHost: x\n\n", 400, "bad_request", 1, 0, NULL},
+    {"one bare LF", "GET /hello HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", 400, "bad_request", 1, 0,
+     NULL},
+    {"bare LF ending the head", "GET /hello HTTP/1.1\r\nX-A: 1\r\n\n", 400, "bad_request", 1, 0,
+     NULL},
+    {"405 is the JSON error", "DELETE /hello HTTP/1.1\r\n\r\n", 405,
+     "Content-Type: application/json\r\n", 0, 0, NULL},
+    {"empty lines before the request line", "\r\n\r\nGET /hello HTTP/1.1\r\n\r\n", 200,
+     "\r\n\r\nhello", 0, 0, NULL},
+    {"trailer fields are not headers",
+     "GET /hdr HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Last: forged\r\nX-More: 1\r\n\r\n",
+     200,
+     "\r\n\r\n-|-", 0, 0, NULL},
 };
 
 static void build_big(void) {
@@ -221,6 +238,97 @@ START_TEST(test_h1_early_close) {
 }
 END_TEST
 
+/* A body has its own clock (issue 21, items 3 and 4): past the head it may take body_grace_ms,
+ * then must average body_min_rate; a slow but steady body taking three times the header timeout
+ * is read whole, a trickle is ended with 408 soon after the grace, and a body that stops is
+ * ended too. */
+static void client_body_clock(struct th *t) {
+  int fd = th_connect(t->port);
+  th_sends(fd, "POST /sink HTTP/1.1\r\nContent-Length: 6000\r\n\r\n");
+  static char piece[200];
+  memset(piece, 'b', sizeof(piece));
+  uint64_t t0 = uv_hrtime();
+  for (int i = 0; i < 30; i++) { /* 200 bytes every 20 ms: 10 KB/s for 0.6 s */
+    th_send(fd, piece, sizeof(piece));
+    usleep(20 * 1000);
+  }
+  int st;
+  char *r = th_read_response(fd, &st);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_msg(st == 200 && strstr(r, "bytes=6000"), "steady body after %.0f ms: %d %s",
+                (uv_hrtime() - t0) / 1e6, st, r);
+  free(r);
+  close(fd);
+  /* A trickle: a byte every 50 ms (20 B/s against 1000). */
+  fd = th_connect(t->port);
+  th_sends(fd, "POST /sink HTTP/1.1\r\nContent-Length: 6000\r\n\r\n");
+  t0 = uv_hrtime();
+  struct pollfd p = {fd, POLLIN, 0};
+  for (int i = 0; i < 100 && poll(&p, 1, 50) == 0; i++)
+    th_send(fd, "c", 1);
+  r = th_read_response(fd, &st);
+  double ms = (uv_hrtime() - t0) / 1e6;
+  ck_assert_msg(r != NULL && st == 408, "trickle: %d after %.0f ms", st, ms);
+  ck_assert_msg(ms < 2000, "trickle ended after %.0f ms", ms);
+  free(r);
+  close(fd);
+  /* A body that stops. */
+  fd = th_connect(t->port);
+  th_sends(fd, "POST /sink HTTP/1.1\r\nContent-Length: 6000\r\n\r\nabc");
+  r = th_read_response(fd, &st);
+  ck_assert_msg(r != NULL && st == 408, "stalled: %d", st);
+  free(r);
+  close(fd);
+}
+
+START_TEST(test_h1_body_clock) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.header_timeout_ms = 200;
+  l.body_grace_ms = 300;
+  l.body_min_rate = 1000;
+  th_sink_live = 0;
+  th_run_routes(&l, client_body_clock);
+  ck_assert_int_eq(th_sink_live, 0);
+}
+END_TEST
+
+/* max_bodies: bodies arriving at once past it get 503 with Retry-After before any byte is read;
+ * a request without a body is served all the same; once a body ends there is room again. */
+static void client_max_bodies(struct th *t) {
+  int a = th_connect(t->port), b = th_connect(t->port);
+  th_sends(a, "POST /sink HTTP/1.1\r\nContent-Length: 10\r\n\r\nab");
+  th_sends(b, "POST /echo HTTP/1.1\r\nContent-Length: 10\r\n\r\ncd");
+  usleep(100 * 1000);
+  int st;
+  char *r = th_request(t->port, "POST /sink HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz", &st);
+  ck_assert_msg(st == 503 && strstr(r, "Retry-After: 1\r\n") && strstr(r, "\"busy\""), "%d %s",
+                st, r);
+  free(r);
+  r = th_request(t->port, "GET /hello HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  free(r);
+  th_sends(a, "cdefghij");
+  r = th_read_response(a, &st);
+  ck_assert_msg(st == 200 && strstr(r, "bytes=10"), "%d %s", st, r);
+  free(r);
+  r = th_request(t->port, "POST /sink HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz", &st);
+  ck_assert_msg(st == 200 && strstr(r, "bytes=4"), "%d %s", st, r);
+  free(r);
+  close(a);
+  close(b);
+}
+
+START_TEST(test_h1_max_bodies) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.max_bodies = 2;
+  th_sink_live = 0;
+  th_run_routes(&l, client_max_bodies);
+  ck_assert_int_eq(th_sink_live, 0);
+}
+END_TEST
+
 static struct sbx_buf metrics_text;
 static void h_metrics(struct tp_req *r, void *ud) {
   sbx_buf_reset(&metrics_text);
@@ -337,6 +445,8 @@ Suite *http1_suite(void) {
   tcase_add_test(tc, test_h1_metrics_live);
   tcase_add_test(tc, test_h1_body_sink);
   tcase_add_test(tc, test_h1_listen_errors);
+  tcase_add_test(tc, test_h1_body_clock);
+  tcase_add_test(tc, test_h1_max_bodies);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -2,8 +2,9 @@
  * requests (several streams on one connection, bodies, 404/405), an SSE stream, limits (431 on
  * the stream, reset past twice the limit, 413, 414), MAX_CONCURRENT_STREAMS advertised and
  * enforced, a held request whose stream is reset (on_close), abusive frames (PING flood, rapid
- * reset, CONTINUATION flood) that end only their own connection, the idle timeout, and the
- * sniffing of the preface. */
+ * reset, CONTINUATION flood, and floods of empty DATA, WINDOW_UPDATE and PRIORITY frames) that
+ * end only their own connection, header blocks that decode past their bounds (the HPACK bomb),
+ * a body slower than the header timeout, the idle timeout, and the sniffing of the preface. */
 #include <arpa/inet.h>
 #include <check.h>
 #include <poll.h>
@@ -291,11 +292,28 @@ static void client_abuse(struct th *t) {
       n += h2_frame(buf + n, NGHTTP2_RST_STREAM, 0, 2 * i + 1, &code, 4);
     }
     h2c_raw(&bad, buf, n);
-  } else { /* CONTINUATION flood */
+  } else if (abuse_kind == 3) { /* CONTINUATION flood */
     unsigned char lit[] = {0x40, 0x01, 'x', 0x01, 'y'};
     n += h2_frame(buf + n, NGHTTP2_HEADERS, 0, 1001, lit, sizeof(lit));
     for (int i = 0; i < 50; i++)
       n += h2_frame(buf + n, NGHTTP2_CONTINUATION, 0, 1001, lit, sizeof(lit));
+    h2c_raw(&bad, buf, n);
+  } else if (abuse_kind == 4) { /* empty DATA frames on an open request */
+    static const unsigned char post[] = {0x83, 0x86, 0x44, 0x05, '/', 's', 'i', 'n', 'k', 0x01, 0x01,
+                                         'x'};
+    n += h2_frame(buf + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, post, sizeof(post));
+    for (int i = 0; i < 1000 && n + 9 < sizeof(buf); i++)
+      n += h2_frame(buf + n, NGHTTP2_DATA, 0, 1, NULL, 0);
+    h2c_raw(&bad, buf, n);
+  } else if (abuse_kind == 5) { /* WINDOW_UPDATE frames with nothing sent to open a window for */
+    uint32_t inc = htonl(1);
+    for (int i = 0; i < 1000 && n + 13 < sizeof(buf); i++)
+      n += h2_frame(buf + n, NGHTTP2_WINDOW_UPDATE, 0, 0, &inc, 4);
+    h2c_raw(&bad, buf, n);
+  } else { /* PRIORITY frames */
+    unsigned char pri[5] = {0, 0, 0, 0, 16};
+    for (int i = 0; i < 1000 && n + 14 < sizeof(buf); i++)
+      n += h2_frame(buf + n, NGHTTP2_PRIORITY, 0, (uint32_t)(2 * i + 1), pri, 5);
     h2c_raw(&bad, buf, n);
   }
   /* Read the server's frames raw (the client session cannot follow the abuse) until EOF. */
@@ -613,6 +631,62 @@ START_TEST(test_h2_slow_body) {
 }
 END_TEST
 
+/* A body slower than the header timeout but steady is read whole (issue 21, item 4: the header
+ * timeout used to run through the body, 408 at 10 s); the body has its own clock. */
+static uint64_t steady_last;
+static size_t steady_sent;
+static ssize_t steady_read(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len,
+                           uint32_t *flags, nghttp2_data_source *src, void *ud) {
+  if (uv_hrtime() - steady_last < 20 * 1000000ull)
+    return NGHTTP2_ERR_DEFERRED;
+  steady_last = uv_hrtime();
+  size_t n = SBX_MIN((size_t)200, len);
+  memset(buf, 's', n);
+  steady_sent += n;
+  if (steady_sent >= 6000)
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+  return (ssize_t)n;
+}
+
+static void client_steady_body(struct th *t) {
+  struct h2c c;
+  h2c_open(&c, t->port, 0, NULL, 0);
+  nghttp2_nv nv[] = {{(uint8_t *)":method", (uint8_t *)"POST", 7, 4, 0},
+                     {(uint8_t *)":path", (uint8_t *)"/sink", 5, 5, 0},
+                     {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0},
+                     {(uint8_t *)":authority", (uint8_t *)"x", 10, 1, 0}};
+  nghttp2_data_provider prd = {.source.ptr = NULL, .read_callback = steady_read};
+  steady_last = uv_hrtime();
+  steady_sent = 0;
+  uint64_t t0 = uv_hrtime();
+  int32_t id = nghttp2_submit_request(c.ss, NULL, nv, 4, &prd, NULL);
+  struct h2resp *r = &c.r[c.nr++];
+  memset(r, 0, sizeof(*r));
+  r->id = id;
+  for (int i = 0; i < 300 && !r->closed; i++) { /* 30 pieces, one every 20 ms: 0.6 s */
+    nghttp2_session_resume_data(c.ss, id);
+    h2c_wait(&c, r, 10);
+  }
+  ck_assert(h2c_wait(&c, r, 3000));
+  double ms = (uv_hrtime() - t0) / 1e6;
+  ck_assert_msg(r->status == 200 && r->body && strstr(r->body, "bytes=6000"),
+                "after %.0f ms: %d %s", ms, r->status, r->body ? r->body : "");
+  ck_assert_msg(ms > 400, "the body took %.0f ms, not past the header timeout", ms);
+  h2c_close(&c);
+}
+
+START_TEST(test_h2_steady_body) {
+  struct tp_limits l;
+  tp_limits_default(&l);
+  l.header_timeout_ms = 200;
+  l.body_grace_ms = 300;
+  l.body_min_rate = 1000;
+  th_sink_live = 0;
+  th_run_routes(&l, client_steady_body);
+  ck_assert_int_eq(th_sink_live, 0);
+}
+END_TEST
+
 /* Streamed bodies over HTTP/2: the sink sees every byte; a refusing sink gets 500 and its state
  * dropped. */
 static void client_sink(struct th *t) {
@@ -652,7 +726,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_sse);
   tcase_add_test(tc, test_h2_limits);
   tcase_add_test(tc, test_h2_concurrency);
-  tcase_add_loop_test(tc, test_h2_abuse, 0, 4);
+  tcase_add_loop_test(tc, test_h2_abuse, 0, 7);
   tcase_add_loop_test(tc, test_h2_header_bomb, 0, 4);
   tcase_add_test(tc, test_h2_idle);
   tcase_add_test(tc, test_h2_close_with_stream);
@@ -660,6 +734,7 @@ Suite *http2_suite(void) {
   tcase_add_test(tc, test_h2_slow_body);
   tcase_add_test(tc, test_h2_idle_pushed);
   tcase_add_test(tc, test_h2_body_sink);
+  tcase_add_test(tc, test_h2_steady_body);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -138,6 +138,45 @@ START_TEST(test_sse_backpressure) {
 }
 END_TEST
 
+/* The event stream's head carries Cache-Control once: the caller's when it gives one (the
+ * orchestrator says no-store), no-cache when it does not (issue 21, item 9). */
+static void on_cc_close(struct tp_req *r, void *ud) { tp_req_release(r); }
+static void h_cc(struct tp_req *r, void *ud) {
+  if (tp_sse_start(r, ud, 0) == 0) {
+    tp_req_on_close(r, on_cc_close, NULL);
+    tp_stream_end(r);
+  }
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strcasestr(p, needle)) != NULL; p++)
+    n++;
+  return n;
+}
+
+static void client_cc(struct th *t) {
+  int st;
+  char *r = th_request(t->port, "GET /own HTTP/1.1\r\n\r\n", &st);
+  ck_assert_int_eq(st, 200);
+  ck_assert_msg(count_of(r, "\r\nCache-Control:") == 1 && strstr(r, "Cache-Control: no-store\r\n"),
+                "%s", r);
+  free(r);
+  r = th_request(t->port, "GET /default HTTP/1.1\r\n\r\n", &st);
+  ck_assert_msg(count_of(r, "\r\nCache-Control:") == 1 && strstr(r, "Cache-Control: no-cache\r\n"),
+                "%s", r);
+  free(r);
+}
+
+START_TEST(test_sse_cache_control_once) {
+  struct th t;
+  th_init(&t, NULL);
+  tp_route(t.srv, "GET", "/own", 0, h_cc, "Cache-Control: no-store\r\n");
+  tp_route(t.srv, "GET", "/default", 0, h_cc, NULL);
+  th_run(&t, client_cc);
+}
+END_TEST
+
 Suite *sse_suite(void);
 Suite *sse_suite(void) {
   Suite *s = suite_create("sse");
@@ -147,6 +186,7 @@ Suite *sse_suite(void) {
   tcase_add_test(tc, test_sse_encode_limit);
   tcase_add_test(tc, test_sse_live);
   tcase_add_test(tc, test_sse_backpressure);
+  tcase_add_test(tc, test_sse_cache_control_once);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,14 +1,19 @@
 /* test_static.c -- transport/static.c: MIME types (application/wasm), ETag and If-None-Match
  * (304), Range (206, suffix, open-ended, 416, If-Range), precompressed .br/.gz chosen by
  * Accept-Encoding, index.html for a directory without a redirect, per-path headers, refusals of
- * `..` and encoded traversal, 405 for other methods. */
+ * `..` and encoded traversal, 405 for other methods; and the shared descriptors of the file cache
+ * under a thousand HTTP/2 streams that never open their window, with RLIMIT_NOFILE lowered. */
 #include <check.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "h2client.h"
+#include "handlers.h"
 #include "harness.h"
 
 static char dir[256];
@@ -207,12 +212,75 @@ START_TEST(test_static_files) {
 }
 END_TEST
 
+static int fds_open(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n - 1;
+}
+
+/* Issue 21, item 2: ten h2c connections set their window to 0 and ask for a file past the
+ * in-memory size on 100 streams each.  Every answer shares the cache's one descriptor and reads
+ * nothing ahead of the window: the process's descriptors stay few (RLIMIT_NOFILE is 160 here),
+ * another client is served, and the same file comes whole to a client that reads. */
+static void client_zero_window(struct th *t) {
+  int before = fds_open();
+  struct h2c bad[10];
+  static unsigned char buf[100 * 64];
+  static const unsigned char zero_window[] = {0x00, 0x04, 0, 0, 0, 0};
+  static const unsigned char get[] = {0x82, 0x86, 0x04, 15,  '/', 's', 't', 'a', 't', 'i', 'c',
+                                      '/',  'b',  'i',  'g', '.', 't', 'x', 't', 0x01, 0x01, 'x'};
+  for (int k = 0; k < 10; k++) {
+    h2c_open(&bad[k], t->port, 0, NULL, 0);
+    size_t n = h2_frame(buf, NGHTTP2_SETTINGS, 0, 0, zero_window, sizeof(zero_window));
+    for (uint32_t i = 0; i < 100; i++)
+      n += h2_frame(buf + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                    2 * i + 1, get, sizeof(get));
+    h2c_raw(&bad[k], buf, n);
+  }
+  usleep(300 * 1000);
+  int during = fds_open();
+  int st;
+  char *r = th_request(t->port, "GET /hello HTTP/1.1\r\n\r\n", &st);
+  ck_assert_msg(r != NULL && st == 200, "another client during the attack: %d", st);
+  free(r);
+  ck_assert_msg(during - before < 40, "descriptors %d -> %d for 1,000 streams", before, during);
+  struct h2c good;
+  h2c_open(&good, t->port, 0, NULL, 0);
+  struct h2resp *a = h2c_request(&good, "GET", "/static/big.txt", NULL, NULL, 0);
+  ck_assert(h2c_wait(&good, a, 3000));
+  ck_assert_int_eq(a->status, 200);
+  ck_assert_uint_eq(a->len, 100000);
+  h2c_close(&good);
+  for (int k = 0; k < 10; k++)
+    h2c_close(&bad[k]);
+}
+
+START_TEST(test_static_zero_window) {
+  struct rlimit rl = {160, 160};
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0); /* this test's own process (fork mode) */
+  make_tree();
+  struct th t;
+  th_init(&t, NULL);
+  ck_assert_int_eq(tp_static_mount(t.srv, "/static/", dir, NULL), 0);
+  th_add_routes(t.srv);
+  th_run(&t, client_zero_window);
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s' /tmp/tp-secret.txt", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *static_suite(void);
 Suite *static_suite(void) {
   Suite *s = suite_create("static");
   TCase *tc = tcase_create("static");
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, test_static_files);
+  tcase_add_test(tc, test_static_zero_window);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/fuzz.sh -- builds the libFuzzer targets of tests/fuzz/ (build-fuzz/: clang, ASan + UBSan,
+# SBX_DEBUG state checks) and runs them, printing per target the executions reached and the
+# findings.
+#
+#   bash bench/fuzz.sh                   every target, 60 s each
+#   bash bench/fuzz.sh TARGET SECONDS    one target (http1, h2, ...: tests/fuzz/fuzz_TARGET.c)
+#   bash bench/fuzz.sh all SECONDS       every target, SECONDS each, one after the other
+#   (NICE=19 runs them at the lowest priority; FUZZ_ARGS adds libFuzzer flags)
+#
+# Each target runs on its working corpus build-fuzz/corpus/TARGET (kept between runs, seeded
+# from the committed tests/fuzz/corpus/TARGET) with tests/fuzz/TARGET.dict when there is one;
+# findings (crash-*, leak-*, timeout-*, oom-*) land in build-fuzz/findings/TARGET/.  A finding,
+# once fixed, goes to tests/fuzz/corpus/TARGET/regress-NAME so every later run replays it.  Exits
+# non-zero when a target found something; the last line is "fuzz: N passed, N failed".
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+WHICH="${1:-all}"
+SECONDS_EACH="${2:-60}"
+B="$ROOT/build-fuzz"
+command -v clang >/dev/null || { echo "fuzz: clang is missing (Debian: clang, libclang-rt-dev)"; exit 1; }
+cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DSBX_FUZZ=ON -DSBX_SANITIZE=ON -DSBX_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+targets=()
+for f in tests/fuzz/fuzz_*.c; do
+  t="$(basename "$f" .c)"; t="${t#fuzz_}"
+  [ "$t" = tp ] && continue # the transport's support file, not a target
+  if [ "$WHICH" = all ] || [ "$WHICH" = "$t" ]; then targets+=("$t"); fi
+done
+((${#targets[@]})) || { echo "fuzz: no target named $WHICH"; exit 1; }
+cmake --build "$B" -j2 --target "${targets[@]/#/fuzz_}" 2>&1 | grep -E "error|warning: " || true
+pass=0; fail=0
+for t in "${targets[@]}"; do
+  bin="$B/tests/fuzz/fuzz_$t"
+  [ -x "$bin" ] || { echo "fuzz $t: not built"; fail=$((fail + 1)); continue; }
+  corpus="$B/corpus/$t" findings="$B/findings/$t"
+  mkdir -p "$corpus" "$findings"
+  dict=(); [ -f "tests/fuzz/$t.dict" ] && dict=("-dict=tests/fuzz/$t.dict")
+  seeds=(); [ -d "tests/fuzz/corpus/$t" ] && seeds=("tests/fuzz/corpus/$t")
+  before="$(find "$findings" -type f | wc -l)"
+  log="$B/fuzz-$t.log"
+  # shellcheck disable=SC2086
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    nice -n "${NICE:-0}" "$bin" -max_total_time="$SECONDS_EACH" -max_len=20000 -timeout=20 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" \
+    ${FUZZ_ARGS:-} "$corpus" "${seeds[@]}" >"$log" 2>&1
+  rc=$?
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  [ -n "$execs" ] || execs="$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')"
+  secs="$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)"
+  rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1)"
+  after="$(find "$findings" -type f | wc -l)"
+  found=$((after - before))
+  echo "fuzz $t: ${execs:-0} executions in ${secs:-$SECONDS_EACH} s (${rate:-?}/s), ${cov:-cov: ?}," \
+       "corpus $(find "$corpus" -type f | wc -l), findings $found"
+  if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
+    fail=$((fail + 1))
+    echo "fuzz $t: FAILED (exit $rc); see $log and $findings/"
+    grep -E "ERROR|SUMMARY|runtime error|fuzz_tp:" "$log" | head -20
+  else
+    pass=$((pass + 1))
+  fi
+done
+echo "fuzz: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
