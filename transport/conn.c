@@ -513,6 +513,6 @@ void tp__conn_accept(struct tp_listener *l) {
     snprintf(c->peer, sizeof(c->peer), ss.ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip, port);
   }
   tp__conn_timer(c, c->shed ? SBX_MIN(s->cfg.limits.handshake_timeout_ms, 1000)
-                           : s->cfg.limits.handshake_timeout_ms);
+                            : s->cfg.limits.handshake_timeout_ms);
   tp__conn_read_start(c);
 }

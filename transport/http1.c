@@ -42,7 +42,15 @@
 enum h1_state { H1_IDLE = 0, H1_HEAD, H1_BODY, H1_READY, H1_WAIT, H1_CLOSED };
 
 /* head_scan's states: where in a request head the last byte left us. */
-enum scan_state { SCAN_START = 0, SCAN_START_CR, SCAN_LINE, SCAN_CR, SCAN_BOL, SCAN_END_CR, SCAN_DONE };
+enum scan_state {
+  SCAN_START = 0,
+  SCAN_START_CR,
+  SCAN_LINE,
+  SCAN_CR,
+  SCAN_BOL,
+  SCAN_END_CR,
+  SCAN_DONE
+};
 
 struct h1 {
   struct tp_conn *c;
@@ -321,8 +329,8 @@ static void h1_fail(struct h1 *h, enum tp_refusal why) {
     h1_set_state(h, H1_WAIT);
   tp__req_ref(h->req);
   struct tp_req *r = h->req;
-  tp__req_abandon(r);  /* a body sink drops its state */
-  tp__refuse(r, why);  /* ends the request; closes after the write */
+  tp__req_abandon(r); /* a body sink drops its state */
+  tp__refuse(r, why); /* ends the request; closes after the write */
   tp__req_unref(r);
 }
 

@@ -168,10 +168,10 @@ static void h2_set_state_(struct h2 *h, enum h2_state st, const char *file, int 
     h->state = st;
 }
 
-static const char *const st_names[] = {"HEAD",     "HEAD_BAD", "BODY",    "READY",
-                                       "FAILED",   "RESET",    "HANDLING", "SENDING",
-                                       "WAITING",  "ENDED",    "CLOSED"};
-#define B(s) SBX_FSM_BIT(H2S_##s)
+static const char *const st_names[] = {"HEAD",    "HEAD_BAD", "BODY",     "READY",
+                                       "FAILED",  "RESET",    "HANDLING", "SENDING",
+                                       "WAITING", "ENDED",    "CLOSED"};
+#define B(s)     SBX_FSM_BIT(H2S_##s)
 #define ARRIVING (B(HEAD) | B(HEAD_BAD) | B(BODY))
 static const uint32_t st_from[] = {
     [H2S_HEAD] = 0,
@@ -471,7 +471,8 @@ static int on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud) 
   default:
     return 0;
   }
-  struct h2s *st = f->hd.stream_id ? nghttp2_session_get_stream_user_data(ss, f->hd.stream_id) : NULL;
+  struct h2s *st =
+      f->hd.stream_id ? nghttp2_session_get_stream_user_data(ss, f->hd.stream_id) : NULL;
   if (st == NULL)
     return 0;
   if (f->hd.type == NGHTTP2_HEADERS && f->headers.cat == NGHTTP2_HCAT_REQUEST &&
@@ -1068,8 +1069,7 @@ static void h2_on_timeout(struct tp_conn *c) {
   if (h->nstreams == 0) {
     h2_goaway(c, NGHTTP2_NO_ERROR);
     tp__conn_close_after_writes(c, "idle timeout");
-  } else if ((c->wpending > 0 || h->queued > 0) &&
-             now - h->progress >= LIM(h)->idle_timeout_ms) {
+  } else if ((c->wpending > 0 || h->queued > 0) && now - h->progress >= LIM(h)->idle_timeout_ms) {
     tp__conn_close(c, "client stopped reading");
   } else {
     h2_arm_timer(h);

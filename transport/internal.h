@@ -260,7 +260,6 @@ struct tp_conn {
   int reading;         /* uv_read_start is on */
   int closing_handles; /* 2 -> 0: stream and timer */
   int shed;            /* accepted past the descriptor budget (see above) */
-  unsigned files;      /* files its answers hold open (max_files_per_conn) */
   char id_text[24];    /* `id` as text, for traces */
   char sniff[24];
   size_t sniff_len;
@@ -356,7 +355,7 @@ enum tp_refusal {
   TP_R_IO,
   TP_R_NO_MEMORY,
   TP_R_BUSY_BODIES, /* max_bodies */
-  TP_R_BUSY_FILES,  /* the descriptor budget or max_files_per_conn */
+  TP_R_BUSY_FILES,  /* the descriptor budget */
   TP_R_BUSY_SINK,   /* a body sink said SBX_EBUSY */
   TP_R_SHED,        /* the connection came past the descriptor budget */
 };

@@ -160,12 +160,10 @@ void tp__req_strings_free(struct tp_req *r) {
   r->arena_used = 0;
 }
 
-/* Lets go of the answer's file (and of the connection's count of files held). */
+/* Lets go of the answer's file. */
 static void file_drop(struct tp_req *r) {
   if (r->file == NULL)
     return;
-  if (r->conn)
-    r->conn->files--;
   tp__file_unref(r->file);
   r->file = NULL;
 }
@@ -736,7 +734,6 @@ int tp__respond_file_at(struct tp_req *r, struct tp_file *f, int status, const c
     return rc ? rc : rc2;
   }
   r->file = f;
-  r->conn->files++;
   r->file_off = off;
   r->file_left = len;
   tp__req_ref(r);
@@ -797,10 +794,6 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
                     const char *extra_headers, int allow_range) {
   if (r->state == REQ_RESPONDING || r->state == REQ_DONE)
     return SBX_ESTATE;
-  if (r->conn && r->conn->files >= r->srv->cfg.limits.max_files_per_conn) {
-    tp__refuse(r, TP_R_BUSY_FILES); /* answered: the caller has nothing more to do */
-    return 0;
-  }
   struct tp_file *f;
   struct stat st;
   char etag[64];
@@ -861,7 +854,7 @@ static size_t next_of(const char *data, size_t from, size_t len, char c) {
 }
 
 int tp__sse_encode(struct sbx_buf *buf, const char *event, const char *id, const char *data,
-                  size_t len) {
+                   size_t len) {
   size_t mark = buf->len;
   int rc = 0;
   /* A field value with a line break would end the field early: refuse it. */
@@ -911,9 +904,9 @@ int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat
   struct sbx_buf h;
   sbx_buf_init(&h, 16 * 1024);
   /* The caller's Cache-Control, when it gives one, is the only one. */
-  int rc = sbx_buf_appendf(&h, "Content-Type: text/event-stream\r\n%sX-Accel-Buffering: no\r\n",
-                           tp__headers_find(extra_headers, "Cache-Control") ? ""
-                                                                            : "Cache-Control: no-cache\r\n");
+  int rc = sbx_buf_appendf(
+      &h, "Content-Type: text/event-stream\r\n%sX-Accel-Buffering: no\r\n",
+      tp__headers_find(extra_headers, "Cache-Control") ? "" : "Cache-Control: no-cache\r\n");
   if (rc == 0 && extra_headers)
     rc = sbx_buf_append(&h, extra_headers, strlen(extra_headers));
   if (rc == 0)

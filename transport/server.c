@@ -36,7 +36,6 @@ void tp_limits_default(struct tp_limits *l) {
   l->buffer_bytes = 64 * 1024 * 1024;
   l->h2_header_bytes_per_sec = 8 * 1024 * 1024;
   l->fd_reserve = 0;
-  l->max_files_per_conn = 32;
 }
 
 static const char *const srv_names[] = {"RUNNING", "DRAINING", "CLOSING"};
@@ -105,8 +104,8 @@ void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *wha
   if (s->abuse_dropped)
     snprintf(more, sizeof(more), " (and %u more like it not logged)", s->abuse_dropped);
   s->abuse_dropped = 0;
-  sbx_log(SBX_LOG_WARN, TP_MOD, "conn %llu %s: %s: connection closed%s",
-          (unsigned long long)c->id, c->peer, what, more);
+  sbx_log(SBX_LOG_WARN, TP_MOD, "conn %llu %s: %s: connection closed%s", (unsigned long long)c->id,
+          c->peer, what, more);
 }
 
 static void cron_tick(uv_timer_t *t);

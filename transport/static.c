@@ -189,7 +189,6 @@ int tp__file_open(struct tp_server *s, const char *path, struct tp_file **f, str
   return 0;
 }
 
-
 /* Does the Accept-Encoding value accept `coding` (q > 0)? */
 static int accepts(const char *ae, const char *coding) {
   if (ae == NULL)
@@ -369,10 +368,6 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   }
   if (e->data) { /* small file: from memory, no system call */
     tp_respond(r, status, h, e->data + start, (size_t)len);
-    return;
-  }
-  if (r->conn && r->conn->files >= r->srv->cfg.limits.max_files_per_conn) {
-    tp__refuse(r, TP_R_BUSY_FILES);
     return;
   }
   tp__file_ref(e->file); /* the cache's descriptor, shared: no descriptor per answer */

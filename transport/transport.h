@@ -69,9 +69,10 @@ struct tp_limits {
    * for each body streamed to a sink) beside what was open when it was made, against
    * RLIMIT_NOFILE less fd_reserve.  Past that budget a new connection is still accepted, answered
    * 503 with Retry-After and closed (past the reserve too, it is closed at once); a file answer
-   * or a streamed body that would need a descriptor gets 503 with Retry-After. */
-  uint32_t fd_reserve;         /* 0: RLIMIT_NOFILE / 16, at least 32 */
-  uint32_t max_files_per_conn; /* files one connection's answers hold open (default 32) */
+   * or a streamed body that would need a descriptor gets 503 with Retry-After.  Files are shared
+   * (one descriptor per file however many answers read it), so one connection holds at most a
+   * descriptor per stream, for distinct files. */
+  uint32_t fd_reserve; /* 0: RLIMIT_NOFILE / 16, at least 32 */
 };
 /* Fills every field with its default. */
 void tp_limits_default(struct tp_limits *l);
@@ -193,8 +194,7 @@ void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud);
  * orchestrator uses it for blobs.  The file is opened through the server's file cache (one
  * descriptor shared by every answer of the same file, revalidated within a second), and read no
  * further ahead than the peer takes.  Errors: SBX_ENOENT, SBX_EIO (then nothing was sent).  At
- * the descriptor budget or the connection's max_files_per_conn it answers 503 with Retry-After
- * itself and returns 0. */
+ * the descriptor budget it answers 503 with Retry-After itself and returns 0. */
 int tp_respond_file(struct tp_req *r, const char *path, const char *content_type,
                     const char *extra_headers, int allow_range);
 

@@ -97,9 +97,9 @@ static const struct h1case cases[] = {
     {"empty lines before the request line", "\r\n\r\nGET /hello HTTP/1.1\r\n\r\n", 200,
      "\r\n\r\nhello", 0, 0, NULL},
     {"trailer fields are not headers",
-     "GET /hdr HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Last: forged\r\nX-More: 1\r\n\r\n",
-     200,
-     "\r\n\r\n-|-", 0, 0, NULL},
+     "GET /hdr HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-Last: forged\r\nX-More: "
+     "1\r\n\r\n",
+     200, "\r\n\r\n-|-", 0, 0, NULL},
 };
 
 static void build_big(void) {
@@ -302,8 +302,8 @@ static void client_max_bodies(struct th *t) {
   usleep(100 * 1000);
   int st;
   char *r = th_request(t->port, "POST /sink HTTP/1.1\r\nContent-Length: 4\r\n\r\nwxyz", &st);
-  ck_assert_msg(st == 503 && strstr(r, "Retry-After: 1\r\n") && strstr(r, "\"busy\""), "%d %s",
-                st, r);
+  ck_assert_msg(st == 503 && strstr(r, "Retry-After: 1\r\n") && strstr(r, "\"busy\""), "%d %s", st,
+                r);
   free(r);
   r = th_request(t->port, "GET /hello HTTP/1.1\r\n\r\n", &st);
   ck_assert_int_eq(st, 200);

@@ -299,8 +299,8 @@ static void client_abuse(struct th *t) {
       n += h2_frame(buf + n, NGHTTP2_CONTINUATION, 0, 1001, lit, sizeof(lit));
     h2c_raw(&bad, buf, n);
   } else if (abuse_kind == 4) { /* empty DATA frames on an open request */
-    static const unsigned char post[] = {0x83, 0x86, 0x44, 0x05, '/', 's', 'i', 'n', 'k', 0x01, 0x01,
-                                         'x'};
+    static const unsigned char post[] = {0x83, 0x86, 0x44, 0x05, '/',  's',
+                                         'i',  'n',  'k',  0x01, 0x01, 'x'};
     n += h2_frame(buf + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1, post, sizeof(post));
     for (int i = 0; i < 1000 && n + 9 < sizeof(buf); i++)
       n += h2_frame(buf + n, NGHTTP2_DATA, 0, 1, NULL, 0);
@@ -398,21 +398,21 @@ static void client_bomb(struct th *t) {
     }
     bl += hpack_lit(blk + bl, 0x40, "x-a", 4000); /* into the dynamic table: index 62 */
     memset(blk + bl, 0xbe, sizeof(blk) - bl);     /* then references to it */
-    n += h2_frame(frames + n, NGHTTP2_HEADERS,
-                  NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, blk, sizeof(blk));
+    n += h2_frame(frames + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                  1, blk, sizeof(blk));
   }
   if (bomb_kind <= 2) { /* and more of the same after it, on new streams */
     memcpy(blk, get, 3);
     memset(blk + 3, 0xbe, sizeof(blk) - 3);
     for (uint32_t i = 0; i < 20; i++)
-      n += h2_frame(frames + n, NGHTTP2_HEADERS,
-                    NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 3 + 2 * i, blk, sizeof(blk));
+      n += h2_frame(frames + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                    3 + 2 * i, blk, sizeof(blk));
   } else { /* blocks under the per-block bound, over the connection's budget */
     for (uint32_t i = 0; i < 10; i++) {
       memcpy(blk, get, 3);
       bl = 3 + hpack_lit(blk + 3, 0x00, "x-b", 10000);
-      n += h2_frame(frames + n, NGHTTP2_HEADERS,
-                    NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1 + 2 * i, blk, bl);
+      n += h2_frame(frames + n, NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM,
+                    1 + 2 * i, blk, bl);
     }
   }
   uint64_t t0 = uv_hrtime();

@@ -231,7 +231,7 @@ static void client_zero_window(struct th *t) {
   struct h2c bad[10];
   static unsigned char buf[100 * 64];
   static const unsigned char zero_window[] = {0x00, 0x04, 0, 0, 0, 0};
-  static const unsigned char get[] = {0x82, 0x86, 0x04, 15,  '/', 's', 't', 'a', 't', 'i', 'c',
+  static const unsigned char get[] = {0x82, 0x86, 0x04, 15,  '/', 's', 't', 'a', 't',  'i',  'c',
                                       '/',  'b',  'i',  'g', '.', 't', 'x', 't', 0x01, 0x01, 'x'};
   for (int k = 0; k < 10; k++) {
     h2c_open(&bad[k], t->port, 0, NULL, 0);
