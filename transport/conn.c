@@ -252,9 +252,13 @@ char *tp__wbuf_get(struct tp_server *s) {
 
 static void wreq_release(struct tp_server *s, struct tp_wreq *wr) {
   if (wr->pooled) {
+    if (s->wpool.n >= s->wpool.max)
+      tp__freed(s, TP_WBUF); /* the pool is full: the block goes back to the heap */
     sbx_freelist_give(&s->wpool, wr);
     return;
   }
+  if (wr->len >= TP_WBUF)
+    tp__freed(s, wr->len);
   sbx_free(wr->owned);
   sbx_free(wr);
 }

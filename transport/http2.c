@@ -292,6 +292,8 @@ static void h2s_free(struct h2s *st) {
   if (st->state != H2S_CLOSED)
     st_set_state(st, H2S_CLOSED);
   queued_sub(st, st->out.len - st->out_off);
+  if (st->out.cap >= TP_LOW_WATER)
+    tp__freed(s, st->out.cap);
   sbx_list_remove(&st->node);
   sbx_buf_free(&st->out);
   sbx_freelist_give(&s->h2s_pool, st);

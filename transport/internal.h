@@ -147,6 +147,8 @@ struct tp_server {
   uint64_t cron_period;
   int cron_running;
   uv_timer_t drain_timer;
+  uv_timer_t trim_timer; /* gives freed heap back to the system after a wave (tp__freed) */
+  size_t freed;          /* bytes of big buffers freed since the last trim */
   int handles_open; /* our own handles still waiting for their close callback */
   tp_closed_cb closed_cb;
   void *closed_ud;
@@ -175,6 +177,9 @@ void tp__defer_cancel(struct tp_deferred *d);
 void tp__server_maybe_finish(struct tp_server *s);
 const char *tp__http_date(struct tp_server *s);
 void tp__cron_want(struct tp_server *s, uint64_t period_ms);
+/* Big buffers (write blocks, stream queues) were freed: past TP_TRIM_AFTER bytes, the heap's free
+ * memory goes back to the system within a second (malloc_trim; glibc keeps it otherwise). */
+void tp__freed(struct tp_server *s, size_t n);
 /* Descriptors: 1 when n more fit in the budget (ordinary work keeps the reserve free). */
 int tp__fd_room(const struct tp_server *s, unsigned n);
 /* Counts descriptors taken (+) or given back (-), where they are opened and closed. */

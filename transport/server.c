@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -88,6 +89,27 @@ int tp__fd_room(const struct tp_server *s, unsigned n) {
 
 void tp__fd_add(struct tp_server *s, int n) { s->fds = (unsigned)((int)s->fds + n); }
 
+/* ---- memory ----------------------------------------------------------------------------------
+ * glibc serves the 64 KiB write blocks and stream queues from its heap and keeps what is freed:
+ * after a wave of connections the process stays at the wave's size.  Once TP_TRIM_AFTER bytes of
+ * such buffers were freed, malloc_trim runs a second later (once, however many come meanwhile). */
+#define TP_TRIM_AFTER (16u * 1024 * 1024)
+
+static void on_trim(uv_timer_t *t) {
+  struct tp_server *s = t->data;
+  s->freed = 0;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+void tp__freed(struct tp_server *s, size_t n) {
+  s->freed += n;
+  if (s->freed >= TP_TRIM_AFTER && s->state != SRV_CLOSING &&
+      !uv_is_active((uv_handle_t *)&s->trim_timer))
+    uv_timer_start(&s->trim_timer, on_trim, 1000, 0);
+}
+
 #define ABUSE_LINES_PER_SEC 5
 
 void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *what) {
@@ -155,12 +177,14 @@ int tp_server_new(uv_loop_t *loop, const struct tp_config *cfg, struct tp_server
   }
   uv_timer_init(loop, &s->cron);
   uv_timer_init(loop, &s->drain_timer);
+  uv_timer_init(loop, &s->trim_timer);
+  s->trim_timer.data = s;
   uv_idle_init(loop, &s->defer_idle);
   SBX_LIST_INIT(&s->deferred);
   s->cron.data = s;
   s->drain_timer.data = s;
   s->defer_idle.data = s;
-  s->handles_open = 3;
+  s->handles_open = 4;
   s->wpool.max = TP_WPOOL_MAX;
   s->h2s_pool.max = TP_H2S_POOL_MAX;
   tp__req_pool_use(1);
@@ -400,10 +424,12 @@ static void server_close_all(struct tp_server *s) {
   }
   uv_timer_stop(&s->cron);
   uv_timer_stop(&s->drain_timer);
+  uv_timer_stop(&s->trim_timer);
   uv_idle_stop(&s->defer_idle);
   uv_close((uv_handle_t *)&s->defer_idle, on_own_handle_closed);
   uv_close((uv_handle_t *)&s->cron, on_own_handle_closed);
   uv_close((uv_handle_t *)&s->drain_timer, on_own_handle_closed);
+  uv_close((uv_handle_t *)&s->trim_timer, on_own_handle_closed);
 }
 
 void tp__server_maybe_finish(struct tp_server *s) {
