@@ -97,7 +97,7 @@ static void h_item(struct tp_req *r, void *ud) {
   char out[256];
   const char *q = tp_req_query(r, "q");
   int n = snprintf(out, sizeof(out), "id=%s q=%s", tp_req_param(r, "id"), q ? q : "-");
-  tp_respond(r, 200, NULL, out, (size_t)n);
+  tp_respond(r, 200, NULL, out, SBX_MIN((size_t)n, sizeof(out) - 1)); /* a long id is cut */
 }
 
 static void h_files(struct tp_req *r, void *ud) {
@@ -170,7 +170,7 @@ static void h_hdr(struct tp_req *r, void *ud) {
   const char *q = tp_req_query(r, "k");
   char out[512];
   int n = snprintf(out, sizeof(out), "%s|%s", v ? v : "-", q ? q : "-");
-  tp_respond(r, 200, NULL, out, (size_t)n);
+  tp_respond(r, 200, NULL, out, SBX_MIN((size_t)n, sizeof(out) - 1));
 }
 
 void th_add_routes(struct tp_server *s) {
