@@ -128,6 +128,21 @@ class Server:
 
 # ---- plain HTTP/1.1 helpers ------------------------------------------------------------------
 
+def read_status(s, timeout):
+    s.settimeout(timeout)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            c = s.recv(65536)
+            if not c:
+                break
+            data += c
+    except OSError:
+        pass
+    head = data.split(b"\r\n\r\n")[0].decode("latin-1")
+    return (int(head[9:12]) if head.startswith("HTTP/1.1 ") else None), head
+
+
 def http1(port, raw, timeout=5.0):
     """Sends raw bytes on a fresh connection; returns (status or None, head text, seconds)."""
     t0 = time.monotonic()
@@ -137,21 +152,12 @@ def http1(port, raw, timeout=5.0):
         return None, "", time.monotonic() - t0
     try:
         s.sendall(raw)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        st, head = read_status(s, timeout)
     except OSError:
-        data = b""
+        st, head = None, ""
     finally:
         s.close()
-    dt = time.monotonic() - t0
-    head = data.split(b"\r\n\r\n")[0].decode("latin-1")
-    if not head.startswith("HTTP/1.1 "):
-        return None, head, dt
-    return int(head[9:12]), head, dt
+    return st, head, time.monotonic() - t0
 
 
 def healthz(port, timeout=5.0):
@@ -426,21 +432,6 @@ def no_read():
 def upload_head(chat, name, length):
     return (f"POST /v1/chats/{chat}/files?name={name} HTTP/1.1\r\nHost: x\r\n"
             f"Authorization: Bearer {KEY}\r\nContent-Length: {length}\r\n\r\n").encode()
-
-
-def read_status(s, timeout):
-    s.settimeout(timeout)
-    data = b""
-    try:
-        while b"\r\n\r\n" not in data:
-            c = s.recv(65536)
-            if not c:
-                break
-            data += c
-    except OSError:
-        pass
-    head = data.split(b"\r\n\r\n")[0].decode("latin-1")
-    return (int(head[9:12]) if head.startswith("HTTP/1.1 ") else None), head
 
 
 def slow_upload():

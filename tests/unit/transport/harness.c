@@ -71,6 +71,19 @@ void th_run_routes(const struct tp_limits *lim, void (*client)(struct th *t)) {
   th_run(&t, client);
 }
 
+void th_run_sinks(const struct tp_limits *lim, void (*client)(struct th *t)) {
+  th_sink_live = 0;
+  th_run_routes(lim, client);
+  ck_assert_int_eq(th_sink_live, 0);
+}
+
+void th_body_clock_limits(struct tp_limits *l) {
+  tp_limits_default(l);
+  l->header_timeout_ms = 200;
+  l->body_grace_ms = 300;
+  l->body_min_rate = 1000;
+}
+
 int th_connect(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   ck_assert_int_ge(fd, 0);

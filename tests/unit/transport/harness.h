@@ -32,6 +32,11 @@ void th_run(struct th *t, void (*client)(struct th *t));
  * run with `client` as th_run() does. */
 void th_run_routes(const struct tp_limits *lim, void (*client)(struct th *t));
 
+/* The same, for clients of the body sinks (POST /sink): every sink state must be freed after. */
+void th_run_sinks(const struct tp_limits *lim, void (*client)(struct th *t));
+/* Limits with a short body clock: header timeout 200 ms, body grace 300 ms, 1000 bytes/s. */
+void th_body_clock_limits(struct tp_limits *l);
+
 /* Client side (blocking, 5 s timeouts). */
 int th_connect(int port);
 void th_send(int fd, const void *p, size_t n);

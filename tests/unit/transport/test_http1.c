@@ -283,13 +283,8 @@ static void client_body_clock(struct th *t) {
 
 START_TEST(test_h1_body_clock) {
   struct tp_limits l;
-  tp_limits_default(&l);
-  l.header_timeout_ms = 200;
-  l.body_grace_ms = 300;
-  l.body_min_rate = 1000;
-  th_sink_live = 0;
-  th_run_routes(&l, client_body_clock);
-  ck_assert_int_eq(th_sink_live, 0);
+  th_body_clock_limits(&l);
+  th_run_sinks(&l, client_body_clock);
 }
 END_TEST
 
@@ -323,9 +318,7 @@ START_TEST(test_h1_max_bodies) {
   struct tp_limits l;
   tp_limits_default(&l);
   l.max_bodies = 2;
-  th_sink_live = 0;
-  th_run_routes(&l, client_max_bodies);
-  ck_assert_int_eq(th_sink_live, 0);
+  th_run_sinks(&l, client_max_bodies);
 }
 END_TEST
 
@@ -380,11 +373,7 @@ static void client_sink(struct th *t) {
   usleep(100 * 1000);
 }
 
-START_TEST(test_h1_body_sink) {
-  th_sink_live = 0;
-  th_run_routes(NULL, client_sink);
-  ck_assert_int_eq(th_sink_live, 0);
-}
+START_TEST(test_h1_body_sink) { th_run_sinks(NULL, client_sink); }
 END_TEST
 
 static void client_metrics2(struct th *t) {

@@ -677,13 +677,8 @@ static void client_steady_body(struct th *t) {
 
 START_TEST(test_h2_steady_body) {
   struct tp_limits l;
-  tp_limits_default(&l);
-  l.header_timeout_ms = 200;
-  l.body_grace_ms = 300;
-  l.body_min_rate = 1000;
-  th_sink_live = 0;
-  th_run_routes(&l, client_steady_body);
-  ck_assert_int_eq(th_sink_live, 0);
+  th_body_clock_limits(&l);
+  th_run_sinks(&l, client_steady_body);
 }
 END_TEST
 
@@ -710,11 +705,7 @@ static void client_sink(struct th *t) {
   h2c_close(&c);
 }
 
-START_TEST(test_h2_body_sink) {
-  th_sink_live = 0;
-  th_run_routes(NULL, client_sink);
-  ck_assert_int_eq(th_sink_live, 0);
-}
+START_TEST(test_h2_body_sink) { th_run_sinks(NULL, client_sink); }
 END_TEST
 
 Suite *http2_suite(void);
