@@ -140,11 +140,10 @@ END_TEST
 
 /* The event stream's head carries Cache-Control once: the caller's when it gives one (the
  * orchestrator says no-store), no-cache when it does not (issue 21, item 9). */
-static void on_cc_close(struct tp_req *r, void *ud) { tp_req_release(r); }
 static void h_cc(struct tp_req *r, void *ud) {
-  if (tp_sse_start(r, ud, 0) == 0) {
-    tp_req_on_close(r, on_cc_close, NULL);
+  if (tp_sse_start(r, ud, 0) == 0) { /* it holds the request: ended and released here */
     tp_stream_end(r);
+    tp_req_release(r);
   }
 }
 
