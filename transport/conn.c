@@ -12,8 +12,8 @@
 
 static const char H2_PREFACE[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-static const char *const conn_names[] = {"SNIFF", "TLS_HANDSHAKE", "HTTP1",
-                                         "H2",    "FLUSHING",      "CLOSING"};
+static const char *const conn_names[] = {"SNIFF",    "TLS_HANDSHAKE", "HTTP1",  "H2",
+                                         "FLUSHING", "LINGERING",     "CLOSING"};
 #define B(s) SBX_FSM_BIT(CONN_##s)
 static const uint32_t conn_from[] = {
     [CONN_SNIFF] = 0,
@@ -21,7 +21,8 @@ static const uint32_t conn_from[] = {
     [CONN_HTTP1] = B(SNIFF) | B(TLS_HANDSHAKE),
     [CONN_H2] = B(SNIFF) | B(TLS_HANDSHAKE),
     [CONN_FLUSHING] = B(HTTP1) | B(H2),
-    [CONN_CLOSING] = B(SNIFF) | B(TLS_HANDSHAKE) | B(HTTP1) | B(H2) | B(FLUSHING),
+    [CONN_LINGERING] = B(HTTP1) | B(H2) | B(FLUSHING),
+    [CONN_CLOSING] = B(SNIFF) | B(TLS_HANDSHAKE) | B(HTTP1) | B(H2) | B(FLUSHING) | B(LINGERING),
 };
 #undef B
 static const struct sbx_fsm conn_fsm = SBX_FSM(TP_MOD, "conn", conn_names, conn_from, NULL);
@@ -32,10 +33,16 @@ static void conn_set_state_(struct tp_conn *c, enum conn_state st, const char *f
     c->state = st;
 }
 
-/* Neither fed nor timed any more: the connection is closing, or only flushing its writes. */
+/* Not fed to the protocol any more: the connection is closing, flushing or lingering. */
 static int conn_done(const struct tp_conn *c) {
-  return c->state == CONN_CLOSING || c->state == CONN_FLUSHING;
+  return c->state == CONN_CLOSING || c->state == CONN_FLUSHING || c->state == CONN_LINGERING;
 }
+
+/* Lingering: 1 s, or 20 ms past the descriptor budget (long enough to read and drop what a
+ * client sent before its answer, short enough not to hold the descriptors a crowd needs). */
+#define LINGER_MS       1000
+#define LINGER_SHORT_MS 20
+#define LINGER_BYTES    (256 * 1024)
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   struct tp_conn *c = h->data;
@@ -67,6 +74,10 @@ static void on_timer(uv_timer_t *t) {
   }
   if (c->state == CONN_FLUSHING) {
     tp__conn_close(c, "client stopped reading");
+    return;
+  }
+  if (c->state == CONN_LINGERING) {
+    tp__conn_close(c, "done");
     return;
   }
   if (c->ops && c->ops->on_timeout)
@@ -102,6 +113,7 @@ void tp__conn_read_stop(struct tp_conn *c) {
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void conn_linger(struct tp_conn *c);
 
 void tp__conn_read_start(struct tp_conn *c) {
   if (!c->reading && !conn_done(c)) {
@@ -178,8 +190,10 @@ static int conn_flush_tls_output(struct tp_conn *c);
 static void conn_data(struct tp_conn *c, const char *p, size_t n) {
   int rc = 0;
   c->srv->stats.bytes_in += n;
+  if (c->state == CONN_LINGERING && (c->lingered += n) > LINGER_BYTES)
+    tp__conn_close(c, "done (the client kept sending)");
   if (conn_done(c))
-    return; /* flushing: what else comes is not read */
+    return; /* what else comes is dropped */
   if (c->state == CONN_SNIFF && c->sniff_len == 0 && n > 0 && (unsigned char)p[0] == 0x16) {
     if (c->srv->ssl_ctx == NULL) {
       tp__conn_close(c, "TLS client on a plain listener");
@@ -220,6 +234,10 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     return;
   if (nread == UV_EOF && c->state == CONN_FLUSHING)
     return; /* the peer is done sending; our writes may still go */
+  if (nread == UV_EOF && c->state == CONN_LINGERING) {
+    tp__conn_close(c, "done");
+    return;
+  }
   if (nread == UV_EOF && c->ops && c->ops->on_eof) {
     c->ops->on_eof(c);
     return;
@@ -280,7 +298,7 @@ static void on_write(uv_write_t *w, int status) {
   }
   if (c->state == CONN_FLUSHING) {
     if (c->wpending == 0)
-      tp__conn_close(c, "done");
+      conn_linger(c);
     return;
   }
   if (c->ops && c->ops->on_written)
@@ -425,7 +443,8 @@ void tp__conn_close(struct tp_conn *c, const char *why) {
   if (SBX_LOG_ENABLED(SBX_LOG_DEBUG))
     sbx_log(SBX_LOG_DEBUG, TP_MOD, "conn %llu %s closed: %s", (unsigned long long)c->id, c->peer,
             why);
-  int had_proto = c->state == CONN_HTTP1 || c->state == CONN_H2 || c->state == CONN_FLUSHING;
+  int had_proto = c->state == CONN_HTTP1 || c->state == CONN_H2 || c->state == CONN_FLUSHING ||
+                  c->state == CONN_LINGERING;
   conn_set_state(c, CONN_CLOSING);
   struct tp_server *s = c->srv;
   if (had_proto)
@@ -445,11 +464,26 @@ void tp__conn_close(struct tp_conn *c, const char *why) {
   uv_close(&c->h.handle, on_conn_handle_closed);
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status) { (void)req, (void)status; }
+
+/* Every answer went out: shut the write side, drop what the client still sends for a while. */
+static void conn_linger(struct tp_conn *c) {
+  conn_set_state(c, CONN_LINGERING);
+  if (uv_shutdown(&c->shutdown, &c->h.stream, on_shutdown) != 0) {
+    tp__conn_close(c, "done");
+    return;
+  }
+  if (!c->reading && uv_read_start(&c->h.stream, on_alloc, on_read) == 0)
+    c->reading = 1; /* for the bytes dropped (tp__conn_read_start refuses once done) */
+  uint64_t ms = tp__fd_room(c->srv, 0) ? LINGER_MS : LINGER_SHORT_MS;
+  tp__conn_timer(c, SBX_MIN(ms, c->srv->cfg.limits.idle_timeout_ms));
+}
+
 void tp__conn_close_after_writes(struct tp_conn *c, const char *why) {
   if (c->state != CONN_HTTP1 && c->state != CONN_H2)
     return;
   if (c->wpending == 0) {
-    tp__conn_close(c, why);
+    conn_linger(c);
     return;
   }
   conn_set_state(c, CONN_FLUSHING);

@@ -196,8 +196,11 @@ void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *wha
  *            SNIFF --0x16--> TLS_HANDSHAKE --ALPN h2--> H2 -----+
  *              |                   \--else--------> HTTP1 ---+--protocol done--> FLUSHING
  *              |--"PRI * ..."--> H2                           |                    |
- *              \--else---------> HTTP1                        |    writes completed, error,
- *                                                             |    timeout         |
+ *              \--else---------> HTTP1                        |            writes completed
+ *                                                             |                    v
+ *                                                             |     LINGERING (write side shut,
+ *                                                             |      reads dropped)|
+ *                                                             |       EOF, 1 s, 256 KiB, error
  *   any state --error / EOF / timeout-------------------------+-----> CLOSING <----+
  *                                                                        |
  *                                                             close callbacks --> (freed)
@@ -206,10 +209,14 @@ void tp__log_abuse(struct tp_server *s, const struct tp_conn *c, const char *wha
  *   SNIFF -> TLS_HANDSHAKE             conn_data()
  *   SNIFF|TLS_HANDSHAKE -> HTTP1|H2    tp__conn_set_proto()
  *   HTTP1|H2 -> FLUSHING               tp__conn_close_after_writes()
+ *   HTTP1|H2|FLUSHING -> LINGERING     conn_linger() (the writes completed)
  *   * -> CLOSING                       tp__conn_close()
  *
- * In FLUSHING nothing more is read or fed to the peer; the connection closes once its queued
- * writes completed.  A connection accepted past the descriptor budget is `shed`: it goes through
+ * In FLUSHING nothing more is fed to the peer; once its queued writes completed the connection
+ * lingers: its write side is shut (the client sees the end of the answer) and what the client
+ * still sends is read and dropped for a while before the close, so that a client still sending
+ * a refused body reads its 503 or 413 instead of a reset (closing with unread bytes makes the
+ * kernel send RST, and the client's kernel then drops the answer it had not read yet).  A connection accepted past the descriptor budget is `shed`: it goes through
  * the same states, but each request it carries is answered 503 and the connection then closes.
  */
 enum conn_state {
@@ -218,6 +225,7 @@ enum conn_state {
   CONN_HTTP1,
   CONN_H2,
   CONN_FLUSHING,
+  CONN_LINGERING,
   CONN_CLOSING
 };
 
@@ -250,6 +258,8 @@ struct tp_conn {
     uv_stream_t stream;
   } h;
   uv_timer_t timer;
+  uv_shutdown_t shutdown; /* LINGERING's half-close */
+  size_t lingered;        /* bytes dropped while lingering */
   uint64_t timer_due;  /* when the libuv timer fires (loop ms) */
   uint64_t timer_want; /* the deadline asked for last; 0 none (tp__conn_timer) */
   struct tp_server *srv;
