@@ -149,7 +149,7 @@ struct tp_server {
   uv_timer_t drain_timer;
   uv_timer_t trim_timer; /* gives freed heap back to the system after a wave (tp__freed) */
   size_t freed;          /* bytes of big buffers freed since the last trim */
-  int handles_open; /* our own handles still waiting for their close callback */
+  int handles_open;      /* our own handles still waiting for their close callback */
   tp_closed_cb closed_cb;
   void *closed_ud;
   struct tp_fcache *fcache;     /* static.c: open files and misses, revalidated every second */
@@ -260,8 +260,8 @@ struct tp_conn {
   uv_timer_t timer;
   uv_shutdown_t shutdown; /* LINGERING's half-close */
   size_t lingered;        /* bytes dropped while lingering */
-  uint64_t timer_due;  /* when the libuv timer fires (loop ms) */
-  uint64_t timer_want; /* the deadline asked for last; 0 none (tp__conn_timer) */
+  uint64_t timer_due;     /* when the libuv timer fires (loop ms) */
+  uint64_t timer_want;    /* the deadline asked for last; 0 none (tp__conn_timer) */
   struct tp_server *srv;
   struct sbx_list node;
   enum conn_state state;
