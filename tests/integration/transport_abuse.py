@@ -286,7 +286,7 @@ def hpack_bomb(tls):
         first, rest = bomb_frames()
         prober = Prober(srv.port)
         prober.start()
-        tally = {"closed_first": 0, "conns": 0, "codes": set()}
+        tally = {"closed_first": 0, "went_on": 0, "conns": 0, "codes": set()}
         lock = threading.Lock()
         deadline = time.monotonic() + 4
 
@@ -316,9 +316,12 @@ def hpack_bomb(tls):
                     if code is not None:
                         tally["codes"].add(code)
                     # Ended at the first frame: the GOAWAY says stream 1 was the last processed,
-                    # whatever the client managed to write after it.
+                    # whatever the client managed to write after it.  A GOAWAY naming a later
+                    # stream means decoding went on.
                     if closed and last is not None and last <= 1:
                         tally["closed_first"] += 1
+                    if last is not None and last > 1:
+                        tally["went_on"] += 1
 
         ths = [threading.Thread(target=attacker, daemon=True) for _ in range(2)]
         for t in ths:
@@ -329,8 +332,11 @@ def hpack_bomb(tls):
         results = prober.finish()
         lat = sorted(r[2] for r in results)
         statuses = [r[0] for r in results]
+        # (A connection cut short otherwise, at the attack's end or by a reset, has no GOAWAY to
+        # read: nearly all must have ended at their first frame, none after it.)
         check(f"hpack bomb {tag}: each connection ends at its first frame ({conns} connections)",
-              conns > 0 and closed_first == conns, f"{closed_first} of {conns} closed there")
+              conns > 0 and closed_first >= 0.98 * conns and tally["went_on"] == 0,
+              f"{closed_first} of {conns} closed there, {tally['went_on']} decoded on")
         check(f"hpack bomb {tag}: GOAWAY ENHANCE_YOUR_CALM or COMPRESSION_ERROR",
               codes and codes <= {0x9, 0xB}, codes)
         check(f"hpack bomb {tag}: /healthz answered during it ({len(results)} probes)",
