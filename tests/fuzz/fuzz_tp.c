@@ -35,10 +35,23 @@ static void put(const char *dir, const char *name, size_t size) {
   fclose(f);
 }
 
+static char dir[64] = "/tmp/fuzz-tp-XXXXXX";
+
+/* The fuzzer exits without closing the server: its files go with the process. */
+static void cleanup(void) {
+  static const char *const names[] = {"a.txt", "big.txt", "big.txt.gz", "s"};
+  char p[128];
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++) {
+    snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+}
+
 static void setup(void) {
-  static char dir[64] = "/tmp/fuzz-tp-XXXXXX";
   if (mkdtemp(dir) == NULL)
     abort();
+  atexit(cleanup);
   put(dir, "a.txt", 10);
   put(dir, "big.txt", 100000);
   put(dir, "big.txt.gz", 1000);

@@ -28,6 +28,7 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import ssl
@@ -124,6 +125,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---- plain HTTP/1.1 helpers ------------------------------------------------------------------
