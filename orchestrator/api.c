@@ -12,9 +12,9 @@
 #include <stdarg.h>
 #include <string.h>
 
-void orch_api_json(struct tp_req *req, int status, json_t *body) {
+void orch__api_json(struct tp_req *req, int status, json_t *body) {
   size_t len = 0;
-  char *text = body ? orch_json_dump(body, &len) : NULL;
+  char *text = body ? orch__json_dump(body, &len) : NULL;
   json_decref(body);
   if (text == NULL) {
     tp_respond_error(req, 500, "internal", "out of memory");
@@ -24,11 +24,11 @@ void orch_api_json(struct tp_req *req, int status, json_t *body) {
   sbx_free(text);
 }
 
-void orch_api_text(struct tp_req *req, int status, const char *json_text, size_t len) {
+void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len) {
   tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", json_text, len);
 }
 
-void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
+void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
   char msg[600];
   va_list ap;
   va_start(ap, fmt);
@@ -37,30 +37,30 @@ void orch_api_error(struct tp_req *req, int status, const char *code, const char
   tp_respond_error(req, status, code, msg);
 }
 
-json_t *orch_api_body_object(struct tp_req *req) { return orch_api_body_object_flags(req, 0); }
+json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
 
-json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags) {
+json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags) {
   size_t len = 0;
   const char *body = tp_req_body(req, &len);
   json_error_t je;
   json_t *j = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES | flags, &je) : NULL;
   if (j == NULL) {
     if (body == NULL || len == 0)
-      orch_api_error(req, 400, "malformed_json", "a JSON object body is required");
+      orch__api_error(req, 400, "malformed_json", "a JSON object body is required");
     else
-      orch_api_error(req, 400, "malformed_json", "malformed JSON at line %d column %d: %s", je.line,
+      orch__api_error(req, 400, "malformed_json", "malformed JSON at line %d column %d: %s", je.line,
                      je.column, je.text);
     return NULL;
   }
   if (!json_is_object(j)) {
     json_decref(j);
-    orch_api_error(req, 400, "malformed_json", "the body must be a JSON object");
+    orch__api_error(req, 400, "malformed_json", "the body must be a JSON object");
     return NULL;
   }
   return j;
 }
 
-void orch_api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n) {
+void orch__api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n) {
   for (size_t i = 0; i < n; i++)
     out[i] = NULL;
   for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
@@ -74,7 +74,7 @@ void orch_api_fields(json_t *obj, const char *const names[], json_t *out[], size
   }
 }
 
-int orch_api_valid_id(const char *s) {
+int orch__api_valid_id(const char *s) {
   if (s == NULL || strlen(s) != STORE_ID_LEN)
     return 0;
   for (const char *p = s; *p; p++)
@@ -84,17 +84,17 @@ int orch_api_valid_id(const char *s) {
 }
 
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
-  orch_auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"),
+  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"),
                       query_ok ? tp_req_query(req, "token") : NULL, o->api_key_hash, o->host_key_hash, a);
 }
 
 static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
   if (a->kind == ORCH_CRED_NONE) {
-    orch_api_error(req, 401, "unauthorized", "missing credential (Authorization: Bearer ...)");
+    orch__api_error(req, 401, "unauthorized", "missing credential (Authorization: Bearer ...)");
     return 1;
   }
   if (a->kind == ORCH_CRED_BAD) {
-    orch_api_error(req, 401, "unauthorized", "wrong credential");
+    orch__api_error(req, 401, "unauthorized", "wrong credential");
     return 1;
   }
   return 0;
@@ -104,8 +104,8 @@ static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
  * "<chat id>.<64 zeros>" is a wrong credential (401), not a page token (403). */
 static int page_token_real(struct orch *o, const struct orch_auth *a) {
   struct orch_chat *c = NULL;
-  return a->kind == ORCH_CRED_PAGE && orch_chat_get(o, a->chat_id, &c) == 0 &&
-         orch_auth_allows(a, c->id, c->token_hash);
+  return a->kind == ORCH_CRED_PAGE && orch__chat_get(o, a->chat_id, &c) == 0 &&
+         orch__auth_allows(a, c->id, c->token_hash);
 }
 
 /* Refuses a page token or the host key on a backend call: 403 for a real one, 401 for anything
@@ -114,19 +114,19 @@ static int deny_not_backend(struct orch *o, struct tp_req *req, const struct orc
   if (a->kind == ORCH_CRED_API)
     return 0;
   if (a->kind == ORCH_CRED_HOST || page_token_real(o, a))
-    orch_api_error(req, 403, "forbidden", "%s needs the API key, not a page token", what);
+    orch__api_error(req, 403, "forbidden", "%s needs the API key, not a page token", what);
   else
-    orch_api_error(req, 401, "unauthorized", a->kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+    orch__api_error(req, 401, "unauthorized", a->kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
   return 1;
 }
 
-int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what) {
+int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
   return deny_not_backend(o, req, &a, what);
 }
 
-struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
+struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
                                 int page_allowed, int query_ok) {
   struct orch_auth a;
   read_auth(o, req, query_ok, &a);
@@ -134,31 +134,31 @@ struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *
     return NULL;
   if (!page_allowed && deny_not_backend(o, req, &a, "this call"))
     return NULL;
-  if (a.kind == ORCH_CRED_PAGE && (!orch_api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
-    orch_api_error(req, 403, "forbidden", "this page token belongs to another chat");
+  if (a.kind == ORCH_CRED_PAGE && (!orch__api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
+    orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;
   }
   struct orch_chat *c = NULL;
-  int rc = orch_api_valid_id(chat_id) ? orch_chat_get(o, chat_id, &c) : SBX_ENOENT;
+  int rc = orch__api_valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
   if (rc == SBX_ENOENT) {
     if (a.kind == ORCH_CRED_PAGE)
-      orch_api_error(req, 401, "unauthorized", "wrong credential");
+      orch__api_error(req, 401, "unauthorized", "wrong credential");
     else
-      orch_api_error(req, 404, "not_found", "no chat %s", chat_id);
+      orch__api_error(req, 404, "not_found", "no chat %s", chat_id);
     return NULL;
   }
   if (rc != 0) {
-    orch_api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
+    orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
     return NULL;
   }
-  if (!orch_auth_allows(&a, c->id, c->token_hash)) {
-    orch_api_error(req, 401, "unauthorized", "wrong credential");
+  if (!orch__auth_allows(&a, c->id, c->token_hash)) {
+    orch__api_error(req, 401, "unauthorized", "wrong credential");
     return NULL;
   }
   return c;
 }
 
-int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
+int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
@@ -166,36 +166,36 @@ int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct 
   memset(rec, 0, sizeof(*rec));
   if (deny_missing(req, &a))
     return 1;
-  struct orch_run *run = orch_api_valid_id(run_id) ? orch_map_get(&o->runs, run_id) : NULL;
+  struct orch_run *run = orch__api_valid_id(run_id) ? orch__map_get(&o->runs, run_id) : NULL;
   int rc = 0;
   if (run != NULL) { /* callers read the live run itself: only its ids are copied (no strdups) */
     memcpy(rec->id, run->rec.id, sizeof(rec->id));
     memcpy(rec->chat_id, run->rec.chat_id, sizeof(rec->chat_id));
-  } else if (!orch_api_valid_id(run_id))
+  } else if (!orch__api_valid_id(run_id))
     rc = SBX_ENOENT;
   else {
     struct store_run tmp;
     rc = store_run_get(o->st, run_id, &tmp);
     if (rc == 0) {
-      rc = orch_rec_copy(rec, &tmp);
+      rc = orch__rec_copy(rec, &tmp);
       store_run_free(&tmp);
     }
   }
   if (rc == SBX_ENOENT) {
-    orch_api_error(req, 404, "not_found", "no run %s", run_id);
+    orch__api_error(req, 404, "not_found", "no run %s", run_id);
     return 1;
   }
   if (rc != 0) {
-    orch_api_error(req, 500, "internal", "cannot load run: %s", sbx_strerror(rc));
+    orch__api_error(req, 500, "internal", "cannot load run: %s", sbx_strerror(rc));
     return 1;
   }
   struct orch_chat *c = NULL;
-  if (orch_chat_get(o, rec->chat_id, &c) != 0 || !orch_auth_allows(&a, c->id, c->token_hash)) {
-    orch_rec_clear(rec);
+  if (orch__chat_get(o, rec->chat_id, &c) != 0 || !orch__auth_allows(&a, c->id, c->token_hash)) {
+    orch__rec_clear(rec);
     if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
-      orch_api_error(req, 401, "unauthorized", "wrong credential");
+      orch__api_error(req, 401, "unauthorized", "wrong credential");
     else
-      orch_api_error(req, 404, "not_found", "no run %s", run_id);
+      orch__api_error(req, 404, "not_found", "no run %s", run_id);
     return 1;
   }
   *live = run;

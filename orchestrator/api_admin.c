@@ -14,7 +14,7 @@
 #include <string.h>
 
 static int admin_only(struct orch *o, struct tp_req *req) {
-  return orch_api_backend_only(o, req, "admin calls");
+  return orch__api_backend_only(o, req, "admin calls");
 }
 
 static void on_admin_runs(struct tp_req *req, void *ud) {
@@ -26,12 +26,12 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
   const char *k;
   void *v;
   uint64_t now = sbx_now_mono_ms();
-  while (orch_map_next(&o->runs, &i, &k, &v)) {
+  while (orch__map_next(&o->runs, &i, &k, &v)) {
     struct orch_run *r = v;
     json_t *j = json_object();
     json_object_set_new(j, "run_id", json_string(r->id));
     json_object_set_new(j, "chat_id", json_string(r->rec.chat_id));
-    json_object_set_new(j, "state", json_string(orch_run_state_name(r->state)));
+    json_object_set_new(j, "state", json_string(orch__run_state_name(r->state)));
     json_object_set_new(j, "attempts", json_integer(r->attempts));
     json_object_set_new(j, "page_id", r->page_id[0] ? json_string(r->page_id) : json_null());
     json_object_set_new(j, "origin", json_string(r->rec.origin ? r->rec.origin : ""));
@@ -60,7 +60,7 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
   json_t *j = json_object();
   json_object_set_new(j, "live", live);
   json_object_set_new(j, "recent", recent);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
 static void on_admin_pages(struct tp_req *req, void *ud) {
@@ -71,24 +71,24 @@ static void on_admin_pages(struct tp_req *req, void *ud) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->chats, &i, &k, &v)) {
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
-    struct orch_page *active = orch_chat_active_page(c);
+    struct orch_page *active = orch__chat_active_page(c);
     struct sbx_list *it;
     SBX_LIST_FOREACH(it, &c->pages) {
       struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
       json_t *j = json_object();
       json_object_set_new(j, "chat_id", json_string(c->id));
       json_object_set_new(j, "page_id", json_string(p->id));
-      json_object_set_new(j, "state", json_string(orch_page_state_name(p->state)));
-      json_object_set_new(j, "kernel", json_string(orch_kernel_state_name(p->kernel)));
+      json_object_set_new(j, "state", json_string(orch__page_state_name(p->state)));
+      json_object_set_new(j, "kernel", json_string(orch__kernel_state_name(p->kernel)));
       json_object_set_new(j, "active", json_boolean(p == active));
       json_array_append_new(arr, j);
     }
   }
   json_t *j = json_object();
   json_object_set_new(j, "pages", arr);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
 static json_t *settings_json(struct orch *o) {
@@ -106,7 +106,7 @@ static void on_get_settings(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (admin_only(o, req))
     return;
-  orch_api_json(req, 200, settings_json(o));
+  orch__api_json(req, 200, settings_json(o));
 }
 
 static const struct { const char *field, *key; } fields[] = {
@@ -134,12 +134,12 @@ static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
   if (--p->pending > 0)
     return;
   if (p->failed) {
-    orch_api_error(p->req, 500, "storage", "settings not stored");
+    orch__api_error(p->req, 500, "storage", "settings not stored");
   } else {
     for (size_t i = 0; i < SBX_ARRAY_SIZE(fields); i++)
       if (p->set[i])
-        orch_rt_set(p->o, fields[i].key, p->vals[i]);
-    orch_api_json(p->req, 200, settings_json(p->o));
+        orch__rt_set(p->o, fields[i].key, p->vals[i]);
+    orch__api_json(p->req, 200, settings_json(p->o));
   }
   tp_req_release(p->req);
   sbx_free(p);
@@ -149,12 +149,12 @@ static void on_put_settings(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (admin_only(o, req))
     return;
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
   struct put_ctx *p = sbx_calloc(1, sizeof(*p));
   if (p == NULL) {
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   const char *key;
@@ -164,13 +164,13 @@ static void on_put_settings(struct tp_req *req, void *ud) {
     while (i < SBX_ARRAY_SIZE(fields) && strcmp(fields[i].field, key) != 0)
       i++;
     if (i == SBX_ARRAY_SIZE(fields)) {
-      orch_api_error(req, 400, "invalid_field", "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)", key);
+      orch__api_error(req, 400, "invalid_field", "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)", key);
       goto fail;
     }
     long long lo, hi;
-    orch_rt_range(fields[i].key, &lo, &hi);
+    orch__rt_range(fields[i].key, &lo, &hi);
     if (!json_is_integer(val) || json_integer_value(val) < lo || json_integer_value(val) > hi) {
-      orch_api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, lo, hi);
+      orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, lo, hi);
       goto fail;
     }
     p->set[i] = 1;
@@ -206,7 +206,7 @@ out:
   json_decref(body);
 }
 
-void orch_routes_admin(struct orch *o) {
+void orch__routes_admin(struct orch *o) {
   tp_route(o->tp, "GET", "/v1/admin/runs", 0, on_admin_runs, o);
   tp_route(o->tp, "GET", "/v1/admin/pages", 0, on_admin_pages, o);
   tp_route(o->tp, "GET", "/v1/admin/settings", 0, on_get_settings, o);

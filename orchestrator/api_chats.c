@@ -22,13 +22,13 @@ struct create_ctx {
 static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
   struct create_ctx *ctx = ud;
   if (rc != 0) {
-    orch_api_error(ctx->req, 500, "storage", "chat not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "chat not stored: %s", err ? err->msg : sbx_strerror(rc));
   } else {
-    orch_chat_add(ctx->o, ctx->chat.id, ctx->chat.token_hash, 0);
+    orch__chat_add(ctx->o, ctx->chat.id, ctx->chat.token_hash, 0);
     json_t *j = json_object();
     json_object_set_new(j, "chat_id", json_string(ctx->chat.id));
     json_object_set_new(j, "page_token", json_string(ctx->token));
-    orch_api_json(ctx->req, 201, j);
+    orch__api_json(ctx->req, 201, j);
   }
   tp_req_release(ctx->req);
   sbx_free(ctx->chat.title);
@@ -38,20 +38,20 @@ static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
 
 static void on_create_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  if (orch_api_backend_only(o, req, "creating chats"))
+  if (orch__api_backend_only(o, req, "creating chats"))
     return;
   const char *title = NULL;
   json_t *body = NULL;
   size_t len = 0;
   tp_req_body(req, &len);
   if (len > 0) {
-    if ((body = orch_api_body_object(req)) == NULL)
+    if ((body = orch__api_body_object(req)) == NULL)
       return;
     json_t *t = json_object_get(body, "title");
     if (t && !json_is_null(t)) {
       if (!json_is_string(t) || json_string_length(t) > 500) {
         json_decref(body);
-        orch_api_error(req, 400, "invalid_field", "title: a string of at most 500 bytes");
+        orch__api_error(req, 400, "invalid_field", "title: a string of at most 500 bytes");
         return;
       }
       title = json_string_value(t);
@@ -60,7 +60,7 @@ static void on_create_chat(struct tp_req *req, void *ud) {
   struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   if (ctx == NULL) {
     json_decref(body);
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   ctx->o = o;
@@ -69,11 +69,11 @@ static void on_create_chat(struct tp_req *req, void *ud) {
   ctx->chat.title = title ? sbx_strdup(title) : NULL;
   ctx->chat.created_at = sbx_now_wall_ms();
   json_decref(body);
-  if (orch_token_new(ctx->chat.id, ctx->token, sizeof(ctx->token), ctx->chat.token_hash) != 0 ||
+  if (orch__token_new(ctx->chat.id, ctx->token, sizeof(ctx->token), ctx->chat.token_hash) != 0 ||
       store_chat_create(o->st, &ctx->chat, on_chat_created, ctx) != 0) {
     sbx_free(ctx->chat.title);
     sbx_free(ctx);
-    orch_api_error(req, 500, "internal", "chat could not be created");
+    orch__api_error(req, 500, "internal", "chat could not be created");
     return;
   }
   tp_req_hold(req);
@@ -89,12 +89,12 @@ static json_t *chat_json(const struct store_chat *c) {
 
 static void on_list_chats(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  if (orch_api_backend_only(o, req, "listing chats"))
+  if (orch__api_backend_only(o, req, "listing chats"))
     return;
   struct store_chat *v = NULL;
   size_t n = 0;
   if (store_chat_list(o->st, 200, &v, &n) != 0) {
-    orch_api_error(req, 500, "storage", "cannot list chats");
+    orch__api_error(req, 500, "storage", "cannot list chats");
     return;
   }
   json_t *arr = json_array();
@@ -103,23 +103,23 @@ static void on_list_chats(struct tp_req *req, void *ud) {
   store_chat_list_free(v, n);
   json_t *j = json_object();
   json_object_set_new(j, "chats", arr);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
 /* One chat (GET /v1/chats/{chat}): the object PATCH answers with, read from the store. */
 static void on_get_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *oc = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *oc = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (oc == NULL)
     return;
   struct store_chat c;
   int rc = store_chat_get(o->st, oc->id, &c);
   if (rc == SBX_ENOENT) {
-    orch_api_error(req, 404, "not_found", "no chat %s", oc->id);
+    orch__api_error(req, 404, "not_found", "no chat %s", oc->id);
   } else if (rc != 0) {
-    orch_api_error(req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+    orch__api_error(req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
   } else {
-    orch_api_json(req, 200, chat_json(&c));
+    orch__api_json(req, 200, chat_json(&c));
     store_chat_free(&c);
   }
 }
@@ -176,13 +176,13 @@ static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
   struct rename_ctx *ctx = ud;
   struct store_chat c;
   if (rc == SBX_ENOENT) {
-    orch_api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
+    orch__api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
   } else if (rc != 0) {
-    orch_api_error(ctx->req, 500, "storage", "title not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "title not stored: %s", err ? err->msg : sbx_strerror(rc));
   } else if ((rc = store_chat_get(ctx->o->st, ctx->chat_id, &c)) != 0) {
-    orch_api_error(ctx->req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
   } else {
-    orch_api_json(ctx->req, 200, chat_json(&c));
+    orch__api_json(ctx->req, 200, chat_json(&c));
     store_chat_free(&c);
   }
   tp_req_release(ctx->req);
@@ -191,10 +191,10 @@ static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
 
 static void on_rename_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL)
     return;
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
   json_t *t = json_object_get(body, "title");
@@ -203,15 +203,15 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
   json_decref(body);
   if (title == NULL) {
     if (why)
-      orch_api_error(req, 400, "invalid_field", "%s", why);
+      orch__api_error(req, 400, "invalid_field", "%s", why);
     else
-      orch_api_error(req, 500, "internal", "out of memory");
+      orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   struct rename_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   if (ctx == NULL) {
     sbx_free(title);
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   ctx->o = o;
@@ -223,7 +223,7 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
   if (rc != 0) {
     tp_req_release(req);
     sbx_free(ctx);
-    orch_api_error(req, 500, "internal", "rename could not be queued");
+    orch__api_error(req, 500, "internal", "rename could not be queued");
   }
 }
 
@@ -236,7 +236,7 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
  * state).  A run created in the last instant, not yet queued for the store, is not listed yet. */
 static void on_chat_runs(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL)
     return;
   long limit = CHAT_RUNS_DEFAULT;
@@ -245,28 +245,28 @@ static void on_chat_runs(struct tp_req *req, void *ud) {
     char *end = NULL;
     limit = strtol(q, &end, 10);
     if (*q == '\0' || end == NULL || *end != '\0' || limit < 1 || limit > CHAT_RUNS_MAX) {
-      orch_api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d", CHAT_RUNS_MAX);
+      orch__api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d", CHAT_RUNS_MAX);
       return;
     }
   }
   struct store_run *v = NULL;
   size_t n = 0;
   if (store_run_list(o->st, c->id, (size_t)limit, &v, &n) != 0) {
-    orch_api_error(req, 500, "storage", "cannot list runs");
+    orch__api_error(req, 500, "storage", "cannot list runs");
     return;
   }
   json_t *arr = json_array();
   for (size_t i = 0; i < n; i++) {
-    struct orch_run *live = orch_map_get(&o->runs, v[i].id);
-    json_array_append_new(arr, orch_run_json(o, live ? &live->rec : &v[i]));
+    struct orch_run *live = orch__map_get(&o->runs, v[i].id);
+    json_array_append_new(arr, orch__run_json(o, live ? &live->rec : &v[i]));
   }
   store_run_list_free(v, n);
   json_t *j = json_object();
   json_object_set_new(j, "runs", arr);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
-void orch_routes_chats(struct orch *o) {
+void orch__routes_chats(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats", 64 * 1024, on_create_chat, o);
   tp_route(o->tp, "GET", "/v1/chats", 0, on_list_chats, o);
   tp_route(o->tp, "GET", "/v1/chats/{chat}", 0, on_get_chat, o);

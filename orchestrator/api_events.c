@@ -37,8 +37,8 @@ static void detach(struct orch_stream *s, int page_dropped) {
   s->page = NULL;
   if (p != NULL && p->stream == s) {
     p->stream = NULL;
-    if (page_dropped && orch_page_drop(p, c->o->rt.page_grace_ms) == 0)
-      orch_chat_page_changed(c, p);
+    if (page_dropped && orch__page_drop(p, c->o->rt.page_grace_ms) == 0)
+      orch__chat_page_changed(c, p);
   }
 }
 
@@ -70,12 +70,12 @@ static int log_lost_after(struct orch *o, struct orch_chat *c, int64_t last) {
 
 static void on_events(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 1);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 1);
   if (c == NULL)
     return;
   const char *pid = tp_req_query(req, "page_id");
   if (!page_id_ok(pid)) {
-    orch_api_error(req, 400, "invalid_field",
+    orch__api_error(req, 400, "invalid_field",
                    "page_id: 1 to %d characters of A-Z a-z 0-9 - _ . (?page_id=...)", ORCH_PAGE_ID_MAX);
     return;
   }
@@ -87,7 +87,7 @@ static void on_events(struct tp_req *req, void *ud) {
     char *end;
     last = strtoll(lei, &end, 10);
     if (end == lei || *end || last < 0) {
-      orch_api_error(req, 400, "invalid_field", "Last-Event-ID: a non-negative event number");
+      orch__api_error(req, 400, "invalid_field", "Last-Event-ID: a non-negative event number");
       return;
     }
     if (last > c->event_seq)
@@ -96,7 +96,7 @@ static void on_events(struct tp_req *req, void *ud) {
       last = -1; /* lost its place, as without Last-Event-ID */
   }
   struct orch_stream *s = sbx_calloc(1, sizeof(*s));
-  struct orch_page *p = orch_chat_page(c, pid);
+  struct orch_page *p = orch__chat_page(c, pid);
   int fresh_page = p == NULL;
   if (fresh_page)
     p = sbx_calloc(1, sizeof(*p));
@@ -104,7 +104,7 @@ static void on_events(struct tp_req *req, void *ud) {
     sbx_free(s);
     if (fresh_page)
       sbx_free(p);
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   if (tp_sse_start(req, "Cache-Control: no-store\r\n", HEARTBEAT_MS) != 0) {
@@ -114,7 +114,7 @@ static void on_events(struct tp_req *req, void *ud) {
     return;
   }
   if (fresh_page) {
-    orch_page_init(p, pid);
+    orch__page_init(p, pid);
     p->chat = c;
     sbx_list_insert_tail(&c->pages, &p->chat_link);
   } else if (p->stream != NULL) {
@@ -134,26 +134,26 @@ static void on_events(struct tp_req *req, void *ud) {
   tp_req_on_close(req, on_stream_closed, s);
 
   int visible = parse_visible(tp_req_query(req, "visible"), p->state == ORCH_PAGE_NEW ? 1 : p->visible);
-  orch_page_attach(p, visible, &c->visible_counter);
+  orch__page_attach(p, visible, &c->visible_counter);
   if (last >= 0) {
-    orch_stream_catch_up(s);
+    orch__stream_catch_up(s);
   } else {
     /* Without Last-Event-ID the page may have missed the `run` it holds: dispatch it again. */
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
     if (head && !head->finishing && strcmp(head->page_id, p->id) == 0 &&
         (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
-        orch_run_pause(head, o->rt.paused_wait_ms) == 0)
-      orch_run_persist(o, head);
+        orch__run_pause(head, o->rt.paused_wait_ms) == 0)
+      orch__run_persist(o, head);
   }
-  orch_chat_page_changed(c, p);
+  orch__chat_page_changed(c, p);
 }
 
 static void on_presence(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL)
     return;
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
   const char *pid = json_string_value(json_object_get(body, "page_id"));
@@ -162,30 +162,30 @@ static void on_presence(struct tp_req *req, void *ud) {
   enum orch_kernel_state k = ORCH_KERNEL_UNKNOWN;
   struct orch_page *p;
   if (!page_id_ok(pid))
-    orch_api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .", ORCH_PAGE_ID_MAX);
+    orch__api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .", ORCH_PAGE_ID_MAX);
   else if (jv && !json_is_boolean(jv))
-    orch_api_error(req, 400, "invalid_field", "visible: true or false");
-  else if (jk && !json_is_null(jk) && (!json_is_string(jk) || orch_kernel_state_parse(json_string_value(jk), &k) != 0))
-    orch_api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
-  else if ((p = orch_chat_page(c, pid)) == NULL)
-    orch_api_error(req, 409, "not_attached", "page %s has no event stream on this chat", pid);
+    orch__api_error(req, 400, "invalid_field", "visible: true or false");
+  else if (jk && !json_is_null(jk) && (!json_is_string(jk) || orch__kernel_state_parse(json_string_value(jk), &k) != 0))
+    orch__api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
+  else if ((p = orch__chat_page(c, pid)) == NULL)
+    orch__api_error(req, 409, "not_attached", "page %s has no event stream on this chat", pid);
   else {
     if (k != ORCH_KERNEL_UNKNOWN)
       p->kernel = k;
     if (jv)
-      orch_page_presence(p, json_is_true(jv), &c->visible_counter);
+      orch__page_presence(p, json_is_true(jv), &c->visible_counter);
     json_t *j = json_object();
     json_object_set_new(j, "page_id", json_string(p->id));
-    json_object_set_new(j, "state", json_string(orch_page_state_name(p->state)));
-    json_object_set_new(j, "kernel", json_string(orch_kernel_state_name(p->kernel)));
-    orch_chat_page_changed(c, p);
-    json_object_set_new(j, "active", json_boolean(orch_chat_active_page(c) == p));
-    orch_api_json(req, 200, j);
+    json_object_set_new(j, "state", json_string(orch__page_state_name(p->state)));
+    json_object_set_new(j, "kernel", json_string(orch__kernel_state_name(p->kernel)));
+    orch__chat_page_changed(c, p);
+    json_object_set_new(j, "active", json_boolean(orch__chat_active_page(c) == p));
+    orch__api_json(req, 200, j);
   }
   json_decref(body);
 }
 
-void orch_routes_events(struct orch *o) {
+void orch__routes_events(struct orch *o) {
   tp_route(o->tp, "GET", "/v1/chats/{chat}/events", 0, on_events, o);
   tp_route(o->tp, "POST", "/v1/chats/{chat}/presence", 16 * 1024, on_presence, o);
 }

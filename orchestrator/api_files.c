@@ -66,7 +66,7 @@ static void upload_free(struct upload_ctx *u) {
  * request's credential could reach the chat (an API key or host key; a page token of this chat). */
 static int could_reach(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch_auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
+  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
                       o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_API || a.kind == ORCH_CRED_HOST)
     return 1;
@@ -74,8 +74,8 @@ static int could_reach(struct orch *o, struct tp_req *req) {
     return 0;
   const char *chat_id = tp_req_param(req, "chat");
   struct orch_chat *c = NULL;
-  return orch_api_valid_id(chat_id) && orch_chat_get(o, chat_id, &c) == 0 &&
-         orch_auth_allows(&a, c->id, c->token_hash);
+  return orch__api_valid_id(chat_id) && orch__chat_get(o, chat_id, &c) == 0 &&
+         orch__auth_allows(&a, c->id, c->token_hash);
 }
 
 static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc) {
@@ -134,21 +134,21 @@ static int on_upload_body(struct tp_req *req, const void *data, size_t len, void
 static void on_file_added(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
   struct upload_ctx *ctx = ud;
   if (rc == SBX_ENAME)
-    orch_api_error(ctx->req, 400, "invalid_name", "%s", err && err->msg[0] ? err->msg : "invalid file name");
+    orch__api_error(ctx->req, 400, "invalid_name", "%s", err && err->msg[0] ? err->msg : "invalid file name");
   else if (rc == SBX_ENOENT)
-    orch_api_error(ctx->req, 404, "not_found", "no such chat");
+    orch__api_error(ctx->req, 404, "not_found", "no such chat");
   else if (rc != 0)
-    orch_api_error(ctx->req, 500, "storage", "file not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "file not stored: %s", err ? err->msg : sbx_strerror(rc));
   else {
     ctx->o->m.uploads++;
-    orch_api_json(ctx->req, res->created ? 201 : 200, orch_file_json(&res->file, exec_on(ctx->o)));
-    struct orch_chat *c = orch_map_get(&ctx->o->chats, ctx->chat_id);
+    orch__api_json(ctx->req, res->created ? 201 : 200, orch__file_json(&res->file, exec_on(ctx->o)));
+    struct orch_chat *c = orch__map_get(&ctx->o->chats, ctx->chat_id);
     if (c && res->created) {
       json_t *ev = json_object();
       json_object_set_new(ev, "chat_id", json_string(c->id));
       json_object_set_new(ev, "file_id", json_string(res->file.id));
       json_object_set_new(ev, "name", json_string(res->file.name));
-      orch_event_emit(c, "files", ev);
+      orch__event_emit(c, "files", ev);
     }
   }
   tp_req_release(ctx->req);
@@ -161,7 +161,7 @@ static void on_upload(struct tp_req *req, void *ud) {
   struct upload_ctx *u = tp_req_get_data(req);
   tp_req_on_close(req, NULL, NULL); /* from here on the context is this handler's */
   tp_req_set_data(req, NULL);
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL) {
     if (u)
       upload_free(u);
@@ -169,19 +169,19 @@ static void on_upload(struct tp_req *req, void *ud) {
   }
   int rc = 0;
   if (u == NULL && (u = upload_new(o, req, &rc)) == NULL) { /* an empty body */
-    orch_api_error(req, 500, "storage", "upload not staged: %s", sbx_strerror(rc));
+    orch__api_error(req, 500, "storage", "upload not staged: %s", sbx_strerror(rc));
     return;
   }
   if (u->state != UP_STAGING) { /* the credential changed its mind between sink and handler */
     upload_free(u);
-    orch_api_error(req, 503, "busy", "upload not kept; try again");
+    orch__api_error(req, 503, "busy", "upload not kept; try again");
     return;
   }
   enum store_source src = STORE_SRC_ATTACHMENT;
   const char *s = tp_req_query(req, "source");
   if (s && store_source_parse(s, &src) != 0) {
     upload_free(u);
-    orch_api_error(req, 400, "invalid_field", "source: one of attachment, knowledge, tool, output");
+    orch__api_error(req, 400, "invalid_field", "source: one of attachment, knowledge, tool, output");
     return;
   }
   const char *name = tp_req_query(req, "name"), *text_of = tp_req_query(req, "text_of");
@@ -189,12 +189,12 @@ static void on_upload(struct tp_req *req, void *ud) {
   struct store_file target;
   memset(&target, 0, sizeof(target));
   if (text_of) {
-    int got = orch_api_valid_id(text_of) && store_file_get(o->st, text_of, &target) == 0;
+    int got = orch__api_valid_id(text_of) && store_file_get(o->st, text_of, &target) == 0;
     if (!got || strcmp(target.chat_id, c->id) != 0) {
       if (got)
         store_file_free(&target);
       upload_free(u);
-      orch_api_error(req, 404, "not_found", "text_of: no file %s in this chat", text_of);
+      orch__api_error(req, 404, "not_found", "text_of: no file %s in this chat", text_of);
       return;
     }
     size_t n = strlen(target.name) + 4;
@@ -207,14 +207,14 @@ static void on_upload(struct tp_req *req, void *ud) {
   if (name == NULL || *name == '\0') {
     sbx_free(derived);
     upload_free(u);
-    orch_api_error(req, 400, "invalid_field", "name: the file name is required (?name=...)");
+    orch__api_error(req, 400, "invalid_field", "name: the file name is required (?name=...)");
     return;
   }
   struct sbx_error err;
   sbx_error_clear(&err);
   char *norm = NULL;
   if (store_name_normalize(name, src, &norm, &err) != 0) {
-    orch_api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
+    orch__api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
     sbx_free(derived);
     upload_free(u);
     return;
@@ -222,7 +222,7 @@ static void on_upload(struct tp_req *req, void *ud) {
   sbx_free(derived);
   uint64_t len = store_blob_stage_size(u->stage);
   if (len > ORCH_UPLOAD_MAX) { /* the transport refuses it first; kept as the rule's statement */
-    orch_api_error(req, 413, "too_large", "uploads are limited to 50 MB");
+    orch__api_error(req, 413, "too_large", "uploads are limited to 50 MB");
     sbx_free(norm);
     upload_free(u);
     return;
@@ -231,7 +231,7 @@ static void on_upload(struct tp_req *req, void *ud) {
   size_t n = 0;
   const char *reason = NULL;
   if (store_file_list(o->st, c->id, 0, &files, &n) == 0) {
-    reason = orch_manifest_admit(files, n, norm, src, NULL, len);
+    reason = orch__manifest_admit(files, n, norm, src, NULL, len);
     store_file_list_free(files, n);
   }
   u->name = norm;
@@ -247,29 +247,29 @@ static void on_upload(struct tp_req *req, void *ud) {
   if ((rc = store_file_add_staged(o->st, &in, stage, on_file_added, u)) != 0) {
     tp_req_release(req);
     upload_free(u);
-    orch_api_error(req, 500, "internal", "upload could not be queued: %s", sbx_strerror(rc));
+    orch__api_error(req, 500, "internal", "upload could not be queued: %s", sbx_strerror(rc));
   }
 }
 
 static void on_list(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL)
     return;
   const char *all = tp_req_query(req, "all_versions");
   struct store_file *files = NULL;
   size_t n = 0;
   if (store_file_list(o->st, c->id, all && strcmp(all, "1") == 0, &files, &n) != 0) {
-    orch_api_error(req, 500, "storage", "cannot list files");
+    orch__api_error(req, 500, "storage", "cannot list files");
     return;
   }
   json_t *arr = json_array();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new(arr, orch_file_json(&files[i], exec_on(o)));
+    json_array_append_new(arr, orch__file_json(&files[i], exec_on(o)));
   store_file_list_free(files, n);
   json_t *j = json_object();
   json_object_set_new(j, "files", arr);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
 static const char *file_type(const char *name, int *active) {
@@ -298,21 +298,21 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "file");
   struct orch_auth a;
-  orch_auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), tp_req_query(req, "token"),
+  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), tp_req_query(req, "token"),
                       o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
-    orch_api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+    orch__api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
     return;
   }
   struct store_file f;
-  if (!orch_api_valid_id(id) || store_file_get(o->st, id, &f) != 0) {
-    orch_api_error(req, 404, "not_found", "no file %s", id ? id : "");
+  if (!orch__api_valid_id(id) || store_file_get(o->st, id, &f) != 0) {
+    orch__api_error(req, 404, "not_found", "no file %s", id ? id : "");
     return;
   }
   struct orch_chat *c = NULL;
-  if (orch_chat_get(o, f.chat_id, &c) != 0 || !orch_auth_allows(&a, c->id, c->token_hash)) {
+  if (orch__chat_get(o, f.chat_id, &c) != 0 || !orch__auth_allows(&a, c->id, c->token_hash)) {
     store_file_free(&f);
-    orch_api_error(req, 404, "not_found", "no file %s", id);
+    orch__api_error(req, 404, "not_found", "no file %s", id);
     return;
   }
   char *path = store_blob_path(o->st, f.sha256);
@@ -330,12 +330,12 @@ static void on_download(struct tp_req *req, void *ud) {
            fname, active ? "Content-Security-Policy: sandbox; default-src 'none'; img-src data: blob:; "
                            "style-src 'unsafe-inline'\r\n" : "");
   if (path == NULL || tp_respond_file(req, path, type, headers, 1) != 0)
-    orch_api_error(req, 500, "storage", "the file's content is missing");
+    orch__api_error(req, 500, "storage", "the file's content is missing");
   sbx_free(path);
   store_file_free(&f);
 }
 
-void orch_routes_files(struct orch *o) {
+void orch__routes_files(struct orch *o) {
   tp_route_streamed(o->tp, "POST", "/v1/chats/{chat}/files", ORCH_UPLOAD_MAX, on_upload_body,
                     on_upload, o);
   tp_route(o->tp, "GET", "/v1/chats/{chat}/files", 0, on_list, o);

@@ -24,16 +24,16 @@ static void on_healthz(struct tp_req *req, void *ud) {
   json_object_set_new(j, "database", db);
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
   json_object_set_new(j, "live_runs", json_integer((json_int_t)o->runs.len));
-  orch_api_json(req, rc == 0 ? 200 : 503, j);
+  orch__api_json(req, rc == 0 ? 200 : 503, j);
 }
 
 static void on_metrics(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct sbx_buf b;
   sbx_buf_init(&b, 4u << 20);
-  if (orch_metrics_render(o, &b) != 0) {
+  if (orch__metrics_render(o, &b) != 0) {
     sbx_buf_free(&b);
-    orch_api_error(req, 500, "internal", "metrics too large");
+    orch__api_error(req, 500, "internal", "metrics too large");
     return;
   }
   tp_respond(req, 200, "Content-Type: text/plain; version=0.0.4\r\nCache-Control: no-store\r\n",
@@ -100,10 +100,10 @@ static void on_config(struct tp_req *req, void *ud) {
   json_object_set_new(lim, "mount_file_bytes", json_integer((json_int_t)ORCH_MOUNT_FILE_MAX));
   json_object_set_new(lim, "mount_total_bytes", json_integer((json_int_t)ORCH_MOUNT_TOTAL_MAX));
   json_object_set_new(j, "limits", lim);
-  orch_api_json(req, 200, j);
+  orch__api_json(req, 200, j);
 }
 
-void orch_routes_health(struct orch *o) {
+void orch__routes_health(struct orch *o) {
   tp_route(o->tp, "GET", "/healthz", 0, on_healthz, o);
   tp_route(o->tp, "GET", "/metrics", 0, on_metrics, o);
   tp_route(o->tp, "GET", "/v1/config", 0, on_config, o);

@@ -30,7 +30,7 @@
 
 static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, struct orch_chat **c,
                     struct store_run *rec) {
-  if (orch_api_run(o, req, tp_req_param(req, "run"), run, rec, c) != 0)
+  if (orch__api_run(o, req, tp_req_param(req, "run"), run, rec, c) != 0)
     return -1;
   return 0;
 }
@@ -43,13 +43,13 @@ static int attempt_ok(json_t *ja) {
 
 static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int attempt) {
   if (run == NULL || run->state == ORCH_RUN_DONE) {
-    orch_api_error(req, 409, "conflict", "the run has ended");
+    orch__api_error(req, 409, "conflict", "the run has ended");
     return 1;
   }
   if (attempt != run->attempts || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING)) {
     o->m.results_refused++;
-    orch_api_error(req, 409, "stale_attempt", "attempt %d is not the current attempt of this run (%d, %s)",
-                   attempt, run->attempts, orch_run_state_name(run->state));
+    orch__api_error(req, 409, "stale_attempt", "attempt %d is not the current attempt of this run (%d, %s)",
+                   attempt, run->attempts, orch__run_state_name(run->state));
     return 1;
   }
   return 0;
@@ -64,29 +64,29 @@ static void on_started(struct tp_req *req, void *ud) {
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  orch_rec_clear(&rec);
-  json_t *body = orch_api_body_object(req);
+  orch__rec_clear(&rec);
+  json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
   json_t *ja = json_object_get(body, "attempt");
   if (!attempt_ok(ja)) {
-    orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
+    orch__api_error(req, 400, "invalid_field", "attempt: an integer is required");
   } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
     const char *pid = json_string_value(json_object_get(body, "page_id"));
     if (pid != NULL && run->page_id[0] && strcmp(pid, run->page_id) != 0) {
       /* Two pages of one chat both saw the `run` event: only the one it names runs it. */
-      orch_api_error(req, 409, "other_page", "attempt %d of this run was sent to page %s, not %s",
+      orch__api_error(req, 409, "other_page", "attempt %d of this run was sent to page %s, not %s",
                      run->attempts, run->page_id, pid);
       json_decref(body);
       return;
     }
     int was = run->state;
-    orch_run_started(run, (int)json_integer_value(ja), o->rt.watchdog_grace_ms);
+    orch__run_started(run, (int)json_integer_value(ja), o->rt.watchdog_grace_ms);
     if (was == ORCH_RUN_DISPATCHED) {
       run->rec.started_at = sbx_now_wall_ms();
-      orch_run_persist(o, run);
+      orch__run_persist(o, run);
     }
-    orch_api_json(req, 200, orch_run_json(o, &run->rec));
+    orch__api_json(req, 200, orch__run_json(o, &run->rec));
   }
   json_decref(body);
 }
@@ -112,17 +112,17 @@ struct put_ctx {
  * could be kept (a credential that may reach the run's chat, the run dispatched or running). */
 static int put_could_keep(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch_auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
+  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
                       o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
     return 0;
   const char *id = tp_req_param(req, "run");
-  struct orch_run *run = orch_api_valid_id(id) ? orch_map_get(&o->runs, id) : NULL;
+  struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
   if (run == NULL || run->finishing ||
       (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
     return 0;
   if (a.kind == ORCH_CRED_PAGE)
-    return run->chat != NULL && orch_auth_allows(&a, run->chat->id, run->chat->token_hash);
+    return run->chat != NULL && orch__auth_allows(&a, run->chat->id, run->chat->token_hash);
   return 1;
 }
 
@@ -165,7 +165,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  orch_rec_clear(&rec);
+  orch__rec_clear(&rec);
   const char *qa = tp_req_query(req, "attempt");
   int attempt = run ? run->attempts : 0;
   if (qa) {
@@ -173,33 +173,33 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
     long v = strtol(qa, &end, 10);
     attempt = (int)v;
     if (end == qa || *end || v < 1 || v > INT32_MAX) {
-      orch_api_error(req, 400, "invalid_field", "attempt: an integer");
+      orch__api_error(req, 400, "invalid_field", "attempt: an integer");
       return;
     }
   }
   if (stale(o, req, run, attempt))
     return;
   if (run->finishing) {
-    orch_api_error(req, 409, "conflict", "the run's result is being stored");
+    orch__api_error(req, 409, "conflict", "the run's result is being stored");
     return;
   }
   struct sbx_error err;
   sbx_error_clear(&err);
   char *name = NULL;
   if (store_name_normalize(tp_req_param(req, "name"), STORE_SRC_OUTPUT, &name, &err) != 0) {
-    orch_api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
+    orch__api_error(req, 400, "invalid_name", "%s", err.msg[0] ? err.msg : "invalid file name");
     return;
   }
   if (*stage == NULL && dropped) { /* the run could not take it when the body came */
     sbx_free(name);
-    orch_api_error(req, 503, "busy", "output file not kept; try again");
+    orch__api_error(req, 503, "busy", "output file not kept; try again");
     return;
   }
   char sha[65];
   if ((*stage == NULL && store_blob_stage_begin(o->st, stage, &err) != 0) ||
       store_blob_stage_finish(*stage, sha, &err) != 0) {
     sbx_free(name);
-    orch_api_error(req, 500, "storage", "output file not staged: %s", err.msg);
+    orch__api_error(req, 500, "storage", "output file not staged: %s", err.msg);
     return;
   }
   size_t len = (size_t)store_blob_stage_size(*stage);
@@ -209,19 +209,19 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   SBX_LIST_FOREACH(it, &run->uploads) count++;
   if (u == NULL && count >= ORCH_FILES_LISTED) {
     sbx_free(name);
-    orch_api_error(req, 413, "too_many_files", "at most %d files per run", ORCH_FILES_LISTED);
+    orch__api_error(req, 413, "too_many_files", "at most %d files per run", ORCH_FILES_LISTED);
     return;
   }
   size_t old = u ? u->size : 0;
   if (run->upload_bytes - old + len > UPLOADS_MAX_BYTES_RUN ||
       o->pending_upload_bytes - old + len > UPLOADS_MAX_BYTES_TOTAL) {
     sbx_free(name);
-    orch_api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
+    orch__api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
     return;
   }
   if (u == NULL && (u = sbx_calloc(1, sizeof(*u))) == NULL) {
     sbx_free(name);
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   if (u->name == NULL) {
@@ -243,7 +243,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   json_object_set_new(j, "name", json_string(u->name));
   json_object_set_new(j, "size", json_integer((json_int_t)len));
   json_object_set_new(j, "sha256", json_string(u->sha256));
-  orch_api_json(req, 201, j);
+  orch__api_json(req, 201, j);
 }
 
 static void on_put_file(struct tp_req *req, void *ud) {
@@ -258,7 +258,7 @@ static void on_put_file(struct tp_req *req, void *ud) {
 
 /* ---- result ------------------------------------------------------------------------------- */
 
-/* The top-level fields of a result body, read in one pass over its keys (orch_api_fields: a
+/* The top-level fields of a result body, read in one pass over its keys (orch__api_fields: a
  * result read 25 with json_object_get, ~170 instructions each).  Borrowed from the body; NULL
  * when absent.  `v` views the same pointers as an array, in the order of result_keys. */
 union result_fields {
@@ -275,7 +275,7 @@ static void read_fields(json_t *b, union result_fields *f) {
       "attempt",        "status",          "stdout",    "stderr", "stdout_truncated",
       "stderr_truncated", "restarted",     "files_unlisted", "figures_dropped", "error",
       "notes",          "remounted",       "files"};
-  orch_api_fields(b, result_keys, f->v, SBX_ARRAY_SIZE(f->v));
+  orch__api_fields(b, result_keys, f->v, SBX_ARRAY_SIZE(f->v));
 }
 
 struct result_ctx {
@@ -302,7 +302,7 @@ static void ctx_free(struct result_ctx *ctx) {
   sbx_free(ctx);
 }
 
-static char *dump_field(json_t *v) { return v && !json_is_null(v) ? orch_json_dump(v, NULL) : NULL; }
+static char *dump_field(json_t *v) { return v && !json_is_null(v) ? orch__json_dump(v, NULL) : NULL; }
 
 /* The first ORCH_OUT_CHARS characters (code points) of the UTF-8 text s, newly allocated; *cut
  * set when s was longer.  A page caps its streams itself; this keeps a careless or hostile page
@@ -334,7 +334,7 @@ static void commit_result(struct result_ctx *ctx) {
   struct store_run *r = &run->rec;
   const union result_fields *f = &ctx->f;
   enum orch_run_status st;
-  orch_run_status_parse(json_string_value(f->status), &st);
+  orch__run_status_parse(json_string_value(f->status), &st);
   sbx_free(r->stdout_text);
   sbx_free(r->stderr_text);
   sbx_free(r->error_json);
@@ -358,7 +358,7 @@ static void commit_result(struct result_ctx *ctx) {
   if (r->started_at == 0)
     r->started_at = sbx_now_wall_ms();
   r->finished_at = sbx_now_wall_ms();
-  orch_run_finish(run, st);
+  orch__run_finish(run, st);
   run->files_recorded = (int)ctx->n_files;
   for (size_t i = 0; i < ctx->n_files; i++)
     store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, on_run_file_put, NULL);
@@ -369,9 +369,9 @@ static void commit_result(struct result_ctx *ctx) {
     json_t *ev = json_object();
     json_object_set_new(ev, "chat_id", json_string(c->id));
     json_object_set_new(ev, "run_id", json_string(run->id));
-    orch_event_emit(c, "files", ev);
+    orch__event_emit(c, "files", ev);
   }
-  orch_run_settle(o, run, ctx->req); /* answers ctx->req once durable */
+  orch__run_settle(o, run, ctx->req); /* answers ctx->req once durable */
   ctx_free(ctx);
 }
 
@@ -385,7 +385,7 @@ static void on_output_stored(int rc, const struct sbx_error *err, const struct s
       ctx->err = *err;
     ctx->failed = ctx->failed ? ctx->failed : rc;
   } else {
-    orch_strcpy_cap(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), res->file.id);
+    orch__strcpy_cap(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), res->file.id);
   }
   if (--ctx->pending == 0)
     outputs_settled(ctx);
@@ -396,9 +396,9 @@ static void outputs_settled(struct result_ctx *ctx) {
   if (ctx->failed) {
     ctx->run->finishing = 0;
     if (ctx->failed == SBX_ENAME)
-      orch_api_error(ctx->req, 400, "invalid_name", "%s", ctx->err.msg);
+      orch__api_error(ctx->req, 400, "invalid_name", "%s", ctx->err.msg);
     else
-      orch_api_error(ctx->req, 500, "storage", "output files not stored: %s", ctx->err.msg[0] ? ctx->err.msg : sbx_strerror(ctx->failed));
+      orch__api_error(ctx->req, 500, "storage", "output files not stored: %s", ctx->err.msg[0] ? ctx->err.msg : sbx_strerror(ctx->failed));
     tp_req_release(ctx->req);
     ctx_free(ctx);
     return;
@@ -517,14 +517,14 @@ static void on_result(struct tp_req *req, void *ud) {
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  json_t *body = orch_api_body_object_flags(req, JSON_ALLOW_NUL);
+  json_t *body = orch__api_body_object_flags(req, JSON_ALLOW_NUL);
   if (body == NULL) {
-    orch_rec_clear(&rec);
+    orch__rec_clear(&rec);
     return;
   }
   replace_nul(body);
   size_t canon_len = 0;
-  char *canon = orch_json_dump_sorted(body, &canon_len); /* == json_dumps(COMPACT | SORT_KEYS) */
+  char *canon = orch__json_dump_sorted(body, &canon_len); /* == json_dumps(COMPACT | SORT_KEYS) */
   char hash[65] = "";
   if (canon)
     store_sha256_hex(canon, canon_len, hash);
@@ -535,7 +535,7 @@ static void on_result(struct tp_req *req, void *ud) {
   json_t *ja = rf.attempt;
   const char *bad;
   if (!attempt_ok(ja)) {
-    orch_api_error(req, 400, "invalid_field", "attempt: an integer is required");
+    orch__api_error(req, 400, "invalid_field", "attempt: an integer is required");
     goto out;
   }
   /* Ended (or ending) already: the same result gets the same answer, another one 409. */
@@ -543,19 +543,19 @@ static void on_result(struct tp_req *req, void *ud) {
     const char *have = run ? (run->finishing ? run->inflight_hash : run->rec.result_hash) : rec.result_hash;
     int same = have && *have && strcmp(have, hash) == 0;
     if (same && run == NULL)
-      orch_api_json(req, 200, orch_run_json(o, &rec));
+      orch__api_json(req, 200, orch__run_json(o, &rec));
     else if (same)
-      orch_waiter_add(o, req, run, 200, 60000); /* answered when the first copy is durable */
+      orch__waiter_add(o, req, run, 200, 60000); /* answered when the first copy is durable */
     else {
       o->m.results_refused++;
-      orch_api_error(req, 409, "conflict", "a different result was already recorded for this run");
+      orch__api_error(req, 409, "conflict", "a different result was already recorded for this run");
     }
     goto out;
   }
   if (stale(o, req, run, (int)json_integer_value(ja)))
     goto out;
   if ((bad = check_result_body(&rf)) != NULL) {
-    orch_api_error(req, 400, "invalid_field", "%s", bad);
+    orch__api_error(req, 400, "invalid_field", "%s", bad);
     goto out;
   }
   json_t *files = rf.files;
@@ -564,7 +564,7 @@ static void on_result(struct tp_req *req, void *ud) {
   if (ctx == NULL || (n && ((ctx->files = sbx_calloc(n, sizeof(*ctx->files))) == NULL ||
                             (ctx->kinds = sbx_calloc(n, sizeof(*ctx->kinds))) == NULL ||
                             (ctx->cbs = sbx_calloc(n, sizeof(*ctx->cbs))) == NULL))) {
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
@@ -572,26 +572,26 @@ static void on_result(struct tp_req *req, void *ud) {
     struct sbx_error err;
     char *norm = NULL;
     if (store_name_normalize(json_string_value(json_object_get(f, "name")), STORE_SRC_OUTPUT, &norm, &err) != 0) {
-      orch_api_error(req, 400, "invalid_name", "%s", err.msg);
+      orch__api_error(req, 400, "invalid_name", "%s", err.msg);
       goto out;
     }
     struct orch_upload *u = find_upload(run, norm);
     const char *sha = json_string_value(json_object_get(f, "sha256"));
     json_t *sz = json_object_get(f, "size");
     if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
-      orch_api_error(req, 400, "file_not_uploaded",
+      orch__api_error(req, 400, "file_not_uploaded",
                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
       sbx_free(norm);
       goto out;
     }
     sbx_free(norm);
     if ((sha && strcmp(sha, u->sha256) != 0) || (json_is_integer(sz) && (size_t)json_integer_value(sz) != u->size)) {
-      orch_api_error(req, 400, "file_mismatch", "files: %s differs from the uploaded content (size or sha256)", u->name);
+      orch__api_error(req, 400, "file_mismatch", "files: %s differs from the uploaded content (size or sha256)", u->name);
       goto out;
     }
     for (size_t k = 0; k < i; k++)
       if (ctx->files[k] == u) {
-        orch_api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
+        orch__api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
         goto out;
       }
     ctx->files[i] = u;
@@ -603,9 +603,9 @@ static void on_result(struct tp_req *req, void *ud) {
   ctx->req = req;
   ctx->body = json_incref(body);
   ctx->f = rf;
-  orch_strcpy_cap(ctx->hash, sizeof(ctx->hash), hash);
+  orch__strcpy_cap(ctx->hash, sizeof(ctx->hash), hash);
   run->finishing = 1;
-  orch_strcpy_cap(run->inflight_hash, sizeof(run->inflight_hash), hash);
+  orch__strcpy_cap(run->inflight_hash, sizeof(run->inflight_hash), hash);
   tp_req_hold(req);
   if (n == 0) {
     commit_result(ctx);
@@ -624,7 +624,7 @@ static void on_result(struct tp_req *req, void *ud) {
     if (u->stage == NULL)
       continue; /* stored by an earlier try of this result: its file_id stands */
     u->file_id[0] = '\0';
-    const char *reason = orch_manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, ctx->kinds[i], u->size);
+    const char *reason = orch__manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, ctx->kinds[i], u->size);
     struct store_file_in in = {
         .chat_id = c->id, .name = u->name, .source = STORE_SRC_OUTPUT, .mounted = reason == NULL,
         .left_out_reason = reason, .run_id = run->id, .kind = ctx->kinds[i], .expires_at = expires,
@@ -648,11 +648,11 @@ static void on_result(struct tp_req *req, void *ud) {
 out:
   if (ctx)
     ctx_free(ctx);
-  orch_rec_clear(&rec);
+  orch__rec_clear(&rec);
   json_decref(body);
 }
 
-void orch_routes_page(struct orch *o) {
+void orch__routes_page(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/runs/{run}/started", 16 * 1024, on_started, o);
   tp_route_streamed(o->tp, "PUT", "/v1/runs/{run}/files/{name*}", ORCH_UPLOAD_MAX, on_put_body,
                     on_put_file, o);

@@ -8,7 +8,7 @@
  * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
  * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
  *   sent `cancel`, and the run ends when the page answers or after a grace.
- * Waiting requests are woken by the run's end (orch_waiters_wake_text), never by polling; each has a
+ * Waiting requests are woken by the run's end (orch__waiters_wake_text), never by polling; each has a
  * timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
 #include "internal.h"
@@ -25,9 +25,9 @@ static void waiter_end(struct orch_waiter *w, int answer, const char *text, size
   if (w->run != NULL) {
     sbx_list_remove(&w->link);
     if (answer && text)
-      orch_api_text(w->req, w->status_code, text, len);
+      orch__api_text(w->req, w->status_code, text, len);
     else if (answer)
-      orch_api_json(w->req, w->status_code, orch_run_json(w->o, &w->run->rec));
+      orch__api_json(w->req, w->status_code, orch__run_json(w->o, &w->run->rec));
     w->run = NULL;
   }
   tp_req_release(w->req);
@@ -42,11 +42,11 @@ static void on_waiter_gone(struct tp_req *req, void *ud) {
   waiter_end(ud, 0, NULL, 0);
 }
 
-void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
+void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
                      uint64_t wait_ms) {
   struct orch_waiter *w = sbx_calloc(1, sizeof(*w));
   if (w == NULL) {
-    orch_api_json(req, status_code, orch_run_json(o, &run->rec));
+    orch__api_json(req, status_code, orch__run_json(o, &run->rec));
     return;
   }
   w->o = o;
@@ -61,7 +61,7 @@ void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, i
   uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
 }
 
-void orch_waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len) {
+void orch__waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len) {
   (void)o;
   while (!SBX_LIST_EMPTY(&run->waiters)) {
     struct orch_waiter *w = SBX_CONTAINER_OF(run->waiters.next, struct orch_waiter, link);
@@ -91,14 +91,14 @@ static double parse_wait(json_t *j, const char *q) {
 static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
                            double wait_s) {
   if (run->state == ORCH_RUN_DONE || wait_s <= 0)
-    orch_api_json(req, status, orch_run_json(o, &run->rec));
+    orch__api_json(req, status, orch__run_json(o, &run->rec));
   else
-    orch_waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000));
+    orch__waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000));
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
 
-struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char *code,
+struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char *code,
                                 const char *origin, const char *turn_id, int timeout_s,
                                 const char *idem) {
   struct orch_run *run = sbx_calloc(1, sizeof(*run));
@@ -106,14 +106,14 @@ struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char 
     return NULL;
   store_id id;
   store_new_id(id);
-  orch_run_init(run, id, timeout_s);
+  orch__run_init(run, id, timeout_s);
   SBX_LIST_INIT(&run->waiters);
   SBX_LIST_INIT(&run->uploads);
   SBX_LIST_INIT(&run->chat_link);
   struct store_run *r = &run->rec;
-  orch_strcpy_cap(r->id, sizeof(r->id), id);
-  orch_strcpy_cap(r->chat_id, sizeof(r->chat_id), c->id);
-  orch_strcpy_cap(r->turn_id, sizeof(r->turn_id), turn_id ? turn_id : "");
+  orch__strcpy_cap(r->id, sizeof(r->id), id);
+  orch__strcpy_cap(r->chat_id, sizeof(r->chat_id), c->id);
+  orch__strcpy_cap(r->turn_id, sizeof(r->turn_id), turn_id ? turn_id : "");
   r->code = sbx_strdup(code);
   r->origin = sbx_strdup(origin);
   r->timeout_s = timeout_s;
@@ -121,34 +121,34 @@ struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char 
   r->seq = ++o->run_seq;
   r->created_at = sbx_now_wall_ms();
   if (r->code == NULL || r->origin == NULL || (idem && r->idempotency_key == NULL)) {
-    orch_run_free(run);
+    orch__run_free(run);
     return NULL;
   }
   if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
-    orch_run_finish(run, ORCH_RUN_STATUS_REJECTED);
+    orch__run_finish(run, ORCH_RUN_STATUS_REJECTED);
     r->finished_at = r->created_at;
     r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
                                "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
                                "was not run.\",\"traceback\":null}");
   }
-  orch_run_sync_rec(run);
+  orch__run_sync_rec(run);
   return run;
 }
 
-struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
+struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
   o->m.runs_created++;
   if (run->state == ORCH_RUN_DONE) {
-    orch_metrics_observe_run(&o->m, run->status, -1);
-    orch_run_free(run);
+    orch__metrics_observe_run(&o->m, run->status, -1);
+    orch__run_free(run);
     return NULL;
   }
-  if (orch_map_put(&o->runs, run->id, run) != 0) {
-    orch_run_free(run);
+  if (orch__map_put(&o->runs, run->id, run) != 0) {
+    orch__run_free(run);
     return NULL;
   }
   run->chat = c;
   sbx_list_insert_tail(&c->runs, &run->chat_link);
-  orch_chat_pump(c);
+  orch__chat_pump(c);
   return run;
 }
 
@@ -162,17 +162,17 @@ struct create_ctx {
 };
 
 static void answer_existing(struct orch *o, struct tp_req *req, const char *run_id, double wait_s) {
-  struct orch_run *live = orch_map_get(&o->runs, run_id);
+  struct orch_run *live = orch__map_get(&o->runs, run_id);
   if (live) {
     answer_or_wait(o, req, live, 200, wait_s);
     return;
   }
   struct store_run r;
   if (store_run_get(o->st, run_id, &r) != 0) {
-    orch_api_error(req, 500, "storage", "cannot read run %s", run_id);
+    orch__api_error(req, 500, "storage", "cannot read run %s", run_id);
     return;
   }
-  orch_api_json(req, 200, orch_run_json(o, &r));
+  orch__api_json(req, 200, orch__run_json(o, &r));
   store_run_free(&r);
 }
 
@@ -181,17 +181,17 @@ static void answer_existing(struct orch *o, struct tp_req *req, const char *run_
  * durable (the writer completes in order), and the backend its 201 only after this put. */
 static void on_early_run_stored(struct create_ctx *ctx, int rc, const struct sbx_error *err) {
   struct orch *o = ctx->o;
-  struct orch_run *live = orch_map_get(&o->runs, ctx->run_id);
+  struct orch_run *live = orch__map_get(&o->runs, ctx->run_id);
   if (rc != 0) {
     if (live) { /* not durable: it never existed; what was queued behind it fails or is moot */
       struct orch_chat *c = live->chat;
       sbx_list_remove(&live->chat_link);
-      orch_map_del(&o->runs, live->id);
-      orch_run_free(live);
+      orch__map_del(&o->runs, live->id);
+      orch__run_free(live);
       if (c)
-        orch_chat_pump(c);
+        orch__chat_pump(c);
     }
-    orch_api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
   } else if (live) {
     answer_or_wait(o, ctx->req, live, 201, ctx->wait_s);
   } else {
@@ -210,21 +210,21 @@ static void on_run_stored(int rc, const struct sbx_error *err, void *ud) {
     if (store_run_by_idempotency(o->st, run->rec.chat_id, run->rec.idempotency_key, other) == 0)
       answer_existing(o, ctx->req, other, ctx->wait_s);
     else
-      orch_api_error(ctx->req, 409, "conflict", "idempotency key already used");
-    orch_run_free(run);
+      orch__api_error(ctx->req, 409, "conflict", "idempotency key already used");
+    orch__run_free(run);
   } else if (rc != 0) {
-    orch_api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
-    orch_run_free(run);
+    orch__api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__run_free(run);
   } else {
     struct orch_chat *c = NULL;
-    if (orch_chat_get(o, run->rec.chat_id, &c) != 0) {
-      orch_api_error(ctx->req, 500, "internal", "chat vanished");
-      orch_run_free(run);
+    if (orch__chat_get(o, run->rec.chat_id, &c) != 0) {
+      orch__api_error(ctx->req, 500, "internal", "chat vanished");
+      orch__run_free(run);
     } else if (run->state == ORCH_RUN_DONE) { /* rejected: durable and final */
-      orch_api_json(ctx->req, 201, orch_run_json(o, &run->rec));
-      orch_run_accept(o, c, run);
-    } else if ((run = orch_run_accept(o, c, run)) == NULL) {
-      orch_api_error(ctx->req, 500, "internal", "out of memory");
+      orch__api_json(ctx->req, 201, orch__run_json(o, &run->rec));
+      orch__run_accept(o, c, run);
+    } else if ((run = orch__run_accept(o, c, run)) == NULL) {
+      orch__api_error(ctx->req, 500, "internal", "out of memory");
     } else {
       answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
     }
@@ -238,7 +238,7 @@ static int field_str(json_t *v, const char *key, size_t max, const char **out, s
   if (v == NULL || json_is_null(v))
     return 0;
   if (!json_is_string(v) || json_string_length(v) > max) {
-    orch_api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", key, max);
+    orch__api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", key, max);
     return -1;
   }
   *out = json_string_value(v);
@@ -247,10 +247,10 @@ static int field_str(json_t *v, const char *key, size_t max, const char **out, s
 
 static void on_create_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL)
     return;
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
   const char *code, *origin, *turn_id, *idem;
@@ -259,10 +259,10 @@ static void on_create_run(struct tp_req *req, void *ud) {
   static const char *const names[F__N] = {"code",            "origin",    "turn_id",
                                           "idempotency_key", "timeout_s", "wait_s"};
   json_t *fv[F__N];
-  orch_api_fields(body, names, fv, F__N);
+  orch__api_fields(body, names, fv, F__N);
   json_t *jcode = fv[F_CODE];
   if (!json_is_string(jcode)) {
-    orch_api_error(req, 400, "invalid_field", "code: a string is required");
+    orch__api_error(req, 400, "invalid_field", "code: a string is required");
     goto out;
   }
   code = json_string_value(jcode);
@@ -273,19 +273,19 @@ static void on_create_run(struct tp_req *req, void *ud) {
   if (origin == NULL)
     origin = "tool";
   if (strcmp(origin, "tool") && strcmp(origin, "auto") && strcmp(origin, "user")) {
-    orch_api_error(req, 400, "invalid_field", "origin: one of tool, auto, user");
+    orch__api_error(req, 400, "invalid_field", "origin: one of tool, auto, user");
     goto out;
   }
   if (turn_id) {
     struct store_turn t;
-    if (!orch_api_valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
-      orch_api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
+    if (!orch__api_valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
+      orch__api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
       goto out;
     }
     int same = strcmp(t.chat_id, c->id) == 0;
     store_turn_free(&t);
     if (!same) {
-      orch_api_error(req, 404, "not_found", "turn_id: no turn %s in this chat", turn_id);
+      orch__api_error(req, 404, "not_found", "turn_id: no turn %s in this chat", turn_id);
       goto out;
     }
   }
@@ -293,7 +293,7 @@ static void on_create_run(struct tp_req *req, void *ud) {
   json_t *jt = fv[F_TIMEOUT];
   if (jt && !json_is_null(jt)) {
     if (!json_is_integer(jt) || json_integer_value(jt) < 1 || json_integer_value(jt) > o->rt.time_limit_s) {
-      orch_api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
+      orch__api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
                      o->rt.time_limit_s);
       goto out;
     }
@@ -301,7 +301,7 @@ static void on_create_run(struct tp_req *req, void *ud) {
   }
   double wait_s = parse_wait(fv[F_WAIT], NULL);
   if (wait_s < 0) {
-    orch_api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
+    orch__api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
     goto out;
   }
   if (idem) {
@@ -311,19 +311,19 @@ static void on_create_run(struct tp_req *req, void *ud) {
       goto out;
     }
   }
-  struct orch_run *run = orch_run_build(o, c, code, origin, turn_id, timeout_s, idem);
+  struct orch_run *run = orch__run_build(o, c, code, origin, turn_id, timeout_s, idem);
   struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   if (run == NULL || ctx == NULL) {
     if (run)
-      orch_run_free(run);
+      orch__run_free(run);
     sbx_free(ctx);
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   ctx->o = o;
   ctx->req = req;
   ctx->run = run;
-  orch_strcpy_cap(ctx->run_id, sizeof(ctx->run_id), run->id);
+  orch__strcpy_cap(ctx->run_id, sizeof(ctx->run_id), run->id);
   ctx->wait_s = wait_s;
   /* Without an idempotency key (whose uniqueness only the store can settle) a live run goes into
    * its chat's queue first and is dispatched (or paused) at once; its one put, queued after that,
@@ -333,32 +333,32 @@ static void on_create_run(struct tp_req *req, void *ud) {
   if (early) {
     ctx->run = NULL;
     run->put_pending = 1;
-    if ((run = orch_run_accept(o, c, run)) == NULL) { /* freed it */
+    if ((run = orch__run_accept(o, c, run)) == NULL) { /* freed it */
       sbx_free(ctx);
-      orch_api_error(req, 500, "internal", "out of memory");
+      orch__api_error(req, 500, "internal", "out of memory");
       goto out;
     }
     run->put_pending = 0;
-    orch_run_sync_rec(run);
+    orch__run_sync_rec(run);
   }
   tp_req_hold(req);
   if (store_run_put(o->st, &run->rec, on_run_stored, ctx) != 0) {
     tp_req_release(req);
     if (early) { /* never stored: it never existed */
       sbx_list_remove(&run->chat_link);
-      orch_map_del(&o->runs, run->id);
+      orch__map_del(&o->runs, run->id);
     }
-    orch_run_free(run);
+    orch__run_free(run);
     sbx_free(ctx);
-    orch_api_error(req, 500, "internal", "run could not be queued");
+    orch__api_error(req, 500, "internal", "run could not be queued");
     if (early)
-      orch_chat_pump(c);
+      orch__chat_pump(c);
     goto out;
   }
   if (run->parked_event) {
     char *ev = run->parked_event;
     run->parked_event = NULL;
-    orch_event_emit_text(c, "run", ev, run->parked_len);
+    orch__event_emit_text(c, "run", ev, run->parked_len);
   }
 out:
   json_decref(body);
@@ -370,16 +370,16 @@ static void on_get_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *live;
   struct store_run rec;
-  if (orch_api_run(o, req, tp_req_param(req, "run"), &live, &rec, NULL) != 0)
+  if (orch__api_run(o, req, tp_req_param(req, "run"), &live, &rec, NULL) != 0)
     return;
   double wait_s = parse_wait(NULL, tp_req_query(req, "wait_s"));
   if (wait_s < 0)
-    orch_api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
+    orch__api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
   else if (live)
     answer_or_wait(o, req, live, 200, wait_s);
   else
-    orch_api_json(req, 200, orch_run_json(o, &rec));
-  orch_rec_clear(&rec);
+    orch__api_json(req, 200, orch__run_json(o, &rec));
+  orch__rec_clear(&rec);
 }
 
 static void on_cancel(struct tp_req *req, void *ud) {
@@ -387,23 +387,23 @@ static void on_cancel(struct tp_req *req, void *ud) {
   struct orch_run *run;
   struct store_run rec;
   struct orch_chat *c;
-  if (orch_api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
+  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
     return;
-  orch_rec_clear(&rec);
+  orch__rec_clear(&rec);
   if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
-    orch_api_error(req, 409, "conflict", "the run has already ended");
+    orch__api_error(req, 409, "conflict", "the run has already ended");
     return;
   }
-  int rc = orch_run_request_cancel(run, o->rt.cancel_grace_ms);
+  int rc = orch__run_request_cancel(run, o->rt.cancel_grace_ms);
   if (rc == 0) {
     /* queued or paused: ended now; answered once durable */
     json_t *err = json_pack("{s:s, s:s, s:n}", "type", "Cancelled", "message",
                             "The run was cancelled before it started.", "traceback");
     sbx_free(run->rec.error_json);
-    run->rec.error_json = orch_json_dump(err, NULL);
+    run->rec.error_json = orch__json_dump(err, NULL);
     json_decref(err);
     tp_req_hold(req);
-    orch_run_settle(o, run, req);
+    orch__run_settle(o, run, req);
     return;
   }
   if (rc == SBX_EAGAIN) {
@@ -411,14 +411,14 @@ static void on_cancel(struct tp_req *req, void *ud) {
     json_object_set_new(ev, "run_id", json_string(run->id));
     json_object_set_new(ev, "attempt", json_integer(run->attempts));
     json_object_set_new(ev, "page_id", json_string(run->page_id));
-    orch_event_emit(c, "cancel", ev);
-    orch_api_json(req, 202, orch_run_json(o, &run->rec));
+    orch__event_emit(c, "cancel", ev);
+    orch__api_json(req, 202, orch__run_json(o, &run->rec));
     return;
   }
-  orch_api_error(req, 409, "conflict", "the run cannot be cancelled in state %s", orch_run_state_name(run->state));
+  orch__api_error(req, 409, "conflict", "the run cannot be cancelled in state %s", orch__run_state_name(run->state));
 }
 
-void orch_routes_runs(struct orch *o) {
+void orch__routes_runs(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats/{chat}/runs", 2u << 20, on_create_run, o);
   tp_route(o->tp, "GET", "/v1/runs/{run}", 0, on_get_run, o);
   tp_route(o->tp, "POST", "/v1/runs/{run}/cancel", 64 * 1024, on_cancel, o);

@@ -74,11 +74,11 @@ static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
   if (host == NULL)
     host = tp_req_header(req, ":authority");
   if (!rel_path_ok(rel)) {
-    orch_api_error(req, 404, "not_found", "no such file");
+    orch__api_error(req, 404, "not_found", "no such file");
     return;
   }
   if (!host_ok(host)) {
-    orch_api_error(req, 400, "bad_host", "a plain Host header is required");
+    orch__api_error(req, 400, "bad_host", "a plain Host header is required");
     return;
   }
   char path[4096], headers[1400];
@@ -91,14 +91,14 @@ static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
            host, host, with_pypi ? " https://pypi.org https://files.pythonhosted.org" : "",
            SUBRESOURCE);
   if (tp_respond_file(req, path, content_type(path), headers, 0) != 0)
-    orch_api_error(req, 404, "not_found", "no such file");
+    orch__api_error(req, 404, "not_found", "no such file");
 }
 
 static void on_worker(struct tp_req *req, void *ud) { serve_worker(req, ud, 0); }
 static void on_worker_pypi(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (o->cfg->pypi_disabled) {
-    orch_api_error(req, 404, "not_found", "PyPI access is disabled on this deployment");
+    orch__api_error(req, 404, "not_found", "PyPI access is disabled on this deployment");
     return;
   }
   serve_worker(req, o, 1);
@@ -138,7 +138,7 @@ static int wants_html(struct tp_req *req) {
 static void on_not_found(struct tp_req *req, void *ud) {
   (void)ud;
   if (!wants_html(req)) {
-    orch_api_error(req, 404, "not_found", "no such path");
+    orch__api_error(req, 404, "not_found", "no such path");
     return;
   }
   struct sbx_buf b;
@@ -187,7 +187,7 @@ static void on_index(struct tp_req *req, void *ud) { serve_app(req, ud, "index.h
 static void on_chat_page(struct tp_req *req, void *ud) { serve_app(req, ud, "chat.html"); }
 static void on_admin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "admin.html"); }
 
-void orch_routes_static(struct orch *o) {
+void orch__routes_static(struct orch *o) {
   char dir[4096];
   snprintf(dir, sizeof(dir), "%s/pyodide", o->static_dir);
   tp_static_mount(o->tp, "/pyodide/", dir, "public, max-age=31536000, immutable");

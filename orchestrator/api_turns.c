@@ -12,7 +12,7 @@
 #include <string.h>
 
 static int backend_only(struct orch *o, struct tp_req *req) {
-  return orch_api_backend_only(o, req, "turns");
+  return orch__api_backend_only(o, req, "turns");
 }
 
 struct turn_ctx {
@@ -28,7 +28,7 @@ struct turn_ctx {
 static void turn_ctx_free(struct turn_ctx *t) {
   for (size_t i = 0; i < t->n_runs; i++)
     if (t->runs[i])
-      orch_run_free(t->runs[i]);
+      orch__run_free(t->runs[i]);
   sbx_free(t->runs);
   sbx_free(t->turn.answer);
   sbx_free(t);
@@ -37,13 +37,13 @@ static void turn_ctx_free(struct turn_ctx *t) {
 static void on_turn_opened(int rc, const struct sbx_error *err, void *ud) {
   struct turn_ctx *t = ud;
   if (rc != 0) {
-    orch_api_error(t->req, 500, "storage", "turn not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(t->req, 500, "storage", "turn not stored: %s", err ? err->msg : sbx_strerror(rc));
   } else {
     json_t *j = json_object();
     json_object_set_new(j, "turn_id", json_string(t->turn.id));
     json_object_set_new(j, "chat_id", json_string(t->turn.chat_id));
     json_object_set_new(j, "state", json_string("open"));
-    orch_api_json(t->req, 201, j);
+    orch__api_json(t->req, 201, j);
   }
   tp_req_release(t->req);
   turn_ctx_free(t);
@@ -53,12 +53,12 @@ static void on_open_turn(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (backend_only(o, req))
     return;
-  struct orch_chat *c = orch_api_chat(o, req, tp_req_param(req, "chat"), 0, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 0, 0);
   if (c == NULL)
     return;
   struct turn_ctx *t = sbx_calloc(1, sizeof(*t));
   if (t == NULL) {
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
   t->o = o;
@@ -71,7 +71,7 @@ static void on_open_turn(struct tp_req *req, void *ud) {
   if (store_turn_put(o->st, &t->turn, on_turn_opened, t) != 0) {
     tp_req_release(req);
     turn_ctx_free(t);
-    orch_api_error(req, 500, "internal", "turn could not be queued");
+    orch__api_error(req, 500, "internal", "turn could not be queued");
   }
 }
 
@@ -85,25 +85,25 @@ static void on_finish_part(int rc, const struct sbx_error *err, void *ud) {
   if (--t->pending > 0)
     return;
   struct orch *o = t->o;
-  orch_map_del(&o->finishing_turns, t->turn.id);
+  orch__map_del(&o->finishing_turns, t->turn.id);
   if (t->failed) {
-    orch_api_error(t->req, 500, "storage", "the turn's runs could not be stored");
+    orch__api_error(t->req, 500, "storage", "the turn's runs could not be stored");
   } else {
     struct orch_chat *c = NULL;
     json_t *ids = json_array();
-    orch_chat_get(o, t->chat_id, &c);
+    orch__chat_get(o, t->chat_id, &c);
     for (size_t i = 0; i < t->n_runs; i++) {
       json_array_append_new(ids, json_string(t->runs[i]->id));
       if (c)
-        orch_run_accept(o, c, t->runs[i]); /* in order: queued behind each other */
+        orch__run_accept(o, c, t->runs[i]); /* in order: queued behind each other */
       else
-        orch_run_free(t->runs[i]);
+        orch__run_free(t->runs[i]);
       t->runs[i] = NULL;
     }
     json_t *j = json_object();
     json_object_set_new(j, "turn_id", json_string(t->turn.id));
     json_object_set_new(j, "runs", ids);
-    orch_api_json(t->req, 200, j);
+    orch__api_json(t->req, 200, j);
   }
   tp_req_release(t->req);
   turn_ctx_free(t);
@@ -115,11 +115,11 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
     return;
   const char *id = tp_req_param(req, "turn");
   struct store_turn st;
-  if (!orch_api_valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
-    orch_api_error(req, 404, "not_found", "no turn %s", id ? id : "");
+  if (!orch__api_valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
+    orch__api_error(req, 404, "not_found", "no turn %s", id ? id : "");
     return;
   }
-  json_t *body = orch_api_body_object(req);
+  json_t *body = orch__api_body_object(req);
   struct turn_ctx *t = NULL;
   char **blocks = NULL;
   size_t nb = 0;
@@ -127,25 +127,25 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
     goto out;
   json_t *ja = json_object_get(body, "answer");
   if (!json_is_string(ja)) {
-    orch_api_error(req, 400, "invalid_field", "answer: the answer text is required");
+    orch__api_error(req, 400, "invalid_field", "answer: the answer text is required");
     goto out;
   }
   struct orch_turn turn = {.state = st.state == STORE_TURN_FINISHED ? ORCH_TURN_FINISHED : ORCH_TURN_OPEN};
   snprintf(turn.id, sizeof(turn.id), "%s", st.id);
   /* The stored state says open until this finish is durable: a second finish arriving in the
    * meantime must not schedule the answer's blocks again. */
-  if (orch_turn_finish(&turn) != 0 || orch_map_get(&o->finishing_turns, st.id) != NULL) {
-    orch_api_error(req, 409, "conflict", "the turn is already finished");
+  if (orch__turn_finish(&turn) != 0 || orch__map_get(&o->finishing_turns, st.id) != NULL) {
+    orch__api_error(req, 409, "conflict", "the turn is already finished");
     goto out;
   }
   struct orch_chat *c = NULL;
-  if (orch_chat_get(o, st.chat_id, &c) != 0) {
-    orch_api_error(req, 404, "not_found", "the turn's chat is gone");
+  if (orch__chat_get(o, st.chat_id, &c) != 0) {
+    orch__api_error(req, 404, "not_found", "the turn's chat is gone");
     goto out;
   }
-  if (orch_python_blocks(json_string_value(ja), &blocks, &nb) != 0 ||
+  if (orch__python_blocks(json_string_value(ja), &blocks, &nb) != 0 ||
       (t = sbx_calloc(1, sizeof(*t))) == NULL || (nb && (t->runs = sbx_calloc(nb, sizeof(*t->runs))) == NULL)) {
-    orch_api_error(req, 500, "internal", "out of memory");
+    orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   t->o = o;
@@ -158,24 +158,24 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   t->turn.answer = sbx_strdup(json_string_value(ja));
   t->turn.finished_at = sbx_now_wall_ms();
   for (size_t i = 0; i < nb; i++) {
-    t->runs[i] = orch_run_build(o, c, blocks[i], "auto", t->turn.id, o->rt.time_limit_s, NULL);
+    t->runs[i] = orch__run_build(o, c, blocks[i], "auto", t->turn.id, o->rt.time_limit_s, NULL);
     if (t->runs[i] == NULL) {
-      orch_api_error(req, 500, "internal", "out of memory");
+      orch__api_error(req, 500, "internal", "out of memory");
       goto out;
     }
     t->n_runs++;
   }
   /* Queue every write; one callback each; the answer goes once all are durable. */
   t->pending = 1 + t->n_runs;
-  if (orch_map_put(&o->finishing_turns, t->turn.id, t) != 0) {
-    orch_api_error(req, 500, "internal", "out of memory");
+  if (orch__map_put(&o->finishing_turns, t->turn.id, t) != 0) {
+    orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   tp_req_hold(req);
   if (store_turn_put(o->st, &t->turn, on_finish_part, t) != 0) {
     tp_req_release(req);
-    orch_map_del(&o->finishing_turns, t->turn.id);
-    orch_api_error(req, 500, "internal", "writes could not be queued");
+    orch__map_del(&o->finishing_turns, t->turn.id);
+    orch__api_error(req, 500, "internal", "writes could not be queued");
     goto out;
   }
   for (size_t i = 0; i < t->n_runs; i++)
@@ -188,12 +188,12 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
 out:
   if (t)
     turn_ctx_free(t);
-  orch_python_blocks_free(blocks, nb);
+  orch__python_blocks_free(blocks, nb);
   json_decref(body);
   store_turn_free(&st);
 }
 
-void orch_routes_turns(struct orch *o) {
+void orch__routes_turns(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats/{chat}/turns", 64 * 1024, on_open_turn, o);
   tp_route(o->tp, "POST", "/v1/turns/{turn}/finish", 4u << 20, on_finish_turn, o);
 }

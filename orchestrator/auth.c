@@ -49,8 +49,8 @@ struct orch_auth_memo {
   unsigned char next[AUTH_MEMO_SETS]; /* the way a miss replaces next */
 };
 
-struct orch_auth_memo *orch_auth_memo_new(void) { return sbx_calloc(1, sizeof(struct orch_auth_memo)); }
-void orch_auth_memo_free(struct orch_auth_memo *m) { sbx_free(m); }
+struct orch_auth_memo *orch__auth_memo_new(void) { return sbx_calloc(1, sizeof(struct orch_auth_memo)); }
+void orch__auth_memo_free(struct orch_auth_memo *m) { sbx_free(m); }
 
 static void token_hash(struct orch_auth_memo *m, const char *cred, size_t len, char out[65]) {
   if (m == NULL || len == 0 || len > AUTH_MEMO_MAX_LEN) {
@@ -82,14 +82,14 @@ static void token_hash(struct orch_auth_memo *m, const char *cred, size_t len, c
   e->len = (unsigned char)len;
 }
 
-int orch_ct_streq(const char *a, const char *b) {
+int orch__ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la != lb)
     return 0;
   return sbx_memeq_ct(a, b, la) == 0;
 }
 
-int orch_token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]) {
+int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]) {
   unsigned char r[32];
   char hex[65];
   if (sbx_random(r, sizeof(r)) != 0)
@@ -109,12 +109,12 @@ static int is_hex_id(const char *s, size_t n) {
   return 1;
 }
 
-void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
+void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                     const char *host_key_hash, struct orch_auth *out) {
-  orch_auth_read_memo(NULL, authorization, query_token, api_key_hash, host_key_hash, out);
+  orch__auth_read_memo(NULL, authorization, query_token, api_key_hash, host_key_hash, out);
 }
 
-void orch_auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
+void orch__auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
                          const char *api_key_hash, const char *host_key_hash, struct orch_auth *out) {
   memset(out, 0, sizeof(*out));
   const char *cred = NULL;
@@ -139,11 +139,11 @@ void orch_auth_read_memo(struct orch_auth_memo *memo, const char *authorization,
     return;
   }
   token_hash(memo, cred, cred_len, out->token_hash);
-  if (api_key_hash != NULL && orch_ct_streq(out->token_hash, api_key_hash)) {
+  if (api_key_hash != NULL && orch__ct_streq(out->token_hash, api_key_hash)) {
     out->kind = ORCH_CRED_API;
     return;
   }
-  if (host_key_hash != NULL && *host_key_hash && orch_ct_streq(out->token_hash, host_key_hash)) {
+  if (host_key_hash != NULL && *host_key_hash && orch__ct_streq(out->token_hash, host_key_hash)) {
     out->kind = ORCH_CRED_HOST;
     return;
   }
@@ -157,18 +157,18 @@ void orch_auth_read_memo(struct orch_auth_memo *memo, const char *authorization,
   out->kind = ORCH_CRED_BAD;
 }
 
-int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash) {
+int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash) {
   if (a->kind == ORCH_CRED_API || a->kind == ORCH_CRED_HOST)
     return 1; /* the host key only reaches calls that also take a page token (callers check) */
   if (a->kind != ORCH_CRED_PAGE || chat_id == NULL || chat_token_hash == NULL)
     return 0;
   /* Both compared: the id is not secret, the hash decides. */
   int same_chat = strcmp(a->chat_id, chat_id) == 0;
-  int same_hash = orch_ct_streq(a->token_hash, chat_token_hash);
+  int same_hash = orch__ct_streq(a->token_hash, chat_token_hash);
   return same_chat && same_hash;
 }
 
-int orch_api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err) {
+int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/api_key", data_dir);
   *generated = 0;

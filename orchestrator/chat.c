@@ -18,7 +18,7 @@
 
 static char *dup_or_null(const char *s) { return s ? sbx_strdup(s) : NULL; }
 
-void orch_rec_clear(struct store_run *r) {
+void orch__rec_clear(struct store_run *r) {
   sbx_free(r->code);
   sbx_free(r->origin);
   sbx_free(r->state);
@@ -33,7 +33,7 @@ void orch_rec_clear(struct store_run *r) {
   memset(r, 0, sizeof(*r));
 }
 
-int orch_rec_copy(struct store_run *d, const struct store_run *s) {
+int orch__rec_copy(struct store_run *d, const struct store_run *s) {
   *d = *s;
   d->code = dup_or_null(s->code);
   d->origin = dup_or_null(s->origin);
@@ -51,7 +51,7 @@ int orch_rec_copy(struct store_run *d, const struct store_run *s) {
       (s->stderr_text && !d->stderr_text) || (s->error_json && !d->error_json) ||
       (s->notes_json && !d->notes_json) || (s->remounted_json && !d->remounted_json) ||
       (s->result_hash && !d->result_hash) || (s->idempotency_key && !d->idempotency_key)) {
-    orch_rec_clear(d);
+    orch__rec_clear(d);
     return SBX_ENOMEM;
   }
   return 0;
@@ -64,9 +64,9 @@ static void set_str(char **slot, const char *v) {
   *slot = v ? sbx_strdup(v) : NULL;
 }
 
-void orch_run_sync_rec(struct orch_run *run) {
-  set_str(&run->rec.state, orch_run_state_name(run->state));
-  set_str(&run->rec.status, run->status ? orch_run_status_name(run->status) : NULL);
+void orch__run_sync_rec(struct orch_run *run) {
+  set_str(&run->rec.state, orch__run_state_name(run->state));
+  set_str(&run->rec.status, run->status ? orch__run_status_name(run->status) : NULL);
   run->rec.attempts = run->attempts;
 }
 
@@ -84,10 +84,10 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
   run->upload_bytes = 0;
 }
 
-void orch_run_free(struct orch_run *run) {
+void orch__run_free(struct orch_run *run) {
   sbx_free(run->parked_event);
   free_uploads(run->chat ? run->chat->o : NULL, run);
-  orch_rec_clear(&run->rec);
+  orch__rec_clear(&run->rec);
   sbx_free(run);
 }
 
@@ -97,8 +97,8 @@ static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
     sbx_log(SBX_LOG_ERROR, "chat", "run state not persisted: %s", err ? err->msg : sbx_strerror(rc));
 }
 
-void orch_run_persist(struct orch *o, struct orch_run *run) {
-  orch_run_sync_rec(run);
+void orch__run_persist(struct orch *o, struct orch_run *run) {
+  orch__run_sync_rec(run);
   if (run->put_pending)
     return; /* the creating put, queued next, carries this state */
   if (store_run_put(o->st, &run->rec, on_persisted, NULL) != 0)
@@ -124,29 +124,29 @@ static void on_settled(int rc, const struct sbx_error *err, void *ud) {
    * store only if its result recorded some (run files are written nowhere else): a run without
    * files costs no read here. */
   size_t len = 0;
-  char *text = orch_run_text(run->files_recorded ? o : NULL, &run->rec, &len);
+  char *text = orch__run_text(run->files_recorded ? o : NULL, &run->rec, &len);
   if (ctx->answer) {
     if (rc == 0 && text)
-      orch_api_text(ctx->answer, 200, text, len);
+      orch__api_text(ctx->answer, 200, text, len);
     else
-      orch_api_error(ctx->answer, 500, "storage", "the result could not be stored: %s",
+      orch__api_error(ctx->answer, 500, "storage", "the result could not be stored: %s",
                      err ? err->msg : sbx_strerror(rc));
     tp_req_release(ctx->answer);
   }
-  orch_waiters_wake_text(o, run, text, len);
+  orch__waiters_wake_text(o, run, text, len);
   sbx_free(text);
-  orch_map_del(&o->runs, run->id);
-  orch_run_free(run);
+  orch__map_del(&o->runs, run->id);
+  orch__run_free(run);
   sbx_free(ctx);
 }
 
-void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer) {
+void orch__run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer) {
   struct orch_chat *c = run->chat;
   if (run->rec.finished_at == 0)
     run->rec.finished_at = sbx_now_wall_ms();
-  orch_run_sync_rec(run);
+  orch__run_sync_rec(run);
   int64_t dur = run->rec.started_at ? run->rec.finished_at - run->rec.started_at : -1;
-  orch_metrics_observe_run(&o->m, run->status, dur);
+  orch__metrics_observe_run(&o->m, run->status, dur);
   sbx_list_remove(&run->chat_link); /* the queue moves on; the map keeps it until durable */
   free_uploads(o, run);
   run->chat = NULL; /* from here the run does not keep its chat in memory (eviction) */
@@ -168,12 +168,12 @@ void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer
       sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory while settling", run->id);
   }
   if (c)
-    orch_chat_pump(c);
+    orch__chat_pump(c);
 }
 
 /* ---- chats -------------------------------------------------------------------------------- */
 
-void orch_chat_free(struct orch_chat *c) {
+void orch__chat_free(struct orch_chat *c) {
   if (c->files_kept)
     store_file_list_free(c->files, c->n_files);
   sbx_free(c);
@@ -202,7 +202,7 @@ static int chat_files(struct orch *o, struct orch_chat *c, const struct store_fi
   return 0;
 }
 
-struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq) {
+struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq) {
   struct orch_chat *c = sbx_calloc(1, sizeof(*c));
   if (c == NULL)
     return NULL;
@@ -214,15 +214,15 @@ struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *toke
   SBX_LIST_INIT(&c->runs);
   SBX_LIST_INIT(&c->pages);
   SBX_LIST_INIT(&c->streams);
-  if (orch_map_put(&o->chats, c->id, c) != 0) {
+  if (orch__map_put(&o->chats, c->id, c) != 0) {
     sbx_free(c);
     return NULL;
   }
   return c;
 }
 
-int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
-  struct orch_chat *c = orch_map_get(&o->chats, chat_id);
+int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
+  struct orch_chat *c = orch__map_get(&o->chats, chat_id);
   if (c == NULL) {
     struct store_chat sc;
     int rc = store_chat_get(o->st, chat_id, &sc);
@@ -230,7 +230,7 @@ int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
       return rc;
     int64_t seq = 0;
     store_event_last_seq(o->st, chat_id, &seq);
-    c = orch_chat_add(o, sc.id, sc.token_hash, seq);
+    c = orch__chat_add(o, sc.id, sc.token_hash, seq);
     store_chat_free(&sc);
     if (c == NULL)
       return SBX_ENOMEM;
@@ -240,24 +240,24 @@ int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
   return 0;
 }
 
-size_t orch_chats_evict(struct orch *o, uint64_t idle_ms) {
+size_t orch__chats_evict(struct orch *o, uint64_t idle_ms) {
   uint64_t now = sbx_now_mono_ms();
   size_t i = 0, n = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->chats, &i, &k, &v)) {
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
     if (now - c->used_ms < idle_ms || c->events_inflight > 0 || !SBX_LIST_EMPTY(&c->runs) ||
         !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->streams))
       continue;
-    orch_map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
-    orch_chat_free(c);
+    orch__map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
+    orch__chat_free(c);
     n++;
   }
   return n;
 }
 
-struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id) {
+struct orch_page *orch__chat_page(struct orch_chat *c, const char *page_id) {
   struct sbx_list *it;
   SBX_LIST_FOREACH(it, &c->pages) {
     struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
@@ -267,12 +267,12 @@ struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id) {
   return NULL;
 }
 
-struct orch_page *orch_chat_active_page(struct orch_chat *c) {
+struct orch_page *orch__chat_active_page(struct orch_chat *c) {
   struct orch_page *best = NULL;
   struct sbx_list *it;
   SBX_LIST_FOREACH(it, &c->pages) {
     struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
-    if (orch_page_can_run(p) && (best == NULL || p->visible_seq > best->visible_seq))
+    if (orch__page_can_run(p) && (best == NULL || p->visible_seq > best->visible_seq))
       best = p;
   }
   return best;
@@ -292,19 +292,19 @@ static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run 
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: file list failed (%s): dispatched without mounts",
             run->id, sbx_strerror(rc));
   struct orch_manifest m;
-  int have = rc == 0 && n > 0 && orch_manifest_compute(files, n, run->rec.code, &m) == 0;
-  char *text = orch_dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
+  int have = rc == 0 && n > 0 && orch__manifest_compute(files, n, run->rec.code, &m) == 0;
+  char *text = orch__dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
                                   run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
                                   run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, len);
   if (have)
-    orch_manifest_free(&m);
+    orch__manifest_free(&m);
   return text;
 }
 
 static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page *p) {
   struct orch *o = c->o;
   int again = run->attempts > 0;
-  if (orch_run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
+  if (orch__run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
     return;
   free_uploads(o, run); /* files of an earlier attempt never become artifacts */
   run->restart_sent = 0;
@@ -315,7 +315,7 @@ static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page
   char *ev = manifest_text(o, c, run, &len);
   if (ev == NULL) { /* the page never hears of it: the watchdog ends the attempt */
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory rendering its manifest", run->id);
-    orch_run_persist(o, run);
+    orch__run_persist(o, run);
     return;
   }
   if (run->put_pending) {
@@ -326,11 +326,11 @@ static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page
     run->parked_len = len;
     return;
   }
-  orch_run_persist(o, run);
-  orch_event_emit_text(c, "run", ev, len);
+  orch__run_persist(o, run);
+  orch__event_emit_text(c, "run", ev, len);
 }
 
-void orch_chat_pump(struct orch_chat *c) {
+void orch__chat_pump(struct orch_chat *c) {
   struct orch *o = c->o;
   if (o->closing)
     return;
@@ -339,28 +339,28 @@ void orch_chat_pump(struct orch_chat *c) {
     return;
   if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING)
     return; /* one at a time */
-  struct orch_page *p = orch_chat_active_page(c);
+  struct orch_page *p = orch__chat_active_page(c);
   if (p != NULL) {
     dispatch(c, run, p);
   } else if (run->state == ORCH_RUN_QUEUED) {
-    if (orch_run_pause(run, o->rt.paused_wait_ms) == 0)
-      orch_run_persist(o, run);
+    if (orch__run_pause(run, o->rt.paused_wait_ms) == 0)
+      orch__run_persist(o, run);
   }
 }
 
-void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p) {
+void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
   struct orch *o = c->o;
   struct orch_run *run = head_run(c);
   if (run && !run->finishing &&
       (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
       strcmp(run->page_id, p->id) == 0 &&
       (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
-    if (orch_run_pause(run, o->rt.paused_wait_ms) == 0) {
+    if (orch__run_pause(run, o->rt.paused_wait_ms) == 0) {
       o->m.pauses++;
-      orch_run_persist(o, run);
+      orch__run_persist(o, run);
     }
   }
-  orch_chat_pump(c);
+  orch__chat_pump(c);
 }
 
 static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch_run_due due) {
@@ -389,26 +389,26 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
   json_object_set_new(err, "message", json_string(msg));
   json_object_set_new(err, "traceback", json_null());
   sbx_free(run->rec.error_json);
-  run->rec.error_json = orch_json_dump(err, NULL);
+  run->rec.error_json = orch__json_dump(err, NULL);
   json_decref(err);
   if (due != ORCH_RUN_DUE_ABANDONED && run->page_id[0]) {
     json_t *ev = json_object();
     json_object_set_new(ev, "run_id", json_string(run->id));
     json_object_set_new(ev, "page_id", json_string(run->page_id));
-    orch_event_emit(c, "restart", ev);
+    orch__event_emit(c, "restart", ev);
     run->rec.restarted = 1;
     o->m.restarts++;
   }
-  orch_run_settle(o, run, NULL);
+  orch__run_settle(o, run, NULL);
 }
 
-void orch_chat_tick(struct orch_chat *c) {
+void orch__chat_tick(struct orch_chat *c) {
   struct sbx_list *it, *tmp;
   SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
     struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
-    if (orch_page_tick(p)) {
+    if (orch__page_tick(p)) {
       sbx_list_remove(&p->chat_link);
-      orch_chat_page_changed(c, p); /* gone: what it ran is paused */
+      orch__chat_page_changed(c, p); /* gone: what it ran is paused */
       sbx_free(p);
     }
   }
@@ -416,7 +416,7 @@ void orch_chat_tick(struct orch_chat *c) {
     struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);
     if (run->finishing)
       continue;
-    enum orch_run_due due = orch_run_tick(run);
+    enum orch_run_due due = orch__run_tick(run);
     if (due != ORCH_RUN_DUE_NONE) {
       end_by_deadline(c, run, due);
       return; /* the list changed; the next tick sees the rest */

@@ -27,12 +27,12 @@ static void on_drain(struct tp_req *req, void *ud) {
   (void)req;
   struct orch_stream *s = ud;
   if (s->lagging)
-    orch_stream_catch_up(s);
+    orch__stream_catch_up(s);
 }
 
 static int send_one(struct orch_stream *s, const char *type, int64_t seq, const char *data, size_t len) {
   char id[24];
-  orch_fmt_i64(id, (long long)seq);
+  orch__fmt_i64(id, (long long)seq);
   int rc = tp_sse_send(s->req, type, id, data, len);
   if (rc == 0) {
     s->last_seq = seq;
@@ -44,7 +44,7 @@ static int send_one(struct orch_stream *s, const char *type, int64_t seq, const 
   return rc;
 }
 
-void orch_stream_catch_up(struct orch_stream *s) {
+void orch__stream_catch_up(struct orch_stream *s) {
   struct orch *o = s->chat->o;
   s->lagging = 0;
   for (;;) {
@@ -68,14 +68,14 @@ void orch_stream_catch_up(struct orch_stream *s) {
 
 static void on_appended(int rc, const struct sbx_error *err, void *ud) {
   struct emit_ctx *ctx = ud;
-  struct orch_chat *owner = orch_map_get(&ctx->o->chats, ctx->chat_id);
+  struct orch_chat *owner = orch__map_get(&ctx->o->chats, ctx->chat_id);
   if (owner != NULL)
     owner->events_inflight--;
   if (rc != 0) {
     sbx_log(SBX_LOG_ERROR, "events", "chat %s event %lld not stored: %s", ctx->chat_id,
             (long long)ctx->seq, err ? err->msg : sbx_strerror(rc));
   } else {
-    struct orch_chat *c = orch_map_get(&ctx->o->chats, ctx->chat_id);
+    struct orch_chat *c = orch__map_get(&ctx->o->chats, ctx->chat_id);
     struct sbx_list *it, *tmp;
     if (c != NULL)
       SBX_LIST_FOREACH_SAFE(it, tmp, &c->streams) {
@@ -88,16 +88,16 @@ static void on_appended(int rc, const struct sbx_error *err, void *ud) {
   sbx_free(ctx);
 }
 
-int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload) {
+int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload) {
   size_t len = 0;
-  char *data = payload ? orch_json_dump(payload, &len) : NULL;
+  char *data = payload ? orch__json_dump(payload, &len) : NULL;
   json_decref(payload);
   if (data == NULL)
     return SBX_ENOMEM;
-  return orch_event_emit_text(c, type, data, len);
+  return orch__event_emit_text(c, type, data, len);
 }
 
-int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len) {
+int orch__event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len) {
   struct orch *o = c->o;
   struct emit_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
   if (ctx == NULL || data == NULL) {
@@ -106,8 +106,8 @@ int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size
     return SBX_ENOMEM;
   }
   ctx->o = o;
-  orch_strcpy_cap(ctx->chat_id, sizeof(ctx->chat_id), c->id);
-  orch_strcpy_cap(ctx->type, sizeof(ctx->type), type);
+  orch__strcpy_cap(ctx->chat_id, sizeof(ctx->chat_id), c->id);
+  orch__strcpy_cap(ctx->type, sizeof(ctx->type), type);
   ctx->seq = ++c->event_seq;
   ctx->data = data;
   ctx->len = len;

@@ -39,7 +39,7 @@
  * its slot up after CEREA_HOST_CHAT_IDLE_S, or after HOST_LINGER_MS when other chats wait.  So a
  * host never loads more than its kernel count + 1 (the spare) at once, and a dispatched run never
  * waits behind a crowd of loads; while a host reports its kernel `loading` for a dispatched run,
- * that run's watchdog is held (orch_run_hold).
+ * that run's watchdog is held (orch__run_hold).
  *
  * Settings (environment): CEREA_HOSTS (hosts, default 1, 1..64), CEREA_HOST_KERNELS (live kernels
  * per host besides its spare, and so the chats it takes at once, default 2), CEREA_HOST_CHAT_IDLE_S
@@ -60,7 +60,7 @@
  *   | starting -> ready   | on_host_stdout  |
  *   | * -> exited         | on_host_exit    |
  *   | exited -> idle      | on_backoff      |
- *   | * -> closing        | orch_hosts_close|
+ *   | * -> closing        | orch__hosts_close|
  *
  * Restarts back off 250 ms, doubling to 10 s; a host that lived 30 s starts again from 250 ms.
  * Processes are killed by handle only (uv_process_kill), their handles closed in the exit
@@ -361,9 +361,9 @@ static void hosts_free(struct orch_hosts *hs) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&hs->assign, &i, &k, &v))
+  while (orch__map_next(&hs->assign, &i, &k, &v))
     sbx_free(v);
-  orch_map_free(&hs->assign);
+  orch__map_free(&hs->assign);
   sbx_free(hs->h);
   sbx_free(hs->sock_dir);
   sbx_free(hs->sock_path);
@@ -466,10 +466,10 @@ static void unassign_host(struct orch_hosts *hs, int slot) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&hs->assign, &i, &k, &v)) {
+  while (orch__map_next(&hs->assign, &i, &k, &v)) {
     struct assignment *a = v;
     if (a->slot == slot) {
-      orch_map_del(&hs->assign, a->chat_id); /* a tombstone: the iteration goes on */
+      orch__map_del(&hs->assign, a->chat_id); /* a tombstone: the iteration goes on */
       sbx_free(a);
     }
   }
@@ -704,7 +704,7 @@ static void host_spawn(struct host *h) {
 
 /* ---- public -------------------------------------------------------------------------------- */
 
-int orch_hosts_start(struct orch *o, struct sbx_error *err) {
+int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   int n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
   int kernels = env_int("CEREA_HOST_KERNELS", 2, 1, 64);
   int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
@@ -744,7 +744,7 @@ int orch_hosts_start(struct orch *o, struct sbx_error *err) {
   snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", prlimit);
   hs->trusted = trusted;
   hs->chat_idle_ms = (uint64_t)idle_s * 1000;
-  orch_map_init(&hs->assign);
+  orch__map_init(&hs->assign);
   char real_data[PATH_MAX], real_static[PATH_MAX];
   int rc = 0;
   if (realpath(o->cfg->data_dir, real_data) == NULL ||
@@ -853,7 +853,7 @@ static void detach(struct orch_hosts *hs, struct assignment *a) {
   host_send(h, "detach %s\n", a->chat_id);
   if (h->assigned > 0)
     h->assigned--;
-  orch_map_del(&hs->assign, a->chat_id); /* a tombstone: an iteration goes on */
+  orch__map_del(&hs->assign, a->chat_id); /* a tombstone: an iteration goes on */
   sbx_free(a);
 }
 
@@ -866,9 +866,9 @@ static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&hs->assign, &i, &k, &v)) {
+  while (orch__map_next(&hs->assign, &i, &k, &v)) {
     struct assignment *a = v;
-    struct orch_chat *c = orch_map_get(&hs->o->chats, a->chat_id);
+    struct orch_chat *c = orch__map_get(&hs->o->chats, a->chat_id);
     if (c != NULL && !SBX_LIST_EMPTY(&c->runs))
       a->idle_since_ms = 0;
     else if (a->idle_since_ms == 0)
@@ -883,7 +883,7 @@ static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   while (waiting > free_slots) {
     struct assignment *oldest = NULL;
     i = 0;
-    while (orch_map_next(&hs->assign, &i, &k, &v)) {
+    while (orch__map_next(&hs->assign, &i, &k, &v)) {
       struct assignment *a = v;
       if (a->idle_since_ms && now - a->idle_since_ms >= HOST_LINGER_MS &&
           (oldest == NULL || a->idle_since_ms < oldest->idle_since_ms))
@@ -915,7 +915,7 @@ static int attach(struct orch_hosts *hs, struct host *h, struct orch_chat *c) {
   snprintf(a->chat_id, sizeof(a->chat_id), "%s", c->id);
   a->slot = h->slot;
   a->sent_ms = sbx_now_mono_ms();
-  if (host_send(h, "attach %s\n", c->id) != 0 || orch_map_put(&hs->assign, a->chat_id, a) != 0) {
+  if (host_send(h, "attach %s\n", c->id) != 0 || orch__map_put(&hs->assign, a->chat_id, a) != 0) {
     sbx_free(a);
     return SBX_EIO;
   }
@@ -928,7 +928,7 @@ static int attach(struct orch_hosts *hs, struct host *h, struct orch_chat *c) {
  * for capacity never abandons it.  An assigned chat whose host is up but whose page is missing is
  * attached again; one whose host reports its kernel loading has its dispatched run's watchdog
  * held. */
-void orch_hosts_tick(struct orch_hosts *hs) {
+void orch__hosts_tick(struct orch_hosts *hs) {
   if (hs == NULL || hs->closing || hs->o == NULL)
     return;
   struct orch *o = hs->o;
@@ -938,20 +938,20 @@ void orch_hosts_tick(struct orch_hosts *hs) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->chats, &i, &k, &v)) {
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
     struct orch_run *run = head_run(c);
     if (run == NULL)
       continue;
-    struct assignment *have = orch_map_get(&hs->assign, c->id);
+    struct assignment *have = orch__map_get(&hs->assign, c->id);
     if (have == NULL) {
       waiting++;
       if (up && run->state == ORCH_RUN_PAUSED)
-        orch_run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
+        orch__run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
       continue;
     }
     struct host *h = &hs->h[have->slot];
-    struct orch_page *p = orch_chat_page(c, h->page_id);
+    struct orch_page *p = orch__chat_page(c, h->page_id);
     if (p == NULL) {
       /* The host gave the chat up, or its stream was refused: tell it again, at most every
        * REATTACH_AFTER_MS. */
@@ -961,7 +961,7 @@ void orch_hosts_tick(struct orch_hosts *hs) {
     } else if (p->kernel == ORCH_KERNEL_LOADING && run->state == ORCH_RUN_DISPATCHED &&
                strcmp(run->page_id, p->id) == 0 &&
                now - run->state_since_ms < LOADING_HOLD_MAX_MS) {
-      orch_run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
+      orch__run_hold(run, o->rt.paused_wait_ms, o->rt.watchdog_grace_ms);
     }
   }
   detach_idle(hs, waiting);
@@ -973,10 +973,10 @@ void orch_hosts_tick(struct orch_hosts *hs) {
     struct orch_chat *next = NULL;
     int64_t next_at = 0;
     i = 0;
-    while (orch_map_next(&o->chats, &i, &k, &v)) {
+    while (orch__map_next(&o->chats, &i, &k, &v)) {
       struct orch_chat *c = v;
       struct orch_run *run = head_run(c);
-      if (run == NULL || orch_map_get(&hs->assign, c->id) != NULL)
+      if (run == NULL || orch__map_get(&hs->assign, c->id) != NULL)
         continue;
       if (next == NULL || run->rec.created_at < next_at) {
         next = c;
@@ -997,7 +997,7 @@ static void on_kill_timer(uv_timer_t *t) {
     uv_process_kill(&h->proc, SIGKILL);
 }
 
-void orch_hosts_close(struct orch_hosts *hs) {
+void orch__hosts_close(struct orch_hosts *hs) {
   if (hs == NULL || hs->closing)
     return;
   hs->closing = 1;

@@ -81,28 +81,28 @@ struct orch_run {
                                   renders `files: []` without reading the store) */
 };
 
-const char *orch_run_state_name(enum orch_run_state s);
-const char *orch_run_status_name(enum orch_run_status s);
-int orch_run_status_parse(const char *s, enum orch_run_status *out);
-int orch_run_state_parse(const char *s, enum orch_run_state *out);
-int orch_run_transition_allowed(enum orch_run_state from, enum orch_run_state to);
-void orch_run_init(struct orch_run *run, const char *id, int timeout_s);
+const char *orch__run_state_name(enum orch_run_state s);
+const char *orch__run_status_name(enum orch_run_status s);
+int orch__run_status_parse(const char *s, enum orch_run_status *out);
+int orch__run_state_parse(const char *s, enum orch_run_state *out);
+int orch__run_transition_allowed(enum orch_run_state from, enum orch_run_state to);
+void orch__run_init(struct orch_run *run, const char *id, int timeout_s);
 /* Steps.  Each returns 0, SBX_ESTATE when the run is not in a state the step applies to,
  * SBX_ECONFLICT for a stale attempt. */
-int orch_run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
-int orch_run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
-int orch_run_pause(struct orch_run *run, uint64_t wait_ms);
+int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
+int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
+int orch__run_pause(struct orch_run *run, uint64_t wait_ms);
 /* hosts.c: re-arms the pause wait (PAUSED) or the watchdog (DISPATCHED) of a run that waits for
  * server capacity; SBX_ESTATE otherwise. */
-int orch_run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms);
-int orch_run_finish(struct orch_run *run, enum orch_run_status status);
+int orch__run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms);
+int orch__run_finish(struct orch_run *run, enum orch_run_status status);
 /* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set, SBX_EAGAIN
  * (the page must be told).  Done: SBX_ESTATE. */
-int orch_run_request_cancel(struct orch_run *run, uint64_t grace_ms);
+int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms);
 /* 0 when a result for `attempt` may be accepted now; SBX_ECONFLICT otherwise. */
-int orch_run_check_result(const struct orch_run *run, int attempt);
+int orch__run_check_result(const struct orch_run *run, int attempt);
 /* Applies a deadline that has passed (finishing the run) and says which. */
-enum orch_run_due orch_run_tick(struct orch_run *run);
+enum orch_run_due orch__run_tick(struct orch_run *run);
 
 /* ---- pages (page.c) -------------------------------------------------------------------------- */
 enum orch_page_state {
@@ -128,18 +128,18 @@ struct orch_page {
   struct sbx_list chat_link;
   struct orch_stream *stream;  /* NULL in GRACE */
 };
-const char *orch_page_state_name(enum orch_page_state s);
-const char *orch_kernel_state_name(enum orch_kernel_state k);
-int orch_kernel_state_parse(const char *s, enum orch_kernel_state *out);
-int orch_page_transition_allowed(enum orch_page_state from, enum orch_page_state to);
-void orch_page_init(struct orch_page *p, const char *id);
+const char *orch__page_state_name(enum orch_page_state s);
+const char *orch__kernel_state_name(enum orch_kernel_state k);
+int orch__kernel_state_parse(const char *s, enum orch_kernel_state *out);
+int orch__page_transition_allowed(enum orch_page_state from, enum orch_page_state to);
+void orch__page_init(struct orch_page *p, const char *id);
 /* Steps: attach (NEW or GRACE -> VISIBLE/HIDDEN), presence, stream dropped, grace over. */
-int orch_page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);
-int orch_page_presence(struct orch_page *p, int visible, uint64_t *visible_counter);
-int orch_page_drop(struct orch_page *p, uint64_t grace_ms);
+int orch__page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);
+int orch__page_presence(struct orch_page *p, int visible, uint64_t *visible_counter);
+int orch__page_drop(struct orch_page *p, uint64_t grace_ms);
 /* GRACE past its deadline -> GONE (1); otherwise 0. */
-int orch_page_tick(struct orch_page *p);
-int orch_page_can_run(const struct orch_page *p); /* attached and visible */
+int orch__page_tick(struct orch_page *p);
+int orch__page_can_run(const struct orch_page *p); /* attached and visible */
 
 /* ---- mount manifests (manifest.c) ------------------------------------------------------------ */
 struct orch_mount_entry {
@@ -160,14 +160,14 @@ extern const char ORCH_REASON_FILE_CAP[];
 extern const char ORCH_REASON_TOTAL_CAP[];
 /* files: the latest version of each name, oldest first (store_file_list(.., 0, ..)); code: the
  * run's code (NULL: no code names anything).  The manifest borrows from files. */
-int orch_manifest_compute(const struct store_file *files, size_t n, const char *code,
+int orch__manifest_compute(const struct store_file *files, size_t n, const char *code,
                           struct orch_manifest *out);
-void orch_manifest_free(struct orch_manifest *m);
+void orch__manifest_free(struct orch_manifest *m);
 /* 1 when a file is only mounted when the run's code names it (images a run drew or tools saved). */
-int orch_manifest_is_drawn_image(const struct store_file *f);
+int orch__manifest_is_drawn_image(const struct store_file *f);
 /* Upload-time decision for a new file (or a new version of `name`): NULL when it would be mounted,
  * else the reason it is left out. */
-const char *orch_manifest_admit(const struct store_file *files, size_t n, const char *name,
+const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
                                 enum store_source src, const char *kind, uint64_t size);
 
 /* ---- auth (auth.c) --------------------------------------------------------------------------- */
@@ -178,23 +178,23 @@ struct orch_auth {
   char token_hash[65];
 };
 /* A new page token "<chat_id>.<64 hex>" and its sha256 hex. */
-int orch_token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]);
+int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]);
 /* Classifies the credential of a request: Authorization: Bearer X, or ?token=X when
  * allow_query.  api_key_hash / host_key_hash: sha256 hex of the API key / of the headless hosts'
  * key (NULL or "" when none). */
-void orch_auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
+void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                     const char *host_key_hash, struct orch_auth *out);
 /* The same, the credential's sha256 memoized in memo (NULL: none); what it classifies is the same. */
 struct orch_auth_memo;
-struct orch_auth_memo *orch_auth_memo_new(void);
-void orch_auth_memo_free(struct orch_auth_memo *m);
-void orch_auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
+struct orch_auth_memo *orch__auth_memo_new(void);
+void orch__auth_memo_free(struct orch_auth_memo *m);
+void orch__auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
                          const char *api_key_hash, const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
-int orch_auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
-int orch_ct_streq(const char *a, const char *b);
+int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
+int orch__ct_streq(const char *a, const char *b);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
-int orch_api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
+int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */
 enum orch_turn_state { ORCH_TURN_OPEN = 0, ORCH_TURN_FINISHED, ORCH_TURN__COUNT };
@@ -202,12 +202,12 @@ struct orch_turn {
   char id[STORE_ID_LEN + 1];
   enum orch_turn_state state; /* written by turn_set_state() only */
 };
-const char *orch_turn_state_name(enum orch_turn_state s);
-int orch_turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to);
-int orch_turn_finish(struct orch_turn *t); /* SBX_ESTATE when already finished */
+const char *orch__turn_state_name(enum orch_turn_state s);
+int orch__turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to);
+int orch__turn_finish(struct orch_turn *t); /* SBX_ESTATE when already finished */
 /* The code of each fenced python block of a markdown answer, in order (*out owned). */
-int orch_python_blocks(const char *answer, char ***out, size_t *n);
-void orch_python_blocks_free(char **v, size_t n);
+int orch__python_blocks(const char *answer, char ***out, size_t *n);
+void orch__python_blocks_free(char **v, size_t n);
 
 /* ---- string-keyed hash map (map.c) -----------------------------------------------------------
  * Open addressing; keys are borrowed (they live in the value, e.g. chat->id). */
@@ -216,13 +216,13 @@ struct orch_map {
   void **vals;
   size_t cap, len, tombs;
 };
-void orch_map_init(struct orch_map *m);
-void orch_map_free(struct orch_map *m);
-void *orch_map_get(const struct orch_map *m, const char *key);
-int orch_map_put(struct orch_map *m, const char *key, void *val); /* SBX_ENOMEM */
-void orch_map_del(struct orch_map *m, const char *key);
-/* Iteration: for (size_t i = 0; orch_map_next(m, &i, &k, &v);) */
-int orch_map_next(const struct orch_map *m, size_t *i, const char **key, void **val);
+void orch__map_init(struct orch_map *m);
+void orch__map_free(struct orch_map *m);
+void *orch__map_get(const struct orch_map *m, const char *key);
+int orch__map_put(struct orch_map *m, const char *key, void *val); /* SBX_ENOMEM */
+void orch__map_del(struct orch_map *m, const char *key);
+/* Iteration: for (size_t i = 0; orch__map_next(m, &i, &k, &v);) */
+int orch__map_next(const struct orch_map *m, size_t *i, const char **key, void **val);
 
 /* ---- metrics (metrics.c) ---------------------------------------------------------------------- */
 #define ORCH_DUR_BUCKETS 12
@@ -235,7 +235,7 @@ struct orch_metrics {
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
 };
-void orch_metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
+void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
 
 /* ---- the server (server.c) and the chat scheduler (chat.c) ------------------------------------ */
 struct orch_chat {
@@ -250,7 +250,7 @@ struct orch_chat {
   uint64_t used_ms;          /* last looked up (mono): idle chats are dropped from memory */
   int events_inflight;       /* appends not yet durable: the chat must stay (its seq counter) */
   /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
-   * generation is still files_gen (owned; freed by orch_chat_free). */
+   * generation is still files_gen (owned; freed by orch__chat_free). */
   struct store_file *files;
   size_t n_files;
   uint64_t files_gen;
@@ -317,67 +317,67 @@ struct orch {
 
 /* chat.c */
 /* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
-int orch_chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
+int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
 /* Frees a chat that nothing references any more (with its kept file list). */
-void orch_chat_free(struct orch_chat *c);
-struct orch_chat *orch_chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
-struct orch_page *orch_chat_page(struct orch_chat *c, const char *page_id);
-struct orch_page *orch_chat_active_page(struct orch_chat *c);
+void orch__chat_free(struct orch_chat *c);
+struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
+struct orch_page *orch__chat_page(struct orch_chat *c, const char *page_id);
+struct orch_page *orch__chat_active_page(struct orch_chat *c);
 /* Dispatches the head run when a page can take it, pauses it when none can. */
-void orch_chat_pump(struct orch_chat *c);
+void orch__chat_pump(struct orch_chat *c);
 /* A page's visibility or attachment changed: pause what it ran when it cannot run any more. */
-void orch_chat_page_changed(struct orch_chat *c, struct orch_page *p);
+void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
 /* A live run: persist its record (fire and forget, logged on failure). */
-void orch_run_persist(struct orch *o, struct orch_run *run);
+void orch__run_persist(struct orch *o, struct orch_run *run);
 /* Ends a live run (already DONE in the state machine): persist; once durable answer `answer`
  * (may be NULL; held, released here) with the run object, wake waiters, free the run; pump. */
-void orch_run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer);
+void orch__run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer);
 /* Mirrors state/status/attempts into run->rec. */
-void orch_run_sync_rec(struct orch_run *run);
-void orch_run_free(struct orch_run *run);
+void orch__run_sync_rec(struct orch_run *run);
+void orch__run_free(struct orch_run *run);
 /* Housekeeping tick: run deadlines, page grace. */
-void orch_chat_tick(struct orch_chat *c);
+void orch__chat_tick(struct orch_chat *c);
 /* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
  * memory; they are loaded again from the store on their next use.  Returns how many. */
-size_t orch_chats_evict(struct orch *o, uint64_t idle_ms);
+size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
 /* Copies a stored run record (deep). */
-int orch_rec_copy(struct store_run *dst, const struct store_run *src);
-void orch_rec_clear(struct store_run *r);
+int orch__rec_copy(struct store_run *dst, const struct store_run *src);
+void orch__rec_clear(struct store_run *r);
 
 /* events.c */
 /* Appends an event to the chat's log (durable) then sends it to every stream of the chat.
  * payload is stolen. */
-int orch_event_emit(struct orch_chat *c, const char *type, json_t *payload);
+int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 /* The same with the payload already as JSON text (steals data, sbx-allocated, len bytes). */
-int orch_event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len);
+int orch__event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len);
 /* Sends events after `after_seq` from the store to one stream (replay / catch-up). */
-void orch_stream_catch_up(struct orch_stream *s);
+void orch__stream_catch_up(struct orch_stream *s);
 
 /* json.c */
-json_t *orch_run_json(struct orch *o, const struct store_run *rec);
-/* The same object as compact text (== orch_json_dump(orch_run_json(o, rec))), built without a
+json_t *orch__run_json(struct orch *o, const struct store_run *rec);
+/* The same object as compact text (== orch__json_dump(orch__run_json(o, rec))), built without a
  * jansson tree; owned (sbx_free); NULL when out of memory. */
-char *orch_run_text(struct orch *o, const struct store_run *rec, size_t *len);
+char *orch__run_text(struct orch *o, const struct store_run *rec, size_t *len);
 /* The `run` event payload as compact text, its manifest rendered from m (NULL: mounts and
  * left_out []); owned (sbx_free); NULL when out of memory. */
-char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+char *orch__dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
                          const char *code, const char *origin, int timeout_s, int attempt,
                          const struct orch_manifest *m, int pypi, size_t *len);
-json_t *orch_file_json(const struct store_file *f, int exec_on);
-json_t *orch_json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
-char *orch_json_dump(const json_t *j, size_t *len); /* compact, owned */
+json_t *orch__file_json(const struct store_file *f, int exec_on);
+json_t *orch__json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
+char *orch__json_dump(const json_t *j, size_t *len); /* compact, owned */
 /* The same with object keys sorted: == json_dumps(j, COMPACT | SORT_KEYS | ENCODE_ANY). */
-char *orch_json_dump_sorted(const json_t *j, size_t *len);
+char *orch__json_dump_sorted(const json_t *j, size_t *len);
 
 /* snprintf(dst, cap, "%s", src) without printf (~600 instructions each, a dozen per run): src
  * cut to cap - 1 bytes, always terminated. */
-static inline void orch_strcpy_cap(char *dst, size_t cap, const char *src) {
+static inline void orch__strcpy_cap(char *dst, size_t cap, const char *src) {
   size_t n = strnlen(src, cap - 1);
   memcpy(dst, src, n);
   dst[n] = '\0';
 }
 /* snprintf(out, 24, "%lld", v) without printf; returns the length. */
-static inline size_t orch_fmt_i64(char out[24], long long v) {
+static inline size_t orch__fmt_i64(char out[24], long long v) {
   char tmp[24];
   size_t i = sizeof(tmp);
   unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
@@ -393,49 +393,49 @@ static inline size_t orch_fmt_i64(char out[24], long long v) {
 }
 
 /* api.c: shared handler helpers */
-void orch_api_json(struct tp_req *req, int status, json_t *body); /* steals body */
-void orch_api_text(struct tp_req *req, int status, const char *json_text, size_t len);
-void orch_api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
+void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
+void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len);
+void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
-json_t *orch_api_body_object(struct tp_req *req);
+json_t *orch__api_body_object(struct tp_req *req);
 /* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
-json_t *orch_api_body_object_flags(struct tp_req *req, size_t flags);
+json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags);
 /* out[i] = the value of obj's key names[i] (NULL when absent), in one pass over obj's keys: what json_object_get(obj, names[i]) returns, without a lookup each. */
-void orch_api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n);
+void orch__api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n);
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
-int orch_api_backend_only(struct orch *o, struct tp_req *req, const char *what);
+int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
 /* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure. */
-struct orch_chat *orch_api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
+struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
                                 int page_allowed, int query_token_allowed);
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
  * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
- * id and chat_id are set (read the live run); owned by the caller either way: orch_rec_clear. */
-int orch_api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
+ * id and chat_id are set (read the live run); owned by the caller either way: orch__rec_clear. */
+int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat);
-int orch_api_valid_id(const char *s);
+int orch__api_valid_id(const char *s);
 
-void orch_routes_static(struct orch *o);
-void orch_routes_chats(struct orch *o);
-void orch_routes_files(struct orch *o);
-void orch_routes_runs(struct orch *o);
-void orch_routes_events(struct orch *o);
-void orch_routes_page(struct orch *o);
-void orch_routes_health(struct orch *o);
-void orch_routes_turns(struct orch *o);
-void orch_routes_admin(struct orch *o);
+void orch__routes_static(struct orch *o);
+void orch__routes_chats(struct orch *o);
+void orch__routes_files(struct orch *o);
+void orch__routes_runs(struct orch *o);
+void orch__routes_events(struct orch *o);
+void orch__routes_page(struct orch *o);
+void orch__routes_health(struct orch *o);
+void orch__routes_turns(struct orch *o);
+void orch__routes_admin(struct orch *o);
 /* server.c: runtime settings by name (SBX_ENOENT unknown, SBX_EINVAL out of range). */
-int orch_rt_set(struct orch *o, const char *key, long long v);
-int orch_rt_range(const char *key, long long *lo, long long *hi);
+int orch__rt_set(struct orch *o, const char *key, long long v);
+int orch__rt_range(const char *key, long long *lo, long long *hi);
 /* api_runs.c: a new run of a chat (not yet stored; rejected at once when execution is off)
  * and, once its store_run_put succeeded, its entry into the chat's queue (or its end). */
-struct orch_run *orch_run_build(struct orch *o, struct orch_chat *c, const char *code,
+struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char *code,
                                 const char *origin, const char *turn_id, int timeout_s,
                                 const char *idempotency_key);
 /* Returns the live run, or NULL when it was final (rejected) and has been freed. */
-struct orch_run *orch_run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
-int orch_metrics_render(struct orch *o, struct sbx_buf *out);
+struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
+int orch__metrics_render(struct orch *o, struct sbx_buf *out);
 
 /* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
  * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node
@@ -443,14 +443,14 @@ int orch_metrics_render(struct orch *o, struct sbx_buf *out);
  * runs to ready hosts (the cron calls it).  close: kills the hosts by handle; frees itself after
  * their exit callbacks. */
 struct orch_hosts;
-int orch_hosts_start(struct orch *o, struct sbx_error *err);
-void orch_hosts_tick(struct orch_hosts *hs);
-void orch_hosts_close(struct orch_hosts *hs);
+int orch__hosts_start(struct orch *o, struct sbx_error *err);
+void orch__hosts_tick(struct orch_hosts *hs);
+void orch__hosts_close(struct orch_hosts *hs);
 
 /* wait_s waiters (api_runs.c) */
-void orch_waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
+void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
                      uint64_t wait_ms);
 /* Answers every waiter of the run with `text` (the rendered run object; NULL: render each). */
-void orch_waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len);
+void orch__waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len);
 
 #endif

@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* ---- compact dump --------------------------------------------------------------------------
- * orch_json_dump writes exactly what json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) writes (keys in
+ * orch__json_dump writes exactly what json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) writes (keys in
  * insertion order; '"', '\\' and control characters escaped, \u00XX in upper-case hex; other
  * UTF-8 as is; NULL for a string that is not valid UTF-8), in one pass into one growing buffer.
  * jansson's own dump costs ~28,000 instructions for a run object (a callback per string piece,
@@ -81,7 +81,7 @@ static void jb_put(struct jbuf *b, const char *s, size_t n) {
 
 static void jb_int(struct jbuf *b, json_int_t v) {
   char tmp[24];
-  jb_put(b, tmp, orch_fmt_i64(tmp, (long long)v));
+  jb_put(b, tmp, orch__fmt_i64(tmp, (long long)v));
 }
 
 /* Length of the valid UTF-8 sequence at s (as jansson's utf8_check_first/full), 0 if invalid. */
@@ -246,10 +246,10 @@ static char *dump(const json_t *j, int sorted, size_t *len) {
   return jb_finish(&b, len);
 }
 
-char *orch_json_dump(const json_t *j, size_t *len) { return dump(j, 0, len); }
-char *orch_json_dump_sorted(const json_t *j, size_t *len) { return dump(j, 1, len); }
+char *orch__json_dump(const json_t *j, size_t *len) { return dump(j, 0, len); }
+char *orch__json_dump_sorted(const json_t *j, size_t *len) { return dump(j, 1, len); }
 
-json_t *orch_json_parse_text(const char *text) {
+json_t *orch__json_parse_text(const char *text) {
   if (text == NULL || *text == '\0')
     return NULL;
   return json_loads(text, JSON_DECODE_ANY, NULL);
@@ -258,7 +258,7 @@ json_t *orch_json_parse_text(const char *text) {
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 static json_t *ms_or_null(int64_t ms) { return ms ? json_integer(ms) : json_null(); }
 
-json_t *orch_file_json(const struct store_file *f, int exec_on) {
+json_t *orch__file_json(const struct store_file *f, int exec_on) {
   json_t *j = json_object();
   json_object_set_new(j, "file_id", json_string(f->id));
   json_object_set_new(j, "name", json_string(f->name));
@@ -319,7 +319,7 @@ static json_t *run_files_json(struct orch *o, const struct store_run *r) {
   return files;
 }
 
-json_t *orch_run_json(struct orch *o, const struct store_run *r) {
+json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_t *j = json_object();
   json_object_set_new(j, "run_id", json_string(r->id));
   json_object_set_new(j, "chat_id", json_string(r->chat_id));
@@ -331,16 +331,16 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
   json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
   json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
-  json_t *err = orch_json_parse_text(r->error_json);
+  json_t *err = orch__json_parse_text(r->error_json);
   json_object_set_new(j, "error", err ? err : json_null());
   json_t *files = run_files_json(o, r);
   json_object_set_new(j, "files", files);
   json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
   json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
-  json_t *notes = orch_json_parse_text(r->notes_json);
+  json_t *notes = orch__json_parse_text(r->notes_json);
   json_object_set_new(j, "notes", json_is_array(notes) ? notes : (json_decref(notes), json_array()));
   json_object_set_new(j, "restarted", json_boolean(r->restarted));
-  json_t *rem = orch_json_parse_text(r->remounted_json);
+  json_t *rem = orch__json_parse_text(r->remounted_json);
   json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
   json_object_set_new(j, "attempts", json_integer(r->attempts));
   json_object_set_new(j, "created_at", ms_or_null(r->created_at));
@@ -353,7 +353,7 @@ json_t *orch_run_json(struct orch *o, const struct store_run *r) {
 }
 
 /* ---- the run object as text ------------------------------------------------------------------
- * orch_run_text(o, r) == orch_json_dump(orch_run_json(o, r)), byte for byte, without building
+ * orch__run_text(o, r) == orch__json_dump(orch__run_json(o, r)), byte for byte, without building
  * the jansson tree (test_json.c compares the two on a table of records).  Like the tree, a string
  * field that is not valid UTF-8 is left out (json_string gives NULL, json_object_set_new skips
  * it); stored JSON parts (but "[]", what pages send most) and the files array still go through
@@ -419,7 +419,7 @@ static void jf_part(struct jbuf *b, const char *k, const char *text, int want_ar
     jb_put(b, "[]", 2);
     return;
   }
-  json_t *v = orch_json_parse_text(text);
+  json_t *v = orch__json_parse_text(text);
   jf_key(b, k);
   if (v != NULL && (!want_array || json_is_array(v)))
     jb_value(b, v, 0);
@@ -428,7 +428,7 @@ static void jf_part(struct jbuf *b, const char *k, const char *text, int want_ar
   json_decref(v);
 }
 
-char *orch_run_text(struct orch *o, const struct store_run *r, size_t *len) {
+char *orch__run_text(struct orch *o, const struct store_run *r, size_t *len) {
   struct jbuf b = {0};
   jb_put(&b, "{", 1);
   jf_str(&b, "run_id", r->id);
@@ -509,7 +509,7 @@ static void jb_manifest(struct jbuf *b, const struct orch_manifest *m) {
 /* The `run` event's payload as text, fields in the order pages have always seen:
  * {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts, left_out, limits, pypi},
  * the manifest rendered from the manifest itself (NULL: [] and []). */
-char *orch_dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
+char *orch__dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
                          const char *code, const char *origin, int timeout_s, int attempt,
                          const struct orch_manifest *m, int pypi, size_t *len) {
   struct jbuf b = {0};

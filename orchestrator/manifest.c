@@ -35,7 +35,7 @@ static int has_image_ext(const char *name) {
   return 0;
 }
 
-int orch_manifest_is_drawn_image(const struct store_file *f) {
+int orch__manifest_is_drawn_image(const struct store_file *f) {
   if (f->source == STORE_SRC_OUTPUT)
     return (f->kind != NULL && strcmp(f->kind, "figure") == 0) || has_image_ext(f->name);
   if (f->source == STORE_SRC_TOOL)
@@ -52,7 +52,7 @@ static int code_names(const char *code, const char *name) {
   return base != NULL && base[1] != '\0' && strstr(code, base + 1) != NULL;
 }
 
-int orch_manifest_compute(const struct store_file *files, size_t n, const char *code,
+int orch__manifest_compute(const struct store_file *files, size_t n, const char *code,
                           struct orch_manifest *out) {
   memset(out, 0, sizeof(*out));
   if (n == 0)
@@ -60,12 +60,12 @@ int orch_manifest_compute(const struct store_file *files, size_t n, const char *
   out->mounts = sbx_calloc(n, sizeof(*out->mounts));
   out->left_out = sbx_calloc(n, sizeof(*out->left_out));
   if (out->mounts == NULL || out->left_out == NULL) {
-    orch_manifest_free(out);
+    orch__manifest_free(out);
     return SBX_ENOMEM;
   }
   for (size_t i = 0; i < n; i++) {
     const struct store_file *f = &files[i];
-    if (orch_manifest_is_drawn_image(f) && !code_names(code, f->name))
+    if (orch__manifest_is_drawn_image(f) && !code_names(code, f->name))
       continue;
     const char *reason = NULL;
     if (f->size > ORCH_MOUNT_FILE_MAX)
@@ -83,13 +83,13 @@ int orch_manifest_compute(const struct store_file *files, size_t n, const char *
   return 0;
 }
 
-void orch_manifest_free(struct orch_manifest *m) {
+void orch__manifest_free(struct orch_manifest *m) {
   sbx_free(m->mounts);
   sbx_free(m->left_out);
   memset(m, 0, sizeof(*m));
 }
 
-const char *orch_manifest_admit(const struct store_file *files, size_t n, const char *name,
+const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
                                 enum store_source src, const char *kind, uint64_t size) {
   if (size > ORCH_MOUNT_FILE_MAX)
     return ORCH_REASON_FILE_CAP;
@@ -98,13 +98,13 @@ const char *orch_manifest_admit(const struct store_file *files, size_t n, const 
   uint64_t total = 0;
   for (size_t i = 0; i < n; i++) {
     const struct store_file *f = &files[i];
-    if (strcmp(f->name, name) == 0 || orch_manifest_is_drawn_image(f) || f->size > ORCH_MOUNT_FILE_MAX)
+    if (strcmp(f->name, name) == 0 || orch__manifest_is_drawn_image(f) || f->size > ORCH_MOUNT_FILE_MAX)
       continue;
     if (total + f->size <= ORCH_MOUNT_TOTAL_MAX)
       total += f->size;
   }
   struct store_file probe = {.name = (char *)name, .source = src, .kind = (char *)kind};
-  if (orch_manifest_is_drawn_image(&probe))
+  if (orch__manifest_is_drawn_image(&probe))
     return NULL; /* mounted when named; counts nothing until then */
   return total + size > ORCH_MOUNT_TOTAL_MAX ? ORCH_REASON_TOTAL_CAP : NULL;
 }

@@ -14,9 +14,9 @@ static uint64_t hash(const char *s) {
   return h;
 }
 
-void orch_map_init(struct orch_map *m) { memset(m, 0, sizeof(*m)); }
+void orch__map_init(struct orch_map *m) { memset(m, 0, sizeof(*m)); }
 
-void orch_map_free(struct orch_map *m) {
+void orch__map_free(struct orch_map *m) {
   sbx_free(m->keys);
   sbx_free(m->vals);
   memset(m, 0, sizeof(*m));
@@ -41,7 +41,7 @@ static size_t find(const struct orch_map *m, const char *key, int *found) {
   }
 }
 
-void *orch_map_get(const struct orch_map *m, const char *key) {
+void *orch__map_get(const struct orch_map *m, const char *key) {
   if (m->cap == 0)
     return NULL;
   int found;
@@ -69,12 +69,12 @@ static int grow(struct orch_map *m) {
       n.vals[j] = m->vals[i];
       n.len++;
     }
-  orch_map_free(m);
+  orch__map_free(m);
   *m = n;
   return 0;
 }
 
-int orch_map_put(struct orch_map *m, const char *key, void *val) {
+int orch__map_put(struct orch_map *m, const char *key, void *val) {
   if ((m->len + m->tombs + 1) * 10 >= m->cap * 7) {
     int rc = grow(m);
     if (rc != 0)
@@ -92,7 +92,7 @@ int orch_map_put(struct orch_map *m, const char *key, void *val) {
   return 0;
 }
 
-void orch_map_del(struct orch_map *m, const char *key) {
+void orch__map_del(struct orch_map *m, const char *key) {
   if (m->cap == 0)
     return;
   int found;
@@ -105,7 +105,7 @@ void orch_map_del(struct orch_map *m, const char *key) {
   m->tombs++;
 }
 
-int orch_map_next(const struct orch_map *m, size_t *i, const char **key, void **val) {
+int orch__map_next(const struct orch_map *m, size_t *i, const char **key, void **val) {
   for (; *i < m->cap; (*i)++)
     if (m->keys[*i] != NULL && m->keys[*i] != TOMB) {
       *key = m->keys[*i];

@@ -9,7 +9,7 @@
 static const double dur_bounds_s[ORCH_DUR_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                       0.5,   1,    2.5,   5,    15,  60};
 
-void orch_metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms) {
+void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms) {
   if ((unsigned)st < SBX_ARRAY_SIZE(m->runs_by_status))
     m->runs_by_status[st]++;
   if (duration_ms < 0)
@@ -23,7 +23,7 @@ void orch_metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, i
   m->dur_count++;
 }
 
-int orch_metrics_render(struct orch *o, struct sbx_buf *out) {
+int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
   struct orch_metrics *m = &o->m;
   int rc = 0;
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_created_total Runs accepted (durable).\n"
@@ -32,7 +32,7 @@ int orch_metrics_render(struct orch *o, struct sbx_buf *out) {
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_total Runs ended, by final status.\n"
                              "# TYPE cerea_runs_total counter\n");
   for (int s = ORCH_RUN_STATUS_OK; s <= ORCH_RUN_STATUS_ABANDONED; s++)
-    rc |= sbx_buf_appendf(out, "cerea_runs_total{status=\"%s\"} %llu\n", orch_run_status_name(s),
+    rc |= sbx_buf_appendf(out, "cerea_runs_total{status=\"%s\"} %llu\n", orch__run_status_name(s),
                           (unsigned long long)m->runs_by_status[s]);
   rc |= sbx_buf_appendf(out, "# HELP cerea_run_duration_seconds From started to result.\n"
                              "# TYPE cerea_run_duration_seconds histogram\n");
@@ -53,10 +53,10 @@ int orch_metrics_render(struct orch *o, struct sbx_buf *out) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->runs, &i, &k, &v))
+  while (orch__map_next(&o->runs, &i, &k, &v))
     by_state[((struct orch_run *)v)->state]++;
   i = 0;
-  while (orch_map_next(&o->chats, &i, &k, &v)) {
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
     struct sbx_list *it;
     SBX_LIST_FOREACH(it, &c->pages) {
@@ -70,7 +70,7 @@ int orch_metrics_render(struct orch *o, struct sbx_buf *out) {
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_live Runs not done, by state (queue depth).\n"
                              "# TYPE cerea_runs_live gauge\n");
   for (int s = 0; s < ORCH_RUN_DONE; s++)
-    rc |= sbx_buf_appendf(out, "cerea_runs_live{state=\"%s\"} %llu\n", orch_run_state_name(s),
+    rc |= sbx_buf_appendf(out, "cerea_runs_live{state=\"%s\"} %llu\n", orch__run_state_name(s),
                           (unsigned long long)by_state[s]);
   rc |= sbx_buf_appendf(out,
                         "# HELP cerea_queue_depth Runs waiting for a page (queued or paused).\n"

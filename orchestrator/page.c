@@ -4,7 +4,7 @@
  * What it is for: the scheduler needs to know, for each chat, which page may run code now (the
  * active page: attached, visible, most recently made visible) and when a page that dropped its
  * stream is gone for good.  Every change goes through page_set_state(), which asserts the allowed
- * previous states and traces.  The grace deadline is a plain value read by orch_page_tick() with the
+ * previous states and traces.  The grace deadline is a plain value read by orch__page_tick() with the
  * common clock, so tests use a fake clock.
  *
  * What it does not do: it does not pause runs or send events (chat.c reacts to the steps), and it
@@ -23,11 +23,11 @@
  *                              GONE (final; the object is freed)
  *
  *   from             to               step
- *   NEW, GRACE       VISIBLE/HIDDEN   orch_page_attach
- *   VISIBLE/HIDDEN   HIDDEN/VISIBLE   orch_page_presence (a report of the same state changes nothing)
- *   VISIBLE, HIDDEN  GRACE            orch_page_drop
- *   GRACE            GONE             orch_page_tick (deadline passed)
- *   VISIBLE, HIDDEN  VISIBLE/HIDDEN   orch_page_attach (a second stream replaces the first)
+ *   NEW, GRACE       VISIBLE/HIDDEN   orch__page_attach
+ *   VISIBLE/HIDDEN   HIDDEN/VISIBLE   orch__page_presence (a report of the same state changes nothing)
+ *   VISIBLE, HIDDEN  GRACE            orch__page_drop
+ *   GRACE            GONE             orch__page_tick (deadline passed)
+ *   VISIBLE, HIDDEN  VISIBLE/HIDDEN   orch__page_attach (a second stream replaces the first)
  */
 #include "internal.h"
 
@@ -36,13 +36,13 @@
 static const char *page_state_names[] = {"new", "visible", "hidden", "grace", "gone"};
 static const char *kernel_names[] = {"unknown", "loading", "ready", "busy", "dead"};
 
-const char *orch_page_state_name(enum orch_page_state s) {
+const char *orch__page_state_name(enum orch_page_state s) {
   return (unsigned)s < SBX_ARRAY_SIZE(page_state_names) ? page_state_names[s] : "?";
 }
-const char *orch_kernel_state_name(enum orch_kernel_state k) {
+const char *orch__kernel_state_name(enum orch_kernel_state k) {
   return (unsigned)k < SBX_ARRAY_SIZE(kernel_names) ? kernel_names[k] : "?";
 }
-int orch_kernel_state_parse(const char *s, enum orch_kernel_state *out) {
+int orch__kernel_state_parse(const char *s, enum orch_kernel_state *out) {
   for (unsigned i = 1; s != NULL && i < SBX_ARRAY_SIZE(kernel_names); i++)
     if (strcmp(s, kernel_names[i]) == 0)
       return *out = (enum orch_kernel_state)i, 0;
@@ -58,7 +58,7 @@ static const unsigned page_allowed_from[ORCH_PAGE__COUNT] = {
     [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
 };
 
-int orch_page_transition_allowed(enum orch_page_state from, enum orch_page_state to) {
+int orch__page_transition_allowed(enum orch_page_state from, enum orch_page_state to) {
   if ((unsigned)from >= ORCH_PAGE__COUNT || (unsigned)to >= ORCH_PAGE__COUNT)
     return 0;
   return (page_allowed_from[to] & B(from)) != 0;
@@ -66,19 +66,19 @@ int orch_page_transition_allowed(enum orch_page_state from, enum orch_page_state
 #undef B
 
 static int page_set_state(struct orch_page *p, enum orch_page_state to) {
-  if (!orch_page_transition_allowed(p->state, to)) {
+  if (!orch__page_transition_allowed(p->state, to)) {
     sbx_log(SBX_LOG_WARN, "page", "page %s: refused %s -> %s", p->id,
-            orch_page_state_name(p->state), orch_page_state_name(to));
+            orch__page_state_name(p->state), orch__page_state_name(to));
     return SBX_ESTATE;
   }
   if (p->state != to)
-    SBX_TRACE_STATE("page", "page", p->id, orch_page_state_name(p->state), orch_page_state_name(to));
+    SBX_TRACE_STATE("page", "page", p->id, orch__page_state_name(p->state), orch__page_state_name(to));
   p->state = to;
   p->grace_deadline_ms = 0;
   return 0;
 }
 
-void orch_page_init(struct orch_page *p, const char *id) {
+void orch__page_init(struct orch_page *p, const char *id) {
   memset(p, 0, sizeof(*p));
   snprintf(p->id, sizeof(p->id), "%s", id);
   p->state = ORCH_PAGE_NEW;
@@ -97,7 +97,7 @@ static int become(struct orch_page *p, int visible, uint64_t *counter) {
   return 0;
 }
 
-int orch_page_attach(struct orch_page *p, int visible, uint64_t *counter) {
+int orch__page_attach(struct orch_page *p, int visible, uint64_t *counter) {
   if (p->state == ORCH_PAGE_GONE)
     return SBX_ESTATE;
   if (p->state == ORCH_PAGE_NEW || p->state == ORCH_PAGE_GRACE)
@@ -105,7 +105,7 @@ int orch_page_attach(struct orch_page *p, int visible, uint64_t *counter) {
   return become(p, visible, counter);
 }
 
-int orch_page_presence(struct orch_page *p, int visible, uint64_t *counter) {
+int orch__page_presence(struct orch_page *p, int visible, uint64_t *counter) {
   if (p->state == ORCH_PAGE_GRACE) {
     p->visible = visible ? 1 : 0; /* remembered for the reconnect */
     return 0;
@@ -115,7 +115,7 @@ int orch_page_presence(struct orch_page *p, int visible, uint64_t *counter) {
   return become(p, visible, counter);
 }
 
-int orch_page_drop(struct orch_page *p, uint64_t grace_ms) {
+int orch__page_drop(struct orch_page *p, uint64_t grace_ms) {
   if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
     return SBX_ESTATE;
   int rc = page_set_state(p, ORCH_PAGE_GRACE);
@@ -124,10 +124,10 @@ int orch_page_drop(struct orch_page *p, uint64_t grace_ms) {
   return rc;
 }
 
-int orch_page_tick(struct orch_page *p) {
+int orch__page_tick(struct orch_page *p) {
   if (p->state != ORCH_PAGE_GRACE || sbx_now_mono_ms() < p->grace_deadline_ms)
     return 0;
   return page_set_state(p, ORCH_PAGE_GONE) == 0;
 }
 
-int orch_page_can_run(const struct orch_page *p) { return p->state == ORCH_PAGE_VISIBLE; }
+int orch__page_can_run(const struct orch_page *p) { return p->state == ORCH_PAGE_VISIBLE; }

@@ -62,13 +62,13 @@ static void on_cron(uv_timer_t *t) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->chats, &i, &k, &v))
-    orch_chat_tick(v);
-  orch_hosts_tick(o->hosts);
+  while (orch__map_next(&o->chats, &i, &k, &v))
+    orch__chat_tick(v);
+  orch__hosts_tick(o->hosts);
   uint64_t now = sbx_now_mono_ms();
   if (now - last_evict_ms >= ORCH_EVICT_EVERY_MS) {
     last_evict_ms = now;
-    orch_chats_evict(o, ORCH_CHAT_IDLE_MS);
+    orch__chats_evict(o, ORCH_CHAT_IDLE_MS);
   }
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
@@ -127,7 +127,7 @@ static const struct rt_key { const char *key; long long lo, hi; size_t off; int 
     {"PAGE_GRACE_MS", 0, 86400000, offsetof(struct orch_runtime, page_grace_ms), 0},
 };
 
-int orch_rt_set(struct orch *o, const char *key, long long v) {
+int orch__rt_set(struct orch *o, const char *key, long long v) {
   for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++)
     if (strcmp(rt_keys[i].key, key) == 0) {
       if (v < rt_keys[i].lo || v > rt_keys[i].hi)
@@ -142,7 +142,7 @@ int orch_rt_set(struct orch *o, const char *key, long long v) {
   return SBX_ENOENT;
 }
 
-int orch_rt_range(const char *key, long long *lo, long long *hi) {
+int orch__rt_range(const char *key, long long *lo, long long *hi) {
   for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++)
     if (strcmp(rt_keys[i].key, key) == 0) {
       *lo = rt_keys[i].lo;
@@ -163,7 +163,7 @@ static void load_runtime_settings(struct orch *o) {
   for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++) {
     char *v = NULL;
     if (store_setting_get(o->st, rt_keys[i].key, &v) == 0 && v != NULL) {
-      if (orch_rt_set(o, rt_keys[i].key, atoll(v)) != 0)
+      if (orch__rt_set(o, rt_keys[i].key, atoll(v)) != 0)
         sbx_log(SBX_LOG_WARN, "orch", "stored setting %s=%s ignored (out of range)", rt_keys[i].key, v);
       sbx_free(v);
     }
@@ -178,27 +178,27 @@ static int reload_runs(struct orch *o, struct sbx_error *err) {
     return sbx_error_set(err, rc, "cannot reload unfinished runs: %s", sbx_strerror(rc));
   for (size_t i = 0; i < n; i++) {
     struct orch_chat *c;
-    if (orch_chat_get(o, runs[i].chat_id, &c) != 0)
+    if (orch__chat_get(o, runs[i].chat_id, &c) != 0)
       continue;
     struct orch_run *run = sbx_calloc(1, sizeof(*run));
     if (run == NULL) {
       rc = SBX_ENOMEM;
       break;
     }
-    orch_run_init(run, runs[i].id, runs[i].timeout_s);
+    orch__run_init(run, runs[i].id, runs[i].timeout_s);
     SBX_LIST_INIT(&run->waiters);
     SBX_LIST_INIT(&run->uploads);
     run->attempts = runs[i].attempts; /* the next dispatch is a new attempt */
     run->chat = c;
-    if (orch_rec_copy(&run->rec, &runs[i]) != 0 || orch_map_put(&o->runs, run->id, run) != 0) {
-      orch_run_free(run);
+    if (orch__rec_copy(&run->rec, &runs[i]) != 0 || orch__map_put(&o->runs, run->id, run) != 0) {
+      orch__run_free(run);
       rc = SBX_ENOMEM;
       break;
     }
     if (o->run_seq < runs[i].seq)
       o->run_seq = runs[i].seq;
     sbx_list_insert_tail(&c->runs, &run->chat_link);
-    orch_run_sync_rec(run);
+    orch__run_sync_rec(run);
   }
   if (n > 0)
     sbx_log(SBX_LOG_INFO, "orch", "reloaded %zu unfinished runs", n);
@@ -216,11 +216,11 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     return SBX_ENOMEM;
   o->loop = loop;
   o->cfg = cfg;
-  orch_map_init(&o->chats);
-  orch_map_init(&o->runs);
-  orch_map_init(&o->finishing_turns);
+  orch__map_init(&o->chats);
+  orch__map_init(&o->runs);
+  orch__map_init(&o->finishing_turns);
   o->run_seq = sbx_now_wall_ms() * 1000;
-  o->auth_memo = orch_auth_memo_new(); /* NULL (out of memory): every credential is hashed */
+  o->auth_memo = orch__auth_memo_new(); /* NULL (out of memory): every credential is hashed */
 
   o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
   struct stat sst;
@@ -238,7 +238,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     o->api_key = sbx_strdup(cfg->api_key);
   } else {
     int generated = 0;
-    if ((rc = orch_api_key_load(cfg->data_dir, &o->api_key, &generated, err)) != 0)
+    if ((rc = orch__api_key_load(cfg->data_dir, &o->api_key, &generated, err)) != 0)
       goto fail;
     if (generated)
       fprintf(stderr,
@@ -273,15 +273,15 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   tc.tls_key_file = cfg->tls_key;
   if ((rc = tp_server_new(loop, &tc, &o->tp, err)) != 0)
     goto fail;
-  orch_routes_static(o);
-  orch_routes_health(o);
-  orch_routes_chats(o);
-  orch_routes_files(o);
-  orch_routes_runs(o);
-  orch_routes_events(o);
-  orch_routes_page(o);
-  orch_routes_turns(o);
-  orch_routes_admin(o);
+  orch__routes_static(o);
+  orch__routes_health(o);
+  orch__routes_chats(o);
+  orch__routes_files(o);
+  orch__routes_runs(o);
+  orch__routes_events(o);
+  orch__routes_page(o);
+  orch__routes_turns(o);
+  orch__routes_admin(o);
 
   const char *def = "127.0.0.1:8080";
   size_t nl = cfg->n_listen ? cfg->n_listen : 1;
@@ -298,7 +298,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
       goto fail_tp;
     }
   }
-  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch_hosts_start(o, err)) != 0)
+  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
     goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
@@ -319,15 +319,15 @@ fail:
     size_t i = 0;
     const char *k;
     void *v;
-    while (orch_map_next(&o->runs, &i, &k, &v))
-      orch_run_free(v);
+    while (orch__map_next(&o->runs, &i, &k, &v))
+      orch__run_free(v);
   }
-  orch_map_free(&o->runs);
-  orch_map_free(&o->finishing_turns);
-  orch_map_free(&o->chats);
+  orch__map_free(&o->runs);
+  orch__map_free(&o->finishing_turns);
+  orch__map_free(&o->chats);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
-  orch_auth_memo_free(o->auth_memo);
+  orch__auth_memo_free(o->auth_memo);
   sbx_free(o);
   return rc;
 }
@@ -338,21 +338,21 @@ static void free_everything(struct orch *o) {
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch_map_next(&o->runs, &i, &k, &v))
-    orch_run_free(v);
+  while (orch__map_next(&o->runs, &i, &k, &v))
+    orch__run_free(v);
   i = 0;
-  while (orch_map_next(&o->chats, &i, &k, &v)) {
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
     struct sbx_list *it, *tmp;
     SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
       struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
       sbx_free(p);
     }
-    orch_chat_free(c);
+    orch__chat_free(c);
   }
-  orch_map_free(&o->runs);
-  orch_map_free(&o->finishing_turns);
-  orch_map_free(&o->chats);
+  orch__map_free(&o->runs);
+  orch__map_free(&o->finishing_turns);
+  orch__map_free(&o->chats);
 }
 
 static void on_cron_closed(uv_handle_t *h) {
@@ -363,7 +363,7 @@ static void on_cron_closed(uv_handle_t *h) {
   void *ud = o->close_ud;
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
-  orch_auth_memo_free(o->auth_memo);
+  orch__auth_memo_free(o->auth_memo);
   sbx_free(o);
   if (cb)
     cb(ud);
@@ -383,7 +383,7 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
   o->closing = 1;
   o->close_cb = cb;
   o->close_ud = ud;
-  orch_hosts_close(o->hosts);
+  orch__hosts_close(o->hosts);
   o->hosts = NULL;
   tp_server_close(o->tp, 2000, on_tp_closed, o);
 }

@@ -9,7 +9,7 @@
  *   OPEN ──finish(answer)──▶ FINISHED (final)
  *
  *   from   to        step
- *   OPEN   FINISHED  orch_turn_finish (a second finish is refused: SBX_ESTATE -> 409)
+ *   OPEN   FINISHED  orch__turn_finish (a second finish is refused: SBX_ESTATE -> 409)
  *
  * What it does not do: create runs or persist (api_turns.c does), run anything.
  */
@@ -21,23 +21,23 @@
 
 static const char *turn_state_names[] = {"open", "finished"};
 
-const char *orch_turn_state_name(enum orch_turn_state s) {
+const char *orch__turn_state_name(enum orch_turn_state s) {
   return (unsigned)s < SBX_ARRAY_SIZE(turn_state_names) ? turn_state_names[s] : "?";
 }
 
-int orch_turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to) {
+int orch__turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to) {
   return from == ORCH_TURN_OPEN && to == ORCH_TURN_FINISHED;
 }
 
 static int turn_set_state(struct orch_turn *t, enum orch_turn_state to) {
-  if (!orch_turn_transition_allowed(t->state, to))
+  if (!orch__turn_transition_allowed(t->state, to))
     return SBX_ESTATE;
-  SBX_TRACE_STATE("turn", "turn", t->id, orch_turn_state_name(t->state), orch_turn_state_name(to));
+  SBX_TRACE_STATE("turn", "turn", t->id, orch__turn_state_name(t->state), orch__turn_state_name(to));
   t->state = to;
   return 0;
 }
 
-int orch_turn_finish(struct orch_turn *t) { return turn_set_state(t, ORCH_TURN_FINISHED); }
+int orch__turn_finish(struct orch_turn *t) { return turn_set_state(t, ORCH_TURN_FINISHED); }
 
 /* One line [p, end) of text; returns the start of the next line. */
 static const char *line_end(const char *p) {
@@ -93,7 +93,7 @@ static int closing(const char *p, const char *end, char ch, size_t len) {
   return p == end;
 }
 
-int orch_python_blocks(const char *answer, char ***out, size_t *n_out) {
+int orch__python_blocks(const char *answer, char ***out, size_t *n_out) {
   *out = NULL;
   *n_out = 0;
   size_t cap = 0;
@@ -144,13 +144,13 @@ int orch_python_blocks(const char *answer, char ***out, size_t *n_out) {
   }
   return 0;
 oom:
-  orch_python_blocks_free(*out, *n_out);
+  orch__python_blocks_free(*out, *n_out);
   *out = NULL;
   *n_out = 0;
   return SBX_ENOMEM;
 }
 
-void orch_python_blocks_free(char **v, size_t n) {
+void orch__python_blocks_free(char **v, size_t n) {
   for (size_t i = 0; i < n; i++)
     sbx_free(v[i]);
   sbx_free(v);

@@ -19,42 +19,42 @@ START_TEST(test_tokens) {
   const char *chat_a = "0123456789abcdef0123456789abcdef";
   const char *chat_b = "fedcba9876543210fedcba9876543210";
   char tok_a[128], hash_a[65], tok_b[128], hash_b[65], api_hash[65];
-  ck_assert_int_eq(orch_token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
-  ck_assert_int_eq(orch_token_new(chat_b, tok_b, sizeof(tok_b), hash_b), 0);
+  ck_assert_int_eq(orch__token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
+  ck_assert_int_eq(orch__token_new(chat_b, tok_b, sizeof(tok_b), hash_b), 0);
   ck_assert_str_ne(tok_a + 33, tok_b + 33);
   hash("the-api-key-0123456789", api_hash);
   char hdr[200];
   struct orch_auth a;
   snprintf(hdr, sizeof(hdr), "Bearer %s", tok_a);
-  orch_auth_read(hdr, NULL, api_hash, NULL, &a);
+  orch__auth_read(hdr, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
   ck_assert_str_eq(a.chat_id, chat_a);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 1);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_b, hash_b), 0); /* another chat */
-  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_b), 0); /* right id, wrong secret */
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_a), 1);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_b, hash_b), 0); /* another chat */
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_b), 0); /* right id, wrong secret */
   /* a forged token naming chat a */
   char forged[128];
   snprintf(forged, sizeof(forged), "Bearer %s.%064d", chat_a, 0);
-  orch_auth_read(forged, NULL, api_hash, NULL, &a);
+  orch__auth_read(forged, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 0);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_a), 0);
   /* API key reaches every chat */
-  orch_auth_read("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &a);
+  orch__auth_read("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_API);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_b, hash_b), 1);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_b, hash_b), 1);
   /* query token only when no header */
-  orch_auth_read(NULL, tok_b, api_hash, NULL, &a);
+  orch__auth_read(NULL, tok_b, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_b, hash_b), 1);
-  orch_auth_read(NULL, NULL, api_hash, NULL, &a);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_b, hash_b), 1);
+  orch__auth_read(NULL, NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_NONE);
-  orch_auth_read("Basic abc", NULL, api_hash, NULL, &a);
+  orch__auth_read("Basic abc", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  orch_auth_read("Bearer ", NULL, api_hash, NULL, &a);
+  orch__auth_read("Bearer ", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  orch_auth_read("Bearer wrong-key", NULL, api_hash, NULL, &a);
+  orch__auth_read("Bearer wrong-key", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 0);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_a), 0);
 }
 END_TEST
 
@@ -63,40 +63,40 @@ START_TEST(test_host_key) {
   char api_hash[65], host_hash[65], hash_a[65], tok_a[128];
   hash("the-api-key-0123456789", api_hash);
   hash("host-key-0123456789abcdef", host_hash);
-  ck_assert_int_eq(orch_token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
+  ck_assert_int_eq(orch__token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
   struct orch_auth a;
-  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, host_hash, &a);
+  orch__auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, host_hash, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_HOST); /* page-level calls of every chat; never API-only ones */
-  ck_assert_int_eq(orch_auth_allows(&a, chat_a, hash_a), 1);
-  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, NULL, &a);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_a), 1);
+  orch__auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD); /* no hosts: the key means nothing */
-  orch_auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, "", &a);
+  orch__auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, "", &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
-  orch_auth_read("Bearer the-api-key-0123456789", NULL, api_hash, host_hash, &a);
+  orch__auth_read("Bearer the-api-key-0123456789", NULL, api_hash, host_hash, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_API);
 }
 END_TEST
 
 START_TEST(test_ct_streq) {
-  ck_assert_int_eq(orch_ct_streq("abc", "abc"), 1);
-  ck_assert_int_eq(orch_ct_streq("abc", "abd"), 0);
-  ck_assert_int_eq(orch_ct_streq("abc", "abcd"), 0);
-  ck_assert_int_eq(orch_ct_streq("", ""), 1);
+  ck_assert_int_eq(orch__ct_streq("abc", "abc"), 1);
+  ck_assert_int_eq(orch__ct_streq("abc", "abd"), 0);
+  ck_assert_int_eq(orch__ct_streq("abc", "abcd"), 0);
+  ck_assert_int_eq(orch__ct_streq("", ""), 1);
   /* every length to 80 (whole words and tails), a difference at every position */
   char x[81], y[81];
   for (size_t n = 0; n <= 80; n++) {
     for (size_t i = 0; i < n; i++)
       x[i] = y[i] = (char)('a' + (i * 7) % 26);
     x[n] = y[n] = '\0';
-    ck_assert_int_eq(orch_ct_streq(x, y), 1);
+    ck_assert_int_eq(orch__ct_streq(x, y), 1);
     for (size_t i = 0; i < n; i++) {
       y[i] ^= 0x01;
-      ck_assert_int_eq(orch_ct_streq(x, y), 0);
+      ck_assert_int_eq(orch__ct_streq(x, y), 0);
       y[i] ^= 0x41;
-      ck_assert_int_eq(orch_ct_streq(x, y), 0);
+      ck_assert_int_eq(orch__ct_streq(x, y), 0);
       y[i] ^= 0x40;
     }
-    ck_assert_int_eq(orch_ct_streq(x, y), 1);
+    ck_assert_int_eq(orch__ct_streq(x, y), 1);
   }
 }
 END_TEST
@@ -106,10 +106,10 @@ START_TEST(test_api_key_file) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
   char *k1 = NULL, *k2 = NULL;
   int gen = -1;
-  ck_assert_int_eq(orch_api_key_load(dir, &k1, &gen, NULL), 0);
+  ck_assert_int_eq(orch__api_key_load(dir, &k1, &gen, NULL), 0);
   ck_assert_int_eq(gen, 1);
   ck_assert_uint_eq(strlen(k1), 64);
-  ck_assert_int_eq(orch_api_key_load(dir, &k2, &gen, NULL), 0);
+  ck_assert_int_eq(orch__api_key_load(dir, &k2, &gen, NULL), 0);
   ck_assert_int_eq(gen, 0); /* printed once: only when generated */
   ck_assert_str_eq(k1, k2);
   char path[128];
@@ -123,7 +123,7 @@ START_TEST(test_api_key_file) {
   sbx_free(k2);
   struct sbx_error e;
   char *k3 = NULL;
-  ck_assert_int_ne(orch_api_key_load("/nonexistent-dir/x", &k3, &gen, &e), 0);
+  ck_assert_int_ne(orch__api_key_load("/nonexistent-dir/x", &k3, &gen, &e), 0);
   ck_assert_ptr_nonnull(strstr(e.msg, "api_key"));
 }
 END_TEST
@@ -135,15 +135,15 @@ END_TEST
 static void both(struct orch_auth_memo *m, const char *hdr, const char *q, const char *api_hash,
                  const char *host_hash, struct orch_auth *a) {
   struct orch_auth plain;
-  orch_auth_read(hdr, q, api_hash, host_hash, &plain);
-  orch_auth_read_memo(m, hdr, q, api_hash, host_hash, a);
+  orch__auth_read(hdr, q, api_hash, host_hash, &plain);
+  orch__auth_read_memo(m, hdr, q, api_hash, host_hash, a);
   ck_assert_int_eq(a->kind, plain.kind);
   ck_assert_str_eq(a->token_hash, plain.token_hash);
   ck_assert_str_eq(a->chat_id, plain.chat_id);
 }
 
 START_TEST(test_memo) {
-  struct orch_auth_memo *m = orch_auth_memo_new();
+  struct orch_auth_memo *m = orch__auth_memo_new();
   ck_assert_ptr_nonnull(m);
   char api_hash[65], host_hash[65], want[65];
   hash("the-api-key-0123456789", api_hash);
@@ -174,7 +174,7 @@ START_TEST(test_memo) {
   for (int i = 0; i < N; i++) {
     char chat[33];
     snprintf(chat, sizeof(chat), "%032x", i);
-    ck_assert_int_eq(orch_token_new(chat, toks[i], sizeof(toks[i]), hashes[i]), 0);
+    ck_assert_int_eq(orch__token_new(chat, toks[i], sizeof(toks[i]), hashes[i]), 0);
   }
   for (int round = 0; round < 2; round++)
     for (int i = 0; i < N; i++) {
@@ -183,11 +183,11 @@ START_TEST(test_memo) {
       both(m, round ? NULL : hdr, round ? toks[i] : NULL, api_hash, NULL, &a);
       ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
       ck_assert_str_eq(a.token_hash, hashes[i]);
-      ck_assert_int_eq(orch_auth_allows(&a, a.chat_id, hashes[i]), 1);
-      ck_assert_int_eq(orch_auth_allows(&a, a.chat_id, hashes[(i + 1) % N]), 0);
+      ck_assert_int_eq(orch__auth_allows(&a, a.chat_id, hashes[i]), 1);
+      ck_assert_int_eq(orch__auth_allows(&a, a.chat_id, hashes[(i + 1) % N]), 0);
       toks[i][STORE_ID_LEN + 64] ^= 1; /* the last character off by one bit: not the token */
       both(m, NULL, toks[i], api_hash, NULL, &a);
-      ck_assert_int_eq(orch_auth_allows(&a, a.chat_id, hashes[i]), 0);
+      ck_assert_int_eq(orch__auth_allows(&a, a.chat_id, hashes[i]), 0);
       toks[i][STORE_ID_LEN + 64] ^= 1;
     }
   /* around the memo's limit (104), up to the credential limit (512), and beyond (refused) */
@@ -206,7 +206,7 @@ START_TEST(test_memo) {
       ck_assert_str_eq(a.token_hash, want);
     }
   }
-  orch_auth_memo_free(m);
+  orch__auth_memo_free(m);
 }
 END_TEST
 

@@ -20,7 +20,7 @@ START_TEST(test_run_fields) {
   r.origin = "tool";
   r.state = "queued";
   r.created_at = 1000;
-  json_t *j = orch_run_json(NULL, &r);
+  json_t *j = orch__run_json(NULL, &r);
   ck_assert_uint_eq(json_object_size(j), SBX_ARRAY_SIZE(run_fields));
   for (size_t i = 0; i < SBX_ARRAY_SIZE(run_fields); i++)
     ck_assert_msg(json_object_get(j, run_fields[i]) != NULL, "missing %s", run_fields[i]);
@@ -46,7 +46,7 @@ START_TEST(test_run_stored_parts) {
   r.started_at = 1000;
   r.finished_at = 1250;
   strcpy(r.turn_id, "t1");
-  json_t *j = orch_run_json(NULL, &r);
+  json_t *j = orch__run_json(NULL, &r);
   ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")), "ValueError");
   ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "notes"), 0)), "figure capture could not start");
   ck_assert(json_is_array(json_object_get(j, "remounted")));
@@ -63,7 +63,7 @@ START_TEST(test_file_json) {
   f.name = "report.pdf";
   f.version = 1;
   f.mounted = 1;
-  json_t *on = orch_file_json(&f, 1), *off = orch_file_json(&f, 0);
+  json_t *on = orch__file_json(&f, 1), *off = orch__file_json(&f, 0);
   ck_assert_str_eq(json_string_value(json_object_get(on, "path")), "/mnt/data/report.pdf");
   ck_assert_str_eq(json_string_value(json_object_get(on, "code_note")),
                    "The file is available to code at /mnt/data/report.pdf (its latest version, if it has been edited).");
@@ -73,7 +73,7 @@ START_TEST(test_file_json) {
   json_decref(off);
   f.mounted = 0;
   f.left_out_reason = (char *)ORCH_REASON_FILE_CAP;
-  json_t *left = orch_file_json(&f, 1);
+  json_t *left = orch__file_json(&f, 1);
   ck_assert(json_is_null(json_object_get(left, "path")));
   ck_assert(json_is_null(json_object_get(left, "code_note")));
   ck_assert_str_eq(json_string_value(json_object_get(left, "left_out_reason")), ORCH_REASON_FILE_CAP);
@@ -81,7 +81,7 @@ START_TEST(test_file_json) {
 }
 END_TEST
 
-/* orch_json_dump writes byte for byte what json_dumps(COMPACT | ENCODE_ANY) writes: a table of
+/* orch__json_dump writes byte for byte what json_dumps(COMPACT | ENCODE_ANY) writes: a table of
  * values (escapes, every control character, UTF-8 of each length, embedded NUL, integers at the
  * limits, reals, nesting, empty containers, insertion order); a string that is not UTF-8 gives
  * NULL from both. */
@@ -102,7 +102,7 @@ START_TEST(test_dump_matches_jansson) {
     ck_assert_msg(j != NULL, "parse %s: %s", texts[i], e.text);
     char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
     size_t len = 0;
-    char *got = orch_json_dump(j, &len);
+    char *got = orch__json_dump(j, &len);
     ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(got);
     ck_assert_str_eq(got, want);
@@ -111,7 +111,7 @@ START_TEST(test_dump_matches_jansson) {
     sbx_free(got);
     /* sorted keys: the canonical form the result hash is taken over */
     want = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-    got = orch_json_dump_sorted(j, &len);
+    got = orch__json_dump_sorted(j, &len);
     ck_assert_str_eq(got, want);
     ck_assert_uint_eq(len, strlen(want));
     free(want);
@@ -123,7 +123,7 @@ START_TEST(test_dump_matches_jansson) {
     char one[2] = {(char)c, 0};
     json_t *j = json_string(one);
     char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *got = orch_json_dump(j, NULL);
+    char *got = orch__json_dump(j, NULL);
     ck_assert_str_eq(got, want);
     free(want);
     sbx_free(got);
@@ -135,10 +135,10 @@ START_TEST(test_dump_matches_jansson) {
     json_t *j = json_stringn_nocheck(bad[i], strlen(bad[i]));
     char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
     ck_assert_ptr_null(want);
-    ck_assert_ptr_null(orch_json_dump(j, NULL));
+    ck_assert_ptr_null(orch__json_dump(j, NULL));
     json_decref(j);
   }
-  ck_assert_ptr_null(orch_json_dump(NULL, NULL));
+  ck_assert_ptr_null(orch__json_dump(NULL, NULL));
   /* 2,000 random strings of random code points (controls, ASCII, 2-, 3- and 4-byte UTF-8) */
   unsigned seed = 12345;
   for (int k = 0; k < 2000; k++) {
@@ -161,7 +161,7 @@ START_TEST(test_dump_matches_jansson) {
     json_t *j = json_pack("{s:s%, s:[i]}", "k", buf, n, "n", k - 1000);
     ck_assert_ptr_nonnull(j);
     char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-    char *got = orch_json_dump(j, NULL);
+    char *got = orch__json_dump(j, NULL);
     ck_assert_str_eq(got, want);
     free(want);
     sbx_free(got);
@@ -170,7 +170,7 @@ START_TEST(test_dump_matches_jansson) {
 }
 END_TEST
 
-/* orch_run_text is orch_json_dump(orch_run_json()) byte for byte: nulls and defaults, escapes,
+/* orch__run_text is orch__json_dump(orch__run_json()) byte for byte: nulls and defaults, escapes,
  * stored parts valid / invalid / of the wrong type, timestamps, a string that is not UTF-8
  * (left out by both). */
 START_TEST(test_run_text_matches_tree) {
@@ -210,10 +210,10 @@ START_TEST(test_run_text_matches_tree) {
     r.files_unlisted = (int)i;
     r.figures_dropped = (int)(i * 3);
     r.attempts = (int)i + 1;
-    json_t *j = orch_run_json(NULL, &r);
+    json_t *j = orch__run_json(NULL, &r);
     size_t wl = 0, gl = 0;
-    char *want = orch_json_dump(j, &wl);
-    char *got = orch_run_text(NULL, &r, &gl);
+    char *want = orch__json_dump(j, &wl);
+    char *got = orch__run_text(NULL, &r, &gl);
     ck_assert_ptr_nonnull(want);
     ck_assert_ptr_nonnull(got);
     ck_assert_str_eq(got, want);
@@ -228,7 +228,7 @@ START_TEST(test_run_text_matches_tree) {
 END_TEST
 
 /* The `run` event's payload as the jansson tree it used to be, dumped by jansson itself: the
- * reference orch_dispatch_text must equal byte for byte.  Steals mounts and left (NULL: []). */
+ * reference orch__dispatch_text must equal byte for byte.  Steals mounts and left (NULL: []). */
 static char *dispatch_want(const char *code, const char *origin, int timeout_s, int attempt,
                            json_t *mounts, json_t *left, int pypi, size_t *len) {
   json_t *j = json_object();
@@ -262,7 +262,7 @@ START_TEST(test_dispatch_text_matches_tree) {
   for (size_t i = 0; i < 4; i++) {
     size_t wl = 0, gl = 0;
     char *want = dispatch_want(codes[i], "auto", 30, (int)i + 1, NULL, NULL, i != 2, &wl);
-    char *got = orch_dispatch_text("r1", "c1", "pg", codes[i], "auto", 30, (int)i + 1, NULL,
+    char *got = orch__dispatch_text("r1", "c1", "pg", codes[i], "auto", 30, (int)i + 1, NULL,
                                    i != 2, &gl);
     ck_assert_str_eq(got, want);
     ck_assert_uint_eq(gl, wl);
@@ -327,7 +327,7 @@ START_TEST(test_dispatch_manifest_matches_tree) {
       manifest_trees(&m, &mounts, &left);
       size_t wl = 0, gl = 0;
       char *want = dispatch_want("print(1)", "tool", 30, 2, mounts, left, 1, &wl);
-      char *got = orch_dispatch_text("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &gl);
+      char *got = orch__dispatch_text("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &gl);
       ck_assert_str_eq(got, want);
       ck_assert_uint_eq(gl, wl);
       free(want);
@@ -336,7 +336,7 @@ START_TEST(test_dispatch_manifest_matches_tree) {
   /* no manifest at all: [] and [] as before */
   size_t wl = 0, gl = 0;
   char *want = dispatch_want("", "auto", 5, 1, NULL, NULL, 0, &wl);
-  char *got = orch_dispatch_text("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &gl);
+  char *got = orch__dispatch_text("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &gl);
   ck_assert_str_eq(got, want);
   ck_assert_uint_eq(gl, wl);
   ck_assert_ptr_nonnull(strstr(got, "\"mounts\":[],\"left_out\":[]"));
@@ -351,7 +351,7 @@ START_TEST(test_text_helpers) {
                             9223372036854775807LL, -9223372036854775807LL - 1};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(nums); i++) {
     char a[24], b[24];
-    size_t n = orch_fmt_i64(a, nums[i]);
+    size_t n = orch__fmt_i64(a, nums[i]);
     int m = snprintf(b, sizeof(b), "%lld", nums[i]);
     ck_assert_str_eq(a, b);
     ck_assert_uint_eq(n, (size_t)m);
@@ -363,14 +363,14 @@ START_TEST(test_text_helpers) {
       char a[48], b[48];
       memset(a, 'x', sizeof(a));
       memset(b, 'x', sizeof(b));
-      orch_strcpy_cap(a, cap, strs[i]);
+      orch__strcpy_cap(a, cap, strs[i]);
       snprintf(b, cap, "%s", strs[i]);
       ck_assert_int_eq(memcmp(a, b, sizeof(a)), 0); /* nothing written past cap either */
     }
 }
 END_TEST
 
-/* orch_api_fields finds what json_object_get finds, name by name: absent names, names that are
+/* orch__api_fields finds what json_object_get finds, name by name: absent names, names that are
  * prefixes of keys or keys of them, the empty key, and keys with an embedded NUL (set with
  * json_object_setn: never equal to the name before the NUL). */
 START_TEST(test_api_fields) {
@@ -383,7 +383,7 @@ START_TEST(test_api_fields) {
   json_object_set_new(o, "turn_id", json_null());
   const char *const names[] = {"code", "codex", "cod", "", "wait_s", "origin", "turn_id", "absent", "co"};
   json_t *out[SBX_ARRAY_SIZE(names)];
-  orch_api_fields(o, names, out, SBX_ARRAY_SIZE(names));
+  orch__api_fields(o, names, out, SBX_ARRAY_SIZE(names));
   for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++)
     ck_assert_msg(out[i] == json_object_get(o, names[i]), "%s", names[i]);
   ck_assert_ptr_null(out[0]);
@@ -392,7 +392,7 @@ START_TEST(test_api_fields) {
   ck_assert_str_eq(json_string_value(out[3]), "3");
   ck_assert(json_is_null(out[6]));
   json_t *empty = json_object();
-  orch_api_fields(empty, names, out, SBX_ARRAY_SIZE(names));
+  orch__api_fields(empty, names, out, SBX_ARRAY_SIZE(names));
   for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++)
     ck_assert_ptr_null(out[i]);
   json_decref(empty);

@@ -86,14 +86,14 @@ START_TEST(test_cases) {
     files[n].size = c->files[n].size;
   }
   struct orch_manifest m;
-  ck_assert_int_eq(orch_manifest_compute(files, n, c->code, &m), 0);
+  ck_assert_int_eq(orch__manifest_compute(files, n, c->code, &m), 0);
   char got[512];
   join_mounts(&m, got, sizeof(got));
   ck_assert_msg(strcmp(got, c->mounted) == 0, "%s: mounted [%s] want [%s]", c->title, got, c->mounted);
   join_left(&m, got, sizeof(got));
   ck_assert_msg(strcmp(got, c->left_out) == 0, "%s: left out [%s] want [%s]", c->title, got, c->left_out);
   ck_assert_uint_le(m.total_bytes, 100 * MB);
-  orch_manifest_free(&m);
+  orch__manifest_free(&m);
 }
 END_TEST
 
@@ -101,7 +101,7 @@ START_TEST(test_alloc_failure) {
   struct store_file f = {.name = "a", .size = 1};
   struct orch_manifest m;
   sbx_alloc_fail_at(1, 0);
-  ck_assert_int_eq(orch_manifest_compute(&f, 1, "", &m), SBX_ENOMEM);
+  ck_assert_int_eq(orch__manifest_compute(&f, 1, "", &m), SBX_ENOMEM);
   sbx_alloc_fail_at(0, 0);
   ck_assert_ptr_null(m.mounts);
 }
@@ -116,18 +116,18 @@ START_TEST(test_admit) {
     files[i].source = i == 4 ? STORE_SRC_OUTPUT : STORE_SRC_ATTACHMENT;
     files[i].size = 20 * MB;
   }
-  ck_assert_ptr_null(orch_manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 20 * MB));
-  ck_assert_ptr_eq(orch_manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 20 * MB + 1),
+  ck_assert_ptr_null(orch__manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 20 * MB));
+  ck_assert_ptr_eq(orch__manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 20 * MB + 1),
                    ORCH_REASON_FILE_CAP);
-  ck_assert_ptr_eq(orch_manifest_admit(files, 5, "new", STORE_SRC_TOOL, NULL, 20 * MB + 1),
+  ck_assert_ptr_eq(orch__manifest_admit(files, 5, "new", STORE_SRC_TOOL, NULL, 20 * MB + 1),
                    ORCH_REASON_FILE_CAP);
   files[4].source = STORE_SRC_ATTACHMENT; /* now 100 MiB mounted */
-  ck_assert_ptr_eq(orch_manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 1),
+  ck_assert_ptr_eq(orch__manifest_admit(files, 5, "new", STORE_SRC_ATTACHMENT, NULL, 1),
                    ORCH_REASON_TOTAL_CAP);
   /* a new version of "1" replaces it in the total */
-  ck_assert_ptr_null(orch_manifest_admit(files, 5, "1", STORE_SRC_TOOL, NULL, 20 * MB));
+  ck_assert_ptr_null(orch__manifest_admit(files, 5, "1", STORE_SRC_TOOL, NULL, 20 * MB));
   /* a figure is mounted when named: never left out for the total */
-  ck_assert_ptr_null(orch_manifest_admit(files, 5, "figure-1.png", STORE_SRC_OUTPUT, "figure", 1));
+  ck_assert_ptr_null(orch__manifest_admit(files, 5, "figure-1.png", STORE_SRC_OUTPUT, "figure", 1));
 }
 END_TEST
 

@@ -21,21 +21,21 @@ static const int expected[ORCH_PAGE__COUNT][ORCH_PAGE__COUNT] = {
 START_TEST(test_table) {
   for (int f = 0; f < ORCH_PAGE__COUNT; f++)
     for (int t = 0; t < ORCH_PAGE__COUNT; t++)
-      ck_assert_msg(orch_page_transition_allowed(f, t) == expected[f][t], "%s -> %s",
-                    orch_page_state_name(f), orch_page_state_name(t));
+      ck_assert_msg(orch__page_transition_allowed(f, t) == expected[f][t], "%s -> %s",
+                    orch__page_state_name(f), orch__page_state_name(t));
 }
 END_TEST
 
 static void reach(struct orch_page *p, enum orch_page_state s, uint64_t *ctr) {
-  orch_page_init(p, "pg");
+  orch__page_init(p, "pg");
   if (s == ORCH_PAGE_NEW)
     return;
-  ck_assert_int_eq(orch_page_attach(p, s != ORCH_PAGE_HIDDEN, ctr), 0);
+  ck_assert_int_eq(orch__page_attach(p, s != ORCH_PAGE_HIDDEN, ctr), 0);
   if (s == ORCH_PAGE_GRACE || s == ORCH_PAGE_GONE)
-    ck_assert_int_eq(orch_page_drop(p, 100), 0);
+    ck_assert_int_eq(orch__page_drop(p, 100), 0);
   if (s == ORCH_PAGE_GONE) {
     fake_now += 100;
-    ck_assert_int_eq(orch_page_tick(p), 1);
+    ck_assert_int_eq(orch__page_tick(p), 1);
   }
   ck_assert_int_eq(p->state, s);
 }
@@ -46,17 +46,17 @@ START_TEST(test_steps_from_every_state) {
     struct orch_page p;
     /* attach visible */
     reach(&p, f, &ctr);
-    int rc = orch_page_attach(&p, 1, &ctr);
+    int rc = orch__page_attach(&p, 1, &ctr);
     ck_assert_int_eq(rc == 0, expected[f][ORCH_PAGE_VISIBLE]);
     /* drop */
     reach(&p, f, &ctr);
-    rc = orch_page_drop(&p, 100);
+    rc = orch__page_drop(&p, 100);
     ck_assert_int_eq(rc == 0, expected[f][ORCH_PAGE_GRACE]);
     if (rc != 0)
       ck_assert_int_eq(p.state, f);
     /* presence: only attached pages change; GRACE remembers */
     reach(&p, f, &ctr);
-    rc = orch_page_presence(&p, 0, &ctr);
+    rc = orch__page_presence(&p, 0, &ctr);
     if (f == ORCH_PAGE_VISIBLE || f == ORCH_PAGE_HIDDEN) {
       ck_assert_int_eq(rc, 0);
       ck_assert_int_eq(p.state, ORCH_PAGE_HIDDEN);
@@ -75,48 +75,48 @@ END_TEST
 START_TEST(test_active_order) {
   uint64_t ctr = 0;
   struct orch_page a, b;
-  orch_page_init(&a, "a");
-  orch_page_init(&b, "b");
-  ck_assert_int_eq(orch_page_attach(&a, 1, &ctr), 0);
-  ck_assert_int_eq(orch_page_attach(&b, 1, &ctr), 0);
+  orch__page_init(&a, "a");
+  orch__page_init(&b, "b");
+  ck_assert_int_eq(orch__page_attach(&a, 1, &ctr), 0);
+  ck_assert_int_eq(orch__page_attach(&b, 1, &ctr), 0);
   ck_assert_uint_gt(b.visible_seq, a.visible_seq);
-  ck_assert_int_eq(orch_page_presence(&a, 0, &ctr), 0);
-  ck_assert_int_eq(orch_page_can_run(&a), 0);
-  ck_assert_int_eq(orch_page_presence(&a, 1, &ctr), 0);
+  ck_assert_int_eq(orch__page_presence(&a, 0, &ctr), 0);
+  ck_assert_int_eq(orch__page_can_run(&a), 0);
+  ck_assert_int_eq(orch__page_presence(&a, 1, &ctr), 0);
   ck_assert_uint_gt(a.visible_seq, b.visible_seq); /* most recently visible wins */
   uint64_t seq = a.visible_seq;
-  ck_assert_int_eq(orch_page_presence(&a, 1, &ctr), 0); /* same report: no reorder */
+  ck_assert_int_eq(orch__page_presence(&a, 1, &ctr), 0); /* same report: no reorder */
   ck_assert_uint_eq(a.visible_seq, seq);
-  ck_assert_int_eq(orch_page_can_run(&a), 1);
+  ck_assert_int_eq(orch__page_can_run(&a), 1);
 }
 END_TEST
 
 START_TEST(test_grace) {
   uint64_t ctr = 0;
   struct orch_page p;
-  orch_page_init(&p, "p");
-  ck_assert_int_eq(orch_page_attach(&p, 1, &ctr), 0);
-  ck_assert_int_eq(orch_page_drop(&p, 10000), 0);
-  ck_assert_int_eq(orch_page_can_run(&p), 0);
+  orch__page_init(&p, "p");
+  ck_assert_int_eq(orch__page_attach(&p, 1, &ctr), 0);
+  ck_assert_int_eq(orch__page_drop(&p, 10000), 0);
+  ck_assert_int_eq(orch__page_can_run(&p), 0);
   fake_now += 9999;
-  ck_assert_int_eq(orch_page_tick(&p), 0);
-  ck_assert_int_eq(orch_page_attach(&p, 1, &ctr), 0); /* back within the grace */
+  ck_assert_int_eq(orch__page_tick(&p), 0);
+  ck_assert_int_eq(orch__page_attach(&p, 1, &ctr), 0); /* back within the grace */
   ck_assert_int_eq(p.state, ORCH_PAGE_VISIBLE);
-  ck_assert_int_eq(orch_page_drop(&p, 10000), 0);
+  ck_assert_int_eq(orch__page_drop(&p, 10000), 0);
   fake_now += 10000;
-  ck_assert_int_eq(orch_page_tick(&p), 1);
+  ck_assert_int_eq(orch__page_tick(&p), 1);
   ck_assert_int_eq(p.state, ORCH_PAGE_GONE);
-  ck_assert_int_eq(orch_page_attach(&p, 1, &ctr), SBX_ESTATE);
-  ck_assert_int_eq(orch_page_tick(&p), 0);
+  ck_assert_int_eq(orch__page_attach(&p, 1, &ctr), SBX_ESTATE);
+  ck_assert_int_eq(orch__page_tick(&p), 0);
 }
 END_TEST
 
 START_TEST(test_kernel_names) {
   enum orch_kernel_state k;
-  ck_assert_int_eq(orch_kernel_state_parse("busy", &k), 0);
+  ck_assert_int_eq(orch__kernel_state_parse("busy", &k), 0);
   ck_assert_int_eq(k, ORCH_KERNEL_BUSY);
-  ck_assert_int_eq(orch_kernel_state_parse("unknown", &k), SBX_EINVAL);
-  ck_assert_int_eq(orch_kernel_state_parse("zombie", &k), SBX_EINVAL);
+  ck_assert_int_eq(orch__kernel_state_parse("unknown", &k), SBX_EINVAL);
+  ck_assert_int_eq(orch__kernel_state_parse("zombie", &k), SBX_EINVAL);
 }
 END_TEST
 

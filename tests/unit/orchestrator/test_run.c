@@ -19,16 +19,16 @@ static void teardown(void) { sbx_clock_set_fake(NULL, NULL, NULL); }
 
 /* Drives a fresh run into `s` through the public steps. */
 static void reach(struct orch_run *r, enum orch_run_state s) {
-  orch_run_init(r, "r1", 60);
+  orch__run_init(r, "r1", 60);
   switch (s) {
   case ORCH_RUN_QUEUED: break;
-  case ORCH_RUN_DISPATCHED: ck_assert_int_eq(orch_run_dispatch(r, "p", 1000), 0); break;
+  case ORCH_RUN_DISPATCHED: ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0); break;
   case ORCH_RUN_RUNNING:
-    ck_assert_int_eq(orch_run_dispatch(r, "p", 1000), 0);
-    ck_assert_int_eq(orch_run_started(r, 1, 1000), 0);
+    ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
+    ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
     break;
-  case ORCH_RUN_PAUSED: ck_assert_int_eq(orch_run_pause(r, 5000), 0); break;
-  case ORCH_RUN_DONE: ck_assert_int_eq(orch_run_finish(r, ORCH_RUN_STATUS_OK), 0); break;
+  case ORCH_RUN_PAUSED: ck_assert_int_eq(orch__run_pause(r, 5000), 0); break;
+  case ORCH_RUN_DONE: ck_assert_int_eq(orch__run_finish(r, ORCH_RUN_STATUS_OK), 0); break;
   default: ck_abort();
   }
   ck_assert_int_eq(r->state, s);
@@ -37,10 +37,10 @@ static void reach(struct orch_run *r, enum orch_run_state s) {
 /* Performs the step that leads to `to` (the one the table names); returns its rc. */
 static int step_to(struct orch_run *r, enum orch_run_state to) {
   switch (to) {
-  case ORCH_RUN_DISPATCHED: return orch_run_dispatch(r, "p2", 1000);
-  case ORCH_RUN_RUNNING: return orch_run_started(r, r->attempts, 1000);
-  case ORCH_RUN_PAUSED: return orch_run_pause(r, 5000);
-  case ORCH_RUN_DONE: return orch_run_finish(r, ORCH_RUN_STATUS_ERROR);
+  case ORCH_RUN_DISPATCHED: return orch__run_dispatch(r, "p2", 1000);
+  case ORCH_RUN_RUNNING: return orch__run_started(r, r->attempts, 1000);
+  case ORCH_RUN_PAUSED: return orch__run_pause(r, 5000);
+  case ORCH_RUN_DONE: return orch__run_finish(r, ORCH_RUN_STATUS_ERROR);
   default: return SBX_ESTATE; /* nothing leads back to QUEUED */
   }
 }
@@ -57,9 +57,9 @@ static const int expected[ORCH_RUN__COUNT][ORCH_RUN__COUNT] = {
 START_TEST(test_transition_table) {
   for (int f = 0; f < ORCH_RUN__COUNT; f++)
     for (int t = 0; t < ORCH_RUN__COUNT; t++)
-      ck_assert_msg(orch_run_transition_allowed(f, t) == expected[f][t], "%s -> %s",
-                    orch_run_state_name(f), orch_run_state_name(t));
-  ck_assert_int_eq(orch_run_transition_allowed(ORCH_RUN__COUNT, 0), 0);
+      ck_assert_msg(orch__run_transition_allowed(f, t) == expected[f][t], "%s -> %s",
+                    orch__run_state_name(f), orch__run_state_name(t));
+  ck_assert_int_eq(orch__run_transition_allowed(ORCH_RUN__COUNT, 0), 0);
 }
 END_TEST
 
@@ -73,13 +73,13 @@ START_TEST(test_every_step_pair) {
       int attempts = r.attempts;
       int rc = step_to(&r, t);
       if (expected[f][t]) {
-        ck_assert_msg(rc == 0, "%s -> %s rc %d", orch_run_state_name(f), orch_run_state_name(t), rc);
+        ck_assert_msg(rc == 0, "%s -> %s rc %d", orch__run_state_name(f), orch__run_state_name(t), rc);
         ck_assert_int_eq(r.state, t);
       } else if (f == t && (t == ORCH_RUN_PAUSED || t == ORCH_RUN_RUNNING)) {
         ck_assert_int_eq(rc, 0); /* same report twice */
         ck_assert_int_eq(r.state, f);
       } else {
-        ck_assert_msg(rc != 0, "%s -> %s should fail", orch_run_state_name(f), orch_run_state_name(t));
+        ck_assert_msg(rc != 0, "%s -> %s should fail", orch__run_state_name(f), orch__run_state_name(t));
         ck_assert_int_eq(r.state, f);
         ck_assert_int_eq(r.attempts, attempts);
       }
@@ -89,53 +89,53 @@ END_TEST
 
 START_TEST(test_attempts_and_stale) {
   struct orch_run r;
-  orch_run_init(&r, "r1", 10);
+  orch__run_init(&r, "r1", 10);
   ck_assert_int_eq(r.attempts, 0);
-  ck_assert_int_eq(orch_run_dispatch(&r, "pageA", 1000), 0);
+  ck_assert_int_eq(orch__run_dispatch(&r, "pageA", 1000), 0);
   ck_assert_int_eq(r.attempts, 1);
   ck_assert_str_eq(r.page_id, "pageA");
-  ck_assert_int_eq(orch_run_started(&r, 2, 1000), SBX_ECONFLICT); /* no such attempt yet */
-  ck_assert_int_eq(orch_run_started(&r, 1, 1000), 0);
-  ck_assert_int_eq(orch_run_check_result(&r, 1), 0);
-  ck_assert_int_eq(orch_run_pause(&r, 5000), 0);
+  ck_assert_int_eq(orch__run_started(&r, 2, 1000), SBX_ECONFLICT); /* no such attempt yet */
+  ck_assert_int_eq(orch__run_started(&r, 1, 1000), 0);
+  ck_assert_int_eq(orch__run_check_result(&r, 1), 0);
+  ck_assert_int_eq(orch__run_pause(&r, 5000), 0);
   ck_assert_str_eq(r.page_id, "");
-  ck_assert_int_eq(orch_run_check_result(&r, 1), SBX_ECONFLICT); /* paused: nobody runs it */
-  ck_assert_int_eq(orch_run_dispatch(&r, "pageB", 1000), 0);
+  ck_assert_int_eq(orch__run_check_result(&r, 1), SBX_ECONFLICT); /* paused: nobody runs it */
+  ck_assert_int_eq(orch__run_dispatch(&r, "pageB", 1000), 0);
   ck_assert_int_eq(r.attempts, 2);
-  ck_assert_int_eq(orch_run_check_result(&r, 1), SBX_ECONFLICT); /* the stale attempt */
-  ck_assert_int_eq(orch_run_started(&r, 1, 1000), SBX_ECONFLICT);
-  ck_assert_int_eq(orch_run_check_result(&r, 2), 0);
-  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_OK), 0);
-  ck_assert_str_eq(orch_run_status_name(r.status), "ok");
-  ck_assert_int_eq(orch_run_check_result(&r, 2), SBX_ECONFLICT); /* done: hashes decide */
-  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_OK), SBX_ESTATE);
-  ck_assert_int_eq(orch_run_finish(&r, ORCH_RUN_STATUS_NONE), SBX_EINVAL);
+  ck_assert_int_eq(orch__run_check_result(&r, 1), SBX_ECONFLICT); /* the stale attempt */
+  ck_assert_int_eq(orch__run_started(&r, 1, 1000), SBX_ECONFLICT);
+  ck_assert_int_eq(orch__run_check_result(&r, 2), 0);
+  ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_OK), 0);
+  ck_assert_str_eq(orch__run_status_name(r.status), "ok");
+  ck_assert_int_eq(orch__run_check_result(&r, 2), SBX_ECONFLICT); /* done: hashes decide */
+  ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_OK), SBX_ESTATE);
+  ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_NONE), SBX_EINVAL);
 }
 END_TEST
 
 START_TEST(test_pause_wait_abandons) {
   struct orch_run r;
-  orch_run_init(&r, "r1", 60);
-  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
-  ck_assert_int_eq(orch_run_pause(&r, 120000), 0);
+  orch__run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
+  ck_assert_int_eq(orch__run_pause(&r, 120000), 0);
   fake_now += 119999;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
   ck_assert_int_eq(r.state, ORCH_RUN_PAUSED);
   fake_now += 1;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_ABANDONED);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_ABANDONED);
   ck_assert_int_eq(r.state, ORCH_RUN_DONE);
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_ABANDONED);
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
 }
 END_TEST
 
 START_TEST(test_resume_clears_wait) {
   struct orch_run r;
-  orch_run_init(&r, "r1", 60);
-  ck_assert_int_eq(orch_run_pause(&r, 1000), 0);
-  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
+  orch__run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch__run_pause(&r, 1000), 0);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
   fake_now += 5000; /* past the old wait, within the watchdog */
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
   ck_assert_int_eq(r.state, ORCH_RUN_DISPATCHED);
 }
 END_TEST
@@ -143,61 +143,61 @@ END_TEST
 START_TEST(test_watchdog) {
   struct orch_run r;
   /* Never started: crashed (the kernel never answered). */
-  orch_run_init(&r, "r1", 10);
-  ck_assert_int_eq(orch_run_dispatch(&r, "p", 2000), 0);
+  orch__run_init(&r, "r1", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
   fake_now += 11999;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
   fake_now += 1;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CRASHED);
   /* Started and silent: timeout, counted from `started`. */
-  orch_run_init(&r, "r2", 10);
-  ck_assert_int_eq(orch_run_dispatch(&r, "p", 2000), 0);
+  orch__run_init(&r, "r2", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
   fake_now += 5000;
-  ck_assert_int_eq(orch_run_started(&r, 1, 2000), 0);
+  ck_assert_int_eq(orch__run_started(&r, 1, 2000), 0);
   fake_now += 11999;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
   fake_now += 1;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_TIMEOUT);
 }
 END_TEST
 
 START_TEST(test_cancel) {
   struct orch_run r;
-  orch_run_init(&r, "r1", 60);
-  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), 0); /* queued: at once */
+  orch__run_init(&r, "r1", 60);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), 0); /* queued: at once */
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
-  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), SBX_ESTATE);
-  orch_run_init(&r, "r2", 60);
-  ck_assert_int_eq(orch_run_dispatch(&r, "p", 1000), 0);
-  ck_assert_int_eq(orch_run_started(&r, 1, 1000), 0);
-  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_ESTATE);
+  orch__run_init(&r, "r2", 60);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
+  ck_assert_int_eq(orch__run_started(&r, 1, 1000), 0);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
   ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
   fake_now += 4999;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
   fake_now += 1;
-  ck_assert_int_eq(orch_run_tick(&r), ORCH_RUN_DUE_CANCELLED);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_CANCELLED);
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
   /* Paused: at once too. */
-  orch_run_init(&r, "r3", 60);
-  ck_assert_int_eq(orch_run_pause(&r, 1000), 0);
-  ck_assert_int_eq(orch_run_request_cancel(&r, 5000), 0);
+  orch__run_init(&r, "r3", 60);
+  ck_assert_int_eq(orch__run_pause(&r, 1000), 0);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), 0);
   ck_assert_int_eq(r.state, ORCH_RUN_DONE);
 }
 END_TEST
 
 START_TEST(test_names) {
   enum orch_run_status st;
-  ck_assert_int_eq(orch_run_status_parse("abandoned", &st), 0);
+  ck_assert_int_eq(orch__run_status_parse("abandoned", &st), 0);
   ck_assert_int_eq(st, ORCH_RUN_STATUS_ABANDONED);
-  ck_assert_int_eq(orch_run_status_parse("none", &st), SBX_EINVAL);
-  ck_assert_int_eq(orch_run_status_parse("OK", &st), SBX_EINVAL);
+  ck_assert_int_eq(orch__run_status_parse("none", &st), SBX_EINVAL);
+  ck_assert_int_eq(orch__run_status_parse("OK", &st), SBX_EINVAL);
   enum orch_run_state s;
-  ck_assert_int_eq(orch_run_state_parse("paused", &s), 0);
+  ck_assert_int_eq(orch__run_state_parse("paused", &s), 0);
   ck_assert_int_eq(s, ORCH_RUN_PAUSED);
-  ck_assert_int_eq(orch_run_state_parse("gone", &s), SBX_EINVAL);
-  ck_assert_str_eq(orch_run_state_name(99), "?");
+  ck_assert_int_eq(orch__run_state_parse("gone", &s), SBX_EINVAL);
+  ck_assert_str_eq(orch__run_state_name(99), "?");
 }
 END_TEST
 

@@ -8,12 +8,12 @@
 START_TEST(test_table) {
   for (int f = 0; f < ORCH_TURN__COUNT; f++)
     for (int t = 0; t < ORCH_TURN__COUNT; t++)
-      ck_assert_int_eq(orch_turn_transition_allowed(f, t), f == ORCH_TURN_OPEN && t == ORCH_TURN_FINISHED);
+      ck_assert_int_eq(orch__turn_transition_allowed(f, t), f == ORCH_TURN_OPEN && t == ORCH_TURN_FINISHED);
   struct orch_turn turn = {.id = "t", .state = ORCH_TURN_OPEN};
-  ck_assert_int_eq(orch_turn_finish(&turn), 0);
+  ck_assert_int_eq(orch__turn_finish(&turn), 0);
   ck_assert_int_eq(turn.state, ORCH_TURN_FINISHED);
-  ck_assert_int_eq(orch_turn_finish(&turn), SBX_ESTATE);
-  ck_assert_str_eq(orch_turn_state_name(ORCH_TURN_FINISHED), "finished");
+  ck_assert_int_eq(orch__turn_finish(&turn), SBX_ESTATE);
+  ck_assert_str_eq(orch__turn_state_name(ORCH_TURN_FINISHED), "finished");
 }
 END_TEST
 
@@ -37,14 +37,14 @@ START_TEST(test_blocks) {
   const struct bcase *c = &bcases[_i];
   char **v;
   size_t n;
-  ck_assert_int_eq(orch_python_blocks(c->answer, &v, &n), 0);
+  ck_assert_int_eq(orch__python_blocks(c->answer, &v, &n), 0);
   size_t want = 0;
   while (want < 4 && c->blocks[want])
     want++;
   ck_assert_msg(n == want, "case %d: %zu blocks, want %zu", _i, n, want);
   for (size_t i = 0; i < n; i++)
     ck_assert_msg(strcmp(v[i], c->blocks[i]) == 0, "case %d block %zu: [%s] want [%s]", _i, i, v[i], c->blocks[i]);
-  orch_python_blocks_free(v, n);
+  orch__python_blocks_free(v, n);
 }
 END_TEST
 
@@ -52,7 +52,7 @@ START_TEST(test_blocks_oom) {
   char **v;
   size_t n;
   sbx_alloc_fail_at(2, 0);
-  ck_assert_int_eq(orch_python_blocks("```py\na\n```\n", &v, &n), SBX_ENOMEM);
+  ck_assert_int_eq(orch__python_blocks("```py\na\n```\n", &v, &n), SBX_ENOMEM);
   sbx_alloc_fail_at(0, 0);
   ck_assert_ptr_null(v);
   ck_assert_uint_eq(n, 0);
