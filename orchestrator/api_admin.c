@@ -93,10 +93,10 @@ static void on_admin_pages(struct tp_req *req, void *ud) {
 
 static json_t *settings_json(struct orch *o) {
   json_t *j = json_object();
-  json_object_set_new(j, "retention_days", json_integer(o->rt.retention_days));
-  json_object_set_new(j, "time_limit_s", json_integer(o->rt.time_limit_s));
-  json_object_set_new(j, "paused_wait_ms", json_integer((json_int_t)o->rt.paused_wait_ms));
-  json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->rt.page_grace_ms));
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
+    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    json_object_set_new(j, s->field, json_integer((json_int_t)orch__rt_get(&o->rt, s)));
+  }
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
   json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));
   return j;
@@ -109,20 +109,13 @@ static void on_get_settings(struct tp_req *req, void *ud) {
   orch__api_json(req, 200, settings_json(o));
 }
 
-static const struct { const char *field, *key; } fields[] = {
-    {"retention_days", "ARTIFACT_RETENTION_DAYS"},
-    {"time_limit_s", "CODE_TIME_LIMIT_S"},
-    {"paused_wait_ms", "CODE_PAUSED_WAIT_MS"},
-    {"page_grace_ms", "PAGE_GRACE_MS"},
-};
-
 struct put_ctx {
   struct orch *o;
   struct tp_req *req;
   size_t pending;
   int failed;
-  long long vals[SBX_ARRAY_SIZE(fields)];
-  int set[SBX_ARRAY_SIZE(fields)];
+  long long vals[ORCH_RT_N_SETTINGS];
+  int set[ORCH_RT_N_SETTINGS];
 };
 
 static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
@@ -136,13 +129,21 @@ static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
   if (p->failed) {
     orch__api_error(p->req, 500, "storage", "settings not stored");
   } else {
-    for (size_t i = 0; i < SBX_ARRAY_SIZE(fields); i++)
+    for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++)
       if (p->set[i])
-        orch__rt_set(p->o, fields[i].key, p->vals[i]);
+        orch__rt_set(&p->o->rt, orch__rt_settings[i].key, p->vals[i]);
     orch__api_json(p->req, 200, settings_json(p->o));
   }
   tp_req_release(p->req);
   sbx_free(p);
+}
+
+/* One more write of the change (p->pending counts it); a write that cannot be queued fails it. */
+static void queued(struct put_ctx *p, int rc) {
+  if (rc == 0)
+    p->pending++;
+  else
+    p->failed = SBX_ENOMEM;
 }
 
 static void on_put_settings(struct tp_req *req, void *ud) {
@@ -161,16 +162,15 @@ static void on_put_settings(struct tp_req *req, void *ud) {
   json_t *val;
   json_object_foreach(body, key, val) {
     size_t i = 0;
-    while (i < SBX_ARRAY_SIZE(fields) && strcmp(fields[i].field, key) != 0)
+    while (i < ORCH_RT_N_SETTINGS && strcmp(orch__rt_settings[i].field, key) != 0)
       i++;
-    if (i == SBX_ARRAY_SIZE(fields)) {
+    if (i == ORCH_RT_N_SETTINGS) {
       orch__api_error(req, 400, "invalid_field", "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)", key);
       goto fail;
     }
-    long long lo, hi;
-    orch__rt_range(fields[i].key, &lo, &hi);
-    if (!json_is_integer(val) || json_integer_value(val) < lo || json_integer_value(val) > hi) {
-      orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, lo, hi);
+    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    if (!json_is_integer(val) || json_integer_value(val) < s->lo || json_integer_value(val) > s->hi) {
+      orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, s->lo, s->hi);
       goto fail;
     }
     p->set[i] = 1;
@@ -180,23 +180,15 @@ static void on_put_settings(struct tp_req *req, void *ud) {
   p->req = req;
   p->pending = 1; /* released below, after queueing */
   tp_req_hold(req);
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(fields); i++) {
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
     if (!p->set[i])
       continue;
+    const char *k = orch__rt_settings[i].key;
     char text[32];
     snprintf(text, sizeof(text), "%lld", p->vals[i]);
-    p->pending++;
-    if (store_setting_put(o->st, fields[i].key, text, on_put_part, p) != 0) {
-      p->pending--;
-      p->failed = SBX_ENOMEM;
-    }
-    if (i == 0) {
-      p->pending++;
-      if (store_retention_apply(o->st, p->vals[0] * 86400000LL, on_put_part, p) != 0) {
-        p->pending--;
-        p->failed = SBX_ENOMEM;
-      }
-    }
+    queued(p, store_setting_put(o->st, k, text, on_put_part, p));
+    if (strcmp(k, "ARTIFACT_RETENTION_DAYS") == 0) /* every kept artifact is re-dated */
+      queued(p, store_retention_apply(o->st, p->vals[i] * 86400000LL, on_put_part, p));
   }
   on_put_part(0, NULL, p); /* drops the initial count; answers when nothing was queued */
   goto out;

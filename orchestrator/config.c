@@ -3,14 +3,18 @@
  * allowed.
  *
  * Precedence (lowest first): defaults, config file (--config or CEREA_CONFIG), environment, command
- * line (main.c calls orch_config_set with the same names).  What it does not do: runtime settings an
- * operator changes later (retention from the admin page) are persisted by the store and applied
- * by the server; this file only parses and checks.
+ * line (main.c calls orch_config_set with the same names).
+ *
+ * The runtime settings (struct orch_runtime) start from the configuration; the ones an operator
+ * may change while the server runs are listed once, in orch__rt_settings, with their admin API
+ * names and ranges.  What it does not do: read or write the stored values (server.c reads them at
+ * start, api_admin.c writes them).
  */
-#include "orch.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,4 +254,46 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
   if (c->data_dir == NULL || *c->data_dir == '\0')
     return sbx_error_set(err, SBX_EINVAL, "no data directory");
   return 0;
+}
+
+/* ---- runtime settings ------------------------------------------------------------------------ */
+
+#define AT(field_) offsetof(struct orch_runtime, field_)
+const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS] = {
+    {"ARTIFACT_RETENTION_DAYS", "retention_days", 1, 36500, AT(retention_days), 1},
+    {"CODE_TIME_LIMIT_S", "time_limit_s", 1, ORCH_TIME_LIMIT_MAX_S, AT(time_limit_s), 1},
+    {"CODE_PAUSED_WAIT_MS", "paused_wait_ms", 0, 86400000, AT(paused_wait_ms), 0},
+    {"PAGE_GRACE_MS", "page_grace_ms", 0, 86400000, AT(page_grace_ms), 0},
+};
+#undef AT
+
+void orch__rt_init(struct orch_runtime *rt, const struct orch_config *c) {
+  rt->time_limit_s = c->time_limit_s;
+  rt->paused_wait_ms = c->paused_wait_ms;
+  rt->page_grace_ms = c->page_grace_ms;
+  rt->watchdog_grace_ms = c->watchdog_grace_ms;
+  rt->cancel_grace_ms = c->cancel_grace_ms;
+  rt->retention_days = c->retention_days;
+}
+
+int orch__rt_set(struct orch_runtime *rt, const char *key, long long v) {
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
+    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    if (strcmp(s->key, key) != 0)
+      continue;
+    if (v < s->lo || v > s->hi)
+      return SBX_EINVAL;
+    char *slot = (char *)rt + s->offset;
+    if (s->is_int)
+      *(int *)slot = (int)v;
+    else
+      *(uint64_t *)slot = (uint64_t)v;
+    return 0;
+  }
+  return SBX_ENOENT;
+}
+
+long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s) {
+  const char *slot = (const char *)rt + s->offset;
+  return s->is_int ? *(const int *)slot : (long long)*(const uint64_t *)slot;
 }

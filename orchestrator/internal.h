@@ -237,6 +237,30 @@ struct orch_metrics {
 };
 void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
 
+/* ---- runtime settings (config.c) ------------------------------------------------------------
+ * The settings the server reads while it runs: from the configuration at start; those an operator
+ * may change (the table below) then from the store's settings, and from PUT /v1/admin/settings. */
+struct orch_runtime {
+  int time_limit_s;
+  uint64_t paused_wait_ms, page_grace_ms, watchdog_grace_ms, cancel_grace_ms;
+  int retention_days;
+};
+/* One setting an operator may change: its environment name, its admin API field, its range. */
+struct orch_rt_setting {
+  const char *key;   /* "CODE_TIME_LIMIT_S" */
+  const char *field; /* "time_limit_s" */
+  long long lo, hi;
+  size_t offset;     /* of its field in struct orch_runtime */
+  int is_int;        /* an int field (else uint64_t) */
+};
+#define ORCH_RT_N_SETTINGS 4
+extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
+void orch__rt_init(struct orch_runtime *rt, const struct orch_config *cfg);
+/* Sets one of orch__rt_settings by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
+int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
+/* The current value of setting s (one of orch__rt_settings). */
+long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s);
+
 /* ---- the server (server.c) and the chat scheduler (chat.c) ------------------------------------ */
 struct orch_chat {
   char id[STORE_ID_LEN + 1];
@@ -301,11 +325,7 @@ struct orch {
   struct orch_map runs;      /* id -> live struct orch_run */
   struct orch_map finishing_turns; /* turn id -> its finish being stored (api_turns.c) */
   uv_timer_t cron;
-  struct orch_runtime {      /* runtime settings: from cfg, then the stored admin settings */
-    int time_limit_s;
-    uint64_t paused_wait_ms, page_grace_ms, watchdog_grace_ms, cancel_grace_ms;
-    int retention_days;
-  } rt;
+  struct orch_runtime rt;    /* runtime settings (config.c) */
   int64_t run_seq;
   uint64_t pending_upload_bytes;
   struct orch_metrics m;
@@ -425,9 +445,6 @@ void orch__routes_page(struct orch *o);
 void orch__routes_health(struct orch *o);
 void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);
-/* server.c: runtime settings by name (SBX_ENOENT unknown, SBX_EINVAL out of range). */
-int orch__rt_set(struct orch *o, const char *key, long long v);
-int orch__rt_range(const char *key, long long *lo, long long *hi);
 /* api_runs.c: a new run of a chat (not yet stored; rejected at once when execution is off)
  * and, once its store_run_put succeeded, its entry into the chat's queue (or its end). */
 struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char *code,

@@ -119,52 +119,15 @@ static int prepare_data_dir(const char *dir, struct sbx_error *err) {
   return 0;
 }
 
-/* Runtime settings an operator may change from the admin API; stored values win over cfg. */
-static const struct rt_key { const char *key; long long lo, hi; size_t off; int is_int; } rt_keys[] = {
-    {"ARTIFACT_RETENTION_DAYS", 1, 36500, offsetof(struct orch_runtime, retention_days), 1},
-    {"CODE_TIME_LIMIT_S", 1, ORCH_TIME_LIMIT_MAX_S, offsetof(struct orch_runtime, time_limit_s), 1},
-    {"CODE_PAUSED_WAIT_MS", 0, 86400000, offsetof(struct orch_runtime, paused_wait_ms), 0},
-    {"PAGE_GRACE_MS", 0, 86400000, offsetof(struct orch_runtime, page_grace_ms), 0},
-};
-
-int orch__rt_set(struct orch *o, const char *key, long long v) {
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++)
-    if (strcmp(rt_keys[i].key, key) == 0) {
-      if (v < rt_keys[i].lo || v > rt_keys[i].hi)
-        return SBX_EINVAL;
-      char *slot = (char *)&o->rt + rt_keys[i].off;
-      if (rt_keys[i].is_int)
-        *(int *)slot = (int)v;
-      else
-        *(uint64_t *)slot = (uint64_t)v;
-      return 0;
-    }
-  return SBX_ENOENT;
-}
-
-int orch__rt_range(const char *key, long long *lo, long long *hi) {
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++)
-    if (strcmp(rt_keys[i].key, key) == 0) {
-      *lo = rt_keys[i].lo;
-      *hi = rt_keys[i].hi;
-      return 0;
-    }
-  return SBX_ENOENT;
-}
-
+/* The runtime settings: the configuration's, then the values an operator stored (admin API). */
 static void load_runtime_settings(struct orch *o) {
-  const struct orch_config *c = o->cfg;
-  o->rt.time_limit_s = c->time_limit_s;
-  o->rt.paused_wait_ms = c->paused_wait_ms;
-  o->rt.page_grace_ms = c->page_grace_ms;
-  o->rt.watchdog_grace_ms = c->watchdog_grace_ms;
-  o->rt.cancel_grace_ms = c->cancel_grace_ms;
-  o->rt.retention_days = c->retention_days;
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(rt_keys); i++) {
+  orch__rt_init(&o->rt, o->cfg);
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
+    const char *key = orch__rt_settings[i].key;
     char *v = NULL;
-    if (store_setting_get(o->st, rt_keys[i].key, &v) == 0 && v != NULL) {
-      if (orch__rt_set(o, rt_keys[i].key, atoll(v)) != 0)
-        sbx_log(SBX_LOG_WARN, "orch", "stored setting %s=%s ignored (out of range)", rt_keys[i].key, v);
+    if (store_setting_get(o->st, key, &v) == 0 && v != NULL) {
+      if (orch__rt_set(&o->rt, key, atoll(v)) != 0)
+        sbx_log(SBX_LOG_WARN, "orch", "stored setting %s=%s ignored (out of range)", key, v);
       sbx_free(v);
     }
   }

@@ -1,7 +1,8 @@
 /* test_config.c -- settings (config.c): defaults, each setting's valid and invalid values with
  * the message naming it, the config file (comments, quotes, errors with line numbers), the
- * environment, cross-field checks. */
-#include "orch.h"
+ * environment, cross-field checks; the runtime settings: from the configuration, each one an
+ * operator may change set within its range and refused outside it. */
+#include "internal.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -149,6 +150,37 @@ START_TEST(test_env) {
 }
 END_TEST
 
+START_TEST(test_runtime) {
+  struct orch_config c;
+  orch_config_defaults(&c);
+  c.time_limit_s = 90;
+  c.cancel_grace_ms = 777;
+  struct orch_runtime rt;
+  orch__rt_init(&rt, &c);
+  ck_assert_int_eq(rt.time_limit_s, 90);
+  ck_assert_uint_eq(rt.cancel_grace_ms, 777);
+  ck_assert_uint_eq(rt.paused_wait_ms, 120000);
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
+    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    ck_assert_ptr_nonnull(s->key);
+    ck_assert_int_eq(orch__rt_set(&rt, s->key, s->hi), 0);
+    ck_assert_int_eq(orch__rt_get(&rt, s), s->hi);
+    ck_assert_int_eq(orch__rt_set(&rt, s->key, s->lo), 0);
+    ck_assert_int_eq(orch__rt_get(&rt, s), s->lo);
+    ck_assert_int_eq(orch__rt_set(&rt, s->key, s->hi + 1), SBX_EINVAL);
+    ck_assert_int_eq(orch__rt_set(&rt, s->key, s->lo - 1), SBX_EINVAL);
+    ck_assert_int_eq(orch__rt_get(&rt, s), s->lo); /* unchanged by a refusal */
+  }
+  ck_assert_int_eq(orch__rt_set(&rt, "CODE_TIME_LIMIT_S", 120), 0);
+  ck_assert_int_eq(rt.time_limit_s, 120);
+  ck_assert_int_eq(orch__rt_set(&rt, "PAGE_GRACE_MS", 4321), 0);
+  ck_assert_uint_eq(rt.page_grace_ms, 4321);
+  ck_assert_int_eq(orch__rt_set(&rt, "CODE_CANCEL_GRACE_MS", 1), SBX_ENOENT); /* not changeable */
+  ck_assert_int_eq(orch__rt_set(&rt, "NOPE", 1), SBX_ENOENT);
+  orch_config_free(&c);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("config");
   TCase *tc = tcase_create("settings");
@@ -157,6 +189,7 @@ int main(void) {
   tcase_add_test(tc, test_effects);
   tcase_add_test(tc, test_file);
   tcase_add_test(tc, test_env);
+  tcase_add_test(tc, test_runtime);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
