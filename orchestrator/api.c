@@ -173,14 +173,8 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
     memcpy(rec->chat_id, run->rec.chat_id, sizeof(rec->chat_id));
   } else if (!orch__api_valid_id(run_id))
     rc = SBX_ENOENT;
-  else {
-    struct store_run tmp;
-    rc = store_run_get(o->st, run_id, &tmp);
-    if (rc == 0) {
-      rc = orch__rec_copy(rec, &tmp);
-      store_run_free(&tmp);
-    }
-  }
+  else
+    rc = store_run_get(o->st, run_id, rec);
   if (rc == SBX_ENOENT) {
     orch__api_error(req, 404, "not_found", "no run %s", run_id);
     return 1;
@@ -191,7 +185,7 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
   }
   struct orch_chat *c = NULL;
   if (orch__chat_get(o, rec->chat_id, &c) != 0 || !orch__auth_allows(&a, c->id, c->token_hash)) {
-    orch__rec_clear(rec);
+    store_run_free(rec);
     if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
       orch__api_error(req, 401, "unauthorized", "wrong credential");
     else

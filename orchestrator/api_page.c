@@ -64,7 +64,7 @@ static void on_started(struct tp_req *req, void *ud) {
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  orch__rec_clear(&rec);
+  store_run_free(&rec);
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
@@ -165,7 +165,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   struct store_run rec;
   if (live_run(o, req, &run, &c, &rec) != 0)
     return;
-  orch__rec_clear(&rec);
+  store_run_free(&rec);
   const char *qa = tp_req_query(req, "attempt");
   int attempt = run ? run->attempts : 0;
   if (qa) {
@@ -519,7 +519,7 @@ static void on_result(struct tp_req *req, void *ud) {
     return;
   json_t *body = orch__api_body_object_flags(req, JSON_ALLOW_NUL);
   if (body == NULL) {
-    orch__rec_clear(&rec);
+    store_run_free(&rec);
     return;
   }
   replace_nul(body);
@@ -648,7 +648,7 @@ static void on_result(struct tp_req *req, void *ud) {
 out:
   if (ctx)
     ctx_free(ctx);
-  orch__rec_clear(&rec);
+  store_run_free(&rec);
   json_decref(body);
 }
 

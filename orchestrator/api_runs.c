@@ -379,7 +379,7 @@ static void on_get_run(struct tp_req *req, void *ud) {
     answer_or_wait(o, req, live, 200, wait_s);
   else
     orch__api_json(req, 200, orch__run_json(o, &rec));
-  orch__rec_clear(&rec);
+  store_run_free(&rec);
 }
 
 static void on_cancel(struct tp_req *req, void *ud) {
@@ -389,7 +389,7 @@ static void on_cancel(struct tp_req *req, void *ud) {
   struct orch_chat *c;
   if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
     return;
-  orch__rec_clear(&rec);
+  store_run_free(&rec);
   if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
     orch__api_error(req, 409, "conflict", "the run has already ended");
     return;

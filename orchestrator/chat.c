@@ -16,47 +16,6 @@
 
 /* ---- run records -------------------------------------------------------------------------- */
 
-static char *dup_or_null(const char *s) { return s ? sbx_strdup(s) : NULL; }
-
-void orch__rec_clear(struct store_run *r) {
-  sbx_free(r->code);
-  sbx_free(r->origin);
-  sbx_free(r->state);
-  sbx_free(r->status);
-  sbx_free(r->stdout_text);
-  sbx_free(r->stderr_text);
-  sbx_free(r->error_json);
-  sbx_free(r->notes_json);
-  sbx_free(r->remounted_json);
-  sbx_free(r->result_hash);
-  sbx_free(r->idempotency_key);
-  memset(r, 0, sizeof(*r));
-}
-
-int orch__rec_copy(struct store_run *d, const struct store_run *s) {
-  *d = *s;
-  d->code = dup_or_null(s->code);
-  d->origin = dup_or_null(s->origin);
-  d->state = dup_or_null(s->state);
-  d->status = dup_or_null(s->status);
-  d->stdout_text = dup_or_null(s->stdout_text);
-  d->stderr_text = dup_or_null(s->stderr_text);
-  d->error_json = dup_or_null(s->error_json);
-  d->notes_json = dup_or_null(s->notes_json);
-  d->remounted_json = dup_or_null(s->remounted_json);
-  d->result_hash = dup_or_null(s->result_hash);
-  d->idempotency_key = dup_or_null(s->idempotency_key);
-  if ((s->code && !d->code) || (s->origin && !d->origin) || (s->state && !d->state) ||
-      (s->status && !d->status) || (s->stdout_text && !d->stdout_text) ||
-      (s->stderr_text && !d->stderr_text) || (s->error_json && !d->error_json) ||
-      (s->notes_json && !d->notes_json) || (s->remounted_json && !d->remounted_json) ||
-      (s->result_hash && !d->result_hash) || (s->idempotency_key && !d->idempotency_key)) {
-    orch__rec_clear(d);
-    return SBX_ENOMEM;
-  }
-  return 0;
-}
-
 static void set_str(char **slot, const char *v) {
   if (*slot && v && strcmp(*slot, v) == 0)
     return;
@@ -87,7 +46,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 void orch__run_free(struct orch_run *run) {
   sbx_free(run->parked_event);
   free_uploads(run->chat ? run->chat->o : NULL, run);
-  orch__rec_clear(&run->rec);
+  store_run_free(&run->rec);
   sbx_free(run);
 }
 

@@ -360,9 +360,6 @@ void orch__chat_tick(struct orch_chat *c);
 /* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
  * memory; they are loaded again from the store on their next use.  Returns how many. */
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
-/* Copies a stored run record (deep). */
-int orch__rec_copy(struct store_run *dst, const struct store_run *src);
-void orch__rec_clear(struct store_run *r);
 
 /* events.c */
 /* Appends an event to the chat's log (durable) then sends it to every stream of the chat.
@@ -431,7 +428,7 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
                                 int page_allowed, int query_token_allowed);
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
  * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
- * id and chat_id are set (read the live run); owned by the caller either way: orch__rec_clear. */
+ * id and chat_id are set (read the live run); owned by the caller either way: store_run_free. */
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat);
 int orch__api_valid_id(const char *s);

@@ -153,13 +153,15 @@ static int reload_runs(struct orch *o, struct sbx_error *err) {
     SBX_LIST_INIT(&run->uploads);
     run->attempts = runs[i].attempts; /* the next dispatch is a new attempt */
     run->chat = c;
-    if (orch__rec_copy(&run->rec, &runs[i]) != 0 || orch__map_put(&o->runs, run->id, run) != 0) {
+    run->rec = runs[i]; /* moved: the list keeps no strings of it */
+    memset(&runs[i], 0, sizeof(runs[i]));
+    if (orch__map_put(&o->runs, run->id, run) != 0) {
       orch__run_free(run);
       rc = SBX_ENOMEM;
       break;
     }
-    if (o->run_seq < runs[i].seq)
-      o->run_seq = runs[i].seq;
+    if (o->run_seq < run->rec.seq)
+      o->run_seq = run->rec.seq;
     sbx_list_insert_tail(&c->runs, &run->chat_link);
     orch__run_sync_rec(run);
   }
