@@ -371,7 +371,9 @@ static void commit_result(struct result_ctx *ctx) {
     json_object_set_new(ev, "run_id", json_string(run->id));
     orch__event_emit(c, "files", ev);
   }
-  orch__run_settle(o, run, ctx->req); /* answers ctx->req once durable */
+  orch__waiter_add(o, ctx->req, run, 200, 0, 1); /* answered once durable */
+  tp_req_release(ctx->req);                       /* the waiter holds it now */
+  orch__run_settle(o, run);
   ctx_free(ctx);
 }
 
@@ -545,7 +547,7 @@ static void on_result(struct tp_req *req, void *ud) {
     if (same && run == NULL)
       orch__api_json(req, 200, orch__run_json(o, &rec));
     else if (same)
-      orch__waiter_add(o, req, run, 200, 60000); /* answered when the first copy is durable */
+      orch__waiter_add(o, req, run, 200, 60000, 0); /* answered when the first copy is durable */
     else {
       o->m.results_refused++;
       orch__api_error(req, 409, "conflict", "a different result was already recorded for this run");

@@ -8,8 +8,8 @@
  * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
  * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
  *   sent `cancel`, and the run ends when the page answers or after a grace.
- * Waiting requests are woken by the run's end (orch__waiters_wake_text), never by polling; each has a
- * timer for its own wait_s.  What it does not do: page reports (api_page.c).
+ * Waiting requests are called back by the run's end (orch__run_on_settled), never by polling; each
+ * has a timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
 #include "internal.h"
 #include "transport.h"
@@ -18,54 +18,82 @@
 
 /* ---- waiters ------------------------------------------------------------------------------ */
 
+struct waiter {
+  struct orch_settle settle; /* in the run's list while it waits */
+  struct orch *o;
+  struct tp_req *req;        /* held; NULL once answered or gone */
+  struct orch_run *run;      /* NULL once the run settled */
+  uv_timer_t timer;          /* wait_ms > 0 only */
+  int timed;
+  int status;                /* HTTP status of the answer (200/201) */
+  int durable;               /* an end that was not stored is a 500 */
+};
+
 static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
 
-/* answer: 0 none (the client left), 1 render the run now; text: already rendered. */
-static void waiter_end(struct orch_waiter *w, int answer, const char *text, size_t len) {
-  if (w->run != NULL) {
-    sbx_list_remove(&w->link);
-    if (answer && text)
-      orch__api_text(w->req, w->status_code, text, len);
-    else if (answer)
-      orch__api_json(w->req, w->status_code, orch__run_json(w->o, &w->run->rec));
-    w->run = NULL;
-  }
-  tp_req_release(w->req);
+/* The waiter is done (answered or its client gone): its request, timer and memory go. */
+static void waiter_free(struct waiter *w) {
+  orch__settle_cancel(&w->settle);
+  if (w->req)
+    tp_req_release(w->req);
   w->req = NULL;
+  if (!w->timed) {
+    sbx_free(w);
+    return;
+  }
   uv_timer_stop(&w->timer);
   uv_close((uv_handle_t *)&w->timer, on_waiter_timer_closed);
 }
 
-static void on_waiter_timeout(uv_timer_t *t) { waiter_end(t->data, 1, NULL, 0); }
-static void on_waiter_gone(struct tp_req *req, void *ud) {
-  (void)req;
-  waiter_end(ud, 0, NULL, 0);
+static void answer(struct waiter *w, struct orch_run *run) {
+  tp_req_on_close(w->req, NULL, NULL);
+  orch__api_json(w->req, w->status, orch__run_json(run->files_recorded ? w->o : NULL, &run->rec));
+  waiter_free(w);
 }
 
-void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
-                     uint64_t wait_ms) {
-  struct orch_waiter *w = sbx_calloc(1, sizeof(*w));
+static void on_waiter_settled(struct orch_settle *s, struct orch_run *run, int rc,
+                              const struct sbx_error *err) {
+  struct waiter *w = SBX_CONTAINER_OF(s, struct waiter, settle);
+  if (rc != 0 && w->durable) {
+    tp_req_on_close(w->req, NULL, NULL);
+    orch__api_error(w->req, 500, "storage", "the result could not be stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
+    waiter_free(w);
+    return;
+  }
+  answer(w, run);
+}
+
+static void on_waiter_timeout(uv_timer_t *t) {
+  struct waiter *w = t->data;
+  answer(w, w->run);
+}
+
+static void on_waiter_gone(struct tp_req *req, void *ud) {
+  (void)req;
+  waiter_free(ud);
+}
+
+void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
+                      uint64_t wait_ms, int durable) {
+  struct waiter *w = sbx_calloc(1, sizeof(*w));
   if (w == NULL) {
-    orch__api_json(req, status_code, orch__run_json(o, &run->rec));
+    orch__api_json(req, status, orch__run_json(o, &run->rec));
     return;
   }
   w->o = o;
   w->req = req;
   w->run = run;
-  w->status_code = status_code;
-  sbx_list_insert_tail(&run->waiters, &w->link);
+  w->status = status;
+  w->durable = durable;
+  orch__run_on_settled(run, &w->settle, on_waiter_settled);
   tp_req_hold(req);
   tp_req_on_close(req, on_waiter_gone, w);
-  uv_timer_init(o->loop, &w->timer);
-  w->timer.data = w;
-  uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
-}
-
-void orch__waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len) {
-  (void)o;
-  while (!SBX_LIST_EMPTY(&run->waiters)) {
-    struct orch_waiter *w = SBX_CONTAINER_OF(run->waiters.next, struct orch_waiter, link);
-    waiter_end(w, 1, text, len);
+  if (wait_ms > 0) {
+    w->timed = 1;
+    uv_timer_init(o->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
   }
 }
 
@@ -93,7 +121,7 @@ static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *
   if (run->state == ORCH_RUN_DONE || wait_s <= 0)
     orch__api_json(req, status, orch__run_json(o, &run->rec));
   else
-    orch__waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000));
+    orch__waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000), 0);
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
@@ -107,7 +135,7 @@ struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char
   store_id id;
   store_new_id(id);
   orch__run_init(run, id, timeout_s);
-  SBX_LIST_INIT(&run->waiters);
+  SBX_LIST_INIT(&run->settles);
   SBX_LIST_INIT(&run->uploads);
   SBX_LIST_INIT(&run->chat_link);
   struct store_run *r = &run->rec;
@@ -402,8 +430,8 @@ static void on_cancel(struct tp_req *req, void *ud) {
     sbx_free(run->rec.error_json);
     run->rec.error_json = orch__json_dump(err, NULL);
     json_decref(err);
-    tp_req_hold(req);
-    orch__run_settle(o, run, req);
+    orch__waiter_add(o, req, run, 200, 0, 1); /* answered once durable */
+    orch__run_settle(o, run);
     return;
   }
   if (rc == SBX_EAGAIN) {

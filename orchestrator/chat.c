@@ -4,13 +4,12 @@
  * What it does: loads chats on first use; pumps the queue (dispatch the head run with its mount
  * manifest computed from the database, or pause it while no page can take it); reacts to pages
  * changing (hidden or gone -> the run it ran is paused and re-dispatched as a new attempt
- * elsewhere or later); settles finished runs (persist, wake waiters, drop from memory); ticks
- * deadlines for the cron.  Every run transition is a step of run.c; every page transition a step
- * of page.c.  What it does not do: parse requests or write HTTP answers (except through the
- * waiters and the settle answer it is handed).
+ * elsewhere or later); settles finished runs (persist, then call back whoever waits for the end,
+ * drop from memory); ticks deadlines for the cron.  Every run transition is a step of run.c; every
+ * page transition a step of page.c.  What it does not do: know of HTTP.  Requests that wait for a
+ * run (api_runs.c's waiters) register a callback with orch__run_on_settled.
  */
 #include "internal.h"
-#include "transport.h"
 
 #include <string.h>
 
@@ -66,40 +65,38 @@ void orch__run_persist(struct orch *o, struct orch_run *run) {
 
 /* ---- settling a finished run -------------------------------------------------------------- */
 
+void orch__run_on_settled(struct orch_run *run, struct orch_settle *s, orch_settle_cb cb) {
+  s->cb = cb;
+  sbx_list_insert_tail(&run->settles, &s->link);
+}
+
+void orch__settle_cancel(struct orch_settle *s) { sbx_list_remove(&s->link); }
+
 struct settle_ctx {
   struct orch *o;
   struct orch_run *run;
-  struct tp_req *answer; /* held; answered with the run object once durable */
 };
 
-static void on_settled(int rc, const struct sbx_error *err, void *ud) {
-  struct settle_ctx *ctx = ud;
-  struct orch *o = ctx->o;
-  struct orch_run *run = ctx->run;
+static void settled(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
   if (rc != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: final state not durable: %s", run->id,
             err ? err->msg : sbx_strerror(rc));
-  /* The run object is rendered once for every answer waiting on it.  Its files are read from the
-   * store only if its result recorded some (run files are written nowhere else): a run without
-   * files costs no read here. */
-  size_t len = 0;
-  char *text = orch__run_text(run->files_recorded ? o : NULL, &run->rec, &len);
-  if (ctx->answer) {
-    if (rc == 0 && text)
-      orch__api_text(ctx->answer, 200, text, len);
-    else
-      orch__api_error(ctx->answer, 500, "storage", "the result could not be stored: %s",
-                     err ? err->msg : sbx_strerror(rc));
-    tp_req_release(ctx->answer);
+  while (!SBX_LIST_EMPTY(&run->settles)) {
+    struct orch_settle *s = SBX_CONTAINER_OF(run->settles.next, struct orch_settle, link);
+    sbx_list_remove(&s->link);
+    s->cb(s, run, rc, err);
   }
-  orch__waiters_wake_text(o, run, text, len);
-  sbx_free(text);
   orch__map_del(&o->runs, run->id);
   orch__run_free(run);
+}
+
+static void on_settled(int rc, const struct sbx_error *err, void *ud) {
+  struct settle_ctx *ctx = ud;
+  settled(ctx->o, ctx->run, rc, err);
   sbx_free(ctx);
 }
 
-void orch__run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer) {
+void orch__run_settle(struct orch *o, struct orch_run *run) {
   struct orch_chat *c = run->chat;
   if (run->rec.finished_at == 0)
     run->rec.finished_at = sbx_now_wall_ms();
@@ -111,20 +108,14 @@ void orch__run_settle(struct orch *o, struct orch_run *run, struct tp_req *answe
   run->chat = NULL; /* from here the run does not keep its chat in memory (eviction) */
   if (c)
     c->used_ms = sbx_now_mono_ms();
-  struct settle_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
-  struct settle_ctx local = {.o = o, .run = run, .answer = answer};
+  struct settle_ctx *ctx = sbx_malloc(sizeof(*ctx));
   if (ctx != NULL)
-    *ctx = local;
+    *ctx = (struct settle_ctx){.o = o, .run = run};
   if (ctx == NULL || store_run_put(o->st, &run->rec, on_settled, ctx) != 0) {
-    /* Not even queued: answer the failure now (on_settled frees ctx; use a heap copy or none). */
+    sbx_free(ctx); /* not even queued: whoever waits hears of the failure now */
     struct sbx_error e;
     sbx_error_set(&e, SBX_ENOMEM, "the final state could not be queued");
-    if (ctx == NULL && (ctx = sbx_malloc(sizeof(*ctx))) != NULL)
-      *ctx = local;
-    if (ctx != NULL)
-      on_settled(SBX_ENOMEM, &e, ctx);
-    else
-      sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory while settling", run->id);
+    settled(o, run, SBX_ENOMEM, &e);
   }
   if (c)
     orch__chat_pump(c);
@@ -358,7 +349,7 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     run->rec.restarted = 1;
     o->m.restarts++;
   }
-  orch__run_settle(o, run, NULL);
+  orch__run_settle(o, run);
 }
 
 void orch__chat_tick(struct orch_chat *c) {

@@ -4,7 +4,7 @@
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event streams.  A done run is
- * dropped from memory once its waiters were answered; the store keeps it.
+ * dropped from memory once whoever waited for it was called back; the store keeps it.
  */
 #ifndef ORCH_INTERNAL_H
 #define ORCH_INTERNAL_H
@@ -66,7 +66,7 @@ struct orch_run {
   /* Server side (chat.c, api_*.c); unused by the pure state machine. */
   struct orch_chat *chat;
   struct sbx_list chat_link;   /* in chat->runs, creation order */
-  struct sbx_list waiters;     /* struct orch_waiter */
+  struct sbx_list settles;     /* struct orch_settle: who waits for its end */
   struct sbx_list uploads;     /* struct orch_upload: output files of the current attempt */
   size_t upload_bytes;
   struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
@@ -291,15 +291,6 @@ struct orch_stream {
   struct sbx_list chat_link;
 };
 
-struct orch_waiter {          /* a request waiting for a run to end (wait_s) */
-  struct orch *o;
-  struct tp_req *req;
-  uv_timer_t timer;
-  struct orch_run *run;      /* NULL once detached */
-  struct sbx_list link;
-  int status_code;           /* HTTP status of the eventual answer (200/201) */
-};
-
 struct orch_upload {          /* an output file uploaded for the current attempt */
   struct sbx_list link;
   char *name;                /* normalized */
@@ -349,9 +340,22 @@ void orch__chat_pump(struct orch_chat *c);
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
 /* A live run: persist its record (fire and forget, logged on failure). */
 void orch__run_persist(struct orch *o, struct orch_run *run);
-/* Ends a live run (already DONE in the state machine): persist; once durable answer `answer`
- * (may be NULL; held, released here) with the run object, wake waiters, free the run; pump. */
-void orch__run_settle(struct orch *o, struct orch_run *run, struct tp_req *answer);
+/* Someone waiting for a run's end (api_runs.c's waiters: a wait_s request, a result's answer).
+ * cb runs once, when the run's final state is durable (rc 0) or could not be made so (rc, err);
+ * the run is readable during the call and freed once every cb returned.  One that stops waiting
+ * earlier takes itself off with orch__settle_cancel. */
+struct orch_settle;
+typedef void (*orch_settle_cb)(struct orch_settle *s, struct orch_run *run, int rc,
+                               const struct sbx_error *err);
+struct orch_settle {
+  struct sbx_list link; /* in run->settles */
+  orch_settle_cb cb;
+};
+void orch__run_on_settled(struct orch_run *run, struct orch_settle *s, orch_settle_cb cb);
+void orch__settle_cancel(struct orch_settle *s); /* safe when already called back or cancelled */
+/* Ends a live run (already DONE in the state machine): persists it, and once that is durable calls
+ * back whoever waits (orch__run_on_settled) and frees the run; pumps its chat. */
+void orch__run_settle(struct orch *o, struct orch_run *run);
 /* Mirrors state/status/attempts into run->rec. */
 void orch__run_sync_rec(struct orch_run *run);
 void orch__run_free(struct orch_run *run);
@@ -461,10 +465,10 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err);
 void orch__hosts_tick(struct orch_hosts *hs);
 void orch__hosts_close(struct orch_hosts *hs);
 
-/* wait_s waiters (api_runs.c) */
-void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status_code,
-                     uint64_t wait_ms);
-/* Answers every waiter of the run with `text` (the rendered run object; NULL: render each). */
-void orch__waiters_wake_text(struct orch *o, struct orch_run *run, const char *text, size_t len);
+/* api_runs.c: a request answered with the run object (`status`) when the run ends, or after
+ * wait_ms (0: no limit) with the run as it is then.  With `durable`, an end that could not be
+ * stored is answered 500 `storage` instead.  Holds req until it answers or the client leaves. */
+void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
+                      uint64_t wait_ms, int durable);
 
 #endif

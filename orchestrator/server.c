@@ -149,7 +149,7 @@ static int reload_runs(struct orch *o, struct sbx_error *err) {
       break;
     }
     orch__run_init(run, runs[i].id, runs[i].timeout_s);
-    SBX_LIST_INIT(&run->waiters);
+    SBX_LIST_INIT(&run->settles);
     SBX_LIST_INIT(&run->uploads);
     run->attempts = runs[i].attempts; /* the next dispatch is a new attempt */
     run->chat = c;
