@@ -10,7 +10,10 @@
  *   grace period (page.c).
  * POST /v1/chats/{chat}/presence {page_id, visible, kernel}
  *   Foreground/background and kernel state; hidden pauses the run the page holds.
- * What it does not do: send events (events.c) or decide dispatch (chat.c).
+ * Each stream is a listener of its chat's events (events.c): it writes them as SSE, and when it
+ * falls behind (its queue full) it stops taking live events and catches up from the log once it
+ * drains; a reconnecting page catches up the same way.  What it does not do: make events
+ * (events.c) or decide dispatch (chat.c).
  */
 #include "internal.h"
 #include "transport.h"
@@ -19,6 +22,70 @@
 #include <string.h>
 
 #define HEARTBEAT_MS 15000
+#define CATCH_UP_BATCH 64
+
+/* A page's event stream: a listener of its chat's events that writes them as SSE. */
+struct stream {
+  struct orch_listener l;    /* in chat->listeners while attached */
+  struct tp_req *req;
+  struct orch_chat *chat;
+  struct orch_page *page;    /* NULL once detached */
+  int64_t last_seq;          /* last event seq written to this stream */
+  int lagging;               /* a send hit the queue limit: catch up from the store on drain */
+};
+
+static void catch_up(struct stream *s);
+
+static void on_drain(struct tp_req *req, void *ud) {
+  (void)req;
+  struct stream *s = ud;
+  if (s->lagging)
+    catch_up(s);
+}
+
+static int send_one(struct stream *s, const char *type, int64_t seq, const char *data, size_t len) {
+  char id[24];
+  orch__fmt_i64(id, (long long)seq);
+  int rc = tp_sse_send(s->req, type, id, data, len);
+  if (rc == 0) {
+    s->last_seq = seq;
+    s->chat->o->m.events_sent++;
+  } else if (rc == SBX_EAGAIN) {
+    s->lagging = 1;
+    tp_stream_on_drain(s->req, on_drain, s);
+  }
+  return rc;
+}
+
+/* Sends the events after s->last_seq from the store (replay, or catching up after lagging). */
+static void catch_up(struct stream *s) {
+  struct orch *o = s->chat->o;
+  s->lagging = 0;
+  for (;;) {
+    struct store_event *ev = NULL;
+    size_t n = 0;
+    if (store_event_since(o->st, s->chat->id, s->last_seq, CATCH_UP_BATCH, &ev, &n) != 0)
+      return;
+    for (size_t i = 0; i < n; i++) {
+      int rc = send_one(s, ev[i].type, ev[i].seq, ev[i].payload, strlen(ev[i].payload));
+      if (rc != 0) {
+        store_event_list_free(ev, n);
+        return; /* lagging: resumes on drain; closed: the close callback cleans up */
+      }
+      o->m.events_replayed++;
+    }
+    store_event_list_free(ev, n);
+    if (n < CATCH_UP_BATCH)
+      return;
+  }
+}
+
+/* A live event of the chat (durable): sent unless the stream is catching up from the log. */
+static void on_event(struct orch_listener *l, const struct orch_event *ev) {
+  struct stream *s = SBX_CONTAINER_OF(l, struct stream, l);
+  if (!s->lagging && ev->seq > s->last_seq)
+    send_one(s, ev->type, ev->seq, ev->data, ev->len);
+}
 
 static int page_id_ok(const char *s) {
   if (s == NULL || *s == '\0' || strlen(s) > ORCH_PAGE_ID_MAX)
@@ -30,20 +97,20 @@ static int page_id_ok(const char *s) {
   return 1;
 }
 
-static void detach(struct orch_stream *s, int page_dropped) {
+static void detach(struct stream *s, int page_dropped) {
   struct orch_chat *c = s->chat;
   struct orch_page *p = s->page;
-  sbx_list_remove(&s->chat_link);
+  orch__chat_unlisten(&s->l);
   s->page = NULL;
-  if (p != NULL && p->stream == s) {
-    p->stream = NULL;
+  if (p != NULL && p->events == &s->l) {
+    p->events = NULL;
     if (page_dropped && orch__page_drop(p, c->o->rt.page_grace_ms) == 0)
       orch__chat_page_changed(c, p);
   }
 }
 
 static void on_stream_closed(struct tp_req *req, void *ud) {
-  struct orch_stream *s = ud;
+  struct stream *s = ud;
   detach(s, 1);
   tp_req_release(req);
   sbx_free(s);
@@ -95,7 +162,7 @@ static void on_events(struct tp_req *req, void *ud) {
     if (log_lost_after(o, c, last))
       last = -1; /* lost its place, as without Last-Event-ID */
   }
-  struct orch_stream *s = sbx_calloc(1, sizeof(*s));
+  struct stream *s = sbx_calloc(1, sizeof(*s));
   struct orch_page *p = orch__chat_page(c, pid);
   int fresh_page = p == NULL;
   if (fresh_page)
@@ -117,9 +184,9 @@ static void on_events(struct tp_req *req, void *ud) {
     orch__page_init(p, pid);
     p->chat = c;
     sbx_list_insert_tail(&c->pages, &p->chat_link);
-  } else if (p->stream != NULL) {
+  } else if (p->events != NULL) {
     /* The same page opened a second stream: the newer one wins. */
-    struct orch_stream *old = p->stream;
+    struct stream *old = SBX_CONTAINER_OF(p->events, struct stream, l);
     detach(old, 0);
     tp_stream_end(old->req);
     tp_req_release(old->req);
@@ -129,14 +196,14 @@ static void on_events(struct tp_req *req, void *ud) {
   s->chat = c;
   s->page = p;
   s->last_seq = last >= 0 ? last : c->event_seq;
-  p->stream = s;
-  sbx_list_insert_tail(&c->streams, &s->chat_link);
+  p->events = &s->l;
+  orch__chat_listen(c, &s->l, on_event);
   tp_req_on_close(req, on_stream_closed, s);
 
   int visible = parse_visible(tp_req_query(req, "visible"), p->state == ORCH_PAGE_NEW ? 1 : p->visible);
   orch__page_attach(p, visible, &c->visible_counter);
   if (last >= 0) {
-    orch__stream_catch_up(s);
+    catch_up(s);
   } else {
     /* Without Last-Event-ID the page may have missed the `run` it holds: dispatch it again. */
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);

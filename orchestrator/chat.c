@@ -163,7 +163,7 @@ struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *tok
   c->used_ms = sbx_now_mono_ms();
   SBX_LIST_INIT(&c->runs);
   SBX_LIST_INIT(&c->pages);
-  SBX_LIST_INIT(&c->streams);
+  SBX_LIST_INIT(&c->listeners);
   if (orch__map_put(&o->chats, c->id, c) != 0) {
     sbx_free(c);
     return NULL;
@@ -198,7 +198,7 @@ size_t orch__chats_evict(struct orch *o, uint64_t idle_ms) {
   while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
     if (now - c->used_ms < idle_ms || c->events_inflight > 0 || !SBX_LIST_EMPTY(&c->runs) ||
-        !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->streams))
+        !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->listeners))
       continue;
     orch__map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
     orch__chat_free(c);

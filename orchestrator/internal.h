@@ -3,7 +3,7 @@
  * server object.  Not for other modules (they use orch.h).
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
- * owns its live runs (queue in creation order), its pages and its event streams.  A done run is
+ * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
  * dropped from memory once whoever waited for it was called back; the store keeps it.
  */
 #ifndef ORCH_INTERNAL_H
@@ -115,7 +115,7 @@ enum orch_page_state {
 };
 enum orch_kernel_state { ORCH_KERNEL_UNKNOWN = 0, ORCH_KERNEL_LOADING, ORCH_KERNEL_READY, ORCH_KERNEL_BUSY, ORCH_KERNEL_DEAD };
 
-struct orch_stream;
+struct orch_listener;
 struct orch_page {
   char id[ORCH_PAGE_ID_MAX + 1];
   enum orch_page_state state;  /* written by page_set_state() only */
@@ -126,7 +126,7 @@ struct orch_page {
   uint64_t attached_at_ms;
   struct orch_chat *chat;
   struct sbx_list chat_link;
-  struct orch_stream *stream;  /* NULL in GRACE */
+  struct orch_listener *events; /* its event stream (api_events.c) while attached; NULL in GRACE */
 };
 const char *orch__page_state_name(enum orch_page_state s);
 const char *orch__kernel_state_name(enum orch_kernel_state k);
@@ -268,7 +268,7 @@ struct orch_chat {
   struct orch *o;
   struct sbx_list runs;      /* live runs (not done), creation order */
   struct sbx_list pages;     /* struct orch_page */
-  struct sbx_list streams;   /* struct orch_stream */
+  struct sbx_list listeners; /* struct orch_listener: who receives the chat's events */
   int64_t event_seq;         /* last event seq assigned */
   uint64_t visible_counter;
   uint64_t used_ms;          /* last looked up (mono): idle chats are dropped from memory */
@@ -281,15 +281,6 @@ struct orch_chat {
   int files_kept;
 };
 
-struct orch_stream {
-  struct tp_req *req;
-  struct orch_chat *chat;
-  struct orch_page *page;    /* NULL once detached */
-  int64_t last_seq;          /* last event seq written to this stream */
-  int lagging;               /* a send hit the queue limit: catch up from the store on drain */
-  int replaying;             /* replay from the store in progress: live events wait */
-  struct sbx_list chat_link;
-};
 
 struct orch_upload {          /* an output file uploaded for the current attempt */
   struct sbx_list link;
@@ -366,13 +357,28 @@ void orch__chat_tick(struct orch_chat *c);
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
 
 /* events.c */
-/* Appends an event to the chat's log (durable) then sends it to every stream of the chat.
+/* One event of a chat's log, as its listeners receive it (borrowed for the call). */
+struct orch_event {
+  int64_t seq;
+  const char *type;
+  const char *data; /* JSON text */
+  size_t len;
+};
+/* Who receives a chat's events (api_events.c: a page's event stream): cb runs for each event once
+ * it is durable, in seq order. */
+struct orch_listener;
+typedef void (*orch_listener_cb)(struct orch_listener *l, const struct orch_event *ev);
+struct orch_listener {
+  struct sbx_list link; /* in chat->listeners */
+  orch_listener_cb cb;
+};
+void orch__chat_listen(struct orch_chat *c, struct orch_listener *l, orch_listener_cb cb);
+void orch__chat_unlisten(struct orch_listener *l); /* safe when not listening */
+/* Appends an event to the chat's log (durable) then hands it to every listener of the chat.
  * payload is stolen. */
 int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 /* The same with the payload already as JSON text (steals data, sbx-allocated, len bytes). */
 int orch__event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len);
-/* Sends events after `after_seq` from the store to one stream (replay / catch-up). */
-void orch__stream_catch_up(struct orch_stream *s);
 
 /* json.c */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);

@@ -65,7 +65,7 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       pages_hidden += p->state == ORCH_PAGE_HIDDEN;
       pages_grace += p->state == ORCH_PAGE_GRACE;
     }
-    SBX_LIST_FOREACH(it, &c->streams) streams++;
+    SBX_LIST_FOREACH(it, &c->listeners) streams++; /* each listener is an event stream */
   }
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_live Runs not done, by state (queue depth).\n"
                              "# TYPE cerea_runs_live gauge\n");
