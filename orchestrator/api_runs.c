@@ -126,138 +126,53 @@ static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *
 
 /* ---- create ------------------------------------------------------------------------------- */
 
-struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char *code,
-                                const char *origin, const char *turn_id, int timeout_s,
-                                const char *idem) {
-  struct orch_run *run = sbx_calloc(1, sizeof(*run));
-  if (run == NULL)
-    return NULL;
-  store_id id;
-  store_new_id(id);
-  orch__run_init(run, id, timeout_s);
-  SBX_LIST_INIT(&run->settles);
-  SBX_LIST_INIT(&run->uploads);
-  SBX_LIST_INIT(&run->chat_link);
-  struct store_run *r = &run->rec;
-  orch__strcpy_cap(r->id, sizeof(r->id), id);
-  orch__strcpy_cap(r->chat_id, sizeof(r->chat_id), c->id);
-  orch__strcpy_cap(r->turn_id, sizeof(r->turn_id), turn_id ? turn_id : "");
-  r->code = sbx_strdup(code);
-  r->origin = sbx_strdup(origin);
-  r->timeout_s = timeout_s;
-  r->idempotency_key = idem ? sbx_strdup(idem) : NULL;
-  r->seq = ++o->run_seq;
-  r->created_at = sbx_now_wall_ms();
-  if (r->code == NULL || r->origin == NULL || (idem && r->idempotency_key == NULL)) {
-    orch__run_free(run);
-    return NULL;
-  }
-  if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
-    orch__run_finish(run, ORCH_RUN_STATUS_REJECTED);
-    r->finished_at = r->created_at;
-    r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
-                               "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
-                               "was not run.\",\"traceback\":null}");
-  }
-  orch__run_sync_rec(run);
-  return run;
-}
-
-struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
-  o->m.runs_created++;
-  if (run->state == ORCH_RUN_DONE) {
-    orch__metrics_observe_run(&o->m, run->status, -1);
-    orch__run_free(run);
-    return NULL;
-  }
-  if (orch__map_put(&o->runs, run->id, run) != 0) {
-    orch__run_free(run);
-    return NULL;
-  }
-  run->chat = c;
-  sbx_list_insert_tail(&c->runs, &run->chat_link);
-  orch__chat_pump(c);
-  return run;
-}
-
-struct create_ctx {
-  struct orch *o;
-  struct tp_req *req;
-  struct orch_run *run;      /* !early: owned until stored */
-  char run_id[STORE_ID_LEN + 1];
-  int early;                 /* already live (queued, maybe dispatched) while its put commits */
-  double wait_s;
-};
-
-static void answer_existing(struct orch *o, struct tp_req *req, const char *run_id, double wait_s) {
-  struct orch_run *live = orch__map_get(&o->runs, run_id);
-  if (live) {
-    answer_or_wait(o, req, live, 200, wait_s);
-    return;
-  }
+/* A run read from the store, answered with `status`. */
+static void answer_stored(struct orch *o, struct tp_req *req, const char *run_id, int status) {
   struct store_run r;
   if (store_run_get(o->st, run_id, &r) != 0) {
     orch__api_error(req, 500, "storage", "cannot read run %s", run_id);
     return;
   }
-  orch__api_json(req, 200, orch__run_json(o, &r));
+  orch__api_json(req, status, orch__run_json(o, &r));
   store_run_free(&r);
 }
 
-/* The early path: the run went live at once, so its dispatch (a run put and the `run` event,
- * queued after this put) commits in the same group; the page sees the event only after both are
- * durable (the writer completes in order), and the backend its 201 only after this put. */
-static void on_early_run_stored(struct create_ctx *ctx, int rc, const struct sbx_error *err) {
-  struct orch *o = ctx->o;
-  struct orch_run *live = orch__map_get(&o->runs, ctx->run_id);
-  if (rc != 0) {
-    if (live) { /* not durable: it never existed; what was queued behind it fails or is moot */
-      struct orch_chat *c = live->chat;
-      sbx_list_remove(&live->chat_link);
-      orch__map_del(&o->runs, live->id);
-      orch__run_free(live);
-      if (c)
-        orch__chat_pump(c);
-    }
-    orch__api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
-  } else if (live) {
-    answer_or_wait(o, ctx->req, live, 201, ctx->wait_s);
-  } else {
-    answer_existing(o, ctx->req, ctx->run_id, 0); /* already ended and stored */
-  }
+/* The run an idempotency key already named: 200, waiting up to wait_s when it is live. */
+static void answer_existing(struct orch *o, struct tp_req *req, const char *run_id, double wait_s) {
+  struct orch_run *live = orch__map_get(&o->runs, run_id);
+  if (live)
+    answer_or_wait(o, req, live, 200, wait_s);
+  else
+    answer_stored(o, req, run_id, 200);
 }
 
-static void on_run_stored(int rc, const struct sbx_error *err, void *ud) {
+struct create_ctx {
+  struct orch *o;
+  struct tp_req *req;        /* held until answered */
+  char chat_id[STORE_ID_LEN + 1];
+  char run_id[STORE_ID_LEN + 1];
+  char *idem;                /* the idempotency key, or NULL */
+  double wait_s;
+};
+
+static void on_created(void *ud, int rc, const struct sbx_error *err, struct orch_run *run) {
   struct create_ctx *ctx = ud;
   struct orch *o = ctx->o;
-  struct orch_run *run = ctx->run;
-  if (ctx->early) {
-    on_early_run_stored(ctx, rc, err);
-  } else if (rc == SBX_EEXIST && run->rec.idempotency_key) {
-    store_id other;
-    if (store_run_by_idempotency(o->st, run->rec.chat_id, run->rec.idempotency_key, other) == 0)
+  store_id other;
+  if (rc == SBX_EEXIST && ctx->idem) {
+    if (store_run_by_idempotency(o->st, ctx->chat_id, ctx->idem, other) == 0)
       answer_existing(o, ctx->req, other, ctx->wait_s);
     else
       orch__api_error(ctx->req, 409, "conflict", "idempotency key already used");
-    orch__run_free(run);
   } else if (rc != 0) {
     orch__api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
-    orch__run_free(run);
+  } else if (run != NULL) {
+    answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
   } else {
-    struct orch_chat *c = NULL;
-    if (orch__chat_get(o, run->rec.chat_id, &c) != 0) {
-      orch__api_error(ctx->req, 500, "internal", "chat vanished");
-      orch__run_free(run);
-    } else if (run->state == ORCH_RUN_DONE) { /* rejected: durable and final */
-      orch__api_json(ctx->req, 201, orch__run_json(o, &run->rec));
-      orch__run_accept(o, c, run);
-    } else if ((run = orch__run_accept(o, c, run)) == NULL) {
-      orch__api_error(ctx->req, 500, "internal", "out of memory");
-    } else {
-      answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
-    }
+    answer_stored(o, ctx->req, ctx->run_id, 201); /* it already ended */
   }
   tp_req_release(ctx->req);
+  sbx_free(ctx->idem);
   sbx_free(ctx);
 }
 
@@ -339,54 +254,28 @@ static void on_create_run(struct tp_req *req, void *ud) {
       goto out;
     }
   }
-  struct orch_run *run = orch__run_build(o, c, code, origin, turn_id, timeout_s, idem);
+  struct orch_run *run = orch__run_new(o, c, code, origin, turn_id, timeout_s, idem);
   struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
-  if (run == NULL || ctx == NULL) {
+  if (run == NULL || ctx == NULL || (idem && (ctx->idem = sbx_strdup(idem)) == NULL)) {
     if (run)
       orch__run_free(run);
+    if (ctx)
+      sbx_free(ctx->idem);
     sbx_free(ctx);
     orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   ctx->o = o;
   ctx->req = req;
-  ctx->run = run;
-  orch__strcpy_cap(ctx->run_id, sizeof(ctx->run_id), run->id);
+  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
+  snprintf(ctx->run_id, sizeof(ctx->run_id), "%s", run->id);
   ctx->wait_s = wait_s;
-  /* Without an idempotency key (whose uniqueness only the store can settle) a live run goes into
-   * its chat's queue first and is dispatched (or paused) at once; its one put, queued after that,
-   * records the state it reached, and its `run` event is queued right behind the put: one row
-   * write and one durable commit, not two, before the page hears of it. */
-  int early = ctx->early = idem == NULL && run->state != ORCH_RUN_DONE;
-  if (early) {
-    ctx->run = NULL;
-    run->put_pending = 1;
-    if ((run = orch__run_accept(o, c, run)) == NULL) { /* freed it */
-      sbx_free(ctx);
-      orch__api_error(req, 500, "internal", "out of memory");
-      goto out;
-    }
-    run->put_pending = 0;
-    orch__run_sync_rec(run);
-  }
   tp_req_hold(req);
-  if (store_run_put(o->st, &run->rec, on_run_stored, ctx) != 0) {
+  if (orch__run_create(o, c, run, on_created, ctx) != 0) { /* run freed */
     tp_req_release(req);
-    if (early) { /* never stored: it never existed */
-      sbx_list_remove(&run->chat_link);
-      orch__map_del(&o->runs, run->id);
-    }
-    orch__run_free(run);
+    sbx_free(ctx->idem);
     sbx_free(ctx);
     orch__api_error(req, 500, "internal", "run could not be queued");
-    if (early)
-      orch__chat_pump(c);
-    goto out;
-  }
-  if (run->parked_event) {
-    char *ev = run->parked_event;
-    run->parked_event = NULL;
-    orch__event_emit_text(c, "run", ev, run->parked_len);
   }
 out:
   json_decref(body);

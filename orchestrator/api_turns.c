@@ -158,7 +158,7 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   t->turn.answer = sbx_strdup(json_string_value(ja));
   t->turn.finished_at = sbx_now_wall_ms();
   for (size_t i = 0; i < nb; i++) {
-    t->runs[i] = orch__run_build(o, c, blocks[i], "auto", t->turn.id, o->rt.time_limit_s, NULL);
+    t->runs[i] = orch__run_new(o, c, blocks[i], "auto", t->turn.id, o->rt.time_limit_s, NULL);
     if (t->runs[i] == NULL) {
       orch__api_error(req, 500, "internal", "out of memory");
       goto out;

@@ -13,6 +13,11 @@
 
 #include <string.h>
 
+/* What a pump did to the head run of a chat. */
+enum pump_step { PUMP_NONE = 0, PUMP_PAUSED, PUMP_DISPATCHED };
+
+static struct orch_run *head_run(struct orch_chat *c);
+
 /* ---- run records -------------------------------------------------------------------------- */
 
 static void set_str(char **slot, const char *v) {
@@ -43,7 +48,6 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 }
 
 void orch__run_free(struct orch_run *run) {
-  sbx_free(run->parked_event);
   free_uploads(run->chat ? run->chat->o : NULL, run);
   store_run_free(&run->rec);
   sbx_free(run);
@@ -57,10 +61,194 @@ static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
 
 void orch__run_persist(struct orch *o, struct orch_run *run) {
   orch__run_sync_rec(run);
-  if (run->put_pending)
-    return; /* the creating put, queued next, carries this state */
   if (store_run_put(o->st, &run->rec, on_persisted, NULL) != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: persist could not be queued", run->id);
+}
+
+/* ---- a run's creation --------------------------------------------------------------------- */
+
+static struct orch_run *run_alloc(const char *id, int timeout_s) {
+  struct orch_run *run = sbx_calloc(1, sizeof(*run));
+  if (run == NULL)
+    return NULL;
+  orch__run_init(run, id, timeout_s);
+  SBX_LIST_INIT(&run->settles);
+  SBX_LIST_INIT(&run->uploads);
+  SBX_LIST_INIT(&run->chat_link);
+  return run;
+}
+
+struct orch_run *orch__run_new(struct orch *o, struct orch_chat *c, const char *code,
+                               const char *origin, const char *turn_id, int timeout_s,
+                               const char *idem) {
+  store_id id;
+  store_new_id(id);
+  struct orch_run *run = run_alloc(id, timeout_s);
+  if (run == NULL)
+    return NULL;
+  struct store_run *r = &run->rec;
+  snprintf(r->id, sizeof(r->id), "%s", id);
+  snprintf(r->chat_id, sizeof(r->chat_id), "%s", c->id);
+  snprintf(r->turn_id, sizeof(r->turn_id), "%s", turn_id ? turn_id : "");
+  r->code = sbx_strdup(code);
+  r->origin = sbx_strdup(origin);
+  r->timeout_s = timeout_s;
+  r->idempotency_key = idem ? sbx_strdup(idem) : NULL;
+  r->seq = ++o->run_seq;
+  r->created_at = sbx_now_wall_ms();
+  if (r->code == NULL || r->origin == NULL || (idem && r->idempotency_key == NULL)) {
+    orch__run_free(run);
+    return NULL;
+  }
+  if (o->cfg->exec_mode == ORCH_EXEC_OFF) {
+    orch__run_finish(run, ORCH_RUN_STATUS_REJECTED);
+    r->finished_at = r->created_at;
+    r->error_json = sbx_strdup("{\"type\":\"ExecutionDisabled\",\"message\":\"Code execution is "
+                               "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
+                               "was not run.\",\"traceback\":null}");
+  }
+  orch__run_sync_rec(run);
+  return run;
+}
+
+int orch__run_reload(struct orch *o, struct store_run *rec) {
+  struct orch_chat *c;
+  if (orch__chat_get(o, rec->chat_id, &c) != 0)
+    return 0; /* its chat cannot be loaded: the run stays in the store */
+  struct orch_run *run = run_alloc(rec->id, rec->timeout_s);
+  if (run == NULL)
+    return SBX_ENOMEM;
+  run->attempts = rec->attempts; /* the next dispatch is a new attempt */
+  run->rec = *rec;               /* taken: the caller's copy keeps no strings */
+  memset(rec, 0, sizeof(*rec));
+  if (orch__map_put(&o->runs, run->id, run) != 0) {
+    orch__run_free(run);
+    return SBX_ENOMEM;
+  }
+  if (o->run_seq < run->rec.seq)
+    o->run_seq = run->rec.seq;
+  run->chat = c;
+  sbx_list_insert_tail(&c->runs, &run->chat_link);
+  orch__run_sync_rec(run);
+  return 0;
+}
+
+/* The run joins the live runs: the map and its chat's queue (not pumped). */
+static int enter(struct orch *o, struct orch_chat *c, struct orch_run *run) {
+  if (orch__map_put(&o->runs, run->id, run) != 0)
+    return SBX_ENOMEM;
+  run->chat = c;
+  sbx_list_insert_tail(&c->runs, &run->chat_link);
+  return 0;
+}
+
+/* A live run whose creation was not made durable: it never existed. */
+static void leave(struct orch *o, struct orch_run *run) {
+  struct orch_chat *c = run->chat;
+  sbx_list_remove(&run->chat_link);
+  orch__map_del(&o->runs, run->id);
+  orch__run_free(run);
+  if (c)
+    orch__chat_pump(c);
+}
+
+struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
+  o->m.runs_created++;
+  if (run->state == ORCH_RUN_DONE) {
+    orch__metrics_observe_run(&o->m, run->status, -1);
+    orch__run_free(run);
+    return NULL;
+  }
+  if (enter(o, c, run) != 0) {
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: stored, but out of memory to run it now (it runs "
+            "after a restart)", run->id);
+    orch__run_free(run);
+    return NULL;
+  }
+  orch__chat_pump(c);
+  return run;
+}
+
+struct create_ctx {
+  struct orch *o;
+  struct orch_run *run;      /* a run that goes live once stored: owned until then */
+  char run_id[STORE_ID_LEN + 1];
+  orch_created_cb cb;
+  void *ud;
+};
+
+static void on_created(int rc, const struct sbx_error *err, void *ud) {
+  struct create_ctx *ctx = ud;
+  struct orch *o = ctx->o;
+  struct orch_run *run = ctx->run ? ctx->run : orch__map_get(&o->runs, ctx->run_id);
+  struct orch_chat *c = NULL;
+  if (rc != 0) {
+    if (ctx->run)
+      orch__run_free(run);
+    else if (run) /* went live at once: what was queued behind its put fails or is moot */
+      leave(o, run);
+    ctx->cb(ctx->ud, rc, err, NULL);
+  } else if (ctx->run == NULL) {
+    ctx->cb(ctx->ud, 0, NULL, run); /* NULL: it already ended and left memory */
+  } else if (run->state == ORCH_RUN_DONE) {
+    ctx->cb(ctx->ud, 0, NULL, run);
+    orch__run_accept(o, NULL, run); /* counted and freed */
+  } else if (orch__chat_get(o, run->rec.chat_id, &c) != 0) {
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: stored, but its chat cannot be loaded now (it runs "
+            "after a restart)", run->id);
+    orch__run_free(run);
+    ctx->cb(ctx->ud, 0, NULL, NULL);
+  } else {
+    ctx->cb(ctx->ud, 0, NULL, orch__run_accept(o, c, run));
+  }
+  sbx_free(ctx);
+}
+
+static enum pump_step pump_step(struct orch_chat *c, struct orch_run **moved);
+static void announce(struct orch *o, struct orch_chat *c, struct orch_run *run, enum pump_step st);
+static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *run);
+
+int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, orch_created_cb cb,
+                     void *ud) {
+  struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  if (ctx == NULL) {
+    orch__run_free(run);
+    return SBX_ENOMEM;
+  }
+  *ctx = (struct create_ctx){.o = o, .run = run, .cb = cb, .ud = ud};
+  snprintf(ctx->run_id, sizeof(ctx->run_id), "%s", run->id);
+  /* Without an idempotency key (whose uniqueness only the store can settle) a run goes live at
+   * once: it joins its chat's queue and takes its first step (dispatched, or paused while no page
+   * can take it) before its one put is queued, so that put records the state it reached, and the
+   * dispatch's `run` event is queued right behind it: one row write and one durable commit before
+   * the page hears of the run (the writer completes in order). */
+  enum pump_step step = PUMP_NONE;
+  struct orch_run *moved = NULL;
+  if (run->rec.idempotency_key == NULL && run->state != ORCH_RUN_DONE) {
+    o->m.runs_created++;
+    if (enter(o, c, run) != 0) {
+      orch__run_free(run);
+      sbx_free(ctx);
+      return SBX_ENOMEM;
+    }
+    ctx->run = NULL;
+    step = pump_step(c, &moved);
+    if (moved != NULL && moved != run)
+      announce(o, c, moved, step); /* the head was another run (it had waited for a page) */
+    orch__run_sync_rec(run);
+  }
+  int rc = store_run_put(o->st, &run->rec, on_created, ctx);
+  if (rc != 0) {
+    if (ctx->run)
+      orch__run_free(run);
+    else
+      leave(o, run);
+    sbx_free(ctx);
+    return rc;
+  }
+  if (moved == run && step == PUMP_DISPATCHED)
+    emit_dispatch(o, c, run);
+  return 0;
 }
 
 /* ---- settling a finished run -------------------------------------------------------------- */
@@ -251,51 +439,62 @@ static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run 
   return text;
 }
 
-static void dispatch(struct orch_chat *c, struct orch_run *run, struct orch_page *p) {
-  struct orch *o = c->o;
-  int again = run->attempts > 0;
-  if (orch__run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
-    return;
-  free_uploads(o, run); /* files of an earlier attempt never become artifacts */
-  run->restart_sent = 0;
-  o->m.runs_dispatched++;
-  if (again)
-    o->m.attempts_redispatched++;
+/* Tells the chat's pages the run was dispatched (its `run` event). */
+static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *run) {
   size_t len = 0;
   char *ev = manifest_text(o, c, run, &len);
   if (ev == NULL) { /* the page never hears of it: the watchdog ends the attempt */
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory rendering its manifest", run->id);
-    orch__run_persist(o, run);
     return;
   }
-  if (run->put_pending) {
-    /* Dispatched while being created (api_runs.c, early path): the creating put, queued next,
-     * records it as dispatched, and the event is emitted right behind that put. */
-    sbx_free(run->parked_event);
-    run->parked_event = ev;
-    run->parked_len = len;
-    return;
-  }
-  orch__run_persist(o, run);
   orch__event_emit_text(c, "run", ev, len);
 }
 
-void orch__chat_pump(struct orch_chat *c) {
+/* The head run's next step, in the state machine only: dispatched to the chat's active page, or
+ * paused while no page can take it.  *moved is the run that moved (its record and event are for
+ * the caller to write: announce). */
+static enum pump_step pump_step(struct orch_chat *c, struct orch_run **moved) {
   struct orch *o = c->o;
+  *moved = NULL;
   if (o->closing)
-    return;
+    return PUMP_NONE;
   struct orch_run *run = head_run(c);
   if (run == NULL || run->finishing)
-    return;
+    return PUMP_NONE;
   if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING)
-    return; /* one at a time */
+    return PUMP_NONE; /* one at a time */
   struct orch_page *p = orch__chat_active_page(c);
   if (p != NULL) {
-    dispatch(c, run, p);
-  } else if (run->state == ORCH_RUN_QUEUED) {
-    if (orch__run_pause(run, o->rt.paused_wait_ms) == 0)
-      orch__run_persist(o, run);
+    int again = run->attempts > 0;
+    if (orch__run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
+      return PUMP_NONE;
+    free_uploads(o, run); /* files of an earlier attempt never become artifacts */
+    run->restart_sent = 0;
+    o->m.runs_dispatched++;
+    if (again)
+      o->m.attempts_redispatched++;
+    *moved = run;
+    return PUMP_DISPATCHED;
   }
+  if (run->state == ORCH_RUN_QUEUED && orch__run_pause(run, o->rt.paused_wait_ms) == 0) {
+    *moved = run;
+    return PUMP_PAUSED;
+  }
+  return PUMP_NONE;
+}
+
+/* Writes what a step changed: the run's record and, for a dispatch, its `run` event. */
+static void announce(struct orch *o, struct orch_chat *c, struct orch_run *run, enum pump_step st) {
+  orch__run_persist(o, run);
+  if (st == PUMP_DISPATCHED)
+    emit_dispatch(o, c, run);
+}
+
+void orch__chat_pump(struct orch_chat *c) {
+  struct orch_run *run;
+  enum pump_step st = pump_step(c, &run);
+  if (st != PUMP_NONE)
+    announce(c->o, c, run, st);
 }
 
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {

@@ -73,10 +73,6 @@ struct orch_run {
   int finishing;               /* a result is being made durable */
   char inflight_hash[65];      /* that result's hash (a resend gets the same answer) */
   int restart_sent;            /* the page was told to restart its kernel */
-  int put_pending;             /* created, its first put not yet queued: state changes ride on
-                                  that put, and a `run` event waits in parked_event */
-  char *parked_event;          /* the dispatch's `run` payload text while put_pending (owned) */
-  size_t parked_len;
   int files_recorded;          /* run files queued with its result (0: none, the settle answer
                                   renders `files: []` without reading the store) */
 };
@@ -347,6 +343,26 @@ void orch__settle_cancel(struct orch_settle *s); /* safe when already called bac
 /* Ends a live run (already DONE in the state machine): persists it, and once that is durable calls
  * back whoever waits (orch__run_on_settled) and frees the run; pumps its chat. */
 void orch__run_settle(struct orch *o, struct orch_run *run);
+/* A new run of chat c, neither stored nor live: queued, or already done `rejected` when code
+ * execution is off.  NULL when out of memory. */
+struct orch_run *orch__run_new(struct orch *o, struct orch_chat *c, const char *code,
+                               const char *origin, const char *turn_id, int timeout_s,
+                               const char *idempotency_key);
+/* Makes a new run (orch__run_new; stolen) durable and live.  cb runs once its first put is done:
+ * cb(ud, 0, NULL, run) with the live run in its chat's queue, or with the final (rejected) run,
+ * freed after cb returns, or with NULL when it already ended and left memory (read it from the
+ * store); cb(ud, rc, err, NULL) when it was not stored (SBX_EEXIST: its idempotency key is
+ * taken).  Returns an error without calling cb when nothing could be queued (the run freed). */
+typedef void (*orch_created_cb)(void *ud, int rc, const struct sbx_error *err,
+                                struct orch_run *run);
+int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, orch_created_cb cb,
+                     void *ud);
+/* A new run already durable goes live: into its chat's queue (pumped).  Returns it, or NULL when
+ * it was final (rejected: counted and freed) or could not go live (logged; freed). */
+struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
+/* A stored unfinished run goes live again at start (queued; its next dispatch a new attempt);
+ * takes rec's strings.  0 also for a run whose chat cannot be loaded (it stays in the store). */
+int orch__run_reload(struct orch *o, struct store_run *rec);
 /* Mirrors state/status/attempts into run->rec. */
 void orch__run_sync_rec(struct orch_run *run);
 void orch__run_free(struct orch_run *run);
@@ -452,13 +468,6 @@ void orch__routes_page(struct orch *o);
 void orch__routes_health(struct orch *o);
 void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);
-/* api_runs.c: a new run of a chat (not yet stored; rejected at once when execution is off)
- * and, once its store_run_put succeeded, its entry into the chat's queue (or its end). */
-struct orch_run *orch__run_build(struct orch *o, struct orch_chat *c, const char *code,
-                                const char *origin, const char *turn_id, int timeout_s,
-                                const char *idempotency_key);
-/* Returns the live run, or NULL when it was final (rejected) and has been freed. */
-struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run);
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
 
 /* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the

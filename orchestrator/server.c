@@ -139,32 +139,8 @@ static int reload_runs(struct orch *o, struct sbx_error *err) {
   int rc = store_run_list_unfinished(o->st, &runs, &n);
   if (rc != 0)
     return sbx_error_set(err, rc, "cannot reload unfinished runs: %s", sbx_strerror(rc));
-  for (size_t i = 0; i < n; i++) {
-    struct orch_chat *c;
-    if (orch__chat_get(o, runs[i].chat_id, &c) != 0)
-      continue;
-    struct orch_run *run = sbx_calloc(1, sizeof(*run));
-    if (run == NULL) {
-      rc = SBX_ENOMEM;
-      break;
-    }
-    orch__run_init(run, runs[i].id, runs[i].timeout_s);
-    SBX_LIST_INIT(&run->settles);
-    SBX_LIST_INIT(&run->uploads);
-    run->attempts = runs[i].attempts; /* the next dispatch is a new attempt */
-    run->chat = c;
-    run->rec = runs[i]; /* moved: the list keeps no strings of it */
-    memset(&runs[i], 0, sizeof(runs[i]));
-    if (orch__map_put(&o->runs, run->id, run) != 0) {
-      orch__run_free(run);
-      rc = SBX_ENOMEM;
-      break;
-    }
-    if (o->run_seq < run->rec.seq)
-      o->run_seq = run->rec.seq;
-    sbx_list_insert_tail(&c->runs, &run->chat_link);
-    orch__run_sync_rec(run);
-  }
+  for (size_t i = 0; i < n && rc == 0; i++)
+    rc = orch__run_reload(o, &runs[i]);
   if (n > 0)
     sbx_log(SBX_LOG_INFO, "orch", "reloaded %zu unfinished runs", n);
   store_run_list_free(runs, n);
