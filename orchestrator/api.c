@@ -197,3 +197,15 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
     *chat = c;
   return 0;
 }
+
+void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
+                          const struct sbx_error *err) {
+  struct tp_req *req = ud;
+  if (rc == 0)
+    orch__api_json(req, 200, orch__run_json(run->files_recorded ? o : NULL, &run->rec));
+  else if (rc == SBX_ENAME)
+    orch__api_error(req, 400, "invalid_name", "%s", err ? err->msg : "invalid file name");
+  else
+    orch__api_error(req, 500, "storage", "%s", err ? err->msg : sbx_strerror(rc));
+  tp_req_release(req);
+}

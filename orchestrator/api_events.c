@@ -207,7 +207,7 @@ static void on_events(struct tp_req *req, void *ud) {
   } else {
     /* Without Last-Event-ID the page may have missed the `run` it holds: dispatch it again. */
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
-    if (head && !head->finishing && strcmp(head->page_id, p->id) == 0 &&
+    if (head && strcmp(head->page_id, p->id) == 0 &&
         (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
         orch__run_pause(head, o->rt.paused_wait_ms) == 0)
       orch__run_persist(o, head);

@@ -1,22 +1,18 @@
-/* api_page.c -- what a page reports about a run it was sent: started, output files, result.
+/* api_page.c -- what a page reports about a run it was sent, as requests: started, output files,
+ * result.  The requests are read and checked here; what they do to the run is report.c's.
  *
  * POST /v1/runs/{run}/started {attempt, page_id}   -> 200; a stale attempt -> 409
  * PUT  /v1/runs/{run}/files/{name*}[?attempt=N]    -> 201 {name, size, sha256}; the name is the
  *      path under /mnt/output (may hold '/'), checked by the store's naming rules (400).  The body
  *      streams into a store stage (a temp file under DATA/blobs/tmp, hashed as it comes; never
- *      whole in memory), kept with the attempt until the result (a stale attempt's files never
- *      become artifacts: their stages are aborted).  A body arriving for a run that cannot take
- *      it (no usable credential, run not running) is read and dropped; the handler answers the
- *      same errors as ever once the body is in.
- * POST /v1/runs/{run}/result {attempt, status, ...} -> 200 the run object, once durable:
- *      each listed file (uploaded first, same size and sha256) is stored as an output file of the
- *      chat (the next version of its name, source output, kind file|figure, expires after the
- *      retention; the stage handed to store_file_add_staged), recorded as the run's file in
- *      order, then the run is stored done.  A file whose store failed must be uploaded again
- *      before the result is retried (its stage went with the failed write); one stored by an
- *      earlier try of the result is kept.  The same
- *      body again -> the same answer; a different one -> 409 (result_hash); a stale attempt -> 409.
- * What it does not do: decide what a status means for the kernel (the page already replaced it).
+ *      whole in memory), kept with the attempt until the result.  A body arriving for a run that
+ *      cannot take it (no usable credential, run not running) is read and dropped; the handler
+ *      answers the same errors as ever once the body is in.
+ * POST /v1/runs/{run}/result {attempt, status, ...} -> 200 the run object, once durable: each
+ *      listed file must have been uploaded first (same size and sha256); the run is stored done
+ *      after its files (report.c).  The same body again -> the same answer; a different one -> 409
+ *      (result_hash); a stale attempt -> 409.
+ * What it does not do: keep uploads or results (report.c).
  */
 #include "internal.h"
 #include "transport.h"
@@ -24,9 +20,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define UPLOADS_MAX_BYTES_TOTAL (1024ull * 1024 * 1024) /* across runs: 503 beyond */
-#define UPLOADS_MAX_BYTES_RUN (200ull * 1024 * 1024)
 
 static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, struct orch_chat **c,
                     struct store_run *rec) {
@@ -41,12 +34,16 @@ static int attempt_ok(json_t *ja) {
   return json_is_integer(ja) && json_integer_value(ja) >= 1 && json_integer_value(ja) <= INT32_MAX;
 }
 
+/* 0 when attempt is the current attempt of a run a page may report on (dispatched, running, or
+ * finishing its result); else answers 409 and returns 1. */
 static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int attempt) {
   if (run == NULL || run->state == ORCH_RUN_DONE) {
     orch__api_error(req, 409, "conflict", "the run has ended");
     return 1;
   }
-  if (attempt != run->attempts || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING)) {
+  int reporting = run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING ||
+                  run->state == ORCH_RUN_FINISHING;
+  if (attempt != run->attempts || !reporting) {
     o->m.results_refused++;
     orch__api_error(req, 409, "stale_attempt", "attempt %d is not the current attempt of this run (%d, %s)",
                    attempt, run->attempts, orch__run_state_name(run->state));
@@ -80,28 +77,13 @@ static void on_started(struct tp_req *req, void *ud) {
       json_decref(body);
       return;
     }
-    int was = run->state;
-    orch__run_started(run, (int)json_integer_value(ja), o->rt.watchdog_grace_ms);
-    if (was == ORCH_RUN_DISPATCHED) {
-      run->rec.started_at = sbx_now_wall_ms();
-      orch__run_persist(o, run);
-    }
+    orch__run_report_started(o, run, (int)json_integer_value(ja));
     orch__api_json(req, 200, orch__run_json(o, &run->rec));
   }
   json_decref(body);
 }
 
 /* ---- output files --------------------------------------------------------------------------- */
-
-static struct orch_upload *find_upload(struct orch_run *run, const char *name) {
-  struct sbx_list *it;
-  SBX_LIST_FOREACH(it, &run->uploads) {
-    struct orch_upload *u = SBX_CONTAINER_OF(it, struct orch_upload, link);
-    if (strcmp(u->name, name) == 0)
-      return u;
-  }
-  return NULL;
-}
 
 /* The sink's context of a PUT: the stage its body goes to (NULL: the body is dropped). */
 struct put_ctx {
@@ -118,8 +100,7 @@ static int put_could_keep(struct orch *o, struct tp_req *req) {
     return 0;
   const char *id = tp_req_param(req, "run");
   struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
-  if (run == NULL || run->finishing ||
-      (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
+  if (run == NULL || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
     return 0;
   if (a.kind == ORCH_CRED_PAGE)
     return run->chat != NULL && orch__auth_allows(&a, run->chat->id, run->chat->token_hash);
@@ -179,7 +160,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   }
   if (stale(o, req, run, attempt))
     return;
-  if (run->finishing) {
+  if (run->state == ORCH_RUN_FINISHING) {
     orch__api_error(req, 409, "conflict", "the run's result is being stored");
     return;
   }
@@ -202,46 +183,23 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
     orch__api_error(req, 500, "storage", "output file not staged: %s", err.msg);
     return;
   }
-  size_t len = (size_t)store_blob_stage_size(*stage);
-  struct orch_upload *u = find_upload(run, name);
-  size_t count = 0;
-  struct sbx_list *it;
-  SBX_LIST_FOREACH(it, &run->uploads) count++;
-  if (u == NULL && count >= ORCH_FILES_LISTED) {
-    sbx_free(name);
+  struct orch_upload *u;
+  int rc = orch__run_add_upload(o, run, name, stage, sha, attempt, &u);
+  if (rc == SBX_EFULL) {
     orch__api_error(req, 413, "too_many_files", "at most %d files per run", ORCH_FILES_LISTED);
     return;
   }
-  size_t old = u ? u->size : 0;
-  if (run->upload_bytes - old + len > UPLOADS_MAX_BYTES_RUN ||
-      o->pending_upload_bytes - old + len > UPLOADS_MAX_BYTES_TOTAL) {
-    sbx_free(name);
+  if (rc == SBX_EBUSY) {
     orch__api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
     return;
   }
-  if (u == NULL && (u = sbx_calloc(1, sizeof(*u))) == NULL) {
-    sbx_free(name);
+  if (rc != 0) {
     orch__api_error(req, 500, "internal", "out of memory");
     return;
   }
-  if (u->name == NULL) {
-    u->name = name;
-    sbx_list_insert_tail(&run->uploads, &u->link);
-  } else {
-    sbx_free(name);
-    store_blob_stage_abort(u->stage); /* the earlier upload of this name */
-  }
-  run->upload_bytes = run->upload_bytes - old + len;
-  o->pending_upload_bytes = o->pending_upload_bytes - old + len;
-  u->stage = *stage;
-  *stage = NULL;
-  u->size = len;
-  u->attempt = attempt;
-  u->file_id[0] = '\0';
-  memcpy(u->sha256, sha, sizeof(sha));
   json_t *j = json_object();
   json_object_set_new(j, "name", json_string(u->name));
-  json_object_set_new(j, "size", json_integer((json_int_t)len));
+  json_object_set_new(j, "size", json_integer((json_int_t)u->size));
   json_object_set_new(j, "sha256", json_string(u->sha256));
   orch__api_json(req, 201, j);
 }
@@ -276,136 +234,6 @@ static void read_fields(json_t *b, union result_fields *f) {
       "stderr_truncated", "restarted",     "files_unlisted", "figures_dropped", "error",
       "notes",          "remounted",       "files"};
   orch__api_fields(b, result_keys, f->v, SBX_ARRAY_SIZE(f->v));
-}
-
-struct result_ctx {
-  struct orch *o;
-  struct orch_run *run;
-  struct tp_req *req;
-  json_t *body;
-  union result_fields f; /* of body */
-  char hash[65];
-  size_t pending;
-  int failed;
-  struct sbx_error err;
-  struct orch_upload **files; /* in the order listed */
-  char **kinds;
-  size_t n_files;
-  struct file_cb { struct result_ctx *ctx; size_t i; } *cbs;
-};
-
-static void ctx_free(struct result_ctx *ctx) {
-  json_decref(ctx->body);
-  sbx_free(ctx->files);
-  sbx_free(ctx->kinds);
-  sbx_free(ctx->cbs);
-  sbx_free(ctx);
-}
-
-static char *dump_field(json_t *v) { return v && !json_is_null(v) ? orch__json_dump(v, NULL) : NULL; }
-
-/* The first ORCH_OUT_CHARS characters (code points) of the UTF-8 text s, newly allocated; *cut
- * set when s was longer.  A page caps its streams itself; this keeps a careless or hostile page
- * from storing megabytes of "stdout" in a run that every reader of the run then receives. */
-static char *capped_text(const char *s, int *cut) {
-  size_t i = 0, chars = 0;
-  *cut = 0;
-  if (s == NULL)
-    return sbx_strdup("");
-  while (s[i] && chars < ORCH_OUT_CHARS) {
-    i++; /* skip continuation bytes: jansson handed us valid UTF-8 */
-    while ((s[i] & 0xC0) == 0x80)
-      i++;
-    chars++;
-  }
-  *cut = s[i] != '\0';
-  return *cut ? sbx_strndup(s, i) : sbx_strdup(s);
-}
-
-static void on_run_file_put(int rc, const struct sbx_error *err, void *ud) {
-  (void)ud;
-  if (rc != 0)
-    sbx_log(SBX_LOG_ERROR, "page", "run file not recorded: %s", err ? err->msg : sbx_strerror(rc));
-}
-
-static void commit_result(struct result_ctx *ctx) {
-  struct orch *o = ctx->o;
-  struct orch_run *run = ctx->run;
-  struct store_run *r = &run->rec;
-  const union result_fields *f = &ctx->f;
-  enum orch_run_status st;
-  orch__run_status_parse(json_string_value(f->status), &st);
-  sbx_free(r->stdout_text);
-  sbx_free(r->stderr_text);
-  sbx_free(r->error_json);
-  sbx_free(r->notes_json);
-  sbx_free(r->remounted_json);
-  sbx_free(r->result_hash);
-  int cut_out = 0, cut_err = 0;
-  r->stdout_text = capped_text(json_string_value(f->out), &cut_out);
-  r->stderr_text = capped_text(json_string_value(f->err), &cut_err);
-  r->stdout_truncated = cut_out || json_is_true(f->out_cut);
-  r->stderr_truncated = cut_err || json_is_true(f->err_cut);
-  r->error_json = dump_field(f->error);
-  r->notes_json = dump_field(f->notes);
-  r->remounted_json = dump_field(f->remounted);
-  r->restarted = json_is_true(f->restarted);
-  if (r->restarted)
-    o->m.restarts++;
-  r->files_unlisted = (int)json_integer_value(f->files_unlisted);
-  r->figures_dropped = (int)json_integer_value(f->figures_dropped);
-  r->result_hash = sbx_strdup(ctx->hash);
-  if (r->started_at == 0)
-    r->started_at = sbx_now_wall_ms();
-  r->finished_at = sbx_now_wall_ms();
-  orch__run_finish(run, st);
-  run->files_recorded = (int)ctx->n_files;
-  for (size_t i = 0; i < ctx->n_files; i++)
-    store_run_file_put(o->st, run->id, (int)i, ctx->files[i]->file_id, on_run_file_put, NULL);
-  run->finishing = 0;
-  o->m.results_accepted++;
-  struct orch_chat *c = run->chat;
-  if (ctx->n_files > 0 && c) {
-    json_t *ev = json_object();
-    json_object_set_new(ev, "chat_id", json_string(c->id));
-    json_object_set_new(ev, "run_id", json_string(run->id));
-    orch__event_emit(c, "files", ev);
-  }
-  orch__waiter_add(o, ctx->req, run, 200, 0, 1); /* answered once durable */
-  tp_req_release(ctx->req);                       /* the waiter holds it now */
-  orch__run_settle(o, run);
-  ctx_free(ctx);
-}
-
-static void outputs_settled(struct result_ctx *ctx);
-
-static void on_output_stored(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
-  struct file_cb *fc = ud;
-  struct result_ctx *ctx = fc->ctx;
-  if (rc != 0) {
-    if (!ctx->failed && err)
-      ctx->err = *err;
-    ctx->failed = ctx->failed ? ctx->failed : rc;
-  } else {
-    orch__strcpy_cap(ctx->files[fc->i]->file_id, sizeof(ctx->files[fc->i]->file_id), res->file.id);
-  }
-  if (--ctx->pending == 0)
-    outputs_settled(ctx);
-}
-
-/* Every output file of the result is stored (or failed): answer the failure, or go on. */
-static void outputs_settled(struct result_ctx *ctx) {
-  if (ctx->failed) {
-    ctx->run->finishing = 0;
-    if (ctx->failed == SBX_ENAME)
-      orch__api_error(ctx->req, 400, "invalid_name", "%s", ctx->err.msg);
-    else
-      orch__api_error(ctx->req, 500, "storage", "output files not stored: %s", ctx->err.msg[0] ? ctx->err.msg : sbx_strerror(ctx->failed));
-    tp_req_release(ctx->req);
-    ctx_free(ctx);
-    return;
-  }
-  commit_result(ctx);
 }
 
 static const char *check_result_body(const union result_fields *f) {
@@ -531,23 +359,26 @@ static void on_result(struct tp_req *req, void *ud) {
   if (canon)
     store_sha256_hex(canon, canon_len, hash);
   sbx_free(canon);
-  struct result_ctx *ctx = NULL;
   union result_fields rf;
   read_fields(body, &rf);
   json_t *ja = rf.attempt;
   const char *bad;
+  struct orch_upload **ups = NULL;
+  const char **kinds = NULL;
   if (!attempt_ok(ja)) {
     orch__api_error(req, 400, "invalid_field", "attempt: an integer is required");
     goto out;
   }
   /* Ended (or ending) already: the same result gets the same answer, another one 409. */
-  if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
-    const char *have = run ? (run->finishing ? run->inflight_hash : run->rec.result_hash) : rec.result_hash;
+  if (run == NULL || run->state == ORCH_RUN_DONE || run->state == ORCH_RUN_FINISHING) {
+    const char *have = run == NULL                          ? rec.result_hash
+                       : run->state == ORCH_RUN_FINISHING ? run->finishing_hash
+                                                          : run->rec.result_hash;
     int same = have && *have && strcmp(have, hash) == 0;
     if (same && run == NULL)
       orch__api_json(req, 200, orch__run_json(o, &rec));
     else if (same)
-      orch__waiter_add(o, req, run, 200, 60000, 0); /* answered when the first copy is durable */
+      orch__waiter_add(o, req, run, 200, 60000); /* answered when the first copy is durable */
     else {
       o->m.results_refused++;
       orch__api_error(req, 409, "conflict", "a different result was already recorded for this run");
@@ -562,10 +393,8 @@ static void on_result(struct tp_req *req, void *ud) {
   }
   json_t *files = rf.files;
   size_t n = json_is_array(files) ? json_array_size(files) : 0;
-  ctx = sbx_calloc(1, sizeof(*ctx));
-  if (ctx == NULL || (n && ((ctx->files = sbx_calloc(n, sizeof(*ctx->files))) == NULL ||
-                            (ctx->kinds = sbx_calloc(n, sizeof(*ctx->kinds))) == NULL ||
-                            (ctx->cbs = sbx_calloc(n, sizeof(*ctx->cbs))) == NULL))) {
+  if (n && ((ups = sbx_calloc(n, sizeof(*ups))) == NULL ||
+            (kinds = sbx_calloc(n, sizeof(*kinds))) == NULL)) {
     orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
@@ -577,7 +406,7 @@ static void on_result(struct tp_req *req, void *ud) {
       orch__api_error(req, 400, "invalid_name", "%s", err.msg);
       goto out;
     }
-    struct orch_upload *u = find_upload(run, norm);
+    struct orch_upload *u = orch__run_upload(run, norm);
     const char *sha = json_string_value(json_object_get(f, "sha256"));
     json_t *sz = json_object_get(f, "size");
     if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
@@ -592,64 +421,41 @@ static void on_result(struct tp_req *req, void *ud) {
       goto out;
     }
     for (size_t k = 0; k < i; k++)
-      if (ctx->files[k] == u) {
+      if (ups[k] == u) {
         orch__api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
         goto out;
       }
-    ctx->files[i] = u;
-    ctx->kinds[i] = (char *)(json_string_value(json_object_get(f, "kind")) ?: "file");
+    ups[i] = u;
+    kinds[i] = json_string_value(json_object_get(f, "kind"));
   }
-  ctx->n_files = n;
-  ctx->o = o;
-  ctx->run = run;
-  ctx->req = req;
-  ctx->body = json_incref(body);
-  ctx->f = rf;
-  orch__strcpy_cap(ctx->hash, sizeof(ctx->hash), hash);
-  run->finishing = 1;
-  orch__strcpy_cap(run->inflight_hash, sizeof(run->inflight_hash), hash);
-  tp_req_hold(req);
-  if (n == 0) {
-    commit_result(ctx);
-    ctx = NULL;
-    goto out;
+  enum orch_run_status st = ORCH_RUN_STATUS_NONE;
+  orch__run_status_parse(json_string_value(rf.status), &st);
+  struct orch_result res = {
+      .attempt = (int)json_integer_value(ja),
+      .hash = hash,
+      .status = st,
+      .out = json_string_value(rf.out),
+      .err = json_string_value(rf.err),
+      .out_cut = json_is_true(rf.out_cut),
+      .err_cut = json_is_true(rf.err_cut),
+      .restarted = json_is_true(rf.restarted),
+      .files_unlisted = (int)json_integer_value(rf.files_unlisted),
+      .figures_dropped = (int)json_integer_value(rf.figures_dropped),
+      .error = rf.error,
+      .notes = rf.notes,
+      .remounted = rf.remounted,
+      .files = ups,
+      .kinds = kinds,
+      .n_files = n,
+  };
+  tp_req_hold(req); /* answered once the run is stored done (orch__api_answer_end) */
+  if (orch__run_submit_result(o, run, &res, orch__api_answer_end, req) != 0) {
+    tp_req_release(req);
+    orch__api_error(req, 500, "internal", "out of memory");
   }
-  /* Store every file; the run is stored done after the last one is durable. */
-  struct store_file *existing = NULL;
-  size_t ne = 0;
-  if (store_file_list(o->st, c->id, 0, &existing, &ne) != 0)
-    ne = 0;
-  int64_t expires = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
-  ctx->pending = 1; /* this loop's own hold: released after it */
-  for (size_t i = 0; i < n; i++) {
-    struct orch_upload *u = ctx->files[i];
-    if (u->stage == NULL)
-      continue; /* stored by an earlier try of this result: its file_id stands */
-    u->file_id[0] = '\0';
-    const char *reason = orch__manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, ctx->kinds[i], u->size);
-    struct store_file_in in = {
-        .chat_id = c->id, .name = u->name, .source = STORE_SRC_OUTPUT, .mounted = reason == NULL,
-        .left_out_reason = reason, .run_id = run->id, .kind = ctx->kinds[i], .expires_at = expires,
-    };
-    ctx->cbs[i].ctx = ctx;
-    ctx->cbs[i].i = i;
-    struct store_blob_stage *sg = u->stage;
-    u->stage = NULL; /* stolen by the store, even when it cannot queue */
-    ctx->pending++;
-    int qrc = store_file_add_staged(o->st, &in, sg, on_output_stored, &ctx->cbs[i]);
-    if (qrc != 0) { /* could not queue: count it as failed now */
-      ctx->failed = ctx->failed ? ctx->failed : qrc;
-      ctx->pending--;
-    }
-  }
-  if (ne)
-    store_file_list_free(existing, ne);
-  if (--ctx->pending == 0)
-    outputs_settled(ctx);
-  ctx = NULL;
 out:
-  if (ctx)
-    ctx_free(ctx);
+  sbx_free(ups);
+  sbx_free(kinds);
   store_run_free(&rec);
   json_decref(body);
 }

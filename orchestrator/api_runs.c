@@ -19,54 +19,39 @@
 /* ---- waiters ------------------------------------------------------------------------------ */
 
 struct waiter {
-  struct orch_settle settle; /* in the run's list while it waits */
+  struct orch_settle *settle; /* its registration with the run; NULL once called back */
   struct orch *o;
-  struct tp_req *req;        /* held; NULL once answered or gone */
-  struct orch_run *run;      /* NULL once the run settled */
-  uv_timer_t timer;          /* wait_ms > 0 only */
-  int timed;
+  struct tp_req *req;        /* held */
+  struct orch_run *run;
+  uv_timer_t timer;
   int status;                /* HTTP status of the answer (200/201) */
-  int durable;               /* an end that was not stored is a 500 */
 };
 
 static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
 
-/* The waiter is done (answered or its client gone): its request, timer and memory go. */
+/* The waiter is done (answered, or its client gone): its registration, request and timer go. */
 static void waiter_free(struct waiter *w) {
-  orch__settle_cancel(&w->settle);
-  if (w->req)
-    tp_req_release(w->req);
-  w->req = NULL;
-  if (!w->timed) {
-    sbx_free(w);
-    return;
-  }
+  if (w->settle)
+    orch__settle_cancel(w->settle);
+  tp_req_on_close(w->req, NULL, NULL);
+  tp_req_release(w->req);
   uv_timer_stop(&w->timer);
   uv_close((uv_handle_t *)&w->timer, on_waiter_timer_closed);
 }
 
-static void answer(struct waiter *w, struct orch_run *run) {
-  tp_req_on_close(w->req, NULL, NULL);
-  orch__api_json(w->req, w->status, orch__run_json(run->files_recorded ? w->o : NULL, &run->rec));
+static void on_waiter_end(void *ud, struct orch *o, struct orch_run *run, int rc,
+                          const struct sbx_error *err) {
+  (void)rc, (void)err;
+  struct waiter *w = ud;
+  w->settle = NULL;
+  orch__api_json(w->req, w->status, orch__run_json(run->files_recorded ? o : NULL, &run->rec));
   waiter_free(w);
-}
-
-static void on_waiter_settled(struct orch_settle *s, struct orch_run *run, int rc,
-                              const struct sbx_error *err) {
-  struct waiter *w = SBX_CONTAINER_OF(s, struct waiter, settle);
-  if (rc != 0 && w->durable) {
-    tp_req_on_close(w->req, NULL, NULL);
-    orch__api_error(w->req, 500, "storage", "the result could not be stored: %s",
-                    err ? err->msg : sbx_strerror(rc));
-    waiter_free(w);
-    return;
-  }
-  answer(w, run);
 }
 
 static void on_waiter_timeout(uv_timer_t *t) {
   struct waiter *w = t->data;
-  answer(w, w->run);
+  orch__api_json(w->req, w->status, orch__run_json(w->o, &w->run->rec));
+  waiter_free(w);
 }
 
 static void on_waiter_gone(struct tp_req *req, void *ud) {
@@ -75,9 +60,10 @@ static void on_waiter_gone(struct tp_req *req, void *ud) {
 }
 
 void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
-                      uint64_t wait_ms, int durable) {
+                      uint64_t wait_ms) {
   struct waiter *w = sbx_calloc(1, sizeof(*w));
-  if (w == NULL) {
+  if (w == NULL || (w->settle = orch__run_on_end(run, on_waiter_end, w)) == NULL) {
+    sbx_free(w);
     orch__api_json(req, status, orch__run_json(o, &run->rec));
     return;
   }
@@ -85,16 +71,11 @@ void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, 
   w->req = req;
   w->run = run;
   w->status = status;
-  w->durable = durable;
-  orch__run_on_settled(run, &w->settle, on_waiter_settled);
   tp_req_hold(req);
   tp_req_on_close(req, on_waiter_gone, w);
-  if (wait_ms > 0) {
-    w->timed = 1;
-    uv_timer_init(o->loop, &w->timer);
-    w->timer.data = w;
-    uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
-  }
+  uv_timer_init(o->loop, &w->timer);
+  w->timer.data = w;
+  uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
 }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -121,7 +102,7 @@ static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *
   if (run->state == ORCH_RUN_DONE || wait_s <= 0)
     orch__api_json(req, status, orch__run_json(o, &run->rec));
   else
-    orch__waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000), 0);
+    orch__waiter_add(o, req, run, status, (uint64_t)(wait_s * 1000));
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
@@ -303,36 +284,24 @@ static void on_cancel(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
   struct store_run rec;
-  struct orch_chat *c;
-  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
+  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, NULL) != 0)
     return;
   store_run_free(&rec);
-  if (run == NULL || run->state == ORCH_RUN_DONE || run->finishing) {
+  if (run == NULL) {
     orch__api_error(req, 409, "conflict", "the run has already ended");
     return;
   }
-  int rc = orch__run_request_cancel(run, o->rt.cancel_grace_ms);
-  if (rc == 0) {
-    /* queued or paused: ended now; answered once durable */
-    json_t *err = json_pack("{s:s, s:s, s:n}", "type", "Cancelled", "message",
-                            "The run was cancelled before it started.", "traceback");
-    sbx_free(run->rec.error_json);
-    run->rec.error_json = orch__json_dump(err, NULL);
-    json_decref(err);
-    orch__waiter_add(o, req, run, 200, 0, 1); /* answered once durable */
-    orch__run_settle(o, run);
+  tp_req_hold(req); /* a run that ends now is answered once durable (orch__api_answer_end) */
+  int rc = orch__run_cancel(o, run, orch__api_answer_end, req);
+  if (rc == 0)
     return;
-  }
-  if (rc == SBX_EAGAIN) {
-    json_t *ev = json_object();
-    json_object_set_new(ev, "run_id", json_string(run->id));
-    json_object_set_new(ev, "attempt", json_integer(run->attempts));
-    json_object_set_new(ev, "page_id", json_string(run->page_id));
-    orch__event_emit(c, "cancel", ev);
-    orch__api_json(req, 202, orch__run_json(o, &run->rec));
-    return;
-  }
-  orch__api_error(req, 409, "conflict", "the run cannot be cancelled in state %s", orch__run_state_name(run->state));
+  tp_req_release(req);
+  if (rc == SBX_EAGAIN)
+    orch__api_json(req, 202, orch__run_json(o, &run->rec)); /* the page was sent `cancel` */
+  else if (rc == SBX_ESTATE)
+    orch__api_error(req, 409, "conflict", "the run has already ended");
+  else
+    orch__api_error(req, 500, "internal", "out of memory");
 }
 
 void orch__routes_runs(struct orch *o) {

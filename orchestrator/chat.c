@@ -251,14 +251,40 @@ int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, 
   return 0;
 }
 
-/* ---- settling a finished run -------------------------------------------------------------- */
+/* ---- a run's end ------------------------------------------------------------------------- */
 
-void orch__run_on_settled(struct orch_run *run, struct orch_settle *s, orch_settle_cb cb) {
+struct orch_settle {
+  struct sbx_list link; /* in run->settles */
+  orch_end_cb cb;
+  void *ud;
+};
+
+struct orch_settle *orch__run_on_end(struct orch_run *run, orch_end_cb cb, void *ud) {
+  struct orch_settle *s = sbx_malloc(sizeof(*s));
+  if (s == NULL)
+    return NULL;
   s->cb = cb;
+  s->ud = ud;
   sbx_list_insert_tail(&run->settles, &s->link);
+  return s;
 }
 
-void orch__settle_cancel(struct orch_settle *s) { sbx_list_remove(&s->link); }
+void orch__settle_cancel(struct orch_settle *s) {
+  sbx_list_remove(&s->link);
+  sbx_free(s);
+}
+
+/* Calls back (and frees) every registration of the run, in order. */
+void orch__run_call_back(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
+  while (!SBX_LIST_EMPTY(&run->settles)) {
+    struct orch_settle *s = SBX_CONTAINER_OF(run->settles.next, struct orch_settle, link);
+    sbx_list_remove(&s->link);
+    orch_end_cb cb = s->cb;
+    void *ud = s->ud;
+    sbx_free(s);
+    cb(ud, o, run, rc, err);
+  }
+}
 
 struct settle_ctx {
   struct orch *o;
@@ -266,14 +292,14 @@ struct settle_ctx {
 };
 
 static void settled(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
-  if (rc != 0)
+  struct sbx_error e;
+  if (rc != 0) {
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: final state not durable: %s", run->id,
             err ? err->msg : sbx_strerror(rc));
-  while (!SBX_LIST_EMPTY(&run->settles)) {
-    struct orch_settle *s = SBX_CONTAINER_OF(run->settles.next, struct orch_settle, link);
-    sbx_list_remove(&s->link);
-    s->cb(s, run, rc, err);
+    sbx_error_set(&e, rc, "the result could not be stored: %s", err ? err->msg : sbx_strerror(rc));
+    err = &e;
   }
+  orch__run_call_back(o, run, rc, err);
   orch__map_del(&o->runs, run->id);
   orch__run_free(run);
 }
@@ -307,6 +333,35 @@ void orch__run_settle(struct orch *o, struct orch_run *run) {
   }
   if (c)
     orch__chat_pump(c);
+}
+
+/* The error object of a run the server ended itself, as stored JSON text. */
+static void set_error(struct orch_run *run, const char *type, const char *message) {
+  json_t *err = json_pack("{s:s, s:s, s:n}", "type", type, "message", message, "traceback");
+  sbx_free(run->rec.error_json);
+  run->rec.error_json = err ? orch__json_dump(err, NULL) : NULL;
+  json_decref(err);
+}
+
+int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void *ud) {
+  if (run->state == ORCH_RUN_FINISHING || run->state == ORCH_RUN_DONE)
+    return SBX_ESTATE;
+  if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) {
+    orch__run_request_cancel(run, o->rt.cancel_grace_ms);
+    json_t *ev = json_pack("{s:s, s:i, s:s}", "run_id", run->id, "attempt", run->attempts,
+                           "page_id", run->page_id);
+    if (ev != NULL && run->chat != NULL)
+      orch__event_emit(run->chat, "cancel", ev);
+    else
+      json_decref(ev);
+    return SBX_EAGAIN;
+  }
+  if (cb != NULL && orch__run_on_end(run, cb, ud) == NULL)
+    return SBX_ENOMEM;
+  orch__run_request_cancel(run, o->rt.cancel_grace_ms); /* queued or paused: done now */
+  set_error(run, "Cancelled", "The run was cancelled before it started.");
+  orch__run_settle(o, run);
+  return 0;
 }
 
 /* ---- chats -------------------------------------------------------------------------------- */
@@ -459,9 +514,8 @@ static enum pump_step pump_step(struct orch_chat *c, struct orch_run **moved) {
   if (o->closing)
     return PUMP_NONE;
   struct orch_run *run = head_run(c);
-  if (run == NULL || run->finishing)
-    return PUMP_NONE;
-  if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING)
+  if (run == NULL || run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING ||
+      run->state == ORCH_RUN_FINISHING)
     return PUMP_NONE; /* one at a time */
   struct orch_page *p = orch__chat_active_page(c);
   if (p != NULL) {
@@ -469,7 +523,6 @@ static enum pump_step pump_step(struct orch_chat *c, struct orch_run **moved) {
     if (orch__run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
       return PUMP_NONE;
     free_uploads(o, run); /* files of an earlier attempt never become artifacts */
-    run->restart_sent = 0;
     o->m.runs_dispatched++;
     if (again)
       o->m.attempts_redispatched++;
@@ -500,7 +553,7 @@ void orch__chat_pump(struct orch_chat *c) {
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
   struct orch *o = c->o;
   struct orch_run *run = head_run(c);
-  if (run && !run->finishing &&
+  if (run &&
       (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
       strcmp(run->page_id, p->id) == 0 &&
       (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
@@ -514,7 +567,6 @@ void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
 
 static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch_run_due due) {
   struct orch *o = c->o;
-  json_t *err = json_object();
   char msg[400];
   const char *type = "Abandoned";
   if (due == ORCH_RUN_DUE_ABANDONED) {
@@ -534,17 +586,11 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     type = "Cancelled";
     snprintf(msg, sizeof(msg), "The run was cancelled; the sandbox was restarted.");
   }
-  json_object_set_new(err, "type", json_string(type));
-  json_object_set_new(err, "message", json_string(msg));
-  json_object_set_new(err, "traceback", json_null());
-  sbx_free(run->rec.error_json);
-  run->rec.error_json = orch__json_dump(err, NULL);
-  json_decref(err);
+  set_error(run, type, msg);
   if (due != ORCH_RUN_DUE_ABANDONED && run->page_id[0]) {
-    json_t *ev = json_object();
-    json_object_set_new(ev, "run_id", json_string(run->id));
-    json_object_set_new(ev, "page_id", json_string(run->page_id));
-    orch__event_emit(c, "restart", ev);
+    json_t *ev = json_pack("{s:s, s:s}", "run_id", run->id, "page_id", run->page_id);
+    if (ev != NULL)
+      orch__event_emit(c, "restart", ev);
     run->rec.restarted = 1;
     o->m.restarts++;
   }
@@ -563,8 +609,6 @@ void orch__chat_tick(struct orch_chat *c) {
   }
   SBX_LIST_FOREACH_SAFE(it, tmp, &c->runs) {
     struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);
-    if (run->finishing)
-      continue;
     enum orch_run_due due = orch__run_tick(run);
     if (due != ORCH_RUN_DUE_NONE) {
       end_by_deadline(c, run, due);

@@ -30,12 +30,14 @@ struct orch_chat;
 #define ORCH_PAGE_ID_MAX 64
 #define ORCH_WAIT_S_MAX 600
 
-/* ---- runs (run.c) ---------------------------------------------------------------------------- */
+/* ---- runs (run.c) ----------------------------------------------------------------------------
+ * The diagram and the table of steps are in run.c. */
 enum orch_run_state {
   ORCH_RUN_QUEUED = 0,
   ORCH_RUN_DISPATCHED,
   ORCH_RUN_RUNNING,
   ORCH_RUN_PAUSED,
+  ORCH_RUN_FINISHING, /* a result's output files are being stored */
   ORCH_RUN_DONE,
   ORCH_RUN__COUNT
 };
@@ -62,6 +64,8 @@ struct orch_run {
   uint64_t wait_deadline_ms;     /* PAUSED: abandoned at */
   uint64_t watchdog_deadline_ms; /* DISPATCHED/RUNNING: timeout/crashed at */
   uint64_t cancel_deadline_ms;   /* cancel requested: cancelled at */
+  enum orch_run_state resume_state; /* FINISHING: the state it finishes from (and returns to) */
+  char finishing_hash[65];     /* FINISHING: the result's hash (a resend gets the same answer) */
 
   /* Server side (chat.c, api_*.c); unused by the pure state machine. */
   struct orch_chat *chat;
@@ -70,18 +74,13 @@ struct orch_run {
   struct sbx_list uploads;     /* struct orch_upload: output files of the current attempt */
   size_t upload_bytes;
   struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
-  int finishing;               /* a result is being made durable */
-  char inflight_hash[65];      /* that result's hash (a resend gets the same answer) */
-  int restart_sent;            /* the page was told to restart its kernel */
-  int files_recorded;          /* run files queued with its result (0: none, the settle answer
+  int files_recorded;          /* run files queued with its result (0: none, so the run object
                                   renders `files: []` without reading the store) */
 };
 
 const char *orch__run_state_name(enum orch_run_state s);
 const char *orch__run_status_name(enum orch_run_status s);
 int orch__run_status_parse(const char *s, enum orch_run_status *out);
-int orch__run_state_parse(const char *s, enum orch_run_state *out);
-int orch__run_transition_allowed(enum orch_run_state from, enum orch_run_state to);
 void orch__run_init(struct orch_run *run, const char *id, int timeout_s);
 /* Steps.  Each returns 0, SBX_ESTATE when the run is not in a state the step applies to,
  * SBX_ECONFLICT for a stale attempt. */
@@ -91,12 +90,15 @@ int orch__run_pause(struct orch_run *run, uint64_t wait_ms);
 /* hosts.c: re-arms the pause wait (PAUSED) or the watchdog (DISPATCHED) of a run that waits for
  * server capacity; SBX_ESTATE otherwise. */
 int orch__run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms);
+/* A result for `attempt` (dispatched or running, current attempt; else SBX_ECONFLICT): FINISHING
+ * while its output files are stored; hash is the result's (a resend is told apart by it). */
+int orch__run_take_result(struct orch_run *run, int attempt, const char *hash);
+/* FINISHING -> back to the state it finished from (its output files could not be stored). */
+int orch__run_result_failed(struct orch_run *run);
 int orch__run_finish(struct orch_run *run, enum orch_run_status status);
 /* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set, SBX_EAGAIN
- * (the page must be told).  Done: SBX_ESTATE. */
+ * (the page must be told).  Finishing, done: SBX_ESTATE. */
 int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms);
-/* 0 when a result for `attempt` may be accepted now; SBX_ECONFLICT otherwise. */
-int orch__run_check_result(const struct orch_run *run, int attempt);
 /* Applies a deadline that has passed (finishing the run) and says which. */
 enum orch_run_due orch__run_tick(struct orch_run *run);
 
@@ -327,22 +329,28 @@ void orch__chat_pump(struct orch_chat *c);
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
 /* A live run: persist its record (fire and forget, logged on failure). */
 void orch__run_persist(struct orch *o, struct orch_run *run);
-/* Someone waiting for a run's end (api_runs.c's waiters: a wait_s request, a result's answer).
- * cb runs once, when the run's final state is durable (rc 0) or could not be made so (rc, err);
- * the run is readable during the call and freed once every cb returned.  One that stops waiting
- * earlier takes itself off with orch__settle_cancel. */
+/* Whoever waits for a run's end (api_runs.c's wait_s waiters; the answer to a cancel or a result):
+ * cb(ud, o, run, rc, err) runs once, when the run's final state is durable (rc 0) or could not be
+ * made so (rc, err), or, for a result (orch__run_submit_result), when its output files could not
+ * be stored (rc, err: the run goes on, run->state is not DONE).  The run is readable during the
+ * call and freed once every cb returned. */
+typedef void (*orch_end_cb)(void *ud, struct orch *o, struct orch_run *run, int rc,
+                            const struct sbx_error *err);
 struct orch_settle;
-typedef void (*orch_settle_cb)(struct orch_settle *s, struct orch_run *run, int rc,
-                               const struct sbx_error *err);
-struct orch_settle {
-  struct sbx_list link; /* in run->settles */
-  orch_settle_cb cb;
-};
-void orch__run_on_settled(struct orch_run *run, struct orch_settle *s, orch_settle_cb cb);
-void orch__settle_cancel(struct orch_settle *s); /* safe when already called back or cancelled */
+/* Registers cb; NULL when out of memory.  orch__settle_cancel takes a registration back before
+ * its cb ran (a waiter that stops waiting) and frees it. */
+struct orch_settle *orch__run_on_end(struct orch_run *run, orch_end_cb cb, void *ud);
+void orch__settle_cancel(struct orch_settle *s);
+/* Calls back (and drops) every registration of the run, in order, with rc and err. */
+void orch__run_call_back(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err);
 /* Ends a live run (already DONE in the state machine): persists it, and once that is durable calls
- * back whoever waits (orch__run_on_settled) and frees the run; pumps its chat. */
+ * back whoever waits (orch__run_on_end) and frees the run; pumps its chat. */
 void orch__run_settle(struct orch *o, struct orch_run *run);
+/* Cancels a run.  Queued or paused: it ends at once (0; cb, when given, hears of it once durable).
+ * Dispatched or running: its page is sent `cancel` and the run ends on its answer or after
+ * CODE_CANCEL_GRACE_MS (SBX_EAGAIN; cb not registered).  SBX_ESTATE when it is finishing or done;
+ * SBX_ENOMEM (nothing changed). */
+int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void *ud);
 /* A new run of chat c, neither stored nor live: queued, or already done `rejected` when code
  * execution is off.  NULL when out of memory. */
 struct orch_run *orch__run_new(struct orch *o, struct orch_chat *c, const char *code,
@@ -371,6 +379,37 @@ void orch__chat_tick(struct orch_chat *c);
 /* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
  * memory; they are loaded again from the store on their next use.  Returns how many. */
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
+
+/* report.c: what a page reports about its attempt. */
+/* `started` for attempt: as orch__run_started; the first report records started_at. */
+int orch__run_report_started(struct orch *o, struct orch_run *run, int attempt);
+/* The output file of that name uploaded for the run's current attempt, or NULL. */
+struct orch_upload *orch__run_upload(struct orch_run *run, const char *name);
+/* Keeps an output file uploaded for `attempt` (its content in *stage, sha256 hex): a new one, or
+ * the new content of one uploaded before under that name (normalized; taken, freed on failure).
+ * Takes *stage (sets it NULL) on success.  SBX_EFULL: the run has ORCH_FILES_LISTED files;
+ * SBX_EBUSY: too many bytes wait for results (200 MiB for the run, 1 GiB in all); SBX_ENOMEM. */
+int orch__run_add_upload(struct orch *o, struct orch_run *run, char *name,
+                         struct store_blob_stage **stage, const char sha256[65], int attempt,
+                         struct orch_upload **out);
+/* A page's result, read and checked by api_page.c; everything borrowed for the call. */
+struct orch_result {
+  int attempt;
+  const char *hash;              /* of the canonical body: a resend is told apart from another */
+  enum orch_run_status status;   /* ok, error, timeout, crashed, cancelled */
+  const char *out, *err;         /* NULL: "" (kept to ORCH_OUT_CHARS characters) */
+  int out_cut, err_cut, restarted, files_unlisted, figures_dropped;
+  const json_t *error, *notes, *remounted; /* NULL or JSON null: none */
+  struct orch_upload *const *files; /* listed, uploaded for this attempt, in order */
+  const char *const *kinds;         /* each one's kind: "file" | "figure" */
+  size_t n_files;
+};
+/* Takes the result of the run's current attempt (FINISHING), stores its output files and ends the
+ * run with it; cb as orch__run_on_end (rc != 0 with the run not DONE: an output file was not
+ * stored, SBX_ENAME when the store refused its name).  SBX_ECONFLICT for a stale attempt or a run
+ * not running, SBX_ENOMEM: nothing changed and cb is not called. */
+int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct orch_result *res,
+                            orch_end_cb cb, void *ud);
 
 /* events.c */
 /* One event of a chat's log, as its listeners receive it (borrowed for the call). */
@@ -407,6 +446,10 @@ char *orch__dispatch_text(const char *run_id, const char *chat_id, const char *p
                          const char *code, const char *origin, int timeout_s, int attempt,
                          const struct orch_manifest *m, int pypi, size_t *len);
 json_t *orch__file_json(const struct store_file *f, int exec_on);
+/* The length in bytes (1 to 4) of the character at s, of the len bytes left (> 0) of a UTF-8
+ * string jansson made or checked (json_string_value), and its code point in *cp (may be NULL).
+ * The one walker of the orchestrator's UTF-8 text. */
+size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp);
 json_t *orch__json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 char *orch__json_dump(const json_t *j, size_t *len); /* compact, owned */
 /* The same with object keys sorted: == json_dumps(j, COMPACT | SORT_KEYS | ENCODE_ANY). */
@@ -458,6 +501,10 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat);
 int orch__api_valid_id(const char *s);
+/* An orch_end_cb whose ud is a held request: answers it with the run object once the run is
+ * stored done (200), or with the failure (400 invalid_name, 500 storage), and releases it. */
+void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
+                          const struct sbx_error *err);
 
 void orch__routes_static(struct orch *o);
 void orch__routes_chats(struct orch *o);
@@ -480,10 +527,9 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err);
 void orch__hosts_tick(struct orch_hosts *hs);
 void orch__hosts_close(struct orch_hosts *hs);
 
-/* api_runs.c: a request answered with the run object (`status`) when the run ends, or after
- * wait_ms (0: no limit) with the run as it is then.  With `durable`, an end that could not be
- * stored is answered 500 `storage` instead.  Holds req until it answers or the client leaves. */
+/* api_runs.c: answers req with the run object (`status`) when the run ends, or after wait_ms with
+ * the run as it is then.  Holds req until it answers or the client leaves. */
 void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
-                      uint64_t wait_ms, int durable);
+                      uint64_t wait_ms);
 
 #endif

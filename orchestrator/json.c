@@ -249,6 +249,21 @@ static char *dump(const json_t *j, int sorted, size_t *len) {
 char *orch__json_dump(const json_t *j, size_t *len) { return dump(j, 0, len); }
 char *orch__json_dump_sorted(const json_t *j, size_t *len) { return dump(j, 1, len); }
 
+size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp) {
+  const unsigned char *u = (const unsigned char *)s;
+  size_t n = u[0] < 0x80 ? 1 : u[0] < 0xE0 ? 2 : u[0] < 0xF0 ? 3 : 4;
+  if (n > len)
+    n = len; /* not valid UTF-8 after all: the rest is one character */
+  if (cp != NULL) {
+    static const unsigned char lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    uint32_t v = u[0] & lead_mask[n];
+    for (size_t i = 1; i < n; i++)
+      v = (v << 6) | (u[i] & 0x3F);
+    *cp = v;
+  }
+  return n;
+}
+
 json_t *orch__json_parse_text(const char *text) {
   if (text == NULL || *text == '\0')
     return NULL;

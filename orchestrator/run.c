@@ -1,55 +1,126 @@
-/* run.c -- the run state machine: one enum, one set_state, the step functions that move a run.
+/* run.c -- the run state machine: one enum, one setter, the step functions that move a run.
  *
  * What it is for: a run executes in a browser the orchestrator cannot see, so its life is decided
  * here from the few things the server does see (a page attached or not, visible or hidden, a
  * `started` report, a result, the clock).  Every transition goes through run_set_state(), which
- * asserts the allowed previous states and traces the change; the step functions below are the only
- * callers.  Deadlines (pause wait, watchdog, cancel grace) are plain millisecond values set on
- * entering a state and read by orch__run_tick() with the common clock, so unit tests drive them
- * with sbx_clock_set_fake() and no event loop.
+ * asks the transition table below (common/fsm.h: refused transitions are logged, and abort a
+ * debug build) and traces the change with its place; the step functions below are the only
+ * callers, and each checks the run's invariant for its new state when it is done.  Deadlines
+ * (pause wait, watchdog, cancel grace) are plain millisecond values set by the steps and read by
+ * orch__run_tick() with the common clock, so unit tests drive them with sbx_clock_set_fake() and
+ * no event loop.
  *
  * What it does not do: no I/O.  It does not persist, emit events or pick pages; the chat scheduler
  * (chat.c) calls a step, then persists the run and tells pages what changed.
  *
  *                     dispatch (attempt+1)           started(attempt)
  *   create ─▶ QUEUED ─────────────────────▶ DISPATCHED ───────────────▶ RUNNING
- *               │  │  no visible page            │  ▲   page hidden/gone   │
- *               │  └──────────────▶ PAUSED ◀─────┘  │ ◀────────────────────┘
- *               │                    │  └───────────┘ page active again: new attempt
- *               │ rejected/cancel    │ wait over: abandoned / cancel
- *               ▼                    ▼
- *             DONE ◀─────────── (result, cancel grace, watchdog) from DISPATCHED or RUNNING
+ *               │  │  no visible page          │  ▲  ▲   page hidden/gone   │  ▲
+ *               │  └──────────────▶ PAUSED ◀───┘  │  └──────────────────────┘  │
+ *               │                    │  └─────────┘ page active again:          │
+ *               │                    │              new attempt                 │
+ *               │ rejected/cancel    │ wait over: abandoned / cancel            │
+ *               │                    │      result ┌───────────┐ result         │
+ *               │                    │   (from D) ─▶ FINISHING ◀─ (from R) ──────┘
+ *               ▼                    ▼             └─────┬─────┘ outputs not stored: back to D/R
+ *             DONE ◀─────────────────────────────────────┘ outputs stored
+ *               ▲
+ *               └── cancel grace, watchdog: from DISPATCHED or RUNNING
  *
- *   from        to          step                      when
+ *   from        to          step                       when
  *   QUEUED      DISPATCHED  orch__run_dispatch         head of its chat's queue, a page is active
  *   QUEUED      PAUSED      orch__run_pause            head of the queue, no page visible
  *   QUEUED      DONE        orch__run_finish           rejected (execution off), cancelled
  *   DISPATCHED  RUNNING     orch__run_started          page reports start of the current attempt
  *   DISPATCHED  PAUSED      orch__run_pause            its page went hidden or gone
- *   DISPATCHED  DONE        orch__run_finish           result, cancel grace, watchdog
+ *   DISPATCHED  FINISHING   orch__run_take_result      a result for the current attempt
+ *   DISPATCHED  DONE        orch__run_finish           cancel grace, watchdog
  *   RUNNING     PAUSED      orch__run_pause            its page went hidden or gone
- *   RUNNING     DONE        orch__run_finish           result, cancel grace, watchdog
+ *   RUNNING     FINISHING   orch__run_take_result      a result for the current attempt
+ *   RUNNING     DONE        orch__run_finish           cancel grace, watchdog
  *   PAUSED      DISPATCHED  orch__run_dispatch         a page of the chat is active again
  *   PAUSED      DONE        orch__run_finish           wait over (abandoned), cancelled
+ *   FINISHING   DONE        orch__run_finish           the result's output files are stored
+ *   FINISHING   DISPATCHED, orch__run_result_failed    an output file could not be stored: the
+ *               RUNNING                                run goes on as before (the page may retry)
+ *
+ * FINISHING is the time a result's output files take to be stored: nothing pauses, cancels or
+ * times out a run then, and another result is told apart by its hash (finishing_hash).  It is the
+ * orchestrator's own: the run's record and the API keep the state it finishes from.
  *
  * Deadlines, by state: PAUSED -> pause wait (CODE_PAUSED_WAIT_MS) then abandoned;
  * DISPATCHED/RUNNING -> watchdog (timeout_s + grace) then timeout and the page is told to restart
- * its kernel; cancel requested -> cancel grace then cancelled.  A result whose attempt is not the
- * current one is refused (SBX_ECONFLICT -> 409): a re-dispatched run's stale result cannot win.
+ * its kernel; cancel requested -> cancel grace then cancelled.  The watchdog and the cancel
+ * deadline last through FINISHING (they do not fire there) and are cleared on entering any other
+ * state; the pause wait is cleared on leaving PAUSED.  A result whose attempt is not the current
+ * one is refused (SBX_ECONFLICT -> 409): a re-dispatched run's stale result cannot win.
  */
 #include "internal.h"
 
-#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *state_names[] = {"queued", "dispatched", "running", "paused", "done"};
-static const char *status_names[] = {"none",      "ok",       "error",    "timeout",
-                                     "crashed",   "cancelled", "rejected", "abandoned"};
+#include "fsm.h"
 
-const char *orch__run_state_name(enum orch_run_state s) {
-  return (unsigned)s < SBX_ARRAY_SIZE(state_names) ? state_names[s] : "?";
+#define B(s) SBX_FSM_BIT(s)
+static const char *const state_names[ORCH_RUN__COUNT] = {"queued", "dispatched", "running",
+                                                          "paused", "finishing",  "done"};
+/* from[to]: the states `to` may be entered from. */
+static const uint32_t from[ORCH_RUN__COUNT] = {
+    [ORCH_RUN_QUEUED] = 0, /* only the initial state */
+    [ORCH_RUN_DISPATCHED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
+    [ORCH_RUN_RUNNING] = B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_FINISHING),
+    [ORCH_RUN_PAUSED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING),
+    [ORCH_RUN_FINISHING] = B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING),
+    [ORCH_RUN_DONE] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING) |
+                      B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
+};
+
+/* What holds in each state once a step is done. */
+static int run_invariant(const void *obj, unsigned state) {
+  const struct orch_run *r = obj;
+  int has_page = r->page_id[0] != '\0';
+  int running = state == ORCH_RUN_DISPATCHED || state == ORCH_RUN_RUNNING;
+  if ((state == ORCH_RUN_DONE) != (r->status != ORCH_RUN_STATUS_NONE))
+    return 0;
+  switch (state) {
+  case ORCH_RUN_QUEUED:
+  case ORCH_RUN_PAUSED:
+    return !has_page && r->watchdog_deadline_ms == 0 && r->cancel_deadline_ms == 0;
+  case ORCH_RUN_FINISHING:
+    return has_page && r->attempts > 0 &&
+           (r->resume_state == ORCH_RUN_DISPATCHED || r->resume_state == ORCH_RUN_RUNNING);
+  default:
+    return !running || (has_page && r->attempts > 0 && r->watchdog_deadline_ms != 0);
+  }
 }
+
+static const struct sbx_fsm run_fsm = SBX_FSM("run", "run", state_names, from, run_invariant);
+
+#define run_set_state(r, to) run_set_state_((r), (to), __FILE__, __LINE__)
+#define run_check(r) SBX_FSM_CHECK(&run_fsm, (r), (r)->state, (r)->id)
+
+/* The one writer of run->state.  Returns SBX_ESTATE (and changes nothing) for a forbidden
+ * transition; every step checks the state first, so a debug build aborts there. */
+static int run_set_state_(struct orch_run *run, enum orch_run_state to, const char *file, int line) {
+  int rc = sbx_fsm_step(&run_fsm, run->state, to, run->id, file, line);
+  if (rc != 0)
+    return rc;
+  int keeps_watch = to == ORCH_RUN_DISPATCHED || to == ORCH_RUN_RUNNING || to == ORCH_RUN_FINISHING;
+  run->state = to;
+  run->state_since_ms = sbx_now_mono_ms();
+  run->wait_deadline_ms = 0; /* set by the step that enters PAUSED */
+  if (!keeps_watch) {
+    run->watchdog_deadline_ms = 0;
+    run->cancel_deadline_ms = 0;
+  }
+  return 0;
+}
+
+static const char *const status_names[] = {"none",      "ok",       "error",    "timeout",
+                                           "crashed",   "cancelled", "rejected", "abandoned"};
+
+const char *orch__run_state_name(enum orch_run_state s) { return sbx_fsm_name(&run_fsm, s); }
 
 const char *orch__run_status_name(enum orch_run_status s) {
   return (unsigned)s < SBX_ARRAY_SIZE(status_names) ? status_names[s] : "?";
@@ -64,62 +135,18 @@ int orch__run_status_parse(const char *s, enum orch_run_status *out) {
   return SBX_EINVAL;
 }
 
-int orch__run_state_parse(const char *s, enum orch_run_state *out) {
-  for (unsigned i = 0; s != NULL && i < SBX_ARRAY_SIZE(state_names); i++)
-    if (strcmp(s, state_names[i]) == 0) {
-      *out = (enum orch_run_state)i;
-      return 0;
-    }
-  return SBX_EINVAL;
-}
-
-/* Allowed previous states of each state, as bit masks. */
-#define B(s) (1u << (s))
-static const unsigned allowed_from[ORCH_RUN__COUNT] = {
-    [ORCH_RUN_QUEUED] = 0, /* only the initial state */
-    [ORCH_RUN_DISPATCHED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_PAUSED),
-    [ORCH_RUN_RUNNING] = B(ORCH_RUN_DISPATCHED),
-    [ORCH_RUN_PAUSED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING),
-    [ORCH_RUN_DONE] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING) |
-                      B(ORCH_RUN_PAUSED),
-};
-
-int orch__run_transition_allowed(enum orch_run_state from, enum orch_run_state to) {
-  if ((unsigned)from >= ORCH_RUN__COUNT || (unsigned)to >= ORCH_RUN__COUNT)
-    return 0;
-  return (allowed_from[to] & B(from)) != 0;
-}
-#undef B
-
-/* The one writer of run->state.  Returns SBX_ESTATE (and changes nothing) for a forbidden
- * transition; a debug build also asserts, since every caller checks the state first. */
-static int run_set_state(struct orch_run *run, enum orch_run_state to) {
-  if (!orch__run_transition_allowed(run->state, to)) {
-    sbx_log(SBX_LOG_WARN, "run", "run %s: refused %s -> %s", run->id,
-            orch__run_state_name(run->state), orch__run_state_name(to));
-#if defined(SBX_DEBUG) && !defined(ORCH_RUN_NO_ASSERT)
-    assert(!"forbidden run transition");
-#endif
-    return SBX_ESTATE;
-  }
-  SBX_TRACE_STATE("run", "run", run->id, orch__run_state_name(run->state), orch__run_state_name(to));
-  run->state = to;
-  run->state_since_ms = sbx_now_mono_ms();
-  /* Deadlines belong to states: cleared on leaving, set by the step that enters. */
-  run->wait_deadline_ms = 0;
-  run->watchdog_deadline_ms = 0;
-  if (to != ORCH_RUN_DISPATCHED && to != ORCH_RUN_RUNNING)
-    run->cancel_deadline_ms = 0;
-  return 0;
-}
-
 void orch__run_init(struct orch_run *run, const char *id, int timeout_s) {
   memset(run, 0, sizeof(*run));
-  orch__strcpy_cap(run->id, sizeof(run->id), id);
+  snprintf(run->id, sizeof(run->id), "%s", id);
   run->state = ORCH_RUN_QUEUED;
   run->status = ORCH_RUN_STATUS_NONE;
   run->timeout_s = timeout_s;
   run->state_since_ms = sbx_now_mono_ms();
+}
+
+/* The watchdog of an attempt: the time limit plus a grace, from now. */
+static uint64_t watchdog_from_now(const struct orch_run *run, uint64_t grace_ms) {
+  return sbx_now_mono_ms() + (uint64_t)run->timeout_s * 1000u + grace_ms;
 }
 
 int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms) {
@@ -129,26 +156,26 @@ int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watch
   if (rc != 0)
     return rc;
   run->attempts++;
-  orch__strcpy_cap(run->page_id, sizeof(run->page_id), page_id ? page_id : "");
+  snprintf(run->page_id, sizeof(run->page_id), "%s", page_id ? page_id : "");
   /* The page has downloads and a kernel start before Python runs: the watchdog allows the time
    * limit plus a grace from dispatch, and is re-armed when the page reports `started`. */
-  run->watchdog_deadline_ms = sbx_now_mono_ms() + (uint64_t)run->timeout_s * 1000u + watchdog_grace_ms;
+  run->watchdog_deadline_ms = watchdog_from_now(run, watchdog_grace_ms);
+  run_check(run);
   return 0;
 }
 
 int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms) {
   if (attempt != run->attempts)
     return SBX_ECONFLICT;
-  if (run->state == ORCH_RUN_RUNNING)
-    return 0; /* the same report again */
+  if (run->state == ORCH_RUN_RUNNING || run->state == ORCH_RUN_FINISHING)
+    return 0; /* the same report again, or one overtaken by the result */
   if (run->state != ORCH_RUN_DISPATCHED)
     return run->state == ORCH_RUN_DONE ? SBX_ECONFLICT : SBX_ESTATE;
-  uint64_t cancel = run->cancel_deadline_ms;
   int rc = run_set_state(run, ORCH_RUN_RUNNING);
   if (rc != 0)
     return rc;
-  run->cancel_deadline_ms = cancel;
-  run->watchdog_deadline_ms = sbx_now_mono_ms() + (uint64_t)run->timeout_s * 1000u + watchdog_grace_ms;
+  run->watchdog_deadline_ms = watchdog_from_now(run, watchdog_grace_ms);
+  run_check(run);
   return 0;
 }
 
@@ -178,6 +205,32 @@ int orch__run_pause(struct orch_run *run, uint64_t wait_ms) {
     return rc;
   run->page_id[0] = '\0';
   run->wait_deadline_ms = sbx_now_mono_ms() + wait_ms;
+  run_check(run);
+  return 0;
+}
+
+int orch__run_take_result(struct orch_run *run, int attempt, const char *hash) {
+  if (attempt != run->attempts ||
+      (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
+    return SBX_ECONFLICT;
+  enum orch_run_state was = run->state;
+  int rc = run_set_state(run, ORCH_RUN_FINISHING);
+  if (rc != 0)
+    return rc;
+  run->resume_state = was;
+  snprintf(run->finishing_hash, sizeof(run->finishing_hash), "%s", hash ? hash : "");
+  run_check(run);
+  return 0;
+}
+
+int orch__run_result_failed(struct orch_run *run) {
+  if (run->state != ORCH_RUN_FINISHING)
+    return SBX_ESTATE;
+  int rc = run_set_state(run, run->resume_state);
+  if (rc != 0)
+    return rc;
+  run->finishing_hash[0] = '\0';
+  run_check(run);
   return 0;
 }
 
@@ -190,6 +243,7 @@ int orch__run_finish(struct orch_run *run, enum orch_run_status status) {
   if (rc != 0)
     return rc;
   run->status = status;
+  run_check(run);
   return 0;
 }
 
@@ -203,18 +257,9 @@ int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms) {
     if (run->cancel_deadline_ms == 0)
       run->cancel_deadline_ms = sbx_now_mono_ms() + grace_ms;
     return SBX_EAGAIN; /* the page is told; the run ends on its answer or after the grace */
-  case ORCH_RUN_DONE:
   default:
-    return SBX_ESTATE;
+    return SBX_ESTATE; /* finishing or done */
   }
-}
-
-int orch__run_check_result(const struct orch_run *run, int attempt) {
-  if (run->state == ORCH_RUN_DONE)
-    return SBX_ECONFLICT; /* the caller compares result hashes first */
-  if (attempt != run->attempts || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
-    return SBX_ECONFLICT;
-  return 0;
 }
 
 enum orch_run_due orch__run_tick(struct orch_run *run) {

@@ -1,6 +1,7 @@
 /* test_run.c -- the run state machine (run.c) under a fake clock: every allowed and every
- * forbidden transition of the table, each step's effect (attempts, deadlines), stale attempts,
- * the pause wait, the watchdog and the cancel grace. */
+ * forbidden transition of the table through the steps, each step's effect (attempts, deadlines),
+ * stale attempts, finishing a result (and going back when its files were not stored), the pause
+ * wait, the watchdog and the cancel grace. */
 #include "internal.h"
 
 #include <check.h>
@@ -28,6 +29,11 @@ static void reach(struct orch_run *r, enum orch_run_state s) {
     ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
     break;
   case ORCH_RUN_PAUSED: ck_assert_int_eq(orch__run_pause(r, 5000), 0); break;
+  case ORCH_RUN_FINISHING:
+    ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
+    ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
+    ck_assert_int_eq(orch__run_take_result(r, 1, "h1"), 0);
+    break;
   case ORCH_RUN_DONE: ck_assert_int_eq(orch__run_finish(r, ORCH_RUN_STATUS_OK), 0); break;
   default: ck_abort();
   }
@@ -37,34 +43,32 @@ static void reach(struct orch_run *r, enum orch_run_state s) {
 /* Performs the step that leads to `to` (the one the table names); returns its rc. */
 static int step_to(struct orch_run *r, enum orch_run_state to) {
   switch (to) {
-  case ORCH_RUN_DISPATCHED: return orch__run_dispatch(r, "p2", 1000);
-  case ORCH_RUN_RUNNING: return orch__run_started(r, r->attempts, 1000);
+  case ORCH_RUN_DISPATCHED:
+    return r->state == ORCH_RUN_FINISHING ? SBX_ESTATE /* it came from RUNNING */
+                                          : orch__run_dispatch(r, "p2", 1000);
+  case ORCH_RUN_RUNNING:
+    return r->state == ORCH_RUN_FINISHING ? orch__run_result_failed(r)
+                                          : orch__run_started(r, r->attempts, 1000);
   case ORCH_RUN_PAUSED: return orch__run_pause(r, 5000);
+  case ORCH_RUN_FINISHING: return orch__run_take_result(r, r->attempts, "h2");
   case ORCH_RUN_DONE: return orch__run_finish(r, ORCH_RUN_STATUS_ERROR);
   default: return SBX_ESTATE; /* nothing leads back to QUEUED */
   }
 }
 
 static const int expected[ORCH_RUN__COUNT][ORCH_RUN__COUNT] = {
-    /* to:        Q  D  R  P  X */
-    /* QUEUED */ {0, 1, 0, 1, 1},
-    /* DISP   */ {0, 0, 1, 1, 1},
-    /* RUNNING*/ {0, 0, 0, 1, 1},
-    /* PAUSED */ {0, 1, 0, 0, 1},
-    /* DONE   */ {0, 0, 0, 0, 0},
+    /* to:          Q  D  R  P  F  X */
+    /* QUEUED    */ {0, 1, 0, 1, 0, 1},
+    /* DISPATCHED*/ {0, 0, 1, 1, 1, 1},
+    /* RUNNING   */ {0, 0, 0, 1, 1, 1},
+    /* PAUSED    */ {0, 1, 0, 0, 0, 1},
+    /* FINISHING */ {0, 0, 1, 0, 0, 1}, /* back to RUNNING, where reach() finishes from */
+    /* DONE      */ {0, 0, 0, 0, 0, 0},
 };
 
-START_TEST(test_transition_table) {
-  for (int f = 0; f < ORCH_RUN__COUNT; f++)
-    for (int t = 0; t < ORCH_RUN__COUNT; t++)
-      ck_assert_msg(orch__run_transition_allowed(f, t) == expected[f][t], "%s -> %s",
-                    orch__run_state_name(f), orch__run_state_name(t));
-  ck_assert_int_eq(orch__run_transition_allowed(ORCH_RUN__COUNT, 0), 0);
-}
-END_TEST
-
 /* Every (from, to) pair through the steps: allowed ones land in `to`, forbidden ones change
- * nothing and fail.  (A step that repeats its own state, like pause on PAUSED, is idempotent.) */
+ * nothing and fail.  (A step that repeats its own state, like pause on PAUSED, is idempotent; a
+ * `started` that the result overtook changes nothing either.) */
 START_TEST(test_every_step_pair) {
   for (int f = 0; f < ORCH_RUN__COUNT; f++)
     for (int t = 0; t < ORCH_RUN__COUNT; t++) {
@@ -96,20 +100,49 @@ START_TEST(test_attempts_and_stale) {
   ck_assert_str_eq(r.page_id, "pageA");
   ck_assert_int_eq(orch__run_started(&r, 2, 1000), SBX_ECONFLICT); /* no such attempt yet */
   ck_assert_int_eq(orch__run_started(&r, 1, 1000), 0);
-  ck_assert_int_eq(orch__run_check_result(&r, 1), 0);
   ck_assert_int_eq(orch__run_pause(&r, 5000), 0);
   ck_assert_str_eq(r.page_id, "");
-  ck_assert_int_eq(orch__run_check_result(&r, 1), SBX_ECONFLICT); /* paused: nobody runs it */
+  ck_assert_int_eq(orch__run_take_result(&r, 1, "h"), SBX_ECONFLICT); /* paused: nobody runs it */
   ck_assert_int_eq(orch__run_dispatch(&r, "pageB", 1000), 0);
   ck_assert_int_eq(r.attempts, 2);
-  ck_assert_int_eq(orch__run_check_result(&r, 1), SBX_ECONFLICT); /* the stale attempt */
+  ck_assert_int_eq(orch__run_take_result(&r, 1, "h"), SBX_ECONFLICT); /* the stale attempt */
   ck_assert_int_eq(orch__run_started(&r, 1, 1000), SBX_ECONFLICT);
-  ck_assert_int_eq(orch__run_check_result(&r, 2), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(orch__run_take_result(&r, 2, "h2"), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_FINISHING);
+  ck_assert_str_eq(r.finishing_hash, "h2");
+  ck_assert_int_eq(orch__run_take_result(&r, 2, "h3"), SBX_ECONFLICT); /* one result at a time */
+  ck_assert_int_eq(orch__run_started(&r, 2, 1000), 0); /* overtaken by its result: nothing */
+  ck_assert_int_eq(r.state, ORCH_RUN_FINISHING);
   ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_OK), 0);
   ck_assert_str_eq(orch__run_status_name(r.status), "ok");
-  ck_assert_int_eq(orch__run_check_result(&r, 2), SBX_ECONFLICT); /* done: hashes decide */
+  ck_assert_int_eq(orch__run_take_result(&r, 2, "h2"), SBX_ECONFLICT); /* done: hashes decide */
   ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_OK), SBX_ESTATE);
   ck_assert_int_eq(orch__run_finish(&r, ORCH_RUN_STATUS_NONE), SBX_EINVAL);
+}
+END_TEST
+
+/* A result whose files were not stored: back to where it finished from, deadlines intact; while
+ * finishing nothing pauses, cancels or times it out. */
+START_TEST(test_finishing_goes_back) {
+  struct orch_run r;
+  orch__run_init(&r, "r1", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
+  uint64_t watchdog = r.watchdog_deadline_ms;
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
+  uint64_t cancel = r.cancel_deadline_ms;
+  ck_assert_int_eq(orch__run_take_result(&r, 1, "h"), 0);
+  ck_assert_int_eq(orch__run_pause(&r, 1000), SBX_ESTATE);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_ESTATE);
+  fake_now += 60000; /* past both deadlines */
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_result_failed(&r), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_DISPATCHED); /* where it came from, not RUNNING */
+  ck_assert_uint_eq(r.watchdog_deadline_ms, watchdog);
+  ck_assert_uint_eq(r.cancel_deadline_ms, cancel);
+  ck_assert_str_eq(r.finishing_hash, "");
+  ck_assert_int_eq(orch__run_result_failed(&r), SBX_ESTATE);
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_CANCELLED); /* the deadlines fire again */
 }
 END_TEST
 
@@ -193,10 +226,7 @@ START_TEST(test_names) {
   ck_assert_int_eq(st, ORCH_RUN_STATUS_ABANDONED);
   ck_assert_int_eq(orch__run_status_parse("none", &st), SBX_EINVAL);
   ck_assert_int_eq(orch__run_status_parse("OK", &st), SBX_EINVAL);
-  enum orch_run_state s;
-  ck_assert_int_eq(orch__run_state_parse("paused", &s), 0);
-  ck_assert_int_eq(s, ORCH_RUN_PAUSED);
-  ck_assert_int_eq(orch__run_state_parse("gone", &s), SBX_EINVAL);
+  ck_assert_str_eq(orch__run_state_name(ORCH_RUN_FINISHING), "finishing");
   ck_assert_str_eq(orch__run_state_name(99), "?");
 }
 END_TEST
@@ -205,9 +235,9 @@ int main(void) {
   Suite *s = suite_create("run");
   TCase *tc = tcase_create("state machine");
   tcase_add_checked_fixture(tc, setup, teardown);
-  tcase_add_test(tc, test_transition_table);
   tcase_add_test(tc, test_every_step_pair);
   tcase_add_test(tc, test_attempts_and_stale);
+  tcase_add_test(tc, test_finishing_goes_back);
   tcase_add_test(tc, test_pause_wait_abandons);
   tcase_add_test(tc, test_resume_clears_wait);
   tcase_add_test(tc, test_watchdog);
