@@ -129,7 +129,6 @@ struct orch_page {
 const char *orch__page_state_name(enum orch_page_state s);
 const char *orch__kernel_state_name(enum orch_kernel_state k);
 int orch__kernel_state_parse(const char *s, enum orch_kernel_state *out);
-int orch__page_transition_allowed(enum orch_page_state from, enum orch_page_state to);
 void orch__page_init(struct orch_page *p, const char *id);
 /* Steps: attach (NEW or GRACE -> VISIBLE/HIDDEN), presence, stream dropped, grace over. */
 int orch__page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);

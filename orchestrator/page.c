@@ -3,8 +3,9 @@
  *
  * What it is for: the scheduler needs to know, for each chat, which page may run code now (the
  * active page: attached, visible, most recently made visible) and when a page that dropped its
- * stream is gone for good.  Every change goes through page_set_state(), which asserts the allowed
- * previous states and traces.  The grace deadline is a plain value read by orch__page_tick() with the
+ * stream is gone for good.  Every change goes through page_set_state(), which asks the transition
+ * table (common/fsm.h) and traces the change with its place; each step checks the page's
+ * invariant for its new state.  The grace deadline is a plain value read by orch__page_tick() with the
  * common clock, so tests use a fake clock.
  *
  * What it does not do: it does not pause runs or send events (chat.c reacts to the steps), and it
@@ -31,14 +32,53 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
-static const char *page_state_names[] = {"new", "visible", "hidden", "grace", "gone"};
-static const char *kernel_names[] = {"unknown", "loading", "ready", "busy", "dead"};
+#include "fsm.h"
 
-const char *orch__page_state_name(enum orch_page_state s) {
-  return (unsigned)s < SBX_ARRAY_SIZE(page_state_names) ? page_state_names[s] : "?";
+#define B(s) SBX_FSM_BIT(s)
+static const char *const page_state_names[ORCH_PAGE__COUNT] = {"new", "visible", "hidden", "grace",
+                                                                "gone"};
+/* from[to]: the states `to` may be entered from (a report of the same state is a step too). */
+static const uint32_t from[ORCH_PAGE__COUNT] = {
+    [ORCH_PAGE_NEW] = 0,
+    [ORCH_PAGE_VISIBLE] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
+    [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
+};
+#undef B
+
+/* What holds in each state once a step is done. */
+static int page_invariant(const void *obj, unsigned state) {
+  const struct orch_page *p = obj;
+  switch (state) {
+  case ORCH_PAGE_VISIBLE: return p->visible == 1 && p->grace_deadline_ms == 0;
+  case ORCH_PAGE_HIDDEN: return p->visible == 0 && p->grace_deadline_ms == 0;
+  case ORCH_PAGE_GRACE: return p->grace_deadline_ms != 0;
+  default: return p->grace_deadline_ms == 0;
+  }
 }
+
+static const struct sbx_fsm page_fsm = SBX_FSM("page", "page", page_state_names, from, page_invariant);
+
+#define page_set_state(p, to) page_set_state_((p), (to), __FILE__, __LINE__)
+#define page_check(p) SBX_FSM_CHECK(&page_fsm, (p), (p)->state, (p)->id)
+
+/* The one writer of p->state (SBX_ESTATE for a transition the table refuses). */
+static int page_set_state_(struct orch_page *p, enum orch_page_state to, const char *file, int line) {
+  int rc = sbx_fsm_step(&page_fsm, p->state, to, p->id, file, line);
+  if (rc != 0)
+    return rc;
+  p->state = to;
+  p->grace_deadline_ms = 0; /* set by the step that enters GRACE */
+  return 0;
+}
+
+static const char *const kernel_names[] = {"unknown", "loading", "ready", "busy", "dead"};
+
+const char *orch__page_state_name(enum orch_page_state s) { return sbx_fsm_name(&page_fsm, s); }
 const char *orch__kernel_state_name(enum orch_kernel_state k) {
   return (unsigned)k < SBX_ARRAY_SIZE(kernel_names) ? kernel_names[k] : "?";
 }
@@ -47,35 +87,6 @@ int orch__kernel_state_parse(const char *s, enum orch_kernel_state *out) {
     if (strcmp(s, kernel_names[i]) == 0)
       return *out = (enum orch_kernel_state)i, 0;
   return SBX_EINVAL;
-}
-
-#define B(s) (1u << (s))
-static const unsigned page_allowed_from[ORCH_PAGE__COUNT] = {
-    [ORCH_PAGE_NEW] = 0,
-    [ORCH_PAGE_VISIBLE] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
-    [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
-    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN),
-    [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
-};
-
-int orch__page_transition_allowed(enum orch_page_state from, enum orch_page_state to) {
-  if ((unsigned)from >= ORCH_PAGE__COUNT || (unsigned)to >= ORCH_PAGE__COUNT)
-    return 0;
-  return (page_allowed_from[to] & B(from)) != 0;
-}
-#undef B
-
-static int page_set_state(struct orch_page *p, enum orch_page_state to) {
-  if (!orch__page_transition_allowed(p->state, to)) {
-    sbx_log(SBX_LOG_WARN, "page", "page %s: refused %s -> %s", p->id,
-            orch__page_state_name(p->state), orch__page_state_name(to));
-    return SBX_ESTATE;
-  }
-  if (p->state != to)
-    SBX_TRACE_STATE("page", "page", p->id, orch__page_state_name(p->state), orch__page_state_name(to));
-  p->state = to;
-  p->grace_deadline_ms = 0;
-  return 0;
 }
 
 void orch__page_init(struct orch_page *p, const char *id) {
@@ -94,6 +105,7 @@ static int become(struct orch_page *p, int visible, uint64_t *counter) {
   p->visible = visible ? 1 : 0;
   if (visible && !was_visible)
     p->visible_seq = ++*counter;
+  page_check(p);
   return 0;
 }
 
@@ -119,15 +131,19 @@ int orch__page_drop(struct orch_page *p, uint64_t grace_ms) {
   if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
     return SBX_ESTATE;
   int rc = page_set_state(p, ORCH_PAGE_GRACE);
-  if (rc == 0)
-    p->grace_deadline_ms = sbx_now_mono_ms() + grace_ms;
-  return rc;
+  if (rc != 0)
+    return rc;
+  p->grace_deadline_ms = sbx_now_mono_ms() + grace_ms;
+  page_check(p);
+  return 0;
 }
 
 int orch__page_tick(struct orch_page *p) {
   if (p->state != ORCH_PAGE_GRACE || sbx_now_mono_ms() < p->grace_deadline_ms)
     return 0;
-  return page_set_state(p, ORCH_PAGE_GONE) == 0;
+  int rc = page_set_state(p, ORCH_PAGE_GONE);
+  page_check(p);
+  return rc == 0;
 }
 
 int orch__page_can_run(const struct orch_page *p) { return p->state == ORCH_PAGE_VISIBLE; }

@@ -75,6 +75,7 @@ static const uint32_t from[ORCH_RUN__COUNT] = {
     [ORCH_RUN_DONE] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING) |
                       B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
 };
+#undef B
 
 /* What holds in each state once a step is done. */
 static int run_invariant(const void *obj, unsigned state) {
