@@ -194,14 +194,28 @@ int orch__ct_streq(const char *a, const char *b);
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */
-enum orch_turn_state { ORCH_TURN_OPEN = 0, ORCH_TURN_FINISHED, ORCH_TURN__COUNT };
-struct orch_turn {
-  char id[STORE_ID_LEN + 1];
+enum orch_turn_state { ORCH_TURN_OPEN = 0, ORCH_TURN_FINISHING, ORCH_TURN_FINISHED, ORCH_TURN__COUNT };
+struct orch_turn;
+/* A finish is done: rc 0 when the turn and its runs are durable (the runs live, t->run_ids in
+ * order), else the first write's failure.  t is freed after the call. */
+typedef void (*orch_turn_cb)(void *ud, int rc, const struct orch_turn *t);
+struct orch_turn {           /* a turn being finished (in struct orch's `turns` until written) */
+  struct store_turn rec;     /* as written: finished, with its answer */
   enum orch_turn_state state; /* written by turn_set_state() only */
+  struct orch *o;
+  struct orch_run **runs;    /* its auto runs, until they go live */
+  store_id *run_ids;         /* their ids, in order */
+  size_t n_runs, pending;    /* pending: writes in flight */
+  int failed;
+  orch_turn_cb cb;
+  void *ud;
 };
 const char *orch__turn_state_name(enum orch_turn_state s);
-int orch__turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to);
-int orch__turn_finish(struct orch_turn *t); /* SBX_ESTATE when already finished */
+/* Finishes the stored turn st with its answer: each fenced python block becomes an `auto` run of
+ * the turn, in order; cb once every write is back.  SBX_ESTATE: finished, or being finished;
+ * SBX_ENOENT: its chat cannot be loaded; SBX_ENOMEM: nothing was written (cb not called). */
+int orch__turn_finish(struct orch *o, const struct store_turn *st, const char *answer,
+                      orch_turn_cb cb, void *ud);
 /* The code of each fenced python block of a markdown answer, in order (*out owned). */
 int orch__python_blocks(const char *answer, char ***out, size_t *n);
 void orch__python_blocks_free(char **v, size_t n);
@@ -302,7 +316,7 @@ struct orch {
   char *static_dir;          /* build/www or --static */
   struct orch_map chats;     /* id -> struct orch_chat */
   struct orch_map runs;      /* id -> live struct orch_run */
-  struct orch_map finishing_turns; /* turn id -> its finish being stored (api_turns.c) */
+  struct orch_map turns;     /* turn id -> a turn being finished (turn.c) */
   uv_timer_t cron;
   struct orch_runtime rt;    /* runtime settings (config.c) */
   int64_t run_seq;

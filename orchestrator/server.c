@@ -159,7 +159,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   o->cfg = cfg;
   orch__map_init(&o->chats);
   orch__map_init(&o->runs);
-  orch__map_init(&o->finishing_turns);
+  orch__map_init(&o->turns);
   o->run_seq = sbx_now_wall_ms() * 1000;
   o->auth_memo = orch__auth_memo_new(); /* NULL (out of memory): every credential is hashed */
 
@@ -264,7 +264,7 @@ fail:
       orch__run_free(v);
   }
   orch__map_free(&o->runs);
-  orch__map_free(&o->finishing_turns);
+  orch__map_free(&o->turns);
   orch__map_free(&o->chats);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
@@ -292,7 +292,7 @@ static void free_everything(struct orch *o) {
     orch__chat_free(c);
   }
   orch__map_free(&o->runs);
-  orch__map_free(&o->finishing_turns);
+  orch__map_free(&o->turns);
   orch__map_free(&o->chats);
 }
 

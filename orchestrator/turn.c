@@ -1,43 +1,159 @@
-/* turn.c -- a turn (one assistant answer in progress) and the code blocks its answer schedules.
+/* turn.c -- a turn (one assistant answer in progress): finishing it with its answer, and the
+ * code blocks that answer schedules.
  *
  * A turn is OPEN while the assistant works: tool runs carry its id and the backend waits on them
- * (wait_s).  Finishing it with the answer text moves it to FINISHED and schedules each fenced
- * Python block of the answer (```python, ```py, ~~~python; CommonMark fences: up to 3 spaces of
- * indent, a closing fence of the same character at least as long; an unclosed fence runs to the
- * end of the answer) as an `auto` run, in order.
+ * (wait_s).  Finishing it with the answer text schedules each fenced Python block of the answer
+ * (```python, ```py, ~~~python; CommonMark fences: up to 3 spaces of indent, a closing fence of
+ * the same character at least as long; an unclosed fence runs to the end of the answer) as an
+ * `auto` run, in order: the turn (now finished, with its answer) and every run are written, and
+ * once all are durable the runs go live in their chat's queue, behind each other.  While those
+ * writes are in flight the turn is FINISHING, in memory (struct orch's `turns`), so a second
+ * finish is refused before the store says finished.
  *
- *   OPEN ──finish(answer)──▶ FINISHED (final)
+ *   OPEN ──finish(answer)──▶ FINISHING ──all written──▶ FINISHED (final)
+ *                               └──a write failed──▶ OPEN (the backend may finish it again)
  *
- *   from   to        step
- *   OPEN   FINISHED  orch__turn_finish (a second finish is refused: SBX_ESTATE -> 409)
+ *   from       to         step
+ *   OPEN       FINISHING  orch__turn_finish (a finished or finishing turn: SBX_ESTATE -> 409)
+ *   FINISHING  FINISHED   on_written, the last write durable
+ *   FINISHING  OPEN       on_written, the last write back and one of them failed
  *
- * What it does not do: create runs or persist (api_turns.c does), run anything.
+ * What it does not do: open turns (api_turns.c writes the row), or run anything.
  */
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static const char *turn_state_names[] = {"open", "finished"};
+#include "fsm.h"
 
-const char *orch__turn_state_name(enum orch_turn_state s) {
-  return (unsigned)s < SBX_ARRAY_SIZE(turn_state_names) ? turn_state_names[s] : "?";
+static const char *const turn_state_names[ORCH_TURN__COUNT] = {"open", "finishing", "finished"};
+static const uint32_t from[ORCH_TURN__COUNT] = {
+    [ORCH_TURN_OPEN] = SBX_FSM_BIT(ORCH_TURN_FINISHING),
+    [ORCH_TURN_FINISHING] = SBX_FSM_BIT(ORCH_TURN_OPEN),
+    [ORCH_TURN_FINISHED] = SBX_FSM_BIT(ORCH_TURN_FINISHING),
+};
+
+/* FINISHING: its writes are in flight; every other state: none. */
+static int turn_invariant(const void *obj, unsigned state) {
+  const struct orch_turn *t = obj;
+  return (state == ORCH_TURN_FINISHING) == (t->pending > 0);
 }
 
-int orch__turn_transition_allowed(enum orch_turn_state from, enum orch_turn_state to) {
-  return from == ORCH_TURN_OPEN && to == ORCH_TURN_FINISHED;
+static const struct sbx_fsm turn_fsm = SBX_FSM("turn", "turn", turn_state_names, from, turn_invariant);
+
+#define turn_set_state(t, to) turn_set_state_((t), (to), __FILE__, __LINE__)
+
+/* The one writer of t->state. */
+static int turn_set_state_(struct orch_turn *t, enum orch_turn_state to, const char *file, int line) {
+  int rc = sbx_fsm_step(&turn_fsm, t->state, to, t->rec.id, file, line);
+  if (rc == 0)
+    t->state = to;
+  return rc;
 }
 
-static int turn_set_state(struct orch_turn *t, enum orch_turn_state to) {
-  if (!orch__turn_transition_allowed(t->state, to))
-    return SBX_ESTATE;
-  SBX_TRACE_STATE("turn", "turn", t->id, orch__turn_state_name(t->state), orch__turn_state_name(to));
-  t->state = to;
+const char *orch__turn_state_name(enum orch_turn_state s) { return sbx_fsm_name(&turn_fsm, s); }
+
+static void turn_free(struct orch_turn *t) {
+  for (size_t i = 0; i < t->n_runs; i++)
+    if (t->runs[i])
+      orch__run_free(t->runs[i]);
+  sbx_free(t->runs);
+  sbx_free(t->run_ids);
+  sbx_free(t->rec.answer);
+  sbx_free(t);
+}
+
+/* Each write of a finish (the turn, then every run) completes here; the last one decides. */
+static void on_written(int rc, const struct sbx_error *err, void *ud) {
+  struct orch_turn *t = ud;
+  if (rc != 0 && !t->failed) {
+    t->failed = rc;
+    sbx_log(SBX_LOG_ERROR, "turn", "turn %s: write failed: %s", t->rec.id,
+            err ? err->msg : sbx_strerror(rc));
+  }
+  if (--t->pending > 0)
+    return;
+  struct orch *o = t->o;
+  orch__map_del(&o->turns, t->rec.id);
+  if (t->failed) {
+    turn_set_state(t, ORCH_TURN_OPEN);
+  } else {
+    turn_set_state(t, ORCH_TURN_FINISHED);
+    struct orch_chat *c = NULL;
+    orch__chat_get(o, t->rec.chat_id, &c);
+    for (size_t i = 0; i < t->n_runs; i++) {
+      if (c)
+        orch__run_accept(o, c, t->runs[i]); /* in order: queued behind each other */
+      else
+        orch__run_free(t->runs[i]);
+      t->runs[i] = NULL;
+    }
+  }
+  SBX_FSM_CHECK(&turn_fsm, t, t->state, t->rec.id);
+  t->cb(t->ud, t->failed, t);
+  turn_free(t);
+}
+
+int orch__turn_finish(struct orch *o, const struct store_turn *st, const char *answer,
+                      orch_turn_cb cb, void *ud) {
+  if (st->state == STORE_TURN_FINISHED || orch__map_get(&o->turns, st->id) != NULL)
+    return SBX_ESTATE; /* the store says open until a finish in flight is durable */
+  struct orch_chat *c = NULL;
+  if (orch__chat_get(o, st->chat_id, &c) != 0)
+    return SBX_ENOENT;
+  char **blocks = NULL;
+  size_t nb = 0;
+  struct orch_turn *t = NULL;
+  if (orch__python_blocks(answer, &blocks, &nb) != 0 || (t = sbx_calloc(1, sizeof(*t))) == NULL ||
+      (nb && ((t->runs = sbx_calloc(nb, sizeof(*t->runs))) == NULL ||
+              (t->run_ids = sbx_calloc(nb, sizeof(*t->run_ids))) == NULL)))
+    goto oom;
+  t->o = o;
+  t->state = ORCH_TURN_OPEN;
+  t->cb = cb;
+  t->ud = ud;
+  t->rec = *st;
+  t->rec.state = STORE_TURN_FINISHED; /* what is written */
+  t->rec.answer = sbx_strdup(answer);
+  t->rec.finished_at = sbx_now_wall_ms();
+  if (t->rec.answer == NULL)
+    goto oom;
+  for (size_t i = 0; i < nb; i++) {
+    t->runs[i] = orch__run_new(o, c, blocks[i], "auto", t->rec.id, o->rt.time_limit_s, NULL);
+    if (t->runs[i] == NULL)
+      goto oom;
+    snprintf(t->run_ids[i], sizeof(t->run_ids[i]), "%s", t->runs[i]->id);
+    t->n_runs++;
+  }
+  if (orch__map_put(&o->turns, t->rec.id, t) != 0)
+    goto oom;
+  orch__python_blocks_free(blocks, nb);
+  blocks = NULL;
+  t->pending = 1 + t->n_runs; /* one callback per write; the last one decides */
+  turn_set_state(t, ORCH_TURN_FINISHING);
+  if (store_turn_put(o->st, &t->rec, on_written, t) != 0) {
+    orch__map_del(&o->turns, t->rec.id);
+    t->pending = 0;
+    turn_set_state(t, ORCH_TURN_OPEN);
+    turn_free(t);
+    return SBX_ENOMEM;
+  }
+  for (size_t i = 0; i < t->n_runs; i++)
+    if (store_run_put(o->st, &t->runs[i]->rec, on_written, t) != 0) {
+      t->failed = SBX_ENOMEM;
+      t->pending -= t->n_runs - i; /* the queued ones still call back */
+      break;
+    }
   return 0;
+oom:
+  orch__python_blocks_free(blocks, nb);
+  if (t)
+    turn_free(t);
+  return SBX_ENOMEM;
 }
-
-int orch__turn_finish(struct orch_turn *t) { return turn_set_state(t, ORCH_TURN_FINISHED); }
 
 /* One line [p, end) of text; returns the start of the next line. */
 static const char *line_end(const char *p) {
