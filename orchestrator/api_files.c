@@ -36,8 +36,17 @@
 #include <string.h>
 #include <strings.h>
 
-enum upload_state { UP_STAGING = 0, UP_DISCARDING, UP_STORING };
-static const char *const upload_state_names[] = {"staging", "discarding", "storing"};
+#include "fsm.h"
+
+enum upload_state { UP_STAGING = 0, UP_DISCARDING, UP_STORING, UP__COUNT };
+static const char *const upload_state_names[UP__COUNT] = {"staging", "discarding", "storing"};
+static const uint32_t upload_from[UP__COUNT] = {
+    [UP_STAGING] = 0, /* only the initial state */
+    [UP_DISCARDING] = SBX_FSM_BIT(UP_STAGING),
+    [UP_STORING] = SBX_FSM_BIT(UP_STAGING),
+};
+static const struct sbx_fsm upload_fsm =
+    SBX_FSM("api", "upload", upload_state_names, upload_from, NULL);
 
 struct upload_ctx {
   struct orch *o;
@@ -48,10 +57,12 @@ struct upload_ctx {
   char *name;
 };
 
-static void set_state(struct upload_ctx *u, enum upload_state to) {
-  SBX_TRACE_STATE("api", "upload", tp_req_path(u->req), upload_state_names[u->state],
-                  upload_state_names[to]);
-  u->state = to;
+#define set_state(u, to) set_state_((u), (to), __FILE__, __LINE__)
+
+/* The one writer of u->state. */
+static void set_state_(struct upload_ctx *u, enum upload_state to, const char *file, int line) {
+  if (sbx_fsm_step(&upload_fsm, u->state, to, tp_req_path(u->req), file, line) == 0)
+    u->state = to;
 }
 
 static int exec_on(struct orch *o) { return o->cfg->exec_mode != ORCH_EXEC_OFF; }
