@@ -84,7 +84,7 @@ int orch__api_valid_id(const char *s) {
 }
 
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
-  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"),
+  orch__auth_read(tp_req_header(req, "authorization"),
                       query_ok ? tp_req_query(req, "token") : NULL, o->api_key_hash, o->host_key_hash, a);
 }
 

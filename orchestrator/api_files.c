@@ -77,7 +77,7 @@ static void upload_free(struct upload_ctx *u) {
  * request's credential could reach the chat (an API key or host key; a page token of this chat). */
 static int could_reach(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
+  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash,
                       o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_API || a.kind == ORCH_CRED_HOST)
     return 1;
@@ -309,7 +309,7 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "file");
   struct orch_auth a;
-  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), tp_req_query(req, "token"),
+  orch__auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"),
                       o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
     orch__api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");

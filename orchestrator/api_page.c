@@ -94,7 +94,7 @@ struct put_ctx {
  * could be kept (a credential that may reach the run's chat, the run dispatched or running). */
 static int put_could_keep(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch__auth_read_memo(o->auth_memo, tp_req_header(req, "authorization"), NULL, o->api_key_hash,
+  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash,
                       o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
     return 0;

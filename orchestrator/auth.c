@@ -3,15 +3,11 @@
  * Backend calls carry `Authorization: Bearer <CEREA_API_KEY>`.  Page calls carry the chat's page
  * token, `<chat_id>.<64 hex>`: the chat id in front lets a token for another chat be told apart
  * from garbage (403/404 instead of 401) without a lookup table; the random part is the secret.
- * Only the sha256 of a token is stored; comparisons are constant-time on the hashes.  The event
- * stream also accepts `?token=` for clients that cannot set headers.  Headless hosts the
+ * Only the sha256 of a token is stored, and a credential is kept in memory no longer than its
+ * request: each one is hashed and its hash compared, in constant time, with the stored ones.  The
+ * event stream also accepts `?token=` for clients that cannot set headers.  Headless hosts the
  * orchestrator spawns (hosts.c) get a host key, random per server start: it reaches every chat
  * like the API key, but only the calls a page token may make (never chats, turns, admin).
- *
- * The sha256 of a credential is memoized (token_hash below, one table per server): every request
- * carries one, and hashing it cost ~5,000 instructions, two per run.  The memo maps the FULL credential (compared
- * in constant time) to its hash; it decides nothing by itself: the hash is compared with the
- * stored ones exactly as before, so a memoized wrong token is still wrong.
  *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
  * stored hash); it does not rate-limit.
@@ -27,60 +23,6 @@
 #include <unistd.h>
 
 static void sha256_hex(const char *s, char out[65]) { store_sha256_hex(s, strlen(s), out); }
-
-/* ---- credential hash memo ------------------------------------------------------------------
- * The server's table (struct orch's auth_memo; one loop thread, no locks): 4-way set-associative,
- * AUTH_MEMO_SETS sets chosen by a multiplicative hash of the credential's 8-byte words; a way
- * hits only when its stored credential has the same length and the same bytes (sbx_memeq_ct over the
- * whole length: the time taken does not depend on where a guess differs).  Sized for the page
- * tokens of ~2,000 active chats plus the API key (~360 KB, allocated with the server); a full set
- * replaces its ways in turn.  Credentials longer than AUTH_MEMO_MAX_LEN are hashed every time.  A
- * flood of distinct tokens only evicts entries (each costs one sha256 again later). */
-#define AUTH_MEMO_SETS 512
-#define AUTH_MEMO_WAYS 4
-#define AUTH_MEMO_MAX_LEN 104 /* a page token is 97; a generated API key 64 */
-struct auth_memo_entry {
-  unsigned char len; /* 0: empty */
-  char cred[AUTH_MEMO_MAX_LEN];
-  char hash[65]; /* sha256 hex of cred */
-};
-struct orch_auth_memo {
-  struct auth_memo_entry e[AUTH_MEMO_SETS][AUTH_MEMO_WAYS];
-  unsigned char next[AUTH_MEMO_SETS]; /* the way a miss replaces next */
-};
-
-struct orch_auth_memo *orch__auth_memo_new(void) { return sbx_calloc(1, sizeof(struct orch_auth_memo)); }
-void orch__auth_memo_free(struct orch_auth_memo *m) { sbx_free(m); }
-
-static void token_hash(struct orch_auth_memo *m, const char *cred, size_t len, char out[65]) {
-  if (m == NULL || len == 0 || len > AUTH_MEMO_MAX_LEN) {
-    store_sha256_hex(cred, len, out);
-    return;
-  }
-  uint64_t h = len;
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    uint64_t w;
-    memcpy(&w, cred + i, 8);
-    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-  }
-  for (; i < len; i++)
-    h = (h ^ (unsigned char)cred[i]) * 0x9E3779B97F4A7C15ull;
-  size_t set = (size_t)(h >> 40) % AUTH_MEMO_SETS;
-  for (int w = 0; w < AUTH_MEMO_WAYS; w++) {
-    struct auth_memo_entry *e = &m->e[set][w];
-    if (e->len == len && sbx_memeq_ct(e->cred, cred, len) == 0) {
-      memcpy(out, e->hash, 65);
-      return;
-    }
-  }
-  store_sha256_hex(cred, len, out);
-  struct auth_memo_entry *e = &m->e[set][m->next[set]];
-  m->next[set] = (unsigned char)((m->next[set] + 1) % AUTH_MEMO_WAYS);
-  memcpy(e->cred, cred, len);
-  memcpy(e->hash, out, 65);
-  e->len = (unsigned char)len;
-}
 
 int orch__ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -110,12 +52,7 @@ static int is_hex_id(const char *s, size_t n) {
 }
 
 void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
-                    const char *host_key_hash, struct orch_auth *out) {
-  orch__auth_read_memo(NULL, authorization, query_token, api_key_hash, host_key_hash, out);
-}
-
-void orch__auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
-                         const char *api_key_hash, const char *host_key_hash, struct orch_auth *out) {
+                     const char *host_key_hash, struct orch_auth *out) {
   memset(out, 0, sizeof(*out));
   const char *cred = NULL;
   if (authorization != NULL) {
@@ -138,7 +75,7 @@ void orch__auth_read_memo(struct orch_auth_memo *memo, const char *authorization
     out->kind = ORCH_CRED_BAD;
     return;
   }
-  token_hash(memo, cred, cred_len, out->token_hash);
+  store_sha256_hex(cred, cred_len, out->token_hash);
   if (api_key_hash != NULL && orch__ct_streq(out->token_hash, api_key_hash)) {
     out->kind = ORCH_CRED_API;
     return;

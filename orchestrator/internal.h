@@ -181,12 +181,6 @@ int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[
  * key (NULL or "" when none). */
 void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                     const char *host_key_hash, struct orch_auth *out);
-/* The same, the credential's sha256 memoized in memo (NULL: none); what it classifies is the same. */
-struct orch_auth_memo;
-struct orch_auth_memo *orch__auth_memo_new(void);
-void orch__auth_memo_free(struct orch_auth_memo *m);
-void orch__auth_read_memo(struct orch_auth_memo *memo, const char *authorization, const char *query_token,
-                         const char *api_key_hash, const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
 int orch__ct_streq(const char *a, const char *b);
@@ -310,7 +304,6 @@ struct orch {
   struct tp_server *tp;
   char *api_key;
   char api_key_hash[65];
-  struct orch_auth_memo *auth_memo; /* credential -> sha256 (auth.c); NULL: every request hashes */
   char host_key[65];         /* the headless hosts' credential (hosts.c sends it; page calls only) */
   char host_key_hash[65];
   char *static_dir;          /* build/www or --static */

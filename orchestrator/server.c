@@ -161,7 +161,6 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__map_init(&o->runs);
   orch__map_init(&o->turns);
   o->run_seq = sbx_now_wall_ms() * 1000;
-  o->auth_memo = orch__auth_memo_new(); /* NULL (out of memory): every credential is hashed */
 
   o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
   struct stat sst;
@@ -268,7 +267,6 @@ fail:
   orch__map_free(&o->chats);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
-  orch__auth_memo_free(o->auth_memo);
   sbx_free(o);
   return rc;
 }
@@ -304,7 +302,6 @@ static void on_cron_closed(uv_handle_t *h) {
   void *ud = o->close_ud;
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
-  orch__auth_memo_free(o->auth_memo);
   sbx_free(o);
   if (cb)
     cb(ud);
