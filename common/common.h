@@ -156,8 +156,6 @@ static inline void sbx_list_remove(struct sbx_list *n) {
 }
 
 /* ---- small helpers ------------------------------------------------------------------------ */
-/* Constant-time comparison of two byte strings of the same length (0 when equal). */
-int sbx_memeq_ct(const void *a, const void *b, size_t n);
 /* Lower-case hex of n bytes into out (2n+1 bytes). */
 void sbx_hex(const unsigned char *in, size_t n, char *out);
 /* Fill with cryptographically secure random bytes (getrandom). */

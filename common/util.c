@@ -115,28 +115,6 @@ char *sbx_buf_steal(struct sbx_buf *b, size_t *len) {
   return p;
 }
 
-/* Eight bytes a step, the differences OR-ed together and the accumulator hidden from the
- * optimiser (the empty asm) so that no early exit can be derived from it: the time depends on n
- * only.  (Every request's credential passes here, and a byte loop through volatile was ~8x the
- * steps.) */
-int sbx_memeq_ct(const void *a, const void *b, size_t n) {
-  const unsigned char *x = a, *y = b;
-  uint64_t d = 0;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t p, q;
-    memcpy(&p, x + i, 8);
-    memcpy(&q, y + i, 8);
-    d |= p ^ q;
-    __asm__ volatile("" : "+r"(d));
-  }
-  for (; i < n; i++) {
-    d |= (unsigned char)(x[i] ^ y[i]);
-    __asm__ volatile("" : "+r"(d));
-  }
-  return d != 0; /* 0 when equal */
-}
-
 void sbx_hex(const unsigned char *in, size_t n, char *out) {
   static const char digits[] = "0123456789abcdef";
   for (size_t i = 0; i < n; i++) {

@@ -183,6 +183,7 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
                     const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
+/* 1 when a and b are the same string, compared in constant time (OpenSSL's CRYPTO_memcmp). */
 int orch__ct_streq(const char *a, const char *b);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
