@@ -45,7 +45,7 @@ static void on_drain(struct tp_req *req, void *ud) {
 
 static int send_one(struct stream *s, const char *type, int64_t seq, const char *data, size_t len) {
   char id[24];
-  orch__fmt_i64(id, (long long)seq);
+  snprintf(id, sizeof(id), "%lld", (long long)seq);
   int rc = tp_sse_send(s->req, type, id, data, len);
   if (rc == 0) {
     s->last_seq = seq;

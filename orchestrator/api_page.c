@@ -353,12 +353,12 @@ static void on_result(struct tp_req *req, void *ud) {
     return;
   }
   replace_nul(body);
-  size_t canon_len = 0;
-  char *canon = orch__json_dump_sorted(body, &canon_len); /* == json_dumps(COMPACT | SORT_KEYS) */
+  /* The result's hash, over its canonical text: a resend is the same result, another one is not. */
+  char *canon = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
   char hash[65] = "";
   if (canon)
-    store_sha256_hex(canon, canon_len, hash);
-  sbx_free(canon);
+    store_sha256_hex(canon, strlen(canon), hash);
+  free(canon);
   union result_fields rf;
   read_fields(body, &rf);
   json_t *ja = rf.attempt;

@@ -475,9 +475,9 @@ static struct orch_run *head_run(struct orch_chat *c) {
   return SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
 }
 
-/* The `run` event for this attempt: the run, its mount manifest (the chat's kept file list), the
- * limits.  Owned text; NULL when out of memory. */
-static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run *run, size_t *len) {
+/* Tells the chat's pages the run was dispatched: its `run` event, with its mount manifest (from
+ * the chat's kept file list) and the limits. */
+static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *run) {
   const struct store_file *files = NULL;
   size_t n = 0;
   int rc = chat_files(o, c, &files, &n);
@@ -486,23 +486,13 @@ static char *manifest_text(struct orch *o, struct orch_chat *c, struct orch_run 
             run->id, sbx_strerror(rc));
   struct orch_manifest m;
   int have = rc == 0 && n > 0 && orch__manifest_compute(files, n, run->rec.code, &m) == 0;
-  char *text = orch__dispatch_text(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
-                                  run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
-                                  run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, len);
+  json_t *ev = orch__dispatch_json(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
+                                   run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
+                                   run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled);
   if (have)
     orch__manifest_free(&m);
-  return text;
-}
-
-/* Tells the chat's pages the run was dispatched (its `run` event). */
-static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *run) {
-  size_t len = 0;
-  char *ev = manifest_text(o, c, run, &len);
-  if (ev == NULL) { /* the page never hears of it: the watchdog ends the attempt */
-    sbx_log(SBX_LOG_ERROR, "chat", "run %s: out of memory rendering its manifest", run->id);
-    return;
-  }
-  orch__event_emit_text(c, "run", ev, len);
+  if (ev == NULL || orch__event_emit(c, "run", ev) != 0) /* the watchdog ends the attempt */
+    sbx_log(SBX_LOG_ERROR, "chat", "run %s: its `run` event was not sent (out of memory)", run->id);
 }
 
 /* The head run's next step, in the state machine only: dispatched to the chat's active page, or

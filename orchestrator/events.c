@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct emit_ctx {
@@ -47,28 +48,21 @@ static void on_appended(int rc, const struct sbx_error *err, void *ud) {
 }
 
 int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload) {
-  size_t len = 0;
-  char *data = payload ? orch__json_dump(payload, &len) : NULL;
-  json_decref(payload);
-  if (data == NULL)
-    return SBX_ENOMEM;
-  return orch__event_emit_text(c, type, data, len);
-}
-
-int orch__event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len) {
   struct orch *o = c->o;
   struct emit_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  char *data = payload ? orch__json_dump(payload, NULL) : NULL;
+  json_decref(payload);
   if (ctx == NULL || data == NULL) {
     sbx_free(ctx);
     sbx_free(data);
     return SBX_ENOMEM;
   }
   ctx->o = o;
-  orch__strcpy_cap(ctx->chat_id, sizeof(ctx->chat_id), c->id);
-  orch__strcpy_cap(ctx->type, sizeof(ctx->type), type);
+  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
+  snprintf(ctx->type, sizeof(ctx->type), "%s", type);
   ctx->seq = ++c->event_seq;
   ctx->data = data;
-  ctx->len = len;
+  ctx->len = strlen(data);
   int rc = store_event_append(o->st, c->id, ctx->seq, type, data, on_appended, ctx);
   if (rc != 0) {
     sbx_free(ctx->data);

@@ -439,51 +439,22 @@ void orch__chat_unlisten(struct orch_listener *l); /* safe when not listening */
 /* Appends an event to the chat's log (durable) then hands it to every listener of the chat.
  * payload is stolen. */
 int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
-/* The same with the payload already as JSON text (steals data, sbx-allocated, len bytes). */
-int orch__event_emit_text(struct orch_chat *c, const char *type, char *data, size_t len);
 
 /* json.c */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
-/* The same object as compact text (== orch__json_dump(orch__run_json(o, rec))), built without a
- * jansson tree; owned (sbx_free); NULL when out of memory. */
-char *orch__run_text(struct orch *o, const struct store_run *rec, size_t *len);
-/* The `run` event payload as compact text, its manifest rendered from m (NULL: mounts and
- * left_out []); owned (sbx_free); NULL when out of memory. */
-char *orch__dispatch_text(const char *run_id, const char *chat_id, const char *page_id,
-                         const char *code, const char *origin, int timeout_s, int attempt,
-                         const struct orch_manifest *m, int pypi, size_t *len);
+/* The `run` event's payload (new reference), its manifest from m (NULL: mounts and left_out []). */
+json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char *page_id,
+                            const char *code, const char *origin, int timeout_s, int attempt,
+                            const struct orch_manifest *m, int pypi);
 json_t *orch__file_json(const struct store_file *f, int exec_on);
 /* The length in bytes (1 to 4) of the character at s, of the len bytes left (> 0) of a UTF-8
  * string jansson made or checked (json_string_value), and its code point in *cp (may be NULL).
  * The one walker of the orchestrator's UTF-8 text. */
 size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp);
 json_t *orch__json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
-char *orch__json_dump(const json_t *j, size_t *len); /* compact, owned */
-/* The same with object keys sorted: == json_dumps(j, COMPACT | SORT_KEYS | ENCODE_ANY). */
-char *orch__json_dump_sorted(const json_t *j, size_t *len);
-
-/* snprintf(dst, cap, "%s", src) without printf (~600 instructions each, a dozen per run): src
- * cut to cap - 1 bytes, always terminated. */
-static inline void orch__strcpy_cap(char *dst, size_t cap, const char *src) {
-  size_t n = strnlen(src, cap - 1);
-  memcpy(dst, src, n);
-  dst[n] = '\0';
-}
-/* snprintf(out, 24, "%lld", v) without printf; returns the length. */
-static inline size_t orch__fmt_i64(char out[24], long long v) {
-  char tmp[24];
-  size_t i = sizeof(tmp);
-  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[--i] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0)
-    tmp[--i] = '-';
-  memcpy(out, tmp + i, sizeof(tmp) - i);
-  out[sizeof(tmp) - i] = '\0';
-  return sizeof(tmp) - i;
-}
+/* json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) as sbx-allocated text; NULL when j is NULL, holds
+ * a string that is not UTF-8, or out of memory. */
+char *orch__json_dump(const json_t *j, size_t *len);
 
 /* api.c: shared handler helpers */
 void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
