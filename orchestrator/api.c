@@ -60,18 +60,24 @@ json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags) {
   return j;
 }
 
-void orch__api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n) {
-  for (size_t i = 0; i < n; i++)
-    out[i] = NULL;
-  for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
-    const char *k = json_object_iter_key(it);
-    size_t kl = json_object_iter_key_len(it);
-    for (size_t i = 0; i < n; i++)
-      if (strlen(names[i]) == kl && memcmp(names[i], k, kl) == 0) {
-        out[i] = json_object_iter_value(it);
-        break;
-      }
+int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
+                     struct orch_field *f, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_object_get(obj, f[i].key);
+    f[i].given = v != NULL && !json_is_null(v);
+    json_error_t e;
+    const char *why = NULL;
+    if (!f[i].given && f[i].required)
+      why = "required";
+    else if (f[i].given && json_unpack_ex(v, &e, 0, f[i].fmt, f[i].out) != 0)
+      why = e.text;
+    if (why != NULL) {
+      orch__api_error(req, 400, "invalid_field", "%s%s%s: %s", within ? within : "",
+                      within ? "." : "", f[i].key, why);
+      return -1;
+    }
   }
+  return 0;
 }
 
 int orch__api_valid_id(const char *s) {

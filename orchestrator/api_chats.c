@@ -47,14 +47,15 @@ static void on_create_chat(struct tp_req *req, void *ud) {
   if (len > 0) {
     if ((body = orch__api_body_object(req)) == NULL)
       return;
-    json_t *t = json_object_get(body, "title");
-    if (t && !json_is_null(t)) {
-      if (!json_is_string(t) || json_string_length(t) > 500) {
-        json_decref(body);
-        orch__api_error(req, 400, "invalid_field", "title: a string of at most 500 bytes");
-        return;
-      }
-      title = json_string_value(t);
+    struct orch_field f[] = {ORCH_FIELD("title", "s", &title)};
+    int bad = orch__api_unpack(req, body, NULL, f, 1) != 0;
+    if (!bad && title && strlen(title) > 500) {
+      orch__api_error(req, 400, "invalid_field", "title: a string of at most 500 bytes");
+      bad = 1;
+    }
+    if (bad) {
+      json_decref(body);
+      return;
     }
   }
   struct create_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
@@ -139,15 +140,10 @@ static char *title_check(const char *s, size_t len, const char **why) {
   while (len > 0 && is_space((unsigned char)s[len - 1]))
     len--;
   size_t chars = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if ((c & 0xC0) != 0x80)
-      chars++;
-    int ctl = c < 0x20 || c == 0x7F ||
-              (c == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 && (unsigned char)s[i + 1] <= 0x9F) ||
-              (c == 0xE2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
-               ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9));
-    if (ctl) {
+  for (size_t i = 0; i < len; chars++) {
+    uint32_t cp;
+    i += orch__utf8_next(s + i, len - i, &cp);
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) {
       *why = "title: no control characters or line breaks";
       return NULL;
     }
@@ -197,9 +193,13 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
-  json_t *t = json_object_get(body, "title");
-  const char *why = "title: a string is required";
-  char *title = json_is_string(t) ? title_check(json_string_value(t), json_string_length(t), &why) : NULL;
+  const char *given = NULL, *why = NULL;
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("title", "s", &given)};
+  if (orch__api_unpack(req, body, NULL, f, 1) != 0) {
+    json_decref(body);
+    return;
+  }
+  char *title = title_check(given, strlen(given), &why);
   json_decref(body);
   if (title == NULL) {
     if (why)

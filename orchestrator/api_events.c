@@ -223,24 +223,27 @@ static void on_presence(struct tp_req *req, void *ud) {
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
-  const char *pid = json_string_value(json_object_get(body, "page_id"));
-  json_t *jv = json_object_get(body, "visible");
-  json_t *jk = json_object_get(body, "kernel");
+  const char *pid = NULL, *kernel = NULL;
+  int visible = 0;
+  struct orch_field f[] = {ORCH_FIELD("page_id", "s", &pid), ORCH_FIELD("visible", "b", &visible),
+                           ORCH_FIELD("kernel", "s", &kernel)};
   enum orch_kernel_state k = ORCH_KERNEL_UNKNOWN;
   struct orch_page *p;
+  if (orch__api_unpack(req, body, NULL, f, SBX_ARRAY_SIZE(f)) != 0) {
+    json_decref(body);
+    return;
+  }
   if (!page_id_ok(pid))
     orch__api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .", ORCH_PAGE_ID_MAX);
-  else if (jv && !json_is_boolean(jv))
-    orch__api_error(req, 400, "invalid_field", "visible: true or false");
-  else if (jk && !json_is_null(jk) && (!json_is_string(jk) || orch__kernel_state_parse(json_string_value(jk), &k) != 0))
+  else if (kernel && orch__kernel_state_parse(kernel, &k) != 0)
     orch__api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
   else if ((p = orch__chat_page(c, pid)) == NULL)
     orch__api_error(req, 409, "not_attached", "page %s has no event stream on this chat", pid);
   else {
     if (k != ORCH_KERNEL_UNKNOWN)
       p->kernel = k;
-    if (jv)
-      orch__page_presence(p, json_is_true(jv), &c->visible_counter);
+    if (f[1].given)
+      orch__page_presence(p, visible, &c->visible_counter);
     json_t *j = json_object();
     json_object_set_new(j, "page_id", json_string(p->id));
     json_object_set_new(j, "state", json_string(orch__page_state_name(p->state)));

@@ -28,10 +28,19 @@ static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, s
   return 0;
 }
 
-/* A JSON attempt number: an integer from 1 to INT32_MAX (a bigger one would wrap when cast to
- * int and could pass for the current attempt). */
-static int attempt_ok(json_t *ja) {
-  return json_is_integer(ja) && json_integer_value(ja) >= 1 && json_integer_value(ja) <= INT32_MAX;
+/* The body's attempt: an integer from 1 to INT32_MAX (a bigger one would wrap when cast to int
+ * and could pass for the current attempt).  Answers 400 and returns nonzero otherwise. */
+static int read_attempt(struct tp_req *req, const json_t *body, int *attempt) {
+  json_int_t a = 0;
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("attempt", "I", &a)};
+  if (orch__api_unpack(req, body, NULL, f, 1) != 0)
+    return -1;
+  if (a < 1 || a > INT32_MAX) {
+    orch__api_error(req, 400, "invalid_field", "attempt: an integer from 1 to %d", INT32_MAX);
+    return -1;
+  }
+  *attempt = (int)a;
+  return 0;
 }
 
 /* 0 when attempt is the current attempt of a run a page may report on (dispatched, running, or
@@ -65,20 +74,19 @@ static void on_started(struct tp_req *req, void *ud) {
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
-  json_t *ja = json_object_get(body, "attempt");
-  if (!attempt_ok(ja)) {
-    orch__api_error(req, 400, "invalid_field", "attempt: an integer is required");
-  } else if (!stale(o, req, run, (int)json_integer_value(ja))) {
-    const char *pid = json_string_value(json_object_get(body, "page_id"));
+  int attempt;
+  const char *pid = NULL;
+  struct orch_field f[] = {ORCH_FIELD("page_id", "s", &pid)};
+  if (read_attempt(req, body, &attempt) == 0 && orch__api_unpack(req, body, NULL, f, 1) == 0 &&
+      !stale(o, req, run, attempt)) {
     if (pid != NULL && run->page_id[0] && strcmp(pid, run->page_id) != 0) {
       /* Two pages of one chat both saw the `run` event: only the one it names runs it. */
       orch__api_error(req, 409, "other_page", "attempt %d of this run was sent to page %s, not %s",
-                     run->attempts, run->page_id, pid);
-      json_decref(body);
-      return;
+                      run->attempts, run->page_id, pid);
+    } else {
+      orch__run_report_started(o, run, attempt);
+      orch__api_json(req, 200, orch__run_json(o, &run->rec));
     }
-    orch__run_report_started(o, run, (int)json_integer_value(ja));
-    orch__api_json(req, 200, orch__run_json(o, &run->rec));
   }
   json_decref(body);
 }
@@ -216,91 +224,93 @@ static void on_put_file(struct tp_req *req, void *ud) {
 
 /* ---- result ------------------------------------------------------------------------------- */
 
-/* The top-level fields of a result body, read in one pass over its keys (orch__api_fields: a
- * result read 25 with json_object_get, ~170 instructions each).  Borrowed from the body; NULL
- * when absent.  `v` views the same pointers as an array, in the order of result_keys. */
-union result_fields {
-  struct {
-    json_t *attempt, *status, *out, *err, *out_cut, *err_cut, *restarted, *files_unlisted,
-        *figures_dropped, *error, *notes, *remounted, *files;
-  };
-  json_t *v[13];
-};
-_Static_assert(sizeof(union result_fields) == 13 * sizeof(json_t *), "result_fields: no padding");
-
-static void read_fields(json_t *b, union result_fields *f) {
-  static const char *const result_keys[13] = {
-      "attempt",        "status",          "stdout",    "stderr", "stdout_truncated",
-      "stderr_truncated", "restarted",     "files_unlisted", "figures_dropped", "error",
-      "notes",          "remounted",       "files"};
-  orch__api_fields(b, result_keys, f->v, SBX_ARRAY_SIZE(f->v));
+/* An array of strings (notes, remounted). */
+static int strings(const json_t *v) {
+  size_t k;
+  json_t *x;
+  if (!json_is_array(v))
+    return 0;
+  json_array_foreach(v, k, x) if (!json_is_string(x)) return 0;
+  return 1;
 }
 
-static const char *check_result_body(const union result_fields *f) {
-  static const char *statuses[] = {"ok", "error", "timeout", "crashed", "cancelled"};
-  const char *s = json_string_value(f->status);
-  int ok = 0;
-  for (size_t i = 0; s && i < SBX_ARRAY_SIZE(statuses); i++)
-    ok |= strcmp(s, statuses[i]) == 0;
-  if (!ok)
-    return "status: one of ok, error, timeout, crashed, cancelled";
-  json_t *strs[] = {f->out, f->err};
-  for (size_t i = 0; i < 2; i++) {
-    json_t *v = strs[i];
-    if (v && !json_is_null(v) && !json_is_string(v))
-      return "stdout, stderr: strings";
+/* One entry of a result's files: {name, size?, sha256?, kind?}.  size, sha256 and kind may be left
+ * out (or null), but never given as another type: a size "999" or a sha256 42 would otherwise
+ * skip the comparison with the uploaded bytes.  Answers 400 and returns nonzero when it is wrong. */
+static int read_file_entry(struct tp_req *req, const json_t *x, const char **name, const char **kind,
+                           const char **sha, json_int_t *size, int *has_size) {
+  *name = *kind = *sha = NULL;
+  *size = 0;
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("name", "s", name), ORCH_FIELD("size", "I", size), ORCH_FIELD("sha256", "s", sha),
+                           ORCH_FIELD("kind", "s", kind)};
+  if (!json_is_object(x)) {
+    orch__api_error(req, 400, "invalid_field", "files: each {name, size, sha256, kind: file|figure}");
+    return -1;
   }
-  json_t *bools[] = {f->out_cut, f->err_cut, f->restarted};
-  for (size_t i = 0; i < 3; i++) {
-    json_t *v = bools[i];
-    if (v && !json_is_null(v) && !json_is_boolean(v))
-      return "stdout_truncated, stderr_truncated, restarted: booleans";
+  if (orch__api_unpack(req, x, "files", f, SBX_ARRAY_SIZE(f)) != 0)
+    return -1;
+  *has_size = f[1].given;
+  const char *bad = *size < 0                                                     ? "files.size: a size in bytes"
+                    : *sha && strlen(*sha) != 64                                  ? "files.sha256: 64 hex digits"
+                    : *kind && strcmp(*kind, "file") && strcmp(*kind, "figure") ? "files.kind: file or figure"
+                                                                                  : NULL;
+  if (bad != NULL) {
+    orch__api_error(req, 400, "invalid_field", "%s", bad);
+    return -1;
   }
-  json_t *ints[] = {f->files_unlisted, f->figures_dropped};
-  for (size_t i = 0; i < 2; i++) {
-    json_t *v = ints[i];
-    if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX))
-      return "files_unlisted, figures_dropped: non-negative integers";
+  return 0;
+}
+
+/* The fields of a result body besides its attempt, into res (borrowed from body) and *files.
+ * Answers 400 and returns nonzero when one is wrong. */
+static int read_result(struct tp_req *req, const json_t *body, struct orch_result *res,
+                       json_t **files) {
+  const char *status = NULL;
+  json_int_t unlisted = 0, dropped = 0;
+  json_t *error = NULL;
+  *files = NULL;
+  struct orch_field f[] = {
+      ORCH_FIELD_REQUIRED("status", "s", &status),
+      ORCH_FIELD("stdout", "s", &res->out),
+      ORCH_FIELD("stderr", "s", &res->err),
+      ORCH_FIELD("stdout_truncated", "b", &res->out_cut),
+      ORCH_FIELD("stderr_truncated", "b", &res->err_cut),
+      ORCH_FIELD("restarted", "b", &res->restarted),
+      ORCH_FIELD("files_unlisted", "I", &unlisted),
+      ORCH_FIELD("figures_dropped", "I", &dropped),
+      ORCH_FIELD("error", "o", &error),
+      ORCH_FIELD("notes", "o", &res->notes),
+      ORCH_FIELD("remounted", "o", &res->remounted),
+      ORCH_FIELD("files", "o", files),
+  };
+  if (orch__api_unpack(req, body, NULL, f, SBX_ARRAY_SIZE(f)) != 0)
+    return -1;
+  enum orch_run_status st = ORCH_RUN_STATUS_NONE;
+  const char *message = NULL, *traceback = NULL, *type = NULL;
+  struct orch_field ef[] = {ORCH_FIELD_REQUIRED("type", "s", &type), ORCH_FIELD("message", "s", &message),
+                            ORCH_FIELD("traceback", "s", &traceback)};
+  const char *bad = NULL;
+  if (orch__run_status_parse(status, &st) != 0 || st > ORCH_RUN_STATUS_CANCELLED)
+    bad = "status: one of ok, error, timeout, crashed, cancelled";
+  else if (unlisted < 0 || unlisted > INT32_MAX || dropped < 0 || dropped > INT32_MAX)
+    bad = "files_unlisted, figures_dropped: non-negative integers";
+  else if (error && !json_is_object(error))
+    bad = "error: null or {type, message, traceback} (strings)";
+  else if ((res->notes && !strings(res->notes)) || (res->remounted && !strings(res->remounted)))
+    bad = "notes, remounted: arrays of strings";
+  else if (*files && (!json_is_array(*files) || json_array_size(*files) > ORCH_FILES_LISTED))
+    bad = "files: an array of at most 200 {name, size, sha256, kind}";
+  if (bad != NULL) {
+    orch__api_error(req, 400, "invalid_field", "%s", bad);
+    return -1;
   }
-  json_t *e = f->error;
-  if (e && !json_is_null(e)) {
-    json_t *em = json_is_object(e) ? json_object_get(e, "message") : NULL;
-    json_t *et = json_is_object(e) ? json_object_get(e, "traceback") : NULL;
-    if (!json_is_object(e) || !json_is_string(json_object_get(e, "type")) ||
-        (em && !json_is_null(em) && !json_is_string(em)) || (et && !json_is_null(et) && !json_is_string(et)))
-      return "error: null or {type, message, traceback} (strings)";
-  }
-  json_t *arrs[] = {f->notes, f->remounted};
-  for (size_t i = 0; i < 2; i++) {
-    json_t *v = arrs[i];
-    size_t k;
-    json_t *x;
-    if (v && !json_is_null(v)) {
-      if (!json_is_array(v))
-        return "notes, remounted: arrays of strings";
-      json_array_foreach(v, k, x) if (!json_is_string(x)) return "notes, remounted: arrays of strings";
-    }
-  }
-  json_t *fl = f->files;
-  if (fl && !json_is_null(fl)) {
-    if (!json_is_array(fl) || json_array_size(fl) > ORCH_FILES_LISTED)
-      return "files: an array of at most 200 {name, size, sha256, kind}";
-    size_t k;
-    json_t *x;
-    json_array_foreach(fl, k, x) {
-      /* size, sha256 and kind may be left out (null), but never given as another type: a size
-       * "999" or a sha256 42 would otherwise skip the comparison with the uploaded bytes. */
-      json_t *jk = json_object_get(x, "kind"), *js = json_object_get(x, "size"),
-             *jh = json_object_get(x, "sha256");
-      const char *kind = json_string_value(jk);
-      if (!json_is_object(x) || !json_is_string(json_object_get(x, "name")) ||
-          (jk && !json_is_null(jk) && (!kind || (strcmp(kind, "file") && strcmp(kind, "figure")))) ||
-          (js && !json_is_null(js) && (!json_is_integer(js) || json_integer_value(js) < 0)) ||
-          (jh && !json_is_null(jh) && (!json_is_string(jh) || json_string_length(jh) != 64)))
-        return "files: each {name, size, sha256, kind: file|figure}";
-    }
-  }
-  return NULL;
+  if (error && orch__api_unpack(req, error, "error", ef, SBX_ARRAY_SIZE(ef)) != 0)
+    return -1;
+  res->status = st;
+  res->files_unlisted = (int)unlisted;
+  res->figures_dropped = (int)dropped;
+  res->error = error;
+  return 0;
 }
 
 /* Replaces every U+0000 in the string values of j (at any depth) by U+FFFD.  Program output may
@@ -359,16 +369,11 @@ static void on_result(struct tp_req *req, void *ud) {
   if (canon)
     store_sha256_hex(canon, strlen(canon), hash);
   free(canon);
-  union result_fields rf;
-  read_fields(body, &rf);
-  json_t *ja = rf.attempt;
-  const char *bad;
   struct orch_upload **ups = NULL;
   const char **kinds = NULL;
-  if (!attempt_ok(ja)) {
-    orch__api_error(req, 400, "invalid_field", "attempt: an integer is required");
+  int attempt;
+  if (read_attempt(req, body, &attempt) != 0)
     goto out;
-  }
   /* Ended (or ending) already: the same result gets the same answer, another one 409. */
   if (run == NULL || run->state == ORCH_RUN_DONE || run->state == ORCH_RUN_FINISHING) {
     const char *have = run == NULL                          ? rec.result_hash
@@ -385,38 +390,39 @@ static void on_result(struct tp_req *req, void *ud) {
     }
     goto out;
   }
-  if (stale(o, req, run, (int)json_integer_value(ja)))
+  if (stale(o, req, run, attempt))
     goto out;
-  if ((bad = check_result_body(&rf)) != NULL) {
-    orch__api_error(req, 400, "invalid_field", "%s", bad);
+  struct orch_result res = {.attempt = attempt, .hash = hash};
+  json_t *files;
+  if (read_result(req, body, &res, &files) != 0)
     goto out;
-  }
-  json_t *files = rf.files;
-  size_t n = json_is_array(files) ? json_array_size(files) : 0;
+  size_t n = files ? json_array_size(files) : 0;
   if (n && ((ups = sbx_calloc(n, sizeof(*ups))) == NULL ||
             (kinds = sbx_calloc(n, sizeof(*kinds))) == NULL)) {
     orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
-    json_t *f = json_array_get(files, i);
+    const char *name, *sha;
+    json_int_t size;
+    int has_size;
+    if (read_file_entry(req, json_array_get(files, i), &name, &kinds[i], &sha, &size, &has_size) != 0)
+      goto out;
     struct sbx_error err;
     char *norm = NULL;
-    if (store_name_normalize(json_string_value(json_object_get(f, "name")), STORE_SRC_OUTPUT, &norm, &err) != 0) {
+    if (store_name_normalize(name, STORE_SRC_OUTPUT, &norm, &err) != 0) {
       orch__api_error(req, 400, "invalid_name", "%s", err.msg);
       goto out;
     }
     struct orch_upload *u = orch__run_upload(run, norm);
-    const char *sha = json_string_value(json_object_get(f, "sha256"));
-    json_t *sz = json_object_get(f, "size");
     if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
       orch__api_error(req, 400, "file_not_uploaded",
-                     "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
+                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
       sbx_free(norm);
       goto out;
     }
     sbx_free(norm);
-    if ((sha && strcmp(sha, u->sha256) != 0) || (json_is_integer(sz) && (size_t)json_integer_value(sz) != u->size)) {
+    if ((sha && strcmp(sha, u->sha256) != 0) || (has_size && (size_t)size != u->size)) {
       orch__api_error(req, 400, "file_mismatch", "files: %s differs from the uploaded content (size or sha256)", u->name);
       goto out;
     }
@@ -426,28 +432,10 @@ static void on_result(struct tp_req *req, void *ud) {
         goto out;
       }
     ups[i] = u;
-    kinds[i] = json_string_value(json_object_get(f, "kind"));
   }
-  enum orch_run_status st = ORCH_RUN_STATUS_NONE;
-  orch__run_status_parse(json_string_value(rf.status), &st);
-  struct orch_result res = {
-      .attempt = (int)json_integer_value(ja),
-      .hash = hash,
-      .status = st,
-      .out = json_string_value(rf.out),
-      .err = json_string_value(rf.err),
-      .out_cut = json_is_true(rf.out_cut),
-      .err_cut = json_is_true(rf.err_cut),
-      .restarted = json_is_true(rf.restarted),
-      .files_unlisted = (int)json_integer_value(rf.files_unlisted),
-      .figures_dropped = (int)json_integer_value(rf.figures_dropped),
-      .error = rf.error,
-      .notes = rf.notes,
-      .remounted = rf.remounted,
-      .files = ups,
-      .kinds = kinds,
-      .n_files = n,
-  };
+  res.files = ups;
+  res.kinds = kinds;
+  res.n_files = n;
   tp_req_hold(req); /* answered once the run is stored done (orch__api_answer_end) */
   if (orch__run_submit_result(o, run, &res, orch__api_answer_end, req) != 0) {
     tp_req_release(req);

@@ -80,21 +80,17 @@ void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, 
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-/* wait_s from a JSON field or query text: 0..ORCH_WAIT_S_MAX; -1 invalid. */
-static double parse_wait(json_t *j, const char *q) {
-  double v = 0;
-  if (j && !json_is_null(j)) {
-    if (!json_is_number(j))
-      return -1;
-    v = json_number_value(j);
-  } else if (q) {
-    char *end;
-    v = strtod(q, &end);
-    if (end == q || *end)
-      return -1;
-  }
-  /* Written so that NaN (strtod accepts "nan") fails too: every comparison with NaN is false. */
-  return v >= 0 && v <= ORCH_WAIT_S_MAX ? v : -1;
+/* wait_s, 0..ORCH_WAIT_S_MAX; -1 when out of range.  Written so that NaN fails too (strtod
+ * accepts "nan"): every comparison with NaN is false. */
+static double wait_in_range(double v) { return v >= 0 && v <= ORCH_WAIT_S_MAX ? v : -1; }
+
+/* wait_s from the query (absent: 0); -1 invalid. */
+static double query_wait(const char *q) {
+  if (q == NULL)
+    return 0;
+  char *end;
+  double v = strtod(q, &end);
+  return end == q || *end ? -1 : wait_in_range(v);
 }
 
 static void answer_or_wait(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
@@ -157,18 +153,6 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
   sbx_free(ctx);
 }
 
-static int field_str(json_t *v, const char *key, size_t max, const char **out, struct tp_req *req) {
-  *out = NULL;
-  if (v == NULL || json_is_null(v))
-    return 0;
-  if (!json_is_string(v) || json_string_length(v) > max) {
-    orch__api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", key, max);
-    return -1;
-  }
-  *out = json_string_value(v);
-  return 0;
-}
-
 static void on_create_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
@@ -177,23 +161,29 @@ static void on_create_run(struct tp_req *req, void *ud) {
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
-  const char *code, *origin, *turn_id, *idem;
-  /* The body's fields in one pass over its keys (what json_object_get would find, each). */
+  const char *code = NULL, *origin = NULL, *turn_id = NULL, *idem = NULL;
+  json_int_t timeout = 0;
+  double wait_s = 0;
   enum { F_CODE, F_ORIGIN, F_TURN, F_IDEM, F_TIMEOUT, F_WAIT, F__N };
-  static const char *const names[F__N] = {"code",            "origin",    "turn_id",
-                                          "idempotency_key", "timeout_s", "wait_s"};
-  json_t *fv[F__N];
-  orch__api_fields(body, names, fv, F__N);
-  json_t *jcode = fv[F_CODE];
-  if (!json_is_string(jcode)) {
-    orch__api_error(req, 400, "invalid_field", "code: a string is required");
+  struct orch_field fields[F__N] = {
+      [F_CODE] = ORCH_FIELD_REQUIRED("code", "s", &code),
+      [F_ORIGIN] = ORCH_FIELD("origin", "s", &origin),
+      [F_TURN] = ORCH_FIELD("turn_id", "s", &turn_id),
+      [F_IDEM] = ORCH_FIELD("idempotency_key", "s", &idem),
+      [F_TIMEOUT] = ORCH_FIELD("timeout_s", "I", &timeout),
+      [F_WAIT] = ORCH_FIELD("wait_s", "F", &wait_s),
+  };
+  if (orch__api_unpack(req, body, NULL, fields, F__N) != 0)
     goto out;
-  }
-  code = json_string_value(jcode);
-  if (field_str(fv[F_ORIGIN], "origin", 16, &origin, req) ||
-      field_str(fv[F_TURN], "turn_id", 64, &turn_id, req) ||
-      field_str(fv[F_IDEM], "idempotency_key", 200, &idem, req))
-    goto out;
+  static const struct { const char *name; size_t max; } caps[] = {{"origin", 16}, {"turn_id", 64},
+                                                                  {"idempotency_key", 200}};
+  const char *capped[] = {origin, turn_id, idem};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(caps); i++)
+    if (capped[i] && strlen(capped[i]) > caps[i].max) {
+      orch__api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", caps[i].name,
+                      caps[i].max);
+      goto out;
+    }
   if (origin == NULL)
     origin = "tool";
   if (strcmp(origin, "tool") && strcmp(origin, "auto") && strcmp(origin, "user")) {
@@ -214,17 +204,15 @@ static void on_create_run(struct tp_req *req, void *ud) {
     }
   }
   int timeout_s = o->rt.time_limit_s;
-  json_t *jt = fv[F_TIMEOUT];
-  if (jt && !json_is_null(jt)) {
-    if (!json_is_integer(jt) || json_integer_value(jt) < 1 || json_integer_value(jt) > o->rt.time_limit_s) {
+  if (fields[F_TIMEOUT].given) {
+    if (timeout < 1 || timeout > o->rt.time_limit_s) {
       orch__api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
                      o->rt.time_limit_s);
       goto out;
     }
-    timeout_s = (int)json_integer_value(jt);
+    timeout_s = (int)timeout;
   }
-  double wait_s = parse_wait(fv[F_WAIT], NULL);
-  if (wait_s < 0) {
+  if ((wait_s = wait_in_range(wait_s)) < 0) {
     orch__api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
     goto out;
   }
@@ -270,7 +258,7 @@ static void on_get_run(struct tp_req *req, void *ud) {
   struct store_run rec;
   if (orch__api_run(o, req, tp_req_param(req, "run"), &live, &rec, NULL) != 0)
     return;
-  double wait_s = parse_wait(NULL, tp_req_query(req, "wait_s"));
+  double wait_s = query_wait(tp_req_query(req, "wait_s"));
   if (wait_s < 0)
     orch__api_error(req, 400, "invalid_field", "wait_s: seconds from 0 to %d", ORCH_WAIT_S_MAX);
   else if (live)

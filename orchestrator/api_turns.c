@@ -90,13 +90,12 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     goto out;
-  json_t *ja = json_object_get(body, "answer");
-  if (!json_is_string(ja)) {
-    orch__api_error(req, 400, "invalid_field", "answer: the answer text is required");
+  const char *answer = NULL;
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("answer", "s", &answer)};
+  if (orch__api_unpack(req, body, NULL, f, 1) != 0)
     goto out;
-  }
   tp_req_hold(req); /* answered once the turn and its runs are durable */
-  int rc = orch__turn_finish(o, &st, json_string_value(ja), on_finished, req);
+  int rc = orch__turn_finish(o, &st, answer, on_finished, req);
   if (rc != 0)
     tp_req_release(req);
   if (rc == SBX_ESTATE)

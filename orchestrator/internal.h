@@ -465,8 +465,22 @@ void orch__api_error(struct tp_req *req, int status, const char *code, const cha
 json_t *orch__api_body_object(struct tp_req *req);
 /* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
 json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags);
-/* out[i] = the value of obj's key names[i] (NULL when absent), in one pass over obj's keys: what json_object_get(obj, names[i]) returns, without a lookup each. */
-void orch__api_fields(json_t *obj, const char *const names[], json_t *out[], size_t n);
+/* One field of a request body for orch__api_unpack: its key, the json_unpack format of its value
+ * ("s", "I", "F", "b", "o"...), where that goes, whether the body must have it; `given` is set. */
+struct orch_field {
+  const char *key;
+  const char *fmt;
+  void *out;
+  int required;
+  int given;
+};
+/* Reads each field of the object obj with json_unpack_ex; a field given as null counts as absent.
+ * The first one of another type (or required and absent) is answered 400 invalid_field
+ * "[within.]key: <jansson's message>" and returns nonzero. */
+int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
+                     struct orch_field *f, size_t n);
+#define ORCH_FIELD(key, fmt, out) {(key), (fmt), (out), 0, 0}
+#define ORCH_FIELD_REQUIRED(key, fmt, out) {(key), (fmt), (out), 1, 0}
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);

@@ -165,36 +165,6 @@ START_TEST(test_utf8_next) {
 }
 END_TEST
 
-/* orch__api_fields finds what json_object_get finds, name by name: absent names, names that are
- * prefixes of keys or keys of them, the empty key, and keys with an embedded NUL (set with
- * json_object_setn: never equal to the name before the NUL). */
-START_TEST(test_api_fields) {
-  json_t *o = json_object();
-  json_object_set_new(o, "codex", json_string("1"));
-  json_object_set_new(o, "cod", json_string("2"));
-  json_object_set_new(o, "", json_string("3"));
-  json_object_setn_new(o, "wait_s\0x", 8, json_string("4"));
-  json_object_set_new(o, "origin", json_string("5"));
-  json_object_set_new(o, "turn_id", json_null());
-  const char *const names[] = {"code", "codex", "cod", "", "wait_s", "origin", "turn_id", "absent", "co"};
-  json_t *out[SBX_ARRAY_SIZE(names)];
-  orch__api_fields(o, names, out, SBX_ARRAY_SIZE(names));
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++)
-    ck_assert_msg(out[i] == json_object_get(o, names[i]), "%s", names[i]);
-  ck_assert_ptr_null(out[0]);
-  ck_assert_ptr_null(out[4]); /* "wait_s\0x" is not wait_s */
-  ck_assert_str_eq(json_string_value(out[1]), "1");
-  ck_assert_str_eq(json_string_value(out[3]), "3");
-  ck_assert(json_is_null(out[6]));
-  json_t *empty = json_object();
-  orch__api_fields(empty, names, out, SBX_ARRAY_SIZE(names));
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(names); i++)
-    ck_assert_ptr_null(out[i]);
-  json_decref(empty);
-  json_decref(o);
-}
-END_TEST
-
 int main(void) {
   Suite *s = suite_create("json");
   TCase *tc = tcase_create("shapes");
@@ -204,7 +174,6 @@ int main(void) {
   tcase_add_test(tc, test_run_not_utf8);
   tcase_add_test(tc, test_dispatch_payload);
   tcase_add_test(tc, test_utf8_next);
-  tcase_add_test(tc, test_api_fields);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
