@@ -207,8 +207,12 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
 void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
                           const struct sbx_error *err) {
   struct tp_req *req = ud;
-  if (rc == 0)
-    orch__api_json(req, 200, orch__run_json(run->files_recorded ? o : NULL, &run->rec));
+  size_t len = 0;
+  const char *text = rc == 0 ? orch__run_end_text(o, run, &len) : NULL;
+  if (rc == 0 && text == NULL)
+    orch__api_error(req, 500, "internal", "out of memory");
+  else if (rc == 0)
+    orch__api_text(req, 200, text, len);
   else if (rc == SBX_ENAME)
     orch__api_error(req, 400, "invalid_name", "%s", err ? err->msg : "invalid file name");
   else

@@ -44,7 +44,12 @@ static void on_waiter_end(void *ud, struct orch *o, struct orch_run *run, int rc
   (void)rc, (void)err;
   struct waiter *w = ud;
   w->settle = NULL;
-  orch__api_json(w->req, w->status, orch__run_json(run->files_recorded ? o : NULL, &run->rec));
+  size_t len = 0;
+  const char *text = orch__run_end_text(o, run, &len);
+  if (text != NULL)
+    orch__api_text(w->req, w->status, text, len);
+  else
+    orch__api_error(w->req, 500, "internal", "out of memory");
   waiter_free(w);
 }
 

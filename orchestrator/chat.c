@@ -48,6 +48,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 }
 
 void orch__run_free(struct orch_run *run) {
+  sbx_free(run->end_text);
   free_uploads(run->chat ? run->chat->o : NULL, run);
   store_run_free(&run->rec);
   sbx_free(run);

@@ -76,6 +76,9 @@ struct orch_run {
   struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
   int files_recorded;          /* run files queued with its result (0: none, so the run object
                                   renders `files: []` without reading the store) */
+  char *end_text;              /* DONE: the run object as JSON, rendered once for everyone who
+                                  waited for the end (orch__run_end_text) */
+  size_t end_len;
 };
 
 const char *orch__run_state_name(enum orch_run_state s);
@@ -442,6 +445,9 @@ int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 
 /* json.c */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
+/* A run that ended: its run object as JSON text, rendered on the first call and kept with the run
+ * for the others (every answer waiting for the end gets the same bytes); NULL when out of memory. */
+const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len);
 /* The `run` event's payload (new reference), its manifest from m (NULL: mounts and left_out []). */
 json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char *page_id,
                             const char *code, const char *origin, int timeout_s, int attempt,

@@ -137,6 +137,18 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   return j;
 }
 
+const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len) {
+  if (run->end_text == NULL) {
+    /* Its files are read from the store only if its result recorded some (run files are written
+     * nowhere else). */
+    json_t *j = orch__run_json(run->files_recorded ? o : NULL, &run->rec);
+    run->end_text = orch__json_dump(j, &run->end_len);
+    json_decref(j);
+  }
+  *len = run->end_len;
+  return run->end_text;
+}
+
 /* The `run` event's payload: {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts,
  * left_out, limits, pypi}, the manifest's entries {name, file_id, version, sha256, size, url} and
  * {name, reason} (m NULL: both []).  A string that is not UTF-8 (json_string refuses it) leaves its
