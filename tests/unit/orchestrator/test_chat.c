@@ -1,36 +1,549 @@
-/* test_chat.c -- the chat scheduler's pure parts (chat.c) under a fake clock: the active page is
- * the most recently visible attached one; idle chats leave memory only when nothing is live. */
+/* test_chat.c -- the chat scheduler (chat.c, report.c, turn.c) under a fake clock, with a real
+ * store in a temporary directory and no HTTP: runs created live and dispatched to the active page
+ * (or paused while none can take them), one at a time in creation order; pages hidden, back, or
+ * gone after their grace; the pause wait, the watchdog, cancels; results (capped output, output
+ * files) and the callbacks of whoever waits for a run's end; a turn's finish.  What the pages
+ * hear is recorded by a listener of the chat (struct recorder), as an event stream would hear it;
+ * what is durable is read back from the store. */
 #include "internal.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static uint64_t fake_now = 1000;
 static uint64_t fake_mono(void *ud) { (void)ud; return fake_now; }
-static void setup(void) { fake_now = 1000; sbx_clock_set_fake(fake_mono, NULL, NULL); sbx_log_set_level(SBX_LOG_ERROR); }
-static void teardown(void) { sbx_clock_set_fake(NULL, NULL, NULL); }
+static uint64_t fake_wall(void *ud) { (void)ud; return 1700000000000ull + fake_now; }
 
-static struct orch *new_orch(void) {
-  struct orch *o = sbx_calloc(1, sizeof(*o));
-  orch__map_init(&o->chats);
-  orch__map_init(&o->runs);
-  return o;
+/* ---- the chat scheduler's world: a server object with a store, without the transport -------- */
+
+#define MAX_EVENTS 64
+struct recorder { /* a listener of one chat: the events its pages would receive, in order */
+  struct orch_listener l;
+  size_t n;
+  int64_t seq[MAX_EVENTS];
+  char type[MAX_EVENTS][16];
+  json_t *data[MAX_EVENTS];
+};
+
+static struct {
+  uv_loop_t loop;
+  char dir[64];
+  struct orch_config cfg;
+  struct orch *o;
+  struct orch_chat *chat;
+  struct recorder rec;
+} w;
+
+static void on_event(struct orch_listener *l, const struct orch_event *ev) {
+  struct recorder *r = SBX_CONTAINER_OF(l, struct recorder, l);
+  ck_assert_uint_lt(r->n, MAX_EVENTS);
+  r->seq[r->n] = ev->seq;
+  snprintf(r->type[r->n], sizeof(r->type[r->n]), "%s", ev->type);
+  r->data[r->n] = json_loadb(ev->data, ev->len, 0, NULL);
+  ck_assert_ptr_nonnull(r->data[r->n]);
+  r->n++;
 }
 
-static void free_orch(struct orch *o) {
+/* Runs the loop until every queued write called back (the store's handle is active only then). */
+static void drain(void) { uv_run(&w.loop, UV_RUN_DEFAULT); }
+
+static void on_chat_stored(int rc, const struct sbx_error *err, void *ud) {
+  (void)err;
+  *(int *)ud = rc == 0 ? 1 : -1;
+}
+
+static void setup(void) {
+  fake_now = 1000;
+  sbx_clock_set_fake(fake_mono, fake_wall, NULL);
+  sbx_log_set_level(SBX_LOG_ERROR);
+  memset(&w, 0, sizeof(w));
+  snprintf(w.dir, sizeof(w.dir), "/tmp/orch-chat-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(w.dir));
+  ck_assert_int_eq(uv_loop_init(&w.loop), 0);
+  ck_assert_int_eq(orch_config_defaults(&w.cfg), 0);
+  struct orch *o = w.o = sbx_calloc(1, sizeof(*o));
+  o->loop = &w.loop;
+  o->cfg = &w.cfg;
+  orch__map_init(&o->chats);
+  orch__map_init(&o->runs);
+  orch__map_init(&o->turns);
+  orch__rt_init(&o->rt, &w.cfg);
+  o->run_seq = 1;
+  struct sbx_error err;
+  ck_assert_int_eq(store_open(&w.loop, w.dir, &o->st, &err), 0);
+  struct store_chat sc = {.created_at = 1};
+  store_new_id(sc.id);
+  memset(sc.token_hash, 'a', 64);
+  int stored = 0;
+  ck_assert_int_eq(store_chat_create(o->st, &sc, on_chat_stored, &stored), 0);
+  drain();
+  ck_assert_int_eq(stored, 1);
+  ck_assert_int_eq(orch__chat_get(o, sc.id, &w.chat), 0);
+  orch__chat_listen(w.chat, &w.rec.l, on_event);
+}
+
+static void teardown(void) {
+  struct orch *o = w.o;
+  o->closing = 1;
   size_t i = 0;
   const char *k;
   void *v;
-  while (orch__map_next(&o->chats, &i, &k, &v))
-    sbx_free(v);
-  orch__map_free(&o->chats);
+  while (orch__map_next(&o->runs, &i, &k, &v))
+    orch__run_free(v);
+  i = 0;
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    struct sbx_list *it, *tmp;
+    SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) sbx_free(SBX_CONTAINER_OF(it, struct orch_page, chat_link));
+    orch__chat_free(c);
+  }
   orch__map_free(&o->runs);
+  orch__map_free(&o->chats);
+  orch__map_free(&o->turns);
+  store_close(o->st);
+  uv_run(&w.loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&w.loop), 0);
+  for (size_t e = 0; e < w.rec.n; e++)
+    json_decref(w.rec.data[e]);
   sbx_free(o);
+  orch_config_free(&w.cfg);
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", w.dir);
+  ck_assert_int_eq(system(cmd), 0);
+  sbx_clock_set_fake(NULL, NULL, NULL);
 }
 
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static struct orch_page *attach(const char *id, int visible) {
+  struct orch_page *p = sbx_calloc(1, sizeof(*p));
+  orch__page_init(p, id);
+  p->chat = w.chat;
+  sbx_list_insert_tail(&w.chat->pages, &p->chat_link);
+  ck_assert_int_eq(orch__page_attach(p, visible, &w.chat->visible_counter), 0);
+  orch__chat_page_changed(w.chat, p);
+  return p;
+}
+
+static void presence(struct orch_page *p, int visible) {
+  ck_assert_int_eq(orch__page_presence(p, visible, &w.chat->visible_counter), 0);
+  orch__chat_page_changed(w.chat, p);
+}
+
+struct created {
+  int called, rc;
+  char run_id[STORE_ID_LEN + 1];
+  enum orch_run_state state; /* when the callback ran */
+};
+
+static void on_created(void *ud, int rc, const struct sbx_error *err, struct orch_run *run) {
+  (void)err;
+  struct created *c = ud;
+  c->called++;
+  c->rc = rc;
+  c->state = run ? run->state : ORCH_RUN__COUNT;
+}
+
+/* A run of the test chat, created (live at once) and durable. */
+static struct orch_run *create(const char *code, struct created *cr) {
+  memset(cr, 0, sizeof(*cr));
+  struct orch_run *run = orch__run_new(w.o, w.chat, code, "tool", NULL, 10, NULL);
+  ck_assert_ptr_nonnull(run);
+  snprintf(cr->run_id, sizeof(cr->run_id), "%s", run->id);
+  ck_assert_int_eq(orch__run_create(w.o, w.chat, run, on_created, cr), 0);
+  drain();
+  ck_assert_int_eq(cr->called, 1);
+  ck_assert_int_eq(cr->rc, 0);
+  return orch__map_get(&w.o->runs, cr->run_id);
+}
+
+struct ended {
+  int called, rc;
+  enum orch_run_state state;
+  enum orch_run_status status;
+  char error_type[32];
+  char stdout_text[64];
+  int stdout_truncated, restarted, files_recorded;
+  size_t stdout_chars;
+};
+
+static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
+  (void)o, (void)err;
+  struct ended *e = ud;
+  e->called++;
+  e->rc = rc;
+  e->state = run->state;
+  e->status = run->status;
+  e->stdout_truncated = run->rec.stdout_truncated;
+  e->restarted = run->rec.restarted;
+  e->files_recorded = run->files_recorded;
+  const char *out = run->rec.stdout_text ? run->rec.stdout_text : "";
+  snprintf(e->stdout_text, sizeof(e->stdout_text), "%s", out);
+  for (size_t i = 0, n = strlen(out); i < n; e->stdout_chars++)
+    i += orch__utf8_next(out + i, n - i, NULL);
+  json_t *ej = orch__json_parse_text(run->rec.error_json);
+  snprintf(e->error_type, sizeof(e->error_type), "%s",
+           json_string_value(json_object_get(ej, "type")) ?: "");
+  json_decref(ej);
+}
+
+/* The stored record of a run (state, status): what survives a restart. */
+static void stored(const char *run_id, const char *state, const char *status) {
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(w.o->st, run_id, &r), 0);
+  ck_assert_str_eq(r.state, state);
+  if (status)
+    ck_assert_str_eq(r.status, status);
+  else
+    ck_assert_ptr_null(r.status);
+  store_run_free(&r);
+}
+
+/* The last event the chat's pages heard, of that type. */
+static json_t *last(const char *type) {
+  for (size_t i = w.rec.n; i-- > 0;)
+    if (strcmp(w.rec.type[i], type) == 0)
+      return w.rec.data[i];
+  return NULL;
+}
+
+static size_t count(const char *type) {
+  size_t n = 0;
+  for (size_t i = 0; i < w.rec.n; i++)
+    n += strcmp(w.rec.type[i], type) == 0;
+  return n;
+}
+
+static int attempt_of(json_t *ev) { return (int)json_integer_value(json_object_get(ev, "attempt")); }
+
+static void result(struct orch_run *run, const char *status, const char *out, struct ended *e) {
+  enum orch_run_status st;
+  ck_assert_int_eq(orch__run_status_parse(status, &st), 0);
+  struct orch_result res = {.attempt = run->attempts, .hash = "h", .status = st, .out = out};
+  memset(e, 0, sizeof(*e));
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, e), 0);
+}
+
+/* ---- runs and pages ------------------------------------------------------------------------ */
+
+/* A run created while a page is visible is dispatched at once, its creating put already saying
+ * so, and the page hears of it only once that is durable. */
+START_TEST(test_create_dispatches) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("print(1)", &cr);
+  ck_assert_ptr_nonnull(run);
+  ck_assert_int_eq(cr.state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(run->attempts, 1);
+  ck_assert_str_eq(run->page_id, "pageA");
+  stored(cr.run_id, "dispatched", NULL);
+  json_t *ev = last("run");
+  ck_assert_ptr_nonnull(ev);
+  ck_assert_str_eq(json_string_value(json_object_get(ev, "run_id")), cr.run_id);
+  ck_assert_str_eq(json_string_value(json_object_get(ev, "page_id")), "pageA");
+  ck_assert_str_eq(json_string_value(json_object_get(ev, "code")), "print(1)");
+  ck_assert_int_eq(attempt_of(ev), 1);
+  ck_assert_uint_eq(w.o->m.runs_created, 1);
+  ck_assert_uint_eq(w.o->m.runs_dispatched, 1);
+}
+END_TEST
+
+/* Without a visible page a run waits paused; a page that becomes visible takes it. */
+START_TEST(test_paused_until_a_page) {
+  struct orch_page *p = attach("pageA", 0);
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  stored(cr.run_id, "paused", NULL);
+  ck_assert_uint_eq(count("run"), 0);
+  presence(p, 1);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  drain();
+  ck_assert_int_eq(attempt_of(last("run")), 1);
+  stored(cr.run_id, "dispatched", NULL);
+}
+END_TEST
+
+/* A page going hidden pauses the run it holds; back, the run is sent again as a new attempt, and
+ * the old attempt's result is refused. */
+START_TEST(test_hidden_then_back_is_a_new_attempt) {
+  struct orch_page *p = attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  presence(p, 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  ck_assert_uint_eq(w.o->m.pauses, 1);
+  drain();
+  stored(cr.run_id, "paused", NULL);
+  presence(p, 1);
+  drain();
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(attempt_of(last("run")), 2);
+  ck_assert_uint_eq(w.o->m.attempts_redispatched, 1);
+  struct orch_result stale = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK};
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &stale, on_end, &e), SBX_ECONFLICT);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(e.called, 0);
+}
+END_TEST
+
+/* The active page is the one most recently made visible; a dropped page runs nothing in its
+ * grace and, gone past it, its run goes to another page. */
+START_TEST(test_page_gone_after_grace) {
+  struct orch_page *a = attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  ck_assert_str_eq(run->page_id, "pageA");
+  struct orch_page *b = attach("pageB", 0);
+  ck_assert_int_eq(orch__page_drop(a, w.o->rt.page_grace_ms), 0);
+  orch__chat_page_changed(w.chat, a);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED); /* in its grace: it may come back */
+  fake_now += w.o->rt.page_grace_ms;
+  orch__chat_tick(w.chat); /* a is gone and freed: its run is paused */
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  presence(b, 1);
+  ck_assert_str_eq(run->page_id, "pageB");
+  ck_assert_int_eq(run->attempts, 2);
+  drain();
+}
+END_TEST
+
+/* Paused past CODE_PAUSED_WAIT_MS: abandoned, with a message; who waited hears of it. */
+START_TEST(test_pause_wait_abandons) {
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  struct ended e = {0};
+  ck_assert_ptr_nonnull(orch__run_on_end(run, on_end, &e));
+  fake_now += w.o->rt.paused_wait_ms - 1;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(e.called, 0);
+  fake_now += 1;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(e.called, 0); /* called back once durable */
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.rc, 0);
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_ABANDONED);
+  ck_assert_str_eq(e.error_type, "Abandoned");
+  ck_assert_ptr_null(orch__map_get(&w.o->runs, cr.run_id));
+  stored(cr.run_id, "done", "abandoned");
+}
+END_TEST
+
+/* Started and silent past its time limit plus the grace: timeout, and the page is told to restart
+ * its kernel; never started: crashed. */
+START_TEST(test_watchdog) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("while True: pass", &cr);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  struct ended e = {0};
+  orch__run_on_end(run, on_end, &e);
+  fake_now += 10000 + w.o->rt.watchdog_grace_ms;
+  orch__chat_tick(w.chat);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_TIMEOUT);
+  ck_assert_str_eq(e.error_type, "TimeoutError");
+  ck_assert_int_eq(e.restarted, 1);
+  json_t *ev = last("restart");
+  ck_assert_ptr_nonnull(ev);
+  ck_assert_str_eq(json_string_value(json_object_get(ev, "run_id")), cr.run_id);
+  ck_assert_uint_eq(w.o->m.restarts, 1);
+  stored(cr.run_id, "done", "timeout");
+  struct created cr2;
+  run = create("x", &cr2); /* the next one, never started */
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  orch__run_on_end(run, on_end, &e);
+  fake_now += 10000 + w.o->rt.watchdog_grace_ms;
+  orch__chat_tick(w.chat);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CRASHED);
+  ck_assert_str_eq(e.error_type, "KernelCrashed");
+}
+END_TEST
+
+/* Cancel: a paused run ends at once; a running one is sent `cancel` and ends after the grace. */
+START_TEST(test_cancel) {
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_cancel(w.o, run, on_end, &e), 0);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CANCELLED);
+  ck_assert_str_eq(e.error_type, "Cancelled");
+  stored(cr.run_id, "done", "cancelled");
+  attach("pageA", 1);
+  run = create("x", &cr);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  memset(&e, 0, sizeof(e));
+  ck_assert_int_eq(orch__run_cancel(w.o, run, on_end, &e), SBX_EAGAIN);
+  drain();
+  json_t *ev = last("cancel");
+  ck_assert_ptr_nonnull(ev);
+  ck_assert_int_eq(attempt_of(ev), 1);
+  ck_assert_int_eq(e.called, 0); /* not registered: the run goes on until the page answers */
+  orch__run_on_end(run, on_end, &e);
+  fake_now += w.o->rt.cancel_grace_ms;
+  orch__chat_tick(w.chat);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CANCELLED);
+  ck_assert_int_eq(e.restarted, 1);
+}
+END_TEST
+
+/* A result ends the run; the next run of the chat waits for it, then goes (one at a time). */
+START_TEST(test_result_and_order) {
+  attach("pageA", 1);
+  struct created c1, c2;
+  struct orch_run *r1 = create("first", &c1);
+  struct orch_run *r2 = create("second", &c2);
+  ck_assert_int_eq(r1->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(r2->state, ORCH_RUN_QUEUED);
+  struct ended e;
+  result(r1, "ok", "hello\n", &e);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.rc, 0);
+  ck_assert_int_eq(e.state, ORCH_RUN_DONE);
+  ck_assert_str_eq(e.stdout_text, "hello\n");
+  stored(c1.run_id, "done", "ok");
+  ck_assert_int_eq(r2->state, ORCH_RUN_DISPATCHED);
+  ck_assert_str_eq(json_string_value(json_object_get(last("run"), "run_id")), c2.run_id);
+  ck_assert_uint_eq(w.o->m.results_accepted, 1);
+}
+END_TEST
+
+/* A page's stdout is kept to 8,000 characters (code points), the flag set. */
+START_TEST(test_result_output_capped) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("print('☃' * 9000)", &cr);
+  size_t n = 9000 * 3;
+  char *out = malloc(n + 1);
+  for (size_t i = 0; i < n; i += 3)
+    memcpy(out + i, "\xe2\x98\x83", 3);
+  out[n] = '\0';
+  struct ended e;
+  result(run, "ok", out, &e);
+  free(out);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_uint_eq(e.stdout_chars, ORCH_OUT_CHARS);
+  ck_assert_int_eq(e.stdout_truncated, 1);
+}
+END_TEST
+
+/* An output file uploaded for the attempt is stored with the result: FINISHING until then, the
+ * run's files recorded, the chat told; a file of an earlier attempt is not kept. */
+START_TEST(test_result_with_a_file) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("open('/mnt/output/a.txt','w').write('hi')", &cr);
+  struct sbx_error err;
+  struct store_blob_stage *sg = NULL;
+  ck_assert_int_eq(store_blob_stage_begin(w.o->st, &sg, &err), 0);
+  ck_assert_int_eq(store_blob_stage_write(sg, "hi", 2, &err), 0);
+  char sha[65];
+  ck_assert_int_eq(store_blob_stage_finish(sg, sha, &err), 0);
+  struct orch_upload *u = NULL;
+  ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup("a.txt"), &sg, sha, 1, &u), 0);
+  ck_assert_ptr_null(sg);
+  ck_assert_ptr_eq(orch__run_upload(run, "a.txt"), u);
+  ck_assert_uint_eq(w.o->pending_upload_bytes, 2);
+  struct orch_upload *files[] = {u};
+  const char *kinds[] = {"file"};
+  struct orch_result res = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .files = files,
+                            .kinds = kinds, .n_files = 1};
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &e), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_FINISHING);
+  ck_assert_str_eq(run->finishing_hash, "h");
+  ck_assert_int_eq(orch__run_cancel(w.o, run, NULL, NULL), SBX_ESTATE); /* nothing ends it now */
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_int_eq(e.rc, 0);
+  ck_assert_int_eq(e.files_recorded, 1);
+  ck_assert_ptr_nonnull(last("files"));
+  ck_assert_uint_eq(w.o->pending_upload_bytes, 0);
+  struct store_file *fv = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_run_files(w.o->st, cr.run_id, &fv, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(fv[0].name, "a.txt");
+  ck_assert_str_eq(fv[0].sha256, sha);
+  store_file_list_free(fv, n);
+}
+END_TEST
+
+/* ---- turns --------------------------------------------------------------------------------- */
+
+struct finished {
+  int called, rc;
+  size_t n_runs;
+  char run_ids[4][STORE_ID_LEN + 1];
+};
+
+static void on_finished(void *ud, int rc, const struct orch_turn *t) {
+  struct finished *f = ud;
+  f->called++;
+  f->rc = rc;
+  f->n_runs = t->n_runs;
+  for (size_t i = 0; i < t->n_runs && i < 4; i++)
+    snprintf(f->run_ids[i], sizeof(f->run_ids[i]), "%s", t->run_ids[i]);
+}
+
+/* Finishing a turn makes each python block of its answer an auto run, live in order once all is
+ * durable; a second finish, while the first is written or after, is refused. */
+START_TEST(test_turn_finish) {
+  attach("pageA", 1);
+  struct store_turn st = {.state = STORE_TURN_OPEN, .created_at = 1};
+  store_new_id(st.id);
+  snprintf(st.chat_id, sizeof(st.chat_id), "%s", w.chat->id);
+  int ok = 0;
+  ck_assert_int_eq(store_turn_put(w.o->st, &st, on_chat_stored, &ok), 0);
+  drain();
+  ck_assert_int_eq(ok, 1);
+  struct finished f = {0};
+  const char *answer = "Here:\n```python\nprint(1)\n```\nand\n```py\nprint(2)\n```\n";
+  ck_assert_int_eq(orch__turn_finish(w.o, &st, answer, on_finished, &f), 0);
+  struct orch_turn *t = orch__map_get(&w.o->turns, st.id);
+  ck_assert_ptr_nonnull(t);
+  ck_assert_int_eq(t->state, ORCH_TURN_FINISHING);
+  ck_assert_int_eq(orch__turn_finish(w.o, &st, answer, on_finished, &f), SBX_ESTATE);
+  ck_assert_uint_eq(count("run"), 0); /* nothing runs before it is all durable */
+  drain();
+  ck_assert_int_eq(f.called, 1);
+  ck_assert_int_eq(f.rc, 0);
+  ck_assert_uint_eq(f.n_runs, 2);
+  ck_assert_ptr_null(orch__map_get(&w.o->turns, st.id));
+  struct orch_run *r1 = orch__map_get(&w.o->runs, f.run_ids[0]);
+  struct orch_run *r2 = orch__map_get(&w.o->runs, f.run_ids[1]);
+  ck_assert_int_eq(r1->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(r2->state, ORCH_RUN_QUEUED);
+  ck_assert_str_eq(r1->rec.code, "print(1)");
+  ck_assert_str_eq(r1->rec.origin, "auto");
+  ck_assert_str_eq(r2->rec.turn_id, st.id);
+  struct store_turn again;
+  ck_assert_int_eq(store_turn_get(w.o->st, st.id, &again), 0);
+  ck_assert_int_eq(again.state, STORE_TURN_FINISHED);
+  ck_assert_int_eq(orch__turn_finish(w.o, &again, answer, on_finished, &f), SBX_ESTATE);
+  store_turn_free(&again);
+}
+END_TEST
+
+/* ---- chats in memory ----------------------------------------------------------------------- */
+
 START_TEST(test_active_page) {
-  struct orch *o = new_orch();
-  struct orch_chat *c = orch__chat_add(o, "c1", "h", 0);
+  struct orch_chat *c = w.chat;
   ck_assert_ptr_null(orch__chat_active_page(c));
   struct orch_page a, b;
   orch__page_init(&a, "a");
@@ -50,12 +563,13 @@ START_TEST(test_active_page) {
   ck_assert_ptr_null(orch__chat_active_page(c));
   sbx_list_remove(&a.chat_link);
   sbx_list_remove(&b.chat_link);
-  free_orch(o);
 }
 END_TEST
 
+/* Idle chats leave memory only when nothing is live (no run, page, listener, event in flight). */
 START_TEST(test_evict_idle_only) {
-  struct orch *o = new_orch();
+  struct orch *o = w.o;
+  orch__chat_unlisten(&w.rec.l); /* the test chat idles too */
   struct orch_chat *idle = orch__chat_add(o, "idle", "h", 0);
   struct orch_chat *paged = orch__chat_add(o, "paged", "h", 0);
   struct orch_chat *busy = orch__chat_add(o, "busy", "h", 0);
@@ -67,7 +581,7 @@ START_TEST(test_evict_idle_only) {
   ck_assert_uint_eq(orch__chats_evict(o, 300000), 0); /* not idle long enough */
   fake_now += 1;
   struct orch_chat *fresh = orch__chat_add(o, "fresh", "h", 0); /* used just now */
-  ck_assert_uint_eq(orch__chats_evict(o, 300000), 1);
+  ck_assert_uint_eq(orch__chats_evict(o, 300000), 2); /* idle and the test chat */
   ck_assert_ptr_null(orch__map_get(&o->chats, "idle"));
   ck_assert_ptr_eq(orch__map_get(&o->chats, "paged"), paged);
   ck_assert_ptr_eq(orch__map_get(&o->chats, "busy"), busy);
@@ -77,7 +591,7 @@ START_TEST(test_evict_idle_only) {
   ck_assert_ptr_null(orch__map_get(&o->chats, "busy"));
   sbx_list_remove(&p.chat_link);
   (void)idle;
-  free_orch(o);
+  w.chat = NULL;
 }
 END_TEST
 
@@ -85,6 +599,17 @@ int main(void) {
   Suite *s = suite_create("chat");
   TCase *tc = tcase_create("scheduler");
   tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, test_create_dispatches);
+  tcase_add_test(tc, test_paused_until_a_page);
+  tcase_add_test(tc, test_hidden_then_back_is_a_new_attempt);
+  tcase_add_test(tc, test_page_gone_after_grace);
+  tcase_add_test(tc, test_pause_wait_abandons);
+  tcase_add_test(tc, test_watchdog);
+  tcase_add_test(tc, test_cancel);
+  tcase_add_test(tc, test_result_and_order);
+  tcase_add_test(tc, test_result_output_capped);
+  tcase_add_test(tc, test_result_with_a_file);
+  tcase_add_test(tc, test_turn_finish);
   tcase_add_test(tc, test_active_page);
   tcase_add_test(tc, test_evict_idle_only);
   suite_add_tcase(s, tc);
