@@ -215,10 +215,13 @@ static void on_upload(struct tp_req *req, void *ud) {
     store_file_free(&target);
     name = derived;
   }
+  /* No name, or one the transport could not decode (a NUL, %00, a bad %-escape: tp_req_query
+   * gives NULL for it as for none) is a bad name. */
   if (name == NULL || *name == '\0') {
     sbx_free(derived);
     upload_free(u);
-    orch__api_error(req, 400, "invalid_field", "name: the file name is required (?name=...)");
+    orch__api_error(req, 400, "invalid_name", "name: a file name is required (?name=NAME, "
+                    "percent-encoded; a NUL, %%00, is not allowed)");
     return;
   }
   struct sbx_error err;

@@ -304,3 +304,15 @@ test('output files (PUT) stream to disk until the result: 30 MiB round-trips, re
   await noTemp();
   page.close();
 });
+
+test('an upload name holding a NUL (or a bad %-escape), or none, is a 400 invalid_name, and stores nothing', async () => {
+  const chat = await newChat(srv);
+  for (const q of ['name=a%00b.txt', 'name=%00', 'name=bad%zz.txt', 'source=attachment&name=x%00',
+    '', 'name=', 'source=attachment', 'names=a.txt']) {
+    const r = await call(srv, 'POST', `/v1/chats/${chat.id}/files?${q}`, { raw: 'hello' });
+    assert.equal(r.status, 400, q);
+    assert.equal(r.json.error.code, 'invalid_name', `${q}: ${r.buf}`);
+  }
+  const list = await call(srv, 'GET', `/v1/chats/${chat.id}/files`);
+  assert.deepEqual(list.json.files, []);
+});
