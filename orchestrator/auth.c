@@ -25,7 +25,8 @@
 
 static void sha256_hex(const char *s, char out[65]) { store_sha256_hex(s, strlen(s), out); }
 
-int orch__ct_streq(const char *a, const char *b) {
+/* 1 when a and b are the same string, compared in constant time (OpenSSL's CRYPTO_memcmp). */
+static int ct_streq(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   return la == lb && CRYPTO_memcmp(a, b, la) == 0; /* lengths are not secret: hashes, 64 each */
 }
@@ -75,11 +76,11 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
     return;
   }
   store_sha256_hex(cred, cred_len, out->token_hash);
-  if (api_key_hash != NULL && orch__ct_streq(out->token_hash, api_key_hash)) {
+  if (api_key_hash != NULL && ct_streq(out->token_hash, api_key_hash)) {
     out->kind = ORCH_CRED_API;
     return;
   }
-  if (host_key_hash != NULL && *host_key_hash && orch__ct_streq(out->token_hash, host_key_hash)) {
+  if (host_key_hash != NULL && *host_key_hash && ct_streq(out->token_hash, host_key_hash)) {
     out->kind = ORCH_CRED_HOST;
     return;
   }
@@ -100,7 +101,7 @@ int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char
     return 0;
   /* Both compared: the id is not secret, the hash decides. */
   int same_chat = strcmp(a->chat_id, chat_id) == 0;
-  int same_hash = orch__ct_streq(a->token_hash, chat_token_hash);
+  int same_hash = ct_streq(a->token_hash, chat_token_hash);
   return same_chat && same_hash;
 }
 

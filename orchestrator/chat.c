@@ -17,6 +17,8 @@
 enum pump_step { PUMP_NONE = 0, PUMP_PAUSED, PUMP_DISPATCHED };
 
 static struct orch_run *head_run(struct orch_chat *c);
+/* Dispatches the head run when a page can take it, pauses it when none can. */
+static void chat_pump(struct orch_chat *c);
 
 /* ---- run records -------------------------------------------------------------------------- */
 
@@ -27,7 +29,8 @@ static void set_str(char **slot, const char *v) {
   *slot = v ? sbx_strdup(v) : NULL;
 }
 
-void orch__run_sync_rec(struct orch_run *run) {
+/* Mirrors state/status/attempts into run->rec. */
+static void sync_rec(struct orch_run *run) {
   set_str(&run->rec.state, orch__run_state_name(run->state));
   set_str(&run->rec.status, run->status ? orch__run_status_name(run->status) : NULL);
   run->rec.attempts = run->attempts;
@@ -61,7 +64,7 @@ static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
 }
 
 void orch__run_persist(struct orch *o, struct orch_run *run) {
-  orch__run_sync_rec(run);
+  sync_rec(run);
   if (store_run_put(o->st, &run->rec, on_persisted, NULL) != 0)
     sbx_log(SBX_LOG_ERROR, "chat", "run %s: persist could not be queued", run->id);
 }
@@ -108,7 +111,7 @@ struct orch_run *orch__run_new(struct orch *o, struct orch_chat *c, const char *
                                "turned off on this deployment (CHAT_CODE_EXECUTION=off); the code "
                                "was not run.\",\"traceback\":null}");
   }
-  orch__run_sync_rec(run);
+  sync_rec(run);
   return run;
 }
 
@@ -130,7 +133,7 @@ int orch__run_reload(struct orch *o, struct store_run *rec) {
     o->run_seq = run->rec.seq;
   run->chat = c;
   sbx_list_insert_tail(&c->runs, &run->chat_link);
-  orch__run_sync_rec(run);
+  sync_rec(run);
   return 0;
 }
 
@@ -150,7 +153,7 @@ static void leave(struct orch *o, struct orch_run *run) {
   orch__map_del(&o->runs, run->id);
   orch__run_free(run);
   if (c)
-    orch__chat_pump(c);
+    chat_pump(c);
 }
 
 struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct orch_run *run) {
@@ -166,7 +169,7 @@ struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct or
     orch__run_free(run);
     return NULL;
   }
-  orch__chat_pump(c);
+  chat_pump(c);
   return run;
 }
 
@@ -236,7 +239,7 @@ int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, 
     step = pump_step(c, &moved);
     if (moved != NULL && moved != run)
       announce(o, c, moved, step); /* the head was another run (it had waited for a page) */
-    orch__run_sync_rec(run);
+    sync_rec(run);
   }
   int rc = store_run_put(o->st, &run->rec, on_created, ctx);
   if (rc != 0) {
@@ -315,7 +318,7 @@ void orch__run_settle(struct orch *o, struct orch_run *run) {
   struct orch_chat *c = run->chat;
   if (run->rec.finished_at == 0)
     run->rec.finished_at = sbx_now_wall_ms();
-  orch__run_sync_rec(run);
+  sync_rec(run);
   int64_t dur = run->rec.started_at ? run->rec.finished_at - run->rec.started_at : -1;
   orch__metrics_observe_run(&o->m, run->status, dur);
   sbx_list_remove(&run->chat_link); /* the queue moves on; the map keeps it until durable */
@@ -333,7 +336,7 @@ void orch__run_settle(struct orch *o, struct orch_run *run) {
     settled(o, run, SBX_ENOMEM, &e);
   }
   if (c)
-    orch__chat_pump(c);
+    chat_pump(c);
 }
 
 /* The error object of a run the server ended itself, as stored JSON text. */
@@ -534,7 +537,7 @@ static void announce(struct orch *o, struct orch_chat *c, struct orch_run *run, 
     emit_dispatch(o, c, run);
 }
 
-void orch__chat_pump(struct orch_chat *c) {
+static void chat_pump(struct orch_chat *c) {
   struct orch_run *run;
   enum pump_step st = pump_step(c, &run);
   if (st != PUMP_NONE)
@@ -553,7 +556,7 @@ void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
       orch__run_persist(o, run);
     }
   }
-  orch__chat_pump(c);
+  chat_pump(c);
 }
 
 static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch_run_due due) {

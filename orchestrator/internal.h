@@ -124,7 +124,6 @@ struct orch_page {
   enum orch_kernel_state kernel;
   uint64_t visible_seq;        /* order of becoming visible: the highest is the active page */
   uint64_t grace_deadline_ms;  /* GRACE: gone at */
-  uint64_t attached_at_ms;
   struct orch_chat *chat;
   struct sbx_list chat_link;
   struct orch_listener *events; /* its event stream (api_events.c) while attached; NULL in GRACE */
@@ -163,8 +162,6 @@ extern const char ORCH_REASON_TOTAL_CAP[];
 int orch__manifest_compute(const struct store_file *files, size_t n, const char *code,
                           struct orch_manifest *out);
 void orch__manifest_free(struct orch_manifest *m);
-/* 1 when a file is only mounted when the run's code names it (images a run drew or tools saved). */
-int orch__manifest_is_drawn_image(const struct store_file *f);
 /* Upload-time decision for a new file (or a new version of `name`): NULL when it would be mounted,
  * else the reason it is left out. */
 const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
@@ -186,8 +183,6 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
                     const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
-/* 1 when a and b are the same string, compared in constant time (OpenSSL's CRYPTO_memcmp). */
-int orch__ct_streq(const char *a, const char *b);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 
@@ -208,7 +203,6 @@ struct orch_turn {           /* a turn being finished (in struct orch's `turns` 
   orch_turn_cb cb;
   void *ud;
 };
-const char *orch__turn_state_name(enum orch_turn_state s);
 /* Finishes the stored turn st with its answer: each fenced python block becomes an `auto` run of
  * the turn, in order; cb once every write is back.  SBX_ESTATE: finished, or being finished;
  * SBX_ENOENT: its chat cannot be loaded; SBX_ENOMEM: nothing was written (cb not called). */
@@ -333,8 +327,6 @@ void orch__chat_free(struct orch_chat *c);
 struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
 struct orch_page *orch__chat_page(struct orch_chat *c, const char *page_id);
 struct orch_page *orch__chat_active_page(struct orch_chat *c);
-/* Dispatches the head run when a page can take it, pauses it when none can. */
-void orch__chat_pump(struct orch_chat *c);
 /* A page's visibility or attachment changed: pause what it ran when it cannot run any more. */
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
 /* A live run: persist its record (fire and forget, logged on failure). */
@@ -381,8 +373,6 @@ struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct or
 /* A stored unfinished run goes live again at start (queued; its next dispatch a new attempt);
  * takes rec's strings.  0 also for a run whose chat cannot be loaded (it stays in the store). */
 int orch__run_reload(struct orch *o, struct store_run *rec);
-/* Mirrors state/status/attempts into run->rec. */
-void orch__run_sync_rec(struct orch_run *run);
 void orch__run_free(struct orch_run *run);
 /* Housekeeping tick: run deadlines, page grace. */
 void orch__chat_tick(struct orch_chat *c);
@@ -457,7 +447,6 @@ json_t *orch__file_json(const struct store_file *f, int exec_on);
  * string jansson made or checked (json_string_value), and its code point in *cp (may be NULL).
  * The one walker of the orchestrator's UTF-8 text. */
 size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp);
-json_t *orch__json_parse_text(const char *text); /* NULL or "" -> NULL; never fails loudly */
 /* json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) as sbx-allocated text; NULL when j is NULL, holds
  * a string that is not UTF-8, or out of memory. */
 char *orch__json_dump(const json_t *j, size_t *len);

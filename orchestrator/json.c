@@ -34,7 +34,8 @@ size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp) {
   return n;
 }
 
-json_t *orch__json_parse_text(const char *text) {
+/* A stored JSON part: NULL for none ("" or NULL) or one that does not parse. */
+static json_t *parse_text(const char *text) {
   if (text == NULL || *text == '\0')
     return NULL;
   return json_loads(text, JSON_DECODE_ANY, NULL);
@@ -116,16 +117,16 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
   json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
   json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
-  json_t *err = orch__json_parse_text(r->error_json);
+  json_t *err = parse_text(r->error_json);
   json_object_set_new(j, "error", err ? err : json_null());
   json_t *files = run_files_json(o, r);
   json_object_set_new(j, "files", files);
   json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
   json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
-  json_t *notes = orch__json_parse_text(r->notes_json);
+  json_t *notes = parse_text(r->notes_json);
   json_object_set_new(j, "notes", json_is_array(notes) ? notes : (json_decref(notes), json_array()));
   json_object_set_new(j, "restarted", json_boolean(r->restarted));
-  json_t *rem = orch__json_parse_text(r->remounted_json);
+  json_t *rem = parse_text(r->remounted_json);
   json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
   json_object_set_new(j, "attempts", json_integer(r->attempts));
   json_object_set_new(j, "created_at", ms_or_null(r->created_at));

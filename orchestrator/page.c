@@ -112,8 +112,6 @@ static int become(struct orch_page *p, int visible, uint64_t *counter) {
 int orch__page_attach(struct orch_page *p, int visible, uint64_t *counter) {
   if (p->state == ORCH_PAGE_GONE)
     return SBX_ESTATE;
-  if (p->state == ORCH_PAGE_NEW || p->state == ORCH_PAGE_GRACE)
-    p->attached_at_ms = sbx_now_mono_ms();
   return become(p, visible, counter);
 }
 

@@ -54,8 +54,6 @@ static int turn_set_state_(struct orch_turn *t, enum orch_turn_state to, const c
   return rc;
 }
 
-const char *orch__turn_state_name(enum orch_turn_state s) { return sbx_fsm_name(&turn_fsm, s); }
-
 static void turn_free(struct orch_turn *t) {
   for (size_t i = 0; i < t->n_runs; i++)
     if (t->runs[i])

@@ -77,30 +77,6 @@ START_TEST(test_host_key) {
 }
 END_TEST
 
-START_TEST(test_ct_streq) {
-  ck_assert_int_eq(orch__ct_streq("abc", "abc"), 1);
-  ck_assert_int_eq(orch__ct_streq("abc", "abd"), 0);
-  ck_assert_int_eq(orch__ct_streq("abc", "abcd"), 0);
-  ck_assert_int_eq(orch__ct_streq("", ""), 1);
-  /* every length to 80 (whole words and tails), a difference at every position */
-  char x[81], y[81];
-  for (size_t n = 0; n <= 80; n++) {
-    for (size_t i = 0; i < n; i++)
-      x[i] = y[i] = (char)('a' + (i * 7) % 26);
-    x[n] = y[n] = '\0';
-    ck_assert_int_eq(orch__ct_streq(x, y), 1);
-    for (size_t i = 0; i < n; i++) {
-      y[i] ^= 0x01;
-      ck_assert_int_eq(orch__ct_streq(x, y), 0);
-      y[i] ^= 0x41;
-      ck_assert_int_eq(orch__ct_streq(x, y), 0);
-      y[i] ^= 0x40;
-    }
-    ck_assert_int_eq(orch__ct_streq(x, y), 1);
-  }
-}
-END_TEST
-
 START_TEST(test_api_key_file) {
   char dir[] = "/tmp/orch-auth-XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -183,7 +159,6 @@ int main(void) {
   TCase *tc = tcase_create("credentials");
   tcase_add_test(tc, test_tokens);
   tcase_add_test(tc, test_host_key);
-  tcase_add_test(tc, test_ct_streq);
   tcase_add_test(tc, test_api_key_file);
   tcase_add_test(tc, test_each_credential_its_own);
   suite_add_tcase(s, tc);

@@ -184,7 +184,7 @@ static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc, const
   snprintf(e->stdout_text, sizeof(e->stdout_text), "%s", out);
   for (size_t i = 0, n = strlen(out); i < n; e->stdout_chars++)
     i += orch__utf8_next(out + i, n - i, NULL);
-  json_t *ej = orch__json_parse_text(run->rec.error_json);
+  json_t *ej = run->rec.error_json ? json_loads(run->rec.error_json, 0, NULL) : NULL;
   snprintf(e->error_type, sizeof(e->error_type), "%s",
            json_string_value(json_object_get(ej, "type")) ?: "");
   json_decref(ej);

@@ -1,18 +1,10 @@
-/* test_turn.c -- turns (turn.c): the state names and the fenced-python-block extraction,
- * table-driven over markdown answers.  A turn's finish (its writes, a second finish refused, a
+/* test_turn.c -- turns (turn.c): the fenced-python-block extraction, table-driven over markdown
+ * answers.  A turn's finish (its writes, a second finish refused, a
  * failed write) is tested with a real store in test_chat.c. */
 #include "internal.h"
 
 #include <check.h>
 #include <string.h>
-
-START_TEST(test_names) {
-  ck_assert_str_eq(orch__turn_state_name(ORCH_TURN_OPEN), "open");
-  ck_assert_str_eq(orch__turn_state_name(ORCH_TURN_FINISHING), "finishing");
-  ck_assert_str_eq(orch__turn_state_name(ORCH_TURN_FINISHED), "finished");
-  ck_assert_str_eq(orch__turn_state_name(ORCH_TURN__COUNT), "?");
-}
-END_TEST
 
 struct bcase { const char *answer; const char *blocks[4]; };
 static const struct bcase bcases[] = {
@@ -59,7 +51,6 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("turn");
   TCase *tc = tcase_create("turns");
-  tcase_add_test(tc, test_names);
   tcase_add_loop_test(tc, test_blocks, 0, (int)SBX_ARRAY_SIZE(bcases));
   tcase_add_test(tc, test_blocks_oom);
   suite_add_tcase(s, tc);
