@@ -370,6 +370,33 @@ int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void 
 
 /* ---- chats -------------------------------------------------------------------------------- */
 
+void orch__chats_init(struct orch *o) {
+  orch__map_init(&o->chats);
+  orch__map_init(&o->runs);
+  orch__map_init(&o->turns);
+}
+
+void orch__chats_free(struct orch *o) {
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch__map_next(&o->runs, &i, &k, &v))
+    orch__run_free(v);
+  i = 0;
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    struct sbx_list *it, *tmp;
+    SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
+      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+      sbx_free(p);
+    }
+    orch__chat_free(c);
+  }
+  orch__map_free(&o->runs);
+  orch__map_free(&o->turns);
+  orch__map_free(&o->chats);
+}
+
 void orch__chat_free(struct orch_chat *c) {
   if (c->files_kept)
     store_file_list_free(c->files, c->n_files);

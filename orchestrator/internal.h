@@ -320,6 +320,10 @@ struct orch {
 };
 
 /* chat.c */
+/* The server's chats (and their pages), live runs and turns being finished: empty, and all freed
+ * (nothing may call back into them any more: the store is closed, the transport gone). */
+void orch__chats_init(struct orch *o);
+void orch__chats_free(struct orch *o);
 /* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
 /* Frees a chat that nothing references any more (with its kept file list). */

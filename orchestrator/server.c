@@ -157,9 +157,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     return SBX_ENOMEM;
   o->loop = loop;
   o->cfg = cfg;
-  orch__map_init(&o->chats);
-  orch__map_init(&o->runs);
-  orch__map_init(&o->turns);
+  orch__chats_init(o);
   o->run_seq = sbx_now_wall_ms() * 1000;
 
   o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
@@ -255,16 +253,7 @@ fail_tp:
 fail:
   if (o->st)
     store_close(o->st);
-  {
-    size_t i = 0;
-    const char *k;
-    void *v;
-    while (orch__map_next(&o->runs, &i, &k, &v))
-      orch__run_free(v);
-  }
-  orch__map_free(&o->runs);
-  orch__map_free(&o->turns);
-  orch__map_free(&o->chats);
+  orch__chats_free(o);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
   sbx_free(o);
@@ -273,31 +262,10 @@ fail:
 
 int orch_port(const struct orch *o) { return tp_server_port(o->tp); }
 
-static void free_everything(struct orch *o) {
-  size_t i = 0;
-  const char *k;
-  void *v;
-  while (orch__map_next(&o->runs, &i, &k, &v))
-    orch__run_free(v);
-  i = 0;
-  while (orch__map_next(&o->chats, &i, &k, &v)) {
-    struct orch_chat *c = v;
-    struct sbx_list *it, *tmp;
-    SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
-      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
-      sbx_free(p);
-    }
-    orch__chat_free(c);
-  }
-  orch__map_free(&o->runs);
-  orch__map_free(&o->turns);
-  orch__map_free(&o->chats);
-}
-
 static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
   store_close(o->st);
-  free_everything(o);
+  orch__chats_free(o);
   orch_closed_cb cb = o->close_cb;
   void *ud = o->close_ud;
   sbx_free(o->api_key);

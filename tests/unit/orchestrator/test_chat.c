@@ -67,9 +67,7 @@ static void setup(void) {
   struct orch *o = w.o = sbx_calloc(1, sizeof(*o));
   o->loop = &w.loop;
   o->cfg = &w.cfg;
-  orch__map_init(&o->chats);
-  orch__map_init(&o->runs);
-  orch__map_init(&o->turns);
+  orch__chats_init(o);
   orch__rt_init(&o->rt, &w.cfg);
   o->run_seq = 1;
   struct sbx_error err;
@@ -88,23 +86,9 @@ static void setup(void) {
 static void teardown(void) {
   struct orch *o = w.o;
   o->closing = 1;
-  size_t i = 0;
-  const char *k;
-  void *v;
-  while (orch__map_next(&o->runs, &i, &k, &v))
-    orch__run_free(v);
-  i = 0;
-  while (orch__map_next(&o->chats, &i, &k, &v)) {
-    struct orch_chat *c = v;
-    struct sbx_list *it, *tmp;
-    SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) sbx_free(SBX_CONTAINER_OF(it, struct orch_page, chat_link));
-    orch__chat_free(c);
-  }
-  orch__map_free(&o->runs);
-  orch__map_free(&o->chats);
-  orch__map_free(&o->turns);
-  store_close(o->st);
+  store_close(o->st); /* what was still queued calls back first */
   uv_run(&w.loop, UV_RUN_DEFAULT);
+  orch__chats_free(o);
   ck_assert_int_eq(uv_loop_close(&w.loop), 0);
   for (size_t e = 0; e < w.rec.n; e++)
     json_decref(w.rec.data[e]);
