@@ -31,7 +31,7 @@ static void on_metrics(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct sbx_buf b;
   sbx_buf_init(&b, 4u << 20);
-  if (orch__metrics_render(o, &b) != 0) {
+  if (orch__metrics_render(o, &b) != 0 || tp_metrics_write(o->tp, &b) != 0) {
     sbx_buf_free(&b);
     orch__api_error(req, 500, "internal", "metrics too large");
     return;

@@ -8,80 +8,13 @@
  * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
  * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
  *   sent `cancel`, and the run ends when the page answers or after a grace.
- * Waiting requests are called back by the run's end (orch__run_on_settled), never by polling; each
+ * Waiting requests are called back by the run's end (api.c's waiters), never by polling; each
  * has a timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
 #include "internal.h"
 #include "transport.h"
 
 #include <string.h>
-
-/* ---- waiters ------------------------------------------------------------------------------ */
-
-struct waiter {
-  struct orch_settle *settle; /* its registration with the run; NULL once called back */
-  struct orch *o;
-  struct tp_req *req;        /* held */
-  struct orch_run *run;
-  uv_timer_t timer;
-  int status;                /* HTTP status of the answer (200/201) */
-};
-
-static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
-
-/* The waiter is done (answered, or its client gone): its registration, request and timer go. */
-static void waiter_free(struct waiter *w) {
-  if (w->settle)
-    orch__settle_cancel(w->settle);
-  tp_req_on_close(w->req, NULL, NULL);
-  tp_req_release(w->req);
-  uv_timer_stop(&w->timer);
-  uv_close((uv_handle_t *)&w->timer, on_waiter_timer_closed);
-}
-
-static void on_waiter_end(void *ud, struct orch *o, struct orch_run *run, int rc,
-                          const struct sbx_error *err) {
-  (void)rc, (void)err;
-  struct waiter *w = ud;
-  w->settle = NULL;
-  size_t len = 0;
-  const char *text = orch__run_end_text(o, run, &len);
-  if (text != NULL)
-    orch__api_text(w->req, w->status, text, len);
-  else
-    orch__api_error(w->req, 500, "internal", "out of memory");
-  waiter_free(w);
-}
-
-static void on_waiter_timeout(uv_timer_t *t) {
-  struct waiter *w = t->data;
-  orch__api_json(w->req, w->status, orch__run_json(w->o, &w->run->rec));
-  waiter_free(w);
-}
-
-static void on_waiter_gone(struct tp_req *req, void *ud) {
-  (void)req;
-  waiter_free(ud);
-}
-
-void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
-                      uint64_t wait_ms) {
-  struct waiter *w = sbx_calloc(1, sizeof(*w));
-  if (w == NULL || (w->settle = orch__run_on_end(run, on_waiter_end, w)) == NULL) {
-    sbx_free(w);
-    orch__api_json(req, status, orch__run_json(o, &run->rec));
-    return;
-  }
-  w->o = o;
-  w->req = req;
-  w->run = run;
-  w->status = status;
-  tp_req_hold(req);
-  tp_req_on_close(req, on_waiter_gone, w);
-  uv_timer_init(o->loop, &w->timer);
-  w->timer.data = w;
-  uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
-}
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 

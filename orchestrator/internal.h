@@ -492,6 +492,10 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                  struct store_run *rec, struct orch_chat **chat);
 int orch__api_valid_id(const char *s);
+/* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it
+ * is then.  Holds req until it answers or the client leaves. */
+void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
+                      uint64_t wait_ms);
 /* An orch_end_cb whose ud is a held request: answers it with the run object once the run is
  * stored done (200), or with the failure (400 invalid_name, 500 storage), and releases it. */
 void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
@@ -506,6 +510,7 @@ void orch__routes_page(struct orch *o);
 void orch__routes_health(struct orch *o);
 void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);
+/* The orchestrator's metrics as Prometheus text, appended to out (SBX_ENOMEM past its limit). */
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
 
 /* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
@@ -517,10 +522,5 @@ struct orch_hosts;
 int orch__hosts_start(struct orch *o, struct sbx_error *err);
 void orch__hosts_tick(struct orch_hosts *hs);
 void orch__hosts_close(struct orch_hosts *hs);
-
-/* api_runs.c: answers req with the run object (`status`) when the run ends, or after wait_ms with
- * the run as it is then.  Holds req until it answers or the client leaves. */
-void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
-                      uint64_t wait_ms);
 
 #endif

@@ -1,10 +1,10 @@
 /* metrics.c -- the orchestrator's Prometheus metrics: runs by status, a run-duration histogram,
- * queue depth, attached pages, bytes stored, events, plus the transport's own (tp_metrics_write).
- * Counters are plain fields of struct orch_metrics bumped where things happen; gauges are
- * computed at render time from the live objects.  What it does not do: keep history.
+ * queue depth, attached pages, bytes stored, events.  Counters are plain fields of struct
+ * orch_metrics bumped where things happen; gauges are computed at render time from the live
+ * objects.  What it does not do: keep history, or know the transport (GET /metrics, api_health.c,
+ * appends the transport's own).
  */
 #include "internal.h"
-#include "transport.h"
 
 static const double dur_bounds_s[ORCH_DUR_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                       0.5,   1,    2.5,   5,    15,  60};
@@ -102,7 +102,5 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
                         (unsigned long long)m->results_refused, (unsigned long long)m->runs_dispatched,
                         (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads,
                         (unsigned long long)m->pauses, (unsigned long long)m->restarts);
-  if (o->tp)
-    rc |= tp_metrics_write(o->tp, out);
   return rc ? SBX_ENOMEM : 0;
 }
