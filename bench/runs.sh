@@ -6,6 +6,11 @@
 #   bash bench/runs.sh     (CEREA_BIN=..., CHATS=1000, ASSISTANTS=64, DURATION=10, LOW=2000,
 #                           BENCH_TMP=/dev/shm puts the data dir on tmpfs: fsync costs nothing,
 #                           CLIENT=node uses the Node load generator instead of the C one)
+#   BASE_BIN=old/cerea-sandbox ROUNDS=5 bash bench/runs.sh
+#                          before/after: ROUNDS rounds, each the load generator against a fresh
+#                          BASE_BIN server then a fresh CEREA_BIN one (alternated, so both see the
+#                          same machine), then each one's median low-load p50 and loaded runs/s and
+#                          the ratio after/before; nghttpd and the floors are not run
 #
 # Starts one orchestrator (fresh data dir) and nghttpd on free loopback ports (stopped by pid),
 # runs the load generator (bench/runs/runs_load.c, or bench/runs/run_bench.mjs with CLIENT=node:
@@ -40,6 +45,45 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 KEY=bench-key-0123456789abcdef
+GEN=(node bench/runs/run_bench.mjs); [ "$CLIENT" = c ] && GEN=("$RUNS_LOAD")
+
+if [ -n "${BASE_BIN:-}" ]; then
+  ROUNDS="${ROUNDS:-5}"
+  # one_run BIN LABEL: a fresh server on a fresh data dir, the load generator, its result line
+  one_run() {
+    local port pid
+    port="$(free_port)"; rm -rf "$TMP/data"
+    CEREA_API_KEY=$KEY CEREA_LOG=warn "$1" serve --listen "127.0.0.1:$port" --data "$TMP/data" >"$TMP/$2.log" 2>&1 &
+    pid=$!; PIDS+=("$pid")
+    wait_port "$port" || { echo "$2: the server did not start"; cat "$TMP/$2.log"; exit 1; }
+    "${GEN[@]}" --port "$port" --key "$KEY" --server-pid "$pid" --chats "$CHATS" \
+      --assistants "$ASSISTANTS" --duration "$DURATION" --low "$LOW" | grep '^{"result"' | sed "s/^/$2 /" >>"$TMP/ab.txt"
+    kill "$pid"; wait "$pid" 2>/dev/null
+    tail -n 1 "$TMP/ab.txt"
+  }
+  echo "== before/after: $ROUNDS rounds alternating $BASE_BIN (base) and $CEREA_BIN (after); $CHATS chats, $ASSISTANTS assistants, ${DURATION}s loaded, $LOW sequential; data in ${BENCH_TMP:-/tmp}; $(uptime | sed 's/.*load/load/')"
+  for r in $(seq 1 "$ROUNDS"); do one_run "$BASE_BIN" base; one_run "$CEREA_BIN" after; done
+  echo "== $(uptime | sed 's/.*load/load/')"
+  python3 - "$TMP/ab.txt" <<'PY'
+import json, statistics, sys
+rows = {"base": [], "after": []}
+for line in open(sys.argv[1]):
+    label, text = line.split(" ", 1)
+    rows[label].append(json.loads(text)["result"])
+med = {}
+for label, rs in rows.items():
+    low = statistics.median(r["low"]["p50_ms"] for r in rs)
+    rps = statistics.median(r["loaded"]["runs_per_s"] for r in rs)
+    cpu = statistics.median(r["loaded"]["server_cpu_us_per_run"] for r in rs)
+    med[label] = (low, rps, cpu)
+    print(f"== {label:5s}: low-load p50 {low:.3f} ms, loaded {rps:.0f} runs/s, server CPU {cpu:.1f} us/run "
+          f"(medians of {len(rs)}; low p50s {[r['low']['p50_ms'] for r in rs]}, runs/s {[round(r['loaded']['runs_per_s']) for r in rs]})")
+print(f"== after/base: loaded runs/s {med['after'][1] / med['base'][1]:.3f}, "
+      f"server CPU per run {med['after'][2] / med['base'][2]:.3f}, low-load p50 {med['after'][0]:.3f} ms (target <= 1 ms)")
+PY
+  exit 0
+fi
+
 PORT="$(free_port)"
 CEREA_API_KEY=$KEY CEREA_LOG=warn "$CEREA_BIN" serve --listen "127.0.0.1:$PORT" --data "$TMP/data" >"$TMP/ours.log" 2>&1 &
 OURS=$!; PIDS+=("$OURS")
@@ -48,7 +92,6 @@ nghttpd --no-tls -d "$WWW" "$NGP" >"$TMP/ng.log" 2>&1 &
 PIDS+=("$!")
 wait_port "$PORT" && wait_port "$NGP" || { echo "a server did not start"; cat "$TMP"/*.log; exit 1; }
 echo "== runs ($CLIENT client): $CHATS chats/pages, $ASSISTANTS assistants, ${DURATION}s loaded, $LOW sequential at low load; $(uptime | sed 's/.*load/load/')"
-GEN=(node bench/runs/run_bench.mjs); [ "$CLIENT" = c ] && GEN=("$RUNS_LOAD")
 "${GEN[@]}" --port "$PORT" --key "$KEY" --server-pid "$OURS" --chats "$CHATS" \
   --assistants "$ASSISTANTS" --duration "$DURATION" --low "$LOW" | tee "$TMP/runs.json" || { cat "$TMP/ours.log"; exit 1; }
 NGPID="${PIDS[1]}"
