@@ -1,13 +1,15 @@
 /* chat.c -- the per-chat scheduler: runs of one chat execute one at a time, in creation order,
  * on the chat's active page (attached, visible, most recently made visible).
  *
- * What it does: loads chats on first use; pumps the queue (dispatch the head run with its mount
- * manifest computed from the database, or pause it while no page can take it); reacts to pages
- * changing (hidden or gone -> the run it ran is paused and re-dispatched as a new attempt
- * elsewhere or later); settles finished runs (persist, then call back whoever waits for the end,
- * drop from memory); ticks deadlines for the cron.  Every run transition is a step of run.c; every
- * page transition a step of page.c.  What it does not do: know of HTTP.  Requests that wait for a
- * run (api_runs.c's waiters) register a callback with orch__run_on_settled.
+ * What it does: loads chats on first use; makes new runs durable and live (orch__run_create: one
+ * put that already records the first step, the `run` event behind it) and reloads unfinished
+ * ones at start; pumps the queue (dispatch the head run with its mount manifest computed from the
+ * database, or pause it while no page can take it); reacts to pages changing (hidden or gone ->
+ * the run it ran is paused and re-dispatched as a new attempt elsewhere or later); cancels; ends
+ * runs by their deadlines for the cron; settles finished runs (persist, then call back whoever
+ * waits for the end, drop from memory).  Every run transition is a step of run.c; every page
+ * transition a step of page.c.  What it does not do: know of HTTP (who waits for a run's end
+ * registers a callback, orch__run_on_end), or take what pages report (report.c).
  */
 #include "internal.h"
 
@@ -368,7 +370,7 @@ int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void 
   return 0;
 }
 
-/* ---- chats -------------------------------------------------------------------------------- */
+/* ---- chats and the scheduler -------------------------------------------------------------- */
 
 void orch__chats_init(struct orch *o) {
   orch__map_init(&o->chats);

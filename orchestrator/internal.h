@@ -1,6 +1,12 @@
-/* internal.h -- what the orchestrator's own files share: the domain objects (chat, page, run,
- * event stream), their state machines' step functions, mount manifests, auth, JSON helpers and the
- * server object.  Not for other modules (they use orch.h).
+/* internal.h -- what the orchestrator's own files share (cross-file names are orch__): the domain
+ * objects (run, page, turn, chat) with their state machines and the scheduler's steps, what a page
+ * reports (report.c), the event log and its listeners, mount manifests, auth, runtime settings,
+ * the JSON shapes, and the handlers' helpers (api.c).  Not for other modules (they use orch.h).
+ *
+ * Layers: the domain (run.c, page.c, turn.c, chat.c, report.c, events.c, manifest.c) knows nothing
+ * of HTTP: it holds no request and calls no handler; who waits for a run's end registers a callback
+ * (orch__run_on_end), who hears a chat's events is a listener (orch__chat_listen).  The handlers
+ * (api_*.c) read requests, call the domain and answer.
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
@@ -264,7 +270,7 @@ int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
 /* The current value of setting s (one of orch__rt_settings). */
 long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s);
 
-/* ---- the server (server.c) and the chat scheduler (chat.c) ------------------------------------ */
+/* ---- the server (server.c), chats and the scheduler (chat.c) --------------------------------- */
 struct orch_chat {
   char id[STORE_ID_LEN + 1];
   char token_hash[65];
@@ -283,7 +289,6 @@ struct orch_chat {
   uint64_t files_gen;
   int files_kept;
 };
-
 
 struct orch_upload {          /* an output file uploaded for the current attempt */
   struct sbx_list link;
