@@ -52,7 +52,9 @@
  * DISPATCHED/RUNNING -> watchdog (timeout_s + grace) then timeout and the page is told to restart
  * its kernel; cancel requested -> cancel grace then cancelled.  The watchdog and the cancel
  * deadline last through FINISHING (they do not fire there) and are cleared on entering any other
- * state; the pause wait is cleared on leaving PAUSED.  A result whose attempt is not the current
+ * state; the pause wait is cleared on leaving PAUSED.  In server mode a run that waits for
+ * capacity, not for a person, has its pause wait or its dispatch watchdog started again
+ * (orch__run_hold: no transition).  A result whose attempt is not the current
  * one is refused (SBX_ECONFLICT -> 409): a re-dispatched run's stale result cannot win.
  */
 #include "internal.h"
@@ -185,13 +187,13 @@ int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace
  * DISPATCHED (its host reported the kernel still loading): the watchdog starts again now, so the
  * time spent waiting for a kernel is not counted.  SBX_ESTATE in any other state. */
 int orch__run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms) {
-  uint64_t now = sbx_now_mono_ms();
   if (run->state == ORCH_RUN_PAUSED)
-    run->wait_deadline_ms = now + wait_ms;
+    run->wait_deadline_ms = sbx_now_mono_ms() + wait_ms;
   else if (run->state == ORCH_RUN_DISPATCHED)
-    run->watchdog_deadline_ms = now + (uint64_t)run->timeout_s * 1000u + watchdog_grace_ms;
+    run->watchdog_deadline_ms = watchdog_from_now(run, watchdog_grace_ms);
   else
     return SBX_ESTATE;
+  run_check(run);
   return 0;
 }
 
