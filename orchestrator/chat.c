@@ -281,7 +281,7 @@ void orch__settle_cancel(struct orch_settle *s) {
 }
 
 /* Calls back (and frees) every registration of the run, in order. */
-void orch__run_call_back(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
+static void call_back(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
   while (!SBX_LIST_EMPTY(&run->settles)) {
     struct orch_settle *s = SBX_CONTAINER_OF(run->settles.next, struct orch_settle, link);
     sbx_list_remove(&s->link);
@@ -305,7 +305,7 @@ static void settled(struct orch *o, struct orch_run *run, int rc, const struct s
     sbx_error_set(&e, rc, "the result could not be stored: %s", err ? err->msg : sbx_strerror(rc));
     err = &e;
   }
-  orch__run_call_back(o, run, rc, err);
+  call_back(o, run, rc, err);
   orch__map_del(&o->runs, run->id);
   orch__run_free(run);
 }

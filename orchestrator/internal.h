@@ -342,9 +342,9 @@ void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
 void orch__run_persist(struct orch *o, struct orch_run *run);
 /* Whoever waits for a run's end (api_runs.c's wait_s waiters; the answer to a cancel or a result):
  * cb(ud, o, run, rc, err) runs once, when the run's final state is durable (rc 0) or could not be
- * made so (rc, err), or, for a result (orch__run_submit_result), when its output files could not
- * be stored (rc, err: the run goes on, run->state is not DONE).  The run is readable during the
- * call and freed once every cb returned. */
+ * made so (rc, err).  The run is readable during the call and freed once every cb returned.  (A
+ * result's own answer, orch__run_submit_result, is also called when its output files could not be
+ * stored: the run goes on, run->state is not DONE.) */
 typedef void (*orch_end_cb)(void *ud, struct orch *o, struct orch_run *run, int rc,
                             const struct sbx_error *err);
 struct orch_settle;
@@ -352,8 +352,6 @@ struct orch_settle;
  * its cb ran (a waiter that stops waiting) and frees it. */
 struct orch_settle *orch__run_on_end(struct orch_run *run, orch_end_cb cb, void *ud);
 void orch__settle_cancel(struct orch_settle *s);
-/* Calls back (and drops) every registration of the run, in order, with rc and err. */
-void orch__run_call_back(struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err);
 /* Ends a live run (already DONE in the state machine): persists it, and once that is durable calls
  * back whoever waits (orch__run_on_end) and frees the run; pumps its chat. */
 void orch__run_settle(struct orch *o, struct orch_run *run);
@@ -414,9 +412,10 @@ struct orch_result {
   size_t n_files;
 };
 /* Takes the result of the run's current attempt (FINISHING), stores its output files and ends the
- * run with it; cb as orch__run_on_end (rc != 0 with the run not DONE: an output file was not
- * stored, SBX_ENAME when the store refused its name).  SBX_ECONFLICT for a stale attempt or a run
- * not running, SBX_ENOMEM: nothing changed and cb is not called. */
+ * run with it; cb as orch__run_on_end, or alone with rc != 0 and the run not DONE when an output
+ * file was not stored (SBX_ENAME: the store refused its name; everyone else keeps waiting).
+ * SBX_ECONFLICT for a stale attempt or a run not running, SBX_ENOMEM: nothing changed and cb is
+ * not called. */
 int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct orch_result *res,
                             orch_end_cb cb, void *ud);
 

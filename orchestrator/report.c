@@ -116,6 +116,8 @@ struct result_job {
   size_t n_files;
   size_t pending;             /* output files still being stored (+1 while they are queued) */
   int failed;
+  orch_end_cb cb;             /* the result's answer: with the run's end, or now on a failure */
+  void *ud;
   struct sbx_error error;
   struct file_cb {
     struct result_job *job;
@@ -177,7 +179,14 @@ static void commit(struct result_job *j) {
     if (ev != NULL)
       orch__event_emit(c, "files", ev);
   }
+  orch_end_cb cb = j->cb;
+  void *ud = j->ud;
   job_free(j);
+  if (orch__run_on_end(run, cb, ud) == NULL) { /* the end is still stored; its answer cannot wait */
+    struct sbx_error e;
+    sbx_error_set(&e, SBX_ENOMEM, "out of memory");
+    cb(ud, o, run, SBX_ENOMEM, &e);
+  }
   orch__run_settle(o, run);
 }
 
@@ -194,9 +203,11 @@ static void outputs_settled(struct result_job *j) {
   if (rc != SBX_ENAME)
     sbx_error_set(&e, rc, "output files not stored: %s",
                   j->error.msg[0] ? j->error.msg : sbx_strerror(rc));
+  orch_end_cb cb = j->cb;
+  void *ud = j->ud;
   job_free(j);
   orch__run_result_failed(run);
-  orch__run_call_back(o, run, rc, &e);
+  cb(ud, o, run, rc, &e); /* only the result's own answer: the run goes on for everyone else */
 }
 
 static void on_output_stored(int rc, const struct sbx_error *err,
@@ -262,6 +273,8 @@ int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct o
     goto oom;
   j->o = o;
   j->run = run;
+  j->cb = cb;
+  j->ud = ud;
   j->status = res->status;
   j->n_files = n;
   j->out = capped_text(res->out, &j->out_cut);
@@ -286,10 +299,6 @@ int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct o
   if (rc != 0) {
     job_free(j);
     return rc;
-  }
-  if (orch__run_on_end(run, cb, ud) == NULL) {
-    orch__run_result_failed(run);
-    goto oom;
   }
   if (n == 0)
     commit(j);

@@ -468,6 +468,44 @@ START_TEST(test_result_with_a_file) {
 }
 END_TEST
 
+/* An output file the store refuses: the result's own answer hears of it (SBX_ENAME), the run goes
+ * back to where it was and whoever else waits for its end keeps waiting; the page may retry. */
+START_TEST(test_result_file_refused) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  struct ended other = {0};
+  ck_assert_ptr_nonnull(orch__run_on_end(run, on_end, &other)); /* a wait_s, say */
+  struct sbx_error err;
+  struct store_blob_stage *sg = NULL;
+  ck_assert_int_eq(store_blob_stage_begin(w.o->st, &sg, &err), 0);
+  ck_assert_int_eq(store_blob_stage_write(sg, "hi", 2, &err), 0);
+  char sha[65];
+  ck_assert_int_eq(store_blob_stage_finish(sg, sha, &err), 0);
+  struct orch_upload *u = NULL;
+  ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup("../out.txt"), &sg, sha, 1, &u), 0);
+  struct orch_upload *files[] = {u};
+  const char *kinds[] = {"file"};
+  struct orch_result res = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .files = files,
+                            .kinds = kinds, .n_files = 1};
+  struct ended mine = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &mine), 0);
+  drain();
+  ck_assert_int_eq(mine.called, 1);
+  ck_assert_int_eq(mine.rc, SBX_ENAME);
+  ck_assert_int_eq(mine.state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(other.called, 0);
+  result(run, "ok", "again", &mine); /* the retry, without the file */
+  drain();
+  ck_assert_int_eq(mine.called, 1);
+  ck_assert_int_eq(mine.rc, 0);
+  ck_assert_int_eq(other.called, 1);
+  ck_assert_int_eq(other.status, ORCH_RUN_STATUS_OK);
+  stored(cr.run_id, "done", "ok");
+}
+END_TEST
+
 /* ---- turns --------------------------------------------------------------------------------- */
 
 struct finished {
@@ -593,6 +631,7 @@ int main(void) {
   tcase_add_test(tc, test_result_and_order);
   tcase_add_test(tc, test_result_output_capped);
   tcase_add_test(tc, test_result_with_a_file);
+  tcase_add_test(tc, test_result_file_refused);
   tcase_add_test(tc, test_turn_finish);
   tcase_add_test(tc, test_active_page);
   tcase_add_test(tc, test_evict_idle_only);
