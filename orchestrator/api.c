@@ -22,12 +22,14 @@ void orch__api_json(struct tp_req *req, int status, json_t *body) {
     tp_respond_error(req, 500, "internal", "out of memory");
     return;
   }
-  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", text, len);
+  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", text,
+             len);
   sbx_free(text);
 }
 
 void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len) {
-  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", json_text, len);
+  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n",
+             json_text, len);
 }
 
 void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
@@ -50,8 +52,8 @@ json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags) {
     if (body == NULL || len == 0)
       orch__api_error(req, 400, "malformed_json", "a JSON object body is required");
     else
-      orch__api_error(req, 400, "malformed_json", "malformed JSON at line %d column %d: %s", je.line,
-                     je.column, je.text);
+      orch__api_error(req, 400, "malformed_json", "malformed JSON at line %d column %d: %s",
+                      je.line, je.column, je.text);
     return NULL;
   }
   if (!json_is_object(j)) {
@@ -92,8 +94,8 @@ int orch__api_valid_id(const char *s) {
 }
 
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
-  orch__auth_read(tp_req_header(req, "authorization"),
-                      query_ok ? tp_req_query(req, "token") : NULL, o->api_key_hash, o->host_key_hash, a);
+  orch__auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
+                  o->api_key_hash, o->host_key_hash, a);
 }
 
 static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
@@ -118,13 +120,15 @@ static int page_token_real(struct orch *o, const struct orch_auth *a) {
 
 /* Refuses a page token or the host key on a backend call: 403 for a real one, 401 for anything
  * else that is not the API key.  Returns nonzero once it answered. */
-static int deny_not_backend(struct orch *o, struct tp_req *req, const struct orch_auth *a, const char *what) {
+static int deny_not_backend(struct orch *o, struct tp_req *req, const struct orch_auth *a,
+                            const char *what) {
   if (a->kind == ORCH_CRED_API)
     return 0;
   if (a->kind == ORCH_CRED_HOST || page_token_real(o, a))
     orch__api_error(req, 403, "forbidden", "%s needs the API key, not a page token", what);
   else
-    orch__api_error(req, 401, "unauthorized", a->kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+    orch__api_error(req, 401, "unauthorized",
+                    a->kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
   return 1;
 }
 
@@ -135,14 +139,15 @@ int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what)
 }
 
 struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
-                                int page_allowed, int query_ok) {
+                                 int page_allowed, int query_ok) {
   struct orch_auth a;
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
     return NULL;
   if (!page_allowed && deny_not_backend(o, req, &a, "this call"))
     return NULL;
-  if (a.kind == ORCH_CRED_PAGE && (!orch__api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
+  if (a.kind == ORCH_CRED_PAGE &&
+      (!orch__api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
     orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;
   }
@@ -167,7 +172,7 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
 }
 
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
-                 struct store_run *rec, struct orch_chat **chat) {
+                  struct store_run *rec, struct orch_chat **chat) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
   *live = NULL;
@@ -227,10 +232,10 @@ void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc
 struct waiter {
   struct orch_settle *settle; /* its registration with the run; NULL once called back */
   struct orch *o;
-  struct tp_req *req;        /* held */
+  struct tp_req *req; /* held */
   struct orch_run *run;
   uv_timer_t timer;
-  int status;                /* HTTP status of the answer (200/201) */
+  int status; /* HTTP status of the answer (200/201) */
 };
 
 static void on_waiter_timer_closed(uv_handle_t *h) { sbx_free(h->data); }

@@ -36,7 +36,9 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
     json_object_set_new(j, "page_id", r->page_id[0] ? json_string(r->page_id) : json_null());
     json_object_set_new(j, "origin", json_string(r->rec.origin ? r->rec.origin : ""));
     json_object_set_new(j, "in_state_ms", json_integer((json_int_t)(now - r->state_since_ms)));
-    json_object_set_new(j, "abandon_in_ms", r->wait_deadline_ms ? json_integer((json_int_t)(r->wait_deadline_ms - now)) : json_null());
+    json_object_set_new(j, "abandon_in_ms",
+                        r->wait_deadline_ms ? json_integer((json_int_t)(r->wait_deadline_ms - now))
+                                            : json_null());
     json_object_set_new(j, "created_at", json_integer(r->rec.created_at));
     json_array_append_new(live, j);
   }
@@ -52,7 +54,10 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
       json_object_set_new(j, "status", rv[x].status ? json_string(rv[x].status) : json_null());
       json_object_set_new(j, "attempts", json_integer(rv[x].attempts));
       json_object_set_new(j, "created_at", json_integer(rv[x].created_at));
-      json_object_set_new(j, "duration_ms", rv[x].started_at && rv[x].finished_at ? json_integer(rv[x].finished_at - rv[x].started_at) : json_null());
+      json_object_set_new(j, "duration_ms",
+                          rv[x].started_at && rv[x].finished_at
+                              ? json_integer(rv[x].finished_at - rv[x].started_at)
+                              : json_null());
       json_array_append_new(recent, j);
     }
     store_run_list_free(rv, n);
@@ -165,12 +170,17 @@ static void on_put_settings(struct tp_req *req, void *ud) {
     while (i < ORCH_RT_N_SETTINGS && strcmp(orch__rt_settings[i].field, key) != 0)
       i++;
     if (i == ORCH_RT_N_SETTINGS) {
-      orch__api_error(req, 400, "invalid_field", "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)", key);
+      orch__api_error(
+          req, 400, "invalid_field",
+          "%s: not a runtime setting (retention_days, time_limit_s, paused_wait_ms, page_grace_ms)",
+          key);
       goto fail;
     }
     const struct orch_rt_setting *s = &orch__rt_settings[i];
-    if (!json_is_integer(val) || json_integer_value(val) < s->lo || json_integer_value(val) > s->hi) {
-      orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, s->lo, s->hi);
+    if (!json_is_integer(val) || json_integer_value(val) < s->lo ||
+        json_integer_value(val) > s->hi) {
+      orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, s->lo,
+                      s->hi);
       goto fail;
     }
     p->set[i] = 1;

@@ -22,7 +22,8 @@ struct create_ctx {
 static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
   struct create_ctx *ctx = ud;
   if (rc != 0) {
-    orch__api_error(ctx->req, 500, "storage", "chat not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "chat not stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
   } else {
     orch__chat_add(ctx->o, ctx->chat.id, ctx->chat.token_hash, 0);
     json_t *j = json_object();
@@ -174,7 +175,8 @@ static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
   if (rc == SBX_ENOENT) {
     orch__api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
   } else if (rc != 0) {
-    orch__api_error(ctx->req, 500, "storage", "title not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "title not stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
   } else if ((rc = store_chat_get(ctx->o->st, ctx->chat_id, &c)) != 0) {
     orch__api_error(ctx->req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
   } else {
@@ -230,7 +232,7 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
 /* ---- run history ------------------------------------------------------------------------------ */
 
 #define CHAT_RUNS_DEFAULT 50
-#define CHAT_RUNS_MAX 200
+#define CHAT_RUNS_MAX     200
 
 /* Stored runs of the chat, newest first; a run still live is answered from memory (its latest
  * state).  A run created in the last instant, not yet queued for the store, is not listed yet. */
@@ -245,7 +247,8 @@ static void on_chat_runs(struct tp_req *req, void *ud) {
     char *end = NULL;
     limit = strtol(q, &end, 10);
     if (*q == '\0' || end == NULL || *end != '\0' || limit < 1 || limit > CHAT_RUNS_MAX) {
-      orch__api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d", CHAT_RUNS_MAX);
+      orch__api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d",
+                      CHAT_RUNS_MAX);
       return;
     }
   }

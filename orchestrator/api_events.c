@@ -21,17 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEARTBEAT_MS 15000
+#define HEARTBEAT_MS   15000
 #define CATCH_UP_BATCH 64
 
 /* A page's event stream: a listener of its chat's events that writes them as SSE. */
 struct stream {
-  struct orch_listener l;    /* in chat->listeners while attached */
+  struct orch_listener l; /* in chat->listeners while attached */
   struct tp_req *req;
   struct orch_chat *chat;
-  struct orch_page *page;    /* NULL once detached */
-  int64_t last_seq;          /* last event seq written to this stream */
-  int lagging;               /* a send hit the queue limit: catch up from the store on drain */
+  struct orch_page *page; /* NULL once detached */
+  int64_t last_seq;       /* last event seq written to this stream */
+  int lagging;            /* a send hit the queue limit: catch up from the store on drain */
 };
 
 static void catch_up(struct stream *s);
@@ -143,7 +143,8 @@ static void on_events(struct tp_req *req, void *ud) {
   const char *pid = tp_req_query(req, "page_id");
   if (!page_id_ok(pid)) {
     orch__api_error(req, 400, "invalid_field",
-                   "page_id: 1 to %d characters of A-Z a-z 0-9 - _ . (?page_id=...)", ORCH_PAGE_ID_MAX);
+                    "page_id: 1 to %d characters of A-Z a-z 0-9 - _ . (?page_id=...)",
+                    ORCH_PAGE_ID_MAX);
     return;
   }
   const char *lei = tp_req_header(req, "last-event-id");
@@ -200,13 +201,16 @@ static void on_events(struct tp_req *req, void *ud) {
   orch__chat_listen(c, &s->l, on_event);
   tp_req_on_close(req, on_stream_closed, s);
 
-  int visible = parse_visible(tp_req_query(req, "visible"), p->state == ORCH_PAGE_NEW ? 1 : p->visible);
+  int visible =
+      parse_visible(tp_req_query(req, "visible"), p->state == ORCH_PAGE_NEW ? 1 : p->visible);
   orch__page_attach(p, visible, &c->visible_counter);
   if (last >= 0) {
     catch_up(s);
   } else {
     /* Without Last-Event-ID the page may have missed the `run` it holds: dispatch it again. */
-    struct orch_run *head = SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
+    struct orch_run *head = SBX_LIST_EMPTY(&c->runs)
+                                ? NULL
+                                : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
     if (head && strcmp(head->page_id, p->id) == 0 &&
         (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
         orch__run_pause(head, o->rt.paused_wait_ms) == 0)
@@ -234,7 +238,8 @@ static void on_presence(struct tp_req *req, void *ud) {
     return;
   }
   if (!page_id_ok(pid))
-    orch__api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .", ORCH_PAGE_ID_MAX);
+    orch__api_error(req, 400, "invalid_field", "page_id: required, 1 to %d of A-Z a-z 0-9 - _ .",
+                    ORCH_PAGE_ID_MAX);
   else if (kernel && orch__kernel_state_parse(kernel, &k) != 0)
     orch__api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
   else if ((p = orch__chat_page(c, pid)) == NULL)

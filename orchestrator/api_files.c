@@ -51,7 +51,7 @@ static const struct sbx_fsm upload_fsm =
 struct upload_ctx {
   struct orch *o;
   struct tp_req *req;
-  enum upload_state state;      /* written by set_state only */
+  enum upload_state state;        /* written by set_state only */
   struct store_blob_stage *stage; /* STAGING: owned; NULL otherwise */
   char chat_id[STORE_ID_LEN + 1];
   char *name;
@@ -77,8 +77,7 @@ static void upload_free(struct upload_ctx *u) {
  * request's credential could reach the chat (an API key or host key; a page token of this chat). */
 static int could_reach(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash,
-                      o->host_key_hash, &a);
+  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_API || a.kind == ORCH_CRED_HOST)
     return 1;
   if (a.kind != ORCH_CRED_PAGE)
@@ -142,17 +141,21 @@ static int on_upload_body(struct tp_req *req, const void *data, size_t len, void
   return 0;
 }
 
-static void on_file_added(int rc, const struct sbx_error *err, const struct store_file_added *res, void *ud) {
+static void on_file_added(int rc, const struct sbx_error *err, const struct store_file_added *res,
+                          void *ud) {
   struct upload_ctx *ctx = ud;
   if (rc == SBX_ENAME)
-    orch__api_error(ctx->req, 400, "invalid_name", "%s", err && err->msg[0] ? err->msg : "invalid file name");
+    orch__api_error(ctx->req, 400, "invalid_name", "%s",
+                    err && err->msg[0] ? err->msg : "invalid file name");
   else if (rc == SBX_ENOENT)
     orch__api_error(ctx->req, 404, "not_found", "no such chat");
   else if (rc != 0)
-    orch__api_error(ctx->req, 500, "storage", "file not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "file not stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
   else {
     ctx->o->m.uploads++;
-    orch__api_json(ctx->req, res->created ? 201 : 200, orch__file_json(&res->file, exec_on(ctx->o)));
+    orch__api_json(ctx->req, res->created ? 201 : 200,
+                   orch__file_json(&res->file, exec_on(ctx->o)));
     struct orch_chat *c = orch__map_get(&ctx->o->chats, ctx->chat_id);
     if (c && res->created) {
       json_t *ev = json_object();
@@ -192,7 +195,8 @@ static void on_upload(struct tp_req *req, void *ud) {
   const char *s = tp_req_query(req, "source");
   if (s && store_source_parse(s, &src) != 0) {
     upload_free(u);
-    orch__api_error(req, 400, "invalid_field", "source: one of attachment, knowledge, tool, output");
+    orch__api_error(req, 400, "invalid_field",
+                    "source: one of attachment, knowledge, tool, output");
     return;
   }
   const char *name = tp_req_query(req, "name"), *text_of = tp_req_query(req, "text_of");
@@ -220,7 +224,8 @@ static void on_upload(struct tp_req *req, void *ud) {
   if (name == NULL || *name == '\0') {
     sbx_free(derived);
     upload_free(u);
-    orch__api_error(req, 400, "invalid_name", "name: a file name is required (?name=NAME, "
+    orch__api_error(req, 400, "invalid_name",
+                    "name: a file name is required (?name=NAME, "
                     "percent-encoded; a NUL, %%00, is not allowed)");
     return;
   }
@@ -251,8 +256,12 @@ static void on_upload(struct tp_req *req, void *ud) {
   u->name = norm;
   snprintf(u->chat_id, sizeof(u->chat_id), "%s", c->id);
   struct store_file_in in = {
-      .chat_id = c->id, .name = norm, .source = src, .mounted = reason == NULL,
-      .left_out_reason = reason, .text_of = text_of,
+      .chat_id = c->id,
+      .name = norm,
+      .source = src,
+      .mounted = reason == NULL,
+      .left_out_reason = reason,
+      .text_of = text_of,
   };
   struct store_blob_stage *stage = u->stage;
   u->stage = NULL; /* stolen by the store, even on failure */
@@ -287,12 +296,22 @@ static void on_list(struct tp_req *req, void *ud) {
 }
 
 static const char *file_type(const char *name, int *active) {
-  static const struct { const char *ext, *type; int active; } t[] = {
-      {".png", "image/png", 0},        {".jpg", "image/jpeg", 0},      {".jpeg", "image/jpeg", 0},
-      {".gif", "image/gif", 0},        {".webp", "image/webp", 0},     {".svg", "image/svg+xml", 1},
-      {".pdf", "application/pdf", 0},  {".csv", "text/csv; charset=utf-8", 0},
-      {".txt", "text/plain; charset=utf-8", 0}, {".md", "text/markdown; charset=utf-8", 0},
-      {".json", "application/json", 0}, {".html", "text/html; charset=utf-8", 1},
+  static const struct {
+    const char *ext, *type;
+    int active;
+  } t[] = {
+      {".png", "image/png", 0},
+      {".jpg", "image/jpeg", 0},
+      {".jpeg", "image/jpeg", 0},
+      {".gif", "image/gif", 0},
+      {".webp", "image/webp", 0},
+      {".svg", "image/svg+xml", 1},
+      {".pdf", "application/pdf", 0},
+      {".csv", "text/csv; charset=utf-8", 0},
+      {".txt", "text/plain; charset=utf-8", 0},
+      {".md", "text/markdown; charset=utf-8", 0},
+      {".json", "application/json", 0},
+      {".html", "text/html; charset=utf-8", 1},
       {".htm", "text/html; charset=utf-8", 1},
       {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", 0},
       {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", 0},
@@ -312,10 +331,11 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "file");
   struct orch_auth a;
-  orch__auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"),
-                      o->api_key_hash, o->host_key_hash, &a);
+  orch__auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"), o->api_key_hash,
+                  o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
-    orch__api_error(req, 401, "unauthorized", a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+    orch__api_error(req, 401, "unauthorized",
+                    a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
     return;
   }
   struct store_file f;
@@ -335,14 +355,18 @@ static void on_download(struct tp_req *req, void *ud) {
   char headers[700], fname[300];
   /* ASCII-safe filename for the header; the UI knows the real name from the JSON. */
   size_t j = 0;
-  for (const char *p = strrchr(f.name, '/') ? strrchr(f.name, '/') + 1 : f.name; *p && j < sizeof(fname) - 1; p++)
+  for (const char *p = strrchr(f.name, '/') ? strrchr(f.name, '/') + 1 : f.name;
+       *p && j < sizeof(fname) - 1; p++)
     fname[j++] = (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\') ? *p : '_';
   fname[j] = '\0';
-  snprintf(headers, sizeof(headers),
-           "Content-Disposition: inline; filename=\"%s\"\r\nX-Content-Type-Options: nosniff\r\n"
-           "Cache-Control: private, max-age=3600\r\nCross-Origin-Resource-Policy: same-origin\r\n%s",
-           fname, active ? "Content-Security-Policy: sandbox; default-src 'none'; img-src data: blob:; "
-                           "style-src 'unsafe-inline'\r\n" : "");
+  snprintf(
+      headers, sizeof(headers),
+      "Content-Disposition: inline; filename=\"%s\"\r\nX-Content-Type-Options: nosniff\r\n"
+      "Cache-Control: private, max-age=3600\r\nCross-Origin-Resource-Policy: same-origin\r\n%s",
+      fname,
+      active ? "Content-Security-Policy: sandbox; default-src 'none'; img-src data: blob:; "
+               "style-src 'unsafe-inline'\r\n"
+             : "");
   if (path == NULL || tp_respond_file(req, path, type, headers, 1) != 0)
     orch__api_error(req, 500, "storage", "the file's content is missing");
   sbx_free(path);

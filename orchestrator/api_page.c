@@ -54,8 +54,9 @@ static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int a
                   run->state == ORCH_RUN_FINISHING;
   if (attempt != run->attempts || !reporting) {
     o->m.results_refused++;
-    orch__api_error(req, 409, "stale_attempt", "attempt %d is not the current attempt of this run (%d, %s)",
-                   attempt, run->attempts, orch__run_state_name(run->state));
+    orch__api_error(req, 409, "stale_attempt",
+                    "attempt %d is not the current attempt of this run (%d, %s)", attempt,
+                    run->attempts, orch__run_state_name(run->state));
     return 1;
   }
   return 0;
@@ -102,8 +103,7 @@ struct put_ctx {
  * could be kept (a credential that may reach the run's chat, the run dispatched or running). */
 static int put_could_keep(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
-  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash,
-                      o->host_key_hash, &a);
+  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
     return 0;
   const char *id = tp_req_param(req, "run");
@@ -237,23 +237,25 @@ static int strings(const json_t *v) {
 /* One entry of a result's files: {name, size?, sha256?, kind?}.  size, sha256 and kind may be left
  * out (or null), but never given as another type: a size "999" or a sha256 42 would otherwise
  * skip the comparison with the uploaded bytes.  Answers 400 and returns nonzero when it is wrong. */
-static int read_file_entry(struct tp_req *req, const json_t *x, const char **name, const char **kind,
-                           const char **sha, json_int_t *size, int *has_size) {
+static int read_file_entry(struct tp_req *req, const json_t *x, const char **name,
+                           const char **kind, const char **sha, json_int_t *size, int *has_size) {
   *name = *kind = *sha = NULL;
   *size = 0;
-  struct orch_field f[] = {ORCH_FIELD_REQUIRED("name", "s", name), ORCH_FIELD("size", "I", size), ORCH_FIELD("sha256", "s", sha),
-                           ORCH_FIELD("kind", "s", kind)};
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("name", "s", name), ORCH_FIELD("size", "I", size),
+                           ORCH_FIELD("sha256", "s", sha), ORCH_FIELD("kind", "s", kind)};
   if (!json_is_object(x)) {
-    orch__api_error(req, 400, "invalid_field", "files: each {name, size, sha256, kind: file|figure}");
+    orch__api_error(req, 400, "invalid_field",
+                    "files: each {name, size, sha256, kind: file|figure}");
     return -1;
   }
   if (orch__api_unpack(req, x, "files", f, SBX_ARRAY_SIZE(f)) != 0)
     return -1;
   *has_size = f[1].given;
-  const char *bad = *size < 0                                                     ? "files.size: a size in bytes"
-                    : *sha && strlen(*sha) != 64                                  ? "files.sha256: 64 hex digits"
-                    : *kind && strcmp(*kind, "file") && strcmp(*kind, "figure") ? "files.kind: file or figure"
-                                                                                  : NULL;
+  const char *bad = *size < 0                    ? "files.size: a size in bytes"
+                    : *sha && strlen(*sha) != 64 ? "files.sha256: 64 hex digits"
+                    : *kind && strcmp(*kind, "file") && strcmp(*kind, "figure")
+                        ? "files.kind: file or figure"
+                        : NULL;
   if (bad != NULL) {
     orch__api_error(req, 400, "invalid_field", "%s", bad);
     return -1;
@@ -287,7 +289,8 @@ static int read_result(struct tp_req *req, const json_t *body, struct orch_resul
     return -1;
   enum orch_run_status st = ORCH_RUN_STATUS_NONE;
   const char *message = NULL, *traceback = NULL, *type = NULL;
-  struct orch_field ef[] = {ORCH_FIELD_REQUIRED("type", "s", &type), ORCH_FIELD("message", "s", &message),
+  struct orch_field ef[] = {ORCH_FIELD_REQUIRED("type", "s", &type),
+                            ORCH_FIELD("message", "s", &message),
                             ORCH_FIELD("traceback", "s", &traceback)};
   const char *bad = NULL;
   if (orch__run_status_parse(status, &st) != 0 || st > ORCH_RUN_STATUS_CANCELLED)
@@ -376,7 +379,7 @@ static void on_result(struct tp_req *req, void *ud) {
     goto out;
   /* Ended (or ending) already: the same result gets the same answer, another one 409. */
   if (run == NULL || run->state == ORCH_RUN_DONE || run->state == ORCH_RUN_FINISHING) {
-    const char *have = run == NULL                          ? rec.result_hash
+    const char *have = run == NULL                        ? rec.result_hash
                        : run->state == ORCH_RUN_FINISHING ? run->finishing_hash
                                                           : run->rec.result_hash;
     int same = have && *have && strcmp(have, hash) == 0;
@@ -406,7 +409,8 @@ static void on_result(struct tp_req *req, void *ud) {
     const char *name, *sha;
     json_int_t size;
     int has_size;
-    if (read_file_entry(req, json_array_get(files, i), &name, &kinds[i], &sha, &size, &has_size) != 0)
+    if (read_file_entry(req, json_array_get(files, i), &name, &kinds[i], &sha, &size, &has_size) !=
+        0)
       goto out;
     struct sbx_error err;
     char *norm = NULL;
@@ -417,13 +421,15 @@ static void on_result(struct tp_req *req, void *ud) {
     struct orch_upload *u = orch__run_upload(run, norm);
     if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
       orch__api_error(req, 400, "file_not_uploaded",
-                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)", norm, run->id);
+                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)",
+                      norm, run->id);
       sbx_free(norm);
       goto out;
     }
     sbx_free(norm);
     if ((sha && strcmp(sha, u->sha256) != 0) || (has_size && (size_t)size != u->size)) {
-      orch__api_error(req, 400, "file_mismatch", "files: %s differs from the uploaded content (size or sha256)", u->name);
+      orch__api_error(req, 400, "file_mismatch",
+                      "files: %s differs from the uploaded content (size or sha256)", u->name);
       goto out;
     }
     for (size_t k = 0; k < i; k++)

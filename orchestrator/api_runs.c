@@ -63,10 +63,10 @@ static void answer_existing(struct orch *o, struct tp_req *req, const char *run_
 
 struct create_ctx {
   struct orch *o;
-  struct tp_req *req;        /* held until answered */
+  struct tp_req *req; /* held until answered */
   char chat_id[STORE_ID_LEN + 1];
   char run_id[STORE_ID_LEN + 1];
-  char *idem;                /* the idempotency key, or NULL */
+  char *idem; /* the idempotency key, or NULL */
   double wait_s;
 };
 
@@ -80,7 +80,8 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
     else
       orch__api_error(ctx->req, 409, "conflict", "idempotency key already used");
   } else if (rc != 0) {
-    orch__api_error(ctx->req, 500, "storage", "run not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(ctx->req, 500, "storage", "run not stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
   } else if (run != NULL) {
     answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
   } else {
@@ -113,8 +114,10 @@ static void on_create_run(struct tp_req *req, void *ud) {
   };
   if (orch__api_unpack(req, body, NULL, fields, F__N) != 0)
     goto out;
-  static const struct { const char *name; size_t max; } caps[] = {{"origin", 16}, {"turn_id", 64},
-                                                                  {"idempotency_key", 200}};
+  static const struct {
+    const char *name;
+    size_t max;
+  } caps[] = {{"origin", 16}, {"turn_id", 64}, {"idempotency_key", 200}};
   const char *capped[] = {origin, turn_id, idem};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(caps); i++)
     if (capped[i] && strlen(capped[i]) > caps[i].max) {
@@ -144,8 +147,9 @@ static void on_create_run(struct tp_req *req, void *ud) {
   int timeout_s = o->rt.time_limit_s;
   if (fields[F_TIMEOUT].given) {
     if (timeout < 1 || timeout > o->rt.time_limit_s) {
-      orch__api_error(req, 400, "invalid_field", "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
-                     o->rt.time_limit_s);
+      orch__api_error(req, 400, "invalid_field",
+                      "timeout_s: whole seconds from 1 to %d (CODE_TIME_LIMIT_S)",
+                      o->rt.time_limit_s);
       goto out;
     }
     timeout_s = (int)timeout;

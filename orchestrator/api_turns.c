@@ -24,7 +24,8 @@ struct open_ctx {
 static void on_turn_opened(int rc, const struct sbx_error *err, void *ud) {
   struct open_ctx *t = ud;
   if (rc != 0) {
-    orch__api_error(t->req, 500, "storage", "turn not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_error(t->req, 500, "storage", "turn not stored: %s",
+                    err ? err->msg : sbx_strerror(rc));
   } else {
     json_t *j = json_object();
     json_object_set_new(j, "turn_id", json_string(t->turn.id));

@@ -62,7 +62,8 @@ void orch__run_free(struct orch_run *run) {
 static void on_persisted(int rc, const struct sbx_error *err, void *ud) {
   (void)ud;
   if (rc != 0)
-    sbx_log(SBX_LOG_ERROR, "chat", "run state not persisted: %s", err ? err->msg : sbx_strerror(rc));
+    sbx_log(SBX_LOG_ERROR, "chat", "run state not persisted: %s",
+            err ? err->msg : sbx_strerror(rc));
 }
 
 void orch__run_persist(struct orch *o, struct orch_run *run) {
@@ -166,8 +167,10 @@ struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct or
     return NULL;
   }
   if (enter(o, c, run) != 0) {
-    sbx_log(SBX_LOG_ERROR, "chat", "run %s: stored, but out of memory to run it now (it runs "
-            "after a restart)", run->id);
+    sbx_log(SBX_LOG_ERROR, "chat",
+            "run %s: stored, but out of memory to run it now (it runs "
+            "after a restart)",
+            run->id);
     orch__run_free(run);
     return NULL;
   }
@@ -177,7 +180,7 @@ struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct or
 
 struct create_ctx {
   struct orch *o;
-  struct orch_run *run;      /* a run that goes live once stored: owned until then */
+  struct orch_run *run; /* a run that goes live once stored: owned until then */
   char run_id[STORE_ID_LEN + 1];
   orch_created_cb cb;
   void *ud;
@@ -200,8 +203,10 @@ static void on_created(int rc, const struct sbx_error *err, void *ud) {
     ctx->cb(ctx->ud, 0, NULL, run);
     orch__run_accept(o, NULL, run); /* counted and freed */
   } else if (orch__chat_get(o, run->rec.chat_id, &c) != 0) {
-    sbx_log(SBX_LOG_ERROR, "chat", "run %s: stored, but its chat cannot be loaded now (it runs "
-            "after a restart)", run->id);
+    sbx_log(SBX_LOG_ERROR, "chat",
+            "run %s: stored, but its chat cannot be loaded now (it runs "
+            "after a restart)",
+            run->id);
     orch__run_free(run);
     ctx->cb(ctx->ud, 0, NULL, NULL);
   } else {
@@ -408,7 +413,8 @@ void orch__chat_free(struct orch_chat *c) {
 /* The chat's latest files for a manifest: the kept list while the store's files generation has
  * not moved since it was read (read before the list, so a change committed meanwhile only causes
  * one more read), else a fresh read.  Borrowed; SBX_* from store_file_list. */
-static int chat_files(struct orch *o, struct orch_chat *c, const struct store_file **files, size_t *n) {
+static int chat_files(struct orch *o, struct orch_chat *c, const struct store_file **files,
+                      size_t *n) {
   uint64_t gen = store_files_generation(o->st);
   if (!c->files_kept || c->files_gen != gen) {
     struct store_file *fresh = NULL;
@@ -428,7 +434,8 @@ static int chat_files(struct orch *o, struct orch_chat *c, const struct store_fi
   return 0;
 }
 
-struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq) {
+struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash,
+                                 int64_t last_seq) {
   struct orch_chat *c = sbx_calloc(1, sizeof(*c));
   if (c == NULL)
     return NULL;
@@ -505,7 +512,8 @@ struct orch_page *orch__chat_active_page(struct orch_chat *c) {
 }
 
 static struct orch_run *head_run(struct orch_chat *c) {
-  return SBX_LIST_EMPTY(&c->runs) ? NULL : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
+  return SBX_LIST_EMPTY(&c->runs) ? NULL
+                                  : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
 }
 
 /* Tells the chat's pages the run was dispatched: its `run` event, with its mount manifest (from
@@ -576,8 +584,7 @@ static void chat_pump(struct orch_chat *c) {
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
   struct orch *o = c->o;
   struct orch_run *run = head_run(c);
-  if (run &&
-      (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
+  if (run && (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
       strcmp(run->page_id, p->id) == 0 &&
       (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
     if (orch__run_pause(run, o->rt.paused_wait_ms) == 0) {
@@ -599,11 +606,12 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
              (unsigned long long)(o->rt.paused_wait_ms / 1000));
   } else if (due == ORCH_RUN_DUE_WATCHDOG) {
     type = run->status == ORCH_RUN_STATUS_TIMEOUT ? "TimeoutError" : "KernelCrashed";
-    snprintf(msg, sizeof(msg), run->status == ORCH_RUN_STATUS_TIMEOUT
-                                   ? "The run did not finish within its time limit of %d s; the "
-                                     "sandbox was restarted."
-                                   : "The page never reported this run (within %d s plus a grace); "
-                                     "the sandbox was restarted.",
+    snprintf(msg, sizeof(msg),
+             run->status == ORCH_RUN_STATUS_TIMEOUT
+                 ? "The run did not finish within its time limit of %d s; the "
+                   "sandbox was restarted."
+                 : "The page never reported this run (within %d s plus a grace); "
+                   "the sandbox was restarted.",
              run->timeout_s);
   } else {
     type = "Cancelled";

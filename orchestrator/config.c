@@ -21,9 +21,12 @@
 
 const char *orch_exec_mode_name(enum orch_exec_mode m) {
   switch (m) {
-  case ORCH_EXEC_BROWSER: return "browser";
-  case ORCH_EXEC_SERVER: return "server";
-  case ORCH_EXEC_OFF: return "off";
+  case ORCH_EXEC_BROWSER:
+    return "browser";
+  case ORCH_EXEC_SERVER:
+    return "server";
+  case ORCH_EXEC_OFF:
+    return "off";
   }
   return "?";
 }
@@ -119,21 +122,21 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     return 0;
   }
   uint64_t *ms = strcmp(key, "CODE_PAUSED_WAIT_MS") == 0      ? &c->paused_wait_ms
-                 : strcmp(key, "PAGE_GRACE_MS") == 0            ? &c->page_grace_ms
-                 : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0   ? &c->watchdog_grace_ms
-                 : strcmp(key, "CODE_CANCEL_GRACE_MS") == 0     ? &c->cancel_grace_ms
-                                                                : NULL;
+                 : strcmp(key, "PAGE_GRACE_MS") == 0          ? &c->page_grace_ms
+                 : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0 ? &c->watchdog_grace_ms
+                 : strcmp(key, "CODE_CANCEL_GRACE_MS") == 0   ? &c->cancel_grace_ms
+                                                              : NULL;
   if (ms != NULL) {
     if (parse_int(v, 0, 24LL * 3600 * 1000, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "%s=%s: expected milliseconds from 0 to 86400000", key, v);
+      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected milliseconds from 0 to 86400000", key,
+                           v);
     *ms = (uint64_t)n;
     return 0;
   }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
     if (parse_bool(v, &c->pypi_disabled) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false", v);
+      return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
+                           v);
     return 0;
   }
   if (strcmp(key, "ARTIFACT_RETENTION_DAYS") == 0) {
@@ -147,8 +150,7 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     if (*v == '\0')
       return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: empty address");
     if (strncmp(v, "unix:", 5) != 0 && strrchr(v, ':') == NULL)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_LISTEN=%s: expected ADDR:PORT or unix:PATH", v);
+      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN=%s: expected ADDR:PORT or unix:PATH", v);
     if (c->n_listen == ORCH_MAX_LISTEN)
       return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: at most %d listeners", ORCH_MAX_LISTEN);
     c->listen[c->n_listen] = sbx_strdup(v);
@@ -179,10 +181,20 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
 }
 
 static const char *known_keys[] = {
-    "CHAT_CODE_EXECUTION", "CODE_TIME_LIMIT_S", "CODE_PAUSED_WAIT_MS", "PAGE_GRACE_MS",
-    "CODE_WATCHDOG_GRACE_MS", "CODE_CANCEL_GRACE_MS",
-    "CHAT_PYODIDE_PYPI_DISABLED", "ARTIFACT_RETENTION_DAYS", "CEREA_LISTEN", "CEREA_DATA_DIR",
-    "CEREA_TLS_CERT", "CEREA_TLS_KEY", "CEREA_API_KEY", "CEREA_STATIC_DIR",
+    "CHAT_CODE_EXECUTION",
+    "CODE_TIME_LIMIT_S",
+    "CODE_PAUSED_WAIT_MS",
+    "PAGE_GRACE_MS",
+    "CODE_WATCHDOG_GRACE_MS",
+    "CODE_CANCEL_GRACE_MS",
+    "CHAT_PYODIDE_PYPI_DISABLED",
+    "ARTIFACT_RETENTION_DAYS",
+    "CEREA_LISTEN",
+    "CEREA_DATA_DIR",
+    "CEREA_TLS_CERT",
+    "CEREA_TLS_KEY",
+    "CEREA_API_KEY",
+    "CEREA_STATIC_DIR",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {
@@ -249,8 +261,7 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL,
                          "TLS needs both a certificate and a key (--tls-cert and --tls-key)");
   if (c->time_limit_s < 1 || c->time_limit_s > ORCH_TIME_LIMIT_MAX_S)
-    return sbx_error_set(err, SBX_EINVAL, "CODE_TIME_LIMIT_S must be 1..%d",
-                         ORCH_TIME_LIMIT_MAX_S);
+    return sbx_error_set(err, SBX_EINVAL, "CODE_TIME_LIMIT_S must be 1..%d", ORCH_TIME_LIMIT_MAX_S);
   if (c->data_dir == NULL || *c->data_dir == '\0')
     return sbx_error_set(err, SBX_EINVAL, "no data directory");
   return 0;

@@ -26,15 +26,15 @@ struct tp_req;
 struct tp_server;
 struct orch_chat;
 
-#define ORCH_MIB (1024u * 1024u)
-#define ORCH_UPLOAD_MAX (50u * ORCH_MIB)          /* 413 beyond */
-#define ORCH_MOUNT_FILE_MAX (20ull * ORCH_MIB)    /* stored, not mounted beyond */
-#define ORCH_MOUNT_TOTAL_MAX (100ull * ORCH_MIB)  /* a file taking the total past it: left out */
-#define ORCH_OUT_CHARS 8000
-#define ORCH_FILES_LISTED 200
-#define ORCH_FIGURES 20
-#define ORCH_PAGE_ID_MAX 64
-#define ORCH_WAIT_S_MAX 600
+#define ORCH_MIB             (1024u * 1024u)
+#define ORCH_UPLOAD_MAX      (50u * ORCH_MIB)    /* 413 beyond */
+#define ORCH_MOUNT_FILE_MAX  (20ull * ORCH_MIB)  /* stored, not mounted beyond */
+#define ORCH_MOUNT_TOTAL_MAX (100ull * ORCH_MIB) /* a file taking the total past it: left out */
+#define ORCH_OUT_CHARS       8000
+#define ORCH_FILES_LISTED    200
+#define ORCH_FIGURES         20
+#define ORCH_PAGE_ID_MAX     64
+#define ORCH_WAIT_S_MAX      600
 
 /* ---- runs (run.c) ----------------------------------------------------------------------------
  * The diagram and the table of steps are in run.c. */
@@ -57,7 +57,12 @@ enum orch_run_status {
   ORCH_RUN_STATUS_REJECTED,
   ORCH_RUN_STATUS_ABANDONED,
 };
-enum orch_run_due { ORCH_RUN_DUE_NONE = 0, ORCH_RUN_DUE_ABANDONED, ORCH_RUN_DUE_WATCHDOG, ORCH_RUN_DUE_CANCELLED };
+enum orch_run_due {
+  ORCH_RUN_DUE_NONE = 0,
+  ORCH_RUN_DUE_ABANDONED,
+  ORCH_RUN_DUE_WATCHDOG,
+  ORCH_RUN_DUE_CANCELLED
+};
 
 struct orch_run {
   char id[STORE_ID_LEN + 1];
@@ -67,22 +72,22 @@ struct orch_run {
   int timeout_s;
   char page_id[ORCH_PAGE_ID_MAX + 1]; /* page of the current attempt ("" when none) */
   uint64_t state_since_ms;
-  uint64_t wait_deadline_ms;     /* PAUSED: abandoned at */
-  uint64_t watchdog_deadline_ms; /* DISPATCHED/RUNNING: timeout/crashed at */
-  uint64_t cancel_deadline_ms;   /* cancel requested: cancelled at */
+  uint64_t wait_deadline_ms;        /* PAUSED: abandoned at */
+  uint64_t watchdog_deadline_ms;    /* DISPATCHED/RUNNING: timeout/crashed at */
+  uint64_t cancel_deadline_ms;      /* cancel requested: cancelled at */
   enum orch_run_state resume_state; /* FINISHING: the state it finishes from (and returns to) */
-  char finishing_hash[65];     /* FINISHING: the result's hash (a resend gets the same answer) */
+  char finishing_hash[65]; /* FINISHING: the result's hash (a resend gets the same answer) */
 
   /* Server side (chat.c, api_*.c); unused by the pure state machine. */
   struct orch_chat *chat;
-  struct sbx_list chat_link;   /* in chat->runs, creation order */
-  struct sbx_list settles;     /* struct orch_settle: who waits for its end */
-  struct sbx_list uploads;     /* struct orch_upload: output files of the current attempt */
+  struct sbx_list chat_link; /* in chat->runs, creation order */
+  struct sbx_list settles;   /* struct orch_settle: who waits for its end */
+  struct sbx_list uploads;   /* struct orch_upload: output files of the current attempt */
   size_t upload_bytes;
-  struct store_run rec;        /* what is persisted (state/status mirrored on each put) */
-  int files_recorded;          /* run files queued with its result (0: none, so the run object
+  struct store_run rec; /* what is persisted (state/status mirrored on each put) */
+  int files_recorded;   /* run files queued with its result (0: none, so the run object
                                   renders `files: []` without reading the store) */
-  char *end_text;              /* DONE: the run object as JSON, rendered once for everyone who
+  char *end_text;       /* DONE: the run object as JSON, rendered once for everyone who
                                   waited for the end (orch__run_end_text) */
   size_t end_len;
 };
@@ -116,20 +121,26 @@ enum orch_page_state {
   ORCH_PAGE_NEW = 0, /* only while being attached */
   ORCH_PAGE_VISIBLE,
   ORCH_PAGE_HIDDEN,
-  ORCH_PAGE_GRACE,   /* event stream dropped; the same page id may come back */
+  ORCH_PAGE_GRACE, /* event stream dropped; the same page id may come back */
   ORCH_PAGE_GONE,
   ORCH_PAGE__COUNT
 };
-enum orch_kernel_state { ORCH_KERNEL_UNKNOWN = 0, ORCH_KERNEL_LOADING, ORCH_KERNEL_READY, ORCH_KERNEL_BUSY, ORCH_KERNEL_DEAD };
+enum orch_kernel_state {
+  ORCH_KERNEL_UNKNOWN = 0,
+  ORCH_KERNEL_LOADING,
+  ORCH_KERNEL_READY,
+  ORCH_KERNEL_BUSY,
+  ORCH_KERNEL_DEAD
+};
 
 struct orch_listener;
 struct orch_page {
   char id[ORCH_PAGE_ID_MAX + 1];
-  enum orch_page_state state;  /* written by page_set_state() only */
-  int visible;                 /* last presence reported (kept through GRACE) */
+  enum orch_page_state state; /* written by page_set_state() only */
+  int visible;                /* last presence reported (kept through GRACE) */
   enum orch_kernel_state kernel;
-  uint64_t visible_seq;        /* order of becoming visible: the highest is the active page */
-  uint64_t grace_deadline_ms;  /* GRACE: gone at */
+  uint64_t visible_seq;       /* order of becoming visible: the highest is the active page */
+  uint64_t grace_deadline_ms; /* GRACE: gone at */
   struct orch_chat *chat;
   struct sbx_list chat_link;
   struct orch_listener *events; /* its event stream (api_events.c) while attached; NULL in GRACE */
@@ -152,7 +163,7 @@ struct orch_mount_entry {
 };
 struct orch_left_out {
   const struct store_file *file;
-  const char *reason;            /* static text */
+  const char *reason; /* static text */
 };
 struct orch_manifest {
   struct orch_mount_entry *mounts;
@@ -166,12 +177,12 @@ extern const char ORCH_REASON_TOTAL_CAP[];
 /* files: the latest version of each name, oldest first (store_file_list(.., 0, ..)); code: the
  * run's code (NULL: no code names anything).  The manifest borrows from files. */
 int orch__manifest_compute(const struct store_file *files, size_t n, const char *code,
-                          struct orch_manifest *out);
+                           struct orch_manifest *out);
 void orch__manifest_free(struct orch_manifest *m);
 /* Upload-time decision for a new file (or a new version of `name`): NULL when it would be mounted,
  * else the reason it is left out. */
 const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
-                                enum store_source src, const char *kind, uint64_t size);
+                                 enum store_source src, const char *kind, uint64_t size);
 
 /* ---- auth (auth.c) --------------------------------------------------------------------------- */
 enum orch_cred { ORCH_CRED_NONE = 0, ORCH_CRED_BAD, ORCH_CRED_API, ORCH_CRED_PAGE, ORCH_CRED_HOST };
@@ -186,25 +197,30 @@ int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[
  * allow_query.  api_key_hash / host_key_hash: sha256 hex of the API key / of the headless hosts'
  * key (NULL or "" when none). */
 void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
-                    const char *host_key_hash, struct orch_auth *out);
+                     const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */
-enum orch_turn_state { ORCH_TURN_OPEN = 0, ORCH_TURN_FINISHING, ORCH_TURN_FINISHED, ORCH_TURN__COUNT };
+enum orch_turn_state {
+  ORCH_TURN_OPEN = 0,
+  ORCH_TURN_FINISHING,
+  ORCH_TURN_FINISHED,
+  ORCH_TURN__COUNT
+};
 struct orch_turn;
 /* A finish is done: rc 0 when the turn and its runs are durable (the runs live, t->run_ids in
  * order), else the first write's failure.  t is freed after the call. */
 typedef void (*orch_turn_cb)(void *ud, int rc, const struct orch_turn *t);
-struct orch_turn {           /* a turn being finished (in struct orch's `turns` until written) */
-  struct store_turn rec;     /* as written: finished, with its answer */
+struct orch_turn {            /* a turn being finished (in struct orch's `turns` until written) */
+  struct store_turn rec;      /* as written: finished, with its answer */
   enum orch_turn_state state; /* written by turn_set_state() only */
   struct orch *o;
-  struct orch_run **runs;    /* its auto runs, until they go live */
-  store_id *run_ids;         /* their ids, in order */
-  size_t n_runs, pending;    /* pending: writes in flight */
+  struct orch_run **runs; /* its auto runs, until they go live */
+  store_id *run_ids;      /* their ids, in order */
+  size_t n_runs, pending; /* pending: writes in flight */
   int failed;
   orch_turn_cb cb;
   void *ud;
@@ -244,7 +260,8 @@ struct orch_metrics {
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
 };
-void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms);
+void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st,
+                               int64_t duration_ms);
 
 /* ---- runtime settings (config.c) ------------------------------------------------------------
  * The settings the server reads while it runs: from the configuration at start; those an operator
@@ -259,8 +276,8 @@ struct orch_rt_setting {
   const char *key;   /* "CODE_TIME_LIMIT_S" */
   const char *field; /* "time_limit_s" */
   long long lo, hi;
-  size_t offset;     /* of its field in struct orch_runtime */
-  int is_int;        /* an int field (else uint64_t) */
+  size_t offset; /* of its field in struct orch_runtime */
+  int is_int;    /* an int field (else uint64_t) */
 };
 #define ORCH_RT_N_SETTINGS 4
 extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
@@ -280,8 +297,8 @@ struct orch_chat {
   struct sbx_list listeners; /* struct orch_listener: who receives the chat's events */
   int64_t event_seq;         /* last event seq assigned */
   uint64_t visible_counter;
-  uint64_t used_ms;          /* last looked up (mono): idle chats are dropped from memory */
-  int events_inflight;       /* appends not yet durable: the chat must stay (its seq counter) */
+  uint64_t used_ms;    /* last looked up (mono): idle chats are dropped from memory */
+  int events_inflight; /* appends not yet durable: the chat must stay (its seq counter) */
   /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
    * generation is still files_gen (owned; freed by orch__chat_free). */
   struct store_file *files;
@@ -290,9 +307,9 @@ struct orch_chat {
   int files_kept;
 };
 
-struct orch_upload {          /* an output file uploaded for the current attempt */
+struct orch_upload { /* an output file uploaded for the current attempt */
   struct sbx_list link;
-  char *name;                /* normalized */
+  char *name; /* normalized */
   char sha256[65];
   struct store_blob_stage *stage; /* the content (a store stage) until stored; then NULL */
   size_t size;
@@ -307,18 +324,18 @@ struct orch {
   struct tp_server *tp;
   char *api_key;
   char api_key_hash[65];
-  char host_key[65];         /* the headless hosts' credential (hosts.c sends it; page calls only) */
+  char host_key[65]; /* the headless hosts' credential (hosts.c sends it; page calls only) */
   char host_key_hash[65];
-  char *static_dir;          /* build/www or --static */
-  struct orch_map chats;     /* id -> struct orch_chat */
-  struct orch_map runs;      /* id -> live struct orch_run */
-  struct orch_map turns;     /* turn id -> a turn being finished (turn.c) */
+  char *static_dir;      /* build/www or --static */
+  struct orch_map chats; /* id -> struct orch_chat */
+  struct orch_map runs;  /* id -> live struct orch_run */
+  struct orch_map turns; /* turn id -> a turn being finished (turn.c) */
   uv_timer_t cron;
-  struct orch_runtime rt;    /* runtime settings (config.c) */
+  struct orch_runtime rt; /* runtime settings (config.c) */
   int64_t run_seq;
   uint64_t pending_upload_bytes;
   struct orch_metrics m;
-  struct orch_hosts *hosts;  /* server execution mode (hosts.c); NULL otherwise */
+  struct orch_hosts *hosts; /* server execution mode (hosts.c); NULL otherwise */
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;
@@ -333,7 +350,8 @@ void orch__chats_free(struct orch *o);
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
 /* Frees a chat that nothing references any more (with its kept file list). */
 void orch__chat_free(struct orch_chat *c);
-struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash, int64_t last_seq);
+struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash,
+                                 int64_t last_seq);
 struct orch_page *orch__chat_page(struct orch_chat *c, const char *page_id);
 struct orch_page *orch__chat_active_page(struct orch_chat *c);
 /* A page's visibility or attachment changed: pause what it ran when it cannot run any more. */
@@ -402,13 +420,13 @@ int orch__run_add_upload(struct orch *o, struct orch_run *run, char *name,
 /* A page's result, read and checked by api_page.c; everything borrowed for the call. */
 struct orch_result {
   int attempt;
-  const char *hash;              /* of the canonical body: a resend is told apart from another */
-  enum orch_run_status status;   /* ok, error, timeout, crashed, cancelled */
-  const char *out, *err;         /* NULL: "" (kept to ORCH_OUT_CHARS characters) */
+  const char *hash;            /* of the canonical body: a resend is told apart from another */
+  enum orch_run_status status; /* ok, error, timeout, crashed, cancelled */
+  const char *out, *err;       /* NULL: "" (kept to ORCH_OUT_CHARS characters) */
   int out_cut, err_cut, restarted, files_unlisted, figures_dropped;
   const json_t *error, *notes, *remounted; /* NULL or JSON null: none */
-  struct orch_upload *const *files; /* listed, uploaded for this attempt, in order */
-  const char *const *kinds;         /* each one's kind: "file" | "figure" */
+  struct orch_upload *const *files;        /* listed, uploaded for this attempt, in order */
+  const char *const *kinds;                /* each one's kind: "file" | "figure" */
   size_t n_files;
 };
 /* Takes the result of the run's current attempt (FINISHING), stores its output files and ends the
@@ -482,19 +500,21 @@ struct orch_field {
  * "[within.]key: <jansson's message>" and returns nonzero. */
 int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
                      struct orch_field *f, size_t n);
-#define ORCH_FIELD(key, fmt, out) {(key), (fmt), (out), 0, 0}
-#define ORCH_FIELD_REQUIRED(key, fmt, out) {(key), (fmt), (out), 1, 0}
+#define ORCH_FIELD(key, fmt, out)                                                                  \
+  { (key), (fmt), (out), 0, 0 }
+#define ORCH_FIELD_REQUIRED(key, fmt, out)                                                         \
+  { (key), (fmt), (out), 1, 0 }
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
 /* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure. */
 struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
-                                int page_allowed, int query_token_allowed);
+                                 int page_allowed, int query_token_allowed);
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
  * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
  * id and chat_id are set (read the live run); owned by the caller either way: store_run_free. */
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
-                 struct store_run *rec, struct orch_chat **chat);
+                  struct store_run *rec, struct orch_chat **chat);
 int orch__api_valid_id(const char *s);
 /* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it
  * is then.  Holds req until it answers or the client leaves. */

@@ -124,7 +124,8 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
   json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
   json_t *notes = parse_text(r->notes_json);
-  json_object_set_new(j, "notes", json_is_array(notes) ? notes : (json_decref(notes), json_array()));
+  json_object_set_new(j, "notes",
+                      json_is_array(notes) ? notes : (json_decref(notes), json_array()));
   json_object_set_new(j, "restarted", json_boolean(r->restarted));
   json_t *rem = parse_text(r->remounted_json);
   json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
@@ -132,9 +133,9 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "created_at", ms_or_null(r->created_at));
   json_object_set_new(j, "started_at", ms_or_null(r->started_at));
   json_object_set_new(j, "finished_at", ms_or_null(r->finished_at));
-  json_object_set_new(j, "duration_ms", r->started_at && r->finished_at
-                                            ? json_integer(r->finished_at - r->started_at)
-                                            : json_null());
+  json_object_set_new(j, "duration_ms",
+                      r->started_at && r->finished_at ? json_integer(r->finished_at - r->started_at)
+                                                      : json_null());
   return j;
 }
 
@@ -187,10 +188,10 @@ json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char 
   json_object_set_new(j, "attempt", json_integer(attempt));
   json_object_set_new(j, "mounts", mounts);
   json_object_set_new(j, "left_out", left);
-  json_object_set_new(j, "limits", json_pack("{s:i, s:i, s:i, s:I}", "out_chars", ORCH_OUT_CHARS,
-                                             "files_listed", ORCH_FILES_LISTED, "figures",
-                                             ORCH_FIGURES, "file_load_bytes",
-                                             (json_int_t)ORCH_UPLOAD_MAX));
+  json_object_set_new(j, "limits",
+                      json_pack("{s:i, s:i, s:i, s:I}", "out_chars", ORCH_OUT_CHARS, "files_listed",
+                                ORCH_FILES_LISTED, "figures", ORCH_FIGURES, "file_load_bytes",
+                                (json_int_t)ORCH_UPLOAD_MAX));
   json_object_set_new(j, "pypi", json_boolean(pypi));
   return j;
 }

@@ -25,7 +25,8 @@ const char ORCH_REASON_FILE_CAP[] = "over the 20 MB per-file limit for mounted f
 const char ORCH_REASON_TOTAL_CAP[] = "would take the chat's mounted files over 100 MB";
 
 static int has_image_ext(const char *name) {
-  static const char *exts[] = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".bmp", ".tif", ".tiff"};
+  static const char *exts[] = {".png",  ".jpg", ".jpeg", ".gif", ".svg",
+                               ".webp", ".bmp", ".tif",  ".tiff"};
   size_t n = strlen(name);
   for (size_t i = 0; i < SBX_ARRAY_SIZE(exts); i++) {
     size_t e = strlen(exts[i]);
@@ -54,7 +55,7 @@ static int code_names(const char *code, const char *name) {
 }
 
 int orch__manifest_compute(const struct store_file *files, size_t n, const char *code,
-                          struct orch_manifest *out) {
+                           struct orch_manifest *out) {
   memset(out, 0, sizeof(*out));
   if (n == 0)
     return 0;
@@ -91,7 +92,7 @@ void orch__manifest_free(struct orch_manifest *m) {
 }
 
 const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
-                                enum store_source src, const char *kind, uint64_t size) {
+                                 enum store_source src, const char *kind, uint64_t size) {
   if (size > ORCH_MOUNT_FILE_MAX)
     return ORCH_REASON_FILE_CAP;
   /* The total counts what is mounted without any code naming images, minus an older version of

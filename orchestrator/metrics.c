@@ -9,7 +9,8 @@
 static const double dur_bounds_s[ORCH_DUR_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                       0.5,   1,    2.5,   5,    15,  60};
 
-void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, int64_t duration_ms) {
+void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st,
+                               int64_t duration_ms) {
   if ((unsigned)st < SBX_ARRAY_SIZE(m->runs_by_status))
     m->runs_by_status[st]++;
   if (duration_ms < 0)
@@ -26,8 +27,9 @@ void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st, 
 int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
   struct orch_metrics *m = &o->m;
   int rc = 0;
-  rc |= sbx_buf_appendf(out, "# HELP cerea_runs_created_total Runs accepted (durable).\n"
-                             "# TYPE cerea_runs_created_total counter\ncerea_runs_created_total %llu\n",
+  rc |= sbx_buf_appendf(out,
+                        "# HELP cerea_runs_created_total Runs accepted (durable).\n"
+                        "# TYPE cerea_runs_created_total counter\ncerea_runs_created_total %llu\n",
                         (unsigned long long)m->runs_created);
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_total Runs ended, by final status.\n"
                              "# TYPE cerea_runs_total counter\n");
@@ -39,14 +41,15 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
   uint64_t cum = 0;
   for (int b = 0; b < ORCH_DUR_BUCKETS; b++) {
     cum += m->dur_buckets[b];
-    rc |= sbx_buf_appendf(out, "cerea_run_duration_seconds_bucket{le=\"%g\"} %llu\n", dur_bounds_s[b],
-                          (unsigned long long)cum);
+    rc |= sbx_buf_appendf(out, "cerea_run_duration_seconds_bucket{le=\"%g\"} %llu\n",
+                          dur_bounds_s[b], (unsigned long long)cum);
   }
   cum += m->dur_buckets[ORCH_DUR_BUCKETS];
-  rc |= sbx_buf_appendf(out,
-                        "cerea_run_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
-                        "cerea_run_duration_seconds_sum %.6f\ncerea_run_duration_seconds_count %llu\n",
-                        (unsigned long long)cum, m->dur_sum_s, (unsigned long long)m->dur_count);
+  rc |= sbx_buf_appendf(
+      out,
+      "cerea_run_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+      "cerea_run_duration_seconds_sum %.6f\ncerea_run_duration_seconds_count %llu\n",
+      (unsigned long long)cum, m->dur_sum_s, (unsigned long long)m->dur_count);
   /* gauges from live objects */
   uint64_t by_state[ORCH_RUN__COUNT] = {0}, pages_visible = 0, pages_hidden = 0, pages_grace = 0,
            streams = 0;
@@ -72,10 +75,11 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
   for (int s = 0; s < ORCH_RUN_DONE; s++)
     rc |= sbx_buf_appendf(out, "cerea_runs_live{state=\"%s\"} %llu\n", orch__run_state_name(s),
                           (unsigned long long)by_state[s]);
-  rc |= sbx_buf_appendf(out,
-                        "# HELP cerea_queue_depth Runs waiting for a page (queued or paused).\n"
-                        "# TYPE cerea_queue_depth gauge\ncerea_queue_depth %llu\n",
-                        (unsigned long long)(by_state[ORCH_RUN_QUEUED] + by_state[ORCH_RUN_PAUSED]));
+  rc |=
+      sbx_buf_appendf(out,
+                      "# HELP cerea_queue_depth Runs waiting for a page (queued or paused).\n"
+                      "# TYPE cerea_queue_depth gauge\ncerea_queue_depth %llu\n",
+                      (unsigned long long)(by_state[ORCH_RUN_QUEUED] + by_state[ORCH_RUN_PAUSED]));
   rc |= sbx_buf_appendf(out,
                         "# HELP cerea_pages Attached pages by state.\n# TYPE cerea_pages gauge\n"
                         "cerea_pages{state=\"visible\"} %llu\ncerea_pages{state=\"hidden\"} %llu\n"
@@ -83,24 +87,26 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
                         "# TYPE cerea_event_streams gauge\ncerea_event_streams %llu\n",
                         (unsigned long long)pages_visible, (unsigned long long)pages_hidden,
                         (unsigned long long)pages_grace, (unsigned long long)streams);
-  rc |= sbx_buf_appendf(out,
-                        "# HELP cerea_bytes_stored Bytes in the blob store.\n"
-                        "# TYPE cerea_bytes_stored gauge\ncerea_bytes_stored %llu\n"
-                        "# TYPE cerea_events_sent_total counter\ncerea_events_sent_total %llu\n"
-                        "# TYPE cerea_events_replayed_total counter\ncerea_events_replayed_total %llu\n"
-                        "# TYPE cerea_results_accepted_total counter\ncerea_results_accepted_total %llu\n"
-                        "# TYPE cerea_results_refused_total counter\ncerea_results_refused_total %llu\n"
-                        "# TYPE cerea_runs_dispatched_total counter\ncerea_runs_dispatched_total %llu\n"
-                        "# TYPE cerea_runs_redispatched_total counter\ncerea_runs_redispatched_total %llu\n"
-                        "# TYPE cerea_output_uploads_total counter\ncerea_output_uploads_total %llu\n"
-                        "# HELP cerea_runs_paused_total Runs paused because their page went hidden or gone.\n"
-                        "# TYPE cerea_runs_paused_total counter\ncerea_runs_paused_total %llu\n"
-                        "# HELP cerea_kernel_restarts_total Kernels replaced (results with restarted, restart events).\n"
-                        "# TYPE cerea_kernel_restarts_total counter\ncerea_kernel_restarts_total %llu\n",
-                        (unsigned long long)store_blob_bytes(o->st), (unsigned long long)m->events_sent,
-                        (unsigned long long)m->events_replayed, (unsigned long long)m->results_accepted,
-                        (unsigned long long)m->results_refused, (unsigned long long)m->runs_dispatched,
-                        (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads,
-                        (unsigned long long)m->pauses, (unsigned long long)m->restarts);
+  rc |= sbx_buf_appendf(
+      out,
+      "# HELP cerea_bytes_stored Bytes in the blob store.\n"
+      "# TYPE cerea_bytes_stored gauge\ncerea_bytes_stored %llu\n"
+      "# TYPE cerea_events_sent_total counter\ncerea_events_sent_total %llu\n"
+      "# TYPE cerea_events_replayed_total counter\ncerea_events_replayed_total %llu\n"
+      "# TYPE cerea_results_accepted_total counter\ncerea_results_accepted_total %llu\n"
+      "# TYPE cerea_results_refused_total counter\ncerea_results_refused_total %llu\n"
+      "# TYPE cerea_runs_dispatched_total counter\ncerea_runs_dispatched_total %llu\n"
+      "# TYPE cerea_runs_redispatched_total counter\ncerea_runs_redispatched_total %llu\n"
+      "# TYPE cerea_output_uploads_total counter\ncerea_output_uploads_total %llu\n"
+      "# HELP cerea_runs_paused_total Runs paused because their page went hidden or gone.\n"
+      "# TYPE cerea_runs_paused_total counter\ncerea_runs_paused_total %llu\n"
+      "# HELP cerea_kernel_restarts_total Kernels replaced (results with restarted, restart "
+      "events).\n"
+      "# TYPE cerea_kernel_restarts_total counter\ncerea_kernel_restarts_total %llu\n",
+      (unsigned long long)store_blob_bytes(o->st), (unsigned long long)m->events_sent,
+      (unsigned long long)m->events_replayed, (unsigned long long)m->results_accepted,
+      (unsigned long long)m->results_refused, (unsigned long long)m->runs_dispatched,
+      (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads,
+      (unsigned long long)m->pauses, (unsigned long long)m->restarts);
   return rc ? SBX_ENOMEM : 0;
 }

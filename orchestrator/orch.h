@@ -22,7 +22,7 @@
 enum orch_exec_mode { ORCH_EXEC_BROWSER = 0, ORCH_EXEC_SERVER, ORCH_EXEC_OFF };
 const char *orch_exec_mode_name(enum orch_exec_mode m);
 
-#define ORCH_MAX_LISTEN 8
+#define ORCH_MAX_LISTEN       8
 #define ORCH_TIME_LIMIT_MAX_S 300
 
 struct orch_config {
@@ -36,10 +36,10 @@ struct orch_config {
   int retention_days;            /* ARTIFACT_RETENTION_DAYS: 1..36500, default 30 */
   char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */
   size_t n_listen;
-  char *data_dir;                /* CEREA_DATA_DIR / --data; default ./var */
-  char *tls_cert, *tls_key;      /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
-  char *api_key;                 /* CEREA_API_KEY; NULL: read or generated in the data dir */
-  char *static_dir;              /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */
+  char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */
+  char *tls_cert, *tls_key; /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
+  char *api_key;            /* CEREA_API_KEY; NULL: read or generated in the data dir */
+  char *static_dir;         /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */

@@ -39,12 +39,14 @@
 
 #define B(s) SBX_FSM_BIT(s)
 static const char *const page_state_names[ORCH_PAGE__COUNT] = {"new", "visible", "hidden", "grace",
-                                                                "gone"};
+                                                               "gone"};
 /* from[to]: the states `to` may be entered from (a report of the same state is a step too). */
 static const uint32_t from[ORCH_PAGE__COUNT] = {
     [ORCH_PAGE_NEW] = 0,
-    [ORCH_PAGE_VISIBLE] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
-    [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_VISIBLE] =
+        B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
+    [ORCH_PAGE_HIDDEN] =
+        B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
     [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN),
     [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
 };
@@ -54,20 +56,26 @@ static const uint32_t from[ORCH_PAGE__COUNT] = {
 static int page_invariant(const void *obj, unsigned state) {
   const struct orch_page *p = obj;
   switch (state) {
-  case ORCH_PAGE_VISIBLE: return p->visible == 1 && p->grace_deadline_ms == 0;
-  case ORCH_PAGE_HIDDEN: return p->visible == 0 && p->grace_deadline_ms == 0;
-  case ORCH_PAGE_GRACE: return p->grace_deadline_ms != 0;
-  default: return p->grace_deadline_ms == 0;
+  case ORCH_PAGE_VISIBLE:
+    return p->visible == 1 && p->grace_deadline_ms == 0;
+  case ORCH_PAGE_HIDDEN:
+    return p->visible == 0 && p->grace_deadline_ms == 0;
+  case ORCH_PAGE_GRACE:
+    return p->grace_deadline_ms != 0;
+  default:
+    return p->grace_deadline_ms == 0;
   }
 }
 
-static const struct sbx_fsm page_fsm = SBX_FSM("page", "page", page_state_names, from, page_invariant);
+static const struct sbx_fsm page_fsm =
+    SBX_FSM("page", "page", page_state_names, from, page_invariant);
 
 #define page_set_state(p, to) page_set_state_((p), (to), __FILE__, __LINE__)
-#define page_check(p) SBX_FSM_CHECK(&page_fsm, (p), (p)->state, (p)->id)
+#define page_check(p)         SBX_FSM_CHECK(&page_fsm, (p), (p)->state, (p)->id)
 
 /* The one writer of p->state (SBX_ESTATE for a transition the table refuses). */
-static int page_set_state_(struct orch_page *p, enum orch_page_state to, const char *file, int line) {
+static int page_set_state_(struct orch_page *p, enum orch_page_state to, const char *file,
+                           int line) {
   int rc = sbx_fsm_step(&page_fsm, p->state, to, p->id, file, line);
   if (rc != 0)
     return rc;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define UPLOADS_MAX_BYTES_TOTAL (1024ull * 1024 * 1024) /* across runs: SBX_EBUSY beyond */
-#define UPLOADS_MAX_BYTES_RUN (200ull * 1024 * 1024)
+#define UPLOADS_MAX_BYTES_RUN   (200ull * 1024 * 1024)
 
 /* ---- started ------------------------------------------------------------------------------ */
 
@@ -114,15 +114,15 @@ struct result_job {
   struct orch_upload **files; /* in the order listed */
   const char **kinds;         /* static "file" | "figure" */
   size_t n_files;
-  size_t pending;             /* output files still being stored (+1 while they are queued) */
+  size_t pending; /* output files still being stored (+1 while they are queued) */
   int failed;
-  orch_end_cb cb;             /* the result's answer: with the run's end, or now on a failure */
+  orch_end_cb cb; /* the result's answer: with the run's end, or now on a failure */
   void *ud;
   struct sbx_error error;
   struct file_cb {
     struct result_job *job;
     size_t i;
-  } *cbs;
+  } * cbs;
 };
 
 static void job_free(struct result_job *j) {
@@ -140,7 +140,8 @@ static void job_free(struct result_job *j) {
 static void on_run_file_put(int rc, const struct sbx_error *err, void *ud) {
   (void)ud;
   if (rc != 0)
-    sbx_log(SBX_LOG_ERROR, "report", "run file not recorded: %s", err ? err->msg : sbx_strerror(rc));
+    sbx_log(SBX_LOG_ERROR, "report", "run file not recorded: %s",
+            err ? err->msg : sbx_strerror(rc));
 }
 
 /* Every output file is stored: the result goes into the run's record and the run ends. */
@@ -244,8 +245,14 @@ static void store_outputs(struct result_job *j) {
     const char *reason =
         orch__manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, j->kinds[i], u->size);
     struct store_file_in in = {
-        .chat_id = c->id, .name = u->name, .source = STORE_SRC_OUTPUT, .mounted = reason == NULL,
-        .left_out_reason = reason, .run_id = run->id, .kind = j->kinds[i], .expires_at = expires,
+        .chat_id = c->id,
+        .name = u->name,
+        .source = STORE_SRC_OUTPUT,
+        .mounted = reason == NULL,
+        .left_out_reason = reason,
+        .run_id = run->id,
+        .kind = j->kinds[i],
+        .expires_at = expires,
     };
     j->cbs[i] = (struct file_cb){.job = j, .i = i};
     struct store_blob_stage *sg = u->stage;

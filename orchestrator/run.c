@@ -66,7 +66,7 @@
 
 #define B(s) SBX_FSM_BIT(s)
 static const char *const state_names[ORCH_RUN__COUNT] = {"queued", "dispatched", "running",
-                                                          "paused", "finishing",  "done"};
+                                                         "paused", "finishing",  "done"};
 /* from[to]: the states `to` may be entered from. */
 static const uint32_t from[ORCH_RUN__COUNT] = {
     [ORCH_RUN_QUEUED] = 0, /* only the initial state */
@@ -101,11 +101,12 @@ static int run_invariant(const void *obj, unsigned state) {
 static const struct sbx_fsm run_fsm = SBX_FSM("run", "run", state_names, from, run_invariant);
 
 #define run_set_state(r, to) run_set_state_((r), (to), __FILE__, __LINE__)
-#define run_check(r) SBX_FSM_CHECK(&run_fsm, (r), (r)->state, (r)->id)
+#define run_check(r)         SBX_FSM_CHECK(&run_fsm, (r), (r)->state, (r)->id)
 
 /* The one writer of run->state.  Returns SBX_ESTATE (and changes nothing) for a forbidden
  * transition; every step checks the state first, so a debug build aborts there. */
-static int run_set_state_(struct orch_run *run, enum orch_run_state to, const char *file, int line) {
+static int run_set_state_(struct orch_run *run, enum orch_run_state to, const char *file,
+                          int line) {
   int rc = sbx_fsm_step(&run_fsm, run->state, to, run->id, file, line);
   if (rc != 0)
     return rc;
@@ -120,8 +121,8 @@ static int run_set_state_(struct orch_run *run, enum orch_run_state to, const ch
   return 0;
 }
 
-static const char *const status_names[] = {"none",      "ok",       "error",    "timeout",
-                                           "crashed",   "cancelled", "rejected", "abandoned"};
+static const char *const status_names[] = {"none",    "ok",        "error",    "timeout",
+                                           "crashed", "cancelled", "rejected", "abandoned"};
 
 const char *orch__run_state_name(enum orch_run_state s) { return sbx_fsm_name(&run_fsm, s); }
 

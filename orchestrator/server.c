@@ -25,14 +25,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define ORCH_CRON_MS 100
-#define ORCH_SWEEP_EVERY_MS 60000
-#define ORCH_SWEEP_BUDGET 200
-#define ORCH_TRIM_BUDGET 500            /* event rows per trim step (one short writer transaction) */
-#define ORCH_TRIM_KEEP 1000             /* newest events each chat keeps whatever their age */
-#define ORCH_TRIM_MIN_AGE_MS 3600000    /* events younger than max(this, 10 x page grace) stay */
-#define ORCH_EVICT_EVERY_MS 10000
-#define ORCH_CHAT_IDLE_MS (5 * 60 * 1000) /* an idle chat leaves memory (the store keeps it) */
+#define ORCH_CRON_MS         100
+#define ORCH_SWEEP_EVERY_MS  60000
+#define ORCH_SWEEP_BUDGET    200
+#define ORCH_TRIM_BUDGET     500     /* event rows per trim step (one short writer transaction) */
+#define ORCH_TRIM_KEEP       1000    /* newest events each chat keeps whatever their age */
+#define ORCH_TRIM_MIN_AGE_MS 3600000 /* events younger than max(this, 10 x page grace) stay */
+#define ORCH_EVICT_EVERY_MS  10000
+#define ORCH_CHAT_IDLE_MS    (5 * 60 * 1000) /* an idle chat leaves memory (the store keeps it) */
 
 static uint64_t last_sweep_ms, last_evict_ms, last_trim_ms;
 static int trim_pending, trim_more; /* a step queued; the last one came back full */
@@ -230,9 +230,11 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     rc = tp_server_listen(o->tp, addr, &le);
     if (rc != 0) {
       if (rc == SBX_EADDRINUSE)
-        sbx_error_set(err, rc, "cannot listen on %s: address already in use (another server?)", addr);
+        sbx_error_set(err, rc, "cannot listen on %s: address already in use (another server?)",
+                      addr);
       else
-        sbx_error_set(err, rc, "cannot listen on %s: %s", addr, le.msg[0] ? le.msg : sbx_strerror(rc));
+        sbx_error_set(err, rc, "cannot listen on %s: %s", addr,
+                      le.msg[0] ? le.msg : sbx_strerror(rc));
       goto fail_tp;
     }
   }

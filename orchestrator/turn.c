@@ -42,12 +42,14 @@ static int turn_invariant(const void *obj, unsigned state) {
   return (state == ORCH_TURN_FINISHING) == (t->pending > 0);
 }
 
-static const struct sbx_fsm turn_fsm = SBX_FSM("turn", "turn", turn_state_names, from, turn_invariant);
+static const struct sbx_fsm turn_fsm =
+    SBX_FSM("turn", "turn", turn_state_names, from, turn_invariant);
 
 #define turn_set_state(t, to) turn_set_state_((t), (to), __FILE__, __LINE__)
 
 /* The one writer of t->state. */
-static int turn_set_state_(struct orch_turn *t, enum orch_turn_state to, const char *file, int line) {
+static int turn_set_state_(struct orch_turn *t, enum orch_turn_state to, const char *file,
+                           int line) {
   int rc = sbx_fsm_step(&turn_fsm, t->state, to, t->rec.id, file, line);
   if (rc == 0)
     t->state = to;

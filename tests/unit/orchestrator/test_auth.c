@@ -66,7 +66,8 @@ START_TEST(test_host_key) {
   ck_assert_int_eq(orch__token_new(chat_a, tok_a, sizeof(tok_a), hash_a), 0);
   struct orch_auth a;
   orch__auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, host_hash, &a);
-  ck_assert_int_eq(a.kind, ORCH_CRED_HOST); /* page-level calls of every chat; never API-only ones */
+  ck_assert_int_eq(a.kind,
+                   ORCH_CRED_HOST); /* page-level calls of every chat; never API-only ones */
   ck_assert_int_eq(orch__auth_allows(&a, chat_a, hash_a), 1);
   orch__auth_read("Bearer host-key-0123456789abcdef", NULL, api_hash, NULL, &a);
   ck_assert_int_eq(a.kind, ORCH_CRED_BAD); /* no hosts: the key means nothing */

@@ -14,8 +14,14 @@
 #include <unistd.h>
 
 static uint64_t fake_now = 1000;
-static uint64_t fake_mono(void *ud) { (void)ud; return fake_now; }
-static uint64_t fake_wall(void *ud) { (void)ud; return 1700000000000ull + fake_now; }
+static uint64_t fake_mono(void *ud) {
+  (void)ud;
+  return fake_now;
+}
+static uint64_t fake_wall(void *ud) {
+  (void)ud;
+  return 1700000000000ull + fake_now;
+}
 
 /* ---- the chat scheduler's world: a server object with a store, without the transport -------- */
 
@@ -154,7 +160,8 @@ struct ended {
   size_t stdout_chars;
 };
 
-static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc, const struct sbx_error *err) {
+static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc,
+                   const struct sbx_error *err) {
   (void)o, (void)err;
   struct ended *e = ud;
   e->called++;
@@ -201,7 +208,9 @@ static size_t count(const char *type) {
   return n;
 }
 
-static int attempt_of(json_t *ev) { return (int)json_integer_value(json_object_get(ev, "attempt")); }
+static int attempt_of(json_t *ev) {
+  return (int)json_integer_value(json_object_get(ev, "attempt"));
+}
 
 static void result(struct orch_run *run, const char *status, const char *out, struct ended *e) {
   enum orch_run_status st;
@@ -445,8 +454,12 @@ START_TEST(test_result_with_a_file) {
   ck_assert_uint_eq(w.o->pending_upload_bytes, 2);
   struct orch_upload *files[] = {u};
   const char *kinds[] = {"file"};
-  struct orch_result res = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .files = files,
-                            .kinds = kinds, .n_files = 1};
+  struct orch_result res = {.attempt = 1,
+                            .hash = "h",
+                            .status = ORCH_RUN_STATUS_OK,
+                            .files = files,
+                            .kinds = kinds,
+                            .n_files = 1};
   struct ended e = {0};
   ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &e), 0);
   ck_assert_int_eq(run->state, ORCH_RUN_FINISHING);
@@ -486,8 +499,12 @@ START_TEST(test_result_file_refused) {
   ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup("../out.txt"), &sg, sha, 1, &u), 0);
   struct orch_upload *files[] = {u};
   const char *kinds[] = {"file"};
-  struct orch_result res = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .files = files,
-                            .kinds = kinds, .n_files = 1};
+  struct orch_result res = {.attempt = 1,
+                            .hash = "h",
+                            .status = ORCH_RUN_STATUS_OK,
+                            .files = files,
+                            .kinds = kinds,
+                            .n_files = 1};
   struct ended mine = {0};
   ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &mine), 0);
   drain();
@@ -603,7 +620,7 @@ START_TEST(test_evict_idle_only) {
   ck_assert_uint_eq(orch__chats_evict(o, 300000), 0); /* not idle long enough */
   fake_now += 1;
   struct orch_chat *fresh = orch__chat_add(o, "fresh", "h", 0); /* used just now */
-  ck_assert_uint_eq(orch__chats_evict(o, 300000), 2); /* idle and the test chat */
+  ck_assert_uint_eq(orch__chats_evict(o, 300000), 2);           /* idle and the test chat */
   ck_assert_ptr_null(orch__map_get(&o->chats, "idle"));
   ck_assert_ptr_eq(orch__map_get(&o->chats, "paged"), paged);
   ck_assert_ptr_eq(orch__map_get(&o->chats, "busy"), busy);

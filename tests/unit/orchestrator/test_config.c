@@ -28,7 +28,11 @@ START_TEST(test_defaults) {
 }
 END_TEST
 
-struct vcase { const char *key, *value; int ok; const char *msg_has; };
+struct vcase {
+  const char *key, *value;
+  int ok;
+  const char *msg_has;
+};
 static const struct vcase vcases[] = {
     {"CHAT_CODE_EXECUTION", "browser", 1, NULL},
     {"CHAT_CODE_EXECUTION", "server", 1, NULL},

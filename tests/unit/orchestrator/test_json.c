@@ -8,10 +8,11 @@
 #include <string.h>
 
 static const char *run_fields[] = {
-    "run_id", "chat_id", "turn_id", "origin", "state", "status", "stdout", "stderr",
-    "stdout_truncated", "stderr_truncated", "error", "files", "files_unlisted", "figures_dropped",
-    "notes", "restarted", "remounted", "attempts", "created_at", "started_at", "finished_at",
-    "duration_ms"};
+    "run_id",      "chat_id",    "turn_id",        "origin",           "state",
+    "status",      "stdout",     "stderr",         "stdout_truncated", "stderr_truncated",
+    "error",       "files",      "files_unlisted", "figures_dropped",  "notes",
+    "restarted",   "remounted",  "attempts",       "created_at",       "started_at",
+    "finished_at", "duration_ms"};
 
 START_TEST(test_run_fields) {
   struct store_run r;
@@ -48,8 +49,10 @@ START_TEST(test_run_stored_parts) {
   r.finished_at = 1250;
   strcpy(r.turn_id, "t1");
   json_t *j = orch__run_json(NULL, &r);
-  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")), "ValueError");
-  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "notes"), 0)), "figure capture could not start");
+  ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "type")),
+                   "ValueError");
+  ck_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "notes"), 0)),
+                   "figure capture could not start");
   ck_assert(json_is_array(json_object_get(j, "remounted")));
   ck_assert_int_eq(json_integer_value(json_object_get(j, "duration_ms")), 250);
   ck_assert_str_eq(json_string_value(json_object_get(j, "turn_id")), "t1");
@@ -67,7 +70,8 @@ START_TEST(test_file_json) {
   json_t *on = orch__file_json(&f, 1), *off = orch__file_json(&f, 0);
   ck_assert_str_eq(json_string_value(json_object_get(on, "path")), "/mnt/data/report.pdf");
   ck_assert_str_eq(json_string_value(json_object_get(on, "code_note")),
-                   "The file is available to code at /mnt/data/report.pdf (its latest version, if it has been edited).");
+                   "The file is available to code at /mnt/data/report.pdf (its latest version, if "
+                   "it has been edited).");
   ck_assert(json_is_null(json_object_get(off, "code_note")));
   ck_assert_str_eq(json_string_value(json_object_get(off, "path")), "/mnt/data/report.pdf");
   json_decref(on);
@@ -77,7 +81,8 @@ START_TEST(test_file_json) {
   json_t *left = orch__file_json(&f, 1);
   ck_assert(json_is_null(json_object_get(left, "path")));
   ck_assert(json_is_null(json_object_get(left, "code_note")));
-  ck_assert_str_eq(json_string_value(json_object_get(left, "left_out_reason")), ORCH_REASON_FILE_CAP);
+  ck_assert_str_eq(json_string_value(json_object_get(left, "left_out_reason")),
+                   ORCH_REASON_FILE_CAP);
   json_decref(left);
 }
 END_TEST
@@ -117,20 +122,27 @@ START_TEST(test_dispatch_payload) {
   json_t *j = orch__dispatch_json("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1);
   char *text = orch__json_dump(j, NULL);
   ck_assert_ptr_nonnull(text);
-  ck_assert_str_eq(text,
+  ck_assert_str_eq(
+      text,
       "{\"run_id\":\"r1\",\"chat_id\":\"c1\",\"page_id\":\"pg\",\"code\":\"print(1)\","
       "\"origin\":\"tool\",\"timeout_s\":30,\"attempt\":2,\"mounts\":["
       "{\"name\":\"sales.csv\",\"file_id\":\"00000000000000000000000000000001\",\"version\":1,"
-      "\"sha256\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"size\":1099511627776,"
+      "\"sha256\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\",\"size\":"
+      "1099511627776,"
       "\"url\":\"/v1/files/00000000000000000000000000000001\"},"
-      "{\"name\":\"caf\xc3\xa9/\xe2\x98\x83.xlsx\",\"file_id\":\"00000000000000000000000000000002\",\"version\":2,"
-      "\"sha256\":\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\",\"size\":2199023255552,"
+      "{\"name\":\"caf\xc3\xa9/"
+      "\xe2\x98\x83.xlsx\",\"file_id\":\"00000000000000000000000000000002\",\"version\":2,"
+      "\"sha256\":\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\",\"size\":"
+      "2199023255552,"
       "\"url\":\"/v1/files/00000000000000000000000000000002\"},"
       "{\"file_id\":\"00000000000000000000000000000003\",\"version\":3,"
-      "\"sha256\":\"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\",\"size\":3298534883328,"
+      "\"sha256\":\"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\",\"size\":"
+      "3298534883328,"
       "\"url\":\"/v1/files/00000000000000000000000000000003\"}],"
-      "\"left_out\":[{\"name\":\"caf\xc3\xa9/\xe2\x98\x83.xlsx\",\"reason\":\"over the 20 MB per-file limit for mounted files\"}],"
-      "\"limits\":{\"out_chars\":8000,\"files_listed\":200,\"figures\":20,\"file_load_bytes\":52428800},"
+      "\"left_out\":[{\"name\":\"caf\xc3\xa9/\xe2\x98\x83.xlsx\",\"reason\":\"over the 20 MB "
+      "per-file limit for mounted files\"}],"
+      "\"limits\":{\"out_chars\":8000,\"files_listed\":200,\"figures\":20,\"file_load_bytes\":"
+      "52428800},"
       "\"pypi\":true}");
   sbx_free(text);
   json_decref(j);
@@ -145,9 +157,18 @@ END_TEST
 
 /* The one UTF-8 walker: each length of character, its code point, a string's characters. */
 START_TEST(test_utf8_next) {
-  static const struct { const char *s; size_t len; uint32_t cp; } one[] = {
-      {"a", 1, 'a'}, {"\x7f", 1, 0x7F}, {"\xc2\x80", 2, 0x80}, {"\xc3\xa9", 2, 0xE9},
-      {"\xe2\x80\xa8", 3, 0x2028}, {"\xe6\xbc\xa2", 3, 0x6F22}, {"\xf0\x9f\x98\x80", 4, 0x1F600},
+  static const struct {
+    const char *s;
+    size_t len;
+    uint32_t cp;
+  } one[] = {
+      {"a", 1, 'a'},
+      {"\x7f", 1, 0x7F},
+      {"\xc2\x80", 2, 0x80},
+      {"\xc3\xa9", 2, 0xE9},
+      {"\xe2\x80\xa8", 3, 0x2028},
+      {"\xe6\xbc\xa2", 3, 0x6F22},
+      {"\xf0\x9f\x98\x80", 4, 0x1F600},
       {"\xf4\x8f\xbf\xbf", 4, 0x10FFFF},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(one); i++) {

@@ -7,7 +7,12 @@
 #include <string.h>
 
 #define MB (1024ull * 1024ull)
-struct f { const char *name; enum store_source src; const char *kind; uint64_t size; };
+struct f {
+  const char *name;
+  enum store_source src;
+  const char *kind;
+  uint64_t size;
+};
 struct mcase {
   const char *title;
   struct f files[8];
@@ -19,41 +24,74 @@ struct mcase {
 static const struct mcase cases[] = {
     {"empty chat", {{0}}, "print(1)", "", ""},
     {"attachment and its extracted text",
-     {{"report.pdf", STORE_SRC_ATTACHMENT, NULL, 1000}, {"report.pdf.md", STORE_SRC_ATTACHMENT, NULL, 200}},
-     "x", "report.pdf|report.pdf.md", ""},
+     {{"report.pdf", STORE_SRC_ATTACHMENT, NULL, 1000},
+      {"report.pdf.md", STORE_SRC_ATTACHMENT, NULL, 200}},
+     "x",
+     "report.pdf|report.pdf.md",
+     ""},
     {"knowledge and tool files",
      {{"kb.txt", STORE_SRC_KNOWLEDGE, NULL, 10}, {"memo.docx", STORE_SRC_TOOL, NULL, 10}},
-     NULL, "kb.txt|memo.docx", ""},
+     NULL,
+     "kb.txt|memo.docx",
+     ""},
     {"figure mounted only when named",
      {{"figure-1.png", STORE_SRC_OUTPUT, "figure", 10}, {"data.csv", STORE_SRC_OUTPUT, "file", 10}},
-     "import pandas", "data.csv", ""},
+     "import pandas",
+     "data.csv",
+     ""},
     {"figure named by the code",
      {{"figure-1.png", STORE_SRC_OUTPUT, "figure", 10}, {"data.csv", STORE_SRC_OUTPUT, "file", 10}},
-     "Image.open('/mnt/data/figure-1.png')", "figure-1.png|data.csv", ""},
+     "Image.open('/mnt/data/figure-1.png')",
+     "figure-1.png|data.csv",
+     ""},
     {"saved chart is an image too, named by its last segment",
      {{"plots/vendite.png", STORE_SRC_OUTPUT, "file", 10}},
-     "open('vendite.png')", "plots/vendite.png", ""},
+     "open('vendite.png')",
+     "plots/vendite.png",
+     ""},
     {"tool image not named", {{"scan.jpg", STORE_SRC_TOOL, NULL, 10}}, "x = 1", "", ""},
-    {"attached image always mounted", {{"photo.JPG", STORE_SRC_ATTACHMENT, NULL, 10}}, "", "photo.JPG", ""},
+    {"attached image always mounted",
+     {{"photo.JPG", STORE_SRC_ATTACHMENT, NULL, 10}},
+     "",
+     "photo.JPG",
+     ""},
     {"exactly 20 MiB is mounted, one byte more is not",
-     {{"a.bin", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"b.bin", STORE_SRC_ATTACHMENT, NULL, 20 * MB + 1}},
-     "", "a.bin", "b.bin=F"},
+     {{"a.bin", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"b.bin", STORE_SRC_ATTACHMENT, NULL, 20 * MB + 1}},
+     "",
+     "a.bin",
+     "b.bin=F"},
     {"total cap: the file that would cross 100 MiB is left out, a later small one fits",
-     {{"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"5", STORE_SRC_ATTACHMENT, NULL, 19 * MB}, {"6", STORE_SRC_ATTACHMENT, NULL, 2 * MB},
+     {{"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"5", STORE_SRC_ATTACHMENT, NULL, 19 * MB},
+      {"6", STORE_SRC_ATTACHMENT, NULL, 2 * MB},
       {"7", STORE_SRC_ATTACHMENT, NULL, 1 * MB}},
-     "", "1|2|3|4|5|7", "6=T"},
+     "",
+     "1|2|3|4|5|7",
+     "6=T"},
     {"exactly 100 MiB fits",
-     {{"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"5", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"6", STORE_SRC_ATTACHMENT, NULL, 1}},
-     "", "1|2|3|4|5", "6=T"},
+     {{"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"5", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"6", STORE_SRC_ATTACHMENT, NULL, 1}},
+     "",
+     "1|2|3|4|5",
+     "6=T"},
     {"unnamed images count nothing toward the total",
-     {{"big.png", STORE_SRC_OUTPUT, "figure", 19 * MB}, {"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
-      {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB}, {"5", STORE_SRC_ATTACHMENT, NULL, 20 * MB}},
-     "", "1|2|3|4|5", ""},
+     {{"big.png", STORE_SRC_OUTPUT, "figure", 19 * MB},
+      {"1", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"2", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"3", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"4", STORE_SRC_ATTACHMENT, NULL, 20 * MB},
+      {"5", STORE_SRC_ATTACHMENT, NULL, 20 * MB}},
+     "",
+     "1|2|3|4|5",
+     ""},
 };
 
 static void join_mounts(const struct orch_manifest *m, char *out, size_t cap) {
@@ -70,7 +108,8 @@ static void join_left(const struct orch_manifest *m, char *out, size_t cap) {
     if (i)
       strncat(out, "|", cap - strlen(out) - 1);
     strncat(out, m->left_out[i].file->name, cap - strlen(out) - 1);
-    strncat(out, m->left_out[i].reason == ORCH_REASON_FILE_CAP ? "=F" : "=T", cap - strlen(out) - 1);
+    strncat(out, m->left_out[i].reason == ORCH_REASON_FILE_CAP ? "=F" : "=T",
+            cap - strlen(out) - 1);
   }
 }
 
@@ -89,9 +128,11 @@ START_TEST(test_cases) {
   ck_assert_int_eq(orch__manifest_compute(files, n, c->code, &m), 0);
   char got[512];
   join_mounts(&m, got, sizeof(got));
-  ck_assert_msg(strcmp(got, c->mounted) == 0, "%s: mounted [%s] want [%s]", c->title, got, c->mounted);
+  ck_assert_msg(strcmp(got, c->mounted) == 0, "%s: mounted [%s] want [%s]", c->title, got,
+                c->mounted);
   join_left(&m, got, sizeof(got));
-  ck_assert_msg(strcmp(got, c->left_out) == 0, "%s: left out [%s] want [%s]", c->title, got, c->left_out);
+  ck_assert_msg(strcmp(got, c->left_out) == 0, "%s: left out [%s] want [%s]", c->title, got,
+                c->left_out);
   ck_assert_uint_le(m.total_bytes, 100 * MB);
   orch__manifest_free(&m);
 }

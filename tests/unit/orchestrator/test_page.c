@@ -5,8 +5,15 @@
 #include <check.h>
 
 static uint64_t fake_now = 5000;
-static uint64_t fake_mono(void *ud) { (void)ud; return fake_now; }
-static void setup(void) { fake_now = 5000; sbx_clock_set_fake(fake_mono, NULL, NULL); sbx_log_set_level(SBX_LOG_ERROR); }
+static uint64_t fake_mono(void *ud) {
+  (void)ud;
+  return fake_now;
+}
+static void setup(void) {
+  fake_now = 5000;
+  sbx_clock_set_fake(fake_mono, NULL, NULL);
+  sbx_log_set_level(SBX_LOG_ERROR);
+}
 static void teardown(void) { sbx_clock_set_fake(NULL, NULL, NULL); }
 
 static const int expected[ORCH_PAGE__COUNT][ORCH_PAGE__COUNT] = {

@@ -8,8 +8,14 @@
 #include <string.h>
 
 static uint64_t fake_now = 1000000;
-static uint64_t fake_mono(void *ud) { (void)ud; return fake_now; }
-static uint64_t fake_wall(void *ud) { (void)ud; return 1700000000000ull + fake_now; }
+static uint64_t fake_mono(void *ud) {
+  (void)ud;
+  return fake_now;
+}
+static uint64_t fake_wall(void *ud) {
+  (void)ud;
+  return 1700000000000ull + fake_now;
+}
 
 static void setup(void) {
   fake_now = 1000000;
@@ -22,20 +28,28 @@ static void teardown(void) { sbx_clock_set_fake(NULL, NULL, NULL); }
 static void reach(struct orch_run *r, enum orch_run_state s) {
   orch__run_init(r, "r1", 60);
   switch (s) {
-  case ORCH_RUN_QUEUED: break;
-  case ORCH_RUN_DISPATCHED: ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0); break;
+  case ORCH_RUN_QUEUED:
+    break;
+  case ORCH_RUN_DISPATCHED:
+    ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
+    break;
   case ORCH_RUN_RUNNING:
     ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
     ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
     break;
-  case ORCH_RUN_PAUSED: ck_assert_int_eq(orch__run_pause(r, 5000), 0); break;
+  case ORCH_RUN_PAUSED:
+    ck_assert_int_eq(orch__run_pause(r, 5000), 0);
+    break;
   case ORCH_RUN_FINISHING:
     ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
     ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
     ck_assert_int_eq(orch__run_take_result(r, 1, "h1"), 0);
     break;
-  case ORCH_RUN_DONE: ck_assert_int_eq(orch__run_finish(r, ORCH_RUN_STATUS_OK), 0); break;
-  default: ck_abort();
+  case ORCH_RUN_DONE:
+    ck_assert_int_eq(orch__run_finish(r, ORCH_RUN_STATUS_OK), 0);
+    break;
+  default:
+    ck_abort();
   }
   ck_assert_int_eq(r->state, s);
 }
@@ -49,10 +63,14 @@ static int step_to(struct orch_run *r, enum orch_run_state to) {
   case ORCH_RUN_RUNNING:
     return r->state == ORCH_RUN_FINISHING ? orch__run_result_failed(r)
                                           : orch__run_started(r, r->attempts, 1000);
-  case ORCH_RUN_PAUSED: return orch__run_pause(r, 5000);
-  case ORCH_RUN_FINISHING: return orch__run_take_result(r, r->attempts, "h2");
-  case ORCH_RUN_DONE: return orch__run_finish(r, ORCH_RUN_STATUS_ERROR);
-  default: return SBX_ESTATE; /* nothing leads back to QUEUED */
+  case ORCH_RUN_PAUSED:
+    return orch__run_pause(r, 5000);
+  case ORCH_RUN_FINISHING:
+    return orch__run_take_result(r, r->attempts, "h2");
+  case ORCH_RUN_DONE:
+    return orch__run_finish(r, ORCH_RUN_STATUS_ERROR);
+  default:
+    return SBX_ESTATE; /* nothing leads back to QUEUED */
   }
 }
 
@@ -77,13 +95,15 @@ START_TEST(test_every_step_pair) {
       int attempts = r.attempts;
       int rc = step_to(&r, t);
       if (expected[f][t]) {
-        ck_assert_msg(rc == 0, "%s -> %s rc %d", orch__run_state_name(f), orch__run_state_name(t), rc);
+        ck_assert_msg(rc == 0, "%s -> %s rc %d", orch__run_state_name(f), orch__run_state_name(t),
+                      rc);
         ck_assert_int_eq(r.state, t);
       } else if (f == t && (t == ORCH_RUN_PAUSED || t == ORCH_RUN_RUNNING)) {
         ck_assert_int_eq(rc, 0); /* same report twice */
         ck_assert_int_eq(r.state, f);
       } else {
-        ck_assert_msg(rc != 0, "%s -> %s should fail", orch__run_state_name(f), orch__run_state_name(t));
+        ck_assert_msg(rc != 0, "%s -> %s should fail", orch__run_state_name(f),
+                      orch__run_state_name(t));
         ck_assert_int_eq(r.state, f);
         ck_assert_int_eq(r.attempts, attempts);
       }

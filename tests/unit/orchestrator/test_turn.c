@@ -6,11 +6,15 @@
 #include <check.h>
 #include <string.h>
 
-struct bcase { const char *answer; const char *blocks[4]; };
+struct bcase {
+  const char *answer;
+  const char *blocks[4];
+};
 static const struct bcase bcases[] = {
     {"no code here", {NULL}},
     {"```python\nprint(1)\n```\n", {"print(1)", NULL}},
-    {"Text\n```py\na = 1\nb = 2\n```\nmore\n~~~python\nprint(a)\n~~~\n", {"a = 1\nb = 2", "print(a)", NULL}},
+    {"Text\n```py\na = 1\nb = 2\n```\nmore\n~~~python\nprint(a)\n~~~\n",
+     {"a = 1\nb = 2", "print(a)", NULL}},
     {"```js\nalert(1)\n```\n```python\nx\n```", {"x", NULL}},
     {"```\nplain\n```\n```Python3 title\ny\n```\n", {"y", NULL}},
     {"````python\n```\ninside\n```\n````\n", {"```\ninside\n```", NULL}},
@@ -32,7 +36,8 @@ START_TEST(test_blocks) {
     want++;
   ck_assert_msg(n == want, "case %d: %zu blocks, want %zu", _i, n, want);
   for (size_t i = 0; i < n; i++)
-    ck_assert_msg(strcmp(v[i], c->blocks[i]) == 0, "case %d block %zu: [%s] want [%s]", _i, i, v[i], c->blocks[i]);
+    ck_assert_msg(strcmp(v[i], c->blocks[i]) == 0, "case %d block %zu: [%s] want [%s]", _i, i, v[i],
+                  c->blocks[i]);
   orch__python_blocks_free(v, n);
 }
 END_TEST
