@@ -220,6 +220,34 @@ static void result(struct orch_run *run, const char *status, const char *out, st
   ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, e), 0);
 }
 
+/* An output file of the run's current attempt, its content in a store stage (name not checked). */
+static struct orch_upload *upload(struct orch_run *run, const char *name, const char *data) {
+  struct sbx_error err;
+  struct store_blob_stage *sg = NULL;
+  ck_assert_int_eq(store_blob_stage_begin(w.o->st, &sg, &err), 0);
+  ck_assert_int_eq(store_blob_stage_write(sg, data, strlen(data), &err), 0);
+  char sha[65];
+  ck_assert_int_eq(store_blob_stage_finish(sg, sha, &err), 0);
+  struct orch_upload *u = NULL;
+  ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup(name), &sg, sha, run->attempts, &u),
+                   0);
+  ck_assert_ptr_null(sg); /* taken */
+  return u;
+}
+
+/* An `ok` result of the current attempt listing the one file u. */
+static int result_with(struct orch_run *run, struct orch_upload *u, struct ended *e) {
+  struct orch_upload *files[] = {u};
+  const char *kinds[] = {"file"};
+  struct orch_result res = {.attempt = run->attempts,
+                            .hash = "h",
+                            .status = ORCH_RUN_STATUS_OK,
+                            .files = files,
+                            .kinds = kinds,
+                            .n_files = 1};
+  return orch__run_submit_result(w.o, run, &res, on_end, e);
+}
+
 /* ---- runs and pages ------------------------------------------------------------------------ */
 
 /* A run created while a page is visible is dispatched at once, its creating put already saying
@@ -441,27 +469,13 @@ START_TEST(test_result_with_a_file) {
   attach("pageA", 1);
   struct created cr;
   struct orch_run *run = create("open('/mnt/output/a.txt','w').write('hi')", &cr);
-  struct sbx_error err;
-  struct store_blob_stage *sg = NULL;
-  ck_assert_int_eq(store_blob_stage_begin(w.o->st, &sg, &err), 0);
-  ck_assert_int_eq(store_blob_stage_write(sg, "hi", 2, &err), 0);
+  struct orch_upload *u = upload(run, "a.txt", "hi");
   char sha[65];
-  ck_assert_int_eq(store_blob_stage_finish(sg, sha, &err), 0);
-  struct orch_upload *u = NULL;
-  ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup("a.txt"), &sg, sha, 1, &u), 0);
-  ck_assert_ptr_null(sg);
+  memcpy(sha, u->sha256, sizeof(sha)); /* u goes with the run's end */
   ck_assert_ptr_eq(orch__run_upload(run, "a.txt"), u);
   ck_assert_uint_eq(w.o->pending_upload_bytes, 2);
-  struct orch_upload *files[] = {u};
-  const char *kinds[] = {"file"};
-  struct orch_result res = {.attempt = 1,
-                            .hash = "h",
-                            .status = ORCH_RUN_STATUS_OK,
-                            .files = files,
-                            .kinds = kinds,
-                            .n_files = 1};
   struct ended e = {0};
-  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &e), 0);
+  ck_assert_int_eq(result_with(run, u, &e), 0);
   ck_assert_int_eq(run->state, ORCH_RUN_FINISHING);
   ck_assert_str_eq(run->finishing_hash, "h");
   ck_assert_int_eq(orch__run_cancel(w.o, run, NULL, NULL), SBX_ESTATE); /* nothing ends it now */
@@ -489,24 +503,9 @@ START_TEST(test_result_file_refused) {
   struct orch_run *run = create("x", &cr);
   struct ended other = {0};
   ck_assert_ptr_nonnull(orch__run_on_end(run, on_end, &other)); /* a wait_s, say */
-  struct sbx_error err;
-  struct store_blob_stage *sg = NULL;
-  ck_assert_int_eq(store_blob_stage_begin(w.o->st, &sg, &err), 0);
-  ck_assert_int_eq(store_blob_stage_write(sg, "hi", 2, &err), 0);
-  char sha[65];
-  ck_assert_int_eq(store_blob_stage_finish(sg, sha, &err), 0);
-  struct orch_upload *u = NULL;
-  ck_assert_int_eq(orch__run_add_upload(w.o, run, sbx_strdup("../out.txt"), &sg, sha, 1, &u), 0);
-  struct orch_upload *files[] = {u};
-  const char *kinds[] = {"file"};
-  struct orch_result res = {.attempt = 1,
-                            .hash = "h",
-                            .status = ORCH_RUN_STATUS_OK,
-                            .files = files,
-                            .kinds = kinds,
-                            .n_files = 1};
+  struct orch_upload *u = upload(run, "../out.txt", "hi");
   struct ended mine = {0};
-  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &mine), 0);
+  ck_assert_int_eq(result_with(run, u, &mine), 0);
   drain();
   ck_assert_int_eq(mine.called, 1);
   ck_assert_int_eq(mine.rc, SBX_ENAME);
