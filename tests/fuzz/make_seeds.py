@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""make_seeds.py -- writes the seed corpora of the transport's fuzz targets (corpus/http1,
-corpus/h2): one file per seed, its first byte the harness's piece size (0: the input in one
-write).  Run again after changing a seed; the files are committed.  Regression inputs (what the
+"""make_seeds.py -- writes the seed corpora of the fuzz targets: one file per seed.  The
+transport's (corpus/http1, corpus/h2) start with the harness's piece size (0: the input in one
+write); the orchestrator's (corpus/api) with the handler, credential and piece bytes fuzz_api.c
+describes; file names (corpus/naming) with the source; answers (corpus/blocks) are the text
+alone.  Run again after changing a seed; the files are committed.  Regression inputs (what the
 fuzzer once found) live beside them as regress-*, written by hand from the finding, never by
 this script.
 
@@ -101,3 +103,154 @@ H2 = {
 for name, data in H2.items():
     write("h2", name, data)
 write("h2", "post_pieces", H2["post"], piece=2)
+
+
+# ---- the orchestrator's handlers (fuzz_api.c: handler, flags, piece, then the body) -----------
+
+
+def put(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+CHAT_NEW, RENAME, RUN, FINISH, PRESENCE, STARTED, RESULT, SETTINGS_, UPLOAD, OUTPUT = range(10)
+API_KEY, OWN_TOKEN, OTHER_TOKEN, NO_CRED = range(4)
+EOF_EARLY = 4
+OUT_SHA = b"98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4"  # sha256 of "hi\n"
+API = {
+    "chat_new": (CHAT_NEW, API_KEY, b'{"title":"Sales 2026"}'),
+    "chat_new_empty": (CHAT_NEW, API_KEY, b""),
+    "chat_new_page_token": (CHAT_NEW, OWN_TOKEN, b'{"title":null}'),
+    "rename": (RENAME, OWN_TOKEN, b'{"title":"  Q3 figures \\u2014 draft  "}'),
+    "rename_separator": (RENAME, API_KEY, b'{"title":"a\\u2028b"}'),
+    "run": (RUN, API_KEY, b'{"code":"print(6 * 7)"}'),
+    "run_all_fields": (RUN, API_KEY, b'{"code":"import pandas as pd\\nprint(pd.read_csv(\'/mnt/data/'
+                       b'sales.csv\'))","origin":"user","turn_id":"@T","timeout_s":5,"wait_s":0.5,'
+                       b'"idempotency_key":"k-1"}'),
+    "run_tool_turn": (RUN, OWN_TOKEN, b'{"code":"x = 1","origin":"tool","turn_id":"@T"}'),
+    "run_big_timeout": (RUN, API_KEY, b'{"code":"x","timeout_s":1234567890123456789}'),
+    "run_huge_int": (RUN, API_KEY, b'{"code":"x","timeout_s":99999999999999999999}'),
+    "run_duplicate_key": (RUN, API_KEY, b'{"code":"x","code":"y"}'),
+    "run_lone_surrogate": (RUN, API_KEY, b'{"code":"\\ud800"}'),
+    "run_bad_utf8": (RUN, API_KEY, b'{"code":"\xff"}'),
+    "run_control": (RUN, API_KEY, b'{"code":"x\x01"}'),
+    "run_array": (RUN, API_KEY, b'[{"code":"x"}]'),
+    "run_nulls": (RUN, API_KEY, b'{"code":"x","origin":null,"turn_id":null,"wait_s":null}'),
+    "run_wait_eof": (RUN, API_KEY | EOF_EARLY, b'{"code":"while True: pass","wait_s":600}'),
+    "run_pieces": (RUN, API_KEY, b'{"code":"for i in range(3):\\n    print(i)","origin":"auto"}'),
+    "finish": (FINISH, API_KEY, b'{"answer":"Here it is:\\n\\n```python\\nprint(1)\\n```\\n\\nand '
+               b'then\\n~~~py\\nx = 2\\n~~~\\n"}'),
+    "finish_unclosed": (FINISH, API_KEY, b'{"answer":"```python\\nprint(1)\\n````\\nstill code"}'),
+    "finish_none": (FINISH, API_KEY, b'{"answer":"No code here, only ```inline```."}'),
+    "finish_page_token": (FINISH, OWN_TOKEN, b'{"answer":""}'),
+    "presence_hidden": (PRESENCE, OWN_TOKEN, b'{"page_id":"pb","visible":false,"kernel":"busy"}'),
+    "presence_ready": (PRESENCE, API_KEY, b'{"page_id":"pb","visible":true,"kernel":"ready"}'),
+    "presence_dead": (PRESENCE, OWN_TOKEN, b'{"page_id":"pb","kernel":"dead"}'),
+    "presence_other_page": (PRESENCE, OWN_TOKEN, b'{"page_id":"p-2.x_y","visible":true}'),
+    "presence_other_chat": (PRESENCE, OTHER_TOKEN, b'{"page_id":"pb","visible":true}'),
+    "started": (STARTED, OWN_TOKEN, b'{"attempt":1,"page_id":"pb"}'),
+    "started_stale": (STARTED, OWN_TOKEN, b'{"attempt":2}'),
+    "started_other_page": (STARTED, API_KEY, b'{"attempt":1,"page_id":"pz"}'),
+    "started_wrapping": (STARTED, OWN_TOKEN, b'{"attempt":4294967297}'),
+    "result_ok": (RESULT, OWN_TOKEN, b'{"attempt":1,"status":"ok","stdout":"hi\\n","stderr":"",'
+                  b'"files":[{"name":"out.txt","size":3,"sha256":"' + OUT_SHA + b'","kind":"file"}]}'),
+    "result_every_field": (RESULT, OWN_TOKEN, b'{"attempt":1,"status":"error","stdout":"h\\u00e9 '
+                           b'\\ud83d\\ude00 \xe2\x98\x83\\n","stderr":"e\\t\\"q\\"","stdout_truncated":true,'
+                           b'"stderr_truncated":false,"error":{"type":"ValueError","message":"bad",'
+                           b'"traceback":"tb"},"files":[],"files_unlisted":3,"figures_dropped":2,'
+                           b'"notes":["n1","n2"],"restarted":true,"remounted":["a.csv"]}'),
+    "result_nul": (RESULT, OWN_TOKEN, b'{"attempt":1,"status":"ok","stdout":"a\\u0000b","stderr":"",'
+                   b'"files":[]}'),
+    "result_not_uploaded": (RESULT, OWN_TOKEN, b'{"attempt":1,"status":"ok","files":[{"name":'
+                            b'"plots/fig.png","kind":"figure"}]}'),
+    "result_mismatch": (RESULT, API_KEY, b'{"attempt":1,"status":"ok","files":[{"name":"out.txt",'
+                        b'"size":"3"}]}'),
+    "result_timeout": (RESULT, OWN_TOKEN, b'{"attempt":1,"status":"timeout","restarted":true,'
+                       b'"remounted":["a.csv","b (2).txt"],"notes":["the kernel was restarted"]}'),
+    "result_eof": (RESULT, OWN_TOKEN | EOF_EARLY, b'{"attempt":1,"status":"cancelled"}'),
+    "settings": (SETTINGS_, API_KEY, b'{"retention_days":7}'),
+    "settings_all": (SETTINGS_, API_KEY, b'{"time_limit_s":120,"paused_wait_ms":1000,'
+                     b'"page_grace_ms":5000,"retention_days":36500}'),
+    "settings_bad": (SETTINGS_, API_KEY, b'{"time_limit_s":0}'),
+    "settings_unknown": (SETTINGS_, API_KEY, b'{"listen":"0.0.0.0:80"}'),
+    "settings_page_token": (SETTINGS_, OWN_TOKEN, b'{"retention_days":1}'),
+    "upload": (UPLOAD, API_KEY, b"name=sales.csv\nmonth,total\n1,10\n2,20\n"),
+    "upload_knowledge": (UPLOAD, OWN_TOKEN, b"name=Handbook.md&source=knowledge\n# Handbook\n"),
+    "upload_output": (UPLOAD, API_KEY, b"source=output&name=plots/a.png\n\x89PNG\r\n\x1a\n"),
+    "upload_text_of": (UPLOAD, API_KEY, b"text_of=@F\nThe extracted text.\n"),
+    "upload_nul": (UPLOAD, API_KEY, b"name=a%00b.txt\nx"),
+    "upload_nfd": (UPLOAD, API_KEY, b"name=cafe%CC%81.txt\nx"),
+    "upload_trailing_dot": (UPLOAD, API_KEY, b"name=notes.\nx"),
+    "upload_numbered": (UPLOAD, API_KEY, b"name=report%20(2).pdf\n%PDF-1.4 other\n"),
+    "upload_same": (UPLOAD, API_KEY, b"name=report.pdf\n%PDF-1.4 fuzz\n"),
+    "upload_invisible": (UPLOAD, API_KEY, b"name=%E2%80%8B%C2%AD\nx"),
+    "upload_tool": (UPLOAD, API_KEY, b"source=tool&name=memo.docx\nPK\x03\x04"),
+    "upload_bad_source": (UPLOAD, API_KEY, b"name=x&source=secret\nx"),
+    "output": (OUTPUT, OWN_TOKEN, b"plots/fig (2).png\n\x89PNG\r\n\x1a\n"),
+    "output_attempt": (OUTPUT, OWN_TOKEN, b"out.txt?attempt=1\nhi again\n"),
+    "output_stale": (OUTPUT, OWN_TOKEN, b"figure-1.png?attempt=2\n"),
+    "output_dotdot": (OUTPUT, API_KEY, b"../etc/passwd\nx"),
+    "output_encoded_slash": (OUTPUT, OWN_TOKEN, b"a%2Fb.txt\nx"),
+    "output_no_cred": (OUTPUT, NO_CRED, b"x.txt\nx"),
+}
+for name, (h, flags, body) in API.items():
+    put("api", name, bytes([h, flags, 0]) + body)
+put("api", "run_pieces_split", bytes([RUN, API_KEY, 1]) + API["run_pieces"][2])
+put("api", "upload_pieces", bytes([UPLOAD, API_KEY, 3]) + b"name=big.bin\n" + bytes(range(256)) * 8)
+
+# ---- file names (fuzz_naming.c: the source, then the name) -------------------------------------
+ATTACHMENT, KNOWLEDGE, TOOL, OUTPUT_ = range(4)
+NAMES = {
+    "plain": (ATTACHMENT, b"report.pdf"),
+    "numbered": (ATTACHMENT, b"report (3).pdf"),
+    "tar": (ATTACHMENT, b"logs (2).tar.gz"),
+    "dotfile": (ATTACHMENT, b".bashrc"),
+    "trailing_dot": (ATTACHMENT, b"notes."),
+    "nfd": (ATTACHMENT, b"cafe\xcc\x81.txt"),
+    "hangul_jamo": (KNOWLEDGE, b"\xe1\x84\x80\xe1\x85\xa1\xe1\x86\xa8.md"),
+    "cjk": (ATTACHMENT, b"\xe6\x8a\xa5\xe5\x91\x8a (2).pdf"),
+    "output_path": (OUTPUT_, b"plots/2026/fig (2).png"),
+    "tool_path": (TOOL, b"docs/memo.docx"),
+    "dotdot": (OUTPUT_, b"a/../b"),
+    "absolute": (OUTPUT_, b"/etc/passwd"),
+    "backslash": (OUTPUT_, b"..\\x"),
+    "nul": (ATTACHMENT, b"a\x00b"),
+    "control": (ATTACHMENT, b"a\x1bb"),
+    "c1": (ATTACHMENT, b"a\xc2\x85b"),
+    "bidi": (ATTACHMENT, b"invoice\xe2\x80\xaefdp.exe"),
+    "zero_width": (ATTACHMENT, b"\xe2\x80\x8b\xe2\x80\x8d"),
+    "soft_hyphen": (ATTACHMENT, b"\xc2\xad"),
+    "spaces": (ATTACHMENT, b"   "),
+    "blank_segment": (OUTPUT_, b"a/\xe3\x85\xa4/b"),
+    "overlong": (ATTACHMENT, b"\xc0\xaf"),
+    "surrogate": (ATTACHMENT, b"\xed\xa0\x80.txt"),
+    "beyond_unicode": (ATTACHMENT, b"\xf4\x90\x80\x80"),
+    "truncated": (ATTACHMENT, b"a\xe2\x82"),
+    "long": (ATTACHMENT, b"a" * 251 + b".txt"),
+    "long_nfc": (ATTACHMENT, b"e\xcc\x81" * 90),
+    "max_number": (ATTACHMENT, b"x (999999999).txt"),
+    "leading_zero": (ATTACHMENT, b"x (02).txt"),
+    "slash_attachment": (ATTACHMENT, b"a/b.txt"),
+    "empty_segment": (OUTPUT_, b"a//b"),
+}
+for name, (src, data) in NAMES.items():
+    put("naming", name, bytes([src]) + data)
+
+# ---- answers (fuzz_blocks.c: the markdown text) ------------------------------------------------
+ANSWERS = {
+    "two_blocks": b"Here:\n\n```python\nprint(1)\n```\n\nthen\n\n~~~py\nx = 2\n~~~\n",
+    "unclosed": b"```python\nprint(1)\n```` not a close\nstill code",
+    "longer_close": b"````python\na = '```'\n```\nb = 1\n`````\n",
+    "indented": b"   ```Python3 {.numberLines}\n  x\n   ```\n    ```python\nnot a fence\n    ```\n",
+    "other_lang": b"```js\nconsole.log(1)\n```\n```\nplain\n```\n```py\ny\n```",
+    "crlf": b"```python\r\nprint(1)\r\n```\r\n",
+    "backtick_info": b"```python `x`\nnot a fence\n```\n",
+    "empty_block": b"```python\n```\n~~~python\n\n~~~\n```python",
+    "tilde_in_backtick": b"```python\n~~~\n```\n",
+    "no_newline": b"text ```python inline``` text",
+    "nested_list": b"1. step\n   ```python\n   print(2)\n   ```\n> ```python\n> q\n> ```\n",
+}
+for name, data in ANSWERS.items():
+    put("blocks", name, data)
