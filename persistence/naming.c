@@ -178,8 +178,9 @@ int st__name_split(const char *name, char **stem, char **ext, int *n) {
   const char *dot = strrchr(base, '.');
   size_t stem_len = len;
   /* an extension starts at the last dot of the last segment, not at its first character
-   * (".bashrc" has none) and not at its end ("name." has none); ".tar.<x>" stays together */
-  if (dot && dot > base && dot[1] != '\0') {
+   * (".bashrc" has none), not at its end ("name." has none) and not before a space ("name. (2)"
+   * is the second "name.", as join makes it, not "name" with ". (2)"); ".tar.<x>" stays together */
+  if (dot && dot > base && dot[1] != '\0' && dot[1] != ' ') {
     stem_len = (size_t)(dot - name);
     if (stem_len >= 4 && (size_t)(dot - base) > 4 && strncmp(dot - 4, ".tar", 4) == 0)
       stem_len -= 4;

@@ -244,6 +244,7 @@ static const struct {
     {"Makefile", "Makefile", "", 1},
     {".bashrc", ".bashrc", "", 1},
     {"name.", "name.", "", 1},
+    {"name. (2)", "name.", "", 2}, /* the second "name.", not "name" + ". (2)" */
     {"plots/fig (2).png", "plots/fig", ".png", 2},
     {"v1.2/readme", "v1.2/readme", "", 1},
     {"x (1234567890).txt", "x (1234567890)", ".txt", 1},
