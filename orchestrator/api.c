@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <utf8proc.h>
 
 void orch__api_json(struct tp_req *req, int status, json_t *body) {
   size_t len = 0;
@@ -33,12 +34,28 @@ void orch__api_text(struct tp_req *req, int status, const char *json_text, size_
 }
 
 void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
-  char msg[600];
+  char msg[600], text[3 * sizeof(msg)];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  tp_respond_error(req, status, code, msg);
+  /* A message quotes what the client sent (a path's id, a query's name: any bytes), and the cut
+   * above may split a character: what is not UTF-8 becomes U+FFFD, so the answer stays JSON. */
+  size_t n = strlen(msg), o = 0;
+  for (size_t i = 0; i < n;) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t l =
+        utf8proc_iterate((const utf8proc_uint8_t *)msg + i, (utf8proc_ssize_t)(n - i), &c);
+    if (l > 0) {
+      memcpy(text + o, msg + i, (size_t)l);
+      o += (size_t)l, i += (size_t)l;
+    } else {
+      memcpy(text + o, "\xEF\xBF\xBD", 3);
+      o += 3, i++;
+    }
+  }
+  text[o] = '\0';
+  tp_respond_error(req, status, code, text);
 }
 
 json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
