@@ -233,7 +233,7 @@ static const char *cred(int which, const struct fixture *own) {
 static void request(const char *method, const char *target, const char *token, const void *body,
                     size_t blen, size_t piece, int eof_early, struct answer *ans) {
   struct sbx_buf msg, got;
-  sbx_buf_init(&msg, blen + 8192);
+  sbx_buf_init(&msg, blen + strlen(target) + 8192); /* the head: target, credential, fields */
   sbx_buf_init(&got, ANSWER_MAX);
   if (sbx_buf_appendf(&msg,
                       "%s %s HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n%s%s%s"
