@@ -3,7 +3,8 @@
  *
  * A host is a page without a screen: it attaches each chat it is given exactly as a browser page
  * does (event stream, presence, started / files / result), over a Unix socket the orchestrator
- * listens on in its data directory (DATA/hosts/hosts.sock).  The orchestrator talks to a host's
+ * listens on (SOCK = /tmp/cerea-hosts-XXXXXX/hosts.sock, a folder of the hosts' own uid, when the
+ * orchestrator runs as root and starts them as nobody; else DATA/hosts/hosts.sock).  The orchestrator talks to a host's
  * process only through its stdin, one command a line: `key K` (the credential), `attach CHAT`;
  * `detach CHAT` (idle chats); the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`,
  * the same across its restarts: a restarted host re-attaching a chat without Last-Event-ID makes
@@ -11,18 +12,19 @@
  * a dead host's runs — the run is re-dispatched from scratch and nothing is lost.
  *
  * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"; docs/server-mode.md has the
- * table of layers and what each stops): every host runs as
+ * table of layers and what each stops): every host runs as (uid 65534 outside its namespace too
+ * when the orchestrator is root: see may_run_as_nobody)
  *   prlimit --data=HOST_MB --                       (RLIMIT_DATA: the host process's memory bound)
  *   bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL
  *         --unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try
  *         --die-with-parent --new-session --seccomp 3 (the filter built below, on fd 3)
  *         --ro-bind /usr /usr (+ /bin /lib /lib64 /sbin symlinks, /etc/ld.so.cache) --dev --proc
  *         --tmpfs /tmp --ro-bind ROOT/{package.json,worker,kernel} PYODIDE (read-only)
- *         [--ro-bind NODE_BIN_DIR when not under /usr] --bind DATA/hosts DATA/hosts (the socket)
+ *         [--ro-bind NODE_BIN_DIR when not under /usr] --bind SOCK's folder (writable)
  *     node --disallow-code-generation-from-strings --experimental-permission --allow-worker
  *          --allow-fs-read=ROOT/worker --allow-fs-read=ROOT/kernel --allow-fs-read=PYODIDE
  *          --allow-fs-read=/proc/self/status --max-old-space-size=JS_HEAP_MB
- *          ROOT/worker/headless-host.js --orchestrator unix:DATA/hosts/hosts.sock ...
+ *          ROOT/worker/headless-host.js --orchestrator unix:SOCK ...
  * (uid 65534 with no capabilities in a user namespace of its own, which may not make more; a
  * seccomp filter allowing what Node needs; no network but the socket, no child processes, no fs
  * writes, reads limited to the runtime and our sources; the data dir other than the socket is
@@ -72,6 +74,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <linux/netlink.h>
 #include <sched.h>
@@ -82,6 +85,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define HOSTS_MAX        64
@@ -93,10 +97,11 @@
 #define HOST_LINGER_MS   1000 /* an idle chat keeps its slot this long when other chats wait */
 #define LOADING_HOLD_MAX_MS                                                                        \
   180000                     /* a dispatched run waits this long at most for a loading kernel */
-#define HOST_BASE_MB 512     /* the host process beyond its kernels: Node, the main thread, files */
-#define JS_HEAP_MB   256     /* --max-old-space-size: every isolate's JavaScript heap */
-#define SANDBOX_UID  "65534" /* the host's uid and gid inside its user namespace */
-#define SECCOMP_FD   3       /* where the filter reaches bwrap */
+#define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
+#define JS_HEAP_MB       256 /* --max-old-space-size: every isolate's JavaScript heap */
+#define SANDBOX_UID      "65534" /* the host's uid and gid inside its user namespace */
+#define HOST_OUTSIDE_UID 65534   /* ... and outside it, when the orchestrator runs as root */
+#define SECCOMP_FD       3       /* where the filter reaches bwrap */
 
 enum host_state {
   HOST_IDLE = 0,
@@ -145,6 +150,8 @@ struct orch_hosts {
   int kernels;
   int kernel_mb; /* CEREA_KERNEL_MEMORY_MB */
   int trusted;
+  int outside_uid; /* the uid (and gid) prlimit and bwrap run as: HOST_OUTSIDE_UID when we are
+                      root and it can reach what a host needs (sock_dir is then its own), else 0 */
   int closing;
   int open_timers;
   uint64_t chat_idle_ms; /* an assigned chat idle this long is detached from its host */
@@ -347,7 +354,6 @@ static int find_program(const char *prog, char *out) {
     snprintf(out, PATH_MAX, "%s", buf);
   return found;
 }
-static int have_program(const char *prog) { return find_program(prog, NULL); }
 
 static char *join(const char *a, const char *b) {
   size_t n = strlen(a) + strlen(b) + 2;
@@ -365,6 +371,10 @@ static void hosts_free(struct orch_hosts *hs) {
     sbx_free(v);
   orch__map_free(&hs->assign);
   sbx_free(hs->h);
+  if (hs->outside_uid != 0 && hs->sock_path != NULL) {
+    unlink(hs->sock_path); /* the folder is ours alone (mkdtemp) */
+    rmdir(hs->sock_dir);
+  }
   sbx_free(hs->sock_dir);
   sbx_free(hs->sock_path);
   sbx_free(hs->data_dir);
@@ -677,6 +687,11 @@ static void host_spawn(struct host *h) {
   opt.cwd = hs->root;
   opt.exit_cb = on_host_exit;
   opt.stdio_count = hs->trusted ? 3 : SECCOMP_FD + 1;
+  if (hs->outside_uid != 0) {
+    opt.flags |= UV_PROCESS_SETUID | UV_PROCESS_SETGID; /* libuv drops the groups too */
+    opt.uid = (uv_uid_t)hs->outside_uid;
+    opt.gid = (uv_gid_t)hs->outside_uid;
+  }
   opt.stdio = stdio;
   h->proc.data = h;
   h->line_len = 0;
@@ -698,8 +713,63 @@ static void host_spawn(struct host *h) {
   h->running = 1;
   uv_read_start((uv_stream_t *)&h->out, on_alloc, on_host_stdout);
   host_send(h, "key %s\n", hs->o->host_key); /* page-level calls only (auth.c) */
-  sbx_log(SBX_LOG_INFO, "hosts", "host %d started (pid %d%s)", h->slot, h->proc.pid,
-          hs->trusted ? ", TRUSTED: no bubblewrap" : ", sandboxed");
+  char uid_note[48] = "";
+  if (!hs->trusted)
+    snprintf(uid_note, sizeof(uid_note), ", uid %d outside its namespace",
+             hs->outside_uid != 0 ? hs->outside_uid : (int)geteuid());
+  sbx_log(SBX_LOG_INFO, "hosts", "host %d started (pid %d%s%s)", h->slot, h->proc.pid,
+          hs->trusted ? ", TRUSTED: no bubblewrap" : ", sandboxed", uid_note);
+}
+
+/* ---- the uid a host runs as outside its namespace ----------------------------------------
+ * A user namespace maps the host's uid 65534 to the uid of whoever started bwrap: when the
+ * orchestrator runs as root, a host that got out of its namespace (a kernel bug) would be root,
+ * and a file it made in the socket's folder would be root's.  So a root orchestrator starts
+ * prlimit and bwrap as HOST_OUTSIDE_UID (nobody) instead, with the socket in a folder of that
+ * uid's own in /tmp (the data directory is not searchable by others).  bwrap resolves what it
+ * binds by path as that uid, so the sources, the runtime, node and bwrap must be reachable by
+ * others: a child that became that uid checks once at start.  When one is not (a checkout under
+ * /root, or made with umask 077), hosts keep running as root outside their namespace, the socket
+ * stays in DATA/hosts, and the log says which path to open up. */
+
+/* 0 when uid may use each path as mode says, else the index + 1 of the first it may not. */
+static int refused_to(int uid, const char *const *path, const int *mode, int n) {
+  pid_t pid = fork();
+  if (pid < 0)
+    return n + 1;
+  if (pid == 0) {
+    if (setgroups(0, NULL) != 0 || setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
+      _exit(n + 1);
+    for (int i = 0; i < n; i++)
+      if (access(path[i], mode[i]) != 0)
+        _exit(i + 1);
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : n + 1;
+}
+
+static int may_run_as_nobody(struct orch_hosts *hs) {
+  char script[PATH_MAX + 32], pkg[PATH_MAX + 16], host_dir[PATH_MAX + 16], kernel_dir[PATH_MAX + 8],
+      wasm[PATH_MAX + 32];
+  snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
+  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->root);
+  snprintf(host_dir, sizeof(host_dir), "%s/worker/host", hs->root);
+  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->root);
+  snprintf(wasm, sizeof(wasm), "%s/pyodide.asm.wasm", hs->pyodide);
+  const char *path[] = {pkg,  script,   host_dir,  kernel_dir, hs->pyodide,
+                        wasm, hs->node, hs->bwrap, hs->prlimit};
+  const int mode[] = {R_OK, R_OK, R_OK | X_OK, R_OK | X_OK, R_OK | X_OK, R_OK, X_OK, X_OK, X_OK};
+  int n = (int)SBX_ARRAY_SIZE(path);
+  int bad = refused_to(HOST_OUTSIDE_UID, path, mode, n);
+  if (bad != 0)
+    sbx_log(SBX_LOG_WARN, "hosts",
+            "kernel hosts run as root outside their user namespace: uid %d may not reach %s (make "
+            "it and its parent folders readable and searchable by others to run them as that uid)",
+            HOST_OUTSIDE_UID, bad <= n ? path[bad - 1] : "its files (the probe failed)");
+  return bad == 0;
 }
 
 /* ---- public -------------------------------------------------------------------------------- */
@@ -722,7 +792,9 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   char node_real[PATH_MAX];
   if (!find_program(node, node_real))
     return sbx_error_set(err, SBX_ENOENT, "server mode: %s not found (set CEREA_NODE)", node);
-  if (!trusted && !have_program(bwrap))
+  char bwrap_real[PATH_MAX];
+  snprintf(bwrap_real, sizeof(bwrap_real), "%s", bwrap);
+  if (!trusted && !find_program(bwrap, bwrap_real))
     return sbx_error_set(
         err, SBX_EPERM,
         "server mode refuses to start kernel hosts without bubblewrap (%s not found): "
@@ -769,8 +841,6 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   hs->data_dir = sbx_strdup(real_data);
   hs->root = sbx_strdup(root);
   hs->pyodide = join(real_static, "pyodide");
-  hs->sock_dir = join(real_data, "hosts");
-  hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
   hs->node = sbx_strdup(node_real);
   /* /opt/node/bin/node -> /opt/node/bin (Node is one binary over system libraries); /usr/bin/node
    * is under /usr already. */
@@ -780,7 +850,24 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
     if (slash && slash != hs->node_prefix)
       *slash = '\0';
   }
-  hs->bwrap = sbx_strdup(bwrap);
+  hs->bwrap = sbx_strdup(bwrap_real);
+  if (!trusted && geteuid() == 0 && hs->root && hs->pyodide && hs->node && hs->bwrap &&
+      may_run_as_nobody(hs)) {
+    char tmpl[] = "/tmp/cerea-hosts-XXXXXX";
+    if (mkdtemp(tmpl) != NULL && chown(tmpl, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) == 0) {
+      hs->sock_dir = sbx_strdup(tmpl);
+      hs->outside_uid = HOST_OUTSIDE_UID;
+    } else {
+      sbx_log(SBX_LOG_WARN, "hosts",
+              "kernel hosts run as root outside their user namespace: no folder for their socket "
+              "in /tmp: %s",
+              strerror(errno));
+      rmdir(tmpl);
+    }
+  }
+  if (hs->sock_dir == NULL)
+    hs->sock_dir = join(real_data, "hosts");
+  hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
   hs->h = sbx_calloc((size_t)n, sizeof(*hs->h));
   if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->sock_dir || !hs->sock_path || !hs->node ||
       !hs->bwrap || !hs->h) {
@@ -816,6 +903,11 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
     goto fail;
   }
   chmod(hs->sock_path, 0600);
+  if (hs->outside_uid != 0 && chown(hs->sock_path, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) != 0) {
+    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot hand %s to uid %d: %s", hs->sock_path,
+                       HOST_OUTSIDE_UID, strerror(errno));
+    goto fail;
+  }
   for (int i = 0; i < n; i++) {
     struct host *h = &hs->h[i];
     h->hs = hs;

@@ -127,6 +127,25 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
   assert.equal(limit.split(/\s{2,}/)[1], String((3 * (KERNEL_MB + 256) + 512) * 1048576), limit);
 });
 
+test('the real Node host, seen from outside: a root orchestrator starts it as uid 65534, so an escape from its namespace is nobody, not root', async (t) => {
+  const s = await stack(t);
+  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (process.getuid() !== 0) { t.skip(`the tests run as uid ${process.getuid()}, not root: hosts run as that uid outside`); return; }
+  const warned = /kernel hosts run as root outside their user namespace: (.*)/.exec(s.log);
+  if (warned) { t.skip(`this checkout is not reachable by uid 65534: ${warned[1]}`); return; }
+  const [pid] = hostNodePids(s);
+  assert.ok(pid, 'the host node process');
+  const st = status(pid);
+  assert.deepEqual(st.Uid.split(/\s+/), ['65534', '65534', '65534', '65534'], 'uid outside the namespace');
+  assert.deepEqual(st.Gid.split(/\s+/), ['65534', '65534', '65534', '65534'], 'gid outside the namespace');
+  assert.equal(st.Groups, '', 'no supplementary group');
+  assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/).join(' '), '65534 65534 1', 'uid 65534 inside is 65534 outside');
+  assert.match(s.log, /host 0 started \(pid \d+, sandboxed, uid 65534 outside its namespace\)/);
+  const c = await newChat(s);
+  const r = await run(s, c, 'print(6 * 7)');
+  assert.equal(r.stdout.trim(), '42', JSON.stringify(r));
+});
+
 // Probes from Python in the real kernel; every line must say refused.
 const ESCAPES = (port) => [
   'import js, sys',

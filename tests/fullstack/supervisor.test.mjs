@@ -64,7 +64,7 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
     assert.deepEqual(attached.flat().sort(), [c1.id, c2.id].sort());
     assert.equal(attached[0].length, 1, 'one chat per host: the least loaded ready host takes the next');
     if (BWRAP) {
-      assert.match(srv.log, /host 0 started \(pid \d+, sandboxed\)/);
+      assert.match(srv.log, /host 0 started \(pid \d+, sandboxed, uid \d+ outside its namespace\)/);
       // What the sandbox sees of the machine: /usr and its symlinks, /dev, /proc, /tmp, our tree;
       // not the database beside the socket, not /root, /home or /etc beyond the loader cache.
       const view = /^view root=(\S*) db=(\w+) etc=(\S*)$/m.exec(h0);

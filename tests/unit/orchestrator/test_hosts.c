@@ -178,22 +178,37 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
-/* Sandboxed (not trusted), with a stand-in bubblewrap that logs its arguments and the size of what
- * it reads on fd 3: the command line carries every layer, the filter arrives as a BPF program
- * (a whole number of 8-byte instructions), and the memory bound goes first. */
+/* Sandboxed (not trusted), with a stand-in bubblewrap that logs its arguments, the size of what
+ * it reads on fd 3 and its uid: the command line carries every layer, the filter arrives as a BPF
+ * program (a whole number of 8-byte instructions), and the memory bound goes first.  As root,
+ * bwrap runs as uid 65534 with the socket in a folder of its own in /tmp when that uid can reach
+ * what a host needs (case 0: bwrap and the runtime readable by others), else as root with the
+ * socket in DATA/hosts (case 1: the runtime readable by root only). */
 START_TEST(test_sandboxed_command_line) {
   make_dirs("exit 0\n");
   unsetenv("CEREA_SERVER_TRUSTED");
-  char bwrap[200], argv_log[200], cmd[700];
-  snprintf(bwrap, sizeof(bwrap), "%s/hosts/fake-bwrap.sh", data_dir);
-  snprintf(argv_log, sizeof(argv_log), "%s/hosts/bwrap.log", data_dir);
+  setenv("CEREA_NODE", "/bin/sh", 1); /* reachable by others; the stand-in bwrap runs no node */
+  char wasm[200], out_dir[200];
+  snprintf(wasm, sizeof(wasm), "%s/pyodide/pyodide.asm.wasm", static_dir);
+  FILE *w = fopen(wasm, "w");
+  ck_assert_ptr_nonnull(w);
+  fclose(w);
+  chmod(wasm, _i == 0 ? 0644 : 0600);
+  chmod(data_dir, 0711); /* the stand-in bwrap lives in it */
+  chmod(static_dir, 0755);
+  snprintf(out_dir, sizeof(out_dir), "%s/out", data_dir);
+  ck_assert_int_eq(mkdir(out_dir, 0777), 0);
+  chmod(out_dir, 0777); /* where the stand-in writes, whichever uid it runs as */
+  char bwrap[200], argv_log[240], cmd[700];
+  snprintf(bwrap, sizeof(bwrap), "%s/fake-bwrap.sh", data_dir);
+  snprintf(argv_log, sizeof(argv_log), "%s/bwrap.log", out_dir);
   FILE *f = fopen(bwrap, "w");
   ck_assert_ptr_nonnull(f);
   fprintf(f,
           "#!/bin/sh\necho \"$*\" > '%s'\nwc -c <&3 >> '%s'\ngrep 'Max data size' "
-          "/proc/self/limits >> '%s'\n"
+          "/proc/self/limits >> '%s'\nid -u >> '%s'\n"
           "echo ready\nwhile read -r l; do :; done\n",
-          argv_log, argv_log, argv_log);
+          argv_log, argv_log, argv_log, argv_log);
   fclose(f);
   chmod(bwrap, 0755);
   setenv("CEREA_BWRAP", bwrap, 1);
@@ -201,11 +216,23 @@ START_TEST(test_sandboxed_command_line) {
   run_for(1500);
   f = fopen(argv_log, "r");
   ck_assert_msg(f != NULL, "the stand-in bubblewrap never ran");
-  char args[4096] = "", size[64] = "", limit[256] = "";
+  char args[4096] = "", size[64] = "", limit[256] = "", uid[32] = "";
   ck_assert_ptr_nonnull(fgets(args, sizeof(args), f));
   ck_assert_ptr_nonnull(fgets(size, sizeof(size), f));
   ck_assert_ptr_nonnull(fgets(limit, sizeof(limit), f));
+  ck_assert_ptr_nonnull(fgets(uid, sizeof(uid), f));
   fclose(f);
+  char sock_bind[256];
+  snprintf(sock_bind, sizeof(sock_bind), "--bind %s/hosts %s/hosts", data_dir, data_dir);
+  if (geteuid() == 0 && _i == 0) {
+    ck_assert_int_eq(atoi(uid), 65534);
+    ck_assert_msg(strstr(args, "--bind /tmp/cerea-hosts-") != NULL, "socket folder: %s", args);
+  } else {
+    if (geteuid() != 0)
+      fprintf(stderr, "hosts: not root: bwrap runs as our uid %s", uid);
+    ck_assert_int_eq(atoi(uid), (int)geteuid());
+    ck_assert_msg(strstr(args, sock_bind) != NULL, "socket folder: %s", args);
+  }
   const char *want[] = {"--unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL",
                         "--unshare-net",
                         "--unshare-pid",
@@ -235,7 +262,7 @@ int main(void) {
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_restart_with_backoff_and_close);
   tcase_add_test(tc, test_close_kills_running_hosts);
-  tcase_add_test(tc, test_sandboxed_command_line);
+  tcase_add_loop_test(tc, test_sandboxed_command_line, 0, 2);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
