@@ -190,6 +190,11 @@ static const char *const migrations[] = {
      * source = 3 on the index entry, not the row).  Only output rows have entries, so only an
      * output file's insert writes one more index page. */
     "CREATE INDEX files_output ON files(chat_id, source, size) WHERE source = 3;",
+    /* 8: what a run showed besides its output: the cell's value (a MIME bundle) and its display()
+     * bundles, as the orchestrator's JSON text.  Runs stored before read NULL: no value, no
+     * displays. */
+    "ALTER TABLE runs ADD COLUMN value_json TEXT;"
+    "ALTER TABLE runs ADD COLUMN displays_json TEXT;",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

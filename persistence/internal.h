@@ -36,7 +36,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    7
+#define ST_SCHEMA_VERSION    8
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -92,13 +92,13 @@
   X(RUN_INSERT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "    \
                 "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "   \
                 "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "   \
-                "END, ?23, ?24, ?25)")                                                             \
+                "END, ?23, ?24, ?25, ?26, ?27)")                                                   \
   X(RUN_UPDATE, "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "  \
                 "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "            \
                 "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "  \
                 "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "               \
-                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25 "   \
-                "WHERE id = ?1 AND chat_id = ?2")                                                  \
+                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25, "  \
+                "value_json = ?26, displays_json = ?27 WHERE id = ?1 AND chat_id = ?2")            \
   X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                         \
   X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                     \
   X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \
@@ -153,7 +153,7 @@
   "id, chat_id, turn_id, code, origin, state, status, timeout_s, attempts, stdout_text, "          \
   "stderr_text, stdout_truncated, stderr_truncated, error_json, notes_json, remounted_json, "      \
   "restarted, files_unlisted, figures_dropped, result_hash, idempotency_key, seq, created_at, "    \
-  "started_at, finished_at"
+  "started_at, finished_at, value_json, displays_json"
 
 enum st_stmt_id {
 #define ST_STMT_ENUM(name, sql) ST_##name,

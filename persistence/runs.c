@@ -31,6 +31,8 @@ static const size_t run_strs[] = {
     offsetof(struct store_run, remounted_json),
     offsetof(struct store_run, result_hash),
     offsetof(struct store_run, idempotency_key),
+    offsetof(struct store_run, value_json),
+    offsetof(struct store_run, displays_json),
 };
 
 static char **run_str(struct store_run *r, size_t i) {
@@ -96,6 +98,8 @@ static int run_from_row(sqlite3_stmt *s, struct store_run *r) {
   r->created_at = sqlite3_column_int64(s, 22);
   r->started_at = sqlite3_column_int64(s, 23);
   r->finished_at = sqlite3_column_int64(s, 24);
+  r->value_json = st__col_dup(s, 25, &oom);
+  r->displays_json = st__col_dup(s, 26, &oom);
   if (oom) {
     store_run_free(r);
     return SBX_ENOMEM;
@@ -138,6 +142,8 @@ static void run_bind(sqlite3_stmt *s, const struct store_run *r) {
   sqlite3_bind_int64(s, 23, r->created_at);
   sqlite3_bind_int64(s, 24, r->started_at);
   sqlite3_bind_int64(s, 25, r->finished_at);
+  st__bind_text(s, 26, r->value_json);
+  st__bind_text(s, 27, r->displays_json);
 }
 
 static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {

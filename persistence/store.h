@@ -235,8 +235,8 @@ int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out
 void store_turn_free(struct store_turn *t);
 
 /* ---- runs -------------------------------------------------------------------------------------
- * The whole run object.  JSON-shaped parts (error, notes, remounted) are stored as JSON text the
- * orchestrator produces and parses; the store does not look inside. */
+ * The whole run object.  JSON-shaped parts (error, notes, remounted, value, displays) are stored
+ * as JSON text the orchestrator produces and parses; the store does not look inside. */
 struct store_run {
   store_id id;
   store_id chat_id;
@@ -252,6 +252,8 @@ struct store_run {
   char *error_json;     /* NULL or {"type","message","traceback"} */
   char *notes_json;     /* NULL or [..] */
   char *remounted_json; /* NULL or [..] */
+  char *value_json;     /* NULL or the cell's value, a MIME bundle {..} (schema 8) */
+  char *displays_json;  /* NULL or its display() bundles [..] (schema 8) */
   int restarted;
   int files_unlisted, figures_dropped;
   char *result_hash;     /* sha256 of the canonical result body (idempotent results) */

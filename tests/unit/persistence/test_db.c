@@ -323,6 +323,36 @@ START_TEST(test_migration_6_to_7) {
 }
 END_TEST
 
+START_TEST(test_migration_7_to_8) {
+  struct tctx t;
+  sqlite3 *db = db_at(&t, 7);
+  insert_v1_rows(db); /* runs written by a version-7 program; store_open migrates 7 -> 8 */
+  reopen_migrated(&t, db, "UPDATE runs SET stdout_text = 'kept' WHERE id = 'r2';");
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
+  ck_assert_str_eq(r.stdout_text, "kept"); /* the row as it was */
+  ck_assert_ptr_null(r.value_json);        /* no value, no displays */
+  ck_assert_ptr_null(r.displays_json);
+  store_run_free(&r);
+  /* the new columns are written and read back */
+  struct store_run w = {0};
+  ck_assert_int_eq(store_run_get(t.st, "r1", &w), 0);
+  w.value_json = sbx_strdup("{\"text/plain\":\"41\"}");
+  w.displays_json = sbx_strdup("[]");
+  struct done d = {0};
+  ck_assert_int_eq(store_run_put(t.st, &w, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  store_run_free(&w);
+  ck_assert_int_eq(store_run_get(t.st, "r1", &r), 0);
+  ck_assert_str_eq(r.value_json, "{\"text/plain\":\"41\"}");
+  ck_assert_str_eq(r.displays_json, "[]");
+  ck_assert_str_eq(r.code, "print(1)");
+  store_run_free(&r);
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_migration_failure_rolls_back) {
   struct tctx t;
   sqlite3 *db = db_at(&t, 1);
@@ -398,6 +428,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_4_to_5);
   tcase_add_test(tc, test_migration_5_to_6);
   tcase_add_test(tc, test_migration_6_to_7);
+  tcase_add_test(tc, test_migration_7_to_8);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_ids);
   tcase_add_test(tc, test_translate);
