@@ -1,6 +1,7 @@
 /* api_admin.c -- the operator's views and runtime settings (API key only).
  *
  * GET /v1/admin/runs      live runs (state, page, attempts, deadlines) + the latest stored runs
+ *                         (state, status, origin, restarted, attempts, times)
  * GET /v1/admin/pages     attached pages of every loaded chat (state, kernel, active)
  * GET /v1/admin/settings  runtime settings and the fixed ones
  * PUT /v1/admin/settings  {retention_days?, time_limit_s?, paused_wait_ms?, page_grace_ms?}:
@@ -35,6 +36,7 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
     json_object_set_new(j, "attempts", json_integer(r->attempts));
     json_object_set_new(j, "page_id", r->page_id[0] ? json_string(r->page_id) : json_null());
     json_object_set_new(j, "origin", json_string(r->rec.origin ? r->rec.origin : ""));
+    json_object_set_new(j, "restarted", json_boolean(r->rec.restarted));
     json_object_set_new(j, "in_state_ms", json_integer((json_int_t)(now - r->state_since_ms)));
     json_object_set_new(j, "abandon_in_ms",
                         r->wait_deadline_ms ? json_integer((json_int_t)(r->wait_deadline_ms - now))
@@ -53,6 +55,8 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
       json_object_set_new(j, "state", json_string(rv[x].state ? rv[x].state : ""));
       json_object_set_new(j, "status", rv[x].status ? json_string(rv[x].status) : json_null());
       json_object_set_new(j, "attempts", json_integer(rv[x].attempts));
+      json_object_set_new(j, "origin", json_string(rv[x].origin ? rv[x].origin : ""));
+      json_object_set_new(j, "restarted", json_boolean(rv[x].restarted));
       json_object_set_new(j, "created_at", json_integer(rv[x].created_at));
       json_object_set_new(j, "duration_ms",
                           rv[x].started_at && rv[x].finished_at

@@ -9,11 +9,17 @@
  *   rather than replaying a log with a hole in it.  When the stream drops, the page enters its
  *   grace period (page.c).
  * POST /v1/chats/{chat}/presence {page_id, visible, kernel}
- *   Foreground/background and kernel state; hidden pauses the run the page holds.
+ *   Foreground/background and kernel state; hidden pauses the run the page holds.  A page that
+ *   holds a run sends it every PAGE_HEARTBEAT_MS as its sign of life (page.c: silent too long, it
+ *   counts as hidden).
  * Each stream is a listener of its chat's events (events.c): it writes them as SSE, and when it
- * falls behind (its queue full) it stops taking live events and catches up from the log once it
- * drains; a reconnecting page catches up the same way.  What it does not do: make events
- * (events.c) or decide dispatch (chat.c).
+ * falls behind (its queue full) it stops taking events and catches up from the log once it
+ * drains; a reconnecting page catches up the same way.  A run's live events (output, display,
+ * input_request: live.c) carry no `id:` (they are not in the log); a stream that attaches, or
+ * that missed some while it was behind, is sent the live run's held output instead, as one
+ * `output` per stream from offset 0, its displays and a pending input_request (pages keep what
+ * they have by offset and index).  What it does not do: make events (events.c, live.c) or decide
+ * dispatch (chat.c).
  */
 #include "internal.h"
 #include "transport.h"
@@ -32,6 +38,7 @@ struct stream {
   struct orch_page *page; /* NULL once detached */
   int64_t last_seq;       /* last event seq written to this stream */
   int lagging;            /* a send hit the queue limit: catch up from the store on drain */
+  int missed_live;        /* a live event was not sent: the held output follows the catch-up */
 };
 
 static void catch_up(struct stream *s);
@@ -43,18 +50,38 @@ static void on_drain(struct tp_req *req, void *ud) {
     catch_up(s);
 }
 
+/* Writes one event: with its id when it is in the log (seq > 0), without for a live one. */
 static int send_one(struct stream *s, const char *type, int64_t seq, const char *data, size_t len) {
   char id[24];
   snprintf(id, sizeof(id), "%lld", (long long)seq);
-  int rc = tp_sse_send(s->req, type, id, data, len);
-  if (rc == 0) {
+  int rc = tp_sse_send(s->req, type, seq > 0 ? id : NULL, data, len);
+  if (rc == 0 && seq > 0) {
     s->last_seq = seq;
     s->chat->o->m.events_sent++;
+  } else if (rc == 0) {
+    s->chat->o->m.live_events_sent++;
   } else if (rc == SBX_EAGAIN) {
     s->lagging = 1;
+    s->missed_live |= seq == 0;
     tp_stream_on_drain(s->req, on_drain, s);
   }
   return rc;
+}
+
+static void on_held(void *ud, const struct orch_run_event *ev) {
+  struct stream *s = ud;
+  if (s->lagging)
+    s->missed_live = 1; /* sent again once it caught up */
+  else
+    send_one(s, ev->type, 0, ev->data, ev->len);
+}
+
+/* The held output of the chat's live run (the head of its queue), as live events. */
+static void send_held(struct stream *s) {
+  struct orch_chat *c = s->chat;
+  s->missed_live = 0;
+  if (!SBX_LIST_EMPTY(&c->runs))
+    orch__live_snapshot(SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link), 0, on_held, s);
 }
 
 /* Sends the events after s->last_seq from the store (replay, or catching up after lagging). */
@@ -75,15 +102,21 @@ static void catch_up(struct stream *s) {
       o->m.events_replayed++;
     }
     store_event_list_free(ev, n);
-    if (n < CATCH_UP_BATCH)
+    if (n < CATCH_UP_BATCH) {
+      if (s->missed_live)
+        send_held(s);
       return;
+    }
   }
 }
 
-/* A live event of the chat (durable): sent unless the stream is catching up from the log. */
+/* An event of the chat (durable, or live with seq 0): sent unless the stream is catching up from
+ * the log (then a live one is missed: the held output follows the catch-up). */
 static void on_event(struct orch_listener *l, const struct orch_event *ev) {
   struct stream *s = SBX_CONTAINER_OF(l, struct stream, l);
-  if (!s->lagging && ev->seq > s->last_seq)
+  if (s->lagging)
+    s->missed_live |= ev->seq == 0;
+  else if (ev->seq == 0 || ev->seq > s->last_seq)
     send_one(s, ev->type, ev->seq, ev->data, ev->len);
 }
 
@@ -211,12 +244,12 @@ static void on_events(struct tp_req *req, void *ud) {
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs)
                                 ? NULL
                                 : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
-    if (head && strcmp(head->page_id, p->id) == 0 &&
-        (head->state == ORCH_RUN_DISPATCHED || head->state == ORCH_RUN_RUNNING) &&
+    if (head && strcmp(head->page_id, p->id) == 0 && orch__run_on_page(head) &&
         orch__run_pause(head, o->rt.paused_wait_ms) == 0)
       orch__run_persist(o, head);
   }
   orch__chat_page_changed(c, p);
+  send_held(s); /* what the live run printed so far (a re-dispatch above starts it empty) */
 }
 
 static void on_presence(struct tp_req *req, void *ud) {

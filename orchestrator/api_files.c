@@ -13,7 +13,9 @@
  * same content -> the same file, 200; same name other content -> "name (N).ext"; tool/output ->
  * next version) and answers once durable.  A request that ends without its handler (413 past
  * 50 MiB, client gone, a refused piece) aborts the stage in its close callback: no temp file, no
- * row.  With text_of=FILE_ID the upload is that file's extracted text, named "<name>.md" and
+ * row.  At most ORCH_CHAT_UPLOADS bodies arrive at once for one chat (its runs' output files
+ * included): the first piece of one more is refused, 503 with Retry-After, before anything is
+ * staged.  With text_of=FILE_ID the upload is that file's extracted text, named "<name>.md" and
  * mounted beside it.  Download streams the blob, only through a chat that holds the file; HTML
  * and SVG get a sandbox CSP so an artifact never runs as our origin.
  * What it does not do: output files of runs (api_page.c stores those with the result).
@@ -53,6 +55,7 @@ struct upload_ctx {
   struct tp_req *req;
   enum upload_state state;        /* written by set_state only */
   struct store_blob_stage *stage; /* STAGING: owned; NULL otherwise */
+  struct orch_chat *arriving;     /* the chat its body counts against while it arrives */
   char chat_id[STORE_ID_LEN + 1];
   char *name;
 };
@@ -67,25 +70,32 @@ static void set_state_(struct upload_ctx *u, enum upload_state to, const char *f
 
 static int exec_on(struct orch *o) { return o->cfg->exec_mode != ORCH_EXEC_OFF; }
 
+/* The body is in (or will never be): it no longer counts against its chat. */
+static void body_in(struct upload_ctx *u) {
+  if (u->arriving)
+    orch__chat_upload_end(u->arriving);
+  u->arriving = NULL;
+}
+
 static void upload_free(struct upload_ctx *u) {
+  body_in(u);
   store_blob_stage_abort(u->stage); /* NULL once handed to the store */
   sbx_free(u->name);
   sbx_free(u);
 }
 
-/* The quiet part of the handler's checks, for the sink (which cannot answer): 1 when the
- * request's credential could reach the chat (an API key or host key; a page token of this chat). */
-static int could_reach(struct orch *o, struct tp_req *req) {
+/* The quiet part of the handler's checks, for the sink (which cannot answer): the chat when the
+ * request's credential could reach it (an API key or host key; a page token of this chat), else
+ * NULL. */
+static struct orch_chat *could_reach(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
   orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
-  if (a.kind == ORCH_CRED_API || a.kind == ORCH_CRED_HOST)
-    return 1;
-  if (a.kind != ORCH_CRED_PAGE)
-    return 0;
   const char *chat_id = tp_req_param(req, "chat");
   struct orch_chat *c = NULL;
-  return orch__api_valid_id(chat_id) && orch__chat_get(o, chat_id, &c) == 0 &&
-         orch__auth_allows(&a, c->id, c->token_hash);
+  if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
+      !orch__api_valid_id(chat_id) || orch__chat_get(o, chat_id, &c) != 0)
+    return NULL;
+  return a.kind != ORCH_CRED_PAGE || orch__auth_allows(&a, c->id, c->token_hash) ? c : NULL;
 }
 
 static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc) {
@@ -100,13 +110,20 @@ static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc
   u->o = o;
   u->req = req;
   u->state = UP_STAGING;
-  if (!could_reach(o, req)) {
+  struct orch_chat *c = could_reach(o, req);
+  if (c == NULL) {
     set_state(u, UP_DISCARDING);
     return u;
   }
+  if (tp_req_body_arriving(req) && (*rc = orch__chat_upload_begin(c)) != 0) {
+    o->m.uploads_refused_busy++;
+    sbx_free(u);
+    return NULL; /* SBX_EBUSY: 503 with Retry-After */
+  }
+  u->arriving = tp_req_body_arriving(req) ? c : NULL;
   if ((*rc = store_blob_stage_begin(o->st, &u->stage, &err)) != 0) {
     sbx_log(SBX_LOG_ERROR, "api", "upload not staged: %s", err.msg);
-    sbx_free(u);
+    upload_free(u);
     return NULL;
   }
   return u;
@@ -126,7 +143,7 @@ static int on_upload_body(struct tp_req *req, const void *data, size_t len, void
   int rc;
   if (u == NULL) {
     if ((u = upload_new(o, req, &rc)) == NULL)
-      return rc == SBX_ENOMEM ? SBX_ENOMEM : SBX_EIO;
+      return rc == SBX_ENOMEM || rc == SBX_EBUSY ? rc : SBX_EIO;
     tp_req_set_data(req, u);
     tp_req_on_close(req, on_upload_gone, u);
   }
@@ -175,6 +192,8 @@ static void on_upload(struct tp_req *req, void *ud) {
   struct upload_ctx *u = tp_req_get_data(req);
   tp_req_on_close(req, NULL, NULL); /* from here on the context is this handler's */
   tp_req_set_data(req, NULL);
+  if (u)
+    body_in(u);
   struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
   if (c == NULL) {
     if (u)

@@ -1,17 +1,26 @@
-/* api_page.c -- what a page reports about a run it was sent, as requests: started, output files,
- * result.  The requests are read and checked here; what they do to the run is report.c's.
+/* api_page.c -- what a page reports about a run it was sent, as requests: started, its output as
+ * it goes, output files, result.  The requests are read and checked here; what they do to the run
+ * is report.c's.  Each call is a sign of life of the page the run's latest attempt went to (a page
+ * silent too long counts as hidden: page.c).
  *
  * POST /v1/runs/{run}/started {attempt, page_id}   -> 200; a stale attempt -> 409
+ * POST /v1/runs/{run}/output {attempt, chunks?: [{stream, offset, text}], displays?: [{index,
+ *      data}], input_request?: {prompt}} -> 200 {stdout, stderr, displays}: what is held for the
+ *      attempt after the call (the page sends from there: report.c and live.c say what is taken);
+ *      a stale attempt -> 409 stale_attempt; a malformed body -> 400 (nothing of it taken).
  * PUT  /v1/runs/{run}/files/{name*}[?attempt=N]    -> 201 {name, size, sha256}; the name is the
  *      path under /mnt/output (may hold '/'), checked by the store's naming rules (400).  The body
  *      streams into a store stage (a temp file under DATA/blobs/tmp, hashed as it comes; never
  *      whole in memory), kept with the attempt until the result.  A body arriving for a run that
  *      cannot take it (no usable credential, run not running) is read and dropped; the handler
- *      answers the same errors as ever once the body is in.
+ *      answers the same errors as ever once the body is in.  At most ORCH_CHAT_UPLOADS bodies
+ *      arrive at once for one chat (its attachments' uploads included): past it 503, Retry-After.
  * POST /v1/runs/{run}/result {attempt, status, ...} -> 200 the run object, once durable: each
  *      listed file must have been uploaded first (same size and sha256); the run is stored done
  *      after its files (report.c).  The same body again -> the same answer; a different one -> 409
- *      (result_hash); a stale attempt -> 409.
+ *      (result_hash); a stale attempt -> 409.  `value` (a MIME bundle or null) and `displays`
+ *      (bundles, at most ORCH_DISPLAYS) are checked here (400 when one is not a bundle) and bounded
+ *      by bundle.c.
  * What it does not do: keep uploads or results (report.c).
  */
 #include "internal.h"
@@ -50,8 +59,7 @@ static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int a
     orch__api_error(req, 409, "conflict", "the run has ended");
     return 1;
   }
-  int reporting = run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING ||
-                  run->state == ORCH_RUN_FINISHING;
+  int reporting = orch__run_on_page(run) || run->state == ORCH_RUN_FINISHING;
   if (attempt != run->attempts || !reporting) {
     o->m.results_refused++;
     orch__api_error(req, 409, "stale_attempt",
@@ -60,6 +68,16 @@ static int stale(struct orch *o, struct tp_req *req, struct orch_run *run, int a
     return 1;
   }
   return 0;
+}
+
+/* The call is a sign of life of the page it names, else of the page of the run's latest attempt
+ * when the call is about that attempt. */
+static void page_alive(struct orch_chat *c, struct orch_run *run, const char *page_id,
+                       int attempt) {
+  if (page_id != NULL)
+    orch__page_sign_of_life(c, orch__chat_page(c, page_id));
+  else if (run != NULL)
+    orch__run_sign_of_life(run, attempt);
 }
 
 /* ---- started ------------------------------------------------------------------------------ */
@@ -78,8 +96,12 @@ static void on_started(struct tp_req *req, void *ud) {
   int attempt;
   const char *pid = NULL;
   struct orch_field f[] = {ORCH_FIELD("page_id", "s", &pid)};
-  if (read_attempt(req, body, &attempt) == 0 && orch__api_unpack(req, body, NULL, f, 1) == 0 &&
-      !stale(o, req, run, attempt)) {
+  if (read_attempt(req, body, &attempt) != 0 || orch__api_unpack(req, body, NULL, f, 1) != 0) {
+    json_decref(body);
+    return;
+  }
+  page_alive(c, run, pid, attempt);
+  if (!stale(o, req, run, attempt)) {
     if (pid != NULL && run->page_id[0] && strcmp(pid, run->page_id) != 0) {
       /* Two pages of one chat both saw the `run` event: only the one it names runs it. */
       orch__api_error(req, 409, "other_page", "attempt %d of this run was sent to page %s, not %s",
@@ -94,32 +116,40 @@ static void on_started(struct tp_req *req, void *ud) {
 
 /* ---- output files --------------------------------------------------------------------------- */
 
-/* The sink's context of a PUT: the stage its body goes to (NULL: the body is dropped). */
+/* The sink's context of a PUT: the stage its body goes to (NULL: the body is dropped), and the
+ * chat its arriving body counts against (NULL once it is in). */
 struct put_ctx {
   struct store_blob_stage *stage;
+  struct orch_chat *chat;
 };
 
-/* The quiet part of the handler's checks, for the sink (which cannot answer): 1 when the body
- * could be kept (a credential that may reach the run's chat, the run dispatched or running). */
-static int put_could_keep(struct orch *o, struct tp_req *req) {
+/* The quiet part of the handler's checks, for the sink (which cannot answer): the run when the
+ * body could be kept (a credential that may reach the run's chat, an attempt out on a page), else
+ * NULL. */
+static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req) {
   struct orch_auth a;
   orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
-    return 0;
+    return NULL;
   const char *id = tp_req_param(req, "run");
   struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
-  if (run == NULL || (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
-    return 0;
-  if (a.kind == ORCH_CRED_PAGE)
-    return run->chat != NULL && orch__auth_allows(&a, run->chat->id, run->chat->token_hash);
-  return 1;
+  if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
+    return NULL;
+  if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows(&a, run->chat->id, run->chat->token_hash))
+    return NULL;
+  return run;
+}
+
+static void put_ctx_free(struct put_ctx *p) {
+  if (p->chat)
+    orch__chat_upload_end(p->chat);
+  store_blob_stage_abort(p->stage);
+  sbx_free(p);
 }
 
 static void on_put_gone(struct tp_req *req, void *ud) {
-  struct put_ctx *p = ud;
   tp_req_set_data(req, NULL);
-  store_blob_stage_abort(p->stage);
-  sbx_free(p);
+  put_ctx_free(ud);
 }
 
 static int on_put_body(struct tp_req *req, const void *data, size_t len, void *ud) {
@@ -128,11 +158,20 @@ static int on_put_body(struct tp_req *req, const void *data, size_t len, void *u
   struct sbx_error err;
   sbx_error_clear(&err);
   if (p == NULL) {
-    if ((p = sbx_calloc(1, sizeof(*p))) == NULL)
+    struct orch_run *run = put_could_keep(o, req);
+    if (run != NULL && orch__chat_upload_begin(run->chat) != 0) {
+      o->m.uploads_refused_busy++;
+      return SBX_EBUSY; /* 503 with Retry-After: the chat has enough uploads arriving */
+    }
+    if ((p = sbx_calloc(1, sizeof(*p))) == NULL) {
+      if (run)
+        orch__chat_upload_end(run->chat);
       return SBX_ENOMEM;
-    if (put_could_keep(o, req) && store_blob_stage_begin(o->st, &p->stage, &err) != 0) {
+    }
+    p->chat = run ? run->chat : NULL;
+    if (run && store_blob_stage_begin(o->st, &p->stage, &err) != 0) {
       sbx_log(SBX_LOG_ERROR, "page", "output file not staged: %s", err.msg);
-      sbx_free(p);
+      put_ctx_free(p);
       return SBX_EIO;
     }
     tp_req_set_data(req, p);
@@ -166,6 +205,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
       return;
     }
   }
+  page_alive(c, run, NULL, attempt);
   if (stale(o, req, run, attempt))
     return;
   if (run->state == ORCH_RUN_FINISHING) {
@@ -217,8 +257,12 @@ static void on_put_file(struct tp_req *req, void *ud) {
   tp_req_on_close(req, NULL, NULL); /* from here on the stage is this handler's */
   tp_req_set_data(req, NULL);
   struct store_blob_stage *stage = p ? p->stage : NULL;
-  sbx_free(p);
-  put_file(ud, req, &stage, p != NULL);
+  int had_body = p != NULL;
+  if (p) { /* the body is in: it no longer counts against its chat */
+    p->stage = NULL;
+    put_ctx_free(p);
+  }
+  put_file(ud, req, &stage, had_body);
   store_blob_stage_abort(stage); /* not kept (refused): NULL when it was */
 }
 
@@ -263,6 +307,23 @@ static int read_file_entry(struct tp_req *req, const json_t *x, const char **nam
   return 0;
 }
 
+/* Each element of the array v a MIME bundle (bundle.c)?  Answers 400 naming `field` and returns
+ * nonzero when one is not. */
+static int bundles_ok(struct tp_req *req, const char *field, const json_t *v, size_t max) {
+  char why[160];
+  if (!json_is_array(v) || json_array_size(v) > max) {
+    orch__api_error(req, 400, "invalid_field", "%s: an array of at most %zu MIME bundles", field,
+                    max);
+    return -1;
+  }
+  for (size_t i = 0; i < json_array_size(v); i++)
+    if (orch__bundle_valid(json_array_get(v, i), why, sizeof(why)) != 0) {
+      orch__api_error(req, 400, "invalid_field", "%s[%zu]: %s", field, i, why);
+      return -1;
+    }
+  return 0;
+}
+
 /* The fields of a result body besides its attempt, into res (borrowed from body) and *files.
  * Answers 400 and returns nonzero when one is wrong. */
 static int read_result(struct tp_req *req, const json_t *body, struct orch_result *res,
@@ -284,8 +345,19 @@ static int read_result(struct tp_req *req, const json_t *body, struct orch_resul
       ORCH_FIELD("notes", "o", &res->notes),
       ORCH_FIELD("remounted", "o", &res->remounted),
       ORCH_FIELD("files", "o", files),
+      ORCH_FIELD("value", "o", &res->value),
+      ORCH_FIELD("displays", "o", &res->displays),
   };
   if (orch__api_unpack(req, body, NULL, f, SBX_ARRAY_SIZE(f)) != 0)
+    return -1;
+  res->out_given = f[1].given;
+  res->err_given = f[2].given;
+  char why[160];
+  if (res->value && orch__bundle_valid(res->value, why, sizeof(why)) != 0) {
+    orch__api_error(req, 400, "invalid_field", "value: null or %s", why);
+    return -1;
+  }
+  if (res->displays && bundles_ok(req, "displays", res->displays, ORCH_DISPLAYS) != 0)
     return -1;
   enum orch_run_status st = ORCH_RUN_STATUS_NONE;
   const char *message = NULL, *traceback = NULL, *type = NULL;
@@ -377,6 +449,7 @@ static void on_result(struct tp_req *req, void *ud) {
   int attempt;
   if (read_attempt(req, body, &attempt) != 0)
     goto out;
+  page_alive(c, run, NULL, attempt);
   /* Ended (or ending) already: the same result gets the same answer, another one 409. */
   if (run == NULL || run->state == ORCH_RUN_DONE || run->state == ORCH_RUN_FINISHING) {
     const char *have = run == NULL                        ? rec.result_hash
@@ -419,7 +492,8 @@ static void on_result(struct tp_req *req, void *ud) {
       goto out;
     }
     struct orch_upload *u = orch__run_upload(run, norm);
-    if (u == NULL || u->attempt != run->attempts || (u->stage == NULL && u->file_id[0] == '\0')) {
+    if (u == NULL || u->attempt != run->attempts ||
+        (u->stage == NULL && u->file_id[0] == '\0' && !u->over_quota)) {
       orch__api_error(req, 400, "file_not_uploaded",
                       "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)",
                       norm, run->id);
@@ -454,9 +528,147 @@ out:
   json_decref(body);
 }
 
+/* ---- output as it goes ------------------------------------------------------------------- */
+
+#define OUTPUT_CHUNKS_MAX 64 /* chunks per call (the page sends one per stream) */
+
+/* The chunks of an output body into c (borrowed from it).  Answers 400 and returns nonzero when
+ * one is wrong. */
+static int read_chunks(struct tp_req *req, const json_t *v, struct orch_chunk *c, size_t *n) {
+  *n = 0;
+  if (v == NULL)
+    return 0;
+  if (!json_is_array(v) || json_array_size(v) > OUTPUT_CHUNKS_MAX) {
+    orch__api_error(req, 400, "invalid_field",
+                    "chunks: an array of at most %d {stream, offset, "
+                    "text}",
+                    OUTPUT_CHUNKS_MAX);
+    return -1;
+  }
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    const json_t *x = json_array_get(v, i);
+    const char *stream = NULL, *text = NULL;
+    json_int_t offset = 0;
+    struct orch_field f[] = {ORCH_FIELD_REQUIRED("stream", "s", &stream),
+                             ORCH_FIELD_REQUIRED("offset", "I", &offset),
+                             ORCH_FIELD_REQUIRED("text", "s", &text)};
+    if (!json_is_object(x)) {
+      orch__api_error(req, 400, "invalid_field", "chunks: each {stream, offset, text}");
+      return -1;
+    }
+    if (orch__api_unpack(req, x, "chunks", f, SBX_ARRAY_SIZE(f)) != 0)
+      return -1;
+    int out = strcmp(stream, "stdout") == 0;
+    if ((!out && strcmp(stream, "stderr") != 0) || offset < 0) {
+      orch__api_error(req, 400, "invalid_field",
+                      "chunks: stream stdout or stderr, offset a number of characters (>= 0)");
+      return -1;
+    }
+    c[(*n)++] = (struct orch_chunk){.stream = out ? ORCH_STDOUT : ORCH_STDERR,
+                                    .offset = (size_t)offset,
+                                    .text = text,
+                                    .len = json_string_length(json_object_get(x, "text"))};
+  }
+  return 0;
+}
+
+/* The displays of an output body ([{index, data}]) into index/data (borrowed).  Answers 400 and
+ * returns nonzero when one is wrong. */
+static int read_displays(struct tp_req *req, const json_t *v, size_t *index, const json_t **data,
+                         size_t *n) {
+  *n = 0;
+  if (v == NULL)
+    return 0;
+  char why[160];
+  if (!json_is_array(v) || json_array_size(v) > ORCH_DISPLAYS) {
+    orch__api_error(req, 400, "invalid_field", "displays: an array of at most %d {index, data}",
+                    ORCH_DISPLAYS);
+    return -1;
+  }
+  for (size_t i = 0; i < json_array_size(v); i++) {
+    const json_t *x = json_array_get(v, i);
+    json_int_t ix = 0;
+    json_t *d = NULL;
+    struct orch_field f[] = {ORCH_FIELD_REQUIRED("index", "I", &ix),
+                             ORCH_FIELD_REQUIRED("data", "o", &d)};
+    if (!json_is_object(x)) {
+      orch__api_error(req, 400, "invalid_field", "displays: each {index, data}");
+      return -1;
+    }
+    if (orch__api_unpack(req, x, "displays", f, SBX_ARRAY_SIZE(f)) != 0)
+      return -1;
+    if (ix < 0 || ix > INT32_MAX) {
+      orch__api_error(req, 400, "invalid_field", "displays.index: a number from 0");
+      return -1;
+    }
+    if (orch__bundle_valid(d, why, sizeof(why)) != 0) {
+      orch__api_error(req, 400, "invalid_field", "displays.data: %s", why);
+      return -1;
+    }
+    index[*n] = (size_t)ix;
+    data[(*n)++] = d;
+  }
+  return 0;
+}
+
+static void on_output(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct orch_chat *c;
+  struct store_run rec;
+  if (live_run(o, req, &run, &c, &rec) != 0)
+    return;
+  store_run_free(&rec);
+  json_t *body = orch__api_body_object_flags(req, JSON_ALLOW_NUL);
+  if (body == NULL)
+    return;
+  replace_nul(body);
+  struct orch_chunk chunks[OUTPUT_CHUNKS_MAX];
+  size_t index[ORCH_DISPLAYS];
+  const json_t *displays[ORCH_DISPLAYS];
+  json_t *jchunks = NULL, *jdisplays = NULL, *ask = NULL;
+  const char *prompt = NULL;
+  struct orch_output out = {.chunks = chunks, .display_index = index, .displays = displays};
+  struct orch_field f[] = {ORCH_FIELD("chunks", "o", &jchunks),
+                           ORCH_FIELD("displays", "o", &jdisplays),
+                           ORCH_FIELD("input_request", "o", &ask)};
+  struct orch_field pf[] = {ORCH_FIELD("prompt", "s", &prompt)};
+  if (read_attempt(req, body, &out.attempt) != 0 ||
+      orch__api_unpack(req, body, NULL, f, SBX_ARRAY_SIZE(f)) != 0 ||
+      read_chunks(req, jchunks, chunks, &out.n_chunks) != 0 ||
+      read_displays(req, jdisplays, index, displays, &out.n_displays) != 0)
+    goto out;
+  if (ask && (!json_is_object(ask) || orch__api_unpack(req, ask, "input_request", pf, 1) != 0)) {
+    if (!json_is_object(ask))
+      orch__api_error(req, 400, "invalid_field", "input_request: {prompt}");
+    goto out;
+  }
+  out.prompt = ask ? (prompt ? prompt : "") : NULL;
+  page_alive(c, run, NULL, out.attempt);
+  if (stale(o, req, run, out.attempt))
+    goto out;
+  int rc = orch__run_report_output(o, run, &out);
+  if (rc == SBX_ECONFLICT) {
+    stale(o, req, NULL, out.attempt);
+    goto out;
+  }
+  if (rc != 0) {
+    orch__api_error(req, 500, "internal", "out of memory");
+    goto out;
+  }
+  size_t held[3];
+  orch__live_held(run, &held[0], &held[1], &held[2]);
+  orch__api_json(req, 200,
+                 json_pack("{s:I, s:I, s:I}", "stdout", (json_int_t)held[0], "stderr",
+                           (json_int_t)held[1], "displays", (json_int_t)held[2]));
+out:
+  json_decref(body);
+}
+
 void orch__routes_page(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/runs/{run}/started", 16 * 1024, on_started, o);
   tp_route_streamed(o->tp, "PUT", "/v1/runs/{run}/files/{name*}", ORCH_UPLOAD_MAX, on_put_body,
                     on_put_file, o);
   tp_route(o->tp, "POST", "/v1/runs/{run}/result", 4u << 20, on_result, o);
+  tp_route(o->tp, "POST", "/v1/runs/{run}/output", 4u << 20, on_output, o);
 }

@@ -8,6 +8,8 @@
  * GET /v1/runs/{run}?wait_s=N -> the run object (waiting for its end up to N s).
  * POST /v1/runs/{run}/cancel -> queued/paused: cancelled at once; dispatched/running: the page is
  *   sent `cancel`, and the run ends when the page answers or after a grace.
+ * POST /v1/runs/{run}/input {text} -> 200 {delivered: true} while the run waits in input() (its
+ *   page is sent `input`), 409 not_waiting otherwise; text at most ORCH_INPUT_BYTES.
  * Waiting requests are called back by the run's end (api.c's waiters), never by polling; each
  * has a timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
@@ -234,8 +236,41 @@ static void on_cancel(struct tp_req *req, void *ud) {
     orch__api_error(req, 500, "internal", "out of memory");
 }
 
+static void on_input(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  struct orch_run *run;
+  struct store_run rec;
+  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, NULL) != 0)
+    return;
+  store_run_free(&rec);
+  json_t *body = orch__api_body_object(req);
+  if (body == NULL)
+    return;
+  const char *text = NULL;
+  struct orch_field f[] = {ORCH_FIELD_REQUIRED("text", "s", &text)};
+  if (orch__api_unpack(req, body, NULL, f, 1) != 0)
+    goto out;
+  if (strlen(text) > ORCH_INPUT_BYTES) {
+    orch__api_error(req, 400, "invalid_field", "text: at most %u bytes", ORCH_INPUT_BYTES);
+    goto out;
+  }
+  int rc = run ? orch__run_give_input(o, run, text) : SBX_ESTATE;
+  if (rc == SBX_ESTATE)
+    orch__api_error(req, 409, "not_waiting", "the run is not waiting for input (%s)",
+                    run ? orch__run_state_name(run->state) : "it has ended");
+  else if (rc != 0)
+    orch__api_error(req, 500, "internal", "the input could not be sent: %s", sbx_strerror(rc));
+  else {
+    o->m.inputs_given++;
+    orch__api_json(req, 200, json_pack("{s:b}", "delivered", 1));
+  }
+out:
+  json_decref(body);
+}
+
 void orch__routes_runs(struct orch *o) {
   tp_route(o->tp, "POST", "/v1/chats/{chat}/runs", 2u << 20, on_create_run, o);
   tp_route(o->tp, "GET", "/v1/runs/{run}", 0, on_get_run, o);
   tp_route(o->tp, "POST", "/v1/runs/{run}/cancel", 64 * 1024, on_cancel, o);
+  tp_route(o->tp, "POST", "/v1/runs/{run}/input", 8 * ORCH_INPUT_BYTES, on_input, o);
 }

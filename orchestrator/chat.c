@@ -31,11 +31,13 @@ static void set_str(char **slot, const char *v) {
   *slot = v ? sbx_strdup(v) : NULL;
 }
 
-/* Mirrors state/status/attempts into run->rec. */
+/* Mirrors state/status/attempts into run->rec (what every put stores); a change of the state or
+ * the attempt is a `state` event of the run (live.c). */
 static void sync_rec(struct orch_run *run) {
   set_str(&run->rec.state, orch__run_state_name(run->state));
   set_str(&run->rec.status, run->status ? orch__run_status_name(run->status) : NULL);
   run->rec.attempts = run->attempts;
+  orch__live_state(run);
 }
 
 static void free_uploads(struct orch *o, struct orch_run *run) {
@@ -53,6 +55,7 @@ static void free_uploads(struct orch *o, struct orch_run *run) {
 }
 
 void orch__run_free(struct orch_run *run) {
+  orch__live_free(&run->live);
   sbx_free(run->end_text);
   free_uploads(run->chat ? run->chat->o : NULL, run);
   store_run_free(&run->rec);
@@ -79,6 +82,7 @@ static struct orch_run *run_alloc(const char *id, int timeout_s) {
   if (run == NULL)
     return NULL;
   orch__run_init(run, id, timeout_s);
+  orch__live_init(&run->live);
   SBX_LIST_INIT(&run->settles);
   SBX_LIST_INIT(&run->uploads);
   SBX_LIST_INIT(&run->chat_link);
@@ -310,6 +314,7 @@ static void settled(struct orch *o, struct orch_run *run, int rc, const struct s
     sbx_error_set(&e, rc, "the result could not be stored: %s", err ? err->msg : sbx_strerror(rc));
     err = &e;
   }
+  orch__live_end(o, run, rc);
   call_back(o, run, rc, err);
   orch__map_del(&o->runs, run->id);
   orch__run_free(run);
@@ -357,7 +362,7 @@ static void set_error(struct orch_run *run, const char *type, const char *messag
 int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void *ud) {
   if (run->state == ORCH_RUN_FINISHING || run->state == ORCH_RUN_DONE)
     return SBX_ESTATE;
-  if (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) {
+  if (orch__run_on_page(run)) {
     orch__run_request_cancel(run, o->rt.cancel_grace_ms);
     json_t *ev = json_pack("{s:s, s:i, s:s}", "run_id", run->id, "attempt", run->attempts,
                            "page_id", run->page_id);
@@ -369,8 +374,12 @@ int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void 
   }
   if (cb != NULL && orch__run_on_end(run, cb, ud) == NULL)
     return SBX_ENOMEM;
+  int ran = run->attempts > 0; /* paused: what its latest attempt printed is kept */
   orch__run_request_cancel(run, o->rt.cancel_grace_ms); /* queued or paused: done now */
-  set_error(run, "Cancelled", "The run was cancelled before it started.");
+  orch__live_keep(run);
+  set_error(run, "Cancelled",
+            ran ? "The run was cancelled while it waited for its page to come back."
+                : "The run was cancelled before it started.");
   orch__run_settle(o, run);
   return 0;
 }
@@ -480,8 +489,8 @@ size_t orch__chats_evict(struct orch *o, uint64_t idle_ms) {
   void *v;
   while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
-    if (now - c->used_ms < idle_ms || c->events_inflight > 0 || !SBX_LIST_EMPTY(&c->runs) ||
-        !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->listeners))
+    if (now - c->used_ms < idle_ms || c->events_inflight > 0 || c->uploads > 0 ||
+        !SBX_LIST_EMPTY(&c->runs) || !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->listeners))
       continue;
     orch__map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
     orch__chat_free(c);
@@ -529,7 +538,7 @@ static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *
   int have = rc == 0 && n > 0 && orch__manifest_compute(files, n, run->rec.code, &m) == 0;
   json_t *ev = orch__dispatch_json(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
                                    run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
-                                   run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled);
+                                   run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, &o->rt);
   if (have)
     orch__manifest_free(&m);
   if (ev == NULL || orch__event_emit(c, "run", ev) != 0) /* the watchdog ends the attempt */
@@ -545,15 +554,15 @@ static enum pump_step pump_step(struct orch_chat *c, struct orch_run **moved) {
   if (o->closing)
     return PUMP_NONE;
   struct orch_run *run = head_run(c);
-  if (run == NULL || run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING ||
-      run->state == ORCH_RUN_FINISHING)
+  if (run == NULL || orch__run_on_page(run) || run->state == ORCH_RUN_FINISHING)
     return PUMP_NONE; /* one at a time */
   struct orch_page *p = orch__chat_active_page(c);
   if (p != NULL) {
     int again = run->attempts > 0;
     if (orch__run_dispatch(run, p->id, o->rt.watchdog_grace_ms) != 0)
       return PUMP_NONE;
-    free_uploads(o, run); /* files of an earlier attempt never become artifacts */
+    free_uploads(o, run);  /* files of an earlier attempt never become artifacts */
+    orch__live_begin(run); /* nor does its output */
     o->m.runs_dispatched++;
     if (again)
       o->m.attempts_redispatched++;
@@ -584,9 +593,9 @@ static void chat_pump(struct orch_chat *c) {
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
   struct orch *o = c->o;
   struct orch_run *run = head_run(c);
-  if (run && (run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING) &&
-      strcmp(run->page_id, p->id) == 0 &&
-      (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_GONE)) {
+  if (run && orch__run_on_page(run) && strcmp(run->page_id, p->id) == 0 &&
+      (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_SILENT ||
+       p->state == ORCH_PAGE_GONE)) {
     if (orch__run_pause(run, o->rt.paused_wait_ms) == 0) {
       o->m.pauses++;
       orch__run_persist(o, run);
@@ -601,8 +610,13 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
   const char *type = "Abandoned";
   if (due == ORCH_RUN_DUE_ABANDONED) {
     snprintf(msg, sizeof(msg),
-             "The code did not run: no page of this chat was open and in the foreground for %llu s "
-             "(CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again.",
+             run->attempts > 0
+                 ? "The run did not finish: its page went to the background or stopped answering, "
+                   "and no page of this chat was open and in the foreground for %llu s "
+                   "(CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again."
+                 : "The code did not run: no page of this chat was open and in the foreground for "
+                   "%llu s (CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it "
+                   "again.",
              (unsigned long long)(o->rt.paused_wait_ms / 1000));
   } else if (due == ORCH_RUN_DUE_WATCHDOG) {
     type = run->status == ORCH_RUN_STATUS_TIMEOUT ? "TimeoutError" : "KernelCrashed";
@@ -618,6 +632,7 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     snprintf(msg, sizeof(msg), "The run was cancelled; the sandbox was restarted.");
   }
   set_error(run, type, msg);
+  orch__live_keep(run); /* what it printed before it was stopped */
   if (due != ORCH_RUN_DUE_ABANDONED && run->page_id[0]) {
     json_t *ev = json_pack("{s:s, s:s}", "run_id", run->id, "page_id", run->page_id);
     if (ev != NULL)
@@ -626,6 +641,21 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
     o->m.restarts++;
   }
   orch__run_settle(o, run);
+}
+
+/* The page holding the head run showed no sign of life for PAGE_SILENT_MS: it is silent, so the
+ * run is paused (and the turn waits) as for a hidden page. */
+static void check_silence(struct orch_chat *c) {
+  struct orch *o = c->o;
+  struct orch_run *run = head_run(c);
+  struct orch_page *p = run && orch__run_on_page(run) ? orch__chat_page(c, run->page_id) : NULL;
+  if (p == NULL || !orch__page_check_silent(p, run->dispatched_ms, o->rt.page_silent_ms))
+    return;
+  o->m.pages_silent++;
+  sbx_log(SBX_LOG_INFO, "chat", "page %s of chat %s silent for %llu ms: run %s paused", p->id,
+          c->id, (unsigned long long)o->rt.page_silent_ms, run->id);
+  o->m.paused_by_silence++; /* (another visible page of the chat may take it at once) */
+  orch__chat_page_changed(c, p);
 }
 
 void orch__chat_tick(struct orch_chat *c) {
@@ -638,12 +668,60 @@ void orch__chat_tick(struct orch_chat *c) {
       sbx_free(p);
     }
   }
+  check_silence(c);
   SBX_LIST_FOREACH_SAFE(it, tmp, &c->runs) {
     struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);
     enum orch_run_due due = orch__run_tick(run);
-    if (due != ORCH_RUN_DUE_NONE) {
+    if (due == ORCH_RUN_DUE_INPUT_OVER) {
+      orch__live_asked_over(run);
+      orch__run_persist(c->o, run);
+    } else if (due != ORCH_RUN_DUE_NONE) {
       end_by_deadline(c, run, due);
       return; /* the list changed; the next tick sees the rest */
     }
   }
+}
+
+/* ---- signs of life, input ----------------------------------------------------------------- */
+
+void orch__page_sign_of_life(struct orch_chat *c, struct orch_page *p) {
+  if (p != NULL && orch__page_alive(p, &c->visible_counter))
+    orch__chat_page_changed(c, p); /* silent no more: its run goes out again, a new attempt */
+}
+
+void orch__run_sign_of_life(struct orch_run *run, int attempt) {
+  struct orch_chat *c = run->chat;
+  if (c == NULL || attempt != run->attempts || run->last_page_id[0] == '\0')
+    return; /* only the page of the latest attempt is known to make the call */
+  orch__page_sign_of_life(c, orch__chat_page(c, run->last_page_id));
+}
+
+int orch__run_give_input(struct orch *o, struct orch_run *run, const char *text) {
+  if (run->state != ORCH_RUN_WAITING_INPUT || run->chat == NULL)
+    return SBX_ESTATE;
+  json_t *ev = json_pack("{s:s, s:i, s:s, s:s}", "run_id", run->id, "attempt", run->attempts,
+                         "page_id", run->page_id, "text", text);
+  if (ev == NULL)
+    return SBX_ENOMEM;
+  int rc = orch__event_emit(run->chat, "input", ev);
+  if (rc != 0)
+    return rc;
+  orch__run_input_over(run);
+  orch__live_asked_over(run);
+  orch__run_persist(o, run);
+  return 0;
+}
+
+/* ---- uploads per chat ---------------------------------------------------------------------- */
+
+int orch__chat_upload_begin(struct orch_chat *c) {
+  if (c->uploads >= ORCH_CHAT_UPLOADS)
+    return SBX_EBUSY;
+  c->uploads++;
+  return 0;
+}
+
+void orch__chat_upload_end(struct orch_chat *c) {
+  if (c->uploads > 0)
+    c->uploads--;
 }

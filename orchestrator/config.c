@@ -50,6 +50,10 @@ int orch_config_defaults(struct orch_config *c) {
   c->cancel_grace_ms = 5000;
   c->pypi_disabled = 0;
   c->retention_days = 30;
+  c->input_wait_s = 300;
+  c->page_heartbeat_ms = 2000;
+  c->page_silent_ms = 6000;
+  c->output_quota_mb = 500;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -121,10 +125,33 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     c->time_limit_s = (int)n;
     return 0;
   }
+  if (strcmp(key, "CODE_INPUT_WAIT_S") == 0) {
+    if (parse_int(v, 1, 86400, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CODE_INPUT_WAIT_S=%s: expected whole seconds from 1 to 86400", v);
+    c->input_wait_s = (int)n;
+    return 0;
+  }
+  if (strcmp(key, "PAGE_HEARTBEAT_MS") == 0) {
+    if (parse_int(v, 100, 60000, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "PAGE_HEARTBEAT_MS=%s: expected milliseconds from 100 to 60000", v);
+    c->page_heartbeat_ms = (uint64_t)n;
+    return 0;
+  }
+  if (strcmp(key, "CHAT_OUTPUT_QUOTA_MB") == 0) {
+    if (parse_int(v, 0, 1024 * 1024, &n) != 0)
+      return sbx_error_set(
+          err, SBX_EINVAL,
+          "CHAT_OUTPUT_QUOTA_MB=%s: expected whole MB from 0 (no quota) to 1048576", v);
+    c->output_quota_mb = (uint64_t)n;
+    return 0;
+  }
   uint64_t *ms = strcmp(key, "CODE_PAUSED_WAIT_MS") == 0      ? &c->paused_wait_ms
                  : strcmp(key, "PAGE_GRACE_MS") == 0          ? &c->page_grace_ms
                  : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0 ? &c->watchdog_grace_ms
                  : strcmp(key, "CODE_CANCEL_GRACE_MS") == 0   ? &c->cancel_grace_ms
+                 : strcmp(key, "PAGE_SILENT_MS") == 0         ? &c->page_silent_ms
                                                               : NULL;
   if (ms != NULL) {
     if (parse_int(v, 0, 24LL * 3600 * 1000, &n) != 0)
@@ -187,6 +214,10 @@ static const char *known_keys[] = {
     "PAGE_GRACE_MS",
     "CODE_WATCHDOG_GRACE_MS",
     "CODE_CANCEL_GRACE_MS",
+    "CODE_INPUT_WAIT_S",
+    "PAGE_HEARTBEAT_MS",
+    "PAGE_SILENT_MS",
+    "CHAT_OUTPUT_QUOTA_MB",
     "CHAT_PYODIDE_PYPI_DISABLED",
     "ARTIFACT_RETENTION_DAYS",
     "CEREA_LISTEN",
@@ -264,6 +295,10 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL, "CODE_TIME_LIMIT_S must be 1..%d", ORCH_TIME_LIMIT_MAX_S);
   if (c->data_dir == NULL || *c->data_dir == '\0')
     return sbx_error_set(err, SBX_EINVAL, "no data directory");
+  if (c->page_silent_ms != 0 && c->page_silent_ms <= c->page_heartbeat_ms)
+    return sbx_error_set(
+        err, SBX_EINVAL, "PAGE_SILENT_MS (%llu) must be longer than PAGE_HEARTBEAT_MS (%llu), or 0",
+        (unsigned long long)c->page_silent_ms, (unsigned long long)c->page_heartbeat_ms);
   return 0;
 }
 
@@ -285,6 +320,10 @@ void orch__rt_init(struct orch_runtime *rt, const struct orch_config *c) {
   rt->watchdog_grace_ms = c->watchdog_grace_ms;
   rt->cancel_grace_ms = c->cancel_grace_ms;
   rt->retention_days = c->retention_days;
+  rt->input_wait_s = c->input_wait_s;
+  rt->page_heartbeat_ms = c->page_heartbeat_ms;
+  rt->page_silent_ms = c->page_silent_ms;
+  rt->output_quota_bytes = c->output_quota_mb * ORCH_MIB;
 }
 
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v) {

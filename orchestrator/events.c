@@ -2,9 +2,11 @@
  *
  * Every event gets the chat's next sequence number, is appended to the store, and reaches the
  * chat's listeners only once the append is durable, so an `id:` a page has seen is always in the
- * log and `Last-Event-ID` can resume from it.  What it does not do: decide which events exist
- * (chat.c, api_*.c), or deliver them to a page (api_events.c's event streams are listeners; they
- * also replay the log to a page that fell behind or reconnects).
+ * log and `Last-Event-ID` can resume from it.  Live events (a run's output, displays and input
+ * requests: live.c) are handed to the listeners at once, with seq 0: they are not in the log (a
+ * page that missed one gets the run's held output again instead).  What it does not do: decide
+ * which events exist (chat.c, live.c, api_*.c), or deliver them to a page (api_events.c's event
+ * streams are listeners; they also replay the log to a page that fell behind or reconnects).
  */
 #include "internal.h"
 
@@ -27,6 +29,20 @@ void orch__chat_listen(struct orch_chat *c, struct orch_listener *l, orch_listen
 
 void orch__chat_unlisten(struct orch_listener *l) { sbx_list_remove(&l->link); }
 
+/* Hands ev to every listener of the chat. */
+static void hand_out(struct orch_chat *c, const struct orch_event *ev) {
+  struct sbx_list *it, *tmp;
+  SBX_LIST_FOREACH_SAFE(it, tmp, &c->listeners) {
+    struct orch_listener *l = SBX_CONTAINER_OF(it, struct orch_listener, link);
+    l->cb(l, ev);
+  }
+}
+
+void orch__event_publish(struct orch_chat *c, const char *type, const char *data, size_t len) {
+  struct orch_event ev = {.seq = 0, .type = type, .data = data, .len = len};
+  hand_out(c, &ev);
+}
+
 static void on_appended(int rc, const struct sbx_error *err, void *ud) {
   struct emit_ctx *ctx = ud;
   struct orch_chat *c = orch__map_get(&ctx->o->chats, ctx->chat_id);
@@ -37,11 +53,7 @@ static void on_appended(int rc, const struct sbx_error *err, void *ud) {
             (long long)ctx->seq, err ? err->msg : sbx_strerror(rc));
   } else if (c != NULL) {
     struct orch_event ev = {.seq = ctx->seq, .type = ctx->type, .data = ctx->data, .len = ctx->len};
-    struct sbx_list *it, *tmp;
-    SBX_LIST_FOREACH_SAFE(it, tmp, &c->listeners) {
-      struct orch_listener *l = SBX_CONTAINER_OF(it, struct orch_listener, link);
-      l->cb(l, &ev);
-    }
+    hand_out(c, &ev);
   }
   sbx_free(ctx->data);
   sbx_free(ctx);

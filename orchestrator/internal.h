@@ -35,6 +35,12 @@ struct orch_chat;
 #define ORCH_FIGURES         20
 #define ORCH_PAGE_ID_MAX     64
 #define ORCH_WAIT_S_MAX      600
+#define ORCH_DISPLAYS        20              /* display() bundles per run */
+#define ORCH_BUNDLE_BYTES    (256u * 1024u)  /* rich parts of one bundle (beside text/plain) */
+#define ORCH_SHOWN_BYTES     (1024u * 1024u) /* rich parts of a run's value and displays */
+#define ORCH_INPUT_BYTES     (64u * 1024u)   /* an answer to input() */
+#define ORCH_CHAT_UPLOADS    8               /* request bodies arriving at once for one chat */
+#define ORCH_SSE_EVENT_BYTES (6u * ORCH_MIB) /* the largest event a stream must carry */
 
 /* ---- runs (run.c) ----------------------------------------------------------------------------
  * The diagram and the table of steps are in run.c. */
@@ -42,6 +48,7 @@ enum orch_run_state {
   ORCH_RUN_QUEUED = 0,
   ORCH_RUN_DISPATCHED,
   ORCH_RUN_RUNNING,
+  ORCH_RUN_WAITING_INPUT, /* Python waits in input() for a person (or a backend) */
   ORCH_RUN_PAUSED,
   ORCH_RUN_FINISHING, /* a result's output files are being stored */
   ORCH_RUN_DONE,
@@ -61,7 +68,43 @@ enum orch_run_due {
   ORCH_RUN_DUE_NONE = 0,
   ORCH_RUN_DUE_ABANDONED,
   ORCH_RUN_DUE_WATCHDOG,
-  ORCH_RUN_DUE_CANCELLED
+  ORCH_RUN_DUE_CANCELLED,
+  ORCH_RUN_DUE_INPUT_OVER /* no word from the page past the input wait: running again */
+};
+
+/* ---- a run's live output and who watches it (live.c) -----------------------------------------
+ * What the page sent while its latest attempt runs: the text of each stream (characters are code
+ * points, as the page counts them), its display() bundles, the prompt of an input() it waits in;
+ * held in memory with the live run (not persisted one by one: the result is).  Every change is an
+ * event of the run: `state`, `output`, `display`, `input_request`, and last `end`, numbered by the
+ * run (seq 1, 2, ...) for its watchers (the run stream, the MCP server's progress, ...), and the
+ * output, display and input_request events also go to the chat's listeners as live events (no
+ * seq: not in the chat's durable log). */
+enum orch_stream { ORCH_STDOUT = 0, ORCH_STDERR = 1 };
+struct orch_held {     /* one stream of the attempt */
+  struct sbx_buf text; /* UTF-8, at most ORCH_OUT_CHARS characters */
+  size_t chars;
+  int cut; /* text past the cap was dropped */
+};
+struct orch_live_entry;
+struct orch_live {
+  int attempt; /* the attempt the held output is of (0: none yet) */
+  struct orch_held out[2];
+  json_t *displays;   /* its display() bundles in index order, as kept (NULL: none) */
+  size_t shown_bytes; /* the rich parts they hold, of ORCH_SHOWN_BYTES */
+  json_t *notes;      /* what was left out of them, for the run's notes (NULL: nothing) */
+  char *prompt;       /* WAITING_INPUT: the prompt of input() */
+  int64_t prompt_seq; /* the event that asked it */
+  int64_t seq;        /* the run's latest event (the run stream's ids) */
+  char state[16];     /* the last `state` told, and of which attempt */
+  int state_attempt;
+  /* The run's events since its latest attempt was dispatched, for a watcher that resumes: each
+   * refers to the held output, which starts again with the attempt. */
+  struct orch_live_entry *log;
+  size_t n_log, cap_log;
+  int64_t first_seq; /* the oldest event the log holds (seq + 1 when empty) */
+  struct sbx_list watches;
+  int delivering; /* watchers being called: one that leaves is freed after */
 };
 
 struct orch_run {
@@ -72,9 +115,13 @@ struct orch_run {
   int timeout_s;
   char page_id[ORCH_PAGE_ID_MAX + 1]; /* page of the current attempt ("" when none) */
   uint64_t state_since_ms;
-  uint64_t wait_deadline_ms;        /* PAUSED: abandoned at */
-  uint64_t watchdog_deadline_ms;    /* DISPATCHED/RUNNING: timeout/crashed at */
-  uint64_t cancel_deadline_ms;      /* cancel requested: cancelled at */
+  uint64_t wait_deadline_ms;     /* PAUSED: abandoned at */
+  uint64_t watchdog_deadline_ms; /* DISPATCHED/RUNNING: timeout/crashed at */
+  uint64_t cancel_deadline_ms;   /* cancel requested: cancelled at */
+  uint64_t input_deadline_ms;    /* WAITING_INPUT: input() taken as over at */
+  uint64_t watch_left_ms;        /* WAITING_INPUT: what the watchdog had left */
+  uint64_t dispatched_ms;        /* the current attempt's dispatch (page silence counts from it) */
+  char last_page_id[ORCH_PAGE_ID_MAX + 1]; /* page of the latest attempt, kept through a pause */
   enum orch_run_state resume_state; /* FINISHING: the state it finishes from (and returns to) */
   char finishing_hash[65]; /* FINISHING: the result's hash (a resend gets the same answer) */
 
@@ -90,6 +137,7 @@ struct orch_run {
   char *end_text;       /* DONE: the run object as JSON, rendered once for everyone who
                                   waited for the end (orch__run_end_text) */
   size_t end_len;
+  struct orch_live live; /* the latest attempt's output, and the run's watchers (live.c) */
 };
 
 const char *orch__run_state_name(enum orch_run_state s);
@@ -101,6 +149,15 @@ void orch__run_init(struct orch_run *run, const char *id, int timeout_s);
 int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
 int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
 int orch__run_pause(struct orch_run *run, uint64_t wait_ms);
+/* RUNNING -> WAITING_INPUT for the current attempt (SBX_ECONFLICT for another; 0 when it waits
+ * already): the watchdog stops, what it had left kept; input() is taken as over past
+ * input_wait_ms + watchdog_grace_ms. */
+int orch__run_wait_input(struct orch_run *run, int attempt, uint64_t input_wait_ms,
+                         uint64_t watchdog_grace_ms);
+/* WAITING_INPUT -> RUNNING: the watchdog runs again with the time it had left. */
+int orch__run_input_over(struct orch_run *run);
+/* 1 in the states where an attempt is out on a page (dispatched, running, waiting for input). */
+int orch__run_on_page(const struct orch_run *run);
 /* hosts.c: re-arms the pause wait (PAUSED) or the watchdog (DISPATCHED) of a run that waits for
  * server capacity; SBX_ESTATE otherwise. */
 int orch__run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_grace_ms);
@@ -121,7 +178,8 @@ enum orch_page_state {
   ORCH_PAGE_NEW = 0, /* only while being attached */
   ORCH_PAGE_VISIBLE,
   ORCH_PAGE_HIDDEN,
-  ORCH_PAGE_GRACE, /* event stream dropped; the same page id may come back */
+  ORCH_PAGE_SILENT, /* held a run and showed no sign of life for PAGE_SILENT_MS: as hidden */
+  ORCH_PAGE_GRACE,  /* event stream dropped; the same page id may come back */
   ORCH_PAGE_GONE,
   ORCH_PAGE__COUNT
 };
@@ -141,6 +199,7 @@ struct orch_page {
   enum orch_kernel_state kernel;
   uint64_t visible_seq;       /* order of becoming visible: the highest is the active page */
   uint64_t grace_deadline_ms; /* GRACE: gone at */
+  uint64_t life_ms;           /* its latest sign of life (any page call, its stream attaching) */
   struct orch_chat *chat;
   struct sbx_list chat_link;
   struct orch_listener *events; /* its event stream (api_events.c) while attached; NULL in GRACE */
@@ -155,6 +214,11 @@ int orch__page_presence(struct orch_page *p, int visible, uint64_t *visible_coun
 int orch__page_drop(struct orch_page *p, uint64_t grace_ms);
 /* GRACE past its deadline -> GONE (1); otherwise 0. */
 int orch__page_tick(struct orch_page *p);
+/* A sign of life: remembered; a SILENT page is VISIBLE again (1: it changed state), else 0. */
+int orch__page_alive(struct orch_page *p, uint64_t *visible_counter);
+/* A VISIBLE page that holds a run dispatched at since_ms and showed no sign of life since the later
+ * of since_ms and its latest one, for silent_ms (0: never), becomes SILENT (1); otherwise 0. */
+int orch__page_check_silent(struct orch_page *p, uint64_t since_ms, uint64_t silent_ms);
 int orch__page_can_run(const struct orch_page *p); /* attached and visible */
 
 /* ---- mount manifests (manifest.c) ------------------------------------------------------------ */
@@ -257,6 +321,9 @@ struct orch_metrics {
   double dur_sum_s;
   uint64_t dur_count;
   uint64_t events_sent, events_replayed, results_accepted, results_refused;
+  uint64_t live_events_sent, output_calls, inputs_given;
+  uint64_t pages_silent, paused_by_silence;
+  uint64_t uploads_refused_busy, output_files_over_quota;
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
 };
@@ -270,6 +337,9 @@ struct orch_runtime {
   int time_limit_s;
   uint64_t paused_wait_ms, page_grace_ms, watchdog_grace_ms, cancel_grace_ms;
   int retention_days;
+  int input_wait_s;                           /* CODE_INPUT_WAIT_S */
+  uint64_t page_heartbeat_ms, page_silent_ms; /* PAGE_HEARTBEAT_MS, PAGE_SILENT_MS (0: off) */
+  uint64_t output_quota_bytes;                /* CHAT_OUTPUT_QUOTA_MB in bytes (0: none) */
 };
 /* One setting an operator may change: its environment name, its admin API field, its range. */
 struct orch_rt_setting {
@@ -299,6 +369,7 @@ struct orch_chat {
   uint64_t visible_counter;
   uint64_t used_ms;    /* last looked up (mono): idle chats are dropped from memory */
   int events_inflight; /* appends not yet durable: the chat must stay (its seq counter) */
+  int uploads;         /* request bodies arriving for it (ORCH_CHAT_UPLOADS at most) */
   /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
    * generation is still files_gen (owned; freed by orch__chat_free). */
   struct store_file *files;
@@ -315,6 +386,7 @@ struct orch_upload { /* an output file uploaded for the current attempt */
   size_t size;
   int attempt;
   char file_id[STORE_ID_LEN + 1]; /* set once stored */
+  int over_quota;                 /* its result would have passed the chat's output quota */
 };
 
 struct orch {
@@ -399,8 +471,21 @@ struct orch_run *orch__run_accept(struct orch *o, struct orch_chat *c, struct or
  * takes rec's strings.  0 also for a run whose chat cannot be loaded (it stays in the store). */
 int orch__run_reload(struct orch *o, struct store_run *rec);
 void orch__run_free(struct orch_run *run);
-/* Housekeeping tick: run deadlines, page grace. */
+/* Housekeeping tick: run deadlines, page grace, page silence. */
 void orch__chat_tick(struct orch_chat *c);
+/* A sign of life of page p of chat c (NULL: none): a silent page is visible again and its run
+ * goes out as a new attempt. */
+void orch__page_sign_of_life(struct orch_chat *c, struct orch_page *p);
+/* A page call about `attempt` of the run: a sign of life of the page the run's latest attempt went
+ * to, when that is the attempt (the page's calls about a run do not name the page). */
+void orch__run_sign_of_life(struct orch_run *run, int attempt);
+/* The answer to the input() the run waits in: its page is sent `input` {run_id, attempt, page_id,
+ * text} (durable) and the run runs again.  SBX_ESTATE when it does not wait; SBX_ENOMEM. */
+int orch__run_give_input(struct orch *o, struct orch_run *run, const char *text);
+/* A request body starts arriving for chat c (an upload of its files or of a run's output file):
+ * SBX_EBUSY when ORCH_CHAT_UPLOADS already arrive; _end when it is in (or the request is gone). */
+int orch__chat_upload_begin(struct orch_chat *c);
+void orch__chat_upload_end(struct orch_chat *c);
 /* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
  * memory; they are loaded again from the store on their next use.  Returns how many. */
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
@@ -408,6 +493,20 @@ size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
 /* report.c: what a page reports about its attempt. */
 /* `started` for attempt: as orch__run_started; the first report records started_at. */
 int orch__run_report_started(struct orch *o, struct orch_run *run, int attempt);
+/* One output call of the current attempt (checked by api_page.c; everything borrowed): chunks of
+ * its streams, display() bundles by index (each valid: orch__bundle_valid), and whether Python
+ * called input() (prompt; NULL: not in this call, which, while the run waits, means input() is
+ * over).  A call before `started` counts as one.  SBX_ECONFLICT for a stale attempt; SBX_ENOMEM. */
+struct orch_output {
+  int attempt;
+  const struct orch_chunk *chunks;
+  size_t n_chunks;
+  const size_t *display_index;
+  const json_t *const *displays;
+  size_t n_displays;
+  const char *prompt;
+};
+int orch__run_report_output(struct orch *o, struct orch_run *run, const struct orch_output *out);
 /* The output file of that name uploaded for the run's current attempt, or NULL. */
 struct orch_upload *orch__run_upload(struct orch_run *run, const char *name);
 /* Keeps an output file uploaded for `attempt` (its content in *stage, sha256 hex): a new one, or
@@ -425,8 +524,11 @@ struct orch_result {
   const char *out, *err;       /* NULL: "" (kept to ORCH_OUT_CHARS characters) */
   int out_cut, err_cut, restarted, files_unlisted, figures_dropped;
   const json_t *error, *notes, *remounted; /* NULL or JSON null: none */
-  struct orch_upload *const *files;        /* listed, uploaded for this attempt, in order */
-  const char *const *kinds;                /* each one's kind: "file" | "figure" */
+  const json_t *value;                     /* NULL: none; a bundle (orch__bundle_valid) */
+  const json_t *displays;                  /* NULL: the held ones; an array of valid bundles */
+  int out_given, err_given; /* stdout/stderr were in the body (else the held output counts) */
+  struct orch_upload *const *files; /* listed, uploaded for this attempt, in order */
+  const char *const *kinds;         /* each one's kind: "file" | "figure" */
   size_t n_files;
 };
 /* Takes the result of the run's current attempt (FINISHING), stores its output files and ends the
@@ -437,8 +539,100 @@ struct orch_result {
 int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct orch_result *res,
                             orch_end_cb cb, void *ud);
 
+/* live.c: a run's live output (struct orch_live, with the run) and the run-event API. */
+void orch__live_init(struct orch_live *l);
+void orch__live_free(struct orch_live *l); /* watches left are freed without a call */
+/* The run's latest attempt was dispatched: its held output starts empty. */
+void orch__live_begin(struct orch_run *run);
+/* run->rec.state (the API's name of its state) or its attempt changed since the last `state`
+ * event: one more (chat.c's record mirror calls it). */
+void orch__live_state(struct orch_run *run);
+/* Output chunks of the latest attempt, taken and published (live.c says how). */
+struct orch_chunk {
+  enum orch_stream stream;
+  size_t offset; /* characters of the stream before text */
+  const char *text;
+  size_t len; /* bytes of UTF-8 */
+};
+void orch__live_chunks(struct orch_run *run, const struct orch_chunk *c, size_t n);
+/* display() bundle `index` (checked by orch__bundle_valid), kept (orch__bundle_keep) and
+ * published when it is the next one (0 otherwise: a repeat, a gap, past ORCH_DISPLAYS).
+ * SBX_ENOMEM. */
+int orch__live_display(struct orch_run *run, size_t index, const json_t *bundle);
+size_t orch__live_displays(const struct orch_run *run);
+/* input(prompt): held (cut at ORCH_OUT_CHARS characters) and published; _over drops it. */
+int orch__live_ask(struct orch_run *run, const char *prompt);
+void orch__live_asked_over(struct orch_run *run);
+/* What is held: characters of each stream, displays. */
+void orch__live_held(const struct orch_run *run, size_t *out, size_t *err, size_t *displays);
+/* An ending the orchestrator decided: the run's record keeps the held output (stdout, stderr and
+ * their cut flags), displays and notes of its latest attempt. */
+void orch__live_keep(struct orch_run *run);
+/* The run's end is settled (rc 0: durable): `end` to every watcher, whose watch is then over. */
+void orch__live_end(struct orch *o, struct orch_run *run, int rc);
+
+/* The run-event API, for whoever follows a live run in the process (the run stream, the MCP
+ * server's progress notifications).  Events come in seq order, each with its data already as
+ * JSON text (what the run stream sends as the SSE data):
+ *   STATE          {run_id, attempt, state}               state: the API's name
+ *   OUTPUT         {run_id, attempt, stream, text, offset} stream, offset, text/text_len
+ *   DISPLAY        {run_id, attempt, index, data}         index, bundle
+ *   INPUT_REQUEST  {run_id, attempt, prompt}              text/text_len: the prompt
+ *   END            the run object                          run (done), rc (0: durable)
+ * Everything is borrowed for the call. */
+enum orch_run_ev {
+  ORCH_RUN_EV_STATE = 0,
+  ORCH_RUN_EV_OUTPUT,
+  ORCH_RUN_EV_DISPLAY,
+  ORCH_RUN_EV_INPUT_REQUEST,
+  ORCH_RUN_EV_END
+};
+struct orch_run_event {
+  enum orch_run_ev kind;
+  const char *type; /* "state", "output", "display", "input_request", "end" */
+  int64_t seq;      /* the run's event number (a catch-up's snapshot repeats the latest) */
+  const char *run_id;
+  int attempt;
+  const char *state;    /* STATE */
+  const char *stream;   /* OUTPUT: "stdout" | "stderr" */
+  size_t offset;        /* OUTPUT: characters of the stream before text */
+  const char *text;     /* OUTPUT: the chunk; INPUT_REQUEST: the prompt (UTF-8, not terminated) */
+  size_t text_len;      /* bytes */
+  int index;            /* DISPLAY */
+  const json_t *bundle; /* DISPLAY: the MIME bundle as kept */
+  struct orch_run *run; /* the run (END: done, freed after the call) */
+  int rc;               /* END: 0 when the end is durable */
+  const char *data;     /* the event's data, JSON text */
+  size_t len;
+};
+typedef void (*orch_watch_cb)(void *ud, const struct orch_run_event *ev);
+struct orch_watch;
+/* Follows a live run: cb(ud, ev) for each of its events until `end`, after which the watch is
+ * over (freed: do not unwatch it).  Before it returns, cb is called with the catch-up: the events
+ * after after_seq when the run's log still holds them all (it holds its latest attempt's), else
+ * (after_seq < 0 or past the log) the run as it is now: `state`, its held output as one `output`
+ * per stream from offset 0, its displays, a pending input_request, each with the latest seq.
+ * NULL when out of memory.  A finished run is no longer live: read it from the store. */
+struct orch_watch *orch__run_watch(struct orch_run *run, int64_t after_seq, orch_watch_cb cb,
+                                   void *ud);
+/* Stops following (safe from any watcher's callback, its own included); not after `end`. */
+void orch__run_unwatch(struct orch_watch *w);
+/* The held output as events to cb (OUTPUT per stream from offset 0, DISPLAY, INPUT_REQUEST; and
+ * first STATE when with_state), each with the latest seq: what a page that attaches is sent. */
+void orch__live_snapshot(struct orch_run *run, int with_state, orch_watch_cb cb, void *ud);
+
+/* bundle.c: the MIME bundles of a value or display() (the rules and bounds are in bundle.c). */
+/* 0 when b is a bundle; SBX_EINVAL with the reason in why otherwise. */
+int orch__bundle_valid(const json_t *b, char *why, size_t cap);
+/* The bundle b (valid) as kept: text/plain cut at ORCH_OUT_CHARS; its rich parts only when they
+ * fit ORCH_BUNDLE_BYTES and *budget (which they then take from).  What was left out is said in
+ * notes (an array; NULL: not said), naming the bundle `what`.  New reference; NULL when out of
+ * memory. */
+json_t *orch__bundle_keep(const json_t *b, size_t *budget, const char *what, json_t *notes);
+
 /* events.c */
-/* One event of a chat's log, as its listeners receive it (borrowed for the call). */
+/* One event of a chat's log, as its listeners receive it (borrowed for the call); seq 0: a live
+ * event, not in the log (orch__event_publish). */
 struct orch_event {
   int64_t seq;
   const char *type;
@@ -458,6 +652,9 @@ void orch__chat_unlisten(struct orch_listener *l); /* safe when not listening */
 /* Appends an event to the chat's log (durable) then hands it to every listener of the chat.
  * payload is stolen. */
 int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
+/* Hands a live event (data: JSON text, borrowed) to every listener of the chat at once, with seq
+ * 0; nothing is logged. */
+void orch__event_publish(struct orch_chat *c, const char *type, const char *data, size_t len);
 
 /* json.c */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
@@ -467,7 +664,7 @@ const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len
 /* The `run` event's payload (new reference), its manifest from m (NULL: mounts and left_out []). */
 json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char *page_id,
                             const char *code, const char *origin, int timeout_s, int attempt,
-                            const struct orch_manifest *m, int pypi);
+                            const struct orch_manifest *m, int pypi, const struct orch_runtime *rt);
 json_t *orch__file_json(const struct store_file *f, int exec_on);
 /* The length in bytes (1 to 4) of the character at s, of the len bytes left (> 0) of a UTF-8
  * string jansson made or checked (json_string_value), and its code point in *cp (may be NULL).
@@ -531,6 +728,7 @@ void orch__routes_files(struct orch *o);
 void orch__routes_runs(struct orch *o);
 void orch__routes_events(struct orch *o);
 void orch__routes_page(struct orch *o);
+void orch__routes_run_events(struct orch *o);
 void orch__routes_health(struct orch *o);
 void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);

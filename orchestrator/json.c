@@ -1,6 +1,6 @@
-/* json.c -- the JSON shapes of the API, over jansson: the run object (exactly the fields DESIGN
- * lists), the file object and the `run` event a page is dispatched; and the one walker of the UTF-8
- * text jansson hands us.  References: functions named *_json return a NEW reference.
+/* json.c -- the JSON shapes of the API, over jansson: the run object (the fields DESIGN lists,
+ * value and displays included), the file object and the `run` event a page is dispatched; and the
+ * one walker of the UTF-8 text jansson hands us.  References: functions named *_json return a NEW reference.
  * What it does not do: parse request bodies (the handlers do, field by field, with 400s).
  */
 #include "internal.h"
@@ -129,6 +129,12 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "restarted", json_boolean(r->restarted));
   json_t *rem = parse_text(r->remounted_json);
   json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
+  json_t *value = parse_text(r->value_json);
+  json_object_set_new(j, "value",
+                      json_is_object(value) ? value : (json_decref(value), json_null()));
+  json_t *shown = parse_text(r->displays_json);
+  json_object_set_new(j, "displays",
+                      json_is_array(shown) ? shown : (json_decref(shown), json_array()));
   json_object_set_new(j, "attempts", json_integer(r->attempts));
   json_object_set_new(j, "created_at", ms_or_null(r->created_at));
   json_object_set_new(j, "started_at", ms_or_null(r->started_at));
@@ -152,12 +158,14 @@ const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len
 }
 
 /* The `run` event's payload: {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts,
- * left_out, limits, pypi}, the manifest's entries {name, file_id, version, sha256, size, url} and
- * {name, reason} (m NULL: both []).  A string that is not UTF-8 (json_string refuses it) leaves its
- * field out. */
+ * left_out, limits, pypi, heartbeat_ms}, the manifest's entries {name, file_id, version, sha256,
+ * size, url} and {name, reason} (m NULL: both []), the limits {out_chars, files_listed, figures,
+ * file_load_bytes, displays, input_wait_s}.  A string that is not UTF-8 (json_string refuses it)
+ * leaves its field out. */
 json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char *page_id,
                             const char *code, const char *origin, int timeout_s, int attempt,
-                            const struct orch_manifest *m, int pypi) {
+                            const struct orch_manifest *m, int pypi,
+                            const struct orch_runtime *rt) {
   json_t *mounts = json_array(), *left = json_array();
   for (size_t i = 0; m && i < m->n_mounts; i++) {
     const struct store_file *f = m->mounts[i].file;
@@ -189,9 +197,11 @@ json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char 
   json_object_set_new(j, "mounts", mounts);
   json_object_set_new(j, "left_out", left);
   json_object_set_new(j, "limits",
-                      json_pack("{s:i, s:i, s:i, s:I}", "out_chars", ORCH_OUT_CHARS, "files_listed",
-                                ORCH_FILES_LISTED, "figures", ORCH_FIGURES, "file_load_bytes",
-                                (json_int_t)ORCH_UPLOAD_MAX));
+                      json_pack("{s:i, s:i, s:i, s:I, s:i, s:i}", "out_chars", ORCH_OUT_CHARS,
+                                "files_listed", ORCH_FILES_LISTED, "figures", ORCH_FIGURES,
+                                "file_load_bytes", (json_int_t)ORCH_UPLOAD_MAX, "displays",
+                                ORCH_DISPLAYS, "input_wait_s", rt->input_wait_s));
   json_object_set_new(j, "pypi", json_boolean(pypi));
+  json_object_set_new(j, "heartbeat_ms", json_integer((json_int_t)rt->page_heartbeat_ms));
   return j;
 }

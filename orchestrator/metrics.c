@@ -52,7 +52,7 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       (unsigned long long)cum, m->dur_sum_s, (unsigned long long)m->dur_count);
   /* gauges from live objects */
   uint64_t by_state[ORCH_RUN__COUNT] = {0}, pages_visible = 0, pages_hidden = 0, pages_grace = 0,
-           streams = 0;
+           pages_silent = 0, streams = 0;
   size_t i = 0;
   const char *k;
   void *v;
@@ -67,6 +67,7 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       pages_visible += p->state == ORCH_PAGE_VISIBLE;
       pages_hidden += p->state == ORCH_PAGE_HIDDEN;
       pages_grace += p->state == ORCH_PAGE_GRACE;
+      pages_silent += p->state == ORCH_PAGE_SILENT;
     }
     SBX_LIST_FOREACH(it, &c->listeners) streams++; /* each listener is an event stream */
   }
@@ -83,10 +84,35 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
   rc |= sbx_buf_appendf(out,
                         "# HELP cerea_pages Attached pages by state.\n# TYPE cerea_pages gauge\n"
                         "cerea_pages{state=\"visible\"} %llu\ncerea_pages{state=\"hidden\"} %llu\n"
-                        "cerea_pages{state=\"grace\"} %llu\n"
+                        "cerea_pages{state=\"grace\"} %llu\ncerea_pages{state=\"silent\"} %llu\n"
                         "# TYPE cerea_event_streams gauge\ncerea_event_streams %llu\n",
                         (unsigned long long)pages_visible, (unsigned long long)pages_hidden,
-                        (unsigned long long)pages_grace, (unsigned long long)streams);
+                        (unsigned long long)pages_grace, (unsigned long long)pages_silent,
+                        (unsigned long long)streams);
+  rc |= sbx_buf_appendf(
+      out,
+      "# HELP cerea_pages_silent_total Pages that held a run and showed no sign of life for "
+      "PAGE_SILENT_MS.\n"
+      "# TYPE cerea_pages_silent_total counter\ncerea_pages_silent_total %llu\n"
+      "# HELP cerea_runs_paused_by_silence_total Runs paused because their page went silent.\n"
+      "# TYPE cerea_runs_paused_by_silence_total counter\ncerea_runs_paused_by_silence_total %llu\n"
+      "# HELP cerea_output_calls_total Output calls taken from pages (live output).\n"
+      "# TYPE cerea_output_calls_total counter\ncerea_output_calls_total %llu\n"
+      "# HELP cerea_live_events_sent_total Live events (output, display, input_request) written to "
+      "chat event streams.\n"
+      "# TYPE cerea_live_events_sent_total counter\ncerea_live_events_sent_total %llu\n"
+      "# TYPE cerea_inputs_given_total counter\ncerea_inputs_given_total %llu\n"
+      "# HELP cerea_uploads_refused_busy_total Uploads refused because their chat had "
+      "ORCH_CHAT_UPLOADS arriving.\n"
+      "# TYPE cerea_uploads_refused_busy_total counter\ncerea_uploads_refused_busy_total %llu\n"
+      "# HELP cerea_output_files_over_quota_total Output files not kept: over "
+      "CHAT_OUTPUT_QUOTA_MB.\n"
+      "# TYPE cerea_output_files_over_quota_total counter\n"
+      "cerea_output_files_over_quota_total %llu\n",
+      (unsigned long long)m->pages_silent, (unsigned long long)m->paused_by_silence,
+      (unsigned long long)m->output_calls, (unsigned long long)m->live_events_sent,
+      (unsigned long long)m->inputs_given, (unsigned long long)m->uploads_refused_busy,
+      (unsigned long long)m->output_files_over_quota);
   rc |= sbx_buf_appendf(
       out,
       "# HELP cerea_bytes_stored Bytes in the blob store.\n"

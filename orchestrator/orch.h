@@ -34,6 +34,12 @@ struct orch_config {
   uint64_t cancel_grace_ms;      /* CODE_CANCEL_GRACE_MS: a cancelled running run, default 5000 */
   int pypi_disabled;             /* CHAT_PYODIDE_PYPI_DISABLED: true|false, default false */
   int retention_days;            /* ARTIFACT_RETENTION_DAYS: 1..36500, default 30 */
+  int input_wait_s;              /* CODE_INPUT_WAIT_S: input() waits, 1..86400, default 300 */
+  uint64_t page_heartbeat_ms;    /* PAGE_HEARTBEAT_MS: a page's sign of life, default 2000 */
+  uint64_t page_silent_ms;       /* PAGE_SILENT_MS: silent this long: as hidden, default 6000
+                                    (0: never) */
+  uint64_t output_quota_mb;      /* CHAT_OUTPUT_QUOTA_MB: stored output per chat, default 500
+                                    (0: none) */
   char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */
   size_t n_listen;
   char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */

@@ -12,23 +12,37 @@
  * does not own the stream (api_events.c does).  The kernel state is a reported fact, not a life
  * this file drives.
  *
+ * Liveness: a page's JavaScript can be frozen (a phone in the background) without a word reaching
+ * the server, and the browser still answers the transport's pings; so every page call counts as a
+ * sign of life (orch__page_alive), and a page holding a run sends one every PAGE_HEARTBEAT_MS.  A
+ * VISIBLE page that holds a run and is silent for PAGE_SILENT_MS becomes SILENT
+ * (orch__page_check_silent, from the chat's cron tick): it counts as hidden, so its run is paused;
+ * its next sign of life makes it VISIBLE again (and the most recently visible page).
+ *
  *            attach(visible)                 presence(hidden)
- *   NEW ─────────────────────▶ VISIBLE ◀───────────────────────▶ HIDDEN
- *    └─ attach(hidden) ─────────────────────────────────────────▶  │
- *                               │  ▲ attach (same page id,           │
- *                stream dropped │  │ within the grace)               │ stream dropped
- *                               ▼  │                                 ▼
- *                              GRACE ◀───────────────────────────────┘
+ *   NEW ─────────────────────▶ VISIBLE ◀───────────────────────▶ HIDDEN ◀──┐
+ *    └─ attach(hidden) ──────────│─▲─────────────────────────────▶  │      │
+ *         silent for             │ │ a sign of life                 │      │ presence(hidden)
+ *         PAGE_SILENT_MS         ▼ │ (any page call)                │      │
+ *         while holding a run  SILENT ────────────────────────────────────┘
+ *                               │                                   │
+ *                stream dropped │ (from VISIBLE, HIDDEN or SILENT)  │ stream dropped
+ *                               ▼                                   ▼
+ *                              GRACE ◀──────────────────────────────┘
+ *                               │  └─▶ VISIBLE/HIDDEN: attach (the same page id, within the grace)
  *                               │ PAGE_GRACE_MS over
  *                               ▼
  *                              GONE (final; the object is freed)
  *
- *   from             to               step
- *   NEW, GRACE       VISIBLE/HIDDEN   orch__page_attach
- *   VISIBLE/HIDDEN   HIDDEN/VISIBLE   orch__page_presence (a report of the same state changes nothing)
- *   VISIBLE, HIDDEN  GRACE            orch__page_drop
- *   GRACE            GONE             orch__page_tick (deadline passed)
- *   VISIBLE, HIDDEN  VISIBLE/HIDDEN   orch__page_attach (a second stream replaces the first)
+ *   from                     to               step
+ *   NEW, GRACE               VISIBLE/HIDDEN   orch__page_attach
+ *   VISIBLE/HIDDEN           HIDDEN/VISIBLE   orch__page_presence (a report of the same state changes nothing)
+ *   VISIBLE                  SILENT           orch__page_check_silent (holding a run, silent too long)
+ *   SILENT                   VISIBLE          orch__page_alive (any page call), orch__page_presence(visible)
+ *   SILENT                   HIDDEN           orch__page_presence(hidden)
+ *   VISIBLE, HIDDEN, SILENT  GRACE            orch__page_drop
+ *   GRACE                    GONE             orch__page_tick (deadline passed)
+ *   VISIBLE, HIDDEN, SILENT  VISIBLE/HIDDEN   orch__page_attach (a second stream replaces the first)
  */
 #include "internal.h"
 
@@ -38,16 +52,17 @@
 #include "fsm.h"
 
 #define B(s) SBX_FSM_BIT(s)
-static const char *const page_state_names[ORCH_PAGE__COUNT] = {"new", "visible", "hidden", "grace",
-                                                               "gone"};
+static const char *const page_state_names[ORCH_PAGE__COUNT] = {"new",    "visible", "hidden",
+                                                               "silent", "grace",   "gone"};
 /* from[to]: the states `to` may be entered from (a report of the same state is a step too). */
 static const uint32_t from[ORCH_PAGE__COUNT] = {
     [ORCH_PAGE_NEW] = 0,
-    [ORCH_PAGE_VISIBLE] =
-        B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
-    [ORCH_PAGE_HIDDEN] =
-        B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
-    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_VISIBLE] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_SILENT) |
+                          B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_VISIBLE),
+    [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_SILENT) |
+                         B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
+    [ORCH_PAGE_SILENT] = B(ORCH_PAGE_VISIBLE),
+    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_SILENT),
     [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
 };
 #undef B
@@ -60,6 +75,8 @@ static int page_invariant(const void *obj, unsigned state) {
     return p->visible == 1 && p->grace_deadline_ms == 0;
   case ORCH_PAGE_HIDDEN:
     return p->visible == 0 && p->grace_deadline_ms == 0;
+  case ORCH_PAGE_SILENT: /* it said visible last; it said nothing since */
+    return p->visible == 1 && p->grace_deadline_ms == 0;
   case ORCH_PAGE_GRACE:
     return p->grace_deadline_ms != 0;
   default:
@@ -117,24 +134,48 @@ static int become(struct orch_page *p, int visible, uint64_t *counter) {
   return 0;
 }
 
+/* VISIBLE, HIDDEN or SILENT: attached to its stream. */
+static int attached(const struct orch_page *p) {
+  return p->state == ORCH_PAGE_VISIBLE || p->state == ORCH_PAGE_HIDDEN ||
+         p->state == ORCH_PAGE_SILENT;
+}
+
 int orch__page_attach(struct orch_page *p, int visible, uint64_t *counter) {
   if (p->state == ORCH_PAGE_GONE)
     return SBX_ESTATE;
+  p->life_ms = sbx_now_mono_ms();
   return become(p, visible, counter);
 }
 
 int orch__page_presence(struct orch_page *p, int visible, uint64_t *counter) {
+  p->life_ms = sbx_now_mono_ms();
   if (p->state == ORCH_PAGE_GRACE) {
     p->visible = visible ? 1 : 0; /* remembered for the reconnect */
     return 0;
   }
-  if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
+  if (!attached(p))
     return SBX_ESTATE;
   return become(p, visible, counter);
 }
 
+int orch__page_alive(struct orch_page *p, uint64_t *counter) {
+  p->life_ms = sbx_now_mono_ms();
+  if (p->state != ORCH_PAGE_SILENT)
+    return 0;
+  return become(p, 1, counter) == 0;
+}
+
+int orch__page_check_silent(struct orch_page *p, uint64_t since_ms, uint64_t silent_ms) {
+  uint64_t last = SBX_MAX(p->life_ms, since_ms);
+  if (p->state != ORCH_PAGE_VISIBLE || silent_ms == 0 || sbx_now_mono_ms() - last < silent_ms)
+    return 0;
+  int rc = page_set_state(p, ORCH_PAGE_SILENT);
+  page_check(p);
+  return rc == 0;
+}
+
 int orch__page_drop(struct orch_page *p, uint64_t grace_ms) {
-  if (p->state != ORCH_PAGE_VISIBLE && p->state != ORCH_PAGE_HIDDEN)
+  if (!attached(p))
     return SBX_ESTATE;
   int rc = page_set_state(p, ORCH_PAGE_GRACE);
   if (rc != 0)

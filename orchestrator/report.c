@@ -1,5 +1,11 @@
 /* report.c -- what a page reports about the attempt it was sent, as the run's life takes it: the
- * attempt started, an output file was uploaded, the result.
+ * attempt started, its output as it goes (and that Python waits in input()), an output file was
+ * uploaded, the result.
+ *
+ * Output while it runs (orch__run_report_output) is held with the run by live.c and published as
+ * the run's events; a call without input_request while the run waits for input means input() is
+ * over on the page (it gave up after CODE_INPUT_WAIT_S): the run runs again, its watchdog with the
+ * time it had left.
  *
  * Output files are kept with the attempt that uploaded them (struct orch_upload: the content in a
  * store stage, a temp file hashed as it came) until its result; an earlier attempt's files never
@@ -8,7 +14,11 @@
  * its name, source output, kind file|figure, expiring after the retention; the stage handed to
  * store_file_add_staged), then records the run's files in order and ends the run (chat.c's
  * settle).  A file whose store failed must be uploaded again before the result is retried (its
- * stage went with the failed write); one stored by an earlier try of the result is kept.
+ * stage went with the failed write); one stored by an earlier try of the result is kept.  A file
+ * that would take the chat's stored output files past CHAT_OUTPUT_QUOTA_MB is not stored: the run
+ * is, without it, and a note says so.  The result's `value` and `displays` are kept as bundle.c
+ * bounds them; a result that leaves out stdout, stderr or displays keeps what was held for the
+ * attempt (live.c).
  *
  * What it does not do: read requests or check their fields (api_page.c does, then calls here),
  * or decide what a status means for the kernel (the page already replaced it).
@@ -30,6 +40,35 @@ int orch__run_report_started(struct orch *o, struct orch_run *run, int attempt) 
     orch__run_persist(o, run);
   }
   return rc;
+}
+
+/* ---- output as it goes -------------------------------------------------------------------- */
+
+int orch__run_report_output(struct orch *o, struct orch_run *run, const struct orch_output *out) {
+  if (out->attempt != run->attempts)
+    return SBX_ECONFLICT;
+  if (!orch__run_on_page(run))
+    return run->state == ORCH_RUN_FINISHING ? 0 : SBX_ECONFLICT; /* overtaken by its result */
+  o->m.output_calls++;
+  if (run->state == ORCH_RUN_DISPATCHED) /* it prints: Python started */
+    orch__run_report_started(o, run, out->attempt);
+  orch__live_chunks(run, out->chunks, out->n_chunks);
+  for (size_t i = 0; i < out->n_displays; i++)
+    if (orch__live_display(run, out->display_index[i], out->displays[i]) != 0)
+      return SBX_ENOMEM;
+  if (out->prompt != NULL && run->state == ORCH_RUN_RUNNING) {
+    uint64_t wait_ms = (uint64_t)o->rt.input_wait_s * 1000;
+    if (orch__run_wait_input(run, out->attempt, wait_ms, o->rt.watchdog_grace_ms) == 0) {
+      orch__run_persist(o, run); /* `state` waiting_input, then the request */
+      if (orch__live_ask(run, out->prompt) != 0)
+        return SBX_ENOMEM;
+    }
+  } else if (out->prompt == NULL && run->state == ORCH_RUN_WAITING_INPUT) {
+    orch__run_input_over(run); /* the page's input() ended without an answer */
+    orch__live_asked_over(run);
+    orch__run_persist(o, run);
+  }
+  return 0;
 }
 
 /* ---- output files ------------------------------------------------------------------------- */
@@ -109,7 +148,8 @@ struct result_job {
   struct orch *o;
   struct orch_run *run;
   enum orch_run_status status;
-  char *out, *err, *error_json, *notes_json, *remounted_json;
+  char *out, *err, *error_json, *remounted_json, *value_json, *displays_json;
+  json_t *notes; /* the page's and the orchestrator's, in order */
   int out_cut, err_cut, restarted, files_unlisted, figures_dropped;
   struct orch_upload **files; /* in the order listed */
   const char **kinds;         /* static "file" | "figure" */
@@ -125,12 +165,51 @@ struct result_job {
   } * cbs;
 };
 
+static void job_free(struct result_job *j);
+
+/* The result's displays and value as kept (bundle.c's bounds; what is left out noted), or, when
+ * it lists no displays, the ones held for its attempt.  0 or SBX_ENOMEM. */
+static int keep_shown(struct result_job *j, struct orch_run *run, const struct orch_result *res) {
+  size_t budget = ORCH_SHOWN_BYTES;
+  json_t *displays = NULL;
+  if (res->displays != NULL) {
+    if ((displays = json_array()) == NULL)
+      return SBX_ENOMEM;
+    for (size_t i = 0; i < json_array_size(res->displays) && i < ORCH_DISPLAYS; i++) {
+      char what[32];
+      snprintf(what, sizeof(what), "display %zu", i + 1);
+      json_t *b = orch__bundle_keep(json_array_get(res->displays, i), &budget, what, j->notes);
+      if (b == NULL || json_array_append_new(displays, b) != 0) {
+        json_decref(displays);
+        return SBX_ENOMEM;
+      }
+    }
+  } else if (run->live.attempt == res->attempt && orch__live_displays(run) > 0) {
+    displays = json_incref(run->live.displays);
+    budget -= run->live.shown_bytes;
+    json_array_extend(j->notes, run->live.notes);
+  }
+  if (displays != NULL && json_array_size(displays) > 0)
+    j->displays_json = orch__json_dump(displays, NULL);
+  int oom = displays != NULL && json_array_size(displays) > 0 && j->displays_json == NULL;
+  json_decref(displays);
+  if (res->value != NULL && !oom) {
+    json_t *v = orch__bundle_keep(res->value, &budget, "the value", j->notes);
+    j->value_json = v ? orch__json_dump(v, NULL) : NULL;
+    oom = j->value_json == NULL;
+    json_decref(v);
+  }
+  return oom ? SBX_ENOMEM : 0;
+}
+
 static void job_free(struct result_job *j) {
   sbx_free(j->out);
   sbx_free(j->err);
   sbx_free(j->error_json);
-  sbx_free(j->notes_json);
+  json_decref(j->notes);
   sbx_free(j->remounted_json);
+  sbx_free(j->value_json);
+  sbx_free(j->displays_json);
   sbx_free(j->files);
   sbx_free(j->kinds);
   sbx_free(j->cbs);
@@ -149,9 +228,12 @@ static void commit(struct result_job *j) {
   struct orch *o = j->o;
   struct orch_run *run = j->run;
   struct store_run *r = &run->rec;
-  char **parts[] = {&r->stdout_text, &r->stderr_text, &r->error_json, &r->notes_json,
-                    &r->remounted_json};
-  char **mine[] = {&j->out, &j->err, &j->error_json, &j->notes_json, &j->remounted_json};
+  sbx_free(r->notes_json);
+  r->notes_json = json_array_size(j->notes) > 0 ? orch__json_dump(j->notes, NULL) : NULL;
+  char **parts[] = {&r->stdout_text,    &r->stderr_text, &r->error_json,
+                    &r->remounted_json, &r->value_json,  &r->displays_json};
+  char **mine[] = {&j->out,        &j->err,          &j->error_json, &j->remounted_json,
+                   &j->value_json, &j->displays_json};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(parts); i++) {
     sbx_free(*parts[i]);
     *parts[i] = *mine[i]; /* taken */
@@ -170,12 +252,14 @@ static void commit(struct result_job *j) {
     r->started_at = sbx_now_wall_ms();
   r->finished_at = sbx_now_wall_ms();
   orch__run_finish(run, j->status);
-  run->files_recorded = (int)j->n_files;
+  int kept = 0;
   for (size_t i = 0; i < j->n_files; i++)
-    store_run_file_put(o->st, run->id, (int)i, j->files[i]->file_id, on_run_file_put, NULL);
+    if (!j->files[i]->over_quota)
+      store_run_file_put(o->st, run->id, kept++, j->files[i]->file_id, on_run_file_put, NULL);
+  run->files_recorded = kept;
   o->m.results_accepted++;
   struct orch_chat *c = run->chat;
-  if (j->n_files > 0 && c) {
+  if (kept > 0 && c) {
     json_t *ev = json_pack("{s:s, s:s}", "chat_id", c->id, "run_id", run->id);
     if (ev != NULL)
       orch__event_emit(c, "files", ev);
@@ -235,12 +319,31 @@ static void store_outputs(struct result_job *j) {
   size_t ne = 0;
   if (store_file_list(o->st, c->id, 0, &existing, &ne) != 0)
     ne = 0;
+  uint64_t quota = o->rt.output_quota_bytes, used = 0;
+  if (quota && store_chat_output_bytes(o->st, c->id, &used) != 0)
+    used = 0; /* (a failed read: the files are stored, as without a quota) */
   int64_t expires = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
   j->pending = 1; /* this loop's own hold: released after it */
   for (size_t i = 0; i < j->n_files; i++) {
     struct orch_upload *u = j->files[i];
+    if (u->stage != NULL && quota && used + u->size > quota) {
+      store_blob_stage_abort(u->stage); /* the run is kept; this file is not */
+      u->stage = NULL;
+      u->over_quota = 1;
+      o->m.output_files_over_quota++;
+    }
+    if (u->over_quota) {
+      char text[STORE_NAME_MAX + 200];
+      snprintf(text, sizeof(text),
+               "%s (%.1f MB) was not kept: the chat's output files would take more than its %llu "
+               "MB (CHAT_OUTPUT_QUOTA_MB)",
+               u->name, (double)u->size / ORCH_MIB, (unsigned long long)(quota / ORCH_MIB));
+      json_array_append_new(j->notes, json_string(text));
+      continue;
+    }
     if (u->stage == NULL)
       continue; /* stored by an earlier try of this result: its file_id stands */
+    used += u->size;
     u->file_id[0] = '\0';
     const char *reason =
         orch__manifest_admit(existing, ne, u->name, STORE_SRC_OUTPUT, j->kinds[i], u->size);
@@ -284,19 +387,22 @@ int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct o
   j->ud = ud;
   j->status = res->status;
   j->n_files = n;
-  j->out = capped_text(res->out, &j->out_cut);
-  j->err = capped_text(res->err, &j->err_cut);
-  j->out_cut |= res->out_cut;
-  j->err_cut |= res->err_cut;
+  const struct orch_held *held = run->live.attempt == res->attempt ? run->live.out : NULL;
+  j->out =
+      capped_text(res->out_given || !held ? res->out : held[ORCH_STDOUT].text.data, &j->out_cut);
+  j->err =
+      capped_text(res->err_given || !held ? res->err : held[ORCH_STDERR].text.data, &j->err_cut);
+  j->out_cut |= res->out_given || !held ? res->out_cut : held[ORCH_STDOUT].cut;
+  j->err_cut |= res->err_given || !held ? res->err_cut : held[ORCH_STDERR].cut;
   j->restarted = res->restarted;
   j->files_unlisted = res->files_unlisted;
   j->figures_dropped = res->figures_dropped;
   j->error_json = dump_part(res->error);
-  j->notes_json = dump_part(res->notes);
   j->remounted_json = dump_part(res->remounted);
+  j->notes = dump_wanted(res->notes) ? json_deep_copy(res->notes) : json_array();
   if (j->out == NULL || j->err == NULL || (dump_wanted(res->error) && !j->error_json) ||
-      (dump_wanted(res->notes) && !j->notes_json) ||
-      (dump_wanted(res->remounted) && !j->remounted_json))
+      (dump_wanted(res->remounted) && !j->remounted_json) || j->notes == NULL ||
+      keep_shown(j, run, res) != 0)
     goto oom;
   for (size_t i = 0; i < n; i++) {
     j->files[i] = res->files[i];

@@ -13,36 +13,46 @@
  * What it does not do: no I/O.  It does not persist, emit events or pick pages; the chat scheduler
  * (chat.c) calls a step, then persists the run and tells pages what changed.
  *
- *                     dispatch (attempt+1)           started(attempt)
- *   create ─▶ QUEUED ─────────────────────▶ DISPATCHED ───────────────▶ RUNNING
- *               │  │  no visible page          │  ▲  ▲   page hidden/gone   │  ▲
- *               │  └──────────────▶ PAUSED ◀───┘  │  └──────────────────────┘  │
- *               │                    │  └─────────┘ page active again:          │
- *               │                    │              new attempt                 │
- *               │ rejected/cancel    │ wait over: abandoned / cancel            │
- *               │                    │      result ┌───────────┐ result         │
- *               │                    │   (from D) ─▶ FINISHING ◀─ (from R) ──────┘
- *               ▼                    ▼             └─────┬─────┘ outputs not stored: back to D/R
- *             DONE ◀─────────────────────────────────────┘ outputs stored
- *               ▲
- *               └── cancel grace, watchdog: from DISPATCHED or RUNNING
+ *                  dispatch (attempt+1)       started(attempt)          input()
+ *   create ─▶ QUEUED ─────────────▶ DISPATCHED ──────────────▶ RUNNING ──────────▶ WAITING_INPUT
+ *               │  │                  │    ▲                    │  ▲ ◀───────────────┘   │
+ *               │  │ no visible page  │    │ a page active      │  │  input given,       │
+ *               │  ▼                  ▼    │ again: new attempt │  │  or ended           │
+ *               │  └──────────────▶ PAUSED ┘ ◀──────────────────┘  │                     │
+ *               │                    │  ▲   page hidden, silent or gone (from D, R, W)  │
+ *               │                    │  └───────────────────────────────────────────────┘
+ *               │ rejected/cancel    │ wait over: abandoned / cancel
+ *               │                    │              result ┌───────────┐ result (from R, and
+ *               │                    │          (from D) ──▶ FINISHING ◀── from W through R)
+ *               ▼                    ▼                     └─────┬─────┘ outputs not stored:
+ *             DONE ◀─────────────────────────────────────────────┘       back to D/R
+ *               ▲                                  outputs stored
+ *               └── cancel grace, watchdog: from DISPATCHED, RUNNING or WAITING_INPUT
  *
- *   from        to          step                       when
- *   QUEUED      DISPATCHED  orch__run_dispatch         head of its chat's queue, a page is active
- *   QUEUED      PAUSED      orch__run_pause            head of the queue, no page visible
- *   QUEUED      DONE        orch__run_finish           rejected (execution off), cancelled
- *   DISPATCHED  RUNNING     orch__run_started          page reports start of the current attempt
- *   DISPATCHED  PAUSED      orch__run_pause            its page went hidden or gone
- *   DISPATCHED  FINISHING   orch__run_take_result      a result for the current attempt
- *   DISPATCHED  DONE        orch__run_finish           cancel grace, watchdog
- *   RUNNING     PAUSED      orch__run_pause            its page went hidden or gone
- *   RUNNING     FINISHING   orch__run_take_result      a result for the current attempt
- *   RUNNING     DONE        orch__run_finish           cancel grace, watchdog
- *   PAUSED      DISPATCHED  orch__run_dispatch         a page of the chat is active again
- *   PAUSED      DONE        orch__run_finish           wait over (abandoned), cancelled
- *   FINISHING   DONE        orch__run_finish           the result's output files are stored
- *   FINISHING   DISPATCHED, orch__run_result_failed    an output file could not be stored: the
- *               RUNNING                                run goes on as before (the page may retry)
+ *   from           to             step                       when
+ *   QUEUED         DISPATCHED     orch__run_dispatch         head of its chat's queue, a page is active
+ *   QUEUED         PAUSED         orch__run_pause            head of the queue, no page visible
+ *   QUEUED         DONE           orch__run_finish           rejected (execution off), cancelled
+ *   DISPATCHED     RUNNING        orch__run_started          page reports start of the current attempt
+ *   DISPATCHED     PAUSED         orch__run_pause            its page went hidden, silent or gone
+ *   DISPATCHED     FINISHING      orch__run_take_result      a result for the current attempt
+ *   DISPATCHED     DONE           orch__run_finish           cancel grace, watchdog
+ *   RUNNING        WAITING_INPUT  orch__run_wait_input       Python called input() (the page says so)
+ *   RUNNING        PAUSED         orch__run_pause            its page went hidden, silent or gone
+ *   RUNNING        FINISHING      orch__run_take_result      a result for the current attempt
+ *   RUNNING        DONE           orch__run_finish           cancel grace, watchdog
+ *   WAITING_INPUT  RUNNING        orch__run_input_over       input given; the page says input() ended
+ *                                                            (EOF); CODE_INPUT_WAIT_S plus the grace
+ *                                                            passed without word (orch__run_tick);
+ *                                                            a result (orch__run_take_result, on its
+ *                                                            way to FINISHING)
+ *   WAITING_INPUT  PAUSED         orch__run_pause            its page went hidden, silent or gone
+ *   WAITING_INPUT  DONE           orch__run_finish           cancel grace
+ *   PAUSED         DISPATCHED     orch__run_dispatch         a page of the chat is active again
+ *   PAUSED         DONE           orch__run_finish           wait over (abandoned), cancelled
+ *   FINISHING      DONE           orch__run_finish           the result's output files are stored
+ *   FINISHING      DISPATCHED,    orch__run_result_failed    an output file could not be stored: the
+ *                  RUNNING                                   run goes on as before (the page may retry)
  *
  * FINISHING is the time a result's output files take to be stored: nothing pauses, cancels or
  * times out a run then, and another result is told apart by its hash (finishing_hash).  It is the
@@ -50,9 +60,13 @@
  *
  * Deadlines, by state: PAUSED -> pause wait (CODE_PAUSED_WAIT_MS) then abandoned;
  * DISPATCHED/RUNNING -> watchdog (timeout_s + grace) then timeout and the page is told to restart
- * its kernel; cancel requested -> cancel grace then cancelled.  The watchdog and the cancel
- * deadline last through FINISHING (they do not fire there) and are cleared on entering any other
- * state; the pause wait is cleared on leaving PAUSED.  In server mode a run that waits for
+ * its kernel; WAITING_INPUT -> the watchdog stops (time waiting for a person is not the code's:
+ * what it had left is kept in watch_left_ms and re-armed when input() is over) and the input wait
+ * runs instead (CODE_INPUT_WAIT_S plus the watchdog's grace: the page's kernel gave up at
+ * CODE_INPUT_WAIT_S, so input() is taken as over); cancel requested -> cancel grace then cancelled.
+ * The watchdog and the cancel deadline last through FINISHING (they do not fire there), the cancel
+ * deadline through WAITING_INPUT too, and both are cleared on entering QUEUED, PAUSED or DONE; the
+ * pause wait is cleared on leaving PAUSED, the input wait on leaving WAITING_INPUT.  In server mode a run that waits for
  * capacity, not for a person, has its pause wait or its dispatch watchdog started again
  * (orch__run_hold: no transition).  A result whose attempt is not the current
  * one is refused (SBX_ECONFLICT -> 409): a re-dispatched run's stale result cannot win.
@@ -65,17 +79,19 @@
 #include "fsm.h"
 
 #define B(s) SBX_FSM_BIT(s)
-static const char *const state_names[ORCH_RUN__COUNT] = {"queued", "dispatched", "running",
-                                                         "paused", "finishing",  "done"};
+static const char *const state_names[ORCH_RUN__COUNT] = {
+    "queued", "dispatched", "running", "waiting_input", "paused", "finishing", "done"};
 /* from[to]: the states `to` may be entered from. */
 static const uint32_t from[ORCH_RUN__COUNT] = {
     [ORCH_RUN_QUEUED] = 0, /* only the initial state */
     [ORCH_RUN_DISPATCHED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
-    [ORCH_RUN_RUNNING] = B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_FINISHING),
-    [ORCH_RUN_PAUSED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING),
+    [ORCH_RUN_RUNNING] = B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_FINISHING) | B(ORCH_RUN_WAITING_INPUT),
+    [ORCH_RUN_WAITING_INPUT] = B(ORCH_RUN_RUNNING),
+    [ORCH_RUN_PAUSED] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING) |
+                        B(ORCH_RUN_WAITING_INPUT),
     [ORCH_RUN_FINISHING] = B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING),
     [ORCH_RUN_DONE] = B(ORCH_RUN_QUEUED) | B(ORCH_RUN_DISPATCHED) | B(ORCH_RUN_RUNNING) |
-                      B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
+                      B(ORCH_RUN_WAITING_INPUT) | B(ORCH_RUN_PAUSED) | B(ORCH_RUN_FINISHING),
 };
 #undef B
 
@@ -86,10 +102,14 @@ static int run_invariant(const void *obj, unsigned state) {
   int running = state == ORCH_RUN_DISPATCHED || state == ORCH_RUN_RUNNING;
   if ((state == ORCH_RUN_DONE) != (r->status != ORCH_RUN_STATUS_NONE))
     return 0;
+  if ((state == ORCH_RUN_WAITING_INPUT) != (r->input_deadline_ms != 0))
+    return 0;
   switch (state) {
   case ORCH_RUN_QUEUED:
   case ORCH_RUN_PAUSED:
     return !has_page && r->watchdog_deadline_ms == 0 && r->cancel_deadline_ms == 0;
+  case ORCH_RUN_WAITING_INPUT:
+    return has_page && r->attempts > 0 && r->watchdog_deadline_ms == 0;
   case ORCH_RUN_FINISHING:
     return has_page && r->attempts > 0 &&
            (r->resume_state == ORCH_RUN_DISPATCHED || r->resume_state == ORCH_RUN_RUNNING);
@@ -110,10 +130,11 @@ static int run_set_state_(struct orch_run *run, enum orch_run_state to, const ch
   int rc = sbx_fsm_step(&run_fsm, run->state, to, run->id, file, line);
   if (rc != 0)
     return rc;
-  int keeps_watch = to == ORCH_RUN_DISPATCHED || to == ORCH_RUN_RUNNING || to == ORCH_RUN_FINISHING;
+  int keeps_watch = to != ORCH_RUN_QUEUED && to != ORCH_RUN_PAUSED && to != ORCH_RUN_DONE;
   run->state = to;
   run->state_since_ms = sbx_now_mono_ms();
-  run->wait_deadline_ms = 0; /* set by the step that enters PAUSED */
+  run->wait_deadline_ms = 0;  /* set by the step that enters PAUSED */
+  run->input_deadline_ms = 0; /* set by the step that enters WAITING_INPUT */
   if (!keeps_watch) {
     run->watchdog_deadline_ms = 0;
     run->cancel_deadline_ms = 0;
@@ -161,6 +182,8 @@ int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watch
     return rc;
   run->attempts++;
   snprintf(run->page_id, sizeof(run->page_id), "%s", page_id ? page_id : "");
+  memcpy(run->last_page_id, run->page_id, sizeof(run->last_page_id));
+  run->dispatched_ms = sbx_now_mono_ms();
   /* The page has downloads and a kernel start before Python runs: the watchdog allows the time
    * limit plus a grace from dispatch, and is re-armed when the page reports `started`. */
   run->watchdog_deadline_ms = watchdog_from_now(run, watchdog_grace_ms);
@@ -171,8 +194,9 @@ int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watch
 int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms) {
   if (attempt != run->attempts)
     return SBX_ECONFLICT;
-  if (run->state == ORCH_RUN_RUNNING || run->state == ORCH_RUN_FINISHING)
-    return 0; /* the same report again, or one overtaken by the result */
+  if (run->state == ORCH_RUN_RUNNING || run->state == ORCH_RUN_WAITING_INPUT ||
+      run->state == ORCH_RUN_FINISHING)
+    return 0; /* the same report again, or one overtaken by later reports */
   if (run->state != ORCH_RUN_DISPATCHED)
     return run->state == ORCH_RUN_DONE ? SBX_ECONFLICT : SBX_ESTATE;
   int rc = run_set_state(run, ORCH_RUN_RUNNING);
@@ -198,11 +222,42 @@ int orch__run_hold(struct orch_run *run, uint64_t wait_ms, uint64_t watchdog_gra
   return 0;
 }
 
+int orch__run_wait_input(struct orch_run *run, int attempt, uint64_t input_wait_ms,
+                         uint64_t watchdog_grace_ms) {
+  if (attempt != run->attempts)
+    return SBX_ECONFLICT;
+  if (run->state == ORCH_RUN_WAITING_INPUT)
+    return 0; /* the same request again (a call the page sent twice) */
+  if (run->state != ORCH_RUN_RUNNING)
+    return SBX_ESTATE;
+  uint64_t now = sbx_now_mono_ms();
+  uint64_t left = run->watchdog_deadline_ms > now ? run->watchdog_deadline_ms - now : 0;
+  int rc = run_set_state(run, ORCH_RUN_WAITING_INPUT);
+  if (rc != 0)
+    return rc;
+  run->watch_left_ms = left;
+  run->watchdog_deadline_ms = 0;
+  run->input_deadline_ms = now + input_wait_ms + watchdog_grace_ms;
+  run_check(run);
+  return 0;
+}
+
+int orch__run_input_over(struct orch_run *run) {
+  if (run->state != ORCH_RUN_WAITING_INPUT)
+    return SBX_ESTATE;
+  int rc = run_set_state(run, ORCH_RUN_RUNNING);
+  if (rc != 0)
+    return rc;
+  run->watchdog_deadline_ms = sbx_now_mono_ms() + run->watch_left_ms;
+  run->watch_left_ms = 0;
+  run_check(run);
+  return 0;
+}
+
 int orch__run_pause(struct orch_run *run, uint64_t wait_ms) {
   if (run->state == ORCH_RUN_PAUSED)
     return 0;
-  if (run->state != ORCH_RUN_QUEUED && run->state != ORCH_RUN_DISPATCHED &&
-      run->state != ORCH_RUN_RUNNING)
+  if (run->state != ORCH_RUN_QUEUED && !orch__run_on_page(run))
     return SBX_ESTATE;
   int rc = run_set_state(run, ORCH_RUN_PAUSED);
   if (rc != 0)
@@ -214,9 +269,10 @@ int orch__run_pause(struct orch_run *run, uint64_t wait_ms) {
 }
 
 int orch__run_take_result(struct orch_run *run, int attempt, const char *hash) {
-  if (attempt != run->attempts ||
-      (run->state != ORCH_RUN_DISPATCHED && run->state != ORCH_RUN_RUNNING))
+  if (attempt != run->attempts || !orch__run_on_page(run))
     return SBX_ECONFLICT;
+  if (run->state == ORCH_RUN_WAITING_INPUT && orch__run_input_over(run) != 0)
+    return SBX_ESTATE; /* a result says input() is over: the run finishes from RUNNING */
   enum orch_run_state was = run->state;
   int rc = run_set_state(run, ORCH_RUN_FINISHING);
   if (rc != 0)
@@ -236,6 +292,11 @@ int orch__run_result_failed(struct orch_run *run) {
   run->finishing_hash[0] = '\0';
   run_check(run);
   return 0;
+}
+
+int orch__run_on_page(const struct orch_run *run) {
+  return run->state == ORCH_RUN_DISPATCHED || run->state == ORCH_RUN_RUNNING ||
+         run->state == ORCH_RUN_WAITING_INPUT;
 }
 
 int orch__run_finish(struct orch_run *run, enum orch_run_status status) {
@@ -258,6 +319,7 @@ int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms) {
     return orch__run_finish(run, ORCH_RUN_STATUS_CANCELLED);
   case ORCH_RUN_DISPATCHED:
   case ORCH_RUN_RUNNING:
+  case ORCH_RUN_WAITING_INPUT:
     if (run->cancel_deadline_ms == 0)
       run->cancel_deadline_ms = sbx_now_mono_ms() + grace_ms;
     return SBX_EAGAIN; /* the page is told; the run ends on its answer or after the grace */
@@ -277,9 +339,14 @@ enum orch_run_due orch__run_tick(struct orch_run *run) {
     break;
   case ORCH_RUN_DISPATCHED:
   case ORCH_RUN_RUNNING:
+  case ORCH_RUN_WAITING_INPUT:
     if (run->cancel_deadline_ms && now >= run->cancel_deadline_ms) {
       orch__run_finish(run, ORCH_RUN_STATUS_CANCELLED);
       return ORCH_RUN_DUE_CANCELLED;
+    }
+    if (run->input_deadline_ms && now >= run->input_deadline_ms) {
+      orch__run_input_over(run); /* the page's kernel gave up on input() by now */
+      return ORCH_RUN_DUE_INPUT_OVER;
     }
     if (run->watchdog_deadline_ms && now >= run->watchdog_deadline_ms) {
       /* Started and never answered: it hit the limit.  Never started: the kernel is stuck. */

@@ -3,8 +3,10 @@
  * listens, runs the housekeeping cron, and closes it all in order.
  *
  * The cron (one uv_timer, every ORCH_CRON_MS) is the one place periodic duties live:
- *  - run deadlines: pause wait over -> abandoned, watchdog -> timeout/crashed, cancel grace;
+ *  - run deadlines: pause wait over -> abandoned, watchdog -> timeout/crashed, cancel grace,
+ *    input wait over -> running again;
  *  - page grace over -> the page is gone and what it ran is paused;
+ *  - page silence: a page holding a run and silent for PAGE_SILENT_MS -> its run is paused;
  *  - retention: one bounded sweep step of expired artifacts every ORCH_SWEEP_EVERY_MS;
  *  - event log: one bounded trim step (store_event_trim) every ORCH_SWEEP_EVERY_MS, on every tick
  *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
@@ -207,6 +209,10 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   struct tp_config tc;
   memset(&tc, 0, sizeof(tc));
   tp_limits_default(&tc.limits);
+  /* One event must fit a stream's queue: a `run` with its code (up to 2 MiB) and manifest, a run
+   * stream's `end` with the whole run object (a result of up to 4 MiB).  A stream past it lags
+   * and catches up (api_events.c, api_run_events.c), so this is what a stalled one may hold. */
+  tc.limits.sse_queue_bytes = ORCH_SSE_EVENT_BYTES;
   tc.tls_cert_file = cfg->tls_cert;
   tc.tls_key_file = cfg->tls_key;
   if ((rc = tp_server_new(loop, &tc, &o->tp, err)) != 0)
@@ -218,6 +224,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__routes_runs(o);
   orch__routes_events(o);
   orch__routes_page(o);
+  orch__routes_run_events(o);
   orch__routes_turns(o);
   orch__routes_admin(o);
 

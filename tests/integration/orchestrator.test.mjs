@@ -51,7 +51,8 @@ test('dispatch, started, result; wait_s on create is woken by the result', async
   assert.equal(ev.data.code, 'print(6*7)');
   assert.equal(ev.data.attempt, 1);
   assert.equal(ev.data.timeout_s, 60);
-  assert.deepEqual(ev.data.limits, { out_chars: 8000, files_listed: 200, figures: 20, file_load_bytes: 52428800 });
+  assert.deepEqual(ev.data.limits, { out_chars: 8000, files_listed: 200, figures: 20, file_load_bytes: 52428800, displays: 20, input_wait_s: 300 });
+  assert.equal(ev.data.heartbeat_ms, 2000);
   assert.equal((await page.started(ev.data)).status, 200);
   await sleep(200);
   const res = await page.result(ev.data, { stdout: '42\n' });
@@ -62,7 +63,7 @@ test('dispatch, started, result; wait_s on create is woken by the result', async
   assert.equal(created.json.state, 'done');
   assert.equal(created.json.stdout, '42\n');
   assert.ok(Date.now() - t0 < 5000, 'woken by the result, not by wait_s');
-  for (const k of ['run_id', 'chat_id', 'turn_id', 'origin', 'state', 'status', 'stdout', 'stderr', 'stdout_truncated', 'stderr_truncated', 'error', 'files', 'files_unlisted', 'figures_dropped', 'notes', 'restarted', 'remounted', 'attempts', 'created_at', 'started_at', 'finished_at', 'duration_ms'])
+  for (const k of ['run_id', 'chat_id', 'turn_id', 'origin', 'state', 'status', 'stdout', 'stderr', 'stdout_truncated', 'stderr_truncated', 'error', 'files', 'files_unlisted', 'figures_dropped', 'notes', 'restarted', 'remounted', 'attempts', 'created_at', 'started_at', 'finished_at', 'duration_ms', 'value', 'displays'])
     assert.ok(k in created.json, `run object has ${k}`);
   assert.ok(created.json.duration_ms >= 150);
   // GET with wait_s on a finished run answers at once

@@ -1,8 +1,10 @@
-/* test_chat.c -- the chat scheduler (chat.c, report.c, turn.c) under a fake clock, with a real
- * store in a temporary directory and no HTTP: runs created live and dispatched to the active page
- * (or paused while none can take them), one at a time in creation order; pages hidden, back, or
- * gone after their grace; the pause wait, the watchdog, cancels; results (capped output, output
- * files) and the callbacks of whoever waits for a run's end; a turn's finish.  What the pages
+/* test_chat.c -- the chat scheduler (chat.c, report.c, live.c, turn.c) under a fake clock, with a
+ * real store in a temporary directory and no HTTP: runs created live and dispatched to the active
+ * page (or paused while none can take them), one at a time in creation order; pages hidden, back,
+ * silent, or gone after their grace; the pause wait, the watchdog, cancels; output while a run
+ * goes (held, published, deduplicated, capped) and kept by every ending; input(); results (capped
+ * output, value and displays, output files and the chat's output quota) and the callbacks of
+ * whoever waits for a run's end; the run-event API's watchers; a turn's finish.  What the pages
  * hear is recorded by a listener of the chat (struct recorder), as an event stream would hear it;
  * what is durable is read back from the store. */
 #include "internal.h"
@@ -25,7 +27,7 @@ static uint64_t fake_wall(void *ud) {
 
 /* ---- the chat scheduler's world: a server object with a store, without the transport -------- */
 
-#define MAX_EVENTS 64
+#define MAX_EVENTS 256
 struct recorder { /* a listener of one chat: the events its pages would receive, in order */
   struct orch_listener l;
   size_t n;
@@ -215,7 +217,8 @@ static int attempt_of(json_t *ev) {
 static void result(struct orch_run *run, const char *status, const char *out, struct ended *e) {
   enum orch_run_status st;
   ck_assert_int_eq(orch__run_status_parse(status, &st), 0);
-  struct orch_result res = {.attempt = run->attempts, .hash = "h", .status = st, .out = out};
+  struct orch_result res = {
+      .attempt = run->attempts, .hash = "h", .status = st, .out = out, .out_given = out != NULL};
   memset(e, 0, sizeof(*e));
   ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, e), 0);
 }
@@ -246,6 +249,51 @@ static int result_with(struct orch_run *run, struct orch_upload *u, struct ended
                             .kinds = kinds,
                             .n_files = 1};
   return orch__run_submit_result(w.o, run, &res, on_end, e);
+}
+
+/* The page's heartbeat for ms of the fake clock (a presence every PAGE_HEARTBEAT_MS), the chat's
+ * cron ticking. */
+static void live_for(struct orch_page *p, uint64_t ms) {
+  for (uint64_t t = 0; t < ms;) {
+    uint64_t step = SBX_MIN(w.o->rt.page_heartbeat_ms, ms - t);
+    fake_now += step;
+    t += step;
+    presence(p, 1);
+    orch__chat_tick(w.chat);
+  }
+}
+
+static struct orch_chunk chunk(enum orch_stream s, size_t offset, const char *text) {
+  return (struct orch_chunk){.stream = s, .offset = offset, .text = text, .len = strlen(text)};
+}
+
+/* One output call of the page: chunks, and input()'s prompt (NULL: none in this call). */
+static int output(struct orch_run *run, int attempt, const struct orch_chunk *c, size_t n,
+                  const char *prompt) {
+  struct orch_output out = {.attempt = attempt, .chunks = c, .n_chunks = n, .prompt = prompt};
+  return orch__run_report_output(w.o, run, &out);
+}
+
+static int output_display(struct orch_run *run, size_t index, const json_t *bundle) {
+  const json_t *d[] = {bundle};
+  struct orch_output out = {
+      .attempt = run->attempts, .display_index = &index, .displays = d, .n_displays = 1};
+  return orch__run_report_output(w.o, run, &out);
+}
+
+static const char *held(struct orch_run *run, enum orch_stream s) {
+  return run->live.out[s].text.len ? run->live.out[s].text.data : "";
+}
+
+static size_t count_seq0(const char *type) {
+  size_t n = 0;
+  for (size_t i = 0; i < w.rec.n; i++)
+    n += strcmp(w.rec.type[i], type) == 0 && w.rec.seq[i] == 0;
+  return n;
+}
+
+static const char *str_of(json_t *ev, const char *key) {
+  return json_string_value(json_object_get(ev, key));
 }
 
 /* ---- runs and pages ------------------------------------------------------------------------ */
@@ -360,14 +408,13 @@ END_TEST
 /* Started and silent past its time limit plus the grace: timeout, and the page is told to restart
  * its kernel; never started: crashed. */
 START_TEST(test_watchdog) {
-  attach("pageA", 1);
+  struct orch_page *p = attach("pageA", 1);
   struct created cr;
   struct orch_run *run = create("while True: pass", &cr);
   ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
   struct ended e = {0};
   orch__run_on_end(run, on_end, &e);
-  fake_now += 10000 + w.o->rt.watchdog_grace_ms;
-  orch__chat_tick(w.chat);
+  live_for(p, 10000 + w.o->rt.watchdog_grace_ms); /* its page is alive: the code is stuck */
   drain();
   ck_assert_int_eq(e.called, 1);
   ck_assert_int_eq(e.status, ORCH_RUN_STATUS_TIMEOUT);
@@ -382,8 +429,7 @@ START_TEST(test_watchdog) {
   run = create("x", &cr2); /* the next one, never started */
   ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
   orch__run_on_end(run, on_end, &e);
-  fake_now += 10000 + w.o->rt.watchdog_grace_ms;
-  orch__chat_tick(w.chat);
+  live_for(p, 10000 + w.o->rt.watchdog_grace_ms);
   drain();
   ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CRASHED);
   ck_assert_str_eq(e.error_type, "KernelCrashed");
@@ -522,6 +568,459 @@ START_TEST(test_result_file_refused) {
 }
 END_TEST
 
+/* ---- output while a run goes -------------------------------------------------------------- */
+
+/* Chunks are held and published to the chat's pages as live events (no seq): a repeated or
+ * overlapping chunk is taken from the held length on, never doubled; a gap is not taken (the page
+ * resends from what it is told); characters are code points; the cap holds mid-stream. */
+START_TEST(test_output_live) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("print('hello')", &cr);
+  struct orch_chunk c1[] = {chunk(ORCH_STDOUT, 0, "hello\n")};
+  ck_assert_int_eq(output(run, 1, c1, 1, NULL), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING); /* it prints: Python started */
+  ck_assert_int_ne(run->rec.started_at, 0);
+  ck_assert_str_eq(held(run, ORCH_STDOUT), "hello\n");
+  json_t *ev = last("output");
+  ck_assert_ptr_nonnull(ev);
+  ck_assert_str_eq(str_of(ev, "stream"), "stdout");
+  ck_assert_str_eq(str_of(ev, "text"), "hello\n");
+  ck_assert_int_eq(json_integer_value(json_object_get(ev, "offset")), 0);
+  ck_assert_int_eq(attempt_of(ev), 1);
+  ck_assert_uint_eq(count_seq0("output"), 1); /* live: not in the durable log */
+  struct orch_chunk c2[] = {chunk(ORCH_STDOUT, 0, "hello\n"), chunk(ORCH_STDOUT, 3, "lo\nwörld\n")};
+  ck_assert_int_eq(output(run, 1, c2, 2, NULL), 0);
+  ck_assert_str_eq(held(run, ORCH_STDOUT), "hello\nwörld\n");
+  ck_assert_uint_eq(run->live.out[ORCH_STDOUT].chars, 12);
+  ev = last("output");
+  ck_assert_str_eq(str_of(ev, "text"), "wörld\n");
+  ck_assert_int_eq(json_integer_value(json_object_get(ev, "offset")), 6);
+  struct orch_chunk gap[] = {chunk(ORCH_STDOUT, 20, "late"), chunk(ORCH_STDERR, 0, "warn\n")};
+  ck_assert_int_eq(output(run, 1, gap, 2, NULL), 0);
+  ck_assert_str_eq(held(run, ORCH_STDOUT), "hello\nwörld\n"); /* the gap: not taken */
+  ck_assert_str_eq(held(run, ORCH_STDERR), "warn\n");
+  ck_assert_uint_eq(count("output"), 3);
+  size_t n_out, n_err, n_disp;
+  orch__live_held(run, &n_out, &n_err, &n_disp);
+  ck_assert_uint_eq(n_out, 12);
+  ck_assert_uint_eq(n_err, 5);
+  ck_assert_uint_eq(n_disp, 0);
+  ck_assert_int_eq(output(run, 2, c1, 1, NULL), SBX_ECONFLICT); /* not its attempt */
+  /* the cap, mid-stream: 8,000 characters held and published, the rest dropped and flagged */
+  char *big = malloc(9001);
+  memset(big, 'x', 9000);
+  big[9000] = '\0';
+  struct orch_chunk c3[] = {chunk(ORCH_STDOUT, 12, big)};
+  ck_assert_int_eq(output(run, 1, c3, 1, NULL), 0);
+  free(big);
+  ck_assert_uint_eq(run->live.out[ORCH_STDOUT].chars, ORCH_OUT_CHARS);
+  ck_assert_int_eq(run->live.out[ORCH_STDOUT].cut, 1);
+  ck_assert_uint_eq(strlen(str_of(last("output"), "text")), ORCH_OUT_CHARS - 12);
+  size_t published = count("output");
+  struct orch_chunk c4[] = {chunk(ORCH_STDOUT, 9012, "more")};
+  ck_assert_int_eq(output(run, 1, c4, 1, NULL), 0);
+  ck_assert_uint_eq(count("output"), published); /* nothing past the cap goes out */
+  struct ended e;
+  result(run, "ok", NULL, &e); /* a result without stdout keeps what was held */
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  ck_assert_uint_eq(e.stdout_chars, ORCH_OUT_CHARS);
+  ck_assert_int_eq(e.stdout_truncated, 1);
+}
+END_TEST
+
+/* Every ending the orchestrator decides keeps what the attempt printed: the watchdog, the cancel
+ * grace, a cancel while paused, abandonment after the page went silent. */
+START_TEST(test_endings_keep_output) {
+  struct orch_page *p = attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("print('spinning'); while True: pass", &cr);
+  struct orch_chunk c[] = {chunk(ORCH_STDOUT, 0, "spinning\n"), chunk(ORCH_STDERR, 0, "w\n")};
+  ck_assert_int_eq(output(run, 1, c, 2, NULL), 0);
+  struct ended e = {0};
+  orch__run_on_end(run, on_end, &e);
+  live_for(p, 10000 + w.o->rt.watchdog_grace_ms);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_TIMEOUT);
+  ck_assert_str_eq(e.stdout_text, "spinning\n");
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(w.o->st, cr.run_id, &r), 0);
+  ck_assert_str_eq(r.stdout_text, "spinning\n");
+  ck_assert_str_eq(r.stderr_text, "w\n");
+  store_run_free(&r);
+  /* the cancel grace */
+  run = create("x", &cr);
+  ck_assert_int_eq(output(run, 1, c, 1, NULL), 0);
+  ck_assert_int_eq(orch__run_cancel(w.o, run, NULL, NULL), SBX_EAGAIN);
+  memset(&e, 0, sizeof(e));
+  orch__run_on_end(run, on_end, &e);
+  live_for(p, w.o->rt.cancel_grace_ms);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CANCELLED);
+  ck_assert_str_eq(e.stdout_text, "spinning\n");
+  /* the page goes silent: paused; then abandoned past the wait, with what it printed */
+  run = create("x", &cr);
+  ck_assert_int_eq(output(run, 1, c, 1, NULL), 0);
+  fake_now += w.o->rt.page_silent_ms;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(p->state, ORCH_PAGE_SILENT);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  memset(&e, 0, sizeof(e));
+  orch__run_on_end(run, on_end, &e);
+  fake_now += w.o->rt.paused_wait_ms;
+  orch__chat_tick(w.chat);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_ABANDONED);
+  ck_assert_str_eq(e.stdout_text, "spinning\n");
+  ck_assert_str_eq(e.error_type, "Abandoned");
+  /* cancelled while paused: the same */
+  presence(p, 1);
+  run = create("x", &cr);
+  ck_assert_int_eq(output(run, 1, c, 1, NULL), 0);
+  presence(p, 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  memset(&e, 0, sizeof(e));
+  ck_assert_int_eq(orch__run_cancel(w.o, run, on_end, &e), 0);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_CANCELLED);
+  ck_assert_str_eq(e.stdout_text, "spinning\n");
+}
+END_TEST
+
+/* A page holding a run silent for PAGE_SILENT_MS: it counts as hidden (the run paused, counted);
+ * its next sign of life (any page call about the run, or presence) makes it visible and the run
+ * goes out again as a new attempt; the silent attempt's calls are refused.  A page that keeps its
+ * heartbeat is never paused. */
+START_TEST(test_silence) {
+  struct orch_page *p = attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("import time; time.sleep(30)", &cr);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  live_for(p, 15000); /* heartbeats: never silent (within its 10 s + the grace) */
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
+  ck_assert_uint_eq(w.o->m.pages_silent, 0);
+  fake_now += w.o->rt.page_silent_ms - 1;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
+  fake_now += 1;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(p->state, ORCH_PAGE_SILENT);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  ck_assert_uint_eq(w.o->m.pages_silent, 1);
+  ck_assert_uint_eq(w.o->m.paused_by_silence, 1);
+  drain();
+  stored(cr.run_id, "paused", NULL);
+  ck_assert_uint_eq(count("run"), 1);
+  /* its late call about attempt 1 is its sign of life: visible, attempt 2 goes out */
+  orch__run_sign_of_life(run, 1);
+  ck_assert_int_eq(p->state, ORCH_PAGE_VISIBLE);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(run->attempts, 2);
+  struct orch_chunk c[] = {chunk(ORCH_STDOUT, 0, "late")};
+  ck_assert_int_eq(output(run, 1, c, 1, NULL), SBX_ECONFLICT);
+  struct orch_result stale = {.attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK};
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &stale, on_end, &e), SBX_ECONFLICT);
+  drain();
+  ck_assert_int_eq(attempt_of(last("run")), 2);
+  /* silent again (counted from the new dispatch); presence brings it back */
+  fake_now += w.o->rt.page_silent_ms;
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  presence(p, 1);
+  ck_assert_int_eq(run->attempts, 3);
+  ck_assert_uint_eq(w.o->m.pages_silent, 2);
+  result(run, "ok", "done", &e);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_OK);
+  /* off: PAGE_SILENT_MS=0 */
+  w.o->rt.page_silent_ms = 0;
+  run = create("x", &cr);
+  fake_now += 20000; /* silent, and within the watchdog */
+  orch__chat_tick(w.chat);
+  ck_assert_int_eq(run->state, ORCH_RUN_DISPATCHED);
+}
+END_TEST
+
+/* input(): the run waits (its watchdog stopped: however long the wait, no timeout), the answer
+ * goes to its page as a durable `input` event and the watchdog runs again with what it had left;
+ * an answer when it does not wait is refused; an output call without the request ends the wait
+ * (EOF on the page), and so does the input wait passing without a word. */
+START_TEST(test_input) {
+  struct orch_page *p = attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("input('name? ')", &cr);
+  ck_assert_int_eq(orch__run_give_input(w.o, run, "early"), SBX_ESTATE);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  fake_now += 4000; /* the watchdog has 10 s + grace - 4 s left */
+  struct orch_chunk c[] = {chunk(ORCH_STDOUT, 0, "asking\n")};
+  ck_assert_int_eq(output(run, 1, c, 1, "name? "), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_WAITING_INPUT);
+  ck_assert_str_eq(str_of(last("input_request"), "prompt"), "name? ");
+  ck_assert_str_eq(held(run, ORCH_STDOUT), "asking\n"); /* printed before it asked */
+  drain();
+  stored(cr.run_id, "waiting_input", NULL);
+  ck_assert_int_eq(output(run, 1, NULL, 0, "name? "), 0); /* the same call again */
+  ck_assert_uint_eq(count("input_request"), 1);
+  live_for(p, 200000); /* waiting: no watchdog */
+  ck_assert_int_eq(run->state, ORCH_RUN_WAITING_INPUT);
+  ck_assert_int_eq(orch__run_give_input(w.o, run, "Ada"), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
+  ck_assert_int_eq(orch__run_give_input(w.o, run, "again"), SBX_ESTATE);
+  drain();
+  json_t *ev = last("input");
+  ck_assert_ptr_nonnull(ev);
+  ck_assert_str_eq(str_of(ev, "text"), "Ada");
+  ck_assert_str_eq(str_of(ev, "page_id"), "pageA");
+  ck_assert_int_eq(attempt_of(ev), 1);
+  ck_assert_int_gt(w.rec.seq[w.rec.n - 1], 0); /* durable: with its seq */
+  struct ended e = {0};
+  orch__run_on_end(run, on_end, &e);
+  uint64_t left = 10000 + w.o->rt.watchdog_grace_ms - 4000;
+  live_for(p, left - 2000);
+  ck_assert_int_eq(e.called, 0);
+  live_for(p, 2000);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_TIMEOUT);
+  /* EOF on the page: an output call without the request */
+  run = create("input()", &cr);
+  ck_assert_int_eq(output(run, 1, NULL, 0, ""), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_WAITING_INPUT);
+  ck_assert_int_eq(output(run, 1, NULL, 0, NULL), 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
+  /* no word past the input wait: running again */
+  ck_assert_int_eq(output(run, 1, NULL, 0, "again? "), 0);
+  live_for(p, (uint64_t)w.o->rt.input_wait_s * 1000 + w.o->rt.watchdog_grace_ms);
+  ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
+  ck_assert_ptr_null(run->live.prompt);
+  /* a result while it waits ends it */
+  ck_assert_int_eq(output(run, 1, NULL, 0, "last? "), 0);
+  result(run, "error", "", &e);
+  drain();
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_ERROR);
+}
+END_TEST
+
+static json_t *bundle_of(const char *plain, const char *html_text, size_t html_len) {
+  json_t *b = json_pack("{s:s}", "text/plain", plain);
+  if (html_text)
+    json_object_set_new(b, "text/html", json_stringn(html_text, html_len));
+  return b;
+}
+
+/* display() bundles: held by index (a repeat or a gap not taken) and published; a bundle whose
+ * rich part is over ORCH_BUNDLE_BYTES is kept as text only, with a note.  A result's value is
+ * stored with the run; a result that lists no displays keeps the held ones. */
+START_TEST(test_value_and_displays) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("display(1); display(df); 41 + 1", &cr);
+  json_t *b0 = bundle_of("1", NULL, 0);
+  char *big = malloc(ORCH_BUNDLE_BYTES + 2);
+  memset(big, 'h', ORCH_BUNDLE_BYTES + 1);
+  json_t *b1 = bundle_of("<DataFrame>", big, ORCH_BUNDLE_BYTES + 1);
+  free(big);
+  ck_assert_int_eq(output_display(run, 1, b1), 0); /* a gap: not taken */
+  ck_assert_uint_eq(orch__live_displays(run), 0);
+  ck_assert_int_eq(output_display(run, 0, b0), 0);
+  ck_assert_int_eq(output_display(run, 0, b0), 0); /* a repeat */
+  ck_assert_int_eq(output_display(run, 1, b1), 0);
+  ck_assert_uint_eq(orch__live_displays(run), 2);
+  ck_assert_uint_eq(count("display"), 2);
+  json_t *ev = last("display");
+  ck_assert_int_eq(json_integer_value(json_object_get(ev, "index")), 1);
+  json_t *data = json_object_get(ev, "data");
+  ck_assert_str_eq(str_of(data, "text/plain"), "<DataFrame>");
+  ck_assert_ptr_null(json_object_get(data, "text/html")); /* over the bound: text only */
+  json_t *value = json_pack("{s:s, s:i}", "text/plain", "42", "application/json", 42);
+  struct orch_result res = {
+      .attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .value = value};
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &e), 0);
+  drain();
+  ck_assert_int_eq(e.called, 1);
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(w.o->st, cr.run_id, &r), 0);
+  json_t *j = orch__run_json(NULL, &r);
+  ck_assert_str_eq(str_of(json_object_get(j, "value"), "text/plain"), "42");
+  json_t *shown = json_object_get(j, "displays");
+  ck_assert_uint_eq(json_array_size(shown), 2);
+  ck_assert_str_eq(str_of(json_array_get(shown, 0), "text/plain"), "1");
+  ck_assert_ptr_nonnull(strstr(r.notes_json, "display 2: shown as text only"));
+  json_decref(j);
+  store_run_free(&r);
+  /* a result that lists its displays: those */
+  run = create("display(2)", &cr);
+  ck_assert_int_eq(output_display(run, 0, b0), 0);
+  json_t *listed = json_pack("[O, O]", b1, b0);
+  struct orch_result res2 = {
+      .attempt = 1, .hash = "h", .status = ORCH_RUN_STATUS_OK, .displays = listed};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res2, on_end, &e), 0);
+  drain();
+  ck_assert_int_eq(store_run_get(w.o->st, cr.run_id, &r), 0);
+  ck_assert_ptr_null(r.value_json);
+  j = json_loads(r.displays_json, 0, NULL);
+  ck_assert_uint_eq(json_array_size(j), 2);
+  ck_assert_str_eq(str_of(json_array_get(j, 0), "text/plain"), "<DataFrame>");
+  json_decref(j);
+  store_run_free(&r);
+  json_decref(listed);
+  json_decref(value);
+  json_decref(b0);
+  json_decref(b1);
+}
+END_TEST
+
+/* ---- the run-event API --------------------------------------------------------------------- */
+
+#define MAX_SEEN 64
+struct seen {
+  size_t n;
+  int64_t seq[MAX_SEEN];
+  enum orch_run_ev kind[MAX_SEEN];
+  char data[MAX_SEEN][2048];
+  int rc, unwatch_first;
+  struct orch_watch *self;
+};
+
+static void on_watch(void *ud, const struct orch_run_event *ev) {
+  struct seen *s = ud;
+  ck_assert_uint_lt(s->n, MAX_SEEN);
+  s->seq[s->n] = ev->seq;
+  s->kind[s->n] = ev->kind;
+  snprintf(s->data[s->n], sizeof(s->data[s->n]), "%.*s", (int)ev->len, ev->data);
+  s->n++;
+  if (ev->kind == ORCH_RUN_EV_END)
+    s->rc = ev->rc;
+  if (s->unwatch_first && s->self && s->n == 2)
+    orch__run_unwatch(s->self); /* from its own callback */
+}
+
+static int has(const struct seen *s, size_t i, enum orch_run_ev kind, const char *part) {
+  return i < s->n && s->kind[i] == kind && strstr(s->data[i], part) != NULL;
+}
+
+/* A watcher hears every change of the run in order, numbered; a new one first gets the run as it
+ * is (state, held output, displays, the pending request); one that resumes after a seq gets the
+ * events after it; `end` comes last, once durable, and the watch is over.  A watcher may leave
+ * from its own callback. */
+START_TEST(test_watch) {
+  struct created cr;
+  struct orch_run *run = create("x", &cr); /* no page: paused */
+  struct seen a = {0}, b = {0}, c = {0}, d = {0};
+  ck_assert_ptr_nonnull(orch__run_watch(run, -1, on_watch, &a));
+  ck_assert(has(&a, 0, ORCH_RUN_EV_STATE, "\"state\":\"paused\""));
+  d.unwatch_first = 1;
+  d.self = orch__run_watch(run, -1, on_watch, &d);
+  struct orch_page *p = attach("pageA", 1);
+  ck_assert(has(&a, 1, ORCH_RUN_EV_STATE, "\"state\":\"dispatched\""));
+  ck_assert(has(&a, 1, ORCH_RUN_EV_STATE, "\"attempt\":1"));
+  ck_assert_int_gt(a.seq[1], a.seq[0]);
+  int64_t after_dispatch = a.seq[1];
+  struct orch_chunk c1[] = {chunk(ORCH_STDOUT, 0, "one\n")};
+  ck_assert_int_eq(output(run, 1, c1, 1, NULL), 0);
+  ck_assert(has(&a, 2, ORCH_RUN_EV_STATE, "running")); /* output: started */
+  ck_assert(has(&a, 3, ORCH_RUN_EV_OUTPUT, "\"text\":\"one\\n\",\"offset\":0"));
+  struct orch_chunk c2[] = {chunk(ORCH_STDOUT, 4, "two\n")};
+  ck_assert_int_eq(output(run, 1, c2, 1, "ok? "), 0);
+  ck_assert(has(&a, 4, ORCH_RUN_EV_OUTPUT, "\"text\":\"two\\n\",\"offset\":4"));
+  ck_assert(has(&a, 5, ORCH_RUN_EV_STATE, "waiting_input"));
+  ck_assert(has(&a, 6, ORCH_RUN_EV_INPUT_REQUEST, "\"prompt\":\"ok? \""));
+  ck_assert_uint_eq(d.n, 2); /* it left after its second event */
+  /* resuming after the dispatch: the events after it, from the log */
+  ck_assert_ptr_nonnull(orch__run_watch(run, after_dispatch, on_watch, &b));
+  ck_assert_uint_eq(b.n, 5);
+  for (size_t i = 0; i < 5; i++) {
+    ck_assert_int_eq(b.seq[i], a.seq[2 + i]);
+    ck_assert_str_eq(b.data[i], a.data[2 + i]);
+  }
+  /* a new watcher: the run as it is */
+  ck_assert_ptr_nonnull(orch__run_watch(run, -1, on_watch, &c));
+  ck_assert_uint_eq(c.n, 3);
+  ck_assert(has(&c, 0, ORCH_RUN_EV_STATE, "waiting_input"));
+  ck_assert(has(&c, 1, ORCH_RUN_EV_OUTPUT, "\"text\":\"one\\ntwo\\n\",\"offset\":0"));
+  ck_assert(has(&c, 2, ORCH_RUN_EV_INPUT_REQUEST, "ok? "));
+  ck_assert_int_eq(c.seq[2], a.seq[6]);
+  /* a new attempt: the log starts again; a resume from before it gets the run as it is */
+  presence(p, 0);
+  presence(p, 1);
+  ck_assert_int_eq(run->attempts, 2);
+  struct seen e2 = {0};
+  ck_assert_ptr_nonnull(orch__run_watch(run, after_dispatch, on_watch, &e2));
+  ck_assert(has(&e2, 0, ORCH_RUN_EV_STATE, "\"attempt\":2"));
+  ck_assert_uint_eq(e2.n, 1); /* the new attempt printed nothing yet */
+  struct ended e;
+  result(run, "ok", "one\n", &e);
+  ck_assert(!has(&a, a.n - 1, ORCH_RUN_EV_END, "")); /* not before it is durable */
+  drain();
+  ck_assert(has(&a, a.n - 1, ORCH_RUN_EV_END, "\"status\":\"ok\""));
+  ck_assert(has(&b, b.n - 1, ORCH_RUN_EV_END, "\"stdout\":\"one\\n\""));
+  ck_assert(has(&e2, e2.n - 1, ORCH_RUN_EV_END, ""));
+  ck_assert_int_eq(a.rc, 0);
+  ck_assert(has(&a, a.n - 2, ORCH_RUN_EV_STATE, "\"state\":\"done\""));
+  ck_assert_uint_eq(d.n, 2);
+}
+END_TEST
+
+/* ---- the chat's caps ----------------------------------------------------------------------- */
+
+/* Output files that would take the chat's stored output past CHAT_OUTPUT_QUOTA_MB are not kept:
+ * the run is, with a note, and the files within it are. */
+START_TEST(test_output_quota) {
+  attach("pageA", 1);
+  w.o->rt.output_quota_bytes = 5;
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  struct orch_upload *u1 = upload(run, "a.txt", "hi");
+  struct orch_upload *u2 = upload(run, "big.txt", "123456");
+  struct orch_upload *files[] = {u2, u1};
+  const char *kinds[] = {"file", "file"};
+  struct orch_result res = {.attempt = 1,
+                            .hash = "h",
+                            .status = ORCH_RUN_STATUS_OK,
+                            .files = files,
+                            .kinds = kinds,
+                            .n_files = 2};
+  struct ended e = {0};
+  ck_assert_int_eq(orch__run_submit_result(w.o, run, &res, on_end, &e), 0);
+  drain();
+  ck_assert_int_eq(e.rc, 0);
+  ck_assert_int_eq(e.status, ORCH_RUN_STATUS_OK);
+  ck_assert_int_eq(e.files_recorded, 1);
+  ck_assert_uint_eq(w.o->m.output_files_over_quota, 1);
+  struct store_file *fv = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_run_files(w.o->st, cr.run_id, &fv, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(fv[0].name, "a.txt");
+  store_file_list_free(fv, n);
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(w.o->st, cr.run_id, &r), 0);
+  ck_assert_ptr_nonnull(strstr(r.notes_json, "big.txt"));
+  ck_assert_ptr_nonnull(strstr(r.notes_json, "CHAT_OUTPUT_QUOTA_MB"));
+  store_run_free(&r);
+  uint64_t bytes = 0;
+  ck_assert_int_eq(store_chat_output_bytes(w.o->st, w.chat->id, &bytes), 0);
+  ck_assert_uint_eq(bytes, 2);
+}
+END_TEST
+
+/* At most ORCH_CHAT_UPLOADS bodies arrive at once for a chat. */
+START_TEST(test_uploads_per_chat) {
+  for (int i = 0; i < ORCH_CHAT_UPLOADS; i++)
+    ck_assert_int_eq(orch__chat_upload_begin(w.chat), 0);
+  ck_assert_int_eq(orch__chat_upload_begin(w.chat), SBX_EBUSY);
+  orch__chat_upload_end(w.chat);
+  ck_assert_int_eq(orch__chat_upload_begin(w.chat), 0);
+  fake_now += 3600000;
+  ck_assert_uint_eq(orch__chats_evict(w.o, 1000), 0); /* uploads arriving keep it */
+  for (int i = 0; i < ORCH_CHAT_UPLOADS; i++)
+    orch__chat_upload_end(w.chat);
+  ck_assert_int_eq(w.chat->uploads, 0);
+}
+END_TEST
+
 /* ---- turns --------------------------------------------------------------------------------- */
 
 struct finished {
@@ -648,6 +1147,14 @@ int main(void) {
   tcase_add_test(tc, test_result_output_capped);
   tcase_add_test(tc, test_result_with_a_file);
   tcase_add_test(tc, test_result_file_refused);
+  tcase_add_test(tc, test_output_live);
+  tcase_add_test(tc, test_endings_keep_output);
+  tcase_add_test(tc, test_silence);
+  tcase_add_test(tc, test_input);
+  tcase_add_test(tc, test_value_and_displays);
+  tcase_add_test(tc, test_watch);
+  tcase_add_test(tc, test_output_quota);
+  tcase_add_test(tc, test_uploads_per_chat);
   tcase_add_test(tc, test_turn_finish);
   tcase_add_test(tc, test_active_page);
   tcase_add_test(tc, test_evict_idle_only);

@@ -8,11 +8,11 @@
 #include <string.h>
 
 static const char *run_fields[] = {
-    "run_id",      "chat_id",    "turn_id",        "origin",           "state",
-    "status",      "stdout",     "stderr",         "stdout_truncated", "stderr_truncated",
-    "error",       "files",      "files_unlisted", "figures_dropped",  "notes",
-    "restarted",   "remounted",  "attempts",       "created_at",       "started_at",
-    "finished_at", "duration_ms"};
+    "run_id",      "chat_id",     "turn_id",        "origin",           "state",
+    "status",      "stdout",      "stderr",         "stdout_truncated", "stderr_truncated",
+    "error",       "files",       "files_unlisted", "figures_dropped",  "notes",
+    "restarted",   "remounted",   "attempts",       "created_at",       "started_at",
+    "finished_at", "duration_ms", "value",          "displays"};
 
 START_TEST(test_run_fields) {
   struct store_run r;
@@ -33,6 +33,8 @@ START_TEST(test_run_fields) {
   ck_assert(json_is_null(json_object_get(j, "duration_ms")));
   ck_assert_str_eq(json_string_value(json_object_get(j, "stdout")), "");
   ck_assert_uint_eq(json_array_size(json_object_get(j, "notes")), 0);
+  ck_assert(json_is_null(json_object_get(j, "value")));
+  ck_assert_uint_eq(json_array_size(json_object_get(j, "displays")), 0);
   json_decref(j);
 }
 END_TEST
@@ -45,6 +47,8 @@ START_TEST(test_run_stored_parts) {
   r.error_json = "{\"type\":\"ValueError\",\"message\":\"bad\",\"traceback\":\"tb\"}";
   r.notes_json = "[\"figure capture could not start\"]";
   r.remounted_json = "not json"; /* a damaged part falls back to the default */
+  r.value_json = "{\"text/plain\":\"42\",\"application/json\":42}";
+  r.displays_json = "{\"not\":\"an array\"}";
   r.started_at = 1000;
   r.finished_at = 1250;
   strcpy(r.turn_id, "t1");
@@ -56,6 +60,10 @@ START_TEST(test_run_stored_parts) {
   ck_assert(json_is_array(json_object_get(j, "remounted")));
   ck_assert_int_eq(json_integer_value(json_object_get(j, "duration_ms")), 250);
   ck_assert_str_eq(json_string_value(json_object_get(j, "turn_id")), "t1");
+  json_t *value = json_object_get(j, "value");
+  ck_assert_str_eq(json_string_value(json_object_get(value, "text/plain")), "42");
+  ck_assert_int_eq(json_integer_value(json_object_get(value, "application/json")), 42);
+  ck_assert(json_is_array(json_object_get(j, "displays")));
   json_decref(j);
 }
 END_TEST
@@ -119,7 +127,8 @@ START_TEST(test_dispatch_payload) {
   struct orch_mount_entry me[3] = {{&files[0]}, {&files[1]}, {&files[2]}};
   struct orch_left_out lo[1] = {{&files[1], ORCH_REASON_FILE_CAP}};
   struct orch_manifest m = {.mounts = me, .n_mounts = 3, .left_out = lo, .n_left_out = 1};
-  json_t *j = orch__dispatch_json("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1);
+  struct orch_runtime rt = {.input_wait_s = 300, .page_heartbeat_ms = 2000};
+  json_t *j = orch__dispatch_json("r1", "c1", "pg", "print(1)", "tool", 30, 2, &m, 1, &rt);
   char *text = orch__json_dump(j, NULL);
   ck_assert_ptr_nonnull(text);
   ck_assert_str_eq(
@@ -142,14 +151,14 @@ START_TEST(test_dispatch_payload) {
       "\"left_out\":[{\"name\":\"caf\xc3\xa9/\xe2\x98\x83.xlsx\",\"reason\":\"over the 20 MB "
       "per-file limit for mounted files\"}],"
       "\"limits\":{\"out_chars\":8000,\"files_listed\":200,\"figures\":20,\"file_load_bytes\":"
-      "52428800},"
-      "\"pypi\":true}");
+      "52428800,\"displays\":20,\"input_wait_s\":300},"
+      "\"pypi\":true,\"heartbeat_ms\":2000}");
   sbx_free(text);
   json_decref(j);
-  j = orch__dispatch_json("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0);
+  j = orch__dispatch_json("r1", "c1", "pg", "", "auto", 5, 1, NULL, 0, &rt);
   text = orch__json_dump(j, NULL);
   ck_assert_ptr_nonnull(strstr(text, "\"mounts\":[],\"left_out\":[]"));
-  ck_assert_ptr_nonnull(strstr(text, "\"pypi\":false}"));
+  ck_assert_ptr_nonnull(strstr(text, "\"pypi\":false,"));
   sbx_free(text);
   json_decref(j);
 }

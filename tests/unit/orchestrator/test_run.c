@@ -1,7 +1,8 @@
 /* test_run.c -- the run state machine (run.c) under a fake clock: every allowed and every
  * forbidden transition of the table through the steps, each step's effect (attempts, deadlines),
  * stale attempts, finishing a result (and going back when its files were not stored), the pause
- * wait, the watchdog and the cancel grace. */
+ * wait, the watchdog and the cancel grace, and input(): the watchdog stopped while the run waits
+ * for input and re-armed with the time it had left, the input wait. */
 #include "internal.h"
 
 #include <check.h>
@@ -37,6 +38,11 @@ static void reach(struct orch_run *r, enum orch_run_state s) {
     ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
     ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
     break;
+  case ORCH_RUN_WAITING_INPUT:
+    ck_assert_int_eq(orch__run_dispatch(r, "p", 1000), 0);
+    ck_assert_int_eq(orch__run_started(r, 1, 1000), 0);
+    ck_assert_int_eq(orch__run_wait_input(r, 1, 300000, 1000), 0);
+    break;
   case ORCH_RUN_PAUSED:
     ck_assert_int_eq(orch__run_pause(r, 5000), 0);
     break;
@@ -61,8 +67,11 @@ static int step_to(struct orch_run *r, enum orch_run_state to) {
     return r->state == ORCH_RUN_FINISHING ? SBX_ESTATE /* it came from RUNNING */
                                           : orch__run_dispatch(r, "p2", 1000);
   case ORCH_RUN_RUNNING:
-    return r->state == ORCH_RUN_FINISHING ? orch__run_result_failed(r)
-                                          : orch__run_started(r, r->attempts, 1000);
+    return r->state == ORCH_RUN_FINISHING       ? orch__run_result_failed(r)
+           : r->state == ORCH_RUN_WAITING_INPUT ? orch__run_input_over(r)
+                                                : orch__run_started(r, r->attempts, 1000);
+  case ORCH_RUN_WAITING_INPUT:
+    return orch__run_wait_input(r, r->attempts, 300000, 1000);
   case ORCH_RUN_PAUSED:
     return orch__run_pause(r, 5000);
   case ORCH_RUN_FINISHING:
@@ -75,13 +84,14 @@ static int step_to(struct orch_run *r, enum orch_run_state to) {
 }
 
 static const int expected[ORCH_RUN__COUNT][ORCH_RUN__COUNT] = {
-    /* to:          Q  D  R  P  F  X */
-    /* QUEUED    */ {0, 1, 0, 1, 0, 1},
-    /* DISPATCHED*/ {0, 0, 1, 1, 1, 1},
-    /* RUNNING   */ {0, 0, 0, 1, 1, 1},
-    /* PAUSED    */ {0, 1, 0, 0, 0, 1},
-    /* FINISHING */ {0, 0, 1, 0, 0, 1}, /* back to RUNNING, where reach() finishes from */
-    /* DONE      */ {0, 0, 0, 0, 0, 0},
+    /* to:          Q  D  R  W  P  F  X */
+    /* QUEUED    */ {0, 1, 0, 0, 1, 0, 1},
+    /* DISPATCHED*/ {0, 0, 1, 0, 1, 1, 1},
+    /* RUNNING   */ {0, 0, 0, 1, 1, 1, 1},
+    /* WAITING   */ {0, 0, 1, 0, 1, 1, 1}, /* a result: through RUNNING to FINISHING */
+    /* PAUSED    */ {0, 1, 0, 0, 0, 0, 1},
+    /* FINISHING */ {0, 0, 1, 0, 0, 0, 1}, /* back to RUNNING, where reach() finishes from */
+    /* DONE      */ {0, 0, 0, 0, 0, 0, 0},
 };
 
 /* Every (from, to) pair through the steps: allowed ones land in `to`, forbidden ones change
@@ -98,7 +108,8 @@ START_TEST(test_every_step_pair) {
         ck_assert_msg(rc == 0, "%s -> %s rc %d", orch__run_state_name(f), orch__run_state_name(t),
                       rc);
         ck_assert_int_eq(r.state, t);
-      } else if (f == t && (t == ORCH_RUN_PAUSED || t == ORCH_RUN_RUNNING)) {
+      } else if (f == t &&
+                 (t == ORCH_RUN_PAUSED || t == ORCH_RUN_RUNNING || t == ORCH_RUN_WAITING_INPUT)) {
         ck_assert_int_eq(rc, 0); /* same report twice */
         ck_assert_int_eq(r.state, f);
       } else {
@@ -240,6 +251,64 @@ START_TEST(test_cancel) {
 }
 END_TEST
 
+/* input(): the watchdog stops while the run waits (however long), and runs again with what it had
+ * left once input() is over; the input wait takes input() as over when the page said nothing. */
+START_TEST(test_input_wait) {
+  struct orch_run r;
+  orch__run_init(&r, "r1", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), SBX_ESTATE); /* not started */
+  ck_assert_int_eq(orch__run_started(&r, 1, 2000), 0);                     /* 12 s of watchdog */
+  fake_now += 4000;
+  ck_assert_int_eq(orch__run_wait_input(&r, 2, 300000, 2000), SBX_ECONFLICT);
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_WAITING_INPUT);
+  ck_assert_uint_eq(r.watchdog_deadline_ms, 0);
+  ck_assert_uint_eq(r.watch_left_ms, 8000);
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0); /* the same request again */
+  ck_assert_uint_eq(r.watch_left_ms, 8000);
+  fake_now += 200000; /* far past the time limit: waiting is not the code's time */
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
+  ck_assert_int_eq(orch__run_started(&r, 1, 2000), 0); /* a late `started` changes nothing */
+  ck_assert_int_eq(r.state, ORCH_RUN_WAITING_INPUT);
+  ck_assert_int_eq(orch__run_input_over(&r), 0);
+  ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
+  ck_assert_uint_eq(r.watchdog_deadline_ms, fake_now + 8000);
+  ck_assert_int_eq(orch__run_input_over(&r), SBX_ESTATE);
+  fake_now += 7999;
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
+  fake_now += 1;
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_WATCHDOG);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_TIMEOUT);
+  /* No word from the page: past the input wait plus the grace, input() is over. */
+  orch__run_init(&r, "r2", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
+  ck_assert_int_eq(orch__run_started(&r, 1, 2000), 0);
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0);
+  fake_now += 301999;
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
+  fake_now += 1;
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_INPUT_OVER);
+  ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
+  ck_assert_uint_eq(r.watchdog_deadline_ms, fake_now + 12000);
+  /* Cancelled while it waits: the cancel grace runs through the wait. */
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
+  fake_now += 5000;
+  ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_CANCELLED);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
+  /* Paused while it waits (its page hidden): the wait is over with it. */
+  orch__run_init(&r, "r3", 10);
+  ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
+  ck_assert_int_eq(orch__run_started(&r, 1, 2000), 0);
+  ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0);
+  ck_assert_int_eq(orch__run_pause(&r, 1000), 0);
+  ck_assert_uint_eq(r.input_deadline_ms, 0);
+  ck_assert_str_eq(r.last_page_id, "p"); /* kept through the pause */
+  ck_assert_str_eq(r.page_id, "");
+}
+END_TEST
+
 START_TEST(test_names) {
   enum orch_run_status st;
   ck_assert_int_eq(orch__run_status_parse("abandoned", &st), 0);
@@ -247,6 +316,7 @@ START_TEST(test_names) {
   ck_assert_int_eq(orch__run_status_parse("none", &st), SBX_EINVAL);
   ck_assert_int_eq(orch__run_status_parse("OK", &st), SBX_EINVAL);
   ck_assert_str_eq(orch__run_state_name(ORCH_RUN_FINISHING), "finishing");
+  ck_assert_str_eq(orch__run_state_name(ORCH_RUN_WAITING_INPUT), "waiting_input");
   ck_assert_str_eq(orch__run_state_name(99), "?");
 }
 END_TEST
@@ -262,6 +332,7 @@ int main(void) {
   tcase_add_test(tc, test_resume_clears_wait);
   tcase_add_test(tc, test_watchdog);
   tcase_add_test(tc, test_cancel);
+  tcase_add_test(tc, test_input_wait);
   tcase_add_test(tc, test_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
