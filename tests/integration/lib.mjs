@@ -1,6 +1,7 @@
 // lib.mjs -- what the orchestrator integration tests share: start the real binary on 127.0.0.1
-// with a free port and its own data dir (tracked and stopped by pid), call the API, and act as a
-// scripted page (an SSE reader over fetch that carries the bearer token, plus the page's reports).
+// with a free port and its own data dir (tracked and stopped by pid), call the API, read event
+// streams (an SSE reader over fetch that carries the bearer token), and act as a scripted page
+// (its event stream plus the page's reports, output and heartbeat).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,20 +84,20 @@ export async function upload(srv, chat, name, data, { token, source, text_of } =
   return call(srv, 'POST', `/v1/chats/${chat.id}/files?${q}`, { raw: data, token });
 }
 
-// A scripted page: attaches to a chat's event stream and answers runs as told.
-export class Page {
-  constructor(srv, chat, pageId, { token, lastEventId, visible } = {}) {
-    Object.assign(this, { srv, chat, pageId, token: token ?? chat.token });
+// An event stream read over fetch: its events ({id, event, data, at}) kept in order; next(pred)
+// waits for one.  `ended` resolves when the server ends the stream.
+export class EventStream {
+  constructor(srv, path, { token, lastEventId } = {}) {
     this.events = [];
     this.waiters = [];
     this.lastId = null;
     this.ctrl = new AbortController();
-    const q = new URLSearchParams({ page_id: pageId });
-    if (visible === false) q.set('visible', '0');
-    const headers = { authorization: `Bearer ${this.token}` };
+    const headers = { authorization: `Bearer ${token ?? srv.key}` };
     if (lastEventId !== undefined) headers['last-event-id'] = String(lastEventId);
-    this.opened = fetch(`${srv.base}/v1/chats/${chat.id}/events?${q}`, { headers, signal: this.ctrl.signal })
-      .then((res) => { this.status = res.status; if (res.ok) this.pump(res.body); return res; });
+    let done;
+    this.ended = new Promise((r) => { done = r; });
+    this.opened = fetch(`${srv.base}${path}`, { headers, signal: this.ctrl.signal })
+      .then((res) => { this.status = res.status; if (res.ok) this.pump(res.body).then(done); else done(); return res; });
   }
 
   async pump(body) {
@@ -119,6 +120,7 @@ export class Page {
           }
           if (!data.length && ev.id === null) continue;
           ev.data = data.length ? JSON.parse(data.join('\n')) : null;
+          ev.at = Date.now();
           if (ev.id !== null) this.lastId = ev.id;
           this.events.push(ev);
           this.waiters = this.waiters.filter((w) => !w(ev));
@@ -133,9 +135,38 @@ export class Page {
     const idx = this.events.findIndex((e) => !e.taken && p(e));
     if (idx >= 0) { this.events[idx].taken = true; return Promise.resolve(this.events[idx]); }
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error(`page ${this.pageId}: no matching event in ${timeoutMs} ms; got ${JSON.stringify(this.events.map((e) => e.event))}`)), timeoutMs);
+      const t = setTimeout(() => reject(new Error(`${this.name ?? 'stream'}: no matching event in ${timeoutMs} ms; got ${JSON.stringify(this.events.map((e) => e.event))}`)), timeoutMs);
       this.waiters.push((ev) => { if (!p(ev)) return false; ev.taken = true; clearTimeout(t); resolve(ev); return true; });
     });
+  }
+
+  // The text of a stream put together from `output` events as a page does: each chunk taken from
+  // the length held on (by offset), a new attempt starting again.
+  text(stream = 'stdout', runId) {
+    let attempt = 0, out = '';
+    for (const e of this.events) {
+      if (e.event !== 'output' || e.data.stream !== stream || (runId && e.data.run_id !== runId)) continue;
+      if (e.data.attempt !== attempt) { attempt = e.data.attempt; out = ''; }
+      const have = [...out].length;
+      if (e.data.offset > have) throw new Error(`a gap in ${stream}: offset ${e.data.offset}, held ${have}`);
+      out += [...e.data.text].slice(have - e.data.offset).join('');
+    }
+    return out;
+  }
+
+  close() { this.ctrl.abort(); }
+}
+
+// A run's own event stream (GET /v1/runs/{run}/events).
+export const runEvents = (srv, runId, opts) => new EventStream(srv, `/v1/runs/${runId}/events`, opts);
+
+// A scripted page: attaches to a chat's event stream and answers runs as told.
+export class Page extends EventStream {
+  constructor(srv, chat, pageId, { token, lastEventId, visible } = {}) {
+    const q = new URLSearchParams({ page_id: pageId });
+    if (visible === false) q.set('visible', '0');
+    super(srv, `/v1/chats/${chat.id}/events?${q}`, { token: token ?? chat.token, lastEventId });
+    Object.assign(this, { srv, chat, pageId, token: token ?? chat.token, name: `page ${pageId}` });
   }
 
   nextRun(timeoutMs) { return this.next((e) => e.event === 'run' && e.data.page_id === this.pageId, timeoutMs); }
@@ -153,7 +184,18 @@ export class Page {
   result(run, extra = {}) {
     return call(this.srv, 'POST', `/v1/runs/${run.run_id}/result`, { token: this.token, body: { attempt: run.attempt, status: 'ok', stdout: '', stderr: '', files: [], ...extra } });
   }
-  close() { this.ctrl.abort(); }
+  // POST output {attempt, chunks?, displays?, input_request?}; body adds or replaces fields.
+  output(run, body = {}) {
+    return call(this.srv, 'POST', `/v1/runs/${run.run_id}/output`, { token: this.token, body: { attempt: run.attempt, ...body } });
+  }
+  // A sign of life every ms (presence, visible), as a page holding a run sends from its own timers.
+  heartbeat(ms) {
+    this.stopHeartbeat();
+    this.beats = 0;
+    this.hb = setInterval(() => { this.beats++; this.lastBeat = Date.now(); this.presence(true).catch(() => {}); }, ms);
+  }
+  stopHeartbeat() { if (this.hb) clearInterval(this.hb); this.hb = null; }
+  close() { this.stopHeartbeat(); super.close(); }
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
