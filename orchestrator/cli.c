@@ -8,9 +8,14 @@
  * CEREA_API_KEY, or DIR/api_key (default ./var).  `run` checks what it can before it changes
  * anything (the flags, the script, every --attach file, the key, that the server answers), then
  * creates a chat unless --chat is given, uploads the --attach files (each printed with its name
- * and, when left out, why), posts the code and waits for the end (or --wait S), and prints the
- * run's stdout on stdout; its stderr, the traceback of a Python error, notes, the restart and a
- * status line on stderr.  --out DIR saves the run's artifacts there (their relative names; never
+ * and, when left out, why), posts the code, and follows the run's event stream
+ * (GET /v1/runs/{run}/events) until its end (or --wait S): what the run prints goes out as it
+ * arrives, stdout on stdout and stderr on stderr (a run started again as a new attempt says so
+ * and prints from its start); at the end the rest of the run's stdout and stderr (what the stream
+ * did not carry: the result's own text, or what a time limit, a cancel or a crash kept), the
+ * traceback of a Python error, notes, the restart and a status line on stderr.  When the code
+ * calls input(), the prompt is printed and a line of standard input answers it (when the script
+ * came from a FILE, not from standard input).  A server without the run stream is polled.  --out DIR saves the run's artifacts there (their relative names; never
  * outside DIR).  A chat's page token is a capability: it is printed only when asked (--page-url).
  * Exit status (CLI_EXIT_*): 0 ok, 1 the code raised, 124 time limit, 130 cancelled, 3 crashed /
  * abandoned / rejected, 4 --wait ran out (the run goes on), 2 usage, connection or API errors.
@@ -26,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -582,12 +588,22 @@ static int exit_for_status(const char *status) {
   return CLI_EXIT_ENDED;
 }
 
+/* s past its first n characters (code points). */
+static const char *after_chars(const char *s, size_t n) {
+  size_t len = strlen(s), i = 0;
+  for (; n > 0 && i < len; n--)
+    i += orch__utf8_next(s + i, len - i, NULL);
+  return s + i;
+}
+
 /* The ended run, for a person: stdout on stdout; stderr, the traceback (unless stderr holds it
- * already), the status line, notes and the restart on stderr. */
-static void print_run(json_t *j) {
-  fputs(str(j, "stdout") ?: "", stdout);
+ * already), the status line, notes and the restart on stderr.  printed[2]: the characters of
+ * stdout and stderr already printed as they came (not printed again). */
+static void print_run(json_t *j, const size_t printed[2]) {
+  fputs(after_chars(str(j, "stdout") ?: "", printed[0]), stdout);
+  fflush(stdout);
   const char *se = str(j, "stderr") ?: "";
-  fputs(se, stderr);
+  fputs(after_chars(se, printed[1]), stderr);
   json_t *err = json_object_get(j, "error");
   const char *tb = str(err, "traceback");
   if (tb && *tb && strstr(se, tb) == NULL)
@@ -628,6 +644,244 @@ static void print_waited(const struct cli *c, json_t *j, long wait, const char *
             "  Its result: curl -H \"Authorization: Bearer $CEREA_API_KEY\" "
             "'http://%s:%s/v1/runs/%s?wait_s=600'\n",
             c->host, c->port, id);
+}
+
+/* ---- following a run -------------------------------------------------------------------------
+ * The run's event stream read over one connection: the head, then the body (chunked on HTTP/1.1:
+ * decoded here), then SSE events (the lines of one event until a blank line). */
+
+struct follow {
+  const struct cli *c;
+  const char *run_id;
+  int fd;
+  struct sbx_buf raw; /* bytes read and not taken yet */
+  size_t pos;
+  int head_done, chunked;
+  size_t chunk_left;
+  struct sbx_buf event; /* the event's lines so far (decoded body) */
+  long long last_id;    /* the last event's id (resumes a broken stream) */
+  int attempt;          /* the attempt whose output is printed */
+  size_t printed[2];    /* its characters of stdout and stderr printed */
+  int answer_input;     /* standard input answers input() */
+  json_t *end;          /* the run object of `end` */
+};
+
+enum { FOLLOW_END = 0, FOLLOW_DEADLINE, FOLLOW_BROKEN, FOLLOW_UNSUPPORTED };
+
+/* Prints what a chunk of `stream` adds to what was printed of its attempt. */
+static void follow_output(struct follow *f, json_t *d) {
+  int attempt = (int)json_integer_value(json_object_get(d, "attempt"));
+  const char *stream = str(d, "stream"), *text = str(d, "text");
+  size_t offset = (size_t)json_integer_value(json_object_get(d, "offset"));
+  int s = stream && strcmp(stream, "stderr") == 0;
+  if (text == NULL)
+    return;
+  if (attempt != f->attempt) {
+    if (f->printed[0] + f->printed[1] > 0)
+      fprintf(stderr,
+              "cerea-sandbox: the run started again as attempt %d (its page went away or "
+              "stopped answering); its output follows from the start\n",
+              attempt);
+    f->attempt = attempt;
+    f->printed[0] = f->printed[1] = 0;
+  }
+  if (offset > f->printed[s])
+    return; /* a gap: the stream resends from what was sent (it never skips) */
+  const char *rest = after_chars(text, f->printed[s] - offset);
+  fputs(rest, s ? stderr : stdout);
+  fflush(s ? stderr : stdout);
+  size_t len = strlen(rest);
+  for (size_t i = 0; i < len; f->printed[s]++)
+    i += orch__utf8_next(rest + i, len - i, NULL);
+}
+
+/* input(): the prompt on stderr, and a line of standard input as the answer. */
+static void follow_input(struct follow *f, json_t *d) {
+  const char *prompt = str(d, "prompt") ?: "";
+  fprintf(stderr, "%s", prompt);
+  fflush(stderr);
+  if (!f->answer_input) {
+    fprintf(stderr,
+            "\ncerea-sandbox: the run waits for input(); answer it with POST /v1/runs/%s/input "
+            "{\"text\": ...} (standard input holds the script)\n",
+            f->run_id);
+    return;
+  }
+  char line[8192];
+  if (fgets(line, sizeof(line), stdin) == NULL) {
+    fprintf(stderr, "\ncerea-sandbox: standard input is closed: input() gets EOFError when it "
+                    "gives up waiting\n");
+    f->answer_input = 0;
+    return;
+  }
+  line[strcspn(line, "\r\n")] = '\0';
+  json_t *body = json_pack("{s:s}", "text", line);
+  char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+  json_decref(body);
+  char path[160];
+  snprintf(path, sizeof(path), "/v1/runs/%s/input", f->run_id);
+  int st = 0;
+  char *resp = NULL;
+  if (text && cli_http(f->c, "POST", path, text, &st, &resp) == 0 && st != 200)
+    refused("answering input()", st, resp);
+  sbx_free(resp);
+  free(text);
+}
+
+/* One event of the stream; FOLLOW_END once it was `end`, else -1. */
+static int follow_event(struct follow *f, const char *block) {
+  char type[32] = "message";
+  struct sbx_buf data;
+  sbx_buf_init(&data, 64u << 20);
+  for (const char *l = block; *l;) {
+    size_t n = strcspn(l, "\n");
+    if (n >= 6 && strncmp(l, "event:", 6) == 0)
+      snprintf(type, sizeof(type), "%.*s", (int)(n - 6 - (l[6] == ' ')), l + 6 + (l[6] == ' '));
+    else if (n >= 3 && strncmp(l, "id:", 3) == 0)
+      f->last_id = strtoll(l + 3, NULL, 10);
+    else if (n >= 5 && strncmp(l, "data:", 5) == 0) {
+      size_t skip = 5 + (n > 5 && l[5] == ' ');
+      if (data.len)
+        sbx_buf_append(&data, "\n", 1);
+      sbx_buf_append(&data, l + skip, n - skip);
+    }
+    l += n + (l[n] == '\n');
+  }
+  json_t *d = data.len ? json_loadb(data.data, data.len, 0, NULL) : NULL;
+  sbx_buf_free(&data);
+  int rc = -1;
+  if (d && strcmp(type, "output") == 0)
+    follow_output(f, d);
+  else if (d && strcmp(type, "input_request") == 0)
+    follow_input(f, d);
+  else if (d && strcmp(type, "end") == 0) {
+    f->end = json_incref(d);
+    rc = FOLLOW_END;
+  }
+  json_decref(d);
+  return rc;
+}
+
+/* Takes what was read: the head, then the body's bytes into events.  FOLLOW_END after `end`,
+ * FOLLOW_UNSUPPORTED for a server without the stream, FOLLOW_BROKEN for a bad answer, else -1. */
+static int follow_take(struct follow *f) {
+  if (!f->head_done) {
+    char *end = f->raw.data ? strstr(f->raw.data, "\r\n\r\n") : NULL;
+    if (end == NULL)
+      return -1;
+    int status = 0;
+    if (sscanf(f->raw.data, "HTTP/1.%*d %d", &status) != 1)
+      return FOLLOW_BROKEN;
+    if (status == 404 || status == 405)
+      return FOLLOW_UNSUPPORTED;
+    if (status != 200)
+      return FOLLOW_BROKEN;
+    f->chunked = strcasestr(f->raw.data, "transfer-encoding: chunked") != NULL &&
+                 strcasestr(f->raw.data, "transfer-encoding: chunked") < end;
+    f->head_done = 1;
+    f->pos = (size_t)(end + 4 - f->raw.data);
+  }
+  while (f->pos < f->raw.len) {
+    const char *p = f->raw.data + f->pos;
+    size_t avail = f->raw.len - f->pos, take = avail;
+    if (f->chunked && f->chunk_left == 0) {
+      const char *crlf = memmem(p, avail, "\r\n", 2);
+      if (crlf == NULL)
+        break;
+      if (crlf == p) { /* the CRLF that ends a chunk's data */
+        f->pos += 2;
+        continue;
+      }
+      f->chunk_left = strtoul(p, NULL, 16);
+      f->pos += (size_t)(crlf - p) + 2;
+      if (f->chunk_left == 0)
+        return FOLLOW_BROKEN; /* the stream ended without `end` */
+      continue;
+    }
+    if (f->chunked)
+      take = SBX_MIN(avail, f->chunk_left);
+    if (sbx_buf_append(&f->event, p, take) != 0)
+      return FOLLOW_BROKEN;
+    f->pos += take;
+    if (f->chunked)
+      f->chunk_left -= take;
+    char *sep;
+    while (f->event.data && (sep = strstr(f->event.data, "\n\n")) != NULL) {
+      *sep = '\0';
+      int rc = follow_event(f, f->event.data);
+      size_t used = (size_t)(sep + 2 - f->event.data);
+      memmove(f->event.data, f->event.data + used, f->event.len - used + 1);
+      f->event.len -= used;
+      if (rc == FOLLOW_END)
+        return rc;
+    }
+  }
+  if (f->pos > 0 && f->pos == f->raw.len) { /* everything taken: the buffer starts again */
+    sbx_buf_reset(&f->raw);
+    f->raw.data[0] = '\0';
+    f->pos = 0;
+  }
+  return -1;
+}
+
+/* Follows the run's stream until its `end` (f->end), the deadline, or the stream fails. */
+static int follow_once(struct follow *f, uint64_t deadline) {
+  f->fd = cli_connect(f->c);
+  if (f->fd < 0)
+    return FOLLOW_BROKEN;
+  struct sbx_buf req;
+  sbx_buf_init(&req, 8192);
+  sbx_buf_appendf(&req,
+                  "GET /v1/runs/%s/events HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream"
+                  "\r\nConnection: close\r\nAuthorization: Bearer %s\r\n",
+                  f->run_id, f->c->unix_path[0] ? "localhost" : f->c->host, f->c->key);
+  if (f->last_id >= 0)
+    sbx_buf_appendf(&req, "Last-Event-ID: %lld\r\n", f->last_id);
+  sbx_buf_append(&req, "\r\n", 2);
+  int rc = write_all(f->fd, req.data, req.len) == 0 ? -1 : FOLLOW_BROKEN;
+  sbx_buf_free(&req);
+  sbx_buf_init(&f->raw, 16u << 20);
+  sbx_buf_init(&f->event, 16u << 20);
+  f->head_done = f->chunked = 0;
+  f->pos = f->chunk_left = 0;
+  while (rc < 0) {
+    uint64_t now = sbx_now_mono_ms();
+    if (now >= deadline) {
+      rc = FOLLOW_DEADLINE;
+      break;
+    }
+    struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+    uint64_t left = deadline - now;
+    int n = poll(&pfd, 1, left > 60000 ? 60000 : (int)left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      continue;
+    char buf[16384];
+    ssize_t got = read(f->fd, buf, sizeof(buf));
+    if (got <= 0 || sbx_buf_append(&f->raw, buf, (size_t)got) != 0)
+      rc = FOLLOW_BROKEN;
+    else
+      rc = follow_take(f);
+  }
+  close(f->fd);
+  sbx_buf_free(&f->raw);
+  sbx_buf_free(&f->event);
+  return rc;
+}
+
+/* Follows the run to its end: FOLLOW_END (f->end), FOLLOW_DEADLINE, or FOLLOW_UNSUPPORTED /
+ * FOLLOW_BROKEN when the stream cannot be read (the caller polls instead).  A broken stream is
+ * opened again from its last event a few times. */
+static int follow(struct follow *f, uint64_t deadline) {
+  int rc = FOLLOW_BROKEN;
+  for (int tries = 0; tries < 5; tries++) {
+    rc = follow_once(f, deadline);
+    if (rc != FOLLOW_BROKEN)
+      break;
+    usleep(200 * 1000);
+  }
+  return rc;
 }
 
 /* ---- commands -------------------------------------------------------------------------------- */
@@ -766,11 +1020,11 @@ int orch_cli_run(int argc, char **argv) {
   rc = CLI_EXIT_API;
   if (attach_files(&c, &a, chat) != 0)
     goto out;
-  /* The server waits at most 600 s per call: a longer (or unbounded) wait polls with its own
-   * deadline. */
+  /* The run is followed on its event stream; without one (an older server) it is polled, each
+   * call waiting at most 600 s, with the CLI's own deadline. */
   uint64_t deadline = wait >= 0 ? sbx_now_mono_ms() + (uint64_t)wait * 1000 : UINT64_MAX;
-  json_t *rq = json_pack("{s:s, s:s, s:I}", "code", code, "origin", "user", "wait_s",
-                         (json_int_t)(wait >= 0 && wait < 600 ? wait : 600));
+  json_t *rq =
+      json_pack("{s:s, s:s, s:I}", "code", code, "origin", "user", "wait_s", (json_int_t)0);
   if (timeout > 0)
     json_object_set_new(rq, "timeout_s", json_integer(timeout));
   reqb = json_dumps(rq, JSON_COMPACT);
@@ -779,6 +1033,29 @@ int orch_cli_run(int argc, char **argv) {
   snprintf(path, sizeof(path), "/v1/chats/%s/runs", chat);
   if ((j = api_json(&c, "POST", path, reqb, "posting the run", &rc)) == NULL)
     goto out;
+  char run_id[STORE_ID_LEN + 1];
+  snprintf(run_id, sizeof(run_id), "%s", str(j, "run_id") ?: "");
+  struct follow fl = {
+      .c = &c, .run_id = run_id, .last_id = -1, .answer_input = strcmp(a.file, "-") != 0};
+  if (strcmp(str(j, "state") ?: "", "done") != 0) {
+    int fr = follow(&fl, deadline);
+    if (fr == FOLLOW_END) {
+      json_decref(j);
+      j = fl.end;
+    } else if (fr == FOLLOW_DEADLINE) { /* its state now, for the message */
+      snprintf(path, sizeof(path), "/v1/runs/%s", run_id);
+      json_t *now = api_json(&c, "GET", path, NULL, "reading the run", &rc);
+      if (now == NULL)
+        goto out;
+      json_decref(j);
+      j = now;
+      if (strcmp(str(j, "state") ?: "", "done") != 0) {
+        print_waited(&c, j, wait, mode);
+        rc = CLI_EXIT_WAITED;
+        goto out;
+      }
+    }
+  }
   while (strcmp(str(j, "state") ?: "", "done") != 0) {
     uint64_t now = sbx_now_mono_ms();
     if (now >= deadline) {
@@ -795,7 +1072,10 @@ int orch_cli_run(int argc, char **argv) {
     json_decref(j);
     j = next;
   }
-  print_run(j);
+  size_t printed[2] = {0, 0};
+  if (fl.attempt == (int)json_integer_value(json_object_get(j, "attempts")))
+    memcpy(printed, fl.printed, sizeof(printed)); /* (another attempt's output: all of it again) */
+  print_run(j, printed);
   rc = exit_for_status(str(j, "status"));
   if (a.val[F_OUT] && save_artifacts(&c, j, a.val[F_OUT]) != 0 && rc == CLI_EXIT_OK)
     rc = CLI_EXIT_API;
