@@ -228,6 +228,15 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
   return 0;
 }
 
+int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
+                       struct orch_chat **chat) {
+  struct store_run rec;
+  if (orch__api_run(o, req, tp_req_param(req, "run"), live, &rec, chat) != 0)
+    return -1;
+  store_run_free(&rec);
+  return 0;
+}
+
 void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
                           const struct sbx_error *err) {
   struct tp_req *req = ud;

@@ -30,13 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int live_run(struct orch *o, struct tp_req *req, struct orch_run **run, struct orch_chat **c,
-                    struct store_run *rec) {
-  if (orch__api_run(o, req, tp_req_param(req, "run"), run, rec, c) != 0)
-    return -1;
-  return 0;
-}
-
 /* The body's attempt: an integer from 1 to INT32_MAX (a bigger one would wrap when cast to int
  * and could pass for the current attempt).  Answers 400 and returns nonzero otherwise. */
 static int read_attempt(struct tp_req *req, const json_t *body, int *attempt) {
@@ -86,10 +79,8 @@ static void on_started(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
   struct orch_chat *c;
-  struct store_run rec;
-  if (live_run(o, req, &run, &c, &rec) != 0)
+  if (orch__api_live_run(o, req, &run, &c) != 0)
     return;
-  store_run_free(&rec);
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
@@ -190,10 +181,8 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
                      int dropped) {
   struct orch_run *run;
   struct orch_chat *c;
-  struct store_run rec;
-  if (live_run(o, req, &run, &c, &rec) != 0)
+  if (orch__api_live_run(o, req, &run, &c) != 0)
     return;
-  store_run_free(&rec);
   const char *qa = tp_req_query(req, "attempt");
   int attempt = run ? run->attempts : 0;
   if (qa) {
@@ -430,7 +419,7 @@ static void on_result(struct tp_req *req, void *ud) {
   struct orch_run *run;
   struct orch_chat *c;
   struct store_run rec;
-  if (live_run(o, req, &run, &c, &rec) != 0)
+  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, &c) != 0)
     return;
   json_t *body = orch__api_body_object_flags(req, JSON_ALLOW_NUL);
   if (body == NULL) {
@@ -615,10 +604,8 @@ static void on_output(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
   struct orch_chat *c;
-  struct store_run rec;
-  if (live_run(o, req, &run, &c, &rec) != 0)
+  if (orch__api_live_run(o, req, &run, &c) != 0)
     return;
-  store_run_free(&rec);
   json_t *body = orch__api_body_object_flags(req, JSON_ALLOW_NUL);
   if (body == NULL)
     return;
@@ -658,9 +645,10 @@ static void on_output(struct tp_req *req, void *ud) {
   }
   size_t held[3];
   orch__live_held(run, &held[0], &held[1], &held[2]);
-  orch__api_json(req, 200,
-                 json_pack("{s:I, s:I, s:I}", "stdout", (json_int_t)held[0], "stderr",
-                           (json_int_t)held[1], "displays", (json_int_t)held[2]));
+  char text[96]; /* three numbers: written as they are (a page makes this call every ~50 ms) */
+  int n = snprintf(text, sizeof(text), "{\"stdout\":%zu,\"stderr\":%zu,\"displays\":%zu}", held[0],
+                   held[1], held[2]);
+  orch__api_text(req, 200, text, (size_t)n);
 out:
   json_decref(body);
 }

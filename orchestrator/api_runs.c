@@ -215,10 +215,8 @@ static void on_get_run(struct tp_req *req, void *ud) {
 static void on_cancel(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
-  struct store_run rec;
-  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, NULL) != 0)
+  if (orch__api_live_run(o, req, &run, NULL) != 0)
     return;
-  store_run_free(&rec);
   if (run == NULL) {
     orch__api_error(req, 409, "conflict", "the run has already ended");
     return;
@@ -239,10 +237,8 @@ static void on_cancel(struct tp_req *req, void *ud) {
 static void on_input(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
-  struct store_run rec;
-  if (orch__api_run(o, req, tp_req_param(req, "run"), &run, &rec, NULL) != 0)
+  if (orch__api_live_run(o, req, &run, NULL) != 0)
     return;
-  store_run_free(&rec);
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;

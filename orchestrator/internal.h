@@ -712,6 +712,10 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
  * id and chat_id are set (read the live run); owned by the caller either way: store_run_free. */
 int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
                   struct store_run *rec, struct orch_chat **chat);
+/* The same for a call that acts on the run the route's {run} names: *live the live run, or NULL
+ * when it has ended; *chat its chat (may be NULL).  Answers and returns nonzero on failure. */
+int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
+                       struct orch_chat **chat);
 int orch__api_valid_id(const char *s);
 /* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it
  * is then.  Holds req until it answers or the client leaves. */
