@@ -13,28 +13,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CEREA_BIN="${CEREA_BIN:-$ROOT/build/cerea-sandbox}"
 RUNS_LOAD="${RUNS_LOAD:-$ROOT/build/bench/runs/runs_load}"
 LOW_A="${LOW_A:-100}"; LOW_B="${LOW_B:-600}"
-command -v valgrind >/dev/null || { echo "missing valgrind"; exit 1; }
-[ -x "$CEREA_BIN" ] && [ -x "$RUNS_LOAD" ] || { echo "build cerea-sandbox and runs_load first"; exit 1; }
-TMP="$(mktemp -d "${BENCH_TMP:-/dev/shm}/cg-XXXXXX")"; PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-KEY=bench-key-0123456789abcdef
+[ -x "$RUNS_LOAD" ] || { echo "build runs_load first"; exit 1; }
+. "$ROOT/bench/runs/callgrind_lib.sh"
 
 one() { # $1 = low runs; prints "instructions runs"
-  local port out runs
-  port="$(free_port)"; out="$TMP/callgrind.$1.out"
-  CEREA_API_KEY=$KEY CEREA_LOG=warn valgrind --tool=callgrind --callgrind-out-file="$out" \
-    "$CEREA_BIN" serve --listen "127.0.0.1:$port" --data "$TMP/data-$1" >"$TMP/log-$1" 2>&1 &
-  PID=$!
-  wait_port "$port" || { echo "server did not start"; cat "$TMP/log-$1"; exit 1; }
-  "$RUNS_LOAD" --port "$port" --key "$KEY" --server-pid "$PID" --chats 100 --assistants 1 \
+  local runs
+  cg_serve "$1"
+  "$RUNS_LOAD" --port "$PORT" --key "$KEY" --server-pid "$PID" --chats 100 --assistants 1 \
     --duration 0 --low "$1" >"$TMP/runs-$1.json" || { echo "runs_load failed"; exit 1; }
   runs="$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1]) if l.startswith("{\"result")][0]["result"]; print(50 + r["low"]["runs"] + r["loaded"]["runs"])' "$TMP/runs-$1.json")"
-  kill -TERM "$PID"; wait "$PID" 2>/dev/null; PID=""
-  echo "$(grep -E '^(summary|totals):' "$out" | head -1 | awk '{print $2}') $runs"
-  [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$out" "$KEEP/"
+  cg_stop
+  echo "$CG_TOTAL $runs"
 }
 read -r IA RA < <(one "$LOW_A")
 read -r IB RB < <(one "$LOW_B")
