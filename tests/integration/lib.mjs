@@ -199,3 +199,18 @@ export class Page extends EventStream {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The calls most tests make, bound to the server `srvOf()` gives (a test file's server is made in
+// its before hook): createRun(chat, body) (code 'x' unless given), getRun(id, waitS), and
+// openPage(chat, pageId, opts), a scripted page whose event stream is open.
+export function helpers(srvOf) {
+  return {
+    createRun: (chat, body = {}) => call(srvOf(), 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x', ...body } }),
+    getRun: (id, wait) => call(srvOf(), 'GET', `/v1/runs/${id}${wait ? `?wait_s=${wait}` : ''}`),
+    openPage: async (chat, pageId = 'tab', opts) => {
+      const p = new Page(srvOf(), chat, pageId, opts);
+      await p.opened;
+      return p;
+    },
+  };
+}

@@ -4,7 +4,7 @@
 // re-dispatched), the watchdog, cancel with its grace, turns, and the admin views and settings.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, call, newChat, upload, Page, sleep, tempDir } from './lib.mjs';
+import { startServer, call, newChat, upload, Page, sleep, tempDir, helpers } from './lib.mjs';
 
 const env = { CODE_PAUSED_WAIT_MS: '1500', PAGE_GRACE_MS: '800', CODE_TIME_LIMIT_S: '1',
   CODE_WATCHDOG_GRACE_MS: '500', CODE_CANCEL_GRACE_MS: '500' };
@@ -13,14 +13,7 @@ const dataDir = tempDir('life');
 before(async () => { srv = await startServer({ dataDir, env }); });
 after(async () => { await srv.stop(); });
 
-const createRun = (chat, body = {}) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x', ...body } });
-const getRun = (id, wait) => call(srv, 'GET', `/v1/runs/${id}${wait ? `?wait_s=${wait}` : ''}`);
-// A scripted page for `chat`, its event stream open.
-const openPage = async (chat, pageId = 'tab', opts) => {
-  const p = new Page(srv, chat, pageId, opts);
-  await p.opened;
-  return p;
-};
+const { createRun, getRun, openPage } = helpers(() => srv);
 // Create a run, take its dispatch on page `p` and report it started: { r: create reply, e: run event }.
 const startRun = async (chat, p) => {
   const r = await createRun(chat);

@@ -6,7 +6,7 @@
 // (409 when not waiting, the watchdog not counting the wait), and malformed bodies (400).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, call, newChat, Page, runEvents, sleep } from './lib.mjs';
+import { startServer, call, newChat, runEvents, sleep, helpers } from './lib.mjs';
 
 // Runs that must hit their time limit ask for timeout_s: 1 (the watchdog: 1 s + 0.8 s).
 const env = { CODE_PAUSED_WAIT_MS: '1500', CODE_WATCHDOG_GRACE_MS: '800', CODE_CANCEL_GRACE_MS: '600',
@@ -15,13 +15,7 @@ let srv;
 before(async () => { srv = await startServer({ env }); });
 after(async () => { await srv.stop(); });
 
-const createRun = (chat, body = {}) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x', ...body } });
-const getRun = (id, wait) => call(srv, 'GET', `/v1/runs/${id}${wait ? `?wait_s=${wait}` : ''}`);
-const openPage = async (chat, pageId = 'tab', opts) => {
-  const p = new Page(srv, chat, pageId, opts);
-  await p.opened;
-  return p;
-};
+const { createRun, getRun, openPage } = helpers(() => srv);
 // A run created and taken by page p, reported started: the `run` event's data.
 const startRun = async (chat, p, body) => {
   const r = await createRun(chat, body);

@@ -5,7 +5,7 @@
 // never paused; a page idle before it gets a run is not silent at its dispatch.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, call, newChat, Page, sleep } from './lib.mjs';
+import { startServer, call, newChat, sleep, helpers } from './lib.mjs';
 
 const SILENT_MS = 3000;
 const HEARTBEAT_MS = 1000;
@@ -14,8 +14,7 @@ let srv;
 before(async () => { srv = await startServer({ env }); });
 after(async () => { await srv.stop(); });
 
-const createRun = (chat, body = {}) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x', ...body } });
-const getRun = (id) => call(srv, 'GET', `/v1/runs/${id}`);
+const { createRun, getRun, openPage } = helpers(() => srv);
 const metric = async (name) => {
   const m = await call(srv, 'GET', '/metrics', { token: null });
   const line = m.buf.toString().split('\n').find((l) => l.startsWith(`${name} `));
@@ -33,8 +32,7 @@ const untilState = async (id, state, timeoutMs) => {
 
 test('the run event says how often to show a sign of life', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'tab');
-  await p.opened;
+  const p = await openPage(chat, 'tab');
   await createRun(chat);
   const e = await p.nextRun();
   assert.equal(e.data.heartbeat_ms, HEARTBEAT_MS);
@@ -47,8 +45,7 @@ test('a page that stops its heartbeat is paused within PAGE_SILENT_MS + 2 s; spe
   const silentBefore = await metric('cerea_pages_silent_total');
   const pausedBefore = await metric('cerea_runs_paused_by_silence_total');
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'phone');
-  await p.opened;
+  const p = await openPage(chat, 'phone');
   p.heartbeat(HEARTBEAT_MS);
   const r = await createRun(chat);
   const e1 = (await p.nextRun()).data;
@@ -81,8 +78,7 @@ test('a page that stops its heartbeat is paused within PAGE_SILENT_MS + 2 s; spe
 
 test('a silent page\'s heartbeat (presence) is its sign of life too', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'phone');
-  await p.opened;
+  const p = await openPage(chat, 'phone');
   const r = await createRun(chat);
   const e1 = (await p.nextRun()).data;
   await p.started(e1);
@@ -98,8 +94,7 @@ test('a silent page\'s heartbeat (presence) is its sign of life too', async () =
 
 test('a page sending heartbeats during a long run is never paused', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'busy');
-  await p.opened;
+  const p = await openPage(chat, 'busy');
   p.heartbeat(HEARTBEAT_MS);
   const r = await createRun(chat);
   const e = (await p.nextRun()).data;
@@ -118,8 +113,7 @@ test('a page sending heartbeats during a long run is never paused', async () => 
 
 test('a page idle before it gets a run is not silent at its dispatch', async () => {
   const chat = await newChat(srv);
-  const p = new Page(srv, chat, 'idle');
-  await p.opened;
+  const p = await openPage(chat, 'idle');
   await sleep(SILENT_MS + 500); // attached, visible, no call: it holds nothing
   const r = await createRun(chat);
   const e = (await p.nextRun()).data;

@@ -152,6 +152,13 @@ static struct orch_run *create(const char *code, struct created *cr) {
   return orch__map_get(&w.o->runs, cr->run_id);
 }
 
+/* The same, its page having reported it started (attempt 1: running). */
+static struct orch_run *started(const char *code, struct created *cr) {
+  struct orch_run *run = create(code, cr);
+  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  return run;
+}
+
 struct ended {
   int called, rc;
   enum orch_run_state state;
@@ -341,8 +348,7 @@ END_TEST
 START_TEST(test_hidden_then_back_is_a_new_attempt) {
   struct orch_page *p = attach("pageA", 1);
   struct created cr;
-  struct orch_run *run = create("x", &cr);
-  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  struct orch_run *run = started("x", &cr);
   presence(p, 0);
   ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
   ck_assert_uint_eq(w.o->m.pauses, 1);
@@ -410,8 +416,7 @@ END_TEST
 START_TEST(test_watchdog) {
   struct orch_page *p = attach("pageA", 1);
   struct created cr;
-  struct orch_run *run = create("while True: pass", &cr);
-  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  struct orch_run *run = started("while True: pass", &cr);
   struct ended e = {0};
   orch__run_on_end(run, on_end, &e);
   live_for(p, 10000 + w.o->rt.watchdog_grace_ms); /* its page is alive: the code is stuck */
@@ -695,8 +700,7 @@ END_TEST
 START_TEST(test_silence) {
   struct orch_page *p = attach("pageA", 1);
   struct created cr;
-  struct orch_run *run = create("import time; time.sleep(30)", &cr);
-  ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
+  struct orch_run *run = started("import time; time.sleep(30)", &cr);
   live_for(p, 15000); /* heartbeats: never silent (within its 10 s + the grace) */
   ck_assert_int_eq(run->state, ORCH_RUN_RUNNING);
   ck_assert_uint_eq(w.o->m.pages_silent, 0);
