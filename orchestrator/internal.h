@@ -545,7 +545,8 @@ void orch__live_free(struct orch_live *l); /* watches left are freed without a c
 /* The run's latest attempt was dispatched: its held output starts empty. */
 void orch__live_begin(struct orch_run *run);
 /* run->rec.state (the API's name of its state) or its attempt changed since the last `state`
- * event: one more (chat.c's record mirror calls it). */
+ * event: one more (chat.c's record mirror calls it); a run no longer waiting for input drops its
+ * prompt. */
 void orch__live_state(struct orch_run *run);
 /* Output chunks of the latest attempt, taken and published (live.c says how). */
 struct orch_chunk {

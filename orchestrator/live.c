@@ -211,6 +211,8 @@ static void publish(struct orch_run *run, struct orch_run_event *ev,
 void orch__live_state(struct orch_run *run) {
   struct orch_live *l = &run->live;
   const char *state = run->rec.state ? run->rec.state : "";
+  if (run->state != ORCH_RUN_WAITING_INPUT && l->prompt != NULL)
+    orch__live_asked_over(run); /* paused, cancelled, ended while it waited: nobody asks now */
   if (strcmp(l->state, state) == 0 && l->state_attempt == run->attempts)
     return;
   snprintf(l->state, sizeof(l->state), "%s", state);

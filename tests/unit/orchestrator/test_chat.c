@@ -803,6 +803,14 @@ START_TEST(test_input) {
   result(run, "error", "", &e);
   drain();
   ck_assert_int_eq(e.status, ORCH_RUN_STATUS_ERROR);
+  /* paused while it waits: nobody is asked any more (a page that attaches is not sent it) */
+  run = create("input()", &cr);
+  ck_assert_int_eq(output(run, 1, NULL, 0, "name? "), 0);
+  presence(p, 0);
+  ck_assert_int_eq(run->state, ORCH_RUN_PAUSED);
+  ck_assert_ptr_null(run->live.prompt);
+  presence(p, 1);
+  ck_assert_int_eq(run->attempts, 2); /* it asks again */
 }
 END_TEST
 
