@@ -1,8 +1,13 @@
 // notes.js -- every sentence about a run that a user (or the assistant reading a result) reads,
 // worded once: the result's `notes`, the errors the kernel host writes itself (time limit, crash,
-// a sandbox that cannot start), the restart notice a card shows, and the runtime's loading labels.
-// Browser and headless hosts, the kernel core and the web app's cards all take their words from
-// here, so a message never appears twice in two wordings.
+// memory, a sandbox that cannot start), the restart notice a card shows, what a phone's card says,
+// and the runtime's loading labels.  Browser and headless hosts, the kernel core and the web app's
+// cards all take their words from here, so a message never appears twice in two wordings.
+//
+// Stable codes: every note has a code (NOTE_CODE below: `output_cut`, `restart_stale`, …) that
+// apps key on instead of the English text.  Notes travel as plain strings (the API's `notes` is a
+// list of strings), so noteCode(text) gives a note's code back: each entry's pattern sits beside
+// its wording, and tests/e2e/ui-adapter-unit.test.mjs checks that every wording is recognised.
 //
 // How the words divide up (so nothing is said twice): a restart is told by the result's fields
 // `restarted` + `remounted`, and in words only by NOTE.restarted(remounted), which the card shows
@@ -14,42 +19,75 @@
 
 const n = (x) => Number(x).toLocaleString('en-US');
 const s = (ms) => `${+(ms / 1000).toFixed(3)} s`;
+const plural = (k, one, many = `${one}s`) => `${n(k)} ${k === 1 ? one : many}`;
 
-export const NOTE = Object.freeze({
+// name → [code, wording, pattern that recognises the wording].
+const NOTES = {
   // The restart notice: what was lost and what came back.  Shown once per restarted run.
-  restarted: (remounted = []) => 'The sandbox was restarted: variables and files written outside /mnt/output are gone.' +
-    (remounted.length ? ` Files back in /mnt/data: ${remounted.join(', ')}.` : ' No files to remount.'),
+  restarted: ['restarted', (remounted = []) => 'The sandbox was restarted: variables and files written outside /mnt/output are gone.' +
+    (remounted.length ? ` Files back in /mnt/data: ${remounted.join(', ')}.` : ' No files to remount.'), /^The sandbox was restarted: variables/],
 
   // Why the sandbox was fresh for this run, when the restart did not come from this run.
-  evicted: () => "Before this run, the chat's kernel was stopped to make room for other chats.",
-  detached: () => "Before this run, the chat's kernel was stopped while the chat was detached from this host.",
-  diedIdle: (why) => `Before this run, the kernel stopped by itself (${why}).`,
-  restartedForStale: () => 'Before this run, the sandbox was restarted to stop an earlier attempt that no longer counted.',
+  evicted: ['restart_evicted', () => "Before this run, the chat's kernel was stopped to make room for other chats.", /^Before this run, the chat's kernel was stopped to make room/],
+  detached: ['restart_detached', () => "Before this run, the chat's kernel was stopped while the chat was detached from this host.", /^Before this run, the chat's kernel was stopped while the chat was detached/],
+  diedIdle: ['restart_died', (why) => `Before this run, the kernel stopped by itself (${why}).`, /^Before this run, the kernel stopped by itself/],
+  restartedForStale: ['restart_stale', () => 'Before this run, the sandbox was restarted to stop an earlier attempt that no longer counted.', /^Before this run, the sandbox was restarted to stop an earlier attempt/],
 
   // Cancel: the ladder's two outcomes, and a cancel that came before Python started.
-  cancelKept: () => 'Cancelled: Python was interrupted; variables are kept.',
-  cancelReplaced: (graceMs) => `Cancelled: Python did not stop within ${s(graceMs)} of the interrupt.`,
-  cancelledBeforeStart: () => 'Cancelled before it started.',
-  notRestarted: (why) => `The sandbox could not be restarted: ${why}`,
+  cancelKept: ['cancel_kept', () => 'Cancelled: Python was interrupted; variables are kept.', /^Cancelled: Python was interrupted; variables are kept\.$/],
+  cancelReplaced: ['cancel_replaced', (graceMs) => `Cancelled: Python did not stop within ${s(graceMs)} of the interrupt.`, /^Cancelled: Python did not stop within /],
+  cancelledBeforeStart: ['cancel_before_start', () => 'Cancelled before it started.', /^Cancelled before it started\.$/],
+  notRestarted: ['restart_failed', (why) => `The sandbox could not be restarted: ${why}`, /^The sandbox could not be restarted: /],
 
   // Files.
-  skipped: (name, why, deadlineMs) => (why === 'deadline'
+  skipped: ['file_skipped', (name, why, deadlineMs) => (why === 'deadline'
     ? `${name}: download did not finish within ${s(deadlineMs)}; skipped for this run, tried again on the next.`
-    : `${name}: download failed (${why}); skipped for this run, tried again on the next.`),
-  notMounted: (name, reason) => `${name} was not mounted: ${reason}`,
-  notSaved: (name, why) => `${name} could not be saved (${why}).`,
-  notReadBack: (name, why) => `${name} could not be read back: ${why}`,
+    : `${name}: download failed (${why}); skipped for this run, tried again on the next.`), /: download (did not finish within .*|failed \(.*\)); skipped for this run, tried again on the next\.$/],
+  notMounted: ['file_not_mounted', (name, reason) => `${name} was not mounted: ${reason}`, / was not mounted: /],
+  notSaved: ['file_not_saved', (name, why) => `${name} could not be saved (${why}).`, / could not be saved \(.*\)\.$/],
+  notReadBack: ['file_not_read_back', (name, why) => `${name} could not be read back: ${why}`, / could not be read back: /],
 
-  // Output and packages (the kernel core).
-  cut: (stream, chars) => `${stream} was cut at ${n(chars)} characters`,
-  packageFailed: (name, why) => `package ${name} could not be loaded: ${why || 'unknown error'}`,
-});
+  // Output, values, input and packages (the kernel core, the supervisor).
+  cut: ['output_cut', (stream, chars) => `${stream} was cut at ${n(chars)} characters`, /^(stdout|stderr) was cut at [\d,]+ characters$/],
+  displaysDropped: ['displays_dropped', (k, limit) => `${plural(k, 'display')} left out: at most ${n(limit)} per run.`, /^[\d,]+ displays? left out: at most [\d,]+ per run\.$/],
+  inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer here (this page is not cross-origin isolated, so the sandbox cannot block on shared memory): it raised EOFError at once.', /^input\(\) cannot wait for an answer here/],
+  inputTimedOut: ['input_timeout', (waitS) => `input() had no answer within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer within /],
+  inputUnanswered: ['input_unanswered', (waitS) => `input() had no answer from the kernel host within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer from the kernel host/],
+  packageFailed: ['package_failed', (name, why) => `package ${name} could not be loaded: ${why || 'unknown error'}`, /^package .* could not be loaded: /],
+  outOfMemory: ['out_of_memory', (limitMb, heldMb) => `${ERROR_TEXT.outOfMemory(limitMb)}${heldMb ? ` (it held ${heldMb} MiB)` : ''}`, /^the sandbox ran out of memory/],
+};
+
+const ERROR_TEXT = {
+  outOfMemory: (limitMb) => `the sandbox ran out of memory (${limitMb ? `limit ${limitMb} MiB` : 'its JavaScript heap'}) and was restarted`,
+};
+
+export const NOTE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [, say]]) => [name, say])));
+export const NOTE_CODE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [code]]) => [name, code])));
+
+// The code of a note's text (as a result or run object carries it), or null for a note not worded
+// here (Python's own, the orchestrator's).
+export function noteCode(text) {
+  if (typeof text !== 'string') return null;
+  for (const [code, , like] of Object.values(NOTES)) if (like.test(text)) return code;
+  return null;
+}
 
 // The errors a kernel host writes into a result itself ({type, message, traceback}).
 export const ERROR = Object.freeze({
   timeout: (limitS) => ({ type: 'TimeoutError', message: `The run did not finish within its time limit of ${limitS} s.`, traceback: '' }),
   crashed: (why) => ({ type: 'KernelCrashed', message: `The sandbox stopped (${why}).`, traceback: '' }),
   loadFailed: (why) => ({ type: 'KernelCrashed', message: `The sandbox could not start: ${why}`, traceback: '' }),
+  outOfMemory: (limitMb) => ({ type: 'MemoryError', message: ERROR_TEXT.outOfMemory(limitMb), traceback: '' }),
+});
+
+// What a run's card says on a phone, and after the page came back (the run started again).
+export const PHONE = Object.freeze({
+  keepOpen: () => 'Keep this page open and in front: the code runs on this device, and it stops while the page is in the background or the screen is off.',
+  rerun: (attempt, why) => `This run started again from the beginning (attempt ${attempt}): ${why === 'hidden'
+    ? 'this page went to the background, and code runs only while the page is open and in front.'
+    : why === 'silent'
+      ? 'this page stopped answering the server (a phone can freeze a page in the background).'
+      : 'the server lost track of this page (its connection dropped).'}`,
 });
 
 // The runtime's loading labels, by the stage the kernel core reports.

@@ -26,6 +26,7 @@ import { constants as osConstants } from 'node:os';
 import { createRequire, register } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { KernelCore } from '../core.js';
+import { ERROR, NOTE } from '../notes.js';
 import { CMD, REPLY, STATUS } from '../protocol.js';
 
 // Names removed from globalThis (and its prototype chain) after the kernel loaded.  Pyodide keeps
@@ -43,7 +44,6 @@ const MIB = 1048576;
 export const KERNEL_MEMORY_MB = Math.max(64, parseInt(process.env.CEREA_KERNEL_MEMORY_MB || '', 10) || 1024);
 const LIMIT = KERNEL_MEMORY_MB * MIB;
 const memoryUsage = process.memoryUsage.bind(process);   // kept: `process` leaves the scope
-export const OUT_OF_MEMORY = `the sandbox ran out of memory (limit ${KERNEL_MEMORY_MB} MiB) and was restarted`;
 
 // Under Node's permission model process.binding() throws, and Emscripten's NODEFS reads its open
 // flags from process.binding('constants') while Pyodide loads: answer that one question from the
@@ -136,8 +136,8 @@ function checkMemory(result) {
   const used = inUse();
   if (used <= LIMIT) return;
   result.status = STATUS.CRASHED;
-  result.error = { type: 'MemoryError', message: OUT_OF_MEMORY, traceback: '' };
-  result.notes = [...(result.notes || []), `${OUT_OF_MEMORY} (it held ${Math.ceil(used / MIB)} MiB)`];
+  result.error = ERROR.outOfMemory(KERNEL_MEMORY_MB);
+  result.notes = [...(result.notes || []), NOTE.outOfMemory(KERNEL_MEMORY_MB, Math.ceil(used / MIB))];
 }
 
 // ---- module loading -------------------------------------------------------------------------
