@@ -2,24 +2,52 @@
 
 Each run is compiled as ``<cell-N>`` (N counts runs of this interpreter) with top-level await
 allowed, and its source registered in linecache, so tracebacks show the user's own line numbers
-and lines, also for functions defined by an earlier cell.  Errors become {type, message,
-traceback}: the traceback starts at the first frame of user code (the kernel's frames are cut).
-The namespace lives until ``reset()`` (chat switch).  It does not capture output, load packages or
-look at files.
+and lines, also for functions defined by an earlier cell.  Jupyter's rule gives the cell a value:
+when its last statement is an expression (not ended by ``;``), that expression is compiled apart
+and evaluated after the rest, and ``run`` returns its value (``NO_VALUE`` otherwise).
+
+User code runs between the host's arm() and disarm() (the window in which the worker hands Python
+the interrupt buffer's signals: KeyboardInterrupt, the output flush).  A cell with top-level await
+is driven step by step, armed only while its own code runs: while it awaits, the worker's event
+loop runs Pyodide's callbacks, and a signal read there would raise outside the user's code.  Before
+each await its output is flushed (the worker hands it on when due), and an interrupt that comes
+while it awaits (``interrupt_awaiting``, called by the worker on the controller's interrupt
+message) cancels the run's task: the cancellation reaches the cell as KeyboardInterrupt at its
+await, whatever it awaits (asyncio.sleep, gather, a JS promise).
+
+Errors become {type, message, traceback}: the traceback holds the user's frames only (the kernel's
+are cut).  The namespace lives until ``reset()`` (chat switch); it holds ``display``.  It does not
+capture output, load packages or look at files.
 """
 import ast
+import asyncio
 import builtins
 import inspect
 import linecache
 import traceback
+import types
 
+from . import output, values
+
+KERNEL_DIR = "/opt/cerea/"
+NO_VALUE = object()
 _ns = {}
 _count = [0]
+_live = {"task": None, "interrupt": False}   # the run's asyncio task; an interrupt owed to it
+_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+class Cell:
+    __slots__ = ("body", "last", "filename")
+
+    def __init__(self, body, last, filename):
+        self.body, self.last, self.filename = body, last, filename
 
 
 def reset():
     _ns.clear()
-    _ns.update({"__name__": "__main__", "__builtins__": builtins, "__doc__": None})
+    _ns.update({"__name__": "__main__", "__builtins__": builtins, "__doc__": None,
+                "display": values.display})
 
 
 reset()
@@ -29,21 +57,102 @@ def namespace():
     return _ns
 
 
+def _suppressed(lines, node):
+    """A trailing ``;`` after the last expression: Jupyter shows no value."""
+    rest = lines[node.end_lineno - 1][node.end_col_offset:] + "".join(lines[node.end_lineno:])
+    return rest.strip().startswith(";")
+
+
 def compile_cell(code):
-    """Returns (code_object, filename); raises SyntaxError (compile's own) when it does not parse."""
+    """Returns a Cell; raises SyntaxError (compile's own) when it does not parse."""
     _count[0] += 1
     filename = "<cell-%d>" % _count[0]
     lines = code.splitlines(True)
     linecache.cache[filename] = (len(code), None, lines, filename)
-    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    return compile(code, filename, "exec", flags=flags, dont_inherit=True), filename
+    tree = compile(code, filename, "exec", flags=_FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and not _suppressed(lines, tree.body[-1]):
+        expr = ast.Expression(tree.body.pop().value)
+        last = compile(expr, filename, "eval", flags=_FLAGS, dont_inherit=True)
+    body = compile(tree, filename, "exec", flags=_FLAGS, dont_inherit=True)
+    return Cell(body, last, filename)
 
 
-async def run(codeobj):
+@types.coroutine
+def _armed(coro, host):
+    """Drive a coroutine, armed only while it runs (not while it awaits)."""
+    value, exc = None, None
+    while True:
+        host.arm()
+        try:
+            step = coro.throw(exc) if exc is not None else coro.send(value)
+        except StopIteration as e:
+            return e.value
+        finally:
+            host.disarm()
+        value, exc = None, None
+        output.flush_live()
+        try:
+            value = yield step
+        except BaseException as e:   # thrown into the task (a cancel): to the cell
+            exc = e
+            if isinstance(e, asyncio.CancelledError) and _live["interrupt"]:
+                _live["interrupt"] = False
+                task = _live["task"]
+                if task is not None:
+                    task.uncancel()
+                exc = KeyboardInterrupt()
+
+
+async def _part(codeobj, host, mode):
     if codeobj.co_flags & inspect.CO_COROUTINE:
-        await eval(codeobj, _ns)
-    else:
-        exec(codeobj, _ns)
+        return await _armed(eval(codeobj, _ns), host)
+    host.arm()
+    try:
+        return eval(codeobj, _ns) if mode == "eval" else exec(codeobj, _ns)
+    finally:
+        host.disarm()
+
+
+async def run(cell, host):
+    """Run the cell → its value (NO_VALUE when its last statement is no expression)."""
+    try:
+        _live.update(task=asyncio.current_task(), interrupt=False)
+    except RuntimeError:   # no running loop (plain CPython tests)
+        _live.update(task=None, interrupt=False)
+    try:
+        await _part(cell.body, host, "exec")
+        if cell.last is None:
+            return NO_VALUE
+        return await _part(cell.last, host, "eval")
+    finally:
+        _live.update(task=None, interrupt=False)
+
+
+def interrupt_awaiting():
+    """The controller's interrupt, read by the worker while the run awaits → 'woken' (its task is
+    cancelled: KeyboardInterrupt at the cell's await), 'stuck' (a step of the task is suspended
+    inside a call: nothing reaches it) or 'none' (no cell awaits)."""
+    task = _live["task"]
+    if task is None or task.done():
+        return "none"
+    if asyncio.current_task(task.get_loop()) is not None:
+        return "stuck"
+    _live["interrupt"] = True
+    task.cancel()
+    return "woken"
+
+
+def _drop_kernel_frames(te, seen):
+    """The user's frames only, in this exception and the ones chained to it."""
+    while te is not None and id(te) not in seen:
+        seen.add(id(te))
+        te.stack = traceback.StackSummary.from_list(
+            [f for f in te.stack if not f.filename.startswith(KERNEL_DIR) and "://" not in f.filename])
+        for sub in getattr(te, "exceptions", None) or ():
+            _drop_kernel_frames(sub, seen)
+        _drop_kernel_frames(te.__context__, seen)
+        te = te.__cause__
 
 
 def format_error(exc):
@@ -55,7 +164,9 @@ def format_error(exc):
         if isinstance(exc, SyntaxError):
             text = "".join(traceback.format_exception_only(type(exc), exc))
         else:
-            text = "".join(traceback.format_exception(type(exc), exc, tb))
+            te = traceback.TracebackException(type(exc), exc, tb, capture_locals=False)
+            _drop_kernel_frames(te, set())
+            text = "".join(te.format())
     except Exception as e:  # formatting must not take the result down (MemoryError)
         text = "%s: %s (traceback unavailable: %r)" % (type(exc).__name__, exc, e)
     if isinstance(exc, SyntaxError):

@@ -5,10 +5,15 @@
     prepare(code)       compile (a SyntaxError is returned here, before any package loads), scan
                         imports, say whether matplotlib is wanted.  The worker then loads packages.
     execute(options)    (async) figures and /mnt/output marked, matplotlib on Agg when the code
-                        mentions it, the cell run in the persistent namespace between arm() and
-                        disarm() of the interrupt window, figures swept (also after an error),
-                        streams flushed, changed files collected.  Returns the result as JSON
-                        (without stdout/stderr: the worker's sinks hold them).
+                        mentions it, the interruptible waits and the flush handler in place, the
+                        cell run in the persistent namespace inside the interrupt window
+                        (execute.py arms it around user code), its value made a MIME bundle,
+                        figures swept (also after an error), streams flushed, changed files
+                        collected.  Returns the result as JSON (without stdout/stderr: the
+                        worker's sinks hold them; with value, displays and displays_dropped).
+    interrupt_awaiting()  the controller's interrupt reached the worker while the run awaits:
+                        its task cancelled, KeyboardInterrupt at the cell's await → 'woken',
+                        'stuck' or 'none' (execute.py).
     dispose()           forget namespace, mounts, known outputs (a chat switch on a warm kernel).
 
 Everything crosses the JS boundary as JSON strings: no proxies to leak.  It does not move file
@@ -19,10 +24,19 @@ import os
 import sys
 import time
 
-from . import execute, figures, imports, lockdown, mounts, output, outputs_diff
+from . import execute, figures, imports, lockdown, mounts, output, outputs_diff, values, waits
 
 _pending = {"code": None, "source": None, "matplotlib": False}
 _mpl = {"tried": False, "error": None}
+
+
+class _NoHost:
+    """Outside the worker (plain CPython): nothing to arm."""
+    def arm(self):
+        pass
+
+    def disarm(self):
+        pass
 
 
 def _host():
@@ -37,6 +51,7 @@ def init(config_json):
     cfg = json.loads(config_json or "{}")
     notes = lockdown.apply()
     output.install()
+    waits.install()
     mounts.ensure_dirs()
     imports.set_lacking(cfg.get("lacks"))
     if os.path.isdir("/home/pyodide"):
@@ -48,10 +63,10 @@ def prepare(code):
     """JSON {ok: true, imports, matplotlib} or {ok: false, error}."""
     _pending.update(code=None, source=code, matplotlib=False)
     try:
-        codeobj, _fn = execute.compile_cell(code)
+        cell = execute.compile_cell(code)
     except (SyntaxError, ValueError, OverflowError) as e:   # ValueError: NUL bytes in source
         return json.dumps({"ok": False, "error": execute.format_error(e)})
-    _pending["code"] = codeobj
+    _pending["code"] = cell
     want = imports.mentions_matplotlib(code)
     _pending["matplotlib"] = want
     return json.dumps({"ok": True, "imports": imports.scan(code), "matplotlib": want})
@@ -72,13 +87,15 @@ async def execute_run(options_json):
     opts = json.loads(options_json or "{}")
     limits = opts.get("limits") or {}
     notes, t = [], {}
-    codeobj = _pending["code"]
+    cell = _pending["code"]
     _pending["code"] = None
-    if codeobj is None:
+    if cell is None:
         return json.dumps({"status": "error", "notes": ["internal: execute without prepare"],
                            "error": None, "files": [], "files_unlisted": 0, "figures_dropped": 0})
     t0 = time.perf_counter()
     output.restore()
+    waits.install()
+    values.begin_run(limits.get("displays", 20), limits.get("out_chars", 8000))
     figures.begin_run(limits.get("figures", 20))
     try:
         outputs_diff.before_run()
@@ -90,17 +107,18 @@ async def execute_run(options_json):
             start_matplotlib()
         except BaseException as e:
             capture_error, capture_at = e, len(notes)
-    status, error = "ok", None
-    host = _host()
+    status, error, value = "ok", None, None
+    host = _host() or _NoHost()
     t1 = time.perf_counter()
     try:
-        if host is not None:
-            host.arm()
-        try:
-            await execute.run(codeobj)
-        finally:
-            if host is not None:
+        v = await execute.run(cell, host)
+        if v is not execute.NO_VALUE and v is not None:
+            host.arm()   # its _repr_*_ methods are user code: interruptible, time-limited
+            try:
+                value = values.bundle(v)
+            finally:
                 host.disarm()
+        v = None
     except KeyboardInterrupt as e:
         status, error = "cancelled", execute.format_error(e)
     except BaseException as e:   # SystemExit and MemoryError included: the kernel stays usable
@@ -131,6 +149,7 @@ async def execute_run(options_json):
             notes.append("figures still open could not be saved: %s: %s" % (type(e).__name__, e))
             swept, dropped = list(figures._run["swept"]), figures._run["dropped"]
     output.flush()
+    shown, shown_dropped = values.end_run()
     files, unlisted = [], 0
     try:
         files, unlisted, fnotes = outputs_diff.after_run(
@@ -142,6 +161,7 @@ async def execute_run(options_json):
     t3 = time.perf_counter()
     return json.dumps({"status": status, "error": error, "files": files,
                        "files_unlisted": unlisted, "figures_dropped": dropped, "notes": notes,
+                       "value": value, "displays": shown, "displays_dropped": shown_dropped,
                        "timing": {"prepare_ms": round((t1 - t0) * 1000, 3),
                                   "exec_ms": round((t2 - t1) * 1000, 3),
                                   "collect_ms": round((t3 - t2) * 1000, 3)}})
@@ -178,6 +198,10 @@ def dispose():
         except Exception:
             pass
     return "{}"
+
+
+def interrupt_awaiting():
+    return execute.interrupt_awaiting()
 
 
 def plan_mount(manifest_json):

@@ -22,18 +22,24 @@
 // applies the Python-side refusals).  No user code runs before lock-down finished.  A load
 // timeout bounds the whole start (Pyodide hangs rather than failing when wasm is refused).
 //
-// Output: Pyodide's stdout/stderr go to two OutputSinks (keep the first bytes up to the cap,
-// count the rest; Python block-buffers, so a sink is called once per 64 KiB).  Interrupts: the
-// controller's SharedArrayBuffer is read through Atomics.exchange (a plain Int32Array loses ~4 %
-// of signals: Pyodide reads then clears it non-atomically), and only inside the window Python
-// opens around user code (cerea_host.arm/disarm), so a late signal cannot break result collection.
+// Output: Pyodide's stdout/stderr go to two OutputSinks (output.js: keep the first characters up
+// to the cap, count the rest, hand the kept text on as `output` events while the run goes; Python
+// block-buffers and flushes at the controller's flush signal, so a sink is called once per 64 KiB
+// or per flush).  The control buffer (control.js: interrupts, flush signals, input() answers) is
+// read through Atomics.exchange (a plain Int32Array loses ~4 % of signals: Pyodide reads then
+// clears it non-atomically), and only inside the window Python opens around user code
+// (cerea_host.arm/disarm), so a late signal cannot break result collection.  The `cerea_host`
+// module (hostModule) is what kernel/ calls: the window, output ticks, the interruptible sleep,
+// input() and display().
 //
 // It does not enforce the time limit, restart itself or fetch chat files: the supervisor
 // (supervisor.js) and the page session do.  In Node it is not a sandbox by itself (see
 // node-worker.js).
-import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
 import { NOTE } from './notes.js';
+import { OutputSink } from './output.js';
 
 const KERNEL_DIR = '/opt/cerea';
 const LIFE = machine('kernel core', {
@@ -57,41 +63,6 @@ export const BLOCKED_GLOBALS = Object.freeze([
 const BLOCKED_NAVIGATOR = Object.freeze(['storage', 'sendBeacon', 'locks', 'serviceWorker', 'connection']);
 export const PYPI_HOSTS = Object.freeze(['https://pypi.org/', 'https://files.pythonhosted.org/']);
 
-// Keeps the first `capChars` characters of a stream without ever holding more than
-// 4 × capChars bytes (UTF-8), counts the rest.  Characters, not bytes, are capped: the kept
-// bytes are decoded and sliced at the end.
-export class OutputSink {
-  constructor(capChars = LIMITS.out_chars) { this.setCap(capChars); }
-  setCap(capChars) {
-    this.capChars = capChars;
-    this.buf = new Uint8Array(capChars * 4 + 4);
-    this.reset();
-  }
-  reset() { this.len = 0; this.dropped = 0; }
-  write(bytes) {
-    const room = this.buf.length - this.len;
-    if (room > 0) {
-      const n = Math.min(room, bytes.length);
-      this.buf.set(n === bytes.length ? bytes : bytes.subarray(0, n), this.len);
-      this.len += n;
-      this.dropped += bytes.length - n;
-    } else {
-      this.dropped += bytes.length;
-    }
-    return bytes.length;
-  }
-  // {text, truncated}: at most capChars characters (a character cut by the byte cap is dropped).
-  take() {
-    let text = new TextDecoder('utf-8', { fatal: false }).decode(this.buf.subarray(0, this.len));
-    let truncated = this.dropped > 0;
-    if (truncated && text.endsWith('\uFFFD')) text = text.slice(0, -1);
-    const chars = Array.from(text);
-    if (chars.length > this.capChars) { text = chars.slice(0, this.capChars).join(''); truncated = true; }
-    this.reset();
-    return { text, truncated };
-  }
-}
-
 export class KernelCore {
   // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
   //        scope: the worker's global object, isNode: bool}
@@ -104,10 +75,13 @@ export class KernelCore {
     this.info = null;
     this.lock = null;             // the served lock file (packages + import names)
     this.importMap = new Map();   // import name → package name (only packages this deployment has)
-    this.out = new OutputSink();
-    this.err = new OutputSink();
-    this.interrupt = null;        // Int32Array over the controller's SharedArrayBuffer
+    this.out = new OutputSink(LIMITS.out_chars, (c) => this.onChunk('stdout', c));
+    this.err = new OutputSink(LIMITS.out_chars, (c) => this.onChunk('stderr', c));
+    this.tickTimer = null;
+    this.control = null;          // ControlBuffer over the controller's SharedArrayBuffer
     this.armed = false;
+    this.runNotes = [];           // notes the run's waits add (input() unavailable)
+    this.inputWaitMs = LIMITS.input_wait_s * 1000;
     this.pypiAllowed = false;
     this.allowedPrefixes = [];
     this.currentRun = null;
@@ -126,11 +100,7 @@ export class KernelCore {
   onMessage(msg) {
     const problem = checkCommand(msg);
     if (problem) { this.post(fail(msg && Number.isInteger(msg.id) ? msg.id : 0, ERR.BAD_MESSAGE, problem)); return; }
-    if (msg.cmd === CMD.INTERRUPT) {
-      if (this.interrupt && this.armed) Atomics.store(this.interrupt, 0, 2);
-      this.post(ok(msg.id, { delivered: !!(this.interrupt && this.armed) }));
-      return;
-    }
+    if (msg.cmd === CMD.INTERRUPT) { this.post(ok(msg.id, this.interruptAwaiting())); return; }
     if (msg.cmd === CMD.INIT) { this.init(msg); return; }
     this.queue = this.queue.then(() => this.dispatch(msg));
   }
@@ -186,7 +156,7 @@ export class KernelCore {
     const t0 = performance.now();
     const base = (u) => (u.endsWith('/') ? u : u + '/');
     const indexURL = base(msg.indexURL), packageBaseUrl = base(msg.packageBaseUrl), kernelURL = base(msg.kernelURL);
-    if (msg.interruptBuffer) this.interrupt = new Int32Array(msg.interruptBuffer, 0, 1);
+    if (msg.interruptBuffer) this.control = new ControlBuffer(msg.interruptBuffer);
 
     this.progress(msg.id, 'runtime', 'loading the Python runtime');
     const lockText = await this.host.readText(msg.lockFileURL);
@@ -221,24 +191,10 @@ export class KernelCore {
     const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
     py.FS.mkdirTree(pkgDir);
     for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
-    const core = this;
-    py.registerJsModule('cerea_host', {
-      // Called by kernel/runner.py around user code.  User code can import this module too, so
-      // `started` goes out once per run whatever it calls (it must not restart the time limit).
-      arm() {
-        if (core.interrupt && !core.startedSent) Atomics.store(core.interrupt, 0, 0);
-        core.armed = true;
-        if (core.currentRun !== null && !core.startedSent) {
-          core.startedSent = true;
-          core.post(event(EVENT.STARTED, { ref: core.currentRun }));
-        }
-      },
-      disarm() { core.armed = false; },
-    });
-    if (this.interrupt) {
-      const ia = this.interrupt;
-      // Pyodide reads [0] then writes 0: make the read an atomic exchange, the write a no-op.
-      py.setInterruptBuffer({ get 0() { return core.armed ? Atomics.exchange(ia, 0, 0) : 0; }, set 0(_v) {}, length: 1 });
+    py.registerJsModule('cerea_host', this.hostModule());
+    if (this.control) {
+      const core = this;
+      py.setInterruptBuffer({ get 0() { return core.control.take(core.armed); }, set 0(_v) {}, length: 1 });
     }
     py.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport cerea_kernel.runner`);
     this.runner = py.pyimport('cerea_kernel.runner');
@@ -251,7 +207,7 @@ export class KernelCore {
     this.out.reset(); this.err.reset();
     this.info = {
       pyodide: py.version, python: py.runPython('import sys; sys.version.split()[0]'),
-      interrupts: !!this.interrupt, load_ms: Math.round(performance.now() - t0),
+      interrupts: !!this.control, load_ms: Math.round(performance.now() - t0),
       packages: { has: deployment.has || [], lacks: deployment.lacks || [] },
       lockdown: this.lockdownReport.slice(),
     };
@@ -381,7 +337,7 @@ export class KernelCore {
     if (this.out.capChars !== limits.out_chars) { this.out.setCap(limits.out_chars); this.err.setCap(limits.out_chars); }
     this.out.reset(); this.err.reset();
     const base = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
-      files_unlisted: 0, figures_dropped: 0, notes, restarted: false, remounted: [] };
+      files_unlisted: 0, figures_dropped: 0, notes, restarted: false, remounted: [], value: null, displays: [] };
 
     const prep = JSON.parse(this.runner.prepare(msg.code));
     if (!prep.ok) return { ...base, status: STATUS.ERROR, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } };
@@ -403,19 +359,24 @@ export class KernelCore {
     const t2 = performance.now();
 
     this.pypiAllowed = msg.pypi === true;
+    this.inputWaitMs = limits.input_wait_s * 1000;
+    this.runNotes = [];
     this.currentRun = msg.run_id ?? msg.id;
     this.startedSent = false;
     let res;
     try {
       res = JSON.parse(await this.runner.execute_run(JSON.stringify({ limits })));
     } finally {
+      this.out.end(); this.err.end();   // the last chunks, while they still name the run
+      clearTimeout(this.tickTimer); this.tickTimer = null;
       this.currentRun = null; this.armed = false; this.pypiAllowed = false;
-      if (this.interrupt) Atomics.store(this.interrupt, 0, 0);
+      if (this.control) this.control.clear();
     }
     const so = this.out.take(), se = this.err.take();
     if (so.truncated) notes.push(NOTE.cut('stdout', limits.out_chars));
     if (se.truncated) notes.push(NOTE.cut('stderr', limits.out_chars));
-    notes.push(...res.notes);
+    notes.push(...this.runNotes, ...res.notes);
+    if (res.displays_dropped) notes.push(NOTE.displaysDropped(res.displays_dropped, limits.displays));
     const files = [];
     for (const f of res.files) {
       try { files.push({ ...f, data: this.py.FS.readFile(`/mnt/output/${f.name}`) }); } catch (e) {
@@ -424,8 +385,92 @@ export class KernelCore {
     }
     return { ...base, status: res.status, stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
       stderr_truncated: se.truncated, error: res.error, files, files_unlisted: res.files_unlisted,
-      figures_dropped: res.figures_dropped, notes,
+      figures_dropped: res.figures_dropped, notes, value: res.value ?? null, displays: res.displays || [],
       timing: { mount_ms: mountInfo?.mount_ms ?? 0, load_ms: +(t2 - t1).toFixed(3), ...res.timing,
         total_ms: +(performance.now() - t0).toFixed(3) } };
   }
+
+  // ---- the live run: what kernel/ calls while user code runs ----------------------------------
+  hostModule() {
+    const core = this;
+    return {
+      // Around user code (kernel/execute.py).  User code can import this module too, so `started`
+      // goes out once per run whatever it calls (it must not restart the time limit).
+      arm() {
+        if (core.control && !core.startedSent) core.control.clear();
+        core.armed = true;
+        if (core.currentRun !== null && !core.startedSent) {
+          core.startedSent = true;
+          core.post(event(EVENT.STARTED, { ref: core.currentRun }));
+        }
+      },
+      disarm() { core.armed = false; },
+      // Output flushed by Python: hand it on now (a flush signal, a prompt), or when due.
+      tick(now) { core.tickOutput(!!now); },
+      can_wait() { return !!core.control && core.control.canWait; },
+      sleep(ms) { return core.sleep(Number(ms)); },
+      ask(prompt) { return core.ask(String(prompt)); },
+      display(index, json) {
+        if (core.currentRun !== null) core.post(event(EVENT.DISPLAY, { ref: core.currentRun, index, data: JSON.parse(json) }));
+      },
+    };
+  }
+
+  onChunk(stream, c) {
+    if (this.currentRun !== null) this.post(event(EVENT.OUTPUT, { ref: this.currentRun, stream, ...c }));
+  }
+
+  // now: hand on what is pending; else only what is due (a flush signal or a wait), and (Python
+  // awaiting: the event loop runs) a timer for the rest.
+  tickOutput(now) {
+    for (const s of [this.out, this.err]) { if (now) s.flush(); else s.due(s.batchMs / 2); }
+    const at = Math.min(this.out.dueAt, this.err.dueAt);
+    if (!now && at !== Infinity && !this.tickTimer && this.currentRun !== null) {
+      this.tickTimer = setTimeout(() => { this.tickTimer = null; this.tickOutput(true); }, Math.max(0, at - performance.now()));
+    }
+  }
+
+  // time.sleep (kernel/waits.py): blocked in Atomics.wait, woken by a SIGINT and to hand on output
+  // that comes due meanwhile.  → true when interrupted: the SIGINT is taken, and Python raises
+  // KeyboardInterrupt at the sleep (raising it from here, through Pyodide's checkInterrupt, would
+  // also print it on stderr).
+  sleep(ms) {
+    const r = this.control.sleep(ms, { armed: this.armed && this.currentRun !== null,
+      due: () => Math.min(this.out.dueAt, this.err.dueAt), onDue: () => this.tickOutput(true) });
+    if (r !== 'interrupt') return false;
+    this.control.take(true);
+    return true;
+  }
+
+  // input(): → the answer, undefined (Python None: EOFError) or false (interrupted: the SIGINT is
+  // taken, Python raises KeyboardInterrupt).
+  ask(prompt) {
+    if (!this.control || !this.control.canAsk || this.currentRun === null) {
+      if (!this.runNotes.includes(NOTE.inputUnavailable())) this.runNotes.push(NOTE.inputUnavailable());
+      return undefined;
+    }
+    this.control.expectInput();
+    this.tickOutput(true);
+    this.post(event(EVENT.INPUT_REQUEST, { ref: this.currentRun, prompt }));
+    const r = this.control.waitInput(this.inputWaitMs + 5000, { armed: this.armed });
+    if (r.interrupt) { this.control.take(true); return false; }
+    if (r.late) this.runNotes.push(NOTE.inputUnanswered(this.inputWaitMs / 1000));
+    return r.eof ? undefined : r.text;
+  }
+
+  // The controller's interrupt message.  Read here only when Python is not running (a worker
+  // running Python reads no messages).  If the run's SIGINT is still unread, the cell awaits:
+  // its task is cancelled and it gets KeyboardInterrupt at its await (kernel/execute.py), the
+  // SIGINT taken so that it is raised once.  Still armed here means a step of the cell is
+  // suspended inside a call (Pyodide's run_sync): nothing reaches it (stuck).
+  interruptAwaiting() {
+    const out = { delivered: false, awaiting: false, stuck: false };
+    if (!this.control || this.currentRun === null || !this.startedSent || this.control.pending() !== SIGINT) return out;
+    out.awaiting = true;
+    const r = this.armed ? 'stuck' : this.runner.interrupt_awaiting();
+    if (r === 'woken') { this.control.take(true); out.delivered = true; }
+    out.stuck = r === 'stuck';
+    return out;
+  }
+
 }

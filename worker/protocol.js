@@ -15,8 +15,10 @@
 //             loadTimeoutMs?}
 //            Loads Pyodide (absolute lockFileURL and explicit packageBaseUrl: never a CDN), the
 //            kernel Python package, then locks the worker's global scope down.  interruptBuffer is
-//            a SharedArrayBuffer of >= 4 bytes (Int32 slot 0) when the controller can share
-//            memory; otherwise interrupts are unavailable (cancel then means terminate).
+//            the control buffer (CONTROL below: CONTROL.BYTES of shared memory) when the
+//            controller can share memory; otherwise interrupts, interruptible sleeps, live output
+//            flushes and input() are unavailable (cancel then means terminate, input() raises
+//            EOFError at once with a note).  A buffer of only 4 bytes (slot 0) gives interrupts.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
 //                  reason}]}, load_ms}}
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
@@ -28,10 +30,14 @@
 //            Mounts `files` first when given, then compiles (SyntaxError reported before any
 //            package loads), loads packages for the imports, executes in the persistent
 //            namespace, and collects output.  ok → {result: RunResult} (a Python exception is
-//            still an ok reply: result.status === 'error').
-//   interrupt {}   Asks Python to raise KeyboardInterrupt.  Prefer the controller writing
-//            SIGINT into the shared buffer directly (kernel-client does): a worker busy in Python
-//            cannot read this message until the run ends.  ok → {}
+//            still an ok reply: result.status === 'error').  While it executes, output,
+//            display and input_request events go out (below).
+//   interrupt {}   The controller writes SIGINT into the control buffer itself (Python running
+//            user code reads it there; a sleeping or input()-waiting kernel is woken by
+//            Atomics.notify) and ALSO sends this message: a worker whose Python is awaiting
+//            (an asyncio task of the run) reads it at once and raises KeyboardInterrupt in the
+//            run's sleeping tasks.  ok → {delivered, awaiting, stuck} (stuck: the run awaits
+//            something no interrupt reaches, e.g. a JS promise: only a replacement stops it).
 //   dispose  {}   Forgets the namespace and files; the worker stays loaded.  Safe twice.  ok → {}
 //
 // RunResult (maps onto DESIGN.md's POST /v1/runs/{run}/result body; the page session adds
@@ -42,7 +48,10 @@
 //    files: [{name, size, sha256, kind: 'file'|'figure', data: Uint8Array}]  (order written;
 //            name is relative to /mnt/output; data is to be uploaded with PUT .../files/{name}),
 //    files_unlisted, figures_dropped, notes: [string], restarted: false, remounted: [],
+//    value: null | Bundle (the cell's last expression, Jupyter's rule), displays: [Bundle] (≤ 20),
 //    timing: {mount_ms, load_ms, exec_ms, collect_ms}}
+// Bundle (a MIME bundle): {'text/plain': repr capped at out_chars, 'text/html'?, 'image/png'?
+//   (base64), 'image/svg+xml'?, 'application/json'? (the value itself)}.
 //
 // Events (`{id: 0, type: 'event', event, ref, ...}`):
 //   progress  {ref: init id, stage: 'runtime'|'kernel'|'lockdown', message}, and in browsers
@@ -51,6 +60,27 @@
 //   started   {ref: run_id}  Python begins executing user code now: the time limit starts here.
 //   packages  {ref: run_id, loaded: [names], failed: [{name, message}]}
 //   log       {ref, level, message}   worker diagnostics (never user output).
+//   output    {ref: run_id, stream: 'stdout'|'stderr', offset, text, truncated}  what Python wrote,
+//             batched (a chunk when OUTPUT_BATCH.chars are pending or OUTPUT_BATCH.ms passed since
+//             the last, and at each flush signal, sleep, input() and the run's end): `offset` is
+//             the characters (Unicode code points) of the stream before `text`; the chunks of a
+//             run are the first out_chars characters of the stream, in order, and `truncated`
+//             turns true once anything past the cap was dropped.  The result's stdout/stderr are
+//             those chunks joined.
+//   display   {ref: run_id, index, data: Bundle}   display(obj) in the run (index from 0, ≤ 20).
+//   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
+//             (CONTROL below); the prompt itself went out as stdout first.
+//
+// The control buffer (shared memory the controller gives at init; Int32 slots, then bytes):
+//   slot SIGNAL   0 nothing; SIGINT (2): raise KeyboardInterrupt; FLUSH (10, SIGUSR1): flush the
+//                 run's output now.  The controller writes SIGINT with Atomics.store + notify
+//                 (it wins over a FLUSH), FLUSH only with compareExchange from 0 (it never
+//                 replaces a SIGINT); the kernel reads with Atomics.exchange, and only while
+//                 Python runs user code.
+//   slot QUIET    nobody writes it: a plain timed wait is Atomics.wait on it.
+//   slot INPUT    INPUT.NONE while input() waits; the controller writes the answer's UTF-8 bytes
+//                 at DATA, its length in slot INPUT_LEN, then INPUT.ANSWER (or INPUT.EOF: no
+//                 answer, input() raises EOFError) with Atomics.store + notify.
 
 export const PROTOCOL_VERSION = 1;
 
@@ -62,6 +92,7 @@ export const REPLY = Object.freeze({ OK: 'ok', ERROR: 'error', EVENT: 'event' })
 
 export const EVENT = Object.freeze({
   PROGRESS: 'progress', STARTED: 'started', PACKAGES: 'packages', LOG: 'log',
+  OUTPUT: 'output', DISPLAY: 'display', INPUT_REQUEST: 'input_request',
 });
 
 export const STATUS = Object.freeze({
@@ -74,7 +105,12 @@ export const LIMITS = Object.freeze({
   files_listed: 200,          // files listed per run
   figures: 20,                // swept figures per run
   file_load_bytes: 50 * 1048576, // per file loaded into a run or returned from it
+  displays: 20,               // display(obj) bundles per run
+  input_wait_s: 300,          // input() waits at most this long for an answer (CODE_INPUT_WAIT_S)
 });
+
+// Live output batching: a chunk when this much is pending or this long passed since the last.
+export const OUTPUT_BATCH = Object.freeze({ ms: 50, chars: 4096 });
 
 // Worker-side error codes carried in `{type: 'error', code, message}` replies.
 export const ERR = Object.freeze({
@@ -87,12 +123,23 @@ export const ERR = Object.freeze({
   INTERNAL: 'internal',
 });
 
-// The SIGINT value written into the interrupt buffer (Pyodide raises KeyboardInterrupt on 2).
+// The signals written into the control buffer's SIGNAL slot: Pyodide raises KeyboardInterrupt on
+// SIGINT; FLUSH (SIGUSR1) runs the kernel's handler that flushes the run's output (kernel/output.py).
 export const SIGINT = 2;
+export const FLUSH = 10;
+
+// The control buffer's layout (see the header).
+export const CONTROL = Object.freeze({
+  SIGNAL: 0, QUIET: 1, INPUT: 2, INPUT_LEN: 3,
+  DATA: 16,                   // byte offset of the answer's bytes
+  INPUT_BYTES: 262144,        // the answer's UTF-8 bytes at most (64 Ki characters of 4 bytes)
+  BYTES: 16 + 262144,
+});
+export const INPUT = Object.freeze({ NONE: 0, ANSWER: 1, EOF: 2 });
 
 // The Python modules of kernel/, loaded in this order from `kernelURL` at init.
 export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'outputs_diff',
-  'figures', 'imports', 'lockdown', 'execute', 'runner']);
+  'figures', 'imports', 'lockdown', 'values', 'waits', 'execute', 'runner']);
 
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }
