@@ -1,8 +1,11 @@
 // kernel-client.js -- the controller side of one kernel worker, for the browser page and the Node
 // headless host alike (no Node or DOM imports here).  It owns one worker: sends the commands of
-// worker/protocol.js, matches replies by id, writes interrupts into a SharedArrayBuffer, and
-// terminates.  It has no policy: the time limit, the cancel ladder, spares and remounts are the
-// supervisor's (supervisor.js, over pool.js); the words a user reads are notes.js's.
+// worker/protocol.js, matches replies by id, writes interrupts, flush signals and input() answers
+// into the control buffer it shares with the worker (control.js), and terminates.  While a run
+// executes it posts a flush signal every `flushMs` (the kernel then hands on what Python printed:
+// live output without Python's cooperation).  It has no policy: the time limit, the cancel
+// ladder, spares and remounts are the supervisor's (supervisor.js, over pool.js); the words a user
+// reads are notes.js's.
 //
 // API
 //   const k = new KernelClient({createWorker, init, loadTimeoutMs?, interrupts?})
@@ -27,14 +30,23 @@
 //                      empty output, error null and `exit` = what happened: the supervisor words it.
 //                      On a kernel that is already dead it rejects (code 'dead').
 //   k.interrupt()      → true when SIGINT was written while Python runs user code (after the
-//                      'started' event).  Python raises KeyboardInterrupt; run status 'cancelled'.
+//                      'started' event).  Python raises KeyboardInterrupt (also in time.sleep,
+//                      asyncio.sleep and input()); run status 'cancelled'.  A run that awaits
+//                      something no interrupt reaches (a JS promise) is reported by an event
+//                      {event: 'interrupt', ref, stuck: true}.
+//   k.answer(text) / k.eof()   the answer to the input() the running run waits for (its
+//                      'input_request' event), or EOF (input() raises EOFError).  → false when
+//                      there is no shared memory (input() raised EOFError at once already).
+//   k.canAsk           whether input() can wait for an answer here (shared memory).
 //   k.running          the run_id whose user code is executing (between 'started' and the reply).
 //   k.terminate(reason='crashed')  stops the worker now; pending commands settle.  Safe twice.
 //   k.dispose()        → Promise: forget the namespace and files (the worker stays loaded).
 //   k.onEvent(fn)      → unsubscribe function; fn(evt) for every side-channel event
-//                      ({event: 'progress'|'started'|'packages'|'log', ref, ...}) and for
-//                      {event: 'exit', reason, message} when the worker goes away.
-import { CMD, EVENT, REPLY, SIGINT, STATUS } from './protocol.js';
+//                      ({event: 'progress'|'started'|'packages'|'log'|'output'|'display'|
+//                      'input_request', ref, ...}) and for {event: 'exit', reason, message, oom}
+//                      when the worker goes away (oom: a Node worker over its heap limit).
+import { CMD, EVENT, OUTPUT_BATCH, REPLY, STATUS } from './protocol.js';
+import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
 
 // Life of a KernelClient:
@@ -52,7 +64,7 @@ const LIFE = machine('kernel client', {
 let clients = 0;
 
 export class KernelClient {
-  constructor({ createWorker, init, loadTimeoutMs = 60000, interrupts } = {}) {
+  constructor({ createWorker, init, loadTimeoutMs = 60000, interrupts, flushMs = OUTPUT_BATCH.ms } = {}) {
     if (typeof createWorker !== 'function') throw new TypeError('KernelClient: createWorker is required');
     this.fsm = new Fsm(LIFE, 'loading', { id: `k${++clients}` });
     this.nextId = 1;
@@ -61,20 +73,24 @@ export class KernelClient {
     this.running = null;             // run_id of the run whose user code is executing
     this.busyCount = 0;
     this.exitReason = null;
+    this.oom = false;
+    this.flushMs = flushMs;
+    this.flusher = null;
     const canShare = typeof SharedArrayBuffer === 'function' &&
       (typeof crossOriginIsolated === 'undefined' || crossOriginIsolated === true);
-    this.sab = (interrupts ?? canShare) && canShare ? new SharedArrayBuffer(4) : null;
-    this.ibuf = this.sab ? new Int32Array(this.sab) : null;
+    this.control = (interrupts ?? canShare) && canShare ? ControlBuffer.create() : null;
     this.worker = createWorker();
     const onMsg = (data) => this.onMessage(data);
-    const onDeath = (why) => this.settleAll(this.exitReason || STATUS.CRASHED, why);
+    // A worker that reports an uncaught error is done for: terminated, so it cannot linger.
+    const onDeath = (why) => { this.settleAll(this.exitReason || STATUS.CRASHED, why); try { this.worker.terminate(); } catch { /* gone */ } };
     if (typeof this.worker.on === 'function') {
       this.worker.on('message', onMsg);
-      this.worker.on('error', (e) => onDeath(`worker error: ${e && e.message || e}`));
+      this.worker.on('error', (e) => { if (e && e.code === 'ERR_WORKER_OUT_OF_MEMORY') this.oom = true; onDeath(`worker error: ${e && e.message || e}`); });
       this.worker.on('exit', (code) => onDeath(`worker exited (${code})`));
     } else {
       this.worker.addEventListener('message', (e) => onMsg(e.data));
-      this.worker.addEventListener('error', (e) => onDeath(`worker error: ${e && e.message || 'unknown'}`));
+      // Handled here: the page never reports it as its own unhandled error.
+      this.worker.addEventListener('error', (e) => { if (e && e.preventDefault) e.preventDefault(); onDeath(`worker error: ${e && e.message || 'unknown'}`); });
     }
     // The worker bounds its own load; this timer (a little later) also catches a worker whose
     // thread is stuck and cannot even run its timer.
@@ -82,7 +98,7 @@ export class KernelClient {
     const stuck = new Promise((_, reject) => {
       timer = setTimeout(() => reject(Object.assign(new Error(`kernel did not load within ${loadTimeoutMs} ms`), { code: 'load_timeout' })), loadTimeoutMs + 1000);
     });
-    this.ready = Promise.race([this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.sab || undefined }), stuck])
+    this.ready = Promise.race([this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.control ? this.control.sab : undefined }), stuck])
       .finally(() => clearTimeout(timer))
       .then((r) => { if (this.fsm.is('loading')) this.fsm.set('ready'); this.info = r.info; return r.info; },
         (e) => { this.terminate(STATUS.CRASHED); throw e; });
@@ -91,6 +107,7 @@ export class KernelClient {
 
   get state() { return this.fsm.state; }
   get id() { return this.fsm.id; }
+  get canAsk() { return !!this.control && this.control.canAsk; }
 
   onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
   emit(evt) { for (const fn of this.listeners) { try { fn(evt); } catch { /* a listener's bug is not ours */ } } }
@@ -98,7 +115,7 @@ export class KernelClient {
   onMessage(msg) {
     if (!msg || typeof msg !== 'object') return;
     if (msg.type === REPLY.EVENT) {
-      if (msg.event === EVENT.STARTED) this.running = msg.ref;
+      if (msg.event === EVENT.STARTED) { this.running = msg.ref; this.startFlushing(); }
       this.emit(msg);
       return;
     }
@@ -136,21 +153,48 @@ export class KernelClient {
 
   async run({ run_id, code, pypi = false, limits, files, complete } = {}) {
     await this.ready;
-    if (this.ibuf) Atomics.store(this.ibuf, 0, 0);   // no stale signal reaches this run
+    if (this.control) this.control.clear();   // no stale signal or answer reaches this run
     this.running = null;
     try {
       const [copies, transfer] = files ? copyForTransfer(files) : [undefined, []];
       const r = await this.track(this.send({ cmd: CMD.RUN, run_id, code, pypi, limits, files: copies, complete }, transfer));
       return r.result;
     } catch (e) {
-      if (e && e.killed) return killedResult(e.reason, e.message);
+      if (e && e.killed) return killedResult(e.reason, e.message, this.oom);
       throw e;
-    } finally { this.running = null; }
+    } finally { this.running = null; this.stopFlushing(); }
   }
 
+  // While user code runs: a flush signal every flushMs (into an empty slot only).
+  startFlushing() {
+    this.stopFlushing();
+    if (!this.control || !this.flushMs) return;
+    this.flusher = setInterval(() => this.control.requestFlush(), this.flushMs);
+    if (typeof this.flusher === 'object' && this.flusher.unref) this.flusher.unref();
+  }
+
+  stopFlushing() { clearInterval(this.flusher); this.flusher = null; }
+
   interrupt() {
-    if (!this.ibuf || this.running === null || this.fsm.is('dead')) return false;
-    Atomics.store(this.ibuf, 0, SIGINT);
+    if (!this.control || this.running === null || this.fsm.is('dead')) return false;
+    const ref = this.running;
+    this.control.interrupt();
+    // Python awaiting (the worker's event loop free) reads this message at once.
+    this.send({ cmd: CMD.INTERRUPT }).then((r) => {
+      if (r.stuck && this.running === ref) this.emit({ event: 'interrupt', ref, stuck: true });
+    }, () => {});
+    return true;
+  }
+
+  answer(text) {
+    if (!this.canAsk || this.running === null) return false;
+    this.control.answer(text);
+    return true;
+  }
+
+  eof() {
+    if (!this.canAsk || this.running === null) return false;
+    this.control.eof();
     return true;
   }
 
@@ -162,12 +206,13 @@ export class KernelClient {
   }
 
   settleAll(reason, why) {
+    this.stopFlushing();
     if (this.fsm.is('dead') && this.pending.size === 0) return;
     if (!this.fsm.is('dead')) this.fsm.set('dead', why);
     this.exitReason = this.exitReason || reason;
     for (const [, p] of this.pending) p.reject(Object.assign(new Error(why), { code: 'dead', killed: true, reason: this.exitReason }));
     this.pending.clear();
-    this.emit({ event: 'exit', reason: this.exitReason, message: why });
+    this.emit({ event: 'exit', reason: this.exitReason, message: why, oom: this.oom });
   }
 
   async dispose() {
@@ -206,7 +251,7 @@ export function shareBytes(u8) {
 
 // A run cut short by terminate() or the worker's death: no output of its own, no wording (the
 // supervisor adds the error and notes from notes.js).
-function killedResult(status, exit) {
+function killedResult(status, exit, oom) {
   return { status, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null,
-    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], exit };
+    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [], exit, oom };
 }

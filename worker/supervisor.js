@@ -7,8 +7,13 @@
 //     downloads or package loads): past it the kernel is always replaced — terminated, a fresh one
 //     taken from the pool (the spare: milliseconds), every file remounted, and the result says
 //     `restarted` with the `remounted` list;
-//   - the cancel ladder: interrupt first (SharedArrayBuffer) and keep the namespace when Python
-//     stops within `cancelGraceMs`; otherwise replace the kernel the same way;
+//   - the cancel ladder: interrupt first (SharedArrayBuffer; it also wakes time.sleep,
+//     asyncio.sleep and input()) and keep the namespace when Python stops within `cancelGraceMs`;
+//     otherwise replace the kernel the same way;
+//   - the live run (run-control.js): output, displays and input() requests as the kernel streams
+//     them (events), input() answered (answer) or EOF past the input wait, which does not count
+//     against the time limit; every ending keeps what was printed (a killed run reports the
+//     output received up to then);
 //   - a kernel that dies during a run: `crashed`, replaced the same way; one that dies between runs,
 //     or is evicted by the pool to make room for other chats: the next run gets a fresh kernel and
 //     says so (restarted, remounted, and a note saying why);
@@ -28,6 +33,7 @@
 //                               removed, refused} | null> (null: nothing changed, or no kernel yet)
 //   unmount(names)              → Promise
 //   run({runId, code, timeoutS = 60, limits?, pypi?, notes?, files?, complete?, cancelled?})
+//                               limits.input_wait_s: how long input() waits (default 300 s)
 //                               → Promise<result>: the page protocol's
 //                               result body (protocol.js RunResult: files with `data`) plus
 //                               duration_ms, and restart_ms after a restart.  Never rejects for
@@ -35,7 +41,10 @@
 //                               files/complete: as mount(), recorded before the run; cancelled():
 //                               'cancel' or 'replace' when a cancel came before this run could be
 //                               cancelled (while a kernel was being had): it is applied at once.
-//   cancel({replace = false})   the ladder above; replace: at once (the orchestrator gave up).
+//   cancel({replace = false, quick = false})   the ladder above; replace: at once (the
+//                               orchestrator gave up); quick: at once when the kernel reports that
+//                               no interrupt reaches its Python (a newer attempt is waiting).
+//   answer(runId, text)         → true when the run was waiting for input() and got it
 //   replace(reason)             → Promise<{ms, remounted}>
 //   owe(remounted)              a restart no result told: the next run's result tells it
 //   reset(keep = [])            → Promise<{ms, remounted}>
@@ -45,13 +54,16 @@
 //   files (Map name → file), restarts, lastRestartMs, loads (the pool's)
 // Events (Emitter): state {state, prev, reason?, error?, loadMs?}, progress {stage, message,
 // loaded?, total?}, executing {run_id, at} (the kernel's `started`: the time limit starts), packages
-// {run_id, loaded, failed}, restart {reason, ms, remounted}, evicted {}.  lastTimeoutAt: when the
+// {run_id, loaded, failed}, output {run_id, stream, offset, text, truncated} (offset and the cap in
+// code points), display {run_id, index, data}, input_request {run_id, prompt}, input_end {run_id,
+// how: answered|eof|stopped}, restart {reason, ms, remounted}, evicted {}.  lastTimeoutAt: when the
 // last time limit fired (performance.now()).
 import { Emitter } from './emitter.js';
 import { Fsm, machine } from './fsm.js';
 import { shareBytes } from './kernel-client.js';
 import { ERROR, NOTE, progressLabel } from './notes.js';
-import { EVENT, STATUS } from './protocol.js';
+import { EVENT, LIMITS, STATUS } from './protocol.js';
+import { RunControl } from './run-control.js';
 
 // Life of a supervisor:
 //
@@ -77,21 +89,6 @@ const LIFE = machine('kernel supervisor', {
   disposed: ['idle', 'loading', 'ready', 'busy', 'dead'],
 });
 
-// Life of one supervised run (RunControl):
-//
-//     starting ──'started' event──▶ executing ──result / killed──▶ ended
-//        │                            │
-//        └──────── cancel() ──────────┴──▶ stopping (interrupt sent, or due at 'started';
-//                                                    grace timer: then terminate) ──▶ ended
-//
-//   The time-limit timer is armed when 'started' arrives and cleared on entering ended.
-const RUN = machine('supervised run', {
-  starting: [],
-  executing: ['starting'],
-  stopping: ['starting', 'executing'],
-  ended: ['starting', 'executing', 'stopping'],
-});
-
 const norm = (name) => String(name).split('/').filter(Boolean).join('/');
 // Content identity for files that come without a sha256 (the playground's own attachments).
 const identities = new WeakMap();
@@ -100,54 +97,6 @@ function contentKey(f) {
   if (f.sha256) return `${f.version ?? ''}|${f.sha256}`;
   if (!identities.has(f.data)) identities.set(f.data, `local-${++identitySeq}`);
   return identities.get(f.data);
-}
-
-class RunControl {
-  constructor(sup, kernel, runId, timeoutS) {
-    this.sup = sup;
-    this.kernel = kernel;
-    this.runId = runId;
-    this.timeoutS = timeoutS;
-    this.fsm = new Fsm(RUN, 'starting', { id: runId });
-    this.startedAt = null;
-    this.limitTimer = null;
-    this.graceTimer = null;
-    this.timedOut = false;
-    this.cancelAsked = false;
-    this.replaceAsked = false;
-  }
-
-  // The kernel's `started` event for this run: the time limit starts now.
-  onStarted(at) {
-    if (this.fsm.is('ended') || this.startedAt !== null) return;
-    this.startedAt = at;
-    this.limitTimer = setTimeout(() => this.onTimeLimit(), this.timeoutS * 1000);
-    if (this.fsm.is('starting')) this.fsm.set('executing');
-    else if (this.fsm.is('stopping')) this.kernel.interrupt();   // the cancel came before Python ran
-  }
-
-  onTimeLimit() {
-    if (this.fsm.is('ended')) return;
-    this.timedOut = true;
-    this.sup.lastTimeoutAt = performance.now();
-    this.kernel.terminate(STATUS.TIMEOUT);
-  }
-
-  cancel(replace) {
-    if (this.fsm.is('ended')) return;
-    this.cancelAsked = true;
-    if (replace) { this.replaceAsked = true; this.kernel.terminate(STATUS.CANCELLED); return; }
-    if (this.fsm.is('stopping')) return;
-    this.fsm.set('stopping');
-    if (this.startedAt !== null) this.kernel.interrupt();
-    this.graceTimer = setTimeout(() => { if (!this.fsm.is('ended')) this.kernel.terminate(STATUS.CANCELLED); }, this.sup.cancelGraceMs);
-  }
-
-  end() {
-    clearTimeout(this.limitTimer);
-    clearTimeout(this.graceTimer);
-    this.fsm.set('ended');
-  }
 }
 
 export class KernelSupervisor extends Emitter {
@@ -207,14 +156,22 @@ export class KernelSupervisor extends Emitter {
 
   onKernelEvent(client, e) {
     if (!this.current || this.current.client !== client) return;
+    const run = this.active && this.active.runId === e.ref ? this.active : null;
     if (e.event === EVENT.PROGRESS) this.emit('progress', { ...e, message: progressLabel(e) });
     else if (e.event === EVENT.STARTED) {
-      const run = this.active;
-      if (run && run.runId === e.ref && run.startedAt === null) {
+      if (run && run.startedAt === null) {
         const at = performance.now();
         run.onStarted(at);
         this.emit('executing', { run_id: e.ref, at });
       }
+    } else if (e.event === EVENT.OUTPUT) {
+      if (run && run.onOutput(e)) this.emit('output', { run_id: e.ref, stream: e.stream, offset: e.offset, text: e.text, truncated: !!e.truncated });
+    } else if (e.event === EVENT.DISPLAY) {
+      if (run && run.onDisplay(e)) this.emit('display', { run_id: e.ref, index: e.index, data: e.data });
+    } else if (e.event === EVENT.INPUT_REQUEST) {
+      if (run) run.onInputRequest(e);
+    } else if (e.event === 'interrupt') {
+      if (run && e.stuck) run.onStuck();
     } else if (e.event === EVENT.PACKAGES) this.emit('packages', { run_id: e.ref, loaded: e.loaded, failed: e.failed });
     else if (e.event === 'exit') this.onExit(client, e);
   }
@@ -340,7 +297,9 @@ export class KernelSupervisor extends Emitter {
     if (!this.lost) this.lost = { note: NOTE.restartedForStale(), remounted };
   }
 
-  cancel({ replace = false } = {}) { if (this.active) this.active.cancel(replace); }
+  cancel({ replace = false, quick = false } = {}) { if (this.active) this.active.cancel(replace, quick); }
+
+  answer(runId, text) { return !!this.active && this.active.runId === runId && this.active.answer(text); }
 
   // ---- runs ---------------------------------------------------------------------------------
   async run({ runId = `local-${Date.now()}`, code, timeoutS = 60, limits, pypi = false, notes = [], files, complete = true, cancelled = null }) {
@@ -376,7 +335,9 @@ export class KernelSupervisor extends Emitter {
     const client = this.current.client;
     this.setState('busy', { reason: runId });
     this.pool.touch(this);
-    const run = new RunControl(this, client, runId, timeoutS);
+    const run = new RunControl({ kernel: client, runId, timeoutS, inputWaitS: (limits && limits.input_wait_s) || LIMITS.input_wait_s,
+      graceMs: () => this.cancelGraceMs, emit: (type, ev) => this.emit(type, ev),
+      onLimit: () => { this.lastTimeoutAt = performance.now(); } });
     this.active = run;
     const asked = cancelled && cancelled();   // a cancel that came while a kernel was being had
     if (asked) run.cancel(asked === 'replace');
@@ -394,8 +355,11 @@ export class KernelSupervisor extends Emitter {
     }
     const tEnd = performance.now();
     const duration = Math.round(tEnd - (run.startedAt ?? t0));
-    const out = { ...emptyResult(result.status), ...result, notes: [...pre, ...(result.notes || [])], restarted, remounted, duration_ms: duration };
-    delete out.exit;
+    // A run the kernel did not answer keeps what it streamed before it went.
+    const got = result.exit === undefined ? { notes: [] } : run.received((limits && limits.out_chars) || LIMITS.out_chars);
+    const out = { ...emptyResult(result.status), ...result, ...got, notes: [...pre, ...(result.notes || []), ...got.notes, ...run.notes],
+      restarted, remounted, duration_ms: duration };
+    delete out.exit; delete out.oom;
     if (this.fsm.is('disposed')) return out;
     // The kernel answered (exit undefined): it stays, unless it said it cannot (a worker that
     // reports its own kernel crashed, e.g. over its memory limit).
@@ -414,6 +378,7 @@ export class KernelSupervisor extends Emitter {
     out.status = status;
     if (answered && result.error) out.error = result.error;
     else if (status === STATUS.TIMEOUT) out.error = ERROR.timeout(timeoutS);
+    else if (status === STATUS.CRASHED && result.oom) { out.error = ERROR.outOfMemory(); out.notes.push(NOTE.outOfMemory()); }
     else if (status === STATUS.CRASHED) out.error = ERROR.crashed(result.exit);
     else if (!run.replaceAsked) out.notes.push(NOTE.cancelReplaced(this.cancelGraceMs));
     try {
@@ -438,5 +403,5 @@ export class KernelSupervisor extends Emitter {
 
 export function emptyResult(status) {
   return { status, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null,
-    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [] };
+    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [] };
 }
