@@ -5,15 +5,26 @@
 //     reconnects, `Last-Event-ID` on every reconnect, `visible=` from the host's visibility;
 //   - presence {page_id, visible, kernel}: sent once the stream is open, again on every visibility
 //     change, and for kernel state changes coalesced over `presenceDelayMs` (a run's busy → ready
-//     flip inside that time sends nothing);
+//     flip inside that time sends nothing; but `loading` before an attempt waits for a kernel, and
+//     `busy` once it has one, go out at once: the orchestrator holds the watchdog meanwhile);
+//   - the heartbeat: while this page holds an attempt (queued to done), presence every
+//     `heartbeat_ms` of the run event (PAGE_HEARTBEAT_MS), from this thread's own timers — never
+//     from the kernel's worker, so a busy kernel cannot make the page look silent; a tick that comes
+//     far later than due means this page was frozen (the reason a re-run tells);
 //   - run events executed one at a time, in order: the manifest's files fetched (files.js: one 5 s
 //     deadline, stalled downloads skipped with a note), the run handed to the supervisor
 //     (supervisor.js: mount, time limit, cancel ladder, restart + remount), `started` posted when
-//     Python starts, each output file uploaded with PUT, then the result posted, with retries;
-//   - a newer attempt of the run in progress supersedes it: the old one is stopped (the
-//     supervisor's cancel ladder, its downloads aborted) before the next one starts, and its result
-//     is never posted; a replayed event (after a reconnect) is ignored by run_id#attempt; a run
-//     addressed to another page of the chat is announced (`elsewhere`), not run;
+//     Python starts, its output, displays and input() requests streamed as they come
+//     (live-output.js: POST /v1/runs/{run}/output), each output file uploaded with PUT, then the
+//     result posted, with retries;
+//   - `input` events (an answer for the input() of the attempt this page runs) handed to the
+//     supervisor;
+//   - a newer attempt of the run in progress supersedes it: the old one is stopped (its downloads
+//     aborted; the interrupt, which wakes time.sleep, asyncio.sleep and input(); the kernel replaced
+//     at once when the interrupt cannot reach Python, e.g. an awaited JS promise, or past the
+//     grace) before the next one starts, and its result is never posted; a replayed event (after
+//     a reconnect) is ignored by run_id#attempt; a run addressed to another page of the chat is
+//     announced (`elsewhere`), not run;
 //   - `cancel` (queued or downloading: reported cancelled without running; running: the ladder),
 //     `restart` (the orchestrator gave up on the run: the kernel is replaced, nothing is posted),
 //     `files` (announced).
@@ -34,10 +45,14 @@
 //   stream {state, ...}            the event stream's state (connecting, open, waiting, failed, stopped)
 //   event {type, id, data}         every raw stream event (data parsed, null when not JSON)
 //   visibility {visible, why}      kernel {state} (the supervisor's)
-//   queued {job}                   a run (or a newer attempt) taken   elsewhere {job}: another page's
+//   queued {job, rerun?}           a run (or a newer attempt) taken; rerun: why an attempt > 1 came
+//                                  ('hidden', 'silent' or 'lost', as this page saw it)
+//                                  elsewhere {job}: another page's
 //   begin {run_id, attempt}        an attempt starts executing         end {run_id, attempt}: it ended
 //   preparing {run_id}             download {run_id, name, loaded, total}
 //   running {run_id, attempt}      Python started (the time limit runs)
+//   output {run_id, attempt, stream, offset, text, truncated}   display {run_id, attempt, index, data}
+//   input_request {run_id, attempt, prompt}   input_end {run_id, attempt, how}   (the live run)
 //   result {run_id, attempt, body, run, files}   posted and accepted (run: the server's run object;
 //                                  files: the output files with their bytes)
 //   stale {run_id, attempt, why}   an attempt dropped without (further) posting
@@ -46,7 +61,9 @@ import { Emitter } from './emitter.js';
 import { EventStream } from './event-stream.js';
 import { FileCache, sha256Hex } from './files.js';
 import { Fsm, machine } from './fsm.js';
+import { LiveOutput } from './live-output.js';
 import { NOTE } from './notes.js';
+import { LIMITS } from './protocol.js';
 import { emptyResult } from './supervisor.js';
 
 // Life of a session:   new ──attach()──▶ attached ──detach()──▶ detached
@@ -74,6 +91,7 @@ const ATTEMPT = machine('attempt', {
 });
 
 const MAX_QUEUED = 64;      // attempts waiting on this page (the orchestrator sends a chat's runs one at a time)
+const HEARTBEAT_MS = 2000;  // PAGE_HEARTBEAT_MS when the run event does not say
 const MAX_SEEN = 4096;      // run_id#attempt keys remembered to ignore replays
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const enc = encodeURIComponent;
@@ -87,11 +105,15 @@ class Attempt {
     this.abort = new AbortController();   // its downloads
     this.cancelAsked = false;
     this.startedPost = null;
+    this.output = null;                   // LiveOutput while it runs
     this.why = null;                      // why it went stale
   }
   get state() { return this.fsm.state; }
   get live() { return !this.fsm.is('stale', 'done'); }
 }
+
+// Kernel states as presence reports them, and which of them go out at once.
+const URGENT = { loading: true };
 
 export class PageSession extends Emitter {
   /**
@@ -121,7 +143,11 @@ export class PageSession extends Emitter {
     this.pumping = false;
     this.lastPresence = null;
     this.presenceTimer = null;
-    this.stats = { runs: 0 };
+    this.heartbeat = null;      // {timer, ms, dueAt} while an attempt is held
+    this.hiddenSeq = 0;         // visibility → hidden, counted
+    this.frozenSeq = 0;         // heartbeat ticks far past due (this page was frozen), counted
+    this.history = new Map();   // run_id → {hidden, frozen} when its last attempt came (why a re-run came)
+    this.stats = { runs: 0, heartbeats: 0 };
     this.stream = new EventStream({
       connect: (o) => client.connect(o), initialBackoffMs, maxBackoffMs,
       path: () => `/v1/chats/${enc(chatId)}/events?page_id=${enc(pageId)}&visible=${this.visible ? 1 : 0}`,
@@ -132,7 +158,14 @@ export class PageSession extends Emitter {
         if (state === 'failed') this.log(`chat ${chatId}: event stream refused (${info.status}); giving up`);
       },
     });
-    this.onKernelState = ({ state }) => { this.emit('kernel', { state }); this.presenceSoon(); };
+    this.onKernelState = ({ state }) => {
+      this.emit('kernel', { state });
+      // The orchestrator holds a dispatched run's watchdog while its kernel loads: say `busy` the
+      // moment a kernel is had, and `loading` the moment one is awaited.
+      const was = this.lastPresence && JSON.parse(this.lastPresence).kernel;
+      if (this.holding() && (URGENT[this.kernelState()] || was === 'loading')) this.presence('kernel', false);
+      else this.presenceSoon();
+    };
     this.onEvicted = () => this.cache.clear();
   }
 
@@ -153,6 +186,7 @@ export class PageSession extends Emitter {
     this.fsm.set('detached');
     this.stream.stop();
     clearTimeout(this.presenceTimer);
+    this.stopHeartbeat();
     this.supervisor.off('state', this.onKernelState);
     this.supervisor.off('evicted', this.onEvicted);
     for (const a of this.queue.splice(0)) this.drop(a, 'detached');
@@ -170,6 +204,7 @@ export class PageSession extends Emitter {
   setVisible(visible, why) {
     const changed = visible !== this.visible;
     this.visible = visible;
+    if (changed && !visible) this.hiddenSeq++;
     if (changed) this.emit('visibility', { visible, why });
     if (visible && this.stream.state === 'waiting') this.stream.reconnectNow();
     return this.presence(why);
@@ -198,6 +233,33 @@ export class PageSession extends Emitter {
     }
   }
 
+  // ---- the heartbeat ---------------------------------------------------------------------------
+  /** Whether this page holds an attempt (queued, fetching, running, reporting). */
+  holding() { return (!!this.current && this.current.live) || this.queue.some((a) => a.live); }
+
+  startHeartbeat(ms) {
+    if (this.heartbeat) return;
+    const hb = { ms, dueAt: Date.now() + ms, timer: null };
+    const tick = () => {
+      const now = Date.now();
+      // A tick far later than due: this thread did not run (the page was frozen).
+      if (now - hb.dueAt > Math.max(1000, ms)) this.frozenSeq++;
+      hb.dueAt = now + ms;
+      hb.timer = setTimeout(tick, ms);
+      if (!this.holding()) { this.stopHeartbeat(); return; }
+      this.stats.heartbeats++;
+      this.presence('heartbeat', true);
+    };
+    hb.timer = setTimeout(tick, ms);
+    this.heartbeat = hb;
+  }
+
+  stopHeartbeat() {
+    if (!this.heartbeat) return;
+    clearTimeout(this.heartbeat.timer);
+    this.heartbeat = null;
+  }
+
   // ---- events --------------------------------------------------------------------------------
   onEvent(ev) {
     let data = null;
@@ -207,6 +269,7 @@ export class PageSession extends Emitter {
     if (ev.type === 'run' && data) this.take(data);
     else if (ev.type === 'cancel' && data) this.cancel(data.run_id);
     else if (ev.type === 'restart' && data) this.restart(data.run_id, data.page_id);
+    else if (ev.type === 'input' && data) this.input(data);
     else if (ev.type === 'files') this.emit('files', { data });
     else if (ev.type === 'run' || ev.type === 'cancel' || ev.type === 'restart') this.log(`chat ${this.chatId}: bad ${ev.type} event data`);
   }
@@ -221,6 +284,14 @@ export class PageSession extends Emitter {
     if (this.seen.has(key)) return;   // replayed after a reconnect
     this.remember(key);
     if (job.page_id && job.page_id !== this.pageId) { this.emit('elsewhere', { job }); return; }
+    // Why a newer attempt came, as this page saw it since the last one: it went to the background,
+    // it was frozen (its timers stopped), or neither (the server lost its stream or its place).
+    const seen = this.history.get(job.run_id);
+    const rerun = job.attempt > 1 ? (seen && this.hiddenSeq > seen.hidden ? 'hidden' : seen && this.frozenSeq > seen.frozen ? 'silent'
+      : !seen ? null : 'lost') : null;
+    this.history.delete(job.run_id);
+    this.history.set(job.run_id, { hidden: this.hiddenSeq, frozen: this.frozenSeq });
+    if (this.history.size > MAX_SEEN) this.history.delete(this.history.keys().next().value);
     // A newer attempt of the run in progress supersedes it (re-dispatch after a pause).
     const cur = this.current;
     if (cur && cur.run_id === job.run_id && cur.attempt < job.attempt) this.supersede(cur, 'superseded');
@@ -231,7 +302,8 @@ export class PageSession extends Emitter {
       return;
     }
     this.queue.push(new Attempt(job));
-    this.emit('queued', { job });
+    this.emit('queued', { job, rerun });
+    this.startHeartbeat(Number(job.heartbeat_ms) > 0 ? Number(job.heartbeat_ms) : HEARTBEAT_MS);
     this.pump();
   }
 
@@ -241,6 +313,14 @@ export class PageSession extends Emitter {
     a.cancelAsked = true;
     if (a.fsm.is('fetching')) a.abort.abort();
     else if (a.fsm.is('running')) this.supervisor.cancel();
+  }
+
+  // `event: input`: the answer to the input() the attempt this page runs waits for.
+  input({ run_id: runId, attempt, page_id: pageId, text }) {
+    const a = this.current;
+    if (!a || a.run_id !== runId || (attempt && attempt !== a.attempt) || (pageId && pageId !== this.pageId)) return;
+    if (typeof text !== 'string') { this.log(`run ${runId}: bad input event`); return; }
+    if (!this.supervisor.answer(runId, text)) this.log(`run ${runId}: an input event came while it did not wait for input`);
   }
 
   restart(runId, pageId) {
@@ -271,7 +351,7 @@ export class PageSession extends Emitter {
   supersede(a, why) {
     const wasRunning = a.fsm.is('running');
     this.drop(a, why);
-    if (wasRunning) this.supervisor.cancel();
+    if (wasRunning) this.supervisor.cancel({ quick: true });
   }
 
   async pump() {
@@ -306,11 +386,25 @@ export class PageSession extends Emitter {
       const notes = skipped.map((s) => NOTE.skipped(s.name, s.why, this.fileDeadlineMs));
       if (a.cancelAsked) return await this.report(a, { ...emptyResult('cancelled'), notes: [...notes, NOTE.cancelledBeforeStart()] });
       a.fsm.set('running');
-      const offStarted = this.supervisor.on('executing', (e) => {
-        if (e.run_id !== runId || !a.fsm.is('running') || a.startedPost) return;
-        a.startedPost = this.postStarted(a);
-        this.emit('running', { run_id: runId, attempt: a.attempt });
-      });
+      // The orchestrator holds the watchdog of a run whose kernel loads: tell it before waiting.
+      if (!this.supervisor.fsm.is('ready', 'busy')) await this.presence('kernel-loading');
+      if (!a.live) return;
+      const live = new LiveOutput({ client: this.client, runId, attempt: a.attempt, log: this.log,
+        onStale: (why) => { if (a.live) this.supersede(a, why); } });
+      a.output = live;
+      const mine = (fn) => (e) => { if (e.run_id === runId && a.fsm.is('running')) fn(e); };
+      const tag = { run_id: runId, attempt: a.attempt };
+      const offs = [
+        this.supervisor.on('executing', mine(() => {
+          if (a.startedPost) return;
+          a.startedPost = this.postStarted(a);
+          this.emit('running', tag);
+        })),
+        this.supervisor.on('output', mine((e) => { live.output(e); this.emit('output', { ...tag, ...e }); })),
+        this.supervisor.on('display', mine((e) => { live.display(e); this.emit('display', { ...tag, ...e }); })),
+        this.supervisor.on('input_request', mine((e) => { live.inputRequest(e.prompt); this.emit('input_request', { ...tag, prompt: e.prompt }); })),
+        this.supervisor.on('input_end', mine((e) => { if (e.how === 'eof') live.inputEnded(); this.emit('input_end', { ...tag, how: e.how }); })),
+      ];
       let result;
       try {
         // Files that failed this time but were mounted before stay mounted (complete only when
@@ -318,7 +412,8 @@ export class PageSession extends Emitter {
         result = await this.supervisor.run({ runId, code: job.code, timeoutS: job.timeout_s || 60, limits: job.limits,
           pypi: job.pypi === true, notes, files, complete: skipped.length === 0,
           cancelled: () => (a.why === 'restart' ? 'replace' : a.cancelAsked || !a.live ? 'cancel' : false) });
-      } finally { offStarted(); }
+      } finally { for (const off of offs) off(); }
+      await live.close();
       if (a.startedPost) await a.startedPost;
       // A restart no result will tell (this attempt was superseded or refused) is told by the next
       // run; one the orchestrator gave up on was told by the orchestrator.
@@ -371,6 +466,7 @@ export class PageSession extends Emitter {
       error: result.error || null, files: listed, files_unlisted: result.files_unlisted || 0,
       figures_dropped: result.figures_dropped || 0, notes,
       restarted: !!result.restarted, remounted: result.remounted || [],
+      value: result.value ?? null, displays: result.displays || [],
     };
     const r = await this.retrying(`run ${a.run_id}: result`, () => this.client.json('POST', `/v1/runs/${enc(a.run_id)}/result`, body), 5);
     if (!a.live) return;

@@ -2,7 +2,9 @@
 // code's logic (worker/session.js's PageSession and worker/supervisor.js's KernelSupervisor over
 // worker/pool.js, against a scripted orchestrator client and scripted kernels, both named test
 // doubles: stalled downloads, LRU eviction, replayed events, reconnects with Last-Event-ID, cancel
-// before start, superseded attempts, stale attempts, restart, presence), and with the real
+// before start, superseded attempts, stale attempts, restart, presence, the heartbeat, live
+// output posted and resumed from the orchestrator's figures, input answered from the stream),
+// and with the real
 // processes where the rule is about them (a host without its sandbox refuses to run; server mode
 // refuses to start hosts without bubblewrap unless trusted).
 import { test, after } from 'node:test';
@@ -28,6 +30,21 @@ class FakeOrch {
     this.downloads = [];
     this.waiters = [];
     this.startedStatus = 200;
+    this.outputs = [];            // bodies of POST .../output, in order
+    this.held = new Map();        // run → {stdout, stderr, displays}: what a real orchestrator holds
+    this.outputAnswer = null;     // (body, held) → {status, data} to script an answer
+    this.inflight = 0;
+    this.overlapped = false;
+  }
+  // The contract's rule (docs/api.md, POST /v1/runs/{run}/output): a chunk at or before the held
+  // length is taken from there on; one after it (a gap) is not; the answer is what is held.
+  output(path, body) {
+    const run = path.split('/')[3];
+    const h = this.held.get(run) || { stdout: '', stderr: '', displays: [] };
+    this.held.set(run, h);
+    for (const c of body.chunks || []) if (c.offset <= h[c.stream].length) h[c.stream] += c.text.slice(h[c.stream].length - c.offset);
+    for (const d of body.displays || []) if (d.index === h.displays.length) h.displays.push(d.data);
+    return { status: 200, data: { stdout: h.stdout.length, stderr: h.stderr.length, displays: h.displays.length } };
   }
   emit(event, data, id) { this.streams.at(-1).onText(`id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`); }
   connect(opts) {
@@ -47,6 +64,13 @@ class FakeOrch {
   async json(method, path, body) {
     this.calls.push([method, path, body]);
     if (path.endsWith('/started')) return { status: this.startedStatus, data: {} };
+    if (path.endsWith('/output')) {
+      if (this.inflight++) this.overlapped = true;
+      await sleep(5);
+      this.inflight--;
+      this.outputs.push(body);
+      return this.outputAnswer ? this.outputAnswer(body, () => this.output(path, body)) : this.output(path, body);
+    }
     if (path.endsWith('/result')) { this.results.push({ path, body }); this.waiters.splice(0).forEach((w) => w()); }
     return { status: 200, data: {} };
   }
@@ -262,6 +286,183 @@ test('a 409 on started: the stale attempt is stopped and nothing is posted; `res
   await ended;
   assert.equal(k.state, 'dead', 'replaced at once');
   assert.equal(orch.results.length, 0, 'the orchestrator settled it: nothing posted');
+  chat.close(); pool.dispose();
+});
+
+// ---- the live run and the page's liveness -----------------------------------------------------
+const presences = (orch) => orch.calls.filter(([, p]) => p.endsWith('/presence')).map(([, , b]) => b);
+
+test('live output: the chunks reach POST /v1/runs/{run}/output in order, one call in flight, none after the result', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L1');
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'stream' }), 1);
+  const r = await res;
+  assert.equal(r.body.stdout, 'one\ntwo\nthree\n');
+  const held = orch.held.get('r1').stdout;
+  assert.ok(held.length >= 4 && r.body.stdout.startsWith(held), `held ${JSON.stringify(held)} (the result carries the rest)`);
+  assert.ok(orch.outputs.length >= 1 && orch.outputs.length <= 3, `${orch.outputs.length} calls`);
+  assert.ok(orch.outputs.every((b) => b.attempt === 1));
+  assert.equal(orch.overlapped, false, 'never two calls in flight');
+  const order = orch.calls.map(([, p]) => p.split('/').pop());
+  assert.ok(order.lastIndexOf('output') < order.indexOf('result'), 'no output call after the result');
+  chat.close(); pool.dispose();
+});
+
+test('live output: a repeated chunk (an answer lost after the orchestrator took the call) is not doubled; after a gap the page resends from the orchestrator\'s figure', async () => {
+  const orch = new FakeOrch();
+  let n = 0;
+  orch.outputAnswer = (body, take) => {
+    n++;
+    if (n === 1) { take(); throw new Error('connection reset'); }   // taken, answer lost: resent as is
+    if (n === 3) orch.held.get('r1').stdout = '';                    // the orchestrator lost what it held
+    return take();
+  };
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L2');
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'stream-slow' }), 1);
+  await res;
+  const offsets = orch.outputs.map((b) => (b.chunks || []).map((c) => c.offset).join(','));
+  assert.equal(offsets[1], '0', 'after a lost answer, the same chunk again');
+  assert.equal(orch.outputs.at(-1).chunks[0].offset, 0, 'after the gap, from the orchestrator\'s figure');
+  assert.equal(orch.held.get('r1').stdout, 'one\ntwo\nthree\n'.slice(0, orch.held.get('r1').stdout.length));
+  assert.ok(!/one\none/.test(orch.held.get('r1').stdout), 'nothing doubled');
+  chat.close(); pool.dispose();
+});
+
+test('live output: a 409 stops the attempt (nothing more posted, no result); a 404 only stops the streaming', async () => {
+  const orch = new FakeOrch();
+  orch.outputAnswer = () => ({ status: 409, data: { error: { code: 'stale_attempt' } } });
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L3');
+  const stale = new Promise((r) => chat.session.once('stale', r));
+  orch.emit('run', runEvent('r1', 1, [], { code: 'print-hang' }), 1);
+  assert.match((await stale).why, /output: HTTP 409/);
+  await new Promise((r) => chat.session.once('end', r));
+  assert.equal(orch.results.length, 0);
+  assert.equal(orch.outputs.length, 1);
+  orch.outputAnswer = () => ({ status: 404, data: null });
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r2', 1, [], { code: 'stream' }), 2);
+  const r = await res;
+  assert.equal(r.body.stdout, 'one\ntwo\nthree\n', 'the result carries it all');
+  assert.equal(orch.outputs.filter((b) => b).length, 2, 'one call for r2, then no more');
+  chat.close(); pool.dispose();
+});
+
+test('every ending keeps what was printed: a cancel the kernel does not honour posts the output received before it was replaced', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L4');
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'print-hang' }), 1);
+  await new Promise((r) => chat.supervisor.once('output', r));
+  orch.emit('cancel', { run_id: 'r1' }, 2);
+  const r = await res;
+  assert.equal(r.body.status, 'cancelled');
+  assert.equal(r.body.stdout, 'printed\n');
+  assert.equal(r.body.restarted, true);
+  chat.close(); pool.dispose();
+});
+
+test('input(): the request goes out with the output call; `event: input` from the stream answers it', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L5');
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'ask' }), 1);
+  for (let i = 0; i < 100 && !orch.outputs.some((b) => b.input_request); i++) await sleep(10);
+  const asked = orch.outputs.find((b) => b.input_request);
+  assert.deepEqual(asked.input_request, { prompt: 'Name? ' });
+  assert.deepEqual(asked.chunks, [{ stream: 'stdout', offset: 0, text: 'Name? ' }]);
+  orch.emit('input', { run_id: 'r1', attempt: 2, page_id: 'p1', text: 'wrong attempt' }, 2);
+  orch.emit('input', { run_id: 'r1', attempt: 1, page_id: 'p1', text: 'Ada' }, 3);
+  const r = await res;
+  assert.equal(r.body.stdout, 'Name? Ada\n');
+  chat.close(); pool.dispose();
+});
+
+test('the heartbeat: presence every heartbeat_ms while the page holds an attempt, none once it holds none', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L6');
+  await sleep(20);
+  const before = presences(orch).length;
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'hang', heartbeat_ms: 40 }), 1);
+  await sleep(300);
+  const during = presences(orch).length - before;
+  assert.ok(during >= 5, `${during} presence calls in 300 ms`);
+  assert.ok(presences(orch).slice(before).every((b) => b.page_id === 'p1' && b.visible === true));
+  orch.emit('cancel', { run_id: 'r1' }, 2);
+  await res;
+  await sleep(100);
+  const after = presences(orch).length;
+  await sleep(200);
+  assert.equal(presences(orch).length, after, 'no heartbeat without an attempt');
+  chat.close(); pool.dispose();
+});
+
+test('presence says `loading` before an attempt waits for a kernel, and `busy` as soon as it has one (no coalescing delay)', async () => {
+  const orch = new FakeOrch();
+  const slow = () => { const k = new FakeKernel(); k.ready = sleep(200).then(() => { k.state = 'ready'; return {}; }); return k; };
+  const pool = new KernelPool({ makeKernel: slow, max: 2, spare: false });
+  const chat = attach(orch, pool, 'L7', { presenceDelayMs: 1000 });
+  await sleep(20);
+  const n = presences(orch).length;
+  const res = orch.nextResult();
+  const t0 = Date.now();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'hang' }), 1);
+  await new Promise((r) => chat.supervisor.once('executing', r));
+  await sleep(50);
+  const all = presences(orch).map((b) => b.kernel);
+  const had = all.slice(n).findIndex((k) => k === 'ready' || k === 'busy');
+  assert.ok(had >= 0, `a kernel was had and said within 50 ms, not after the 1 s coalescing (${all}, ${Date.now() - t0} ms)`);
+  assert.equal(all[n + had - 1], 'loading', 'while it waited, the orchestrator\'s last word was loading');
+  orch.emit('cancel', { run_id: 'r1' }, 2);
+  await res;
+  chat.close(); pool.dispose();
+});
+
+test('a superseded attempt whose Python no interrupt reaches (an awaited JS promise) is replaced at once, not after the grace', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const supervisor = new KernelSupervisor({ pool, id: 'L8', cancelGraceMs: 5000 });
+  const session = new PageSession({ chatId: 'L8', pageId: 'p1', client: orch, supervisor, verifyFiles: false });
+  session.attach();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'stuck' }), 1);
+  await new Promise((r) => supervisor.once('executing', r));
+  const t0 = Date.now();
+  const begun = new Promise((r) => session.on('begin', (e) => e.attempt === 2 && r()));
+  const res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 2), 2);
+  await begun;
+  assert.ok(Date.now() - t0 < 1000, `attempt 2 began ${Date.now() - t0} ms later`);
+  const r = await res;
+  assert.equal(r.body.attempt, 2);
+  assert.equal(orch.results.length, 1);
+  session.detach(); supervisor.dispose(); pool.dispose();
+});
+
+test('a re-run says why, as this page saw it: it went to the background since the last attempt', async () => {
+  const orch = new FakeOrch();
+  const pool = fakePool();
+  const chat = attach(orch, pool, 'L9');
+  const reruns = [];
+  chat.session.on('queued', (e) => reruns.push(e.rerun));
+  let res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 1, [], { code: 'hang' }), 1);
+  await new Promise((r) => chat.supervisor.once('executing', r));
+  chat.session.setVisible(false, 'test');
+  chat.session.setVisible(true, 'test');
+  orch.emit('run', runEvent('r1', 2), 2);
+  await res;
+  res = orch.nextResult();
+  orch.emit('run', runEvent('r1', 3), 3);
+  await res;
+  assert.deepEqual(reruns, [null, 'hidden', 'lost']);
   chat.close(); pool.dispose();
 });
 
