@@ -26,7 +26,8 @@ function fromPoint(s, from) {
 }
 
 export class LiveOutput {
-  constructor({ client, runId, attempt, onStale = () => {}, log = () => {}, batchMs = 50, maxDisplayChars = 1 << 20, retryMs = 200 }) {
+  // off: post nothing (an orchestrator without this call).
+  constructor({ client, runId, attempt, onStale = () => {}, log = () => {}, batchMs = 50, maxDisplayChars = 1 << 20, retryMs = 200, off = false }) {
     this.client = client;
     this.path = `/v1/runs/${enc(runId)}/output`;
     this.attempt = attempt;
@@ -43,7 +44,7 @@ export class LiveOutput {
     this.inflight = null;
     this.timer = null;
     this.lastAt = -Infinity;
-    this.stopped = false;          // no more calls (closed, stale, refused)
+    this.stopped = off;            // no more calls (off, closed, stale, refused)
     this.calls = 0;
   }
 

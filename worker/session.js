@@ -389,7 +389,9 @@ export class PageSession extends Emitter {
       // The orchestrator holds the watchdog of a run whose kernel loads: tell it before waiting.
       if (!this.supervisor.fsm.is('ready', 'busy')) await this.presence('kernel-loading');
       if (!a.live) return;
-      const live = new LiveOutput({ client: this.client, runId, attempt: a.attempt, log: this.log,
+      // An orchestrator that sends heartbeat_ms speaks the live protocol (docs/api.md); one that
+      // does not would answer every output call 404: the result alone carries the output then.
+      const live = new LiveOutput({ client: this.client, runId, attempt: a.attempt, log: this.log, off: !('heartbeat_ms' in job),
         onStale: (why) => { if (a.live) this.supersede(a, why); } });
       a.output = live;
       const mine = (fn) => (e) => { if (e.run_id === runId && a.fsm.is('running')) fn(e); };

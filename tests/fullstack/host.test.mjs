@@ -77,7 +77,7 @@ class FakeOrch {
   nextResult() { const n = this.results.length; return new Promise((r) => { const check = () => (this.results.length > n ? r(this.results.at(-1)) : this.waiters.push(check)); check(); }); }
 }
 
-const runEvent = (id, attempt, mounts = [], extra = {}) => ({ run_id: id, attempt, code: `code ${id}`, timeout_s: 5, page_id: 'p1', mounts, ...extra });
+const runEvent = (id, attempt, mounts = [], extra = {}) => ({ run_id: id, attempt, code: `code ${id}`, timeout_s: 5, page_id: 'p1', mounts, heartbeat_ms: 2000, ...extra });
 const mount = (name, sha) => ({ name, file_id: sha, version: 1, sha256: sha, size: 3, url: `/v1/files/${sha}` });
 const fakePool = (max = 2, make = () => new FakeKernel()) => new KernelPool({ makeKernel: make, max, spareDelayMs: 0 });
 // A chat attached as the headless host attaches it (no sha256 re-check: the fake bytes have none).
@@ -332,7 +332,7 @@ test('live output: a repeated chunk (an answer lost after the orchestrator took 
   chat.close(); pool.dispose();
 });
 
-test('live output: a 409 stops the attempt (nothing more posted, no result); a 404 only stops the streaming', async () => {
+test('live output: a 409 stops the attempt (nothing more posted, no result); a 404 only stops the streaming; an orchestrator that sends no heartbeat_ms gets no output calls', async () => {
   const orch = new FakeOrch();
   orch.outputAnswer = () => ({ status: 409, data: { error: { code: 'stale_attempt' } } });
   const pool = fakePool();
@@ -349,6 +349,12 @@ test('live output: a 409 stops the attempt (nothing more posted, no result); a 4
   const r = await res;
   assert.equal(r.body.stdout, 'one\ntwo\nthree\n', 'the result carries it all');
   assert.equal(orch.outputs.filter((b) => b).length, 2, 'one call for r2, then no more');
+  const old = orch.nextResult();
+  const ev = runEvent('r3', 1, [], { code: 'stream' });
+  delete ev.heartbeat_ms;
+  orch.emit('run', ev, 3);
+  assert.equal((await old).body.stdout, 'one\ntwo\nthree\n');
+  assert.equal(orch.outputs.length, 2, 'no call for r3');
   chat.close(); pool.dispose();
 });
 
