@@ -2,9 +2,10 @@
 // chat as its kernel host (ChatSession) AT ONCE, while the module first evaluates, before anything
 // renders or any effect runs, so a run the assistant starts right away finds this page registered
 // and the chat's files mounted.  Then it shows the chat's files as chips (left-out ones say why),
-// each run as a card (code, output, truncation notes, status, duration, files with download and
-// preview, "keep this page open" on phones), the stream and kernel state, and the runtime download
-// progress.  A small editor runs the user's own code in the chat (origin "user").  Uploads are
+// each run as a card (code, output as it comes, the time used against the limit, a field for its
+// input(), its value and displays, truncation notes, status, duration, files with download and
+// preview, "keep this page open" on phones and why a run started again), the stream and kernel
+// state, and the runtime download progress.  A small editor runs the user's own code in the chat (origin "user").  Uploads are
 // checked against the server's limit before they start and show their progress.  A link that does
 // not reach its chat (no token, a wrong one, an unknown chat) replaces the page with one that says
 // so and what to do, and stops the Python runtime it had started loading.
@@ -116,7 +117,8 @@ if (!session) {
   function cardFor(runId) {
     let c = cards.get(runId);
     if (!c) {
-      c = new RunCard({ getBytes: (f) => session.artifactBytes(runId, f), onCancel: () => api.cancelRun(runId).catch(() => {}) });
+      c = new RunCard({ getBytes: (f) => session.artifactBytes(runId, f), onCancel: () => api.cancelRun(runId).catch(() => {}),
+        onInput: (text) => session.answerInput(runId, text) });
       cards.set(runId, c);
       $('runs').prepend(c.el);
     }

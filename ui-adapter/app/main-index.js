@@ -71,25 +71,43 @@ async function startKernel() {
   supervisor.start().catch((e) => { $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
 }
 
+let runSeq = 0;
 async function run() {
   if (!LANGUAGES[$('lang').value].runnable) return;
   if (running) return;
   const code = editor.getCode();
-  const card = new RunCard({ getBytes: async (f) => f.bytes, onCancel: () => supervisor.cancel(), title: 'Playground' });
+  const runId = `playground-${++runSeq}`;
+  const card = new RunCard({ getBytes: async (f) => f.bytes, onCancel: () => supervisor.cancel(), title: 'Playground',
+    onInput: async (text) => { if (!supervisor.answer(runId, text)) throw new Error('the run no longer waits for input'); } });
   $('runs').prepend(card.el);
   const t0 = performance.now();
-  card.update({ code, origin: 'user', state: 'running' });
-  $('run').disabled = true; $('cancel').hidden = false;
+  // The card follows the run live: output, displays, input() prompts (the supervisor's events).
+  let view = { run_id: runId, code, origin: 'user', state: 'running', timeout_s: supervisor.timeLimitOverrideS || 60,
+    stdout: '', stderr: '', displays: [], input: null, input_ms: 0, started_at: null };
+  const show = (patch) => { view = { ...view, ...patch }; if (running === card) card.update(view); };
+  const mine = (fn) => (e) => { if (e.run_id === runId) fn(e); };
+  const offs = [
+    supervisor.on('executing', mine(() => show({ started_at: Date.now() }))),
+    supervisor.on('output', mine((e) => show({ [e.stream]: view[e.stream] + e.text, [`${e.stream}_truncated`]: e.truncated }))),
+    supervisor.on('display', mine((e) => show({ displays: [...view.displays, e.data] }))),
+    supervisor.on('input_request', mine((e) => show({ input: { prompt: e.prompt, since: Date.now() } }))),
+    supervisor.on('input_end', mine(() => show({ input: null, input_ms: view.input_ms + (Date.now() - (view.input?.since || Date.now())) }))),
+  ];
   running = card;
+  card.update(view);
+  $('run').disabled = true; $('cancel').hidden = false;
   try {
     const files = [...attached].map(([name, bytes]) => ({ name, bytes }));
-    const res = await supervisor.run({ code, files, timeoutS: supervisor.timeLimitOverrideS || 60 });
+    const res = await supervisor.run({ runId, code, files, timeoutS: view.timeout_s });
     // A file written again under the same name is the next version of one artifact.
     for (const f of res.files || []) { const v = (versions.get(f.name) || 0) + 1; versions.set(f.name, v); f.version = v; }
-    card.update({ ...res, code, origin: 'user', duration_ms: res.duration_ms ?? Math.round(performance.now() - t0) });
+    running = null;
+    card.update({ ...res, run_id: runId, code, origin: 'user', duration_ms: res.duration_ms ?? Math.round(performance.now() - t0) });
   } catch (e) {
-    card.update({ code, origin: 'user', status: 'error', error: { type: 'SandboxError', message: e.message } });
+    running = null;
+    card.update({ run_id: runId, code, origin: 'user', status: 'error', error: { type: 'SandboxError', message: e.message } });
   } finally {
+    for (const off of offs) off();
     running = null;
     $('run').disabled = !LANGUAGES[$('lang').value].runnable; $('cancel').hidden = true;
   }

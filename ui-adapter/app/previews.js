@@ -5,8 +5,9 @@
 // document carries the CSP `connect-src 'none'; form-action 'none'; img-src data: blob:` (plus
 // default-src 'none'); the few libraries a preview may load by their CDN address (Tailwind, React,
 // Mermaid) are swapped for the copies bundled from npm, inlined, so nothing is fetched from a CDN
-// and the frame needs no network at all.  It does not download anything itself: the caller hands
-// bytes (or a function returning them).
+// and the frame needs no network at all.  htmlFrame() is that frame for any HTML (the run cards'
+// text/html values and displays use it too).  It does not download anything itself: the caller
+// hands bytes (or a function returning them).
 
 export const PREVIEW_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; " +
   "img-src data: blob:; font-src data:; media-src data: blob:; connect-src 'none'; form-action 'none'; " +
@@ -132,13 +133,25 @@ export async function renderPreview(container, name, bytes) {
     container.append(box);
     await renderAsync(new Blob([bytes]), box, undefined, { inWrapper: true, ignoreWidth: true, breakPages: false });
   } else if (kind === 'html') {
-    const frame = document.createElement('iframe');
-    frame.setAttribute('sandbox', 'allow-scripts');
-    frame.setAttribute('referrerpolicy', 'no-referrer');
-    frame.setAttribute('title', `Preview of ${name} (sandboxed)`);
-    frame.className = 'preview-html';
-    frame.srcdoc = await buildPreviewDocument(new TextDecoder().decode(bytes));
+    const frame = htmlFrame(new TextDecoder().decode(bytes), `Preview of ${name}`);
+    await frame.ready;
     container.append(frame);
   }
   return kind;
+}
+
+/**
+ * The sandboxed frame for HTML (an artifact, or a run's text/html value or display): an
+ * <iframe sandbox="allow-scripts"> (opaque origin) whose document carries PREVIEW_CSP.  Returned
+ * at once; its document is set when built (`frame.ready`).
+ */
+export function htmlFrame(html, title) {
+  const frame = document.createElement('iframe');
+  frame.setAttribute('sandbox', 'allow-scripts');
+  frame.setAttribute('referrerpolicy', 'no-referrer');
+  frame.setAttribute('title', `${title} (sandboxed)`);
+  frame.className = 'preview-html';
+  frame.ready = buildPreviewDocument(html).then((doc) => { frame.srcdoc = doc; },
+    (e) => { frame.srcdoc = `<!doctype html><meta http-equiv="Content-Security-Policy" content="${PREVIEW_CSP}"><p>No preview: ${String(e.message).replace(/[<&]/g, '')}</p>`; });
+  return frame;
 }

@@ -11,7 +11,7 @@ import { KernelClient } from '../../worker/kernel-client.js';
 import { KernelPool } from '../../worker/pool.js';
 import { KernelSupervisor as Supervisor } from '../../worker/supervisor.js';
 
-export { NOTE } from '../../worker/notes.js';
+export { NOTE, PHONE, noteCode } from '../../worker/notes.js';
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
 
 export function initUrls(origin = globalThis.location.origin) {

@@ -6,16 +6,25 @@
 //   - the DOM's visibility (presence.js) → the session's presence reports;
 //   - the screen wake lock, held while a run goes (a phone that sleeps freezes the page and the run);
 //   - the view models UIs render: one per run (queued → preparing → running → done, or elsewhere),
-//     with the result, this page's own copies of its output files, and the chat's file list;
+//     with its live output, displays and input() prompt as they come (from this page's own run, or
+//     from the chat stream's `output`/`display`/`input_request` events for a run another page
+//     executes; chunks deduplicated by offset), the time used against the limit, why a re-run
+//     came, the result, this page's own copies of its output files, and the chat's file list;
+//   - answering input(): POST /v1/runs/{run}/input (the card's field);
 //   - switching the page to another chat (a fresh interpreter, the old chat's files gone).
 //
 // It does not render anything, create chats or runs for the assistant, or decide policy (pausing,
 // retries, which files are mounted): the orchestrator does.
 import { Emitter } from '../../worker/emitter.js';
+import { codePoints } from '../../worker/output.js';
 import { PageSession } from '../../worker/session.js';
 import { Api, pageClient } from './api.js';
 import { Presence } from './presence.js';
 import { WakeLock } from './wakelock.js';
+
+// What a new attempt starts without: the live parts of a run's view.
+const LIVE_RESET = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, displays: [], value: null,
+  input: null, input_ms: 0, started_at: null };
 
 export function newPageId() {
   return (globalThis.crypto?.randomUUID?.() || `p-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`);
@@ -60,17 +69,30 @@ export class ChatSession extends Emitter {
       this.view(job.run_id, { chat_id: job.chat_id, code: job.code, origin: job.origin, state: 'elsewhere', attempts: job.attempt, status: null });
       this.emit('elsewhere', { run_id: job.run_id });
     }));
-    page.on('queued', mine(({ job }) => this.view(job.run_id, { chat_id: job.chat_id, code: job.code, origin: job.origin, state: 'queued',
-      attempts: job.attempt, status: null, left_out: job.left_out || [] })));
+    page.on('queued', mine(({ job, rerun }) => this.view(job.run_id, { chat_id: job.chat_id, code: job.code, origin: job.origin, state: 'queued',
+      attempts: job.attempt, status: null, left_out: job.left_out || [], timeout_s: job.timeout_s || 60, rerun: rerun || null,
+      ...LIVE_RESET })));
     page.on('begin', mine(() => this.wakeLock.acquire()));
     page.on('end', mine(() => this.wakeLock.release()));
     page.on('preparing', mine(({ run_id: runId }) => this.view(runId, { state: 'preparing' })));
     page.on('download', mine((p) => this.emit('download', p)));
     page.on('running', mine(({ run_id: runId }) => this.view(runId, { state: 'running', started_at: Date.now() })));
+    page.on('output', mine((e) => this.liveOutput(e)));
+    page.on('display', mine((e) => this.liveDisplay(e)));
+    page.on('input_request', mine(({ run_id: runId, prompt }) => this.view(runId, { input: { prompt, since: Date.now() } })));
+    page.on('input_end', mine(({ run_id: runId }) => this.inputEnded(runId)));
+    // The chat stream's live events: runs another page executes (and this page's own: deduplicated).
+    page.on('event', mine(({ type, data }) => {
+      if (!data || !data.run_id || !this.runs.has(data.run_id) || this.runs.get(data.run_id).status) return;
+      if (type === 'output') this.liveOutput(data);
+      else if (type === 'display') this.liveDisplay(data);
+      else if (type === 'input_request') this.view(data.run_id, { input: { prompt: data.prompt, since: Date.now() } });
+    }));
     page.on('result', mine(({ run_id: runId, body, run, files, duration_ms: ms, restart_ms: restartMs }) => {
       // Keep the output bytes for the UI (no re-download for previews of this page's own runs).
       const local = new Map(files.map((f) => [f.name, f.data]));
-      const v = this.view(runId, { ...body, ...(run || {}), state: 'done', duration_ms: run?.duration_ms ?? ms, localBytes: local, restart_ms: restartMs });
+      const v = this.view(runId, { ...body, ...(run || {}), state: 'done', duration_ms: run?.duration_ms ?? ms, localBytes: local, restart_ms: restartMs,
+        input: null, value: run?.value ?? body.value ?? null, displays: run?.displays ?? body.displays ?? [] });
       this.emit('result', v);
     }));
   }
@@ -123,6 +145,35 @@ export class ChatSession extends Emitter {
       return null;
     }
   }
+
+  // A chunk of a run's live output: kept when it continues what the view holds (a chunk seen
+  // twice, from this page's kernel and from the chat stream, is kept once).
+  liveOutput({ run_id: runId, attempt, stream, offset, text, truncated }) {
+    const v = this.runs.get(runId);
+    if (!v || v.status || (attempt && v.attempts && attempt !== v.attempts) || (stream !== 'stdout' && stream !== 'stderr')) return;
+    const have = v[stream] || '';
+    const n = codePoints(have);
+    if (offset > n || offset + codePoints(text) <= n) return;
+    const tail = [...text].slice(n - offset).join('');
+    this.view(runId, { [stream]: have + tail, [`${stream}_truncated`]: !!v[`${stream}_truncated`] || !!truncated });
+  }
+
+  liveDisplay({ run_id: runId, attempt, index, data }) {
+    const v = this.runs.get(runId);
+    if (!v || v.status || (attempt && v.attempts && attempt !== v.attempts)) return;
+    const displays = v.displays || [];
+    if (index !== displays.length) return;
+    this.view(runId, { displays: [...displays, data] });
+  }
+
+  inputEnded(runId) {
+    const v = this.runs.get(runId);
+    if (!v || !v.input) return;
+    this.view(runId, { input: null, input_ms: (v.input_ms || 0) + (Date.now() - v.input.since) });
+  }
+
+  /** Answer the input() a run waits for (the card's field): POST /v1/runs/{run}/input. */
+  answerInput(runId, text) { return this.api.call('POST', `/v1/runs/${encodeURIComponent(runId)}/input`, { text }); }
 
   view(runId, patch) {
     const v = { ...(this.runs.get(runId) || { run_id: runId }), ...patch };
