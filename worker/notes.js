@@ -7,7 +7,7 @@
 // Stable codes: every note has a code (NOTE_CODE below: `output_cut`, `restart_stale`, …) that
 // apps key on instead of the English text.  Notes travel as plain strings (the API's `notes` is a
 // list of strings), so noteCode(text) gives a note's code back: each entry's pattern sits beside
-// its wording, and tests/e2e/ui-adapter-unit.test.mjs checks that every wording is recognised.
+// its wording, and tests/kernel/notes.test.mjs checks that every wording is recognised.
 //
 // How the words divide up (so nothing is said twice): a restart is told by the result's fields
 // `restarted` + `remounted`, and in words only by NOTE.restarted(remounted), which the card shows

@@ -1,0 +1,42 @@
+// notes.test.mjs -- worker/notes.js without Pyodide: every note's wording is recognised by its
+// stable code (noteCode), and no wording is taken for another's, so apps can key on the codes
+// (the run cards do: the kernel's cut note, `output_cut`, is not shown twice).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NOTE, NOTE_CODE, noteCode, PHONE } from '../../worker/notes.js';
+
+// Arguments that make each wording as it appears in results (its branches included).
+const SAMPLES = {
+  restarted: [[[]], [['a.csv', 'b.txt']]],
+  evicted: [[]], detached: [[]], diedIdle: [['worker exited (1)']], restartedForStale: [[]],
+  cancelKept: [[]], cancelReplaced: [[1000]], cancelledBeforeStart: [[]], notRestarted: [['no spare']],
+  skipped: [['slow.csv', 'deadline', 5000], ['bad.csv', 'HTTP 500', 5000]],
+  notMounted: [['x.bin', 'over 20 MB']], notSaved: [['out.png', 'HTTP 500']], notReadBack: [['o.txt', 'EIO']],
+  cut: [['stdout', 8000], ['stderr', 100]], displaysDropped: [[1, 20], [5, 20]],
+  inputUnavailable: [[]], inputTimedOut: [[300]], inputUnanswered: [[300]],
+  packageFailed: [['numpy', 'no wheel'], ['x', '']], outOfMemory: [[1024, 1100], []],
+};
+
+test('every note has a code, and its every wording is recognised as that code and no other', () => {
+  assert.deepEqual(Object.keys(SAMPLES).sort(), Object.keys(NOTE).sort(), 'a sample for every note');
+  const codes = Object.values(NOTE_CODE);
+  assert.equal(new Set(codes).size, codes.length, 'codes are distinct');
+  for (const [name, calls] of Object.entries(SAMPLES)) {
+    for (const args of calls) {
+      const text = NOTE[name](...args);
+      assert.equal(noteCode(text), NOTE_CODE[name], `${name}(${JSON.stringify(args)}) → ${JSON.stringify(text)}`);
+    }
+  }
+});
+
+test('text worded elsewhere (Python, the orchestrator) has no code', () => {
+  for (const text of ['3 figures dropped', 'matplotlib is not available on this deployment', '', 'stdout was cut somewhere', null])
+    assert.equal(noteCode(text), null, JSON.stringify(text));
+});
+
+test('a phone card says why a run started again, for each reason', () => {
+  assert.match(PHONE.rerun(2, 'hidden'), /attempt 2\): this page went to the background/);
+  assert.match(PHONE.rerun(3, 'silent'), /stopped answering the server/);
+  assert.match(PHONE.rerun(2, 'lost'), /lost track of this page/);
+  assert.match(PHONE.keepOpen(), /Keep this page open/);
+});
