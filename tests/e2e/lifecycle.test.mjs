@@ -2,7 +2,7 @@
 // events faked by the test) against the REAL orchestrator: the run is paused, and when the page is
 // active and in front again the run is re-dispatched as a new attempt and finishes.
 //
-// Why this file launches Chromium itself instead of harness.launch(): Playwright turns on
+// Why this file launches Chromium itself (cdp.mjs) instead of harness.launch(): Playwright turns on
 // Emulation.setFocusEmulationEnabled for every page it drives, and while that is on Chromium keeps
 // the page "visible" (a second tab in front does not hide it, and Page.setWebLifecycleState
 // 'frozen' then does nothing: no freeze event, timers keep running -- observed on Chromium 156;
@@ -15,54 +15,21 @@
 // the real path.  It does not test a phone OS's own freezing (only what Chromium does on CDP).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { chromium } from 'playwright-core';
-import { orchestrator, backend, screenshot, CHROMIUM } from './harness.mjs';
+import { orchestrator, backend, screenshot } from './harness.mjs';
+import { launchCdp } from './cdp.mjs';
 
-let orch = null, skipReason = null, api, browser = null, chrome = null, profile = null;
-
-/** Debian's Chromium, headless, with a DevTools port; Playwright attached with noDefaults. */
-async function startChromium() {
-  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-lifecycle-'));
-  const child = spawn(CHROMIUM, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync',
-    `--user-data-dir=${profile}`, '--remote-debugging-port=0', 'about:blank'], { stdio: 'ignore' });
-  let exited = false;
-  child.on('exit', () => { exited = true; });
-  const portFile = path.join(profile, 'DevToolsActivePort');
-  for (let i = 0; i < 150 && !fs.existsSync(portFile); i++) {
-    if (exited) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  if (!fs.existsSync(portFile)) return { skip: `chromium did not open a DevTools port (${CHROMIUM})`, child, isExited: () => exited };
-  const port = fs.readFileSync(portFile, 'utf8').split('\n')[0];
-  const b = await chromium.connectOverCDP(`http://127.0.0.1:${port}`, { noDefaults: true });
-  return { browser: b, child, isExited: () => exited };
-}
-
-async function stopChromium() {
-  await browser?.close().catch(() => {});
-  if (chrome && !chrome.isExited()) {
-    process.kill(chrome.child.pid, 'SIGTERM');
-    for (let i = 0; i < 50 && !chrome.isExited(); i++) await new Promise((r) => setTimeout(r, 100));
-    if (!chrome.isExited()) process.kill(chrome.child.pid, 'SIGKILL');
-  }
-  if (profile) fs.rmSync(profile, { recursive: true, force: true });
-}
+let orch = null, skipReason = null, api, browser = null, chrome = null;
 
 before(async () => {
   orch = await orchestrator();
   if (orch.skip) { skipReason = orch.skip; return; }
   api = backend(orch.origin, orch.apiKey);
-  chrome = await startChromium();
+  chrome = await launchCdp();
   if (chrome.skip) { skipReason = chrome.skip; return; }
   browser = chrome.browser;
 });
 after(async () => {
-  await stopChromium();
+  await chrome?.stop?.();
   if (orch && !orch.skip) await orch.stop();
 });
 
