@@ -9,6 +9,10 @@
 //      pre-loaded spare, measured from terminate to every file mounted (target ≤ 200 ms)
 //   5. restart onto a pre-loaded spare: terminate → the next run executing (its 'started' event)
 //      and → its result (target ≤ 20 ms)
+//   6. live output: from `print` in the kernel to the supervisor's `output` event, p50/p99, for a
+//      print followed by a sleep (the sleep hands it on) and for a print inside a CPU loop (the
+//      controller's flush signal, every 50 ms, hands it on)
+// (3 runs with live output on: the controller posts its flush signal every 50 ms meanwhile.)
 // usage: node bench/kernel.mjs [--json]      (takes ~1 minute; CPU-bound, noisy on shared machines)
 // It tests nothing: tests/kernel/ does.
 import { newNodeKernel, newNodeSupervisor } from '../worker/node-kernel.js';
@@ -107,6 +111,21 @@ out.restart_to_result_ms = firstResult.map(r2);
 out.remount_100mb_ms = remounts.map(Math.round);
 log(`restart onto spare: terminate → next run started ${out.restart_to_started_ms.join(', ')} ms; → result ${out.restart_to_result_ms.join(', ')} ms`);
 log(`restart + remount 100 MB (5 × 20 MB): ${out.remount_100mb_ms.join(', ')} ms (first mount, with the copy into shared memory: ${out.mount_100mb_first_ms} ms)`);
+// 6. print → output event at the supervisor.  Python's time.time() and the JS Date.now() read one clock.
+const lat = async (code) => {
+  const got = [];
+  const off = sup.on('output', (e) => {
+    const now = Date.now();
+    for (const line of e.text.split('\n')) if (/^t=/.test(line)) got.push(now - Number(line.slice(2)) * 1000);
+  });
+  try { await sup.run({ runId: `lat-${got.length}`, code }); } finally { off(); }
+  return { n: got.length, p50: r2(pct(got, 0.5)), p99: r2(pct(got, 0.99)) };
+};
+out.print_to_event_ms = {
+  sleeping: await lat('import time\nfor i in range(100):\n    print("t=%r" % time.time())\n    time.sleep(0.03)'),
+  cpu_loop: await lat('import time\nfor i in range(100):\n    print("t=%r" % time.time())\n    t = time.time()\n    while time.time() - t < 0.03:\n        pass'),
+};
+log(`print → output event at the supervisor: after a sleep p50 ${out.print_to_event_ms.sleeping.p50} ms, p99 ${out.print_to_event_ms.sleeping.p99} ms; in a CPU loop p50 ${out.print_to_event_ms.cpu_loop.p50} ms, p99 ${out.print_to_event_ms.cpu_loop.p99} ms (n=${out.print_to_event_ms.cpu_loop.n})`);
 sup.dispose();
 sup.pool.dispose();
 if (json) console.log(JSON.stringify(out, null, 1));
