@@ -4,7 +4,10 @@
 //   1. time-limit hit → the next run executing on the spare kernel (files remounted): from the
 //      moment the supervisor's timer fires to the next run's Python start ('executing'), N times;
 //   2. runtime first load (page load → kernel ready) with a cold HTTP cache (fresh profile) and a
-//      warm one (same profile, page reloaded: /pyodide/ is served immutable).
+//      warm one (same profile, page reloaded: /pyodide/ is served immutable);
+//   3. live output: from `print` in the kernel (a module Web Worker) to the page's supervisor
+//      `output` event, p50/p99, for prints followed by a sleep and prints inside a CPU loop (the
+//      flush signal, every 50 ms, hands those on).
 // Usage: node ui-adapter/bench/browser-bench.mjs [N=10]   (CEREA_BIN overrides the binary)
 import { launch, orchestrator, staticServer } from '../../tests/e2e/harness.mjs';
 
@@ -52,6 +55,17 @@ const swaps = await page.evaluate(async (n) => {
   }
   return out;
 }, N);
+const live = await page.evaluate(async () => {
+  const sup = window.cereaSupervisor;
+  const q = (a, p) => { const x = [...a].sort((m, n) => m - n); return +x[Math.min(x.length - 1, Math.floor(x.length * p))].toFixed(1); };
+  const lat = async (body) => {
+    const got = [];
+    const off = sup.on('output', (e) => { const now = Date.now(); for (const l of e.text.split('\n')) if (l.startsWith('t=')) got.push(now - Number(l.slice(2)) * 1000); });
+    try { await sup.run({ code: `import time\nfor i in range(100):\n    print("t=%r" % time.time())\n    ${body}` }); } finally { off(); }
+    return { n: got.length, p50: q(got, 0.5), p99: q(got, 0.99) };
+  };
+  return { sleeping: await lat('time.sleep(0.03)'), cpu_loop: await lat('t = time.time()\n    while time.time() - t < 0.03:\n        pass') };
+});
 await b.close();
 if (server.stop) await server.stop(); else await server.close();
 
@@ -60,3 +74,4 @@ console.log(`runtime first load, cold HTTP cache: ${fmt(stats(loads.cold))}`);
 console.log(`runtime first load, warm HTTP cache: ${fmt(stats(loads.warm))}`);
 console.log(`time limit hit -> next run executing (spare, 1 file remounted): ${fmt(stats(swaps.map((s) => s.hitToNext)))}`);
 console.log(`  of which terminate + swap + remount: ${fmt(stats(swaps.map((s) => s.swap)))}`);
+console.log(`print -> output event in the page: after a sleep p50 ${live.sleeping.p50} ms, p99 ${live.sleeping.p99} ms; in a CPU loop p50 ${live.cpu_loop.p50} ms, p99 ${live.cpu_loop.p99} ms (n=${live.cpu_loop.n})`);
