@@ -269,7 +269,11 @@ export class PageSession extends Emitter {
     if (ev.type === 'run' && data) this.take(data);
     else if (ev.type === 'cancel' && data) this.cancel(data.run_id);
     else if (ev.type === 'restart' && data) this.restart(data.run_id, data.page_id);
-    else if (ev.type === 'input' && data) this.input(data);
+    else if (ev.type === 'input' && data) {
+      // An answer is used once, even if the stream delivers it again.
+      if (ev.id !== null && ev.id !== undefined) { if (this.seen.has(`input#${ev.id}`)) return; this.remember(`input#${ev.id}`); }
+      this.input(data);
+    }
     else if (ev.type === 'files') this.emit('files', { data });
     else if (ev.type === 'run' || ev.type === 'cancel' || ev.type === 'restart') this.log(`chat ${this.chatId}: bad ${ev.type} event data`);
   }

@@ -387,6 +387,12 @@ test('input(): the request goes out with the output call; `event: input` from th
   orch.emit('input', { run_id: 'r1', attempt: 1, page_id: 'p1', text: 'Ada' }, 3);
   const r = await res;
   assert.equal(r.body.stdout, 'Name? Ada\n');
+  const again = orch.nextResult();
+  orch.emit('run', runEvent('r2', 1, [], { code: 'ask' }), 4);
+  for (let i = 0; i < 100 && orch.outputs.filter((b) => b.input_request).length < 2; i++) await sleep(10);
+  orch.emit('input', { run_id: 'r2', attempt: 1, page_id: 'p1', text: 'first' }, 5);
+  orch.emit('input', { run_id: 'r2', attempt: 1, page_id: 'p1', text: 'first' }, 5);   // the same event again
+  assert.equal((await again).body.stdout, 'Name? first\n');
   chat.close(); pool.dispose();
 });
 
