@@ -15,7 +15,9 @@ import { join } from 'node:path';
 import { PageSession } from '../../worker/session.js';
 import { KernelSupervisor } from '../../worker/supervisor.js';
 import { KernelPool } from '../../worker/pool.js';
-import { NOTE } from '../../worker/notes.js';
+import { KernelClient } from '../../worker/kernel-client.js';
+import { EventEmitter } from 'node:events';
+import { ERROR, NOTE } from '../../worker/notes.js';
 import { FakeKernel } from '../kernel/doubles.mjs';
 import { ROOT, tempDir, sleep } from './lib.mjs';
 import { BIN } from '../integration/lib.mjs';
@@ -476,6 +478,37 @@ test('a re-run says why, as this page saw it: it went to the background since th
   await res;
   assert.deepEqual(reruns, [null, 'hidden', 'lost']);
   chat.close(); pool.dispose();
+});
+
+// A worker_threads Worker stand-in (a test double): answers init, starts each run, and can die the
+// way Node reports a worker over its heap limit.
+class FakeWorker extends EventEmitter {
+  postMessage(msg) {
+    setTimeout(() => {
+      if (msg.cmd === 'init') this.emit('message', { id: msg.id, type: 'ok', info: {} });
+      else if (msg.cmd === 'run' && msg.run_id === 'warm-up') this.emit('message', { id: msg.id, type: 'ok', result: { status: 'ok', stdout: '', stderr: '', notes: [], files: [] } });
+      else if (msg.cmd === 'run') {
+        this.emit('message', { id: 0, type: 'event', event: 'started', ref: msg.run_id });
+        this.emit('message', { id: 0, type: 'event', event: 'output', ref: msg.run_id, stream: 'stdout', offset: 0, text: 'growing\n', truncated: false });
+        setTimeout(() => this.emit('error', Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' })), 20);
+      } else this.emit('message', { id: msg.id, type: 'ok' });
+    }, 1);
+  }
+  terminate() { this.terminated = true; }
+}
+
+test('a kernel worker that dies with ERR_WORKER_OUT_OF_MEMORY: crashed with the out-of-memory error and note, the output kept, the worker terminated', async () => {
+  const workers = [];
+  const pool = new KernelPool({ makeKernel: () => new KernelClient({ createWorker: () => { const w = new FakeWorker(); workers.push(w); return w; }, init: {} }), max: 1, spareDelayMs: 0 });
+  const supervisor = new KernelSupervisor({ pool, id: 'oom' });
+  const r = await supervisor.run({ runId: 'r1', code: 'x = [0] * 10**10' });
+  assert.equal(r.status, 'crashed');
+  assert.deepEqual(r.error, ERROR.outOfMemory());
+  assert.ok(r.notes.includes(NOTE.outOfMemory()), JSON.stringify(r.notes));
+  assert.equal(r.stdout, 'growing\n');
+  assert.equal(r.restarted, true);
+  assert.ok(workers[0].terminated, 'the dead worker was terminated');
+  supervisor.dispose(); pool.dispose();
 });
 
 function runProc(cmd, args, env, timeoutMs = 20000) {
