@@ -13,7 +13,10 @@ loop runs Pyodide's callbacks, and a signal read there would raise outside the u
 each await its output is flushed (the worker hands it on when due), and an interrupt that comes
 while it awaits (``interrupt_awaiting``, called by the worker on the controller's interrupt
 message) cancels the run's task: the cancellation reaches the cell as KeyboardInterrupt at its
-await, whatever it awaits (asyncio.sleep, gather, a JS promise).
+await, whatever it awaits (asyncio.sleep, gather, a JS promise).  ``asyncio.run(main())`` from a
+cell's synchronous code (Pyodide runs it to completion by suspending the cell, JSPI) is driven the
+same way: ``main`` armed only while it runs, flushed before each await, and an interrupt cancels
+its task (``install``).
 
 Errors become {type, message, traceback}: the traceback holds the user's frames only (the kernel's
 are cut).  The namespace lives until ``reset()`` (chat switch); it holds ``display``.  It does not
@@ -33,7 +36,9 @@ KERNEL_DIR = "/opt/cerea/"
 NO_VALUE = object()
 _ns = {}
 _count = [0]
-_live = {"task": None, "interrupt": False}   # the run's asyncio task; an interrupt owed to it
+_live = {"task": None, "interrupt": False, "inner": []}   # the run's asyncio task; an interrupt
+                                                         # owed; tasks of asyncio.run(), innermost last
+_orig = {}
 _FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
@@ -79,29 +84,34 @@ def compile_cell(code):
 
 
 @types.coroutine
-def _armed(coro, host):
-    """Drive a coroutine, armed only while it runs (not while it awaits)."""
+def _armed(coro, host, rearm=False):
+    """Drive a coroutine, armed only while it runs (not while it awaits); rearm: armed again at
+    the end, for the armed code it runs inside (asyncio.run from a cell)."""
     value, exc = None, None
-    while True:
-        host.arm()
-        try:
-            step = coro.throw(exc) if exc is not None else coro.send(value)
-        except StopIteration as e:
-            return e.value
-        finally:
-            host.disarm()
-        value, exc = None, None
-        output.flush_live()
-        try:
-            value = yield step
-        except BaseException as e:   # thrown into the task (a cancel): to the cell
-            exc = e
-            if isinstance(e, asyncio.CancelledError) and _live["interrupt"]:
-                _live["interrupt"] = False
-                task = _live["task"]
-                if task is not None:
-                    task.uncancel()
-                exc = KeyboardInterrupt()
+    try:
+        while True:
+            host.arm()
+            try:
+                step = coro.throw(exc) if exc is not None else coro.send(value)
+            except StopIteration as e:
+                return e.value
+            finally:
+                host.disarm()
+            value, exc = None, None
+            output.flush_live()
+            try:
+                value = yield step
+            except BaseException as e:   # thrown into the task (a cancel): to the cell
+                exc = e
+                if isinstance(e, asyncio.CancelledError) and _live["interrupt"]:
+                    _live["interrupt"] = False
+                    task = asyncio.current_task()
+                    if task is not None:
+                        task.uncancel()
+                    exc = KeyboardInterrupt()
+    finally:
+        if rearm:
+            host.arm()
 
 
 async def _part(codeobj, host, mode):
@@ -117,30 +127,76 @@ async def _part(codeobj, host, mode):
 async def run(cell, host):
     """Run the cell → its value (NO_VALUE when its last statement is no expression)."""
     try:
-        _live.update(task=asyncio.current_task(), interrupt=False)
+        _live.update(task=asyncio.current_task(), interrupt=False, inner=[])
     except RuntimeError:   # no running loop (plain CPython tests)
-        _live.update(task=None, interrupt=False)
+        _live.update(task=None, interrupt=False, inner=[])
     try:
         await _part(cell.body, host, "exec")
         if cell.last is None:
             return NO_VALUE
         return await _part(cell.last, host, "eval")
     finally:
-        _live.update(task=None, interrupt=False)
+        _live.update(task=None, interrupt=False, inner=[])
 
 
 def interrupt_awaiting():
     """The controller's interrupt, read by the worker while the run awaits → 'woken' (its task is
     cancelled: KeyboardInterrupt at the cell's await), 'stuck' (a step of the task is suspended
     inside a call: nothing reaches it) or 'none' (no cell awaits)."""
-    task = _live["task"]
+    inner = [t for t in _live["inner"] if not t.done()]
+    task = inner[-1] if inner else _live["task"]
     if task is None or task.done():
         return "none"
-    if asyncio.current_task(task.get_loop()) is not None:
+    if not inner and asyncio.current_task(task.get_loop()) is not None:
         return "stuck"
     _live["interrupt"] = True
     task.cancel()
     return "woken"
+
+
+class _Interrupted:
+    """A KeyboardInterrupt carried out of asyncio.run's task as its value: asyncio re-raises a
+    KeyboardInterrupt that leaves a task into the event loop (here a JS callback: an error in the
+    worker), and any exception that crosses into JS is printed on stderr by Pyodide."""
+    def __init__(self, exc):
+        self.exc = exc
+
+
+async def _main_of_run(main, host):
+    task = asyncio.current_task()
+    _live["inner"].append(task)
+    try:
+        return await _armed(main, host, rearm=True)
+    except KeyboardInterrupt as e:
+        return _Interrupted(e)
+    finally:
+        _live["inner"].remove(task)
+
+
+def _run(main, *args, **kwargs):
+    """asyncio.run: main driven as a cell's own coroutine is (see the module's doc)."""
+    host = _host()
+    if host is None or not asyncio.iscoroutine(main):
+        return _orig["asyncio.run"](main, *args, **kwargs)
+    out = _orig["asyncio.run"](_main_of_run(main, host), *args, **kwargs)
+    if isinstance(out, _Interrupted):
+        raise out.exc
+    return out
+
+
+def _host():
+    try:
+        import cerea_host
+        return cerea_host
+    except ImportError:
+        return None
+
+
+def install():
+    """asyncio.run through _run (again before each run: user code may rebind it)."""
+    if "asyncio.run" not in _orig:
+        _orig["asyncio.run"] = asyncio.run
+    asyncio.run = _run
 
 
 def _drop_kernel_frames(te, seen):

@@ -52,6 +52,7 @@ def init(config_json):
     notes = lockdown.apply()
     output.install()
     waits.install()
+    execute.install()
     mounts.ensure_dirs()
     imports.set_lacking(cfg.get("lacks"))
     if os.path.isdir("/home/pyodide"):
@@ -95,6 +96,7 @@ async def execute_run(options_json):
     t0 = time.perf_counter()
     output.restore()
     waits.install()
+    execute.install()
     values.begin_run(limits.get("displays", 20), limits.get("out_chars", 8000))
     figures.begin_run(limits.get("figures", 20))
     try:

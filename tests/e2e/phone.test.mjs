@@ -5,7 +5,8 @@
 //     and back in front it re-runs and ends ok at attempt >= 2, with no Pyodide fatal error and no
 //     unhandled page error; the card says why it started again;
 //   - hidden but not frozen (a desktop tab switch, a phone's first seconds in the background) while
-//     the run sleeps in time.sleep, asyncio.sleep or an awaited JS promise, or downloads its files:
+//     the run sleeps in time.sleep, asyncio.sleep, an awaited JS promise or asyncio.run() (which
+//     Pyodide runs by suspending the cell), or downloads its files:
 //     the superseded attempt is stopped before the next one starts (no fatal error), the re-run ok;
 //   - frozen WITHOUT any event reaching the page's code (an init script keeps visibilitychange,
 //     freeze and the rest from it, as a phone that drops its network first): paused by silence
@@ -138,6 +139,7 @@ for (const [what, code, expect] of [
   ['time.sleep', SLEEP_LOOP, PRINTED],
   ['asyncio.sleep', 'import asyncio\nfor i in range(6):\n    await asyncio.sleep(1)\n    print(i)', PRINTED],
   ['an awaited JS promise', 'import js\nfor i in range(3):\n    await js.Promise.new(lambda resolve, reject: js.setTimeout(resolve, 2000))\n    print(i)', '0\n1\n2\n'],
+  ['asyncio.run() (a synchronous cell suspended by stack switching)', 'import asyncio\nasync def main():\n    for i in range(6):\n        await asyncio.sleep(1)\n        print(i)\nasyncio.run(main())', PRINTED],
 ]) {
   test(`hidden but not frozen while the run waits in ${what}: the superseded attempt stops before the next starts; the re-run ends ok, no fatal error`, async (t) => {
     if (!need(t)) return;
