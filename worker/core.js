@@ -359,7 +359,8 @@ export class KernelCore {
     const t2 = performance.now();
 
     this.pypiAllowed = msg.pypi === true;
-    this.inputWaitMs = limits.input_wait_s * 1000;
+    // The supervisor ends input()'s wait (EOF); this is only the kernel's own bound, past it.
+    this.inputWaitMs = (Number(msg.limits && msg.limits.input_wait_s) || LIMITS.input_wait_s) * 1000;
     this.runNotes = [];
     this.currentRun = msg.run_id ?? msg.id;
     this.startedSent = false;

@@ -106,7 +106,7 @@ export const LIMITS = Object.freeze({
   figures: 20,                // swept figures per run
   file_load_bytes: 50 * 1048576, // per file loaded into a run or returned from it
   displays: 20,               // display(obj) bundles per run
-  input_wait_s: 300,          // input() waits at most this long for an answer (CODE_INPUT_WAIT_S)
+  input_wait_s: 300,          // input() waits this long for an answer unless the run says (CODE_INPUT_WAIT_S)
 });
 
 // Live output batching: a chunk when this much is pending or this long passed since the last.
