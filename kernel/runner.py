@@ -117,7 +117,7 @@ async def execute_run(options_json):
         if v is not execute.NO_VALUE and v is not None:
             host.arm()   # its _repr_*_ methods are user code: interruptible, time-limited
             try:
-                value = values.bundle(v)
+                value = values.value(v)
             finally:
                 host.disarm()
         v = None
@@ -151,7 +151,7 @@ async def execute_run(options_json):
             notes.append("figures still open could not be saved: %s: %s" % (type(e).__name__, e))
             swept, dropped = list(figures._run["swept"]), figures._run["dropped"]
     output.flush()
-    shown, shown_dropped = values.end_run()
+    shown, shown_dropped, text_only = values.end_run()
     files, unlisted = [], 0
     try:
         files, unlisted, fnotes = outputs_diff.after_run(
@@ -164,6 +164,7 @@ async def execute_run(options_json):
     return json.dumps({"status": status, "error": error, "files": files,
                        "files_unlisted": unlisted, "figures_dropped": dropped, "notes": notes,
                        "value": value, "displays": shown, "displays_dropped": shown_dropped,
+                       "text_only": text_only,
                        "timing": {"prepare_ms": round((t1 - t0) * 1000, 3),
                                   "exec_ms": round((t2 - t1) * 1000, 3),
                                   "collect_ms": round((t3 - t2) * 1000, 3)}})

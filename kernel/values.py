@@ -5,8 +5,13 @@ at the stream cap, 8,000 characters), and what its own methods offer — ``text/
 ``_repr_html_``, ``image/png`` (base64) from ``_repr_png_``, ``image/svg+xml`` from ``_repr_svg_``
 (or the same keys from ``_repr_mimebundle_``) — plus ``application/json`` (the value itself) when
 it is plainly JSON: dicts with string keys, lists, strings, finite numbers, booleans and None,
-whose JSON text fits the same cap as text/plain.  A rich entry over 1 MiB is left out; a ``_repr_*_`` that raises is left out
-with one line on stderr (the object's own fault, shown where the user looks).
+whose JSON text fits the same cap as text/plain.  A ``_repr_*_`` that raises is left out with one
+line on stderr (the object's own fault, shown where the user looks).
+
+Bounds, the orchestrator's (docs/api.md, the run object), so a result always fits its body limit:
+the rich parts of one bundle (every entry but text/plain, as JSON text) at most 256 KiB, and of a
+run's displays and value together at most 1 MiB; a bundle past either is kept as text/plain only,
+and the run says so (``end_run``'s text-only list; the worker words the note).
 
 ``display(*objs)`` is put in every chat's namespace: each call sends its bundles to the worker at
 once (in order, at most 20 per run; the rest are counted, and the worker words the note), and the
@@ -19,10 +24,11 @@ import sys
 
 from . import output
 
-RICH_MAX = 1 << 20      # characters of one rich entry (html, svg, base64 png)
+BUNDLE_RICH = 256 << 10   # characters of one bundle's rich parts, as JSON text
+RUN_RICH = 1 << 20        # of a run's value and displays together
 _REPRS = (("text/html", "_repr_html_"), ("image/png", "_repr_png_"), ("image/svg+xml", "_repr_svg_"))
 _KEYS = ("text/plain", "text/html", "image/png", "image/svg+xml", "application/json")
-_run = {"limit": 20, "cap": 8000, "shown": [], "dropped": 0}
+_run = {"limit": 20, "cap": 8000, "shown": [], "dropped": 0, "rich": 0, "text_only": []}
 
 
 def _host():
@@ -65,11 +71,24 @@ def _rich(key, data):
             return None
     elif not isinstance(data, str):
         return None
-    return data if len(data) <= RICH_MAX else None
+    return data
+
+
+def _bounded(out, label):
+    """out within the bounds: its rich parts dropped (and said) when they are too big."""
+    rich = {k: v for k, v in out.items() if k != "text/plain"}
+    if not rich:
+        return out
+    size = len(json.dumps(rich, ensure_ascii=False))
+    if size > BUNDLE_RICH or _run["rich"] + size > RUN_RICH:
+        _run["text_only"].append({"what": label, "kib": -(-size // 1024), "run": size <= BUNDLE_RICH})
+        return {"text/plain": out["text/plain"]}
+    _run["rich"] += size
+    return out
 
 
 def _clean(plain, offered, obj=None):
-    """A bundle from a repr and the entries an object offered, each checked and bounded."""
+    """A bundle from a repr and the entries an object offered, each checked."""
     out = {"text/plain": str(plain)[:_run["cap"]]}
     for key in ("text/html", "image/png", "image/svg+xml"):
         entry = _rich(key, offered.get(key))
@@ -113,15 +132,20 @@ def bundle(obj):
     return _clean(plain, offered, obj)
 
 
+def value(obj):
+    """The bundle of the cell's value, within what the run's displays left."""
+    return _bounded(bundle(obj), "the value")
+
+
 def begin_run(limit, cap):
-    _run.update(limit=int(limit), cap=int(cap), shown=[], dropped=0)
+    _run.update(limit=int(limit), cap=int(cap), shown=[], dropped=0, rich=0, text_only=[])
 
 
 def end_run():
-    """(bundles shown, bundles dropped) of the run."""
-    shown, dropped = _run["shown"], _run["dropped"]
-    _run.update(shown=[], dropped=0)
-    return shown, dropped
+    """(bundles shown, bundles dropped, [{what, kib, run}] shown as text only) of the run."""
+    out = _run["shown"], _run["dropped"], _run["text_only"]
+    _run.update(shown=[], dropped=0, rich=0, text_only=[])
+    return out
 
 
 def display(*objs, raw=False, **_ignored):
@@ -131,11 +155,12 @@ def display(*objs, raw=False, **_ignored):
         if len(_run["shown"]) >= _run["limit"]:
             _run["dropped"] += 1
             continue
+        index = len(_run["shown"])
         if raw and isinstance(obj, dict):
             data = _clean(obj.get("text/plain", ""), obj)
         else:
             data = bundle(obj)
-        index = len(_run["shown"])
+        data = _bounded(data, "display %d" % (index + 1))
         _run["shown"].append(data)
         host = _host()
         if host is not None:

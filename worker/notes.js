@@ -49,6 +49,9 @@ const NOTES = {
 
   // Output, values, input and packages (the kernel core, the supervisor).
   cut: ['output_cut', (stream, chars) => `${stream} was cut at ${n(chars)} characters`, /^(stdout|stderr) was cut at [\d,]+ characters$/],
+  textOnly: ['bundle_text_only', (what, kib, run) => `${what}: shown as text only: its rich forms take ${n(kib)} KiB, ${run
+    ? "more than the 1,024 KiB a run's values and displays may take together"
+    : 'more than the 256 KiB a bundle may'}.`, /: shown as text only: its rich forms take /],
   displaysDropped: ['displays_dropped', (k, limit) => `${plural(k, 'display')} left out: at most ${n(limit)} per run.`, /^[\d,]+ displays? left out: at most [\d,]+ per run\.$/],
   inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer here (this page is not cross-origin isolated, so the sandbox cannot block on shared memory): it raised EOFError at once.', /^input\(\) cannot wait for an answer here/],
   inputTimedOut: ['input_timeout', (waitS) => `input() had no answer within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer within /],

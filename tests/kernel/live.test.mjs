@@ -124,6 +124,18 @@ test('values (Jupyter\'s rule): an int, a dict, an object with _repr_html_, a st
   assert.deepEqual(Object.keys(await value('["é"] * 1500')), ['text/plain', 'application/json'], 'JSON text within the cap is kept');
 });
 
+test('bundles within the orchestrator\'s bounds: rich parts over 256 KiB, or past the run\'s 1 MiB, are kept as text only, with a note', async () => {
+  const code = 'class Big:\n    def __init__(self, n): self.n = n\n    def _repr_html_(self): return "x" * self.n\n    def __repr__(self): return "Big(%d)" % self.n\n' +
+    'display(Big(300 * 1024))\nfor i in range(4):\n    display(Big(255 * 1024))\nBig(10 * 1024)';
+  const { result } = await live(code);
+  assert.deepEqual(result.displays[0], { 'text/plain': 'Big(307200)' });
+  assert.equal(result.displays.filter((d) => d['text/html']).length, 4, 'four of 255 KiB fit the 1 MiB');
+  assert.deepEqual(result.displays[4], { 'text/plain': 'Big(261120)', 'text/html': 'x'.repeat(255 * 1024) });
+  assert.deepEqual(result.value, { 'text/plain': 'Big(10240)' }, 'the run\'s 1 MiB is used up');
+  assert.deepEqual(result.notes, [NOTE.textOnly('display 1', 301, false), NOTE.textOnly('the value', 11, true)]);
+  assert.ok(JSON.stringify(result).length < 1.2 * 1048576);
+});
+
 test('display(): bundles in order, each sent while the run goes; at most 20 per run, the rest counted in a note', async () => {
   const code = 'import time\nfor i in range(25):\n    display(i)\n    if i == 0:\n        time.sleep(0.5)';
   const { result, events, ms } = await live(code);
