@@ -103,7 +103,7 @@ let srv = null, dataDir = null, live = false;
 async function stack() {
   if (srv) return srv;
   dataDir = tempDir('fs-live');
-  srv = await startStack({ dataDir, env: { CODE_TIME_LIMIT_S: '3', CODE_INPUT_WAIT_S: '2', CEREA_HOST_KERNELS: '2' } });
+  srv = await startStack({ dataDir, env: { CODE_TIME_LIMIT_S: '10', CODE_INPUT_WAIT_S: '2', CEREA_HOST_KERNELS: '2' } });
   await hostReady(srv);
   const chat = await newChat(srv);
   const r = await run(srv, chat, 'pass');
@@ -120,7 +120,7 @@ function needLive(t) {
 test('server mode: the time limit keeps what was printed (the host reports it)', async () => {
   const s = await stack();
   const chat = await newChat(s);
-  const timeout = await run(s, chat, 'print("spinning")\nwhile True:\n    pass');
+  const timeout = await run(s, chat, 'print("spinning")\nwhile True:\n    pass', { timeout_s: 2 });
   assert.equal(timeout.status, 'timeout');
   assert.equal(timeout.stdout, 'spinning\n');
 });
@@ -156,6 +156,7 @@ test('server mode: Stop during time.sleep ends cancelled within a second, the na
 // Reads a run's event stream (SSE) until `end`: [{type, data, at}].
 async function runEvents(s, runId) {
   const res = await fetch(`${s.base}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${s.key}` } });
+  assert.equal(res.status, 200);
   const out = [];
   const t0 = performance.now();
   let buf = '';
@@ -177,7 +178,7 @@ test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s befor
   const s = await stack();
   if (!needLive(t)) return;
   const chat = await newChat(s);
-  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nfor i in range(3):\n    print("line", i)\n    time.sleep(1)', timeout_s: 10 } });
+  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nfor i in range(3):\n    print("line", i)\n    time.sleep(1)' } });
   const events = await runEvents(s, created.json.run_id);
   const first = events.find((e) => e.type === 'output' && e.data.text.includes('line 0'));
   const end = events.at(-1);
@@ -190,7 +191,7 @@ test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EO
   const s = await stack();
   if (!needLive(t)) return;
   const chat = await newChat(s);
-  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nv = input("? ")\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nprint(v)' } });
+  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nv = input("? ")\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nprint(v)', timeout_s: 3 } });
   const id = created.json.run_id;
   for (let i = 0; i < 200 && (await call(s, 'GET', `/v1/runs/${id}`)).json.state !== 'waiting_input'; i++) await sleep(50);
   await sleep(1800);   // 1.5 s + 1.8 s + 1.2 s: past the 3 s limit, were the wait counted
