@@ -4,12 +4,11 @@
 //      the session's POST /v1/runs/{run}/output >= 1.5 s before the end; Stop on a sleeping loop is
 //      cancelled within a second with the namespace kept; input() is answered by `event: input`;
 //   2. the real orchestrator in `server` mode with its sandboxed host: every ending keeps what was
-//      printed (time limit, cancel, crash), Stop during sleep keeps the namespace — and, once the
-//      orchestrator speaks the live protocol (GET /v1/runs/{run}/events answers), the first line
-//      reaches the run stream >= 1.5 s before the end, input() is answered by a backend through
-//      POST /v1/runs/{run}/input, EOFError after CODE_INPUT_WAIT_S, the wait not counted against
-//      the time limit, and the value and displays are stored with the run.  Without it those
-//      skip, saying so.
+//      printed (the time limit, a cancel the kernel does not honour), Stop during sleep keeps the
+//      namespace, the first line reaches the run stream >= 1.5 s before the end, input() is
+//      answered by a backend through POST /v1/runs/{run}/input, EOFError after CODE_INPUT_WAIT_S,
+//      the wait not counted against the time limit, and the value and displays are stored with
+//      the run.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -99,23 +98,15 @@ test('host: input() — the request is posted, `event: input` answers it; the ru
 });
 
 // ---- 2. the real orchestrator in server mode ---------------------------------------------------
-let srv = null, dataDir = null, live = false;
+let srv = null, dataDir = null;
 async function stack() {
   if (srv) return srv;
   dataDir = tempDir('fs-live');
   srv = await startStack({ dataDir, env: { CODE_TIME_LIMIT_S: '10', CODE_INPUT_WAIT_S: '2', CEREA_HOST_KERNELS: '2' } });
   await hostReady(srv);
-  const chat = await newChat(srv);
-  const r = await run(srv, chat, 'pass');
-  live = (await call(srv, 'GET', `/v1/runs/${r.run_id}/events`)).status === 200;
   return srv;
 }
 after(async () => { if (srv) await srv.stop(); if (dataDir) rmSync(dataDir, { recursive: true, force: true }); });
-
-function needLive(t) {
-  if (!live) { t.skip('this orchestrator lacks the live protocol (GET /v1/runs/{run}/events 404): waits for the orchestrator side of issue 15'); return false; }
-  return true;
-}
 
 test('server mode: the time limit keeps what was printed (the host reports it)', async () => {
   const s = await stack();
@@ -125,9 +116,8 @@ test('server mode: the time limit keeps what was printed (the host reports it)',
   assert.equal(timeout.stdout, 'spinning\n');
 });
 
-test('server mode: a cancel the kernel does not honour keeps what was printed (the orchestrator settles it from the output it holds)', async (t) => {
+test('server mode: a cancel the kernel does not honour keeps what was printed (the orchestrator settles it from the output it holds)', async () => {
   const s = await stack();
-  if (!needLive(t)) return;
   const chat = await newChat(s);
   const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nprint("working")\ntime.sleep(0.2)\nsum(range(10**12))' } });
   await sleep(1500);
@@ -174,9 +164,8 @@ async function runEvents(s, runId) {
   return out;
 }
 
-test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s before its end', async (t) => {
+test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s before its end', async () => {
   const s = await stack();
-  if (!needLive(t)) return;
   const chat = await newChat(s);
   const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nfor i in range(3):\n    print("line", i)\n    time.sleep(1)' } });
   const events = await runEvents(s, created.json.run_id);
@@ -187,9 +176,8 @@ test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s befor
   assert.equal(end.data.stdout, 'line 0\nline 1\nline 2\n');
 });
 
-test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EOFError past CODE_INPUT_WAIT_S; the wait not counted against the time limit', async (t) => {
+test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EOFError past CODE_INPUT_WAIT_S; the wait not counted against the time limit', async () => {
   const s = await stack();
-  if (!needLive(t)) return;
   const chat = await newChat(s);
   const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nv = input("? ")\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nprint(v)', timeout_s: 3 } });
   const id = created.json.run_id;
@@ -207,9 +195,8 @@ test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EO
   assert.equal((await call(s, 'POST', `/v1/runs/${eof.run_id}/input`, { body: { text: 'late' } })).status, 409);
 });
 
-test('server mode: the value and displays are stored with the run', async (t) => {
+test('server mode: the value and displays are stored with the run', async () => {
   const s = await stack();
-  if (!needLive(t)) return;
   const chat = await newChat(s);
   const r = await run(s, chat, 'display({"a": 1})\n6 * 7');
   assert.deepEqual(r.value, { 'text/plain': '42', 'application/json': 42 });
