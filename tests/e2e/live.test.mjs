@@ -3,15 +3,14 @@
 // (a line a second for 3 s: the first line on the card >= 1.5 s before the end), the time used
 // against the limit, the cell's value and its display() bundles (HTML only inside a sandboxed
 // frame with the artifacts' CSP, never in the page; SVG as an image), a Stop on a sleeping loop
-// ends cancelled within a second with the namespace kept, and input() is answered from the
-// card's field.  What needs the orchestrator's side of the contract (the chat stream's `output`
-// events seen by another tab, POST /v1/runs/{run}/input) skips, saying so, on an orchestrator
-// that lacks it (GET /v1/runs/{run}/events answers 404).
+// ends cancelled within a second with the namespace kept, input() is answered from the card's
+// field (POST /v1/runs/{run}/input), and another tab of the chat sees the output live (the chat
+// stream's `output` events).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, orchestrator, staticServer, backend, screenshot, watchConsole } from './harness.mjs';
 
-let orch = null, skipReason = null, api, browser, live = false, statics = null;
+let orch = null, skipReason = null, api, browser, statics = null;
 
 before(async () => {
   browser = await launch();
@@ -19,11 +18,6 @@ before(async () => {
   orch = await orchestrator();
   if (orch.skip) { skipReason = orch.skip; return; }
   api = backend(orch.origin, orch.apiKey);
-  // The orchestrator's side of the live protocol: a run's own event stream.
-  const c = await api('POST', '/v1/chats', {});
-  const r = await api('POST', `/v1/chats/${c.json.chat_id}/runs`, { code: 'pass', origin: 'tool' });
-  await api('POST', `/v1/runs/${r.json.run_id}/cancel`, {});
-  live = (await api('GET', `/v1/runs/${r.json.run_id}/events`)).status === 200;
 });
 after(async () => {
   await browser?.close();
@@ -31,9 +25,8 @@ after(async () => {
   if (orch && !orch.skip) await orch.stop();
 });
 
-function need(t, { orchestratorSide = false } = {}) {
+function need(t) {
   if (skipReason) { t.skip(`orchestrator unavailable: ${skipReason}`); return false; }
-  if (orchestratorSide && !live) { t.skip('this orchestrator lacks the live protocol (GET /v1/runs/{run}/events 404): waits for the orchestrator side of issue 15'); return false; }
   return true;
 }
 
@@ -123,10 +116,8 @@ test('values and displays on the card: text, an SVG as an image, HTML only insid
   assert.match(await displays.nth(1).locator('img').getAttribute('src'), /^data:image\/svg\+xml;base64,/);
   assert.equal(await displays.nth(2).textContent(), "'plain'");
   const run = (await api('GET', `/v1/runs/${runId}`)).json;
-  if (live) {
-    assert.deepEqual(run.value, { 'text/plain': '42', 'application/json': 42 });
-    assert.equal(run.displays.length, 3);
-  }
+  assert.deepEqual(run.value, { 'text/plain': '42', 'application/json': 42 });
+  assert.equal(run.displays.length, 3);
   await screenshot(page, 'live-values');
   await page.close();
 });
@@ -153,7 +144,7 @@ test('Stop on a sleeping loop (browser): cancelled within a second, the namespac
 });
 
 test('input() answered from the card\'s field (chat page, POST /v1/runs/{run}/input)', async (t) => {
-  if (!need(t, { orchestratorSide: true })) return;
+  if (!need(t)) return;
   const chat = await newChat();
   const { page } = await openChat(chat);
   const runId = await createRun(chat, 'name = input("Name? ")\nprint("hi", name)');
@@ -169,7 +160,7 @@ test('input() answered from the card\'s field (chat page, POST /v1/runs/{run}/in
 });
 
 test('another tab of the chat sees the run\'s output live (the chat stream\'s output events)', async (t) => {
-  if (!need(t, { orchestratorSide: true })) return;
+  if (!need(t)) return;
   const chat = await newChat();
   const { page } = await openChat(chat);
   const viewer = await browser.ctx.newPage();
