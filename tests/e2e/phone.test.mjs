@@ -15,15 +15,13 @@
 //     freezes: still paused, by silence;
 //   - a long CPU loop in the worker never looks silent (the heartbeat comes from the page);
 //   - the wake lock is held while a run goes and released after.
-// The silence tests need the orchestrator's page liveness (PAGE_SILENT_MS, metric
-// cerea_pages_silent_total): without it they skip, saying so.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { orchestrator, backend, screenshot } from './harness.mjs';
 import { launchCdp } from './cdp.mjs';
 
 const SILENT_MS = 4000;
-let orch = null, skipReason = null, api, chrome = null, ctx = null, silence = false;
+let orch = null, skipReason = null, api, chrome = null, ctx = null;
 
 before(async () => {
   orch = await orchestrator({ env: { PAGE_SILENT_MS: String(SILENT_MS), PAGE_HEARTBEAT_MS: '1000' } });
@@ -32,17 +30,14 @@ before(async () => {
   chrome = await launchCdp();
   if (chrome.skip) { skipReason = chrome.skip; return; }
   ctx = chrome.browser.contexts()[0];
-  const m = await fetch(`${orch.origin}/metrics`).then((r) => r.text());
-  silence = /cerea_pages_silent_total/.test(m);
 });
 after(async () => {
   await chrome?.stop?.();
   if (orch && !orch.skip) await orch.stop();
 });
 
-function need(t, { silent = false } = {}) {
+function need(t) {
   if (skipReason) { t.skip(`unavailable: ${skipReason}`); return false; }
-  if (silent && !silence) { t.skip('this orchestrator does not detect silent pages yet (no cerea_pages_silent_total in /metrics): waits for the orchestrator side of issue 16'); return false; }
   return true;
 }
 
@@ -194,7 +189,7 @@ test('hidden but not frozen while the run downloads its files: the download is d
 });
 
 test('frozen WITHOUT hiding and no event reaching the page: paused by silence within PAGE_SILENT_MS + 2 s; active again, the run re-runs ok', async (t) => {
-  if (!need(t, { silent: true })) return;
+  if (!need(t)) return;
   // As a phone that froze the page before its visibility report left: the page's own code never
   // hears of it (these events stop at the window, before the document's listeners).
   const init = () => {
@@ -217,7 +212,7 @@ test('frozen WITHOUT hiding and no event reaching the page: paused by silence wi
 });
 
 test('the presence calls blocked while the page goes to the background and freezes: still paused, by silence', async (t) => {
-  if (!need(t, { silent: true })) return;
+  if (!need(t)) return;
   const { chat, page, logs } = await openChat();
   const runId = await startRun(chat, page, SLEEP_LOOP);
   await page.route('**/presence', (route) => route.abort());
@@ -247,7 +242,6 @@ test('a long CPU loop in the worker never looks silent: the heartbeat comes from
   const beats = await page.evaluate(() => window.cereaSession.page.stats.heartbeats);
   assert.ok(beats >= 4, `${beats} heartbeats during ~10 s`);
   assert.deepEqual(logs.filter((l) => /pageerror|fatal/i.test(l)), []);
-  if (!silence) console.log('# (this orchestrator does not detect silence yet: the run could not have been paused by it)');
   await page.close();
 });
 
