@@ -10,12 +10,13 @@
  * creates a chat unless --chat is given, uploads the --attach files (each printed with its name
  * and, when left out, why), posts the code, and follows the run's event stream
  * (GET /v1/runs/{run}/events) until its end (or --wait S): what the run prints goes out as it
- * arrives, stdout on stdout and stderr on stderr (a run started again as a new attempt says so
- * and prints from its start); at the end the rest of the run's stdout and stderr (what the stream
- * did not carry: the result's own text, or what a time limit, a cancel or a crash kept), the
- * traceback of a Python error, notes, the restart and a status line on stderr.  When the code
- * calls input(), the prompt is printed and a line of standard input answers it (when the script
- * came from a FILE, not from standard input).  A server without the run stream is polled.  --out DIR saves the run's artifacts there (their relative names; never
+ * arrives, stdout on stdout and stderr on stderr, each display() as its text on stdout (a run
+ * started again as a new attempt says so and prints from its start); at the end the rest of the
+ * run's stdout, stderr and displays (what the stream did not carry: the result's own text, or
+ * what a time limit, a cancel or a crash kept), the cell's value as its text on stdout (as
+ * Python's prompt shows it), the traceback of a Python error, notes, the restart and a status
+ * line on stderr.  When the code calls input(), a line of standard input answers it (when the
+ * script came from a FILE, not from standard input); its prompt came with stdout.  A server without the run stream is polled.  --out DIR saves the run's artifacts there (their relative names; never
  * outside DIR).  A chat's page token is a capability: it is printed only when asked (--page-url).
  * Exit status (CLI_EXIT_*): 0 ok, 1 the code raised, 124 time limit, 130 cancelled, 3 crashed /
  * abandoned / rejected, 4 --wait ran out (the run goes on), 2 usage, connection or API errors.
@@ -596,11 +597,23 @@ static const char *after_chars(const char *s, size_t n) {
   return s + i;
 }
 
-/* The ended run, for a person: stdout on stdout; stderr, the traceback (unless stderr holds it
- * already), the status line, notes and the restart on stderr.  printed[2]: the characters of
- * stdout and stderr already printed as they came (not printed again). */
-static void print_run(json_t *j, const size_t printed[2]) {
+/* A MIME bundle (a display or the value) for a terminal: its text/plain and a newline. */
+static void print_bundle(json_t *bundle) {
+  const char *text = str(bundle, "text/plain");
+  if (text)
+    printf("%s\n", text);
+}
+
+/* The ended run, for a person: stdout, the displays and the value on stdout; stderr, the
+ * traceback (unless stderr holds it already), the status line, notes and the restart on stderr.
+ * printed[3]: the characters of stdout and stderr and the displays already printed as they came
+ * (not printed again). */
+static void print_run(json_t *j, const size_t printed[3]) {
   fputs(after_chars(str(j, "stdout") ?: "", printed[0]), stdout);
+  json_t *displays = json_object_get(j, "displays");
+  for (size_t i = printed[2]; i < json_array_size(displays); i++)
+    print_bundle(json_array_get(displays, i));
+  print_bundle(json_object_get(j, "value"));
   fflush(stdout);
   const char *se = str(j, "stderr") ?: "";
   fputs(after_chars(se, printed[1]), stderr);
@@ -661,30 +674,36 @@ struct follow {
   struct sbx_buf event; /* the event's lines so far (decoded body) */
   long long last_id;    /* the last event's id (resumes a broken stream) */
   int attempt;          /* the attempt whose output is printed */
-  size_t printed[2];    /* its characters of stdout and stderr printed */
+  size_t printed[3];    /* its characters of stdout and stderr, and its displays, printed */
   int answer_input;     /* standard input answers input() */
   json_t *end;          /* the run object of `end` */
 };
 
 enum { FOLLOW_END = 0, FOLLOW_DEADLINE, FOLLOW_BROKEN, FOLLOW_UNSUPPORTED };
 
+/* The attempt an output or display event `d` is of becomes the one printed: a new one (the run
+ * started again) is printed from its start. */
+static void follow_attempt(struct follow *f, json_t *d) {
+  int attempt = (int)json_integer_value(json_object_get(d, "attempt"));
+  if (attempt == f->attempt)
+    return;
+  if (f->printed[0] + f->printed[1] + f->printed[2] > 0)
+    fprintf(stderr,
+            "cerea-sandbox: the run started again as attempt %d (its page went away or "
+            "stopped answering); its output follows from the start\n",
+            attempt);
+  f->attempt = attempt;
+  f->printed[0] = f->printed[1] = f->printed[2] = 0;
+}
+
 /* Prints what a chunk of `stream` adds to what was printed of its attempt. */
 static void follow_output(struct follow *f, json_t *d) {
-  int attempt = (int)json_integer_value(json_object_get(d, "attempt"));
   const char *stream = str(d, "stream"), *text = str(d, "text");
   size_t offset = (size_t)json_integer_value(json_object_get(d, "offset"));
   int s = stream && strcmp(stream, "stderr") == 0;
   if (text == NULL)
     return;
-  if (attempt != f->attempt) {
-    if (f->printed[0] + f->printed[1] > 0)
-      fprintf(stderr,
-              "cerea-sandbox: the run started again as attempt %d (its page went away or "
-              "stopped answering); its output follows from the start\n",
-              attempt);
-    f->attempt = attempt;
-    f->printed[0] = f->printed[1] = 0;
-  }
+  follow_attempt(f, d);
   if (offset > f->printed[s])
     return; /* a gap: the stream resends from what was sent (it never skips) */
   const char *rest = after_chars(text, f->printed[s] - offset);
@@ -695,11 +714,19 @@ static void follow_output(struct follow *f, json_t *d) {
     i += orch__utf8_next(rest + i, len - i, NULL);
 }
 
-/* input(): the prompt on stderr, and a line of standard input as the answer. */
-static void follow_input(struct follow *f, json_t *d) {
-  const char *prompt = str(d, "prompt") ?: "";
-  fprintf(stderr, "%s", prompt);
-  fflush(stderr);
+/* A display() of the attempt printed, in order: its text on stdout. */
+static void follow_display(struct follow *f, json_t *d) {
+  follow_attempt(f, d);
+  if ((size_t)json_integer_value(json_object_get(d, "index")) != f->printed[2])
+    return; /* printed already (the stream resends from what was sent: it never skips) */
+  print_bundle(json_object_get(d, "data"));
+  fflush(stdout);
+  f->printed[2]++;
+}
+
+/* input(): a line of standard input as the answer (the prompt came with stdout, as Python
+ * writes it). */
+static void follow_input(struct follow *f) {
   if (!f->answer_input) {
     fprintf(stderr,
             "\ncerea-sandbox: the run waits for input(); answer it with POST /v1/runs/%s/input "
@@ -752,8 +779,10 @@ static int follow_event(struct follow *f, const char *block) {
   int rc = -1;
   if (d && strcmp(type, "output") == 0)
     follow_output(f, d);
+  else if (d && strcmp(type, "display") == 0)
+    follow_display(f, d);
   else if (d && strcmp(type, "input_request") == 0)
-    follow_input(f, d);
+    follow_input(f);
   else if (d && strcmp(type, "end") == 0) {
     f->end = json_incref(d);
     rc = FOLLOW_END;
@@ -1072,7 +1101,7 @@ int orch_cli_run(int argc, char **argv) {
     json_decref(j);
     j = next;
   }
-  size_t printed[2] = {0, 0};
+  size_t printed[3] = {0, 0, 0};
   if (fl.attempt == (int)json_integer_value(json_object_get(j, "attempts")))
     memcpy(printed, fl.printed, sizeof(printed)); /* (another attempt's output: all of it again) */
   print_run(j, printed);

@@ -2,7 +2,8 @@
 // real binary with a scripted page: what the run prints is printed as it arrives (before the run
 // ends), each character once; a time limit, a crash or a cancel after printing shows what was
 // printed, with the documented exit codes; a run started again as a new attempt says so; input()
-// is answered from standard input when the script is a file.
+// is answered from standard input when the script is a file; display() and the cell's value are
+// printed as their text.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -106,7 +107,7 @@ test('a run started again as a new attempt says so and prints its output from th
   page.close();
 });
 
-test('input(): the prompt is printed and a line of standard input answers it (script from a file)', async () => {
+test('input(): a line of standard input answers it (script from a file); the prompt comes once, with stdout, as the page sends it', async () => {
   writeFileSync(join(dir, 'ask.py'), 'name = input("name? ")\nprint("hi", name)\n');
   const chat = await newChat(srv);
   const page = new Page(srv, chat, 'tab');
@@ -115,13 +116,31 @@ test('input(): the prompt is printed and a line of standard input answers it (sc
   const run = cli(['--chat', chat.id, 'ask.py'], { input: 'Ada\n' });
   const e = (await page.nextRun(10000)).data;
   await page.started(e);
-  await page.output(e, { input_request: { prompt: 'name? ' } });
+  // As worker/ does: Python writes the prompt to stdout, then input() asks.
+  await page.output(e, { chunks: [chunk(0, 'name? ')], input_request: { prompt: 'name? ' } });
   const given = await page.next('input', 10000);
   assert.equal(given.data.text, 'Ada');
-  await page.output(e, { chunks: [chunk(0, 'hi Ada\n')] });
-  await page.result(e, { stdout: 'hi Ada\n' });
+  await page.output(e, { chunks: [chunk(6, 'Ada\nhi Ada\n')] });
+  await page.result(e, { stdout: 'name? Ada\nhi Ada\n' });
   assert.equal(await run.done, 0, run.stderr);
-  assert.equal(run.stdout, 'hi Ada\n');
-  assert.match(run.stderr, /name\? /);
+  assert.equal(run.stdout, 'name? Ada\nhi Ada\n');
+  assert.doesNotMatch(run.stderr, /name\? /, 'the prompt once, on stdout');
+  page.close();
+});
+
+test('display() as its text when it comes, the cell\'s value at the end (stdout), each once', async () => {
+  const { page, run, e } = await setup();
+  const first = { 'text/plain': "{'a': 1}", 'application/json': { a: 1 } };
+  await page.output(e, { displays: [{ index: 0, data: first }] });   // before any output
+  await until(() => run.stdout === "{'a': 1}\n");
+  await page.output(e, { chunks: [chunk(0, 'before\n')], displays: [{ index: 0, data: first }] });
+  await until(() => run.stdout === "{'a': 1}\nbefore\n");
+  await page.result(e, {
+    stdout: 'before\n',
+    displays: [{ 'text/plain': "{'a': 1}", 'application/json': { a: 1 } }, { 'text/plain': '<Table>', 'text/html': '<table></table>' }],
+    value: { 'text/plain': '42', 'application/json': 42 },
+  });
+  assert.equal(await run.done, 0, run.stderr);
+  assert.equal(run.stdout, "{'a': 1}\nbefore\n<Table>\n42\n");
   page.close();
 });
