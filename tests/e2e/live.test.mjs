@@ -1,9 +1,9 @@
 // live.test.mjs -- issue 15 in Chromium: the chat page against the REAL orchestrator, and the
 // playground (its own kernel, no orchestrator).  A running card shows its output as it comes
-// (a line a second for 3 s: the first line on the card >= 1.5 s before the end), the time used
-// against the limit, the cell's value and its display() bundles (HTML only inside a sandboxed
-// frame with the artifacts' CSP, never in the page; SVG as an image), a Stop on a sleeping loop
-// ends cancelled within a second with the namespace kept, input() is answered from the card's
+// (a line a second for 3 s: the first line on the card >= 1.5 s before the end; what a run printed
+// before its time limit stays on the card), the time used against the limit, the cell's value and its display() bundles (HTML only inside a sandboxed
+// frame with the artifacts' CSP, never in the page; SVG as an image), the card's Cancel on a sleeping
+// loop ends cancelled within a second with the namespace kept, input() is answered from the card's
 // field (POST /v1/runs/{run}/input), and another tab of the chat sees the output live (the chat
 // stream's `output` events).
 import { test, before, after } from 'node:test';
@@ -47,8 +47,8 @@ async function newChat() {
   return c.json;
 }
 
-async function createRun(chat, code) {
-  const r = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code, origin: 'tool' });
+async function createRun(chat, code, extra = {}) {
+  const r = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code, origin: 'tool', ...extra });
   assert.ok(r.status === 201 || r.status === 200, r.text);
   return r.json.run_id;
 }
@@ -82,6 +82,24 @@ test('a line a second for 3 s: the card shows the first line >= 1.5 s before the
   assert.match(seen.elapsed || '', /^\d+ s of 60 s$/, `elapsed shown: ${seen.elapsed}`);
   const run = (await api('GET', `/v1/runs/${runId}?wait_s=30`)).json;
   assert.equal(run.stdout, 'line 0\nline 1\nline 2\n');
+  await page.close();
+});
+
+test('x=41; print("spinning"); while True: pass — the card shows "spinning" while it runs and keeps it after the time limit', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  const runId = await createRun(chat, 'x=41; print("spinning")\nwhile True: pass', { timeout_s: 3 });
+  const card = page.locator(`.run-card[data-run-id="${runId}"]`);
+  await page.locator(`.run-card[data-run-id="${runId}"][data-status=running] [data-testid=stdout]`).waitFor({ timeout: 30_000 });
+  assert.equal(await card.locator('[data-testid=stdout]').textContent(), 'spinning\n', 'shown during the run');
+  await page.locator(`.run-card[data-run-id="${runId}"][data-status=timeout]`).waitFor({ timeout: 30_000 });
+  assert.equal(await card.locator('[data-testid=stdout]').textContent(), 'spinning\n', 'kept after the time limit');
+  assert.match(await card.locator('[data-testid=error]').textContent(), /time limit of 3 s/);
+  const run = (await api('GET', `/v1/runs/${runId}`)).json;
+  assert.equal(run.status, 'timeout');
+  assert.equal(run.stdout, 'spinning\n');
+  assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), []);
   await page.close();
 });
 
@@ -122,7 +140,7 @@ test('values and displays on the card: text, an SVG as an image, HTML only insid
   await page.close();
 });
 
-test('Stop on a sleeping loop (browser): cancelled within a second, the namespace kept', async (t) => {
+test('Stop (the card\'s Cancel) on a sleeping loop (browser): cancelled within a second, the namespace kept', async (t) => {
   if (!need(t)) return;
   const chat = await newChat();
   const { page } = await openChat(chat);
@@ -132,7 +150,7 @@ test('Stop on a sleeping loop (browser): cancelled within a second, the namespac
   await page.waitForFunction((id) => window.cereaSession.current?.run_id === id && window.cereaSession.current.state === 'running', runId, { timeout: 30_000 });
   await sleep(500);
   const t0 = Date.now();
-  await api('POST', `/v1/runs/${runId}/cancel`, {});
+  await page.locator(`.run-card[data-run-id="${runId}"] button`, { hasText: 'Cancel' }).click();
   const done = (await api('GET', `/v1/runs/${runId}?wait_s=30`)).json;
   const ms = Date.now() - t0;
   assert.equal(done.status, 'cancelled');
