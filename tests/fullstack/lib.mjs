@@ -91,3 +91,28 @@ export async function waitState(srv, runId, state, timeoutMs = 120000) {
     await sleep(50);
   }
 }
+
+// Follows a run's own event stream (GET /v1/runs/{run}/events, SSE) until `end`:
+// [{type, data, at}] with `at` in ms since the stream was asked for; onEvent(ev) as each comes.
+export async function runEvents(srv, runId, onEvent = () => {}) {
+  const t0 = performance.now();
+  const res = await fetch(`${srv.base}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${srv.key}` } });
+  if (res.status !== 200) throw new Error(`run stream: ${res.status} ${await res.text()}`);
+  const out = [];
+  let buf = '';
+  for await (const chunk of res.body) {
+    buf += Buffer.from(chunk).toString('utf8');
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i); buf = buf.slice(i + 2);
+      const type = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (!type) continue;
+      const ev = { type, data: data ? JSON.parse(data) : null, at: performance.now() - t0 };
+      out.push(ev);
+      onEvent(ev);
+      if (type === 'end') return out;
+    }
+  }
+  return out;
+}

@@ -15,7 +15,7 @@ import { rmSync } from 'node:fs';
 import { newNodeSupervisor } from '../../worker/node-kernel.js';
 import { PageSession } from '../../worker/session.js';
 import { NOTE } from '../../worker/notes.js';
-import { startStack, hostReady, newChat, run, call, sleep, tempDir } from './lib.mjs';
+import { startStack, hostReady, newChat, run, call, sleep, tempDir, runEvents } from './lib.mjs';
 
 // ---- 1. the host's session, a real kernel, a scripted orchestrator ------------------------------
 class ScriptedOrch {
@@ -102,7 +102,7 @@ let srv = null, dataDir = null;
 async function stack() {
   if (srv) return srv;
   dataDir = tempDir('fs-live');
-  srv = await startStack({ dataDir, env: { CODE_TIME_LIMIT_S: '10', CODE_INPUT_WAIT_S: '2', CEREA_HOST_KERNELS: '2' } });
+  srv = await startStack({ dataDir, env: { CODE_TIME_LIMIT_S: '10', CODE_INPUT_WAIT_S: '4', CEREA_HOST_KERNELS: '2' } });
   await hostReady(srv);
   return srv;
 }
@@ -120,9 +120,17 @@ test('server mode: a cancel the kernel does not honour keeps what was printed (t
   const s = await stack();
   const chat = await newChat(s);
   const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nprint("working")\ntime.sleep(0.2)\nsum(range(10**12))' } });
-  await sleep(1500);
-  await call(s, 'POST', `/v1/runs/${created.json.run_id}/cancel`, { body: {} });
-  const cancelled = (await call(s, 'GET', `/v1/runs/${created.json.run_id}?wait_s=60`)).json;
+  const id = created.json.run_id;
+  // Cancelled once "working" was streamed and Python is inside the long C call (a loaded machine
+  // may take many seconds to give a new chat its kernel: a fixed delay could cancel it queued).
+  let asked = null;
+  const events = await runEvents(s, id, (ev) => {
+    if (!asked && ev.type === 'output' && ev.data.text.includes('working'))
+      asked = sleep(1000).then(() => call(s, 'POST', `/v1/runs/${id}/cancel`, { body: {} }));
+  });
+  assert.ok(asked, JSON.stringify(events.map((e) => e.type)));
+  assert.equal((await asked).status, 202);
+  const cancelled = events.at(-1).data;
   assert.equal(cancelled.status, 'cancelled');
   assert.equal(cancelled.stdout, 'working\n');
 });
@@ -143,27 +151,6 @@ test('server mode: Stop during time.sleep ends cancelled within a second, the na
   assert.equal((await run(s, chat, 'print(kept)')).stdout, 'yes\n');
 });
 
-// Reads a run's event stream (SSE) until `end`: [{type, data, at}].
-async function runEvents(s, runId) {
-  const res = await fetch(`${s.base}/v1/runs/${runId}/events`, { headers: { authorization: `Bearer ${s.key}` } });
-  assert.equal(res.status, 200);
-  const out = [];
-  const t0 = performance.now();
-  let buf = '';
-  for await (const chunk of res.body) {
-    buf += Buffer.from(chunk).toString('utf8');
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const block = buf.slice(0, i); buf = buf.slice(i + 2);
-      const type = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (type) out.push({ type, data: data ? JSON.parse(data) : null, at: performance.now() - t0 });
-      if (type === 'end') return out;
-    }
-  }
-  return out;
-}
-
 test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s before its end', async () => {
   const s = await stack();
   const chat = await newChat(s);
@@ -179,10 +166,12 @@ test('server mode: a line a second for 3 s reaches the run stream >= 1.5 s befor
 test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EOFError past CODE_INPUT_WAIT_S; the wait not counted against the time limit', async () => {
   const s = await stack();
   const chat = await newChat(s);
-  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\nv = input("? ")\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nprint(v)', timeout_s: 3 } });
+  const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'import time\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nv = input("? ")\nt = time.time()\nwhile time.time() - t < 1.2:\n    pass\nprint(v)', timeout_s: 4 } });
   const id = created.json.run_id;
   for (let i = 0; i < 200 && (await call(s, 'GET', `/v1/runs/${id}`)).json.state !== 'waiting_input'; i++) await sleep(50);
-  await sleep(1800);   // 1.5 s + 1.8 s + 1.2 s: past the 3 s limit, were the wait counted
+  // 1.2 s + 2.5 s + 1.2 s: past the 4 s limit, were the wait counted (2.4 s of it is not); the
+  // answer comes 1.5 s before input()'s own 4 s wait runs out.
+  await sleep(2500);
   const ans = await call(s, 'POST', `/v1/runs/${id}/input`, { body: { text: 'from the backend' } });
   assert.equal(ans.status, 200, ans.buf.toString());
   const r = (await call(s, 'GET', `/v1/runs/${id}?wait_s=30`)).json;
@@ -191,7 +180,7 @@ test('server mode: input() answered by a backend (POST /v1/runs/{run}/input); EO
   const eof = await run(s, chat, 'input("? ")');
   assert.equal(eof.status, 'error');
   assert.equal(eof.error.type, 'EOFError');
-  assert.ok(eof.notes.includes(NOTE.inputTimedOut(2)), JSON.stringify(eof.notes));
+  assert.ok(eof.notes.includes(NOTE.inputTimedOut(4)), JSON.stringify(eof.notes));
   assert.equal((await call(s, 'POST', `/v1/runs/${eof.run_id}/input`, { body: { text: 'late' } })).status, 409);
 });
 
