@@ -4,7 +4,7 @@
 // followed by a sleep and for prints inside a CPU loop (the flush signal hands those on).  The
 // orchestrator is a scripted client in this process (a stand-in that answers the calls as the
 // contract says), so the figure is the page side's alone; end to end to a backend through the real
-// orchestrator: bench/headless/run.mjs once the orchestrator side of the live protocol is in.
+// orchestrator: bench/live-e2e.mjs.
 // Usage: node bench/headless/live.mjs [N=100]    It tests nothing: tests/ do.
 import { newNodeSupervisor } from '../../worker/node-kernel.js';
 import { PageSession } from '../../worker/session.js';
