@@ -170,6 +170,10 @@ test('input() answered from the card\'s field (chat page, POST /v1/runs/{run}/in
   await card.locator('[data-testid=input-field]').waitFor({ timeout: 30_000 });
   assert.equal(await card.locator('[data-testid=run-status]').textContent(), 'Waiting for input…');
   await card.locator('[data-testid=input-field]').fill('Ada');
+  // The chat stream's copy of the request (the orchestrator publishes it once the page's output
+  // call told it) may come after the person typed, as it did under load: what was typed stays.
+  await page.evaluate((id) => window.cereaSession.page.emit('event', { type: 'input_request', id: null, data: { run_id: id, attempt: 1, prompt: 'Name? ' } }), runId);
+  assert.equal(await card.locator('[data-testid=input-field]').inputValue(), 'Ada');
   await card.locator('[data-testid=input-send]').click();
   const done = (await api('GET', `/v1/runs/${runId}?wait_s=30`)).json;
   assert.equal(done.status, 'ok', JSON.stringify(done.error));

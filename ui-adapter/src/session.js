@@ -79,14 +79,14 @@ export class ChatSession extends Emitter {
     page.on('running', mine(({ run_id: runId }) => this.view(runId, { state: 'running', started_at: Date.now() })));
     page.on('output', mine((e) => this.liveOutput(e)));
     page.on('display', mine((e) => this.liveDisplay(e)));
-    page.on('input_request', mine(({ run_id: runId, prompt }) => this.view(runId, { input: { prompt, since: Date.now() } })));
+    page.on('input_request', mine((e) => this.inputRequested(e)));
     page.on('input_end', mine(({ run_id: runId }) => this.inputEnded(runId)));
     // The chat stream's live events: runs another page executes (and this page's own: deduplicated).
     page.on('event', mine(({ type, data }) => {
       if (!data || !data.run_id || !this.runs.has(data.run_id) || this.runs.get(data.run_id).status) return;
       if (type === 'output') this.liveOutput(data);
       else if (type === 'display') this.liveDisplay(data);
-      else if (type === 'input_request') this.view(data.run_id, { input: { prompt: data.prompt, since: Date.now() } });
+      else if (type === 'input_request') this.inputRequested(data);
     }));
     page.on('result', mine(({ run_id: runId, body, run, files, duration_ms: ms, restart_ms: restartMs }) => {
       // Keep the output bytes for the UI (no re-download for previews of this page's own runs).
@@ -164,6 +164,15 @@ export class ChatSession extends Emitter {
     const displays = v.displays || [];
     if (index !== displays.length) return;
     this.view(runId, { displays: [...displays, data] });
+  }
+
+  // input() asks: from this page's kernel, and again from the chat stream once the orchestrator has
+  // it.  A request the view holds already is kept (a new `since` would rebuild the card's field
+  // and drop what the person typed meanwhile).
+  inputRequested({ run_id: runId, attempt, prompt }) {
+    const v = this.runs.get(runId);
+    if (!v || v.status || v.input || (attempt && v.attempts && attempt !== v.attempts)) return;
+    this.view(runId, { input: { prompt, since: Date.now() } });
   }
 
   inputEnded(runId) {
