@@ -8,16 +8,17 @@
  * request without a usable credential has its body read and dropped, never written, and gets
  * the same 401/403 as before from the handler.  When the body ends, the handler checks
  * everything as it always did (credential, chat, source, name, text_of), decides `mounted` /
- * `left_out_reason` with the manifest's rules against the chat's files as stored now
- * (manifest.c) and the body's size, then hands the stage to store_file_add_staged (naming rules:
- * same content -> the same file, 200; same name other content -> "name (N).ext"; tool/output ->
- * next version) and answers once durable.  A request that ends without its handler (413 past
+ * `left_out_reason` and stores it through orch__file_add (files.c: the manifest's rules against
+ * the chat's files as stored now and the body's size; the store's naming rules: same content ->
+ * the same file, 200; same name other content -> "name (N).ext"; tool/output -> next version)
+ * and answers once durable.  A request that ends without its handler (413 past
  * 50 MiB, client gone, a refused piece) aborts the stage in its close callback: no temp file, no
  * row.  At most ORCH_CHAT_UPLOADS bodies arrive at once for one chat (its runs' output files
  * included): the first piece of one more is refused, 503 with Retry-After, before anything is
  * staged.  With text_of=FILE_ID the upload is that file's extracted text, named "<name>.md" and
- * mounted beside it.  Download streams the blob, only through a chat that holds the file; HTML
- * and SVG get a sandbox CSP so an artifact never runs as our origin.
+ * mounted beside it.  Download streams the blob, only through a chat that holds the file (the API
+ * key, the chat's page token, or its chat key); HTML and SVG get a sandbox CSP so an artifact
+ * never runs as our origin.
  * What it does not do: output files of runs (api_page.c stores those with the result).
  *
  * An upload context's life:
@@ -56,7 +57,6 @@ struct upload_ctx {
   enum upload_state state;        /* written by set_state only */
   struct store_blob_stage *stage; /* STAGING: owned; NULL otherwise */
   struct orch_chat *arriving;     /* the chat its body counts against while it arrives */
-  char chat_id[STORE_ID_LEN + 1];
   char *name;
 };
 
@@ -169,19 +169,9 @@ static void on_file_added(int rc, const struct sbx_error *err, const struct stor
   else if (rc != 0)
     orch__api_error(ctx->req, 500, "storage", "file not stored: %s",
                     err ? err->msg : sbx_strerror(rc));
-  else {
-    ctx->o->m.uploads++;
+  else
     orch__api_json(ctx->req, res->created ? 201 : 200,
                    orch__file_json(&res->file, exec_on(ctx->o)));
-    struct orch_chat *c = orch__map_get(&ctx->o->chats, ctx->chat_id);
-    if (c && res->created) {
-      json_t *ev = json_object();
-      json_object_set_new(ev, "chat_id", json_string(c->id));
-      json_object_set_new(ev, "file_id", json_string(res->file.id));
-      json_object_set_new(ev, "name", json_string(res->file.name));
-      orch__event_emit(c, "files", ev);
-    }
-  }
   tp_req_release(ctx->req);
   upload_free(ctx);
 }
@@ -265,28 +255,13 @@ static void on_upload(struct tp_req *req, void *ud) {
     upload_free(u);
     return;
   }
-  struct store_file *files = NULL;
-  size_t n = 0;
-  const char *reason = NULL;
-  if (store_file_list(o->st, c->id, 0, &files, &n) == 0) {
-    reason = orch__manifest_admit(files, n, norm, src, NULL, len);
-    store_file_list_free(files, n);
-  }
   u->name = norm;
-  snprintf(u->chat_id, sizeof(u->chat_id), "%s", c->id);
-  struct store_file_in in = {
-      .chat_id = c->id,
-      .name = norm,
-      .source = src,
-      .mounted = reason == NULL,
-      .left_out_reason = reason,
-      .text_of = text_of,
-  };
+  struct store_file_in in = {.name = norm, .source = src, .text_of = text_of};
   struct store_blob_stage *stage = u->stage;
   u->stage = NULL; /* stolen by the store, even on failure */
   set_state(u, UP_STORING);
   tp_req_hold(req); /* answered once durable */
-  if ((rc = store_file_add_staged(o->st, &in, stage, on_file_added, u)) != 0) {
+  if ((rc = orch__file_add(o, c, &in, stage, len, on_file_added, u)) != 0) {
     tp_req_release(req);
     upload_free(u);
     orch__api_error(req, 500, "internal", "upload could not be queued: %s", sbx_strerror(rc));
@@ -314,7 +289,7 @@ static void on_list(struct tp_req *req, void *ud) {
   orch__api_json(req, 200, j);
 }
 
-static const char *file_type(const char *name, int *active) {
+const char *orch__file_type(const char *name, int *active) {
   static const struct {
     const char *ext, *type;
     int active;
@@ -352,6 +327,9 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch_auth a;
   orch__auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"), o->api_key_hash,
                   o->host_key_hash, &a);
+  /* A chat key downloads its chat's files (the links of a tool result). */
+  orch__auth_chat_key(&a, tp_req_header(req, "authorization"), tp_req_query(req, "token"),
+                      o->chat_secret);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
     orch__api_error(req, 401, "unauthorized",
                     a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
@@ -370,7 +348,7 @@ static void on_download(struct tp_req *req, void *ud) {
   }
   char *path = store_blob_path(o->st, f.sha256);
   int active = 0;
-  const char *type = file_type(f.name, &active);
+  const char *type = orch__file_type(f.name, &active);
   char headers[700], fname[300];
   /* ASCII-safe filename for the header; the UI knows the real name from the JSON. */
   size_t j = 0;

@@ -61,7 +61,7 @@ static void on_metrics(struct tp_req *req, void *ud) {
  * the served tree's pyodide/deployment.json (written by scripts/sync_pyodide_wheels.mjs; read on
  * each call, it is a few KB, so a re-sync shows without a restart), or null when it is missing.
  * *micropip tells whether micropip is served (PyPI installs need it). */
-static json_t *packages_json(const struct orch *o, int *micropip) {
+json_t *orch__packages_json(const struct orch *o, int *micropip) {
   char path[4096];
   snprintf(path, sizeof(path), "%s/pyodide/deployment.json", o->static_dir);
   *micropip = 0;
@@ -96,7 +96,7 @@ static json_t *packages_json(const struct orch *o, int *micropip) {
 static void on_config(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   int micropip = 0;
-  json_t *pkgs = packages_json(o, &micropip);
+  json_t *pkgs = orch__packages_json(o, &micropip);
   json_t *j = json_object();
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
   json_object_set_new(j, "pypi_disabled", json_boolean(o->cfg->pypi_disabled));

@@ -52,7 +52,7 @@ static const char *content_type(const char *path) {
   return "application/octet-stream";
 }
 
-static int host_ok(const char *h) {
+int orch__host_ok(const char *h) {
   if (h == NULL || *h == '\0' || strlen(h) > 255)
     return 0;
   for (const char *p = h; *p; p++)
@@ -77,7 +77,7 @@ static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
     orch__api_error(req, 404, "not_found", "no such file");
     return;
   }
-  if (!host_ok(host)) {
+  if (!orch__host_ok(host)) {
     orch__api_error(req, 400, "bad_host", "a plain Host header is required");
     return;
   }

@@ -9,6 +9,14 @@
  * orchestrator spawns (hosts.c) get a host key, random per server start: it reaches every chat
  * like the API key, but only the calls a page token may make (never chats, turns, admin).
  *
+ * Chat keys (the one-chat credential of MCP and /v1/tools, for desktop assistants):
+ * "mcp.<chat_id>.<64 hex>", the hex being HMAC-SHA256 of the chat id under a server secret
+ * (DATA/chat_key_secret, 32 random bytes made at first start).  Nothing per key is stored: a key
+ * is checked by computing its HMAC again, and every key is revoked at once by rotating the
+ * secret.  orch__auth_read leaves a chat key BAD; only the calls that ask orch__auth_chat_key
+ * (the MCP endpoint, /v1/tools, downloads) take it, so it reaches its chat's tools and files and
+ * nothing else.
+ *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
  * stored hash); it does not rate-limit.
  */
@@ -17,6 +25,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +104,66 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
   out->kind = ORCH_CRED_BAD;
 }
 
+/* ---- chat keys ------------------------------------------------------------------------------ */
+
+#define CHAT_KEY_PREFIX "mcp."
+
+/* The key's MAC part: HMAC-SHA256(secret, "cerea chat key v1:" + chat_id) as 64 hex. */
+static int chat_key_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                        char hex[65]) {
+  char msg[STORE_ID_LEN + 32];
+  int n = snprintf(msg, sizeof(msg), "cerea chat key v1:%s", chat_id);
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  if (n < 0 || (size_t)n >= sizeof(msg) ||
+      HMAC(EVP_sha256(), secret, ORCH_CHAT_SECRET_LEN, (const unsigned char *)msg, (size_t)n, mac,
+           &mac_len) == NULL ||
+      mac_len != 32)
+    return SBX_EINVAL;
+  sbx_hex(mac, 32, hex);
+  return 0;
+}
+
+int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                        char *out, size_t cap) {
+  char hex[65];
+  if (strlen(chat_id) != STORE_ID_LEN || !is_hex_id(chat_id, STORE_ID_LEN) ||
+      chat_key_mac(secret, chat_id, hex) != 0)
+    return SBX_EINVAL;
+  int n = snprintf(out, cap, CHAT_KEY_PREFIX "%s.%s", chat_id, hex);
+  return n < 0 || (size_t)n >= cap ? SBX_EINVAL : 0;
+}
+
+void orch__auth_chat_key(struct orch_auth *a, const char *authorization, const char *query_token,
+                         const unsigned char secret[ORCH_CHAT_SECRET_LEN]) {
+  if (a->kind != ORCH_CRED_BAD)
+    return;
+  const char *cred = query_token;
+  if (authorization != NULL) {
+    if (strncasecmp(authorization, "Bearer ", 7) != 0)
+      return;
+    for (cred = authorization + 7; *cred == ' '; cred++)
+      ;
+  }
+  const size_t plen = sizeof(CHAT_KEY_PREFIX) - 1;
+  if (cred == NULL || strlen(cred) != plen + STORE_ID_LEN + 1 + 64 ||
+      strncmp(cred, CHAT_KEY_PREFIX, plen) != 0 || cred[plen + STORE_ID_LEN] != '.' ||
+      !is_hex_id(cred + plen, STORE_ID_LEN))
+    return;
+  char chat_id[STORE_ID_LEN + 1], want[65];
+  memcpy(chat_id, cred + plen, STORE_ID_LEN);
+  chat_id[STORE_ID_LEN] = '\0';
+  if (chat_key_mac(secret, chat_id, want) != 0 || !ct_streq(cred + plen + STORE_ID_LEN + 1, want))
+    return;
+  a->kind = ORCH_CRED_CHAT;
+  memcpy(a->chat_id, chat_id, sizeof(a->chat_id));
+}
+
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash) {
   if (a->kind == ORCH_CRED_API || a->kind == ORCH_CRED_HOST)
     return 1; /* the host key only reaches calls that also take a page token (callers check) */
+  if (a->kind == ORCH_CRED_CHAT) /* its MAC was checked when it was read */
+    return chat_id != NULL && strcmp(a->chat_id, chat_id) == 0;
   if (a->kind != ORCH_CRED_PAGE || chat_id == NULL || chat_token_hash == NULL)
     return 0;
   /* Both compared: the id is not secret, the hash decides. */
@@ -105,33 +172,13 @@ int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char
   return same_chat && same_hash;
 }
 
-int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err) {
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/api_key", data_dir);
-  *generated = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    char buf[256];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-      return sbx_error_set(err, SBX_EIO, "cannot read %s", path);
-    buf[n] = '\0';
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
-      buf[--n] = '\0';
-    if (n < 16)
-      return sbx_error_set(err, SBX_EINVAL, "%s: key shorter than 16 characters", path);
-    *key = sbx_strdup(buf);
-    return *key ? 0 : SBX_ENOMEM;
-  }
-  if (errno != ENOENT)
-    return sbx_error_set(err, SBX_EIO, "cannot read %s: %s", path, strerror(errno));
-  unsigned char r[32];
-  char hex[65];
-  if (sbx_random(r, sizeof(r)) != 0)
-    return sbx_error_set(err, SBX_EIO, "no random bytes");
-  sbx_hex(r, sizeof(r), hex);
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+/* Writes "<hex>\n" to path (0600) and fsyncs it: created exclusively, or (replace) through a
+ * temporary file renamed over it, so a reader sees the old content or the new, never part. */
+static int write_secret(const char *path, const char *hex, int replace, struct sbx_error *err) {
+  char tmp[4200];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  const char *target = replace ? tmp : path;
+  int fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | (replace ? O_TRUNC : O_EXCL), 0600);
   if (fd < 0)
     return sbx_error_set(err, errno == EACCES ? SBX_EPERM : SBX_EIO, "cannot write %s: %s", path,
                          strerror(errno));
@@ -139,9 +186,84 @@ int orch__api_key_load(const char *data_dir, char **key, int *generated, struct 
   int len = snprintf(line, sizeof(line), "%s\n", hex);
   int ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
   close(fd);
-  if (!ok)
+  if (ok && replace && rename(tmp, path) != 0)
+    ok = 0;
+  if (!ok) {
+    if (replace)
+      unlink(tmp);
     return sbx_error_set(err, SBX_EIO, "cannot write %s", path);
+  }
+  return 0;
+}
+
+/* Reads the first line of path (trailing spaces and line breaks cut) into buf: 0, SBX_ENOENT
+ * when there is no such file, SBX_EIO with detail otherwise. */
+static int read_secret(const char *path, char *buf, size_t cap, struct sbx_error *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT
+               ? SBX_ENOENT
+               : sbx_error_set(err, SBX_EIO, "cannot read %s: %s", path, strerror(errno));
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n <= 0)
+    return sbx_error_set(err, SBX_EIO, "cannot read %s", path);
+  buf[n] = '\0';
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+    buf[--n] = '\0';
+  return 0;
+}
+
+/* 32 fresh random bytes as 64 hex. */
+static int random_hex(char hex[65]) {
+  unsigned char r[32];
+  if (sbx_random(r, sizeof(r)) != 0)
+    return SBX_EIO;
+  sbx_hex(r, sizeof(r), hex);
+  return 0;
+}
+
+int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err) {
+  char path[4096], buf[256], hex[65];
+  snprintf(path, sizeof(path), "%s/api_key", data_dir);
+  *generated = 0;
+  int rc = read_secret(path, buf, sizeof(buf), err);
+  if (rc == 0) {
+    if (strlen(buf) < 16)
+      return sbx_error_set(err, SBX_EINVAL, "%s: key shorter than 16 characters", path);
+    *key = sbx_strdup(buf);
+    return *key ? 0 : SBX_ENOMEM;
+  }
+  if (rc != SBX_ENOENT)
+    return rc;
+  if (random_hex(hex) != 0)
+    return sbx_error_set(err, SBX_EIO, "no random bytes");
+  if ((rc = write_secret(path, hex, 0, err)) != 0)
+    return rc;
   *key = sbx_strdup(hex);
   *generated = 1;
   return *key ? 0 : SBX_ENOMEM;
+}
+
+int orch__chat_secret_load(const char *data_dir, int rotate,
+                           unsigned char out[ORCH_CHAT_SECRET_LEN], struct sbx_error *err) {
+  char path[4096], hex[80];
+  snprintf(path, sizeof(path), "%s/chat_key_secret", data_dir);
+  int rc = rotate ? SBX_ENOENT : read_secret(path, hex, sizeof(hex), err);
+  if (rc == SBX_ENOENT) {
+    if (random_hex(hex) != 0)
+      return sbx_error_set(err, SBX_EIO, "no random bytes");
+    if ((rc = write_secret(path, hex, 1, err)) != 0)
+      return rc;
+  } else if (rc != 0) {
+    return rc;
+  }
+  if (strlen(hex) != 2 * ORCH_CHAT_SECRET_LEN || !is_hex_id(hex, 2 * ORCH_CHAT_SECRET_LEN))
+    return sbx_error_set(err, SBX_EINVAL, "%s: expected %d hex digits", path,
+                         2 * ORCH_CHAT_SECRET_LEN);
+  for (size_t i = 0; i < ORCH_CHAT_SECRET_LEN; i++) {
+    char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+    out[i] = (unsigned char)strtoul(byte, NULL, 16);
+  }
+  return 0;
 }

@@ -25,6 +25,7 @@
 struct tp_req;
 struct tp_server;
 struct orch_chat;
+struct orch_mcp;
 
 #define ORCH_MIB             (1024u * 1024u)
 #define ORCH_UPLOAD_MAX      (50u * ORCH_MIB)    /* 413 beyond */
@@ -247,12 +248,21 @@ void orch__manifest_free(struct orch_manifest *m);
  * else the reason it is left out. */
 const char *orch__manifest_admit(const struct store_file *files, size_t n, const char *name,
                                  enum store_source src, const char *kind, uint64_t size);
+/* 1 when a file is mounted only when the run's code names it (images a run drew or tools saved). */
+int orch__manifest_named_only(const struct store_file *f);
 
 /* ---- auth (auth.c) --------------------------------------------------------------------------- */
-enum orch_cred { ORCH_CRED_NONE = 0, ORCH_CRED_BAD, ORCH_CRED_API, ORCH_CRED_PAGE, ORCH_CRED_HOST };
+enum orch_cred {
+  ORCH_CRED_NONE = 0,
+  ORCH_CRED_BAD,
+  ORCH_CRED_API,
+  ORCH_CRED_PAGE,
+  ORCH_CRED_HOST,
+  ORCH_CRED_CHAT /* a chat key: only where orch__auth_chat_key was asked (auth.c) */
+};
 struct orch_auth {
   enum orch_cred kind;
-  char chat_id[STORE_ID_LEN + 1]; /* ORCH_CRED_PAGE: the chat the token names */
+  char chat_id[STORE_ID_LEN + 1]; /* ORCH_CRED_PAGE, ORCH_CRED_CHAT: the chat it names */
   char token_hash[65];
 };
 /* A new page token "<chat_id>.<64 hex>" and its sha256 hex. */
@@ -266,6 +276,21 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
+/* Chat keys "mcp.<chat_id>.<64 hex>" (auth.c's header says what they reach). */
+#define ORCH_CHAT_SECRET_LEN 32
+#define ORCH_CHAT_KEY_LEN    (4 + STORE_ID_LEN + 1 + 64)
+/* Chat id's key under secret: SBX_EINVAL for a malformed id or a cap under ORCH_CHAT_KEY_LEN+1. */
+int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                        char *out, size_t cap);
+/* A credential orch__auth_read found BAD (same arguments) becomes ORCH_CRED_CHAT, with its chat
+ * id, when it is a chat key made under secret; anything else is left as it was. */
+void orch__auth_chat_key(struct orch_auth *a, const char *authorization, const char *query_token,
+                         const unsigned char secret[ORCH_CHAT_SECRET_LEN]);
+/* Reads DATA/chat_key_secret, or makes it (0600; 32 random bytes as hex) when it is missing or
+ * `rotate` asks for a new one (every chat key made before stops working).  SBX_EIO, SBX_EPERM,
+ * SBX_EINVAL (a file that is not 64 hex digits) with detail. */
+int orch__chat_secret_load(const char *data_dir, int rotate,
+                           unsigned char out[ORCH_CHAT_SECRET_LEN], struct sbx_error *err);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */
 enum orch_turn_state {
@@ -398,6 +423,8 @@ struct orch {
   char api_key_hash[65];
   char host_key[65]; /* the headless hosts' credential (hosts.c sends it; page calls only) */
   char host_key_hash[65];
+  unsigned char chat_secret[ORCH_CHAT_SECRET_LEN]; /* chat keys' (auth.c) */
+  struct orch_mcp *mcp;                            /* MCP sessions (mcp.h) */
   char *static_dir;      /* build/www or --static */
   struct orch_map chats; /* id -> struct orch_chat */
   struct orch_map runs;  /* id -> live struct orch_run */
@@ -489,6 +516,13 @@ void orch__chat_upload_end(struct orch_chat *c);
 /* Drops chats idle for idle_ms with nothing live (no run, page, stream, event in flight) from
  * memory; they are loaded again from the store on their next use.  Returns how many. */
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
+
+/* files.c: adds a file to chat c (in->name normalized; in->chat_id, mounted and left_out_reason
+ * are set here from the mount rules and `size`): the content of stage (stolen, even on failure),
+ * or in->data when stage is NULL.  cb as store_file_add's, after the chat's `files` event was
+ * queued for a new file.  Returns nonzero (cb not called) when nothing could be queued. */
+int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in,
+                   struct store_blob_stage *stage, uint64_t size, store_file_cb cb, void *ud);
 
 /* report.c: what a page reports about its attempt. */
 /* `started` for attempt: as orch__run_started; the first report records started_at. */
@@ -667,6 +701,9 @@ json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char 
                             const char *code, const char *origin, int timeout_s, int attempt,
                             const struct orch_manifest *m, int pypi, const struct orch_runtime *rt);
 json_t *orch__file_json(const struct store_file *f, int exec_on);
+/* The line an assistant reads about a mounted file: "The file is available to code at PATH (its
+ * latest version, if it has been edited)." */
+void orch__code_note(const char *path, char *buf, size_t cap);
 /* The length in bytes (1 to 4) of the character at s, of the len bytes left (> 0) of a UTF-8
  * string jansson made or checked (json_string_value), and its code point in *cp (may be NULL).
  * The one walker of the orchestrator's UTF-8 text. */
@@ -726,6 +763,15 @@ void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, 
  * stored done (200), or with the failure (400 invalid_name, 500 storage), and releases it. */
 void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
                           const struct sbx_error *err);
+
+/* api_files.c: a download's Content-Type by the name's extension; *active: it could run script
+ * (HTML, SVG: served with a sandbox CSP). */
+const char *orch__file_type(const char *name, int *active);
+/* api_health.c: the Python packages the served tree has and lacks ({python, has: [{name,
+ * version}], lacks: [{name, reason}]}, new), or JSON null; *micropip: micropip is served. */
+json_t *orch__packages_json(const struct orch *o, int *micropip);
+/* api_static.c: a plain Host header value (host[:port], no path or spaces). */
+int orch__host_ok(const char *h);
 
 void orch__routes_static(struct orch *o);
 void orch__routes_chats(struct orch *o);

@@ -44,6 +44,11 @@ static json_t *parse_text(const char *text) {
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 static json_t *ms_or_null(int64_t ms) { return ms ? json_integer(ms) : json_null(); }
 
+void orch__code_note(const char *path, char *buf, size_t cap) {
+  snprintf(buf, cap, "The file is available to code at %s (its latest version, if it has been edited).",
+           path);
+}
+
 json_t *orch__file_json(const struct store_file *f, int exec_on) {
   json_t *j = json_object();
   json_object_set_new(j, "file_id", json_string(f->id));
@@ -62,9 +67,7 @@ json_t *orch__file_json(const struct store_file *f, int exec_on) {
     snprintf(path, sizeof(path), "/mnt/data/%s", f->name);
     json_object_set_new(j, "path", json_string(path));
     if (exec_on) {
-      snprintf(note, sizeof(note),
-               "The file is available to code at %s (its latest version, if it has been edited).",
-               path);
+      orch__code_note(path, note, sizeof(note));
       json_object_set_new(j, "code_note", json_string(note));
     } else {
       json_object_set_new(j, "code_note", json_null());

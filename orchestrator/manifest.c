@@ -36,8 +36,7 @@ static int has_image_ext(const char *name) {
   return 0;
 }
 
-/* 1 when a file is only mounted when the run's code names it (images a run drew or tools saved). */
-static int is_drawn_image(const struct store_file *f) {
+int orch__manifest_named_only(const struct store_file *f) {
   if (f->source == STORE_SRC_OUTPUT)
     return (f->kind != NULL && strcmp(f->kind, "figure") == 0) || has_image_ext(f->name);
   if (f->source == STORE_SRC_TOOL)
@@ -67,7 +66,7 @@ int orch__manifest_compute(const struct store_file *files, size_t n, const char 
   }
   for (size_t i = 0; i < n; i++) {
     const struct store_file *f = &files[i];
-    if (is_drawn_image(f) && !code_names(code, f->name))
+    if (orch__manifest_named_only(f) && !code_names(code, f->name))
       continue;
     const char *reason = NULL;
     if (f->size > ORCH_MOUNT_FILE_MAX)
@@ -100,13 +99,13 @@ const char *orch__manifest_admit(const struct store_file *files, size_t n, const
   uint64_t total = 0;
   for (size_t i = 0; i < n; i++) {
     const struct store_file *f = &files[i];
-    if (strcmp(f->name, name) == 0 || is_drawn_image(f) || f->size > ORCH_MOUNT_FILE_MAX)
+    if (strcmp(f->name, name) == 0 || orch__manifest_named_only(f) || f->size > ORCH_MOUNT_FILE_MAX)
       continue;
     if (total + f->size <= ORCH_MOUNT_TOTAL_MAX)
       total += f->size;
   }
   struct store_file probe = {.name = (char *)name, .source = src, .kind = (char *)kind};
-  if (is_drawn_image(&probe))
+  if (orch__manifest_named_only(&probe))
     return NULL; /* mounted when named; counts nothing until then */
   return total + size > ORCH_MOUNT_TOTAL_MAX ? ORCH_REASON_TOTAL_CAP : NULL;
 }

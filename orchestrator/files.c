@@ -1,0 +1,64 @@
+/* files.c -- adding a file to a chat, whoever brings it (an upload, a tool call): the mount
+ * decision (manifest.c's rules, against the chat's files as stored now and the new file's size),
+ * the write (the store applies the naming rules: same content -> the same file; same name,
+ * other content -> "name (N).ext"; tool and output sources -> the next version), and, once a new
+ * file is durable, the chat's `files` event so its pages fetch it before the next run.
+ *
+ * What it does not do: read request bodies or answer (api_files.c streams an upload into a stage;
+ * tools.c brings the content of an add_file call in memory), or store a run's output files
+ * (report.c, with the run's result).
+ */
+#include "internal.h"
+
+#include <string.h>
+
+struct add_ctx {
+  struct orch *o;
+  char chat_id[STORE_ID_LEN + 1];
+  store_file_cb cb;
+  void *ud;
+};
+
+static void on_added(int rc, const struct sbx_error *err, const struct store_file_added *res,
+                     void *ud) {
+  struct add_ctx *ctx = ud;
+  struct orch *o = ctx->o;
+  if (rc == 0) {
+    o->m.uploads++;
+    struct orch_chat *c = orch__map_get(&o->chats, ctx->chat_id);
+    if (c != NULL && res->created) {
+      json_t *ev = json_pack("{s:s, s:s, s:s}", "chat_id", c->id, "file_id", res->file.id, "name",
+                             res->file.name);
+      if (ev != NULL)
+        orch__event_emit(c, "files", ev);
+    }
+  }
+  ctx->cb(rc, err, res, ctx->ud);
+  sbx_free(ctx);
+}
+
+int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in,
+                   struct store_blob_stage *stage, uint64_t size, store_file_cb cb, void *ud) {
+  struct add_ctx *ctx = sbx_calloc(1, sizeof(*ctx));
+  if (ctx == NULL) {
+    store_blob_stage_abort(stage);
+    return SBX_ENOMEM;
+  }
+  *ctx = (struct add_ctx){.o = o, .cb = cb, .ud = ud};
+  snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
+  struct store_file *files = NULL;
+  size_t n = 0;
+  const char *reason = NULL;
+  if (store_file_list(o->st, c->id, 0, &files, &n) == 0) {
+    reason = orch__manifest_admit(files, n, in->name, in->source, in->kind, size);
+    store_file_list_free(files, n);
+  }
+  in->chat_id = c->id;
+  in->mounted = reason == NULL;
+  in->left_out_reason = reason;
+  int rc = stage ? store_file_add_staged(o->st, in, stage, on_added, ctx)
+                 : store_file_add(o->st, in, on_added, ctx);
+  if (rc != 0)
+    sbx_free(ctx);
+  return rc;
+}
