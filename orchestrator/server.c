@@ -17,6 +17,7 @@
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
  */
 #include "internal.h"
+#include "mcp.h"
 #include "transport.h"
 
 #include <errno.h>
@@ -202,6 +203,8 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     sbx_hex(r, sizeof(r), o->host_key);
     store_sha256_hex(o->host_key, strlen(o->host_key), o->host_key_hash);
   }
+  if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
+    goto fail;
   load_runtime_settings(o);
   if ((rc = reload_runs(o, err)) != 0)
     goto fail;
@@ -227,6 +230,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__routes_run_events(o);
   orch__routes_turns(o);
   orch__routes_admin(o);
+  orch__routes_mcp(o);
 
   const char *def = "127.0.0.1:8080";
   size_t nl = cfg->n_listen ? cfg->n_listen : 1;
@@ -263,6 +267,7 @@ fail:
   if (o->st)
     store_close(o->st);
   orch__chats_free(o);
+  orch__mcp_free(o->mcp);
   sbx_free(o->api_key);
   sbx_free(o->static_dir);
   sbx_free(o);
@@ -275,6 +280,7 @@ static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
   store_close(o->st);
   orch__chats_free(o);
+  orch__mcp_free(o->mcp);
   orch_closed_cb cb = o->close_cb;
   void *ud = o->close_ud;
   sbx_free(o->api_key);

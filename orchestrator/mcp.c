@@ -1,0 +1,512 @@
+/* mcp.c -- the Model Context Protocol server over the tools (tools.c): JSON-RPC 2.0 messages,
+ * the MCP methods, sessions, cancellation and progress.  One message in (the body of a POST to
+ * the MCP endpoint, with the session and version headers), one answer out; a tools/call that
+ * waits goes on as a call whose messages go to a sink the HTTP side gives.  No HTTP here
+ * (api_mcp.c), so tests and the fuzzer drive it with plain strings.
+ *
+ * Messages: a request {jsonrpc: "2.0", id: string | integer, method, params?: object}, a
+ * notification (no id), or a response (result or error, to a request of ours: we send none, so
+ * it is accepted and dropped).  A batch (an array: MCP 2025-06-18 removed them) and anything else
+ * is an invalid request.  Answers: a request's JSON-RPC response (200, errors included), 202 for
+ * a notification or a response, 400 for what is not JSON-RPC, a missing session id or an
+ * unsupported MCP-Protocol-Version, 404 for an unknown or ended session, 503 when every session
+ * slot is busy.
+ *
+ * Sessions: initialize makes one (its id is 32 random bytes in hex), negotiates the version (the
+ * client's when we speak it, else our newest) and binds it to the credential that made it (a
+ * request of another credential gets 404, as for none).  Later requests name it in
+ * Mcp-Session-Id.  Sessions live in memory: a restart ends them all and clients start again with
+ * initialize, as the spec tells them on a 404.  One unused for ORCH_MCP_SESSION_IDLE_MS ends; past
+ * ORCH_MCP_SESSIONS_MAX the least recently used one with nothing in flight ends; DELETE ends one.
+ *
+ * Arguments a tool refuses are protocol errors (-32602) in 2025-06-18 and tool results with
+ * isError in 2025-11-25, as each version's spec says, so a model can read why and try again.
+ *
+ * A pending call's life: tools/call -> (attached to a sink) -> progress notifications ->
+ * response (sink->end) -> freed; notifications/cancelled for its id, or its session's end,
+ * abandons the tool call (its run is cancelled) and ends the sink with no response; the HTTP side
+ * going away abandons it with no sink callback.
+ *
+ * What it does not do: read HTTP headers, check credentials or origins (api_mcp.c), run tools.
+ */
+#include "mcp.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025-06-18"};
+#define V_2025_06_18 1 /* its index */
+
+struct orch_mcp_session {
+  char id[65];
+  int version; /* index in orch__mcp_versions */
+  struct orch_tool_scope scope;
+  char cred_hash[65];
+  uint64_t used_ms;
+  struct sbx_list lru;   /* in m->lru, least recently used first */
+  struct sbx_list calls; /* struct orch_mcp_call in flight */
+  size_t n_calls;
+};
+
+struct orch_mcp {
+  struct orch_mcp_tools tools;
+  struct orch_map sessions; /* id -> session (the key lives in the session) */
+  struct sbx_list lru;
+};
+
+struct orch_mcp_call {
+  struct sbx_list link; /* in s->calls */
+  struct orch_mcp *m;
+  struct orch_mcp_session *s;
+  json_t *id;             /* the request's id */
+  json_t *progress_token; /* NULL: no progress wanted */
+  int progress;           /* the last progress value sent */
+  struct orch_tool_call *tc;
+  const struct orch_mcp_sink *sink; /* NULL until attached */
+  void *sink_ud;
+};
+
+/* ---- JSON-RPC messages ------------------------------------------------------------------- */
+
+static char *dump(json_t *j, size_t *len) { /* steals j */
+  char *s = orch__json_dump(j, len);
+  json_decref(j);
+  return s;
+}
+
+char *orch__mcp_error_text(const json_t *id, int code, const char *message, size_t *len) {
+  return dump(json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+                        "error", "code", code, "message", message),
+              len);
+}
+
+static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id, int code,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id, int code,
+                        const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  out->status = status;
+  out->body = orch__mcp_error_text(id, code, msg, &out->len);
+}
+
+static char *result_text(const json_t *id, json_t *result, size_t *len) { /* steals result */
+  return dump(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result), len);
+}
+
+static void reply_result(struct orch_mcp_reply *out, const json_t *id, json_t *result) {
+  out->status = 200;
+  out->body = result_text(id, result, &out->len);
+}
+
+void orch__mcp_reply_free(struct orch_mcp_reply *r) {
+  sbx_free(r->body);
+  r->body = NULL;
+}
+
+/* An id MCP allows: a string or an integer (never null). */
+static int id_ok(const json_t *id) { return json_is_string(id) || json_is_integer(id); }
+
+/* ---- sessions ----------------------------------------------------------------------------- */
+
+struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools) {
+  struct orch_mcp *m = sbx_calloc(1, sizeof(*m));
+  if (m == NULL)
+    return NULL;
+  m->tools = *tools;
+  orch__map_init(&m->sessions);
+  SBX_LIST_INIT(&m->lru);
+  return m;
+}
+
+size_t orch__mcp_sessions(const struct orch_mcp *m) { return m->sessions.len; }
+
+static void call_free(struct orch_mcp_call *c) {
+  sbx_list_remove(&c->link);
+  c->s->n_calls--;
+  json_decref(c->id);
+  json_decref(c->progress_token);
+  sbx_free(c);
+}
+
+/* The client no longer waits for c (cancelled, its session ended): its tool call is abandoned
+ * and the sink, when told, ends with no response. */
+static void call_drop(struct orch_mcp_call *c, int tell_sink) {
+  if (c->tc)
+    c->m->tools.abandon(c->m->tools.ud, c->tc);
+  c->tc = NULL;
+  const struct orch_mcp_sink *sink = c->sink;
+  void *ud = c->sink_ud;
+  call_free(c);
+  if (tell_sink && sink)
+    sink->end(ud, NULL, 0);
+}
+
+static void session_end(struct orch_mcp *m, struct orch_mcp_session *s, int tell_sinks) {
+  while (!SBX_LIST_EMPTY(&s->calls))
+    call_drop(SBX_CONTAINER_OF(s->calls.next, struct orch_mcp_call, link), tell_sinks);
+  orch__map_del(&m->sessions, s->id);
+  sbx_list_remove(&s->lru);
+  sbx_free(s);
+}
+
+void orch__mcp_free(struct orch_mcp *m) {
+  if (m == NULL)
+    return;
+  while (!SBX_LIST_EMPTY(&m->lru))
+    session_end(m, SBX_CONTAINER_OF(m->lru.next, struct orch_mcp_session, lru), 0);
+  orch__map_free(&m->sessions);
+  sbx_free(m);
+}
+
+/* Sessions unused for ORCH_MCP_SESSION_IDLE_MS with nothing in flight end (oldest first). */
+static void expire(struct orch_mcp *m) {
+  uint64_t now = sbx_now_mono_ms();
+  struct sbx_list *it, *tmp;
+  SBX_LIST_FOREACH_SAFE(it, tmp, &m->lru) {
+    struct orch_mcp_session *s = SBX_CONTAINER_OF(it, struct orch_mcp_session, lru);
+    if (now - s->used_ms < ORCH_MCP_SESSION_IDLE_MS)
+      break;
+    if (s->n_calls == 0)
+      session_end(m, s, 1);
+  }
+}
+
+static void touch(struct orch_mcp *m, struct orch_mcp_session *s) {
+  s->used_ms = sbx_now_mono_ms();
+  sbx_list_remove(&s->lru);
+  sbx_list_insert_tail(&m->lru, &s->lru);
+}
+
+/* A new session, making room when full; NULL when every session is busy or out of memory. */
+static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orch_mcp_request *rq,
+                                            int version) {
+  if (m->sessions.len >= ORCH_MCP_SESSIONS_MAX) {
+    struct sbx_list *it;
+    struct orch_mcp_session *idle = NULL;
+    SBX_LIST_FOREACH(it, &m->lru) {
+      struct orch_mcp_session *s = SBX_CONTAINER_OF(it, struct orch_mcp_session, lru);
+      if (s->n_calls == 0) {
+        idle = s;
+        break;
+      }
+    }
+    if (idle == NULL)
+      return NULL;
+    session_end(m, idle, 1);
+  }
+  struct orch_mcp_session *s = sbx_calloc(1, sizeof(*s));
+  unsigned char r[32];
+  if (s == NULL || sbx_random(r, sizeof(r)) != 0) {
+    sbx_free(s);
+    return NULL;
+  }
+  sbx_hex(r, sizeof(r), s->id);
+  s->version = version;
+  s->scope = *rq->scope;
+  snprintf(s->cred_hash, sizeof(s->cred_hash), "%s", rq->cred_hash ? rq->cred_hash : "");
+  SBX_LIST_INIT(&s->calls);
+  SBX_LIST_INIT(&s->lru);
+  if (orch__map_put(&m->sessions, s->id, s) != 0) {
+    sbx_free(s);
+    return NULL;
+  }
+  touch(m, s);
+  return s;
+}
+
+/* The session a request names, for the credential that made it; NULL otherwise. */
+static struct orch_mcp_session *session_get(struct orch_mcp *m, const char *id,
+                                            const char *cred_hash) {
+  struct orch_mcp_session *s = id && strlen(id) == 64 ? orch__map_get(&m->sessions, id) : NULL;
+  if (s == NULL || strcmp(s->cred_hash, cred_hash ? cred_hash : "") != 0)
+    return NULL;
+  return s;
+}
+
+int orch__mcp_end_session(struct orch_mcp *m, const char *session_id, const char *cred_hash) {
+  if (session_id == NULL)
+    return 400;
+  struct orch_mcp_session *s = session_get(m, session_id, cred_hash);
+  if (s == NULL)
+    return 404;
+  session_end(m, s, 1);
+  return 200;
+}
+
+static int version_index(const char *v) {
+  for (int i = 0; v && i < ORCH_MCP_N_VERSIONS; i++)
+    if (strcmp(v, orch__mcp_versions[i]) == 0)
+      return i;
+  return -1;
+}
+
+/* ---- methods ------------------------------------------------------------------------------ */
+
+static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
+                          const json_t *params, struct orch_mcp_reply *out) {
+  const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
+  if (asked == NULL) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "initialize: params.protocolVersion (a string) is required");
+    return;
+  }
+  int v = version_index(asked);
+  struct orch_mcp_session *s = session_new(m, rq, v < 0 ? 0 : v);
+  if (s == NULL) {
+    reply_error(out, 503, id, ORCH_RPC_BUSY,
+                "every MCP session slot is busy (%d sessions with calls in flight); try again "
+                "later",
+                ORCH_MCP_SESSIONS_MAX);
+    return;
+  }
+  char instructions[600];
+  snprintf(instructions, sizeof(instructions),
+           "Cerea sandbox: run_python runs Python in a chat's sandbox (in browser mode, in the "
+           "user's own browser tab, so the chat's page must be open); list_files and add_file "
+           "handle the chat's files under /mnt/data. Files saved under /mnt/output come back "
+           "with the result.%s%s%s",
+           rq->scope->chat_id[0] ? " This connection reaches chat " : "", rq->scope->chat_id,
+           rq->scope->chat_id[0] ? " only: leave chat_id out." : "");
+  json_t *result = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                             orch__mcp_versions[s->version], "capabilities", "tools", "listChanged",
+                             0, "serverInfo", "name", "cerea-sandbox", "title", "Cerea sandbox",
+                             "version", "0.1.0", "instructions", instructions);
+  reply_result(out, id, result);
+  if (out->body == NULL) {
+    session_end(m, s, 0);
+    return;
+  }
+  snprintf(out->session_id, sizeof(out->session_id), "%s", s->id);
+}
+
+static void on_tools_list(struct orch_mcp *m, struct orch_mcp_session *s, const json_t *id,
+                          struct orch_mcp_reply *out) {
+  struct orch_tool_env env;
+  json_t *keep = NULL;
+  m->tools.env(m->tools.ud, &env, &keep);
+  json_t *list = orch__tools_json(&env, &s->scope, ORCH_TOOLS_MCP);
+  json_decref(keep);
+  reply_result(out, id, json_pack("{s:o}", "tools", list));
+}
+
+/* A tool refused its arguments: a protocol error in 2025-06-18, a tool result in 2025-11-25. */
+static void reply_bad_args(struct orch_mcp_reply *out, int version, const json_t *id,
+                           const char *tool, const char *why) {
+  if (version == V_2025_06_18) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "%s: %s", tool, why);
+    return;
+  }
+  char text[700];
+  snprintf(text, sizeof(text), "The call was refused: %s.", why);
+  reply_result(out, id, orch__tool_error_result(text));
+}
+
+static void on_progress(void *ud, const struct orch_tool_progress *p) {
+  struct orch_mcp_call *c = ud;
+  if (c->progress_token == NULL || c->sink == NULL)
+    return;
+  size_t len = 0;
+  char *text = dump(json_pack("{s:s, s:s, s:{s:O, s:i, s:s, s:{s:{s:s, s:s, s:i}}}}", "jsonrpc",
+                              "2.0", "method", "notifications/progress", "params", "progressToken",
+                              c->progress_token, "progress", ++c->progress, "message", p->message,
+                              "_meta", "cerea-sandbox/run", "run_id", p->run_id, "state", p->state,
+                              "attempt", p->attempt),
+                    &len);
+  if (text)
+    c->sink->send(c->sink_ud, text, len);
+  sbx_free(text);
+}
+
+static void on_done(void *ud, json_t *result) {
+  struct orch_mcp_call *c = ud;
+  c->tc = NULL;
+  size_t len = 0;
+  char *text = result_text(c->id, result, &len);
+  if (text == NULL)
+    text = orch__mcp_error_text(c->id, ORCH_RPC_INTERNAL, "out of memory", &len);
+  const struct orch_mcp_sink *sink = c->sink;
+  void *sud = c->sink_ud;
+  call_free(c);
+  if (sink)
+    sink->end(sud, text, len);
+  sbx_free(text);
+}
+
+static const struct orch_tool_ops call_ops = {on_progress, on_done};
+
+static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int version,
+                          const struct orch_mcp_request *rq, const json_t *id, const json_t *params,
+                          struct orch_mcp_reply *out) {
+  const char *name = json_string_value(json_object_get(params, "name"));
+  if (name == NULL) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tools/call: params.name (the tool's name, a string) is required");
+    return;
+  }
+  int t = orch__tool_find(name);
+  if (t < 0) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
+    return;
+  }
+  json_t *args = json_object_get(params, "arguments");
+  if (args != NULL && !json_is_object(args)) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tools/call: params.arguments must be an object");
+    return;
+  }
+  if (s->n_calls >= ORCH_MCP_CALLS_MAX) {
+    reply_error(out, 200, id, ORCH_RPC_BUSY,
+                "%d tool calls are in flight in this session already; wait for one to end",
+                ORCH_MCP_CALLS_MAX);
+    return;
+  }
+  struct orch_tool_env env;
+  json_t *keep = NULL;
+  m->tools.env(m->tools.ud, &env, &keep);
+  struct orch_tool_args a;
+  char why[600];
+  int rc = orch__tool_check(t, args, &s->scope, env.time_limit_s, &a, why, sizeof(why));
+  json_decref(keep);
+  if (rc != 0) {
+    reply_bad_args(out, version, id, name, why);
+    return;
+  }
+  struct orch_mcp_call *c = sbx_calloc(1, sizeof(*c));
+  if (c == NULL) {
+    reply_error(out, 200, id, ORCH_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  c->m = m;
+  c->s = s;
+  c->id = json_incref((json_t *)id);
+  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
+  sbx_list_insert_tail(&s->calls, &c->link);
+  s->n_calls++;
+  json_t *now = NULL;
+  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url, &call_ops, c, &c->tc, &now, why,
+                      sizeof(why));
+  if (rc != 0 || now != NULL) {
+    call_free(c);
+    if (rc == SBX_EINVAL)
+      reply_bad_args(out, version, id, name, why);
+    else if (rc != 0)
+      reply_error(out, 200, id, ORCH_RPC_INTERNAL, "the call could not start: %s",
+                  sbx_strerror(rc));
+    else
+      reply_result(out, id, now);
+    return;
+  }
+  out->status = 200;
+  out->call = c;
+  out->stream = c->progress_token != NULL && rq->sse_ok;
+}
+
+static void on_notification(struct orch_mcp_session *s, const char *method, const json_t *params) {
+  if (strcmp(method, "notifications/cancelled") != 0)
+    return; /* initialized, and notifications we have no use for */
+  const json_t *rid = json_object_get(params, "requestId");
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &s->calls) {
+    struct orch_mcp_call *c = SBX_CONTAINER_OF(it, struct orch_mcp_call, link);
+    if (rid != NULL && json_equal(c->id, rid)) {
+      call_drop(c, 1);
+      return;
+    }
+  }
+}
+
+int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
+                     struct orch_mcp_reply *out) {
+  memset(out, 0, sizeof(*out));
+  expire(m);
+  json_error_t je;
+  json_t *msg = rq->body && rq->len
+                    ? json_loadb(rq->body, rq->len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je)
+                    : NULL;
+  if (msg == NULL) {
+    if (rq->body && rq->len)
+      reply_error(out, 400, NULL, ORCH_RPC_PARSE_ERROR, "Parse error: %s (line %d column %d)",
+                  je.text, je.line, je.column);
+    else
+      reply_error(out, 400, NULL, ORCH_RPC_PARSE_ERROR, "Parse error: the body is empty");
+    goto out;
+  }
+  if (json_is_array(msg)) {
+    reply_error(out, 400, NULL, ORCH_RPC_INVALID_REQUEST,
+                "Invalid request: batches are not supported; send one message per POST");
+    goto out;
+  }
+  const json_t *id = json_object_get(msg, "id"), *params = json_object_get(msg, "params");
+  const char *method = json_string_value(json_object_get(msg, "method"));
+  const char *jsonrpc = json_string_value(json_object_get(msg, "jsonrpc"));
+  int is_request = method && id != NULL, is_note = method && id == NULL;
+  int is_response = !json_object_get(msg, "method") && id_ok(id) &&
+                    (json_object_get(msg, "result") || json_object_get(msg, "error"));
+  if (!json_is_object(msg) || jsonrpc == NULL || strcmp(jsonrpc, "2.0") != 0 ||
+      (!is_request && !is_note && !is_response) || (is_request && !id_ok(id))) {
+    reply_error(out, 400, id_ok(id) ? id : NULL, ORCH_RPC_INVALID_REQUEST,
+                "Invalid request: not a JSON-RPC 2.0 request, notification or response (a "
+                "request has a string or integer id)");
+    goto out;
+  }
+  if (is_request && params != NULL && !json_is_object(params)) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Invalid params: params must be an object");
+    goto out;
+  }
+  if (is_request && strcmp(method, "initialize") == 0) {
+    on_initialize(m, rq, id, params, out);
+    goto out;
+  }
+  if (rq->session_id == NULL) {
+    reply_error(out, 400, is_request ? id : NULL, ORCH_RPC_INVALID_REQUEST,
+                "Bad request: no Mcp-Session-Id header (send initialize first)");
+    goto out;
+  }
+  struct orch_mcp_session *s = session_get(m, rq->session_id, rq->cred_hash);
+  if (s == NULL) {
+    reply_error(out, 404, is_request ? id : NULL, ORCH_RPC_NO_SESSION,
+                "Session not found: it ended or never was (send initialize for a new one)");
+    goto out;
+  }
+  int version = s->version;
+  if (rq->version != NULL && (version = version_index(rq->version)) < 0) {
+    reply_error(out, 400, is_request ? id : NULL, ORCH_RPC_INVALID_REQUEST,
+                "Bad request: MCP-Protocol-Version %.40s is not supported (this server speaks "
+                "%s and %s)",
+                rq->version, orch__mcp_versions[0], orch__mcp_versions[1]);
+    goto out;
+  }
+  touch(m, s);
+  if (!is_request) {
+    if (is_note)
+      on_notification(s, method, params);
+    out->status = 202;
+  } else if (strcmp(method, "ping") == 0) {
+    reply_result(out, id, json_object());
+  } else if (strcmp(method, "tools/list") == 0) {
+    on_tools_list(m, s, id, out);
+  } else if (strcmp(method, "tools/call") == 0) {
+    on_tools_call(m, s, version, rq, id, params, out);
+  } else {
+    reply_error(out, 200, id, ORCH_RPC_METHOD_NOT_FOUND, "Method not found: %.200s", method);
+  }
+out:
+  json_decref(msg);
+  if (out->status == 0 || (out->status != 202 && out->body == NULL && out->call == NULL)) {
+    orch__mcp_reply_free(out);
+    return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud) {
+  c->sink = sink;
+  c->sink_ud = ud;
+}
+
+void orch__mcp_call_gone(struct orch_mcp_call *c) { call_drop(c, 0); }

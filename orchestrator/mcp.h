@@ -1,0 +1,218 @@
+/* mcp.h -- what the orchestrator's tool surface shares: the tools an assistant calls (tools.c:
+ * their definitions, their arguments, the result text written for a model, and carrying a call
+ * out in the domain), the Model Context Protocol over them (mcp.c: JSON-RPC 2.0 and the MCP
+ * methods, sessions, cancellation, progress; no HTTP, so it can be fuzzed), and the HTTP side
+ * (api_mcp.c: POST/DELETE /mcp, GET /v1/tools, POST /v1/tools/call, chat keys).
+ *
+ * Internal to the orchestrator, like internal.h (which it includes); a header of its own so the
+ * three files and their tests share these names without every other file seeing them.
+ *
+ * Ownership: a tool call (struct orch_tool_call) belongs to tools.c from its start until its
+ * result is handed over (ops->done) or its caller abandons it; an MCP call (struct orch_mcp_call)
+ * belongs to mcp.c from tools/call until its response is handed to the sink (sink->end) or the
+ * HTTP side reports it gone.  Neither calls back from inside the function that started it.
+ */
+#ifndef ORCH_MCP_H
+#define ORCH_MCP_H
+
+#include "internal.h"
+
+/* ---- tools (tools.c) ------------------------------------------------------------------------ */
+
+enum orch_tool {
+  ORCH_TOOL_RUN_PYTHON = 0,
+  ORCH_TOOL_LIST_FILES,
+  ORCH_TOOL_ADD_FILE,
+  ORCH_TOOL__COUNT
+};
+
+#define ORCH_TOOL_FILE_MAX    (8u * ORCH_MIB) /* add_file content, decoded */
+#define ORCH_TOOL_CODE_MAX    (1u * ORCH_MIB) /* run_python code */
+#define ORCH_TOOL_IMAGE_MAX   (4u * ORCH_MIB) /* an image shown in a result; larger: a link */
+#define ORCH_TOOL_IMAGES_MAX  (8u * ORCH_MIB) /* all images of one result */
+#define ORCH_TOOL_PROGRESS_MS 200             /* how often a waiting run's state is looked at */
+
+/* Who calls: every chat (the API key) or one chat (a chat key). */
+struct orch_tool_scope {
+  char chat_id[STORE_ID_LEN + 1]; /* "" : every chat */
+};
+
+/* What the tool descriptions tell the model, read from the deployment for each listing. */
+struct orch_tool_env {
+  enum orch_exec_mode exec_mode;
+  int time_limit_s;
+  uint64_t paused_wait_ms;
+  int pypi;               /* pure-Python installs from PyPI are available */
+  const char *python;     /* "3.14.2", or NULL when unknown */
+  const json_t *packages; /* borrowed: [{name, version}] served packages that load by themselves
+                             on import, or NULL when the deployment does not say */
+};
+/* The deployment's facts (tools.c reads o->rt, o->cfg and the served package list); *keep holds
+ * what env borrows: json_decref it after use. */
+void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep);
+
+enum orch_tool_style { ORCH_TOOLS_MCP, ORCH_TOOLS_OPENAI };
+/* Every tool (new reference): MCP tool objects {name, title, description, inputSchema,
+ * annotations}, or OpenAI function definitions {type: "function", function: {name, description,
+ * parameters}}, with the same words and schemas.  A chat key's scope leaves chat_id out. */
+json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool_scope *scope,
+                         enum orch_tool_style style);
+/* The tool of that name, or -1. */
+int orch__tool_find(const char *name);
+const char *orch__tool_name(enum orch_tool t);
+
+/* A call's arguments as checked (strings borrowed from the arguments object). */
+struct orch_tool_args {
+  const char *chat_id; /* the argument, or the scope's chat */
+  const char *code;
+  int timeout_s; /* 0: the time limit */
+  const char *name, *text, *base64;
+};
+/* Checks a tool's arguments against its schema and the caller's scope: 0, or SBX_EINVAL with the
+ * reason in why (worded for the model: "code: required, a string of Python source").  args NULL
+ * counts as {}. */
+int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_tool_scope *scope,
+                     int time_limit_s, struct orch_tool_args *out, char *why, size_t cap);
+
+/* A result the model reads: {content: [{type: "text", text}], isError} (new reference). */
+json_t *orch__tool_error_result(const char *text);
+
+/* One output file of a run, as its result shows it. */
+struct orch_tool_file {
+  const json_t *file;          /* the run object's files[i] (borrowed) */
+  int mounted;                 /* later runs get it at /mnt/data/<name> */
+  int named_only;              /* ... only when their code names it (an image a run drew) */
+  const char *left_out_reason; /* not mounted: why */
+  const char *image_type;      /* shown as an image: "image/png", ...; NULL: a link */
+  const unsigned char *image;  /* its bytes (borrowed) */
+  size_t image_len;
+  const char *not_shown; /* an image not shown (why), or NULL */
+};
+/* A run's result for a model (new reference): {content: [text, images, resource links],
+ * structuredContent: the run object, isError: status != ok}.  base_url ("http://host:port")
+ * makes the links' URIs (<base_url>/v1/files/<artifact_id>). */
+json_t *orch__tool_run_result(const json_t *run, const struct orch_tool_file *files, size_t n,
+                              const char *base_url);
+/* The text part alone (sbx-owned). */
+char *orch__tool_run_text(const json_t *run, const struct orch_tool_file *files, size_t n);
+
+/* What a call in progress reports (borrowed for the callback). */
+struct orch_tool_progress {
+  const char *run_id;
+  const char *state; /* queued, waiting_for_page, paused, starting, running, finishing */
+  int attempt;
+  const char *message; /* the same in words */
+};
+struct orch_tool_call;
+struct orch_tool_ops {
+  /* May be NULL.  Each change of the run's state. */
+  void (*progress)(void *ud, const struct orch_tool_progress *p);
+  /* The result (a CallToolResult, stolen); the call is freed after it returns. */
+  void (*done)(void *ud, json_t *result);
+};
+/* Carries out a checked call (args from orch__tool_check, borrowed from args_json, which the call
+ * keeps a reference to).  0 and *now set: the result at once (stolen; *out NULL).  0 and *out
+ * set: it goes on and ops->done follows (never from inside this call), unless the caller calls
+ * orch__tool_abandon first.  SBX_EINVAL: a bad argument found only now (no such chat), the
+ * reason in why.  SBX_ENOMEM. */
+int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_args *args,
+                     json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
+                     void *ud, struct orch_tool_call **out, json_t **now, char *why, size_t cap);
+/* The caller stops waiting: a run the call started is cancelled (unless the server is closing,
+ * when it stays for the next start); no callback follows. */
+void orch__tool_abandon(struct orch_tool_call *tc);
+
+/* ---- MCP (mcp.c) ---------------------------------------------------------------------------- */
+
+#define ORCH_MCP_BODY_MAX (12u * ORCH_MIB) /* 413 beyond (transport) */
+#define ORCH_MCP_SESSIONS_MAX                                                                      \
+  4096                                                 /* past it the least recently used idle
+                                                          one goes; all busy: 503 */
+#define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
+#define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
+#define ORCH_MCP_N_VERSIONS      2
+/* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
+extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
+
+/* How tools/call is carried out: tools.c's execution (api_mcp.c), or a test double. */
+struct orch_mcp_tools {
+  void *ud;
+  void (*env)(void *ud, struct orch_tool_env *env, json_t **keep);
+  int (*start)(void *ud, enum orch_tool t, const struct orch_tool_args *args, json_t *args_json,
+               const char *base_url, const struct orch_tool_ops *ops, void *call_ud,
+               struct orch_tool_call **out, json_t **now, char *why, size_t cap);
+  void (*abandon)(void *ud, struct orch_tool_call *tc);
+};
+
+struct orch_mcp;
+struct orch_mcp_call;
+struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools); /* copied; NULL: no memory */
+/* Ends every session (their calls abandoned, their sinks told nothing) and frees m. */
+void orch__mcp_free(struct orch_mcp *m);
+size_t orch__mcp_sessions(const struct orch_mcp *m);
+
+/* One POST of the MCP endpoint, as the HTTP side read it (borrowed for the call). */
+struct orch_mcp_request {
+  const char *body;
+  size_t len;
+  const char *session_id; /* Mcp-Session-Id, or NULL */
+  const char *version;    /* MCP-Protocol-Version, or NULL */
+  const struct orch_tool_scope *scope;
+  const char *cred_hash; /* sha256 hex of the credential: a session answers to its own only */
+  int sse_ok;            /* the client accepts text/event-stream */
+  const char *base_url;  /* for the result's links */
+};
+/* What to answer. */
+struct orch_mcp_reply {
+  int status; /* 200, 202, 400, 404, 503 */
+  char *body; /* JSON text (sbx-owned), or NULL: no body */
+  size_t len;
+  char session_id[65];        /* "": none; else send Mcp-Session-Id (initialize) */
+  struct orch_mcp_call *call; /* a tools/call that goes on (body NULL): the HTTP side holds the
+                                 request and attaches a sink at once (orch__mcp_call_attach) */
+  int stream;                 /* with call: answer as an SSE stream (progress asked, accepted) */
+};
+/* Classifies one message (a request, a notification, a response; a batch or anything else is
+ * refused) and answers what can be answered now: initialize (a new session), ping, tools/list,
+ * tools/call (checked, started), notifications (202).  0, or SBX_ENOMEM (nothing changed). */
+int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
+                     struct orch_mcp_reply *out);
+void orch__mcp_reply_free(struct orch_mcp_reply *r);
+/* DELETE: ends the session (its calls abandoned, their sinks ended with no response).  200 when
+ * it ended, 404 when there was none for this credential, 400 without a session id. */
+int orch__mcp_end_session(struct orch_mcp *m, const char *session_id, const char *cred_hash);
+
+/* Where a pending call's messages go (the HTTP side). */
+struct orch_mcp_sink {
+  /* A notification (progress) for the client; text borrowed. */
+  void (*send)(void *ud, const char *text, size_t len);
+  /* The last message: the response, or text NULL when none is due (cancelled by the client, or
+   * its session ended; in JSON mode answer_cancelled says what the HTTP answer may carry).  The
+   * call is freed after the callback returns. */
+  void (*end)(void *ud, const char *text, size_t len);
+};
+void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud);
+/* The HTTP side went away (client gone, server closing): the tool call is abandoned and the MCP
+ * call freed; no sink callback follows. */
+void orch__mcp_call_gone(struct orch_mcp_call *c);
+/* A JSON-RPC error response for id (NULL: null) as JSON text (sbx-owned), for answers the HTTP
+ * side makes itself (401, 403, a cancelled call in JSON mode). */
+char *orch__mcp_error_text(const json_t *id, int code, const char *message, size_t *len);
+
+/* JSON-RPC error codes: the spec's, and ours (-32000 - HTTP status, for refusals by HTTP). */
+enum {
+  ORCH_RPC_PARSE_ERROR = -32700,
+  ORCH_RPC_INVALID_REQUEST = -32600,
+  ORCH_RPC_METHOD_NOT_FOUND = -32601,
+  ORCH_RPC_INVALID_PARAMS = -32602,
+  ORCH_RPC_INTERNAL = -32603,
+  ORCH_RPC_CANCELLED = -32800, /* the answer a cancelled call's held JSON request gets */
+  ORCH_RPC_BUSY = -32000,
+  ORCH_RPC_UNAUTHORIZED = -32001,
+  ORCH_RPC_FORBIDDEN = -32003,
+  ORCH_RPC_NO_SESSION = -32004,
+};
+
+void orch__routes_mcp(struct orch *o);
+
+#endif
