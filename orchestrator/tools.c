@@ -371,9 +371,14 @@ static void error_part(struct sbx_buf *b, const json_t *run) {
   if (!json_is_object(e))
     return;
   const char *type = str_of(e, "type"), *msg = str_of(e, "message"), *tb = str_of(e, "traceback");
-  sbx_buf_appendf(b, "\n%s%s%s\n", type ? type : "Error", msg && *msg ? ": " : "", msg ? msg : "");
-  if (tb && *tb)
-    sbx_buf_appendf(b, "%s%s", tb, tb[strlen(tb) - 1] == '\n' ? "" : "\n");
+  if (tb && *tb) /* it ends with the exception's own line */
+    sbx_buf_appendf(b, "\n%s%s", tb, tb[strlen(tb) - 1] == '\n' ? "" : "\n");
+  else
+    sbx_buf_appendf(b, "\n%s%s%s\n", type ? type : "Error", msg && *msg ? ": " : "",
+                    msg ? msg : "");
+  const char *st = str_of(run, "status");
+  if (st && strcmp(st, "timeout") == 0)
+    sbx_buf_appendf(b, "Split the work into smaller steps, or work on a sample of the data.\n");
 }
 
 /* The restart, in the card's words (worker/notes.js NOTE.restarted), so a model and a user read
