@@ -102,11 +102,11 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
       "- Time limit: %d s per run (timeout_s can lower it). Past it the sandbox restarts: "
       "variables are lost, the chat's files are mounted again. Split long work into steps, or "
       "work on a sample.\n"
-      "- Output: stdout and stderr are kept up to %d characters each: print summaries, not whole "
-      "tables.\n"
+      "- Output: stdout and stderr are kept up to %d,%03d characters each: print summaries, not "
+      "whole tables.\n"
       "- Network: none (no HTTP, sockets or downloads)%s.\n"
       "- Packages load by themselves on import, no install needed: the standard library",
-      env->time_limit_s, ORCH_OUT_CHARS,
+      env->time_limit_s, ORCH_OUT_CHARS / 1000, ORCH_OUT_CHARS % 1000,
       env->pypi ? ", except installing pure-Python packages from PyPI with micropip" : "");
   const json_t *has = json_object_get(env->packages, "has");
   if (json_array_size(has) > 0) {
@@ -320,7 +320,7 @@ json_t *orch__tool_error_result(const char *text) {
 static void human_size(uint64_t n, char *buf, size_t cap) {
   if (n < 10 * 1024)
     snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
-  else if (n < 10 * (uint64_t)ORCH_MIB)
+  else if (n < ORCH_MIB)
     snprintf(buf, cap, "%.1f KB", n / 1024.0);
   else
     snprintf(buf, cap, "%.1f MB", n / (double)ORCH_MIB);
