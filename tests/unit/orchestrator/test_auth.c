@@ -1,5 +1,6 @@
 /* test_auth.c -- credentials (auth.c): API key vs page tokens, a token reaching only its chat,
- * malformed headers, ?token=, the API key file created once with mode 0600. */
+ * malformed headers, ?token=, the API key file created once with mode 0600, chat keys and their
+ * secret file. */
 #include "internal.h"
 
 #include <check.h>
@@ -105,6 +106,102 @@ START_TEST(test_api_key_file) {
 }
 END_TEST
 
+/* Chat keys: made from the chat id and the secret, checked by their MAC; BAD for
+ * orch__auth_read (no call takes one unless it asks), CHAT with its chat id when asked; another
+ * chat's id, a flipped digit, another secret, a page token's shape: never CHAT. */
+START_TEST(test_chat_keys) {
+  const char *chat_a = "0123456789abcdef0123456789abcdef";
+  const char *chat_b = "fedcba9876543210fedcba9876543210";
+  unsigned char secret[ORCH_CHAT_SECRET_LEN], other[ORCH_CHAT_SECRET_LEN];
+  memset(secret, 7, sizeof(secret));
+  memset(other, 8, sizeof(other));
+  char key[ORCH_CHAT_KEY_LEN + 1], key_b[ORCH_CHAT_KEY_LEN + 1], hdr[300], api_hash[65];
+  hash("the-api-key-0123456789", api_hash);
+  ck_assert_int_eq(orch__chat_key_make(secret, chat_a, key, sizeof(key)), 0);
+  ck_assert_uint_eq(strlen(key), ORCH_CHAT_KEY_LEN);
+  ck_assert_int_eq(strncmp(key, "mcp.0123456789abcdef0123456789abcdef.", 37), 0);
+  ck_assert_int_eq(orch__chat_key_make(secret, chat_b, key_b, sizeof(key_b)), 0);
+  ck_assert_str_ne(key + 37, key_b + 37);
+  char again[ORCH_CHAT_KEY_LEN + 1];
+  ck_assert_int_eq(orch__chat_key_make(secret, chat_a, again, sizeof(again)), 0);
+  ck_assert_str_eq(key, again); /* nothing stored: the same key every time */
+  ck_assert_int_eq(orch__chat_key_make(secret, "not-an-id", again, sizeof(again)), SBX_EINVAL);
+  ck_assert_int_eq(orch__chat_key_make(secret, chat_a, again, ORCH_CHAT_KEY_LEN), SBX_EINVAL);
+  struct orch_auth a;
+  snprintf(hdr, sizeof(hdr), "Bearer %s", key);
+  orch__auth_read(hdr, NULL, api_hash, NULL, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, NULL), 0);
+  orch__auth_chat_key(&a, hdr, NULL, secret);
+  ck_assert_int_eq(a.kind, ORCH_CRED_CHAT);
+  ck_assert_str_eq(a.chat_id, chat_a);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_a, "any"), 1);
+  ck_assert_int_eq(orch__auth_allows(&a, chat_b, "any"), 0);
+  orch__auth_read(NULL, key, api_hash, NULL, &a); /* ?token= */
+  orch__auth_chat_key(&a, NULL, key, secret);
+  ck_assert_int_eq(a.kind, ORCH_CRED_CHAT);
+  /* Near misses. */
+  char bad[ORCH_CHAT_KEY_LEN + 2];
+  const char *const near[] = {"flip", "chat", "secret", "long", "short", "prefix"};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(near); i++) {
+    snprintf(bad, sizeof(bad), "%s", key);
+    const unsigned char *sec = secret;
+    if (i == 0)
+      bad[ORCH_CHAT_KEY_LEN - 1] = bad[ORCH_CHAT_KEY_LEN - 1] == '0' ? '1' : '0';
+    else if (i == 1)
+      memcpy(bad + 4, chat_b, 32); /* another chat's id, this chat's MAC */
+    else if (i == 2)
+      sec = other;
+    else if (i == 3)
+      strcat(bad, "0");
+    else if (i == 4)
+      bad[ORCH_CHAT_KEY_LEN - 1] = '\0';
+    else
+      memcpy(bad, "mcq.", 4);
+    snprintf(hdr, sizeof(hdr), "Bearer %s", bad);
+    orch__auth_read(hdr, NULL, api_hash, NULL, &a);
+    orch__auth_chat_key(&a, hdr, NULL, sec);
+    ck_assert_msg(a.kind == ORCH_CRED_BAD, "%s", near[i]);
+  }
+  /* Only a BAD credential is looked at: the API key stays the API key. */
+  orch__auth_read("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &a);
+  orch__auth_chat_key(&a, "Bearer the-api-key-0123456789", NULL, secret);
+  ck_assert_int_eq(a.kind, ORCH_CRED_API);
+  orch__auth_read("Basic abc", NULL, api_hash, NULL, &a);
+  orch__auth_chat_key(&a, "Basic abc", NULL, secret);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
+}
+END_TEST
+
+/* The chat-key secret file: made once (0600), read back the same, replaced by a rotation;
+ * a damaged file is refused with its name. */
+START_TEST(test_chat_secret_file) {
+  char dir[] = "/tmp/orch-auth-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  unsigned char s1[ORCH_CHAT_SECRET_LEN], s2[ORCH_CHAT_SECRET_LEN], s3[ORCH_CHAT_SECRET_LEN];
+  ck_assert_int_eq(orch__chat_secret_load(dir, 0, s1, NULL), 0);
+  ck_assert_int_eq(orch__chat_secret_load(dir, 0, s2, NULL), 0);
+  ck_assert_int_eq(memcmp(s1, s2, sizeof(s1)), 0);
+  char path[128];
+  snprintf(path, sizeof(path), "%s/chat_key_secret", dir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(st.st_mode & 0777, 0600);
+  ck_assert_int_eq(orch__chat_secret_load(dir, 1, s3, NULL), 0);
+  ck_assert_int_ne(memcmp(s1, s3, sizeof(s1)), 0);
+  ck_assert_int_eq(orch__chat_secret_load(dir, 0, s2, NULL), 0);
+  ck_assert_int_eq(memcmp(s2, s3, sizeof(s2)), 0); /* the rotated one is kept */
+  FILE *f = fopen(path, "w");
+  fputs("not hex\n", f);
+  fclose(f);
+  struct sbx_error e;
+  ck_assert_int_eq(orch__chat_secret_load(dir, 0, s2, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "chat_key_secret"));
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
 /* Every credential gets exactly its own sha256 and kind: a near miss of the API key (one byte
  * off, one byte longer or shorter) is wrong, each of 300 page tokens is its own and a one-bit
  * change is not it, lengths up to the credential limit (512) are hashed and longer ones refused. */
@@ -162,6 +259,8 @@ int main(void) {
   tcase_add_test(tc, test_host_key);
   tcase_add_test(tc, test_api_key_file);
   tcase_add_test(tc, test_each_credential_its_own);
+  tcase_add_test(tc, test_chat_keys);
+  tcase_add_test(tc, test_chat_secret_file);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
