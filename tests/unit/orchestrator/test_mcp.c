@@ -165,6 +165,22 @@ static void init_session(const char *version, const struct orch_tool_scope *scop
   orch__mcp_reply_free(&r);
 }
 
+/* A run_python call of session sid (the "cred" credential, every chat) that goes on, attached to
+ * the recording sink. */
+static struct orch_mcp_call *pending_call(const char *sid, int id, const char *code) {
+  struct orch_mcp_reply r;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"%s\"}}}",
+       id, CHAT, code);
+  ck_assert_ptr_nonnull(r.call);
+  ck_assert_ptr_null(r.body);
+  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  struct orch_mcp_call *c = r.call;
+  orch__mcp_reply_free(&r);
+  return c;
+}
+
 /* ---- tests -------------------------------------------------------------------------------- */
 
 START_TEST(test_classify) {
@@ -337,13 +353,7 @@ START_TEST(test_session_cap) {
   init_session("2025-11-25", &scope_all, "cred", first);
   /* A call in flight keeps the first session past the cap; the least recently used idle one
    * makes room instead. */
-  struct orch_mcp_reply r;
-  post(first, NULL, &scope_all, "cred", 1, &r,
-       "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
-       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"wait\"}}}",
-       CHAT);
-  ck_assert_ptr_nonnull(r.call);
-  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  pending_call(first, 5, "wait");
   char second[65];
   init_session("2025-11-25", &scope_all, "cred", second);
   for (int i = 2; i < ORCH_MCP_SESSIONS_MAX; i++)
@@ -355,7 +365,6 @@ START_TEST(test_session_cap) {
   ck_assert_int_eq(fake.n_abandoned, 0);
   fake_finish(0, "done");
   ck_assert_int_eq(rec.ended, 1);
-  orch__mcp_reply_free(&r);
 }
 END_TEST
 
@@ -438,16 +447,9 @@ END_TEST
 START_TEST(test_cancel) {
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
-  struct orch_mcp_reply r, c;
-  for (int i = 0; i < 2; i++) {
-    post(sid, NULL, &scope_all, "cred", 1, &r,
-         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
-         "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"c%d\"}}}",
-         10 + i, CHAT, i);
-    ck_assert_ptr_nonnull(r.call);
-    orch__mcp_call_attach(r.call, &rec_sink, NULL);
-    orch__mcp_reply_free(&r);
-  }
+  struct orch_mcp_reply c;
+  pending_call(sid, 10, "c0");
+  pending_call(sid, 11, "c1");
   /* The id as a string does not name the integer id 11; an unknown id changes nothing. */
   post(sid, NULL, &scope_all, "cred", 1, &c,
        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":"
@@ -479,23 +481,11 @@ END_TEST
 START_TEST(test_gone_and_free) {
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
-  struct orch_mcp_reply r;
-  post(sid, NULL, &scope_all, "cred", 1, &r,
-       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
-       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"}}}",
-       CHAT);
-  orch__mcp_call_attach(r.call, &rec_sink, NULL);
-  orch__mcp_call_gone(r.call);
+  orch__mcp_call_gone(pending_call(sid, 1, "x"));
   ck_assert_int_eq(fake.n_abandoned, 1);
   ck_assert_int_eq(rec.ended, 0);
-  orch__mcp_reply_free(&r);
   /* Calls in flight at free: abandoned, sinks told nothing (teardown frees m). */
-  post(sid, NULL, &scope_all, "cred", 1, &r,
-       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"y\"}}}",
-       CHAT);
-  orch__mcp_call_attach(r.call, &rec_sink, NULL);
-  orch__mcp_reply_free(&r);
+  pending_call(sid, 2, "y");
   orch__mcp_free(m);
   m = NULL;
   ck_assert_int_eq(fake.n_abandoned, 2);
@@ -508,21 +498,16 @@ END_TEST
 START_TEST(test_calls_cap) {
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
+  for (int i = 0; i < ORCH_MCP_CALLS_MAX; i++)
+    pending_call(sid, i, "x");
   struct orch_mcp_reply r;
-  for (int i = 0; i <= ORCH_MCP_CALLS_MAX; i++) {
-    post(sid, NULL, &scope_all, "cred", 1, &r,
-         "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
-         "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"}}}",
-         i, CHAT);
-    if (i < ORCH_MCP_CALLS_MAX) {
-      ck_assert_ptr_nonnull(r.call);
-      orch__mcp_call_attach(r.call, &rec_sink, NULL);
-    } else {
-      ck_assert_ptr_null(r.call);
-      ck_assert_int_eq(error_code(&r), ORCH_RPC_BUSY);
-    }
-    orch__mcp_reply_free(&r);
-  }
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"}}}",
+       CHAT);
+  ck_assert_ptr_null(r.call);
+  ck_assert_int_eq(error_code(&r), ORCH_RPC_BUSY);
+  orch__mcp_reply_free(&r);
 }
 END_TEST
 
