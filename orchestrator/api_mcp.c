@@ -108,7 +108,14 @@ static int tool_caller(struct orch *o, struct tp_req *req, int mcp, struct orch_
     memcpy(cred_hash, a.token_hash, 65);
     return 0;
   }
-  int status = a.kind == ORCH_CRED_PAGE || a.kind == ORCH_CRED_HOST ? 403 : 401;
+  /* A real page token or the host key: 403 (they belong to pages); anything else, a forged
+   * page token's shape included, is a wrong credential (as the API answers, api.c). */
+  struct orch_chat *c = NULL;
+  int status = a.kind == ORCH_CRED_HOST ||
+                       (a.kind == ORCH_CRED_PAGE && orch__chat_get(o, a.chat_id, &c) == 0 &&
+                        orch__auth_allows(&a, c->id, c->token_hash))
+                   ? 403
+                   : 401;
   const char *msg = status == 403 ? "the tools take the API key or a chat key, not a page token"
                     : a.kind == ORCH_CRED_NONE ? "missing credential (Authorization: Bearer ...)"
                                                : "wrong credential";
@@ -199,7 +206,7 @@ static void write_rest(struct held *h) {
       return;
     }
     if (rc != 0)
-      break; /* the client is gone: its close callback frees h */
+      break; /* the client is gone: the answer ends here */
     h->rest_off += n;
   }
   tp_stream_end(h->req);
