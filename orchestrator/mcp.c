@@ -337,6 +337,7 @@ static void on_done(void *ud, json_t *result) {
 }
 
 static const struct orch_tool_ops call_ops = {on_progress, on_done};
+static const struct orch_tool_ops call_ops_quiet = {NULL, on_done}; /* no progress token */
 
 static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int version,
                           const struct orch_mcp_request *rq, const json_t *id, const json_t *params,
@@ -388,7 +389,8 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
-  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url, &call_ops, c, &c->tc, &now, why,
+  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url,
+                      c->progress_token ? &call_ops : &call_ops_quiet, c, &c->tc, &now, why,
                       sizeof(why));
   if (rc != 0 || now != NULL) {
     call_free(c);

@@ -172,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         struct orch_mcp_call *c = p->call;
         p->call = NULL;
         orch__mcp_call_gone(c);
-      } else if (blen > 0 && (body[0] & 1) && p->tool_live) {
+      } else if (blen > 0 && (body[0] & 1) && p->tool_live && p->ops->progress) {
         struct orch_tool_progress pr = {"r1", "running", 1, "Running."};
         p->ops->progress(p->ud, &pr);
       } else if (p->tool_live) {

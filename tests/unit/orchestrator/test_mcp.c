@@ -431,8 +431,8 @@ START_TEST(test_call_pending) {
        CHAT);
   ck_assert_int_eq(r.stream, 0);
   orch__mcp_call_attach(r.call, &rec_sink, NULL);
-  fake_progress(2, "queued");
-  ck_assert_int_eq(rec.n_sent, 2); /* no token: no notification */
+  ck_assert_ptr_null(fake.ops[2]->progress); /* no token: the tool is not asked for progress */
+  ck_assert_int_eq(rec.n_sent, 2);
   struct orch_mcp_call *third = r.call;
   orch__mcp_reply_free(&r);
   fake_finish(1, "one");
