@@ -142,6 +142,7 @@ test('credentials: none or wrong -> 401 (WWW-Authenticate), a page token -> 403,
   assert.equal((await rpc(srv, init, { key: 'wrong-key-0123456789' })).status, 401);
   assert.equal((await rpc(srv, init, { key: chat.token })).status, 403, 'a page token is not for assistants');
   assert.equal((await rpc(srv, init, { key: `mcp.${chat.id}.${'0'.repeat(64)}` })).status, 401, 'a forged chat key');
+  assert.equal((await rpc(srv, init, { key: `${chat.id}.${'0'.repeat(64)}` })).status, 401, 'a forged page token');
   await assert.rejects(mcpClient(srv, { key: 'wrong-key-0123456789' }), (e) => e.code === 401);
   const evil = await rpc(srv, init, { headers: { origin: 'http://evil.example' } });
   assert.equal(evil.status, 403);
@@ -494,4 +495,21 @@ test('POST /v1/tools/call: the same tools and result text over plain HTTP; argum
   assert.equal(r.json.structuredContent.status, 'ok');
   // The same text as the MCP tool gives for that run's kind of result.
   page.close();
+});
+
+test('with CHAT_CODE_EXECUTION=off the tool says the code was not run, and why', async () => {
+  const own = await startServer({ env: { CHAT_CODE_EXECUTION: 'off' } });
+  try {
+    const chat = await newChat(own);
+    const c = await mcpClient(own);
+    const { tools } = await c.client.listTools();
+    assert.match(tools[0].description, /turned off on this deployment/);
+    const r = await c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'print(1)' } });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.status, 'rejected');
+    assert.match(textOf(r), /The code was not run \(status rejected\)\.\n\nExecutionDisabled: Code execution is turned off on this deployment/);
+    const added = await c.client.callTool({ name: 'add_file', arguments: { chat_id: chat.id, name: 'a.txt', text: 'x' } });
+    assert.equal(added.isError, false, 'files can still be added');
+    await c.close();
+  } finally { await own.stop(); }
 });
