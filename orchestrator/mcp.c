@@ -305,20 +305,41 @@ static void reply_bad_args(struct orch_mcp_reply *out, int version, const json_t
   reply_result(out, id, orch__tool_error_result(text));
 }
 
+/* A progress notification: the run in _meta["cerea-sandbox/run"] ({run_id, state, attempt}, and
+ * for live output {stream, offset, text}, {display, text} or {prompt}), in words in message. */
 static void on_progress(void *ud, const struct orch_tool_progress *p) {
   struct orch_mcp_call *c = ud;
   if (c->progress_token == NULL || c->sink == NULL)
     return;
+  json_t *run =
+      json_pack("{s:s, s:s, s:i}", "run_id", p->run_id, "state", p->state, "attempt", p->attempt);
+  json_t *text = p->text ? json_stringn(p->text, p->text_len) : NULL;
+  switch (p->kind) {
+  case ORCH_TOOL_PROGRESS_OUTPUT:
+    json_object_set_new(run, "stream", json_string(p->stream));
+    json_object_set_new(run, "offset", json_integer((json_int_t)p->offset));
+    json_object_set(run, "text", text);
+    break;
+  case ORCH_TOOL_PROGRESS_DISPLAY:
+    json_object_set_new(run, "display", json_integer(p->index));
+    json_object_set(run, "text", text);
+    break;
+  case ORCH_TOOL_PROGRESS_INPUT:
+    json_object_set(run, "prompt", text);
+    break;
+  case ORCH_TOOL_PROGRESS_STATE:
+    break;
+  }
+  json_decref(text);
   size_t len = 0;
-  char *text = dump(json_pack("{s:s, s:s, s:{s:O, s:i, s:s, s:{s:{s:s, s:s, s:i}}}}", "jsonrpc",
-                              "2.0", "method", "notifications/progress", "params", "progressToken",
-                              c->progress_token, "progress", ++c->progress, "message", p->message,
-                              "_meta", "cerea-sandbox/run", "run_id", p->run_id, "state", p->state,
-                              "attempt", p->attempt),
-                    &len);
-  if (text)
-    c->sink->send(c->sink_ud, text, len);
-  sbx_free(text);
+  char *msg = dump(json_pack("{s:s, s:s, s:{s:O, s:i, s:s, s:{s:o}}}", "jsonrpc", "2.0", "method",
+                             "notifications/progress", "params", "progressToken", c->progress_token,
+                             "progress", ++c->progress, "message", p->message, "_meta",
+                             "cerea-sandbox/run", run),
+                   &len);
+  if (msg)
+    c->sink->send(c->sink_ud, msg, len);
+  sbx_free(msg);
 }
 
 static void on_done(void *ud, json_t *result) {

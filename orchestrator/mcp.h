@@ -26,11 +26,10 @@ enum orch_tool {
   ORCH_TOOL__COUNT
 };
 
-#define ORCH_TOOL_FILE_MAX    (8u * ORCH_MIB) /* add_file content, decoded */
-#define ORCH_TOOL_CODE_MAX    (1u * ORCH_MIB) /* run_python code */
-#define ORCH_TOOL_IMAGE_MAX   (4u * ORCH_MIB) /* an image shown in a result; larger: a link */
-#define ORCH_TOOL_IMAGES_MAX  (8u * ORCH_MIB) /* all images of one result */
-#define ORCH_TOOL_PROGRESS_MS 200             /* how often a waiting run's state is looked at */
+#define ORCH_TOOL_FILE_MAX   (8u * ORCH_MIB) /* add_file content, decoded */
+#define ORCH_TOOL_CODE_MAX   (1u * ORCH_MIB) /* run_python code */
+#define ORCH_TOOL_IMAGE_MAX  (4u * ORCH_MIB) /* an image shown in a result; larger: a link */
+#define ORCH_TOOL_IMAGES_MAX (8u * ORCH_MIB) /* all images of one result */
 
 /* Who calls: every chat (the API key) or one chat (a chat key). */
 struct orch_tool_scope {
@@ -96,16 +95,33 @@ json_t *orch__tool_run_result(const json_t *run, const struct orch_tool_file *fi
 /* The text part alone (sbx-owned). */
 char *orch__tool_run_text(const json_t *run, const struct orch_tool_file *files, size_t n);
 
-/* What a call in progress reports (borrowed for the callback). */
+/* What a call in progress reports (borrowed for the callback): the run's state when it changes,
+ * and its live output as it arrives (live.c's run events, the same the run stream sends). */
+enum orch_tool_progress_kind {
+  ORCH_TOOL_PROGRESS_STATE = 0, /* state and message */
+  ORCH_TOOL_PROGRESS_OUTPUT,    /* a chunk of stdout or stderr: stream, offset, text */
+  ORCH_TOOL_PROGRESS_DISPLAY,   /* a display() bundle: index, text (its text/plain) */
+  ORCH_TOOL_PROGRESS_INPUT      /* input() asks: text (the prompt) */
+};
 struct orch_tool_progress {
+  enum orch_tool_progress_kind kind;
   const char *run_id;
-  const char *state; /* queued, waiting_for_page, paused, starting, running, finishing */
+  /* queued, waiting_for_page, paused (the page is in the background or silent), starting,
+   * running, waiting_input, finishing; for live output the state it arrived in */
+  const char *state;
   int attempt;
-  const char *message; /* the same in words */
+  const char *message; /* what happened, in words (for output: the text itself, stderr marked) */
+  const char *stream;  /* OUTPUT: "stdout" | "stderr" */
+  size_t offset;       /* OUTPUT: characters of the stream before text */
+  const char *text;    /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
+  size_t text_len;
+  int index; /* DISPLAY: 0-based */
 };
 struct orch_tool_call;
 struct orch_tool_ops {
-  /* May be NULL.  Each change of the run's state. */
+  /* May be NULL.  Each change of the run's state, and each piece of its live output (from the
+   * run's events: nothing is polled).  It may abandon the call (orch__tool_abandon) from inside;
+   * no callback follows then. */
   void (*progress)(void *ud, const struct orch_tool_progress *p);
   /* The result (a CallToolResult, stolen); the call is freed after it returns. */
   void (*done)(void *ud, json_t *result);

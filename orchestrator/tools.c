@@ -16,7 +16,7 @@
  * A call's life (run_python and add_file wait for the store or the run; list_files answers at
  * once and has none):
  *
- *   start ──▶ CREATING ──run durable, live──▶ WAITING ──run ended──▶ CLOSING ──timer closed──▶ freed
+ *   start ──▶ CREATING ──run durable, live──▶ WAITING ──run ended──▶ CLOSING (freed)
  *   start ──▶ STORING  ──file durable─────────────────────────────▶ CLOSING
  *   CREATING/STORING ──abandon──▶ ABANDONED ──the store's callback──▶ CLOSING (a new run cancelled)
  *   WAITING ──abandon (the run cancelled)──▶ CLOSING
@@ -28,8 +28,11 @@
  *   CREATING, STORING    ABANDONED  orch__tool_abandon
  *   any but CLOSING      CLOSING    call_close (a result handed over, or abandoned)
  *
- * Until the live-run event API exists, a waiting run's state is looked at every
- * ORCH_TOOL_PROGRESS_MS (its timer) and reported when it changed.
+ * A WAITING call with a progress callback watches its run (live.c's run events, what the run
+ * stream GET /v1/runs/{run}/events sends): each change of the run's state is reported in words
+ * (queued behind n runs, waiting for the page, paused because the page is in the background or
+ * silent, starting, running, waiting for input, finishing), and each piece of live output
+ * (stdout/stderr chunks, display() bundles, input() prompts) as it arrives.  Nothing is polled.
  *
  * What it does not do: JSON-RPC or HTTP (mcp.c, api_mcp.c), or decide anything about runs and
  * files (chat.c, files.c, manifest.c do; a tool run is an ordinary run).
@@ -163,7 +166,8 @@ static json_t *tool_schema(enum orch_tool t, const struct orch_tool_env *env,
   if (t == ORCH_TOOL_RUN_PYTHON) {
     json_object_set_new(props, "code",
                         prop("string", "The Python source to run, as one cell: the value of a "
-                                       "last expression is not shown, print what you need."));
+                                       "last expression is shown (its repr, as in a "
+                                       "notebook); print anything else you need."));
     json_array_append_new(req, json_string("code"));
   }
   if (scope->chat_id[0] == '\0') {
@@ -358,12 +362,40 @@ static void status_line(struct sbx_buf *b, const json_t *run) {
   sbx_buf_appendf(b, ".\n");
 }
 
+/* "\ntitle:\ntext\n" (text not empty), ending in one line break. */
+static void text_block(struct sbx_buf *b, const char *title, const char *text) {
+  size_t n = strlen(text);
+  sbx_buf_appendf(b, "\n%s:\n%s%s", title, text, text[n - 1] == '\n' ? "" : "\n");
+}
+
 static void stream_part(struct sbx_buf *b, const json_t *run, const char *key) {
   const char *s = str_of(run, key);
-  if (s == NULL || *s == '\0')
-    return;
-  size_t n = strlen(s);
-  sbx_buf_appendf(b, "\n%s:\n%s%s", key, s, s[n - 1] == '\n' ? "" : "\n");
+  if (s != NULL && *s != '\0')
+    text_block(b, key, s);
+}
+
+/* A MIME bundle's text/plain, or NULL. */
+static const char *plain_of(const json_t *bundle) {
+  const char *t = str_of(bundle, "text/plain");
+  return t && *t ? t : NULL;
+}
+
+/* The cell's value (the last expression's repr, as a notebook shows it) and what display()
+ * showed, as text; their images follow the text as image items. */
+static void value_part(struct sbx_buf *b, const json_t *run) {
+  const json_t *displays = json_object_get(run, "displays");
+  size_t i;
+  json_t *d;
+  json_array_foreach(displays, i, d) {
+    const char *t = plain_of(d);
+    char title[48];
+    snprintf(title, sizeof(title), "display() %zu of %zu", i + 1, json_array_size(displays));
+    if (t)
+      text_block(b, title, t);
+  }
+  const char *v = plain_of(json_object_get(run, "value"));
+  if (v)
+    text_block(b, "Value of the last expression", v);
 }
 
 static void error_part(struct sbx_buf *b, const json_t *run) {
@@ -463,6 +495,7 @@ char *orch__tool_run_text(const json_t *run, const struct orch_tool_file *files,
   const char *st = str_of(run, "status");
   if ((!out || !*out) && (!err || !*err) && st && strcmp(st, "ok") == 0)
     sbx_buf_appendf(&b, "It printed nothing.\n");
+  value_part(&b, run);
   error_part(&b, run);
   restart_part(&b, run);
   notes_part(&b, run);
@@ -483,6 +516,20 @@ static json_t *base64_json(const unsigned char *p, size_t len) {
   return j;
 }
 
+/* The PNG images of the run's display() bundles and value, as image items (the bundles hold them
+ * as base64 already, within the run's budget for shown bytes). */
+static void bundle_images(json_t *content, const json_t *run) {
+  const json_t *displays = json_object_get(run, "displays");
+  size_t n = json_array_size(displays);
+  for (size_t i = 0; i <= n; i++) {
+    const json_t *b = i < n ? json_array_get(displays, i) : json_object_get(run, "value");
+    const json_t *png = json_object_get(b, "image/png");
+    if (json_is_string(png) && json_string_length(png) > 0)
+      json_array_append_new(content, json_pack("{s:s, s:O, s:s}", "type", "image", "data", png,
+                                               "mimeType", "image/png"));
+  }
+}
+
 json_t *orch__tool_run_result(const json_t *run, const struct orch_tool_file *files, size_t n,
                               const char *base_url) {
   char *text = orch__tool_run_text(run, files, n);
@@ -498,6 +545,7 @@ json_t *orch__tool_run_result(const json_t *run, const struct orch_tool_file *fi
       json_array_append_new(content, json_pack("{s:s, s:o, s:s}", "type", "image", "data", data,
                                                "mimeType", f->image_type));
   }
+  bundle_images(content, run);
   for (size_t i = 0; i < n; i++) {
     const struct orch_tool_file *f = &files[i];
     if (f->image_type != NULL)
@@ -637,8 +685,8 @@ struct orch_tool_call {
   char run_id[STORE_ID_LEN + 1];
   struct orch_run *run;       /* WAITING: the live run (our registration keeps it in memory) */
   struct orch_settle *settle; /* WAITING: that registration */
-  uv_timer_t timer;           /* WAITING with a progress callback: the state's check */
-  char last_state[24];
+  struct orch_watch *watch;   /* WAITING with a progress callback: its run's events, until `end` */
+  char last_state[24];        /* the state last reported ("" before the first) */
   int last_attempt;
   unsigned char *content; /* STORING: add_file's bytes, until the store's callback */
   char *asked_name;
@@ -666,23 +714,19 @@ static void set_state_(struct orch_tool_call *tc, enum call_state to, const char
   }
 }
 
-static void on_timer_closed(uv_handle_t *h) {
-  struct orch_tool_call *tc = h->data;
+/* The call is over: its registration and watch go, then the call itself. */
+static void call_close(struct orch_tool_call *tc) {
+  if (tc->settle)
+    orch__settle_cancel(tc->settle);
+  orch__run_unwatch(tc->watch);
+  tc->settle = NULL;
+  tc->watch = NULL;
+  tc->run = NULL;
+  set_state(tc, CALL_CLOSING);
   json_decref(tc->args_json);
   sbx_free(tc->content);
   sbx_free(tc->asked_name);
   sbx_free(tc);
-}
-
-/* The call is over: its registration and timer go; freed once the timer is closed. */
-static void call_close(struct orch_tool_call *tc) {
-  if (tc->settle)
-    orch__settle_cancel(tc->settle);
-  tc->settle = NULL;
-  tc->run = NULL;
-  set_state(tc, CALL_CLOSING);
-  uv_timer_stop(&tc->timer);
-  uv_close((uv_handle_t *)&tc->timer, on_timer_closed);
 }
 
 static void deliver(struct orch_tool_call *tc, json_t *result) {
@@ -785,18 +829,26 @@ static void describe(struct orch *o, struct orch_run *run, char *state, size_t s
     break;
   }
   case ORCH_RUN_PAUSED: {
-    int hidden = 0;
+    int hidden = 0, silent = 0;
     struct sbx_list *it;
     if (run->chat)
       SBX_LIST_FOREACH(it, &run->chat->pages) {
         struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
         hidden |= p->state == ORCH_PAGE_HIDDEN;
+        silent |= p->state == ORCH_PAGE_SILENT;
       }
     if (hidden) {
       snprintf(state, scap, "paused");
       snprintf(msg, mcap,
                "Paused: the chat's page is in the background. The run starts again when the "
                "page is back in the foreground (waiting up to %llu s more).",
+               left);
+    } else if (silent) {
+      snprintf(state, scap, "paused");
+      snprintf(msg, mcap,
+               "Paused: the chat's page stopped answering (a phone's browser froze it, or it "
+               "lost the network). The run starts again when the page answers (waiting up to "
+               "%llu s more).",
                left);
     } else {
       snprintf(state, scap, "waiting_for_page");
@@ -820,6 +872,13 @@ static void describe(struct orch *o, struct orch_run *run, char *state, size_t s
     snprintf(state, scap, "running");
     snprintf(msg, mcap, "Running.");
     break;
+  case ORCH_RUN_WAITING_INPUT:
+    snprintf(state, scap, "waiting_input");
+    snprintf(msg, mcap,
+             "Waiting in input() for an answer from the person at the chat's page (up to %d s; "
+             "the time limit does not run meanwhile).",
+             o->rt.input_wait_s);
+    break;
   case ORCH_RUN_FINISHING:
     snprintf(state, scap, "finishing");
     snprintf(msg, mcap, "Storing the files the run saved.");
@@ -831,8 +890,6 @@ static void describe(struct orch *o, struct orch_run *run, char *state, size_t s
 
 /* Reports the run's state when it changed since the last report. */
 static void report_state(struct orch_tool_call *tc) {
-  if (tc->state != CALL_WAITING || tc->ops.progress == NULL)
-    return;
   char state[24], msg[300];
   describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
   if (*state == '\0' ||
@@ -842,10 +899,61 @@ static void report_state(struct orch_tool_call *tc) {
   tc->last_attempt = tc->run->attempts;
   struct orch_tool_progress p = {
       .run_id = tc->run_id, .state = state, .attempt = tc->run->attempts, .message = msg};
-  tc->ops.progress(tc->ud, &p);
+  tc->ops.progress(tc->ud, &p); /* may abandon the call: tc is not touched after */
 }
 
-static void on_tick(uv_timer_t *t) { report_state(t->data); }
+/* A piece of live output, in words for the progress message. */
+static void report_live(struct orch_tool_call *tc, const struct orch_run_event *ev) {
+  struct orch_tool_progress p = {.run_id = tc->run_id,
+                                 .state = tc->last_state[0] ? tc->last_state : "running",
+                                 .attempt = ev->attempt,
+                                 .text = ev->text,
+                                 .text_len = ev->text_len};
+  struct sbx_buf msg;
+  sbx_buf_init(&msg, 4 * ORCH_OUT_CHARS + 64);
+  if (ev->kind == ORCH_RUN_EV_OUTPUT) {
+    p.kind = ORCH_TOOL_PROGRESS_OUTPUT;
+    p.stream = ev->stream;
+    p.offset = ev->offset;
+    if (strcmp(ev->stream, "stderr") == 0)
+      sbx_buf_appendf(&msg, "[stderr] ");
+    sbx_buf_append(&msg, ev->text, ev->text_len);
+  } else if (ev->kind == ORCH_RUN_EV_DISPLAY) {
+    p.kind = ORCH_TOOL_PROGRESS_DISPLAY;
+    p.index = ev->index;
+    const char *plain = json_string_value(json_object_get(ev->bundle, "text/plain"));
+    p.text = plain ? plain : "";
+    p.text_len = strlen(p.text);
+    sbx_buf_appendf(&msg, "display(): ");
+    sbx_buf_append(&msg, p.text, p.text_len);
+  } else {
+    p.kind = ORCH_TOOL_PROGRESS_INPUT;
+    sbx_buf_appendf(&msg, "input() asks: ");
+    sbx_buf_append(&msg, ev->text, ev->text_len);
+  }
+  char *text = sbx_buf_steal(&msg, NULL);
+  p.message = text ? text : "";
+  tc->ops.progress(tc->ud, &p); /* may abandon the call: tc is not touched after */
+  sbx_free(text);
+}
+
+/* The run's events (live.c), for progress: its state in words, its live output as it comes. */
+static void on_run_event(void *ud, const struct orch_run_event *ev) {
+  struct orch_tool_call *tc = ud;
+  switch (ev->kind) {
+  case ORCH_RUN_EV_STATE:
+    report_state(tc);
+    break;
+  case ORCH_RUN_EV_OUTPUT:
+  case ORCH_RUN_EV_DISPLAY:
+  case ORCH_RUN_EV_INPUT_REQUEST:
+    report_live(tc, ev);
+    break;
+  case ORCH_RUN_EV_END: /* the watch is over (live.c frees it); the result follows (on_end) */
+    tc->watch = NULL;
+    break;
+  }
+}
 
 static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc,
                    const struct sbx_error *err) {
@@ -901,9 +1009,9 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
     return;
   }
   set_state(tc, CALL_WAITING);
-  report_state(tc);
+  /* Without a watch (no progress wanted, or no memory for one) the result still comes. */
   if (tc->ops.progress)
-    uv_timer_start(&tc->timer, on_tick, ORCH_TOOL_PROGRESS_MS, ORCH_TOOL_PROGRESS_MS);
+    tc->watch = orch__run_watch(run, -1, on_run_event, tc); /* the run as it is now, first */
 }
 
 static void on_file_stored(int rc, const struct sbx_error *err, const struct store_file_added *res,
@@ -957,8 +1065,6 @@ static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t, json_t 
   tc->ud = ud;
   tc->args_json = json_incref(args_json);
   snprintf(tc->base_url, sizeof(tc->base_url), "%s", base_url ? base_url : "");
-  uv_timer_init(o->loop, &tc->timer);
-  tc->timer.data = tc;
   return tc;
 }
 
@@ -1055,7 +1161,9 @@ void orch__tool_abandon(struct orch_tool_call *tc) {
     return;
   struct orch_run *run = tc->run;
   orch__settle_cancel(tc->settle);
+  orch__run_unwatch(tc->watch); /* the cancel's own events are nobody's now */
   tc->settle = NULL;
+  tc->watch = NULL;
   if (!o->closing) /* at shutdown the run stays, for the next start */
     orch__run_cancel(o, run, NULL, NULL);
   call_close(tc);

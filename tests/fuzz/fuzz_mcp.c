@@ -173,7 +173,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         p->call = NULL;
         orch__mcp_call_gone(c);
       } else if (blen > 0 && (body[0] & 1) && p->tool_live && p->ops->progress) {
-        struct orch_tool_progress pr = {"r1", "running", 1, "Running."};
+        /* a state, or a chunk of live output whose text comes from the input (any bytes) */
+        struct orch_tool_progress pr = {.kind = (body[0] & 2) ? ORCH_TOOL_PROGRESS_OUTPUT
+                                                              : ORCH_TOOL_PROGRESS_STATE,
+                                        .run_id = "r1",
+                                        .state = "running",
+                                        .attempt = 1,
+                                        .message = "Running.",
+                                        .stream = "stdout",
+                                        .text = (const char *)body,
+                                        .text_len = blen};
         p->ops->progress(p->ud, &pr);
       } else if (p->tool_live) {
         p->tool_live = 0;
