@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { startServer, call, newChat, upload, Page, sleep, tempDir } from './lib.mjs';
+import { startServer, call, newChat, upload, Page, runEvents, sleep, tempDir } from './lib.mjs';
 import { mcpClient, rpc, initialize, textOf, runOf } from './mcp_lib.mjs';
 
 let srv;
@@ -24,6 +24,17 @@ async function sawState(progress, state, n = 1, timeoutMs = 10000) {
     const p = progress.filter((x) => runOf(x)?.state === state)[n - 1];
     if (p) return p;
     if (Date.now() - t0 > timeoutMs) throw new Error(`no progress "${state}" in ${timeoutMs} ms: ${JSON.stringify(progress.map((x) => runOf(x)?.state))}`);
+    await sleep(20);
+  }
+}
+
+// Waits until f() is truthy (and returns what it returned).
+async function waitFor(f, timeoutMs = 10000) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = f();
+    if (v) return v;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`not within ${timeoutMs} ms: ${f}`);
     await sleep(20);
   }
 }
@@ -242,6 +253,97 @@ test('run_python: progress states (waiting for the page, starting, running, paus
   assert.match(textOf(r), /stdout:\n42\n/);
   assert.equal(r.structuredContent.run_id, runId);
   assert.equal(r.structuredContent.status, 'ok');
+  assert.equal(r.structuredContent.attempts, 2);
+  page.close();
+  await c.close();
+});
+
+test('run_python: progress carries the live output as the run stream sends it (stdout and stderr chunks by offset, a display, an input() prompt and waiting_input) before a result with the value and what display() showed', async () => {
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'p1');
+  await page.opened;
+  const c = await mcpClient(srv);
+  const progress = [];
+  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'live' } },
+    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+  const ev = await page.nextRun();
+  const runId = ev.data.run_id;
+  const stream = runEvents(srv, runId);
+  await stream.opened;
+  await page.started(ev.data);
+  await sawState(progress, 'running');
+  const outputs = () => progress.filter((p) => runOf(p).stream);
+  const chunk = (stream, offset, text) => ({ stream, offset, text });
+  assert.equal((await page.output(ev.data, { chunks: [chunk('stdout', 0, 'step 1\n')] })).status, 200);
+  await waitFor(() => outputs().length === 1);
+  // The page resends what it sent (an overlap): only what is new goes out.
+  await page.output(ev.data, { chunks: [chunk('stdout', 0, 'step 1\nstep 2 ✓\n'), chunk('stderr', 0, 'careful\n')] });
+  await waitFor(() => outputs().length === 3);
+  assert.deepEqual(outputs().map((p) => [runOf(p).stream, runOf(p).offset, runOf(p).text, runOf(p).state]),
+    [['stdout', 0, 'step 1\n', 'running'], ['stdout', 7, 'step 2 ✓\n', 'running'], ['stderr', 0, 'careful\n', 'running']]);
+  assert.deepEqual(outputs().map((p) => p.message), ['step 1\n', 'step 2 ✓\n', '[stderr] careful\n'], 'the message is the text itself');
+  const png = PNG.toString('base64');
+  await page.output(ev.data, { displays: [{ index: 0, data: { 'text/plain': '<Figure 1>', 'image/png': png } }] });
+  const shown = await waitFor(() => progress.find((p) => runOf(p).display === 0));
+  assert.equal(runOf(shown).text, '<Figure 1>');
+  assert.equal(shown.message, 'display(): <Figure 1>');
+  await page.output(ev.data, { input_request: { prompt: 'Your name? ' } });
+  const waiting = await sawState(progress, 'waiting_input');
+  assert.match(waiting.message, /input\(\)/);
+  const asked = await waitFor(() => progress.find((p) => runOf(p).prompt !== undefined));
+  assert.equal(runOf(asked).prompt, 'Your name? ');
+  assert.equal(asked.message, 'input() asks: Your name? ');
+  assert.equal((await call(srv, 'POST', `/v1/runs/${runId}/input`, { body: { text: 'Ada' } })).status, 200);
+  await page.next('input');
+  await sawState(progress, 'running', 2);
+  await page.output(ev.data, { chunks: [chunk('stdout', 15, 'hello Ada\n')] });
+  await waitFor(() => outputs().length === 4);
+  // The same live output as the run stream (GET /v1/runs/{run}/events) sends.
+  await waitFor(() => stream.events.filter((e) => e.event === 'output').length === 4);
+  assert.deepEqual(outputs().map((p) => ({ stream: runOf(p).stream, offset: runOf(p).offset, text: runOf(p).text })),
+    stream.events.filter((e) => e.event === 'output').map((e) => ({ stream: e.data.stream, offset: e.data.offset, text: e.data.text })));
+  assert.deepEqual(progress.map((p) => p.progress), progress.map((_, i) => i + 1), 'progress increases');
+  const before = progress.length;
+  await page.result(ev.data, { stdout: 'step 1\nstep 2 ✓\nhello Ada\n', stderr: 'careful\n',
+    value: { 'text/plain': "{'answer': 42}" }, displays: [{ 'text/plain': '<Figure 1>', 'image/png': png }] });
+  const r = await pending;
+  assert.ok(progress.length >= before && progress.slice(0, before).every((p) => runOf(p).run_id === runId), 'every notification came before the result');
+  assert.equal(r.isError, false);
+  const text = textOf(r);
+  assert.ok(text.includes('\nstdout:\nstep 1\nstep 2 ✓\nhello Ada\n\nstderr:\ncareful\n'), text);
+  assert.ok(text.includes('\ndisplay() 1 of 1:\n<Figure 1>\n'), text);
+  assert.ok(text.includes("\nValue of the last expression:\n{'answer': 42}\n"), text);
+  assert.doesNotMatch(text, /printed nothing/);
+  const images = r.content.filter((x) => x.type === 'image');
+  assert.deepEqual(images, [{ type: 'image', data: png, mimeType: 'image/png' }], "the display's PNG is an image item");
+  assert.deepEqual(r.structuredContent.value, { 'text/plain': "{'answer': 42}" });
+  stream.close();
+  page.close();
+  await c.close();
+});
+
+test('run_python: a page that goes silent pauses the run (progress says the page stopped answering); its next sign of life runs it again', async () => {
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'p1');
+  await page.opened;
+  const c = await mcpClient(srv);
+  const progress = [];
+  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'print(1)' } },
+    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+  let ev = await page.nextRun();
+  await page.started(ev.data);
+  await sawState(progress, 'running');
+  // No heartbeat: past PAGE_SILENT_MS (6 s by default) the page counts as hidden.
+  const paused = await sawState(progress, 'paused', 1, 30000);
+  assert.match(paused.message, /stopped answering/);
+  await page.presence(true);
+  ev = await page.nextRun();
+  assert.equal(ev.data.attempt, 2);
+  await page.started(ev.data);
+  await sawState(progress, 'running', 2);
+  await page.result(ev.data, { stdout: '1\n' });
+  const r = await pending;
+  assert.match(textOf(r), /stdout:\n1\n/);
   assert.equal(r.structuredContent.attempts, 2);
   page.close();
   await c.close();
@@ -488,12 +590,12 @@ test('POST /v1/tools/call: the same tools and result text over plain HTTP; argum
   await page.opened;
   const pending = call(srv, 'POST', '/v1/tools/call', { body: { name: 'run_python', arguments: JSON.stringify({ chat_id: chat.id, code: 'print("hi")' }) } });
   const ev = await page.nextRun();
-  await page.result(ev.data, { stdout: 'hi\n' });
+  await page.result(ev.data, { stdout: 'hi\n', value: { 'text/plain': '7' } });
   r = await pending;
   assert.equal(r.status, 200);
-  assert.match(r.json.text, /stdout:\nhi\n/);
+  assert.match(r.json.text, /stdout:\nhi\n\nValue of the last expression:\n7\n/, 'the value, as the MCP result says it');
+  assert.equal(r.json.text, r.json.content[0].text);
   assert.equal(r.json.structuredContent.status, 'ok');
-  // The same text as the MCP tool gives for that run's kind of result.
   page.close();
 });
 
