@@ -405,6 +405,28 @@ START_TEST(test_call_pending) {
                        json_object_get(json_object_get(p, "_meta"), "cerea-sandbox/run"), "state")),
                    "running");
   json_decref(n);
+  /* Live output: the chunk in _meta (stream, offset, text) and as the message. */
+  struct orch_tool_progress out = {.kind = ORCH_TOOL_PROGRESS_OUTPUT,
+                                   .run_id = "r1",
+                                   .state = "running",
+                                   .attempt = 1,
+                                   .message = "[stderr] caf\xc3\xa9\n",
+                                   .stream = "stderr",
+                                   .offset = 12,
+                                   .text = "caf\xc3\xa9\nmore",
+                                   .text_len = 6};
+  fake.ops[0]->progress(fake.ud[0], &out);
+  ck_assert_int_eq(rec.n_sent, 3);
+  n = json_loads(rec.sent[2], 0, NULL);
+  p = json_object_get(n, "params");
+  json_t *meta = json_object_get(json_object_get(p, "_meta"), "cerea-sandbox/run");
+  ck_assert_int_eq(json_integer_value(json_object_get(p, "progress")), 3);
+  ck_assert_str_eq(json_string_value(json_object_get(p, "message")), "[stderr] caf\xc3\xa9\n");
+  ck_assert_str_eq(json_string_value(json_object_get(meta, "stream")), "stderr");
+  ck_assert_int_eq(json_integer_value(json_object_get(meta, "offset")), 12);
+  ck_assert_str_eq(json_string_value(json_object_get(meta, "text")), "caf\xc3\xa9\n");
+  ck_assert_str_eq(json_string_value(json_object_get(meta, "state")), "running");
+  json_decref(n);
   fake_finish(0, "42");
   ck_assert_int_eq(rec.ended, 1);
   j = json_loads(rec.last, 0, NULL);
@@ -432,7 +454,7 @@ START_TEST(test_call_pending) {
   ck_assert_int_eq(r.stream, 0);
   orch__mcp_call_attach(r.call, &rec_sink, NULL);
   ck_assert_ptr_null(fake.ops[2]->progress); /* no token: the tool is not asked for progress */
-  ck_assert_int_eq(rec.n_sent, 2);
+  ck_assert_int_eq(rec.n_sent, 3);           /* nothing more was sent */
   struct orch_mcp_call *third = r.call;
   orch__mcp_reply_free(&r);
   fake_finish(1, "one");

@@ -2,7 +2,9 @@
  * (time limit, pause wait, packages served and lacking, PyPI, the mode) and the caller's scope;
  * MCP and OpenAI shapes say the same; arguments are checked (table-driven) against the schema
  * and the scope; the result text of every status (restart with its remounted files, notes,
- * files with where later runs see them), images and links in the content, isError.  The
+ * files with where later runs see them, the value and display() text), the whole text in its
+ * order, size units, images (figures, display() and value PNGs) and links in the content,
+ * isError.  The
  * execution (runs, the store) is tested over HTTP (tests/integration/mcp.test.mjs). */
 #include "mcp.h"
 
@@ -210,6 +212,13 @@ START_TEST(test_run_text) {
        1},
       {"{\"status\":\"cancelled\"}", {"cancelled (status cancelled)"}, 1},
       {"{\"status\":\"rejected\"}", {"not run (status rejected)"}, 1},
+      {"{\"status\":\"ok\",\"stdout\":\"\",\"value\":{\"text/plain\":\"3\"}}",
+       {"\nValue of the last expression:\n3\n"},
+       0},
+      {"{\"status\":\"ok\",\"value\":null,\"displays\":[{\"text/plain\":\"<A>\"},"
+       "{\"text/html\":\"<b>\",\"text/plain\":\"\"},{\"text/plain\":\"<C>\\n\"}]}",
+       {"\ndisplay() 1 of 3:\n<A>\n", "\ndisplay() 3 of 3:\n<C>\n"},
+       0},
       {"{\"status\":\"ok\",\"notes\":[\"stdout was cut at 8,000 characters\"],\"files_unlisted\":3,"
        "\"figures_dropped\":2}",
        {"\nNotes:\n- stdout was cut at 8,000 characters\n", "3 more changed files",
@@ -219,6 +228,7 @@ START_TEST(test_run_text) {
   for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
     json_t *run = run_of(cases[i].run);
     char *text = orch__tool_run_text(run, NULL, 0);
+    ck_assert_msg(strstr(text, "display() 2 of 3") == NULL, "an empty text/plain is not shown");
     for (size_t k = 0; k < 4 && cases[i].want[k]; k++)
       ck_assert_msg(strstr(text, cases[i].want[k]) != NULL, "case %zu: want %s in:\n%s", i,
                     cases[i].want[k], text);
@@ -294,6 +304,86 @@ START_TEST(test_run_files) {
 }
 END_TEST
 
+/* Every part in its place, in the order a model reads them: what happened, what it printed, what
+ * it showed, the error, the restart, the notes, the files. */
+START_TEST(test_run_text_order) {
+  json_t *run = run_of(
+      "{\"status\":\"timeout\",\"stdout\":\"row 1\\nrow 2\",\"stderr\":\"slow\\n\",\"value\":null,"
+      "\"displays\":[{\"text/plain\":\"<Figure>\"}],\"error\":{\"type\":\"TimeoutError\","
+      "\"message\":\"The run did not finish within its time limit of 5 s.\",\"traceback\":\"\"},"
+      "\"restarted\":true,\"remounted\":[\"data.csv\"],\"notes\":[\"stdout was cut at 8,000 "
+      "characters.\"],\"files\":[{\"name\":\"part.csv\",\"size\":10239,\"kind\":\"file\","
+      "\"artifact_id\":\"f1\"}]}");
+  struct orch_tool_file f = {.file = json_array_get(json_object_get(run, "files"), 0),
+                             .mounted = 1};
+  char *text = orch__tool_run_text(run, &f, 1);
+  ck_assert_str_eq(text,
+                   "The code was stopped by the time limit (status timeout).\n"
+                   "\nstdout:\nrow 1\nrow 2\n"
+                   "\nstderr:\nslow\n"
+                   "\ndisplay() 1 of 1:\n<Figure>\n"
+                   "\nTimeoutError: The run did not finish within its time limit of 5 s.\n"
+                   "Split the work into smaller steps, or work on a sample of the data.\n"
+                   "\nThe sandbox was restarted: variables and files written outside /mnt/output "
+                   "are gone. Files back in /mnt/data: data.csv.\n"
+                   "\nNotes:\n- stdout was cut at 8,000 characters.\n"
+                   "\nFiles this run saved in /mnt/output:\n"
+                   "- part.csv (10239 bytes): The file is available to code at "
+                   "/mnt/data/part.csv (its latest version, if it has been edited).\n");
+  sbx_free(text);
+  json_decref(run);
+}
+END_TEST
+
+/* Sizes as a person writes them: bytes below 10 KB, then KB, then MB from 1 MB on. */
+START_TEST(test_sizes) {
+  static const struct {
+    long long size;
+    const char *want;
+  } cases[] = {
+      {0, "(0 bytes)"},         {10239, "(10239 bytes)"}, {10240, "(10.0 KB)"},
+      {1048575, "(1024.0 KB)"}, {1048576, "(1.0 MB)"},    {9000000, "(8.6 MB)"},
+      {52428800, "(50.0 MB)"},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
+    json_t *run = json_pack("{s:s, s:[{s:s, s:I, s:s}]}", "status", "ok", "files", "name", "f.bin",
+                            "size", cases[i].size, "artifact_id", "a");
+    struct orch_tool_file f = {.file = json_array_get(json_object_get(run, "files"), 0),
+                               .left_out_reason = "over the 20 MB limit"};
+    char *text = orch__tool_run_text(run, &f, 1);
+    ck_assert_msg(strstr(text, cases[i].want) != NULL, "%lld: %s", cases[i].size, text);
+    ck_assert_ptr_nonnull(strstr(text, "Not mounted for later runs: over the 20 MB limit.\n"));
+    sbx_free(text);
+    json_decref(run);
+  }
+}
+END_TEST
+
+/* display() and value bundles with a PNG: image items after the figures, before the links. */
+START_TEST(test_bundle_images) {
+  json_t *run = run_of("{\"status\":\"ok\",\"value\":{\"text/plain\":\"<V>\",\"image/png\":"
+                       "\"dg==\"},\"displays\":[{\"text/plain\":\"<D>\",\"image/png\":\"ZA==\"},"
+                       "{\"text/plain\":\"no image\"}],\"files\":[{\"name\":\"t.csv\","
+                       "\"size\":1,\"artifact_id\":\"f1\"}]}");
+  struct orch_tool_file f = {.file = json_array_get(json_object_get(run, "files"), 0),
+                             .mounted = 1};
+  json_t *res = orch__tool_run_result(run, &f, 1, "http://h");
+  json_t *content = json_object_get(res, "content");
+  ck_assert_uint_eq(json_array_size(content), 4); /* text, two images, a link */
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 1), "data")), "ZA==");
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 2), "data")), "dg==");
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 2), "mimeType")),
+                   "image/png");
+  ck_assert_str_eq(json_string_value(json_object_get(json_array_get(content, 3), "type")),
+                   "resource_link");
+  const char *text = json_string_value(json_object_get(json_array_get(content, 0), "text"));
+  ck_assert_ptr_nonnull(strstr(text, "\ndisplay() 1 of 2:\n<D>\n\ndisplay() 2 of 2:\nno image\n"
+                                     "\nValue of the last expression:\n<V>\n"));
+  json_decref(res);
+  json_decref(run);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("tools");
   TCase *tc = tcase_create("tools");
@@ -301,6 +391,9 @@ int main(void) {
   tcase_add_test(tc, test_check_args);
   tcase_add_test(tc, test_run_text);
   tcase_add_test(tc, test_run_files);
+  tcase_add_test(tc, test_run_text_order);
+  tcase_add_test(tc, test_sizes);
+  tcase_add_test(tc, test_bundle_images);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
