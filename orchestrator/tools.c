@@ -324,7 +324,7 @@ json_t *orch__tool_error_result(const char *text) {
 static void human_size(uint64_t n, char *buf, size_t cap) {
   if (n < 10 * 1024)
     snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
-  else if (n < ORCH_MIB)
+  else if (n / 1024.0 < 1023.95) /* (what would print as 1024.0 KB is 1.0 MB) */
     snprintf(buf, cap, "%.1f KB", n / 1024.0);
   else
     snprintf(buf, cap, "%.1f MB", n / (double)ORCH_MIB);
