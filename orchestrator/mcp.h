@@ -41,6 +41,7 @@ struct orch_tool_env {
   enum orch_exec_mode exec_mode;
   int time_limit_s;
   uint64_t paused_wait_ms;
+  int input_wait_s;       /* how long input() waits for an answer (0: not said) */
   int pypi;               /* pure-Python installs from PyPI are available */
   const char *python;     /* "3.14.2", or NULL when unknown */
   const json_t *packages; /* borrowed: [{name, version}] served packages that load by themselves

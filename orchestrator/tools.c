@@ -126,6 +126,12 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
     sbx_buf_appendf(b, " Other imports raise ModuleNotFoundError.");
   }
   sbx_buf_appendf(b, "\n- Memory: the WebAssembly heap; running out raises MemoryError.");
+  if (env->input_wait_s > 0)
+    sbx_buf_appendf(b,
+                    "\n- input(): asks the person at the chat's page and waits for the answer "
+                    "(up to %d s, not counted against the time limit; then it raises EOFError). "
+                    "Ask in your reply instead unless the code must wait for them.",
+                    env->input_wait_s);
 }
 
 static void tool_words(struct sbx_buf *b, enum orch_tool t, const struct orch_tool_env *env) {
@@ -1176,6 +1182,7 @@ void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep) {
       .exec_mode = o->cfg->exec_mode,
       .time_limit_s = o->rt.time_limit_s,
       .paused_wait_ms = o->rt.paused_wait_ms,
+      .input_wait_s = o->rt.input_wait_s,
       .pypi = !o->cfg->pypi_disabled && micropip,
       .python = json_string_value(json_object_get(*keep, "python")),
       .packages = json_is_object(*keep) ? *keep : NULL,

@@ -19,6 +19,7 @@ static struct orch_tool_env env_with(json_t **pk) {
   return (struct orch_tool_env){.exec_mode = ORCH_EXEC_BROWSER,
                                 .time_limit_s = 42,
                                 .paused_wait_ms = 90000,
+                                .input_wait_s = 300,
                                 .pypi = 0,
                                 .python = "3.14.2",
                                 .packages = *pk};
@@ -48,6 +49,8 @@ START_TEST(test_definitions) {
                                     "ModuleNotFoundError): numpy."));
   ck_assert_ptr_nonnull(strstr(run, "Network: none (no HTTP, sockets or downloads)."));
   ck_assert_ptr_nonnull(strstr(run, "8,000 characters"));
+  ck_assert_ptr_nonnull(strstr(run, "input(): asks the person at the chat's page and waits for "
+                                    "the answer (up to 300 s"));
   for (int i = 0; i < ORCH_TOOL__COUNT; i++) {
     json_t *m = json_array_get(mcp, i), *f = json_object_get(json_array_get(oai, i), "function");
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(oai, i), "type")),
