@@ -5,8 +5,9 @@
 // corners and every run state with a page hidden and back are tests/integration/mcp.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
-import { startStack, hostReady, call, newChat, upload } from './lib.mjs';
+import { rmSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startStack, hostReady, call, newChat, upload, ROOT } from './lib.mjs';
 import { mcpClient, textOf, runOf } from '../integration/mcp_lib.mjs';
 
 let srv, chat, mcp;
@@ -47,6 +48,31 @@ test('a run with output: progress notifications come before the result, the text
   assert.equal(result.structuredContent.origin, 'tool');
   const stored = await call(srv, 'GET', `/v1/runs/${result.structuredContent.run_id}`);
   assert.equal(stored.json.stdout, '45\n', 'an ordinary run of the chat');
+});
+
+// Whether this build's worker posts live output and values (POST /v1/runs/{run}/output, issue
+// 15's page side); without it progress carries states only and a run object's value stays null.
+const workerIsLive = readdirSync(join(ROOT, 'worker')).some((f) => f.endsWith('.js') &&
+  /\/output\b/.test(readFileSync(join(ROOT, 'worker', f), 'utf8').replace(/\/mnt\/output/g, '')));
+
+test('live output: progress carries what the code printed while it runs, then the result shows it with the value', async (t) => {
+  const { result, progress } = await runTool({ code: 'import time\nprint("first", flush=True)\ntime.sleep(1.5)\nprint("second")\n6 * 7' });
+  assert.equal(result.isError, false, textOf(result));
+  assert.match(textOf(result), /stdout:\nfirst\nsecond\n/);
+  const chunks = progress.filter((p) => runOf(p).stream === 'stdout');
+  if (!workerIsLive && chunks.length === 0) {
+    t.skip('this build\'s worker does not post live output yet (the page side of issue 15): progress carried states only');
+    return;
+  }
+  assert.ok(chunks.length >= 1, JSON.stringify(progress));
+  assert.ok(chunks.every((p) => p.before), 'the output came before the result');
+  let text = '';
+  for (const p of chunks) text += [...runOf(p).text].slice([...text].length - runOf(p).offset).join('');
+  // What printed before the sleep came live; the rest may come with the result (the page's last
+  // batch goes with it).
+  assert.ok(text.startsWith('first\n') && 'first\nsecond\n'.startsWith(text), JSON.stringify(text));
+  assert.match(textOf(result), /\nValue of the last expression:\n42\n/);
+  assert.deepEqual(result.structuredContent.value?.['text/plain'], '42');
 });
 
 test('a Python error: isError, the exception and its traceback in the text', async () => {
