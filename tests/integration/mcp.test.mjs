@@ -28,6 +28,18 @@ async function sawState(progress, state, n = 1, timeoutMs = 10000) {
   }
 }
 
+// A new chat with its page open, and a run_python call in it whose progress is collected.
+async function callWithPage(code) {
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'p1');
+  await page.opened;
+  const c = await mcpClient(srv);
+  const progress = [];
+  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code } },
+    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+  return { page, c, progress, pending };
+}
+
 // Waits until f() is truthy (and returns what it returned).
 async function waitFor(f, timeoutMs = 10000) {
   const t0 = Date.now();
@@ -259,13 +271,7 @@ test('run_python: progress states (waiting for the page, starting, running, paus
 });
 
 test('run_python: progress carries the live output as the run stream sends it (stdout and stderr chunks by offset, a display, an input() prompt and waiting_input) before a result with the value and what display() showed', async () => {
-  const chat = await newChat(srv);
-  const page = new Page(srv, chat, 'p1');
-  await page.opened;
-  const c = await mcpClient(srv);
-  const progress = [];
-  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'live' } },
-    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+  const { page, c, progress, pending } = await callWithPage('live');
   const ev = await page.nextRun();
   const runId = ev.data.run_id;
   const stream = runEvents(srv, runId);
@@ -323,13 +329,7 @@ test('run_python: progress carries the live output as the run stream sends it (s
 });
 
 test('run_python: a page that goes silent pauses the run (progress says the page stopped answering); its next sign of life runs it again', async () => {
-  const chat = await newChat(srv);
-  const page = new Page(srv, chat, 'p1');
-  await page.opened;
-  const c = await mcpClient(srv);
-  const progress = [];
-  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'print(1)' } },
-    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
+  const { page, c, progress, pending } = await callWithPage('print(1)');
   let ev = await page.nextRun();
   await page.started(ev.data);
   await sawState(progress, 'running');
