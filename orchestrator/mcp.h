@@ -121,8 +121,9 @@ struct orch_tool_progress {
 struct orch_tool_call;
 struct orch_tool_ops {
   /* May be NULL.  Each change of the run's state, and each piece of its live output (from the
-   * run's events: nothing is polled).  It may abandon the call (orch__tool_abandon) from inside;
-   * no callback follows then. */
+   * run's events: nothing is polled; the first one comes as the run goes live, with its state
+   * then).  It must not abandon the call from inside (a client found gone is reported later, as
+   * the transport's close callback). */
   void (*progress)(void *ud, const struct orch_tool_progress *p);
   /* The result (a CallToolResult, stolen); the call is freed after it returns. */
   void (*done)(void *ud, json_t *result);

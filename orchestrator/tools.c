@@ -905,7 +905,7 @@ static void report_state(struct orch_tool_call *tc) {
   tc->last_attempt = tc->run->attempts;
   struct orch_tool_progress p = {
       .run_id = tc->run_id, .state = state, .attempt = tc->run->attempts, .message = msg};
-  tc->ops.progress(tc->ud, &p); /* may abandon the call: tc is not touched after */
+  tc->ops.progress(tc->ud, &p);
 }
 
 /* A piece of live output, in words for the progress message. */
@@ -939,7 +939,7 @@ static void report_live(struct orch_tool_call *tc, const struct orch_run_event *
   }
   char *text = sbx_buf_steal(&msg, NULL);
   p.message = text ? text : "";
-  tc->ops.progress(tc->ud, &p); /* may abandon the call: tc is not touched after */
+  tc->ops.progress(tc->ud, &p);
   sbx_free(text);
 }
 
