@@ -88,7 +88,8 @@ static struct pending *of_call(const struct orch_mcp_call *c) {
 }
 
 static void check_message(const char *text, size_t len) {
-  json_t *j = json_loadb(text, len, 0, NULL);
+  /* (live output may hold U+0000, which JSON carries as \u0000) */
+  json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
   const char *v = json_string_value(json_object_get(j, "jsonrpc"));
   if (!json_is_object(j) || v == NULL || strcmp(v, "2.0") != 0)
     abort();
