@@ -105,16 +105,17 @@ enum orch_tool_progress_kind {
   ORCH_TOOL_PROGRESS_INPUT      /* input() asks: text (the prompt) */
 };
 struct orch_tool_progress {
-  enum orch_tool_progress_kind kind;
   const char *run_id;
   /* queued, waiting_for_page, paused (the page is in the background or silent), starting,
    * running, waiting_input, finishing; for live output the state it arrived in */
   const char *state;
   int attempt;
   const char *message; /* what happened, in words (for output: the text itself, stderr marked) */
-  const char *stream;  /* OUTPUT: "stdout" | "stderr" */
-  size_t offset;       /* OUTPUT: characters of the stream before text */
-  const char *text;    /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
+  /* (the four above are what a state change reports; what follows came with live output) */
+  enum orch_tool_progress_kind kind; /* STATE (0) unless set */
+  const char *stream;                /* OUTPUT: "stdout" | "stderr" */
+  size_t offset;                     /* OUTPUT: characters of the stream before text */
+  const char *text; /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
   size_t text_len;
   int index; /* DISPLAY: 0-based */
 };
