@@ -328,6 +328,28 @@ test('run_python: progress carries the live output as the run stream sends it (s
   await c.close();
 });
 
+test('cancel while input() waits: the SDK\'s AbortSignal cancels the run', async () => {
+  const chat = await newChat(srv);
+  const page = new Page(srv, chat, 'p1');
+  await page.opened;
+  const c = await mcpClient(srv);
+  const ctrl = new AbortController();
+  const progress = [];
+  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'input("ok? ")' } },
+    undefined, { signal: ctrl.signal, onprogress: (p) => progress.push(p) });
+  const ev = await page.nextRun();
+  await page.started(ev.data);
+  await page.output(ev.data, { input_request: { prompt: 'ok? ' } });
+  await sawState(progress, 'waiting_input');
+  ctrl.abort('the user pressed stop');
+  await assert.rejects(pending);
+  assert.equal((await page.next('cancel')).data.run_id, ev.data.run_id, 'the page is told to stop it');
+  await page.result(ev.data, { status: 'cancelled' });
+  assert.equal((await call(srv, 'GET', `/v1/runs/${ev.data.run_id}?wait_s=10`)).json.status, 'cancelled');
+  page.close();
+  await c.close();
+});
+
 test('run_python: a page that goes silent pauses the run (progress says the page stopped answering); its next sign of life runs it again', async () => {
   const { page, c, progress, pending } = await callWithPage('print(1)');
   let ev = await page.nextRun();
