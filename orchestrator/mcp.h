@@ -107,7 +107,7 @@ enum orch_tool_progress_kind {
 struct orch_tool_progress {
   const char *run_id;
   /* queued, waiting_for_page, paused (the page is in the background or silent), starting,
-   * running, waiting_input, finishing; for live output the state it arrived in */
+   * running, waiting_input; for live output the state it arrived in */
   const char *state;
   int attempt;
   const char *message; /* what happened, in words (for output: the text itself, stderr marked) */

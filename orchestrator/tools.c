@@ -31,8 +31,9 @@
  * A WAITING call with a progress callback watches its run (live.c's run events, what the run
  * stream GET /v1/runs/{run}/events sends): each change of the run's state is reported in words
  * (queued behind n runs, waiting for the page, paused because the page is in the background or
- * silent, starting, running, waiting for input, finishing), and each piece of live output
- * (stdout/stderr chunks, display() bundles, input() prompts) as it arrives.  Nothing is polled.
+ * silent, starting, running, waiting for input; storing a result's files is still `running`, as
+ * the run object says), and each piece of live output (stdout/stderr chunks, display() bundles,
+ * input() prompts) as it arrives.  Nothing is polled.
  *
  * What it does not do: JSON-RPC or HTTP (mcp.c, api_mcp.c), or decide anything about runs and
  * files (chat.c, files.c, manifest.c do; a tool run is an ordinary run).
@@ -884,10 +885,6 @@ static void describe(struct orch *o, struct orch_run *run, char *state, size_t s
              "Waiting in input() for an answer from the person at the chat's page (up to %d s; "
              "the time limit does not run meanwhile).",
              o->rt.input_wait_s);
-    break;
-  case ORCH_RUN_FINISHING:
-    snprintf(state, scap, "finishing");
-    snprintf(msg, mcap, "Storing the files the run saved.");
     break;
   default:
     break;

@@ -39,7 +39,7 @@ test('a run with output: progress notifications come before the result, the text
   assert.equal(result.isError, false, textOf(result));
   assert.ok(progress.length >= 1, 'at least one progress notification');
   assert.ok(progress.every((p) => p.before), 'every notification came before the result');
-  assert.ok(progress.every((p) => ['queued', 'waiting_for_page', 'starting', 'running', 'finishing'].includes(runOf(p).state)), JSON.stringify(progress));
+  assert.ok(progress.every((p) => ['queued', 'waiting_for_page', 'starting', 'running'].includes(runOf(p).state)), JSON.stringify(progress));
   assert.equal(runOf(progress[0]).run_id, result.structuredContent.run_id);
   assert.match(textOf(result), /^The code ran to the end in \d+\.\d\d s\./);
   assert.match(textOf(result), /stdout:\n45\n/);
