@@ -29,15 +29,15 @@ async function sawState(progress, state, n = 1, timeoutMs = 10000) {
 }
 
 // A new chat with its page open, and a run_python call in it whose progress is collected.
-async function callWithPage(code) {
+async function callWithPage(code, opts = {}) {
   const chat = await newChat(srv);
   const page = new Page(srv, chat, 'p1');
   await page.opened;
   const c = await mcpClient(srv);
   const progress = [];
   const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code } },
-    undefined, { onprogress: (p) => progress.push(p), timeout: 60000 });
-  return { page, c, progress, pending };
+    undefined, { onprogress: (p) => progress.push(p), timeout: 60000, ...opts });
+  return { chat, page, c, progress, pending };
 }
 
 // Waits until f() is truthy (and returns what it returned).
@@ -329,14 +329,8 @@ test('run_python: progress carries the live output as the run stream sends it (s
 });
 
 test('cancel while input() waits: the SDK\'s AbortSignal cancels the run', async () => {
-  const chat = await newChat(srv);
-  const page = new Page(srv, chat, 'p1');
-  await page.opened;
-  const c = await mcpClient(srv);
   const ctrl = new AbortController();
-  const progress = [];
-  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'input("ok? ")' } },
-    undefined, { signal: ctrl.signal, onprogress: (p) => progress.push(p) });
+  const { page, c, progress, pending } = await callWithPage('input("ok? ")', { signal: ctrl.signal });
   const ev = await page.nextRun();
   await page.started(ev.data);
   await page.output(ev.data, { input_request: { prompt: 'ok? ' } });
@@ -432,14 +426,8 @@ test('run_python results: an error with its traceback (isError), a timeout tells
 });
 
 test('cancel: the SDK\'s AbortSignal sends notifications/cancelled and the run ends cancelled; a client that goes away cancels its run too', async () => {
-  const chat = await newChat(srv);
-  const page = new Page(srv, chat, 'p1');
-  await page.opened;
-  const c = await mcpClient(srv);
   const ctrl = new AbortController();
-  const progress = [];
-  const pending = c.client.callTool({ name: 'run_python', arguments: { chat_id: chat.id, code: 'import time; time.sleep(60)' } },
-    undefined, { signal: ctrl.signal, onprogress: (p) => progress.push(p) });
+  const { chat, page, c, progress, pending } = await callWithPage('import time; time.sleep(60)', { signal: ctrl.signal });
   const ev = await page.nextRun();
   await page.started(ev.data);
   await sawState(progress, 'running');
