@@ -528,12 +528,13 @@ test('CLI: `run` posts code and prints the result; `status` prints health and li
   let out = '', err = '';
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((r) => child.on('exit', r)); // (it may exit before result() returns)
   child.stdin.end('print("from the cli")\n');
   const ev = await page.nextRun();
   assert.equal(ev.data.code, 'print("from the cli")\n');
   assert.equal(ev.data.origin, 'user');
   await page.result(ev.data, { stdout: 'from the cli\n', stderr: 'warn\n' });
-  const code = await new Promise((r) => child.on('exit', r));
+  const code = await exited;
   assert.equal(code, 0, err);
   assert.equal(out, 'from the cli\n');
   assert.match(err, /warn\n.*: ok/s);
