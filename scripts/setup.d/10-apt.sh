@@ -9,6 +9,7 @@ pkgs=(
   libuv1-dev libnghttp2-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev openssl
   libhttp-parser-dev check libsubunit-dev
   libutf8proc-dev
+  libcurl4-openssl-dev
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
   clang libclang-rt-dev python3-h2

@@ -10,6 +10,7 @@ Suite *http2_suite(void);
 Suite *tls_suite(void);
 Suite *server_suite(void);
 Suite *faults_suite(void);
+Suite *http_client_suite(void);
 
 int main(void) {
   SRunner *sr = srunner_create(router_suite());
@@ -20,6 +21,7 @@ int main(void) {
   srunner_add_suite(sr, tls_suite());
   srunner_add_suite(sr, server_suite());
   srunner_add_suite(sr, faults_suite());
+  srunner_add_suite(sr, http_client_suite());
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
