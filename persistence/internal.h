@@ -18,6 +18,7 @@
  *   files.c    store_file_*: the naming rules applied against the stored set; a chat's output
  *              bytes
  *   chats.c    chats and turns
+ *   messages.c a chat's conversation (its messages)
  *   runs.c     runs and run files
  *   events.c   the per-chat event log and its bounded trimming
  *   settings.c runtime settings
@@ -36,7 +37,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    8
+#define ST_SCHEMA_VERSION    9
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -86,6 +87,13 @@
     "answer = excluded.answer, finished_at = excluded.finished_at")                                \
   X(TURN_GET, "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "             \
               "WHERE id = ?1")                                                                     \
+  X(MESSAGE_PUT, "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "     \
+                 "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \
+                 "text = excluded.text, error_json = excluded.error_json, "                        \
+                 "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "        \
+                 "updated_at = excluded.updated_at")                                               \
+  X(MESSAGE_LIST, "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "    \
+                  "LIMIT ?2")                                                                      \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
    * is rewritten), RUN_INSERT when it changed nothing */  \
@@ -154,6 +162,9 @@
   "stderr_text, stdout_truncated, stderr_truncated, error_json, notes_json, remounted_json, "      \
   "restarted, files_unlisted, figures_dropped, result_hash, idempotency_key, seq, created_at, "    \
   "started_at, finished_at, value_json, displays_json"
+#define ST_MESSAGE_COLS                                                                            \
+  "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, calls_json, created_at, "    \
+  "updated_at"
 
 enum st_stmt_id {
 #define ST_STMT_ENUM(name, sql) ST_##name,
@@ -199,7 +210,7 @@ struct st_simple {
   store_done_cb cb;
   void *ud;
   int64_t i[8];
-  char *s[8];
+  char *s[10];
 };
 
 /* The writer thread's state, one per store; writer.c's set_state alone writes it (writer thread,

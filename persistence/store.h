@@ -1,7 +1,7 @@
 /* store.h -- the one public header of the persistence module.
  *
  * What it is: everything cerea-sandbox keeps on disk, under one data directory: an SQLite database
- * (WAL, synchronous=FULL) holding chats, files, turns, runs, run files (artifacts), the per-chat
+ * (WAL, synchronous=FULL) holding chats, files, turns, messages, runs, run files (artifacts), the per-chat
  * event log, idempotency keys and settings; and a content-addressed blob store
  * (DATA/blobs/ab/abcdef...) holding file contents by sha256.
  *
@@ -233,6 +233,30 @@ struct store_turn {
 int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb cb, void *ud);
 int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out);
 void store_turn_free(struct store_turn *t);
+
+/* ---- messages (a chat's conversation) ---------------------------------------------------------
+ * A message of a turn: the user's text, or the assistant's answer as it stands.  role and state
+ * are the orchestrator's names ("user" | "assistant"; "streaming", "done", ...); error_json,
+ * run_ids_json and calls_json are JSON text the orchestrator writes and reads (the store does not
+ * look inside).  A put inserts, or updates the message of that id (state, text, error, run ids,
+ * calls, updated_at); its chat, turn, role and creation time never change. */
+struct store_message {
+  store_id id, chat_id, turn_id;
+  char role[16], state[16];
+  char *text;         /* never NULL in a message read */
+  char *error_json;   /* NULL: none */
+  char *run_ids_json; /* "[...]"; NULL on a put: "[]" */
+  char *calls_json;   /* the tool calls it made and their results; NULL: none */
+  int64_t created_at, updated_at;
+};
+/* SBX_EINVAL (no id, chat, role or state), SBX_ENOMEM; via cb: SBX_ENOENT (no such chat). */
+int store_message_put(struct store *st, const struct store_message *m, store_done_cb cb, void *ud);
+/* The chat's messages in creation order, at most limit (1..100000); *out owned (free with
+ * store_message_list_free).  SBX_EINVAL, SBX_ENOMEM, SBX_EDB. */
+int store_message_list(struct store *st, const char *chat_id, size_t limit,
+                       struct store_message **out, size_t *n);
+void store_message_free(struct store_message *m);
+void store_message_list_free(struct store_message *v, size_t n);
 
 /* ---- runs -------------------------------------------------------------------------------------
  * The whole run object.  JSON-shaped parts (error, notes, remounted, value, displays) are stored

@@ -1,0 +1,122 @@
+/* messages.c -- a chat's conversation: a message's write (insert, or update of its state, text,
+ * error, runs and calls, through the writer) and the chat's messages in creation order (read
+ * connection).
+ * What it does not do: decide anything about turns or answers, or look inside the JSON text. */
+#include "internal.h"
+
+#include <string.h>
+
+enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALLS, M__STRINGS };
+
+static int message_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *s = st->ws[ST_MESSAGE_PUT];
+  for (int i = 0; i < M__STRINGS; i++) /* the columns in ST_MESSAGE_COLS order */
+    st__bind_text(s, i + 1, op->s[i]);
+  sqlite3_bind_int64(s, 10, op->i[0]);
+  sqlite3_bind_int64(s, 11, op->i[1]);
+  int rc = st__step_done(st->wdb, s, "message put", err);
+  if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
+    rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[M_CHAT]);
+  return rc;
+}
+
+int store_message_put(struct store *st, const struct store_message *m, store_done_cb cb, void *ud) {
+  if (m == NULL || !m->id[0] || !m->chat_id[0] || !m->role[0] || !m->state[0])
+    return SBX_EINVAL;
+  const char *v[M__STRINGS] = {m->id,         m->chat_id,
+                               m->turn_id,    m->role,
+                               m->state,      m->text ? m->text : "",
+                               m->error_json, m->run_ids_json ? m->run_ids_json : "[]",
+                               m->calls_json};
+  struct st_simple *op = st__simple_new(message_put_exec, cb, ud);
+  if (op == NULL)
+    return SBX_ENOMEM;
+  for (int i = 0; i < M__STRINGS; i++)
+    if (st__simple_str(op, i, v[i]) != 0) {
+      st__simple_discard(op);
+      return SBX_ENOMEM;
+    }
+  op->i[0] = m->created_at;
+  op->i[1] = m->updated_at;
+  return st__submit(st, &op->w);
+}
+
+static int message_from_row(sqlite3_stmt *s, struct store_message *m) {
+  int oom = 0;
+  memset(m, 0, sizeof *m);
+  st__col_id(s, 0, m->id);
+  st__col_id(s, 1, m->chat_id);
+  st__col_id(s, 2, m->turn_id);
+  const unsigned char *role = sqlite3_column_text(s, 3), *state = sqlite3_column_text(s, 4);
+  snprintf(m->role, sizeof m->role, "%s", role ? (const char *)role : "");
+  snprintf(m->state, sizeof m->state, "%s", state ? (const char *)state : "");
+  m->text = st__col_dup(s, 5, &oom);
+  m->error_json = st__col_dup(s, 6, &oom);
+  m->run_ids_json = st__col_dup(s, 7, &oom);
+  m->calls_json = st__col_dup(s, 8, &oom);
+  m->created_at = sqlite3_column_int64(s, 9);
+  m->updated_at = sqlite3_column_int64(s, 10);
+  if (!oom && m->text == NULL && (m->text = sbx_strdup("")) == NULL)
+    oom = 1;
+  if (oom) {
+    store_message_free(m);
+    return SBX_ENOMEM;
+  }
+  return 0;
+}
+
+int store_message_list(struct store *st, const char *chat_id, size_t limit,
+                       struct store_message **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (chat_id == NULL || limit == 0 || limit > 100000)
+    return SBX_EINVAL;
+  sqlite3_stmt *s = st->rs[ST_MESSAGE_LIST];
+  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+  struct store_message *v = NULL;
+  size_t len = 0, cap = 0;
+  int rc, r = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (len == cap) {
+      size_t ncap = cap ? cap * 2 : 16;
+      struct store_message *nv = sbx_realloc(v, ncap * sizeof *nv);
+      if (nv == NULL) {
+        r = SBX_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = ncap;
+    }
+    if ((r = message_from_row(s, &v[len])) != 0)
+      break;
+    len++;
+  }
+  if (r == 0 && rc != SQLITE_DONE)
+    r = st__translate(st->rdb, rc, "message list", NULL);
+  st__reset(s);
+  if (r != 0) {
+    store_message_list_free(v, len);
+    return r;
+  }
+  *out = v;
+  *n = len;
+  return 0;
+}
+
+void store_message_free(struct store_message *m) {
+  if (m == NULL)
+    return;
+  sbx_free(m->text);
+  sbx_free(m->error_json);
+  sbx_free(m->run_ids_json);
+  sbx_free(m->calls_json);
+  m->text = m->error_json = m->run_ids_json = m->calls_json = NULL;
+}
+
+void store_message_list_free(struct store_message *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    store_message_free(&v[i]);
+  sbx_free(v);
+}

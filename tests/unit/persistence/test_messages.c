@@ -1,0 +1,124 @@
+/* test_messages.c -- messages.c: a message put (insert, then updates of its state, text, error,
+ * runs and calls; its chat, turn, role and creation time kept), the chat's messages in creation
+ * order with a limit, an unknown chat, bad input, and the list's query plan. */
+#include "helpers.h"
+
+static void put(struct tctx *t, const struct store_message *m, int want) {
+  struct done d = {0};
+  ck_assert_int_eq(store_message_put(t->st, m, on_done, &d), 0);
+  t_wait(t);
+  ck_assert_int_eq(d.called, 1);
+  ck_assert_msg(d.rc == want, "message put: %d %s", d.rc, d.msg);
+}
+
+START_TEST(test_put_update_list) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, "c1");
+  t_chat(&t, "c2");
+  /* ids not in creation order: the list follows creation, not ids */
+  struct store_message u = {.id = "m9",
+                            .chat_id = "c1",
+                            .turn_id = "t1",
+                            .role = "user",
+                            .state = "done",
+                            .text = "hello",
+                            .created_at = 10,
+                            .updated_at = 10};
+  struct store_message a = {.id = "m1",
+                            .chat_id = "c1",
+                            .turn_id = "t1",
+                            .role = "assistant",
+                            .state = "streaming",
+                            .text = "",
+                            .created_at = 11,
+                            .updated_at = 11};
+  struct store_message o = {.id = "m5",
+                            .chat_id = "c2",
+                            .turn_id = "t2",
+                            .role = "user",
+                            .state = "done",
+                            .text = "other chat",
+                            .created_at = 12};
+  put(&t, &u, 0);
+  put(&t, &a, 0);
+  put(&t, &o, 0);
+  /* the answer ends: state, text, error, runs and calls change; role and created_at do not */
+  snprintf(a.state, sizeof a.state, "error");
+  snprintf(a.role, sizeof a.role, "user");
+  a.text = "partial";
+  a.error_json = "{\"code\":\"model_error\"}";
+  a.run_ids_json = "[\"r1\",\"r2\"]";
+  a.calls_json = "[{\"id\":\"call_1\"}]";
+  a.created_at = 99;
+  a.updated_at = 20;
+  put(&t, &a, 0);
+  struct store_message *v = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_message_list(t.st, "c1", 100, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].id, "m9");
+  ck_assert_str_eq(v[0].role, "user");
+  ck_assert_str_eq(v[0].text, "hello");
+  ck_assert_str_eq(v[0].run_ids_json, "[]"); /* none given: an empty list */
+  ck_assert_ptr_null(v[0].error_json);
+  ck_assert_ptr_null(v[0].calls_json);
+  ck_assert_str_eq(v[1].id, "m1");
+  ck_assert_str_eq(v[1].role, "assistant");
+  ck_assert_str_eq(v[1].state, "error");
+  ck_assert_str_eq(v[1].text, "partial");
+  ck_assert_str_eq(v[1].error_json, "{\"code\":\"model_error\"}");
+  ck_assert_str_eq(v[1].run_ids_json, "[\"r1\",\"r2\"]");
+  ck_assert_str_eq(v[1].calls_json, "[{\"id\":\"call_1\"}]");
+  ck_assert_str_eq(v[1].turn_id, "t1");
+  ck_assert_int_eq(v[1].created_at, 11);
+  ck_assert_int_eq(v[1].updated_at, 20);
+  store_message_list_free(v, n);
+  ck_assert_int_eq(store_message_list(t.st, "c1", 1, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].id, "m9");
+  store_message_list_free(v, n);
+  ck_assert_int_eq(store_message_list(t.st, "nope", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  store_message_list_free(v, n);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_refusals) {
+  struct tctx t;
+  t_open(&t);
+  struct store_message m = {
+      .id = "m1", .chat_id = "nochat", .role = "user", .state = "done", .text = "x"};
+  put(&t, &m, SBX_ENOENT);
+  struct store_message bad = {.id = "m2", .chat_id = "c1", .role = "user"}; /* no state */
+  struct done d = {0};
+  ck_assert_int_eq(store_message_put(t.st, &bad, on_done, &d), SBX_EINVAL);
+  ck_assert_int_eq(store_message_put(t.st, NULL, on_done, &d), SBX_EINVAL);
+  struct store_message *v = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_message_list(t.st, "c1", 0, &v, &n), SBX_EINVAL);
+  ck_assert_int_eq(store_message_list(t.st, "c1", 100001, &v, &n), SBX_EINVAL);
+  ck_assert_int_eq(d.called, 0);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_list_plan) {
+  struct tctx t;
+  t_open(&t);
+  char plan[1024];
+  plan_of(t.st->rdb, sqlite3_sql(t.st->rs[ST_MESSAGE_LIST]), plan, sizeof plan);
+  ck_assert_msg(strstr(plan, "messages_chat") && !strstr(plan, "TEMP B-TREE"), "%s", plan);
+  t_close(&t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("messages");
+  TCase *tc = tcase_create("messages");
+  tcase_add_test(tc, test_put_update_list);
+  tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_list_plan);
+  return t_run_suite(s, tc);
+}
