@@ -54,6 +54,10 @@ int orch_config_defaults(struct orch_config *c) {
   c->page_heartbeat_ms = 2000;
   c->page_silent_ms = 6000;
   c->output_quota_mb = 500;
+  c->llm_max_tool_calls = 8;
+  c->llm_max_tokens = 4096;
+  c->llm_turn_s = 600;
+  c->llm_stall_s = 60;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -67,6 +71,10 @@ void orch_config_free(struct orch_config *c) {
   sbx_free(c->tls_key);
   sbx_free(c->api_key);
   sbx_free(c->static_dir);
+  sbx_free(c->llm_url);
+  sbx_free(c->llm_model);
+  sbx_free(c->llm_api_key);
+  sbx_free(c->llm_ca_file);
   memset(c, 0, sizeof(*c));
 }
 
@@ -147,6 +155,27 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     c->output_quota_mb = (uint64_t)n;
     return 0;
   }
+  static const struct {
+    const char *key;
+    size_t offset;
+    long long lo, hi;
+    const char *unit;
+  } ints[] = {
+      {"CEREA_LLM_MAX_TOOL_CALLS", offsetof(struct orch_config, llm_max_tool_calls), 0, 100,
+       "tool calls"},
+      {"CEREA_LLM_MAX_TOKENS", offsetof(struct orch_config, llm_max_tokens), 1, 1000000, "tokens"},
+      {"CEREA_LLM_TURN_S", offsetof(struct orch_config, llm_turn_s), 1, 86400, "seconds"},
+      {"CEREA_LLM_STALL_S", offsetof(struct orch_config, llm_stall_s), 1, 3600, "seconds"},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
+    if (strcmp(key, ints[i].key) != 0)
+      continue;
+    if (parse_int(v, ints[i].lo, ints[i].hi, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected whole %s from %lld to %lld", key, v,
+                           ints[i].unit, ints[i].lo, ints[i].hi);
+    *(int *)((char *)c + ints[i].offset) = (int)n;
+    return 0;
+  }
   uint64_t *ms = strcmp(key, "CODE_PAUSED_WAIT_MS") == 0      ? &c->paused_wait_ms
                  : strcmp(key, "PAGE_GRACE_MS") == 0          ? &c->page_grace_ms
                  : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0 ? &c->watchdog_grace_ms
@@ -195,6 +224,22 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     slot = &c->tls_key;
   else if (strcmp(key, "CEREA_STATIC_DIR") == 0)
     slot = &c->static_dir;
+  else if (strcmp(key, "CEREA_LLM_MODEL") == 0)
+    slot = &c->llm_model;
+  else if (strcmp(key, "CEREA_LLM_CA_FILE") == 0)
+    slot = &c->llm_ca_file;
+  else if (strcmp(key, "CEREA_LLM_API_KEY") == 0) {
+    if (*v == '\0')
+      return 0; /* set but empty: no key */
+    slot = &c->llm_api_key;
+  } else if (strcmp(key, "CEREA_LLM_URL") == 0) {
+    if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_LLM_URL=%s: expected an http:// or https:// base URL, such as "
+                           "http://127.0.0.1:8080/v1",
+                           v);
+    slot = &c->llm_url;
+  }
   else if (strcmp(key, "CEREA_API_KEY") == 0) {
     if (strlen(v) < 16)
       return sbx_error_set(err, SBX_EINVAL, "CEREA_API_KEY: at least 16 characters");
@@ -226,6 +271,14 @@ static const char *known_keys[] = {
     "CEREA_TLS_KEY",
     "CEREA_API_KEY",
     "CEREA_STATIC_DIR",
+    "CEREA_LLM_URL",
+    "CEREA_LLM_MODEL",
+    "CEREA_LLM_API_KEY",
+    "CEREA_LLM_CA_FILE",
+    "CEREA_LLM_MAX_TOOL_CALLS",
+    "CEREA_LLM_MAX_TOKENS",
+    "CEREA_LLM_TURN_S",
+    "CEREA_LLM_STALL_S",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {
@@ -295,6 +348,9 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL, "CODE_TIME_LIMIT_S must be 1..%d", ORCH_TIME_LIMIT_MAX_S);
   if (c->data_dir == NULL || *c->data_dir == '\0')
     return sbx_error_set(err, SBX_EINVAL, "no data directory");
+  if ((c->llm_url == NULL) != (c->llm_model == NULL))
+    return sbx_error_set(err, SBX_EINVAL,
+                         "the assistant needs both CEREA_LLM_URL and CEREA_LLM_MODEL (or neither)");
   if (c->page_silent_ms != 0 && c->page_silent_ms <= c->page_heartbeat_ms)
     return sbx_error_set(
         err, SBX_EINVAL, "PAGE_SILENT_MS (%llu) must be longer than PAGE_HEARTBEAT_MS (%llu), or 0",

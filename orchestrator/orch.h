@@ -46,6 +46,15 @@ struct orch_config {
   char *tls_cert, *tls_key; /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
   char *api_key;            /* CEREA_API_KEY; NULL: read or generated in the data dir */
   char *static_dir;         /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */
+  /* The assistant's model (an OpenAI-compatible Chat Completions API); off without url and model. */
+  char *llm_url;          /* CEREA_LLM_URL: base URL, http:// or https:// ("<url>/chat/completions") */
+  char *llm_model;        /* CEREA_LLM_MODEL */
+  char *llm_api_key;      /* CEREA_LLM_API_KEY: sent as a bearer token; never logged or shown */
+  char *llm_ca_file;      /* CEREA_LLM_CA_FILE: CA bundle for the model's TLS; NULL: the system's */
+  int llm_max_tool_calls; /* CEREA_LLM_MAX_TOOL_CALLS: per turn, 0..100, default 8 */
+  int llm_max_tokens;     /* CEREA_LLM_MAX_TOKENS: max_tokens of each request, default 4096 */
+  int llm_turn_s;         /* CEREA_LLM_TURN_S: a turn's wall time, default 600 */
+  int llm_stall_s;        /* CEREA_LLM_STALL_S: no byte from the model this long ends it, 60 */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */
