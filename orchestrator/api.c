@@ -132,7 +132,7 @@ static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
 static int page_token_real(struct orch *o, const struct orch_auth *a) {
   struct orch_chat *c = NULL;
   return a->kind == ORCH_CRED_PAGE && orch__chat_get(o, a->chat_id, &c) == 0 &&
-         orch__auth_allows(a, c->id, c->token_hash);
+         orch__auth_allows_chat(a, c);
 }
 
 /* Refuses a page token or the host key on a backend call: 403 for a real one, 401 for anything
@@ -181,7 +181,7 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
     orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
     return NULL;
   }
-  if (!orch__auth_allows(&a, c->id, c->token_hash)) {
+  if (!orch__auth_allows_chat(&a, c)) {
     orch__api_error(req, 401, "unauthorized", "wrong credential");
     return NULL;
   }
@@ -214,7 +214,7 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
     return 1;
   }
   struct orch_chat *c = NULL;
-  if (orch__chat_get(o, rec->chat_id, &c) != 0 || !orch__auth_allows(&a, c->id, c->token_hash)) {
+  if (orch__chat_get(o, rec->chat_id, &c) != 0 || !orch__auth_allows_chat(&a, c)) {
     store_run_free(rec);
     if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
       orch__api_error(req, 401, "unauthorized", "wrong credential");
@@ -318,4 +318,15 @@ void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, 
   uv_timer_init(o->loop, &w->timer);
   w->timer.data = w;
   uv_timer_start(&w->timer, on_waiter_timeout, wait_ms, 0);
+}
+
+void orch__api_base_url(struct orch *o, struct tp_req *req, char *out, size_t cap) {
+  const char *host = tp_req_header(req, "host");
+  if (host == NULL)
+    host = tp_req_header(req, ":authority");
+  if (!orch__host_ok(host)) {
+    *out = '\0';
+    return;
+  }
+  snprintf(out, cap, "%s://%s", o->cfg->tls_cert ? "https" : "http", host);
 }

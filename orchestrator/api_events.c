@@ -18,9 +18,11 @@
  * input_request: live.c) carry no `id:` (they are not in the log); a stream that attaches, or
  * that missed some while it was behind, is sent the live run's held output instead, as one
  * `output` per stream from offset 0, its displays and a pending input_request (pages keep what
- * they have by offset and index).  What it does not do: make events (events.c, live.c) or decide
+ * they have by offset and index), and the assistant's answer streaming now as one whole `message`
+ * (assistant.c).  What it does not do: make events (events.c, live.c) or decide
  * dispatch (chat.c).
  */
+#include "assistant.h"
 #include "internal.h"
 #include "transport.h"
 
@@ -82,6 +84,11 @@ static void send_held(struct stream *s) {
   s->missed_live = 0;
   if (!SBX_LIST_EMPTY(&c->runs))
     orch__live_snapshot(SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link), 0, on_held, s);
+  size_t len = 0;
+  char *msg = orch__asst_held(c, &len); /* the answer streaming now, whole, as a live event */
+  if (msg && !s->lagging)
+    send_one(s, "message", 0, msg, len);
+  sbx_free(msg);
 }
 
 /* Sends the events after s->last_seq from the store (replay, or catching up after lagging). */

@@ -95,7 +95,7 @@ static struct orch_chat *could_reach(struct orch *o, struct tp_req *req) {
   if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
       !orch__api_valid_id(chat_id) || orch__chat_get(o, chat_id, &c) != 0)
     return NULL;
-  return a.kind != ORCH_CRED_PAGE || orch__auth_allows(&a, c->id, c->token_hash) ? c : NULL;
+  return a.kind != ORCH_CRED_PAGE || orch__auth_allows_chat(&a, c) ? c : NULL;
 }
 
 static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc) {
@@ -341,7 +341,7 @@ static void on_download(struct tp_req *req, void *ud) {
     return;
   }
   struct orch_chat *c = NULL;
-  if (orch__chat_get(o, f.chat_id, &c) != 0 || !orch__auth_allows(&a, c->id, c->token_hash)) {
+  if (orch__chat_get(o, f.chat_id, &c) != 0 || !orch__auth_allows_chat(&a, c)) {
     store_file_free(&f);
     orch__api_error(req, 404, "not_found", "no file %s", id);
     return;

@@ -4,6 +4,7 @@
  * serves and lacks).  What it does not do: admin writes (issue 7's admin settings live in
  * api_admin.c).
  */
+#include "assistant.h"
 #include "internal.h"
 #include "transport.h"
 
@@ -124,6 +125,9 @@ static void on_config(struct tp_req *req, void *ud) {
   json_object_set_new(lim, "input_bytes", json_integer(ORCH_INPUT_BYTES));
   json_object_set_new(lim, "chat_output_bytes", json_integer((json_int_t)o->rt.output_quota_bytes));
   json_object_set_new(j, "limits", lim);
+  /* the model's name only: never its URL or key */
+  json_object_set_new(j, "assistant", o->llm ? json_pack("{s:s}", "model", orch__llm_model(o->llm))
+                                             : json_null());
   orch__api_json(req, 200, j);
 }
 

@@ -47,18 +47,6 @@ static const char JSON_HEADERS[] = "Content-Type: application/json\r\nCache-Cont
 
 /* ---- who is calling, from where ----------------------------------------------------------- */
 
-/* Our base URL as the client reached us ("http://127.0.0.1:8080"); "" when Host is unusable. */
-static void base_url(struct orch *o, struct tp_req *req, char *out, size_t cap) {
-  const char *host = tp_req_header(req, "host");
-  if (host == NULL)
-    host = tp_req_header(req, ":authority");
-  if (!orch__host_ok(host)) {
-    *out = '\0';
-    return;
-  }
-  snprintf(out, cap, "%s://%s", o->cfg->tls_cert ? "https" : "http", host);
-}
-
 /* A browser's Origin that is not ours (scheme://host[:port] with the request's own Host). */
 static int foreign_origin(struct tp_req *req) {
   const char *origin = tp_req_header(req, "origin");
@@ -113,7 +101,7 @@ static int tool_caller(struct orch *o, struct tp_req *req, int mcp, struct orch_
   struct orch_chat *c = NULL;
   int status = a.kind == ORCH_CRED_HOST ||
                        (a.kind == ORCH_CRED_PAGE && orch__chat_get(o, a.chat_id, &c) == 0 &&
-                        orch__auth_allows(&a, c->id, c->token_hash))
+                        orch__auth_allows_chat(&a, c))
                    ? 403
                    : 401;
   const char *msg = status == 403 ? "the tools take the API key or a chat key, not a page token"
@@ -281,7 +269,7 @@ static void on_mcp_post(struct tp_req *req, void *ud) {
                "Not acceptable: the client must accept application/json and text/event-stream");
     return;
   }
-  base_url(o, req, base, sizeof(base));
+  orch__api_base_url(o, req, base, sizeof(base));
   size_t len = 0;
   const char *body = tp_req_body(req, &len);
   struct orch_mcp_request rq = {
@@ -425,7 +413,7 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     goto out;
   }
   *h = (struct held){.o = o, .req = req};
-  base_url(o, req, base, sizeof(base));
+  orch__api_base_url(o, req, base, sizeof(base));
   json_t *now = NULL;
   rc = orch__tool_start(o, t, &a, args, base, &http_ops, h, &h->tc, &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
@@ -457,7 +445,7 @@ static void on_chat_key(struct tp_req *req, void *ud) {
     orch__api_error(req, 500, "internal", "the chat key could not be made");
     return;
   }
-  base_url(o, req, base, sizeof(base));
+  orch__api_base_url(o, req, base, sizeof(base));
   snprintf(url, sizeof(url), "%s/mcp", base);
   orch__api_json(req, 201,
                  json_pack("{s:s, s:s, s:s}", "chat_id", c->id, "key", key, "mcp_url", url));

@@ -126,7 +126,7 @@ static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req) {
   struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
   if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
     return NULL;
-  if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows(&a, run->chat->id, run->chat->token_hash))
+  if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows_chat(&a, run->chat))
     return NULL;
   return run;
 }

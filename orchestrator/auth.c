@@ -17,6 +17,12 @@
  * (the MCP endpoint, /v1/tools, downloads) take it, so it reaches its chat's tools and files and
  * nothing else.
  *
+ * Page links (POST /v1/chats/{chat}/page_link, for a chat created elsewhere): a second page token
+ * of the chat, "<chat_id>.<64 hex>" like the first, the hex being HMAC-SHA256 of the chat id under
+ * the same secret in another domain ("cerea page link v1"); checked by computing it again when a
+ * page token is not the chat's own (orch__auth_allows_chat), so rotating the secret revokes every
+ * link as it does every chat key.
+ *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
  * stored hash); it does not rate-limit.
  */
@@ -109,10 +115,11 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
 #define CHAT_KEY_PREFIX "mcp."
 
 /* The key's MAC part: HMAC-SHA256(secret, "cerea chat key v1:" + chat_id) as 64 hex. */
-static int chat_key_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
-                        char hex[65]) {
-  char msg[STORE_ID_LEN + 32];
-  int n = snprintf(msg, sizeof(msg), "cerea chat key v1:%s", chat_id);
+/* HMAC-SHA256 of "<what>:<chat_id>" under the secret, as hex (what: which credential). */
+static int secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
+                      const char *chat_id, char hex[65]) {
+  char msg[STORE_ID_LEN + 64];
+  int n = snprintf(msg, sizeof(msg), "%s:%s", what, chat_id);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   if (n < 0 || (size_t)n >= sizeof(msg) ||
@@ -128,7 +135,7 @@ int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const 
                         char *out, size_t cap) {
   char hex[65];
   if (strlen(chat_id) != STORE_ID_LEN || !is_hex_id(chat_id, STORE_ID_LEN) ||
-      chat_key_mac(secret, chat_id, hex) != 0)
+      secret_mac(secret, "cerea chat key v1", chat_id, hex) != 0)
     return SBX_EINVAL;
   int n = snprintf(out, cap, CHAT_KEY_PREFIX "%s.%s", chat_id, hex);
   return n < 0 || (size_t)n >= cap ? SBX_EINVAL : 0;
@@ -153,7 +160,7 @@ void orch__auth_chat_key(struct orch_auth *a, const char *authorization, const c
   char chat_id[STORE_ID_LEN + 1], want[65];
   memcpy(chat_id, cred + plen, STORE_ID_LEN);
   chat_id[STORE_ID_LEN] = '\0';
-  if (chat_key_mac(secret, chat_id, want) != 0 || !ct_streq(cred + plen + STORE_ID_LEN + 1, want))
+  if (secret_mac(secret, "cerea chat key v1", chat_id, want) != 0 || !ct_streq(cred + plen + STORE_ID_LEN + 1, want))
     return;
   a->kind = ORCH_CRED_CHAT;
   memcpy(a->chat_id, chat_id, sizeof(a->chat_id));
@@ -266,4 +273,27 @@ int orch__chat_secret_load(const char *data_dir, int rotate,
     out[i] = (unsigned char)strtoul(byte, NULL, 16);
   }
   return 0;
+}
+
+int orch__page_link_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                          char *out, size_t cap) {
+  char hex[65];
+  if (strlen(chat_id) != STORE_ID_LEN || !is_hex_id(chat_id, STORE_ID_LEN) ||
+      secret_mac(secret, "cerea page link v1", chat_id, hex) != 0)
+    return SBX_EINVAL;
+  int n = snprintf(out, cap, "%s.%s", chat_id, hex);
+  return n < 0 || (size_t)n >= cap ? SBX_EINVAL : 0;
+}
+
+int orch__auth_allows_chat(const struct orch_auth *a, const struct orch_chat *c) {
+  if (orch__auth_allows(a, c->id, c->token_hash))
+    return 1;
+  if (a->kind != ORCH_CRED_PAGE || strcmp(a->chat_id, c->id) != 0)
+    return 0;
+  char link[STORE_ID_LEN + 80], hash[65];
+  if (orch__page_link_token(c->o->chat_secret, c->id, link, sizeof link) != 0)
+    return 0;
+  sha256_hex(link, hash);
+  OPENSSL_cleanse(link, sizeof link);
+  return ct_streq(a->token_hash, hash);
 }

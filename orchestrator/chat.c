@@ -390,6 +390,7 @@ void orch__chats_init(struct orch *o) {
   orch__map_init(&o->chats);
   orch__map_init(&o->runs);
   orch__map_init(&o->turns);
+  orch__map_init(&o->asst);
 }
 
 void orch__chats_free(struct orch *o) {
@@ -410,6 +411,7 @@ void orch__chats_free(struct orch *o) {
   }
   orch__map_free(&o->runs);
   orch__map_free(&o->turns);
+  orch__map_free(&o->asst);
   orch__map_free(&o->chats);
 }
 
@@ -489,7 +491,7 @@ size_t orch__chats_evict(struct orch *o, uint64_t idle_ms) {
   void *v;
   while (orch__map_next(&o->chats, &i, &k, &v)) {
     struct orch_chat *c = v;
-    if (now - c->used_ms < idle_ms || c->events_inflight > 0 || c->uploads > 0 ||
+    if (now - c->used_ms < idle_ms || c->events_inflight > 0 || c->uploads > 0 || c->asst ||
         !SBX_LIST_EMPTY(&c->runs) || !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->listeners))
       continue;
     orch__map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */

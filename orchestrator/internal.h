@@ -274,6 +274,7 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
                      const char *host_key_hash, struct orch_auth *out);
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
+
 /* Reads DATA/api_key or creates it (0600) with a fresh key; *generated tells which. */
 int orch__api_key_load(const char *data_dir, char **key, int *generated, struct sbx_error *err);
 /* Chat keys "mcp.<chat_id>.<64 hex>" (auth.c's header says what they reach). */
@@ -286,6 +287,11 @@ int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const 
  * id, when it is a chat key made under secret; anything else is left as it was. */
 void orch__auth_chat_key(struct orch_auth *a, const char *authorization, const char *query_token,
                          const unsigned char secret[ORCH_CHAT_SECRET_LEN]);
+/* The same for a loaded chat, whose page link (orch__page_link_token) reaches it too. */
+int orch__auth_allows_chat(const struct orch_auth *a, const struct orch_chat *c);
+/* The page token a page link carries for chat_id: SBX_EINVAL for a malformed id. */
+int orch__page_link_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                          char *out, size_t cap);
 /* Reads DATA/chat_key_secret, or makes it (0600; 32 random bytes as hex) when it is missing or
  * `rotate` asks for a new one (every chat key made before stops working).  SBX_EIO, SBX_EPERM,
  * SBX_EINVAL (a file that is not 64 hex digits) with detail. */
@@ -395,6 +401,7 @@ struct orch_chat {
   uint64_t used_ms;    /* last looked up (mono): idle chats are dropped from memory */
   int events_inflight; /* appends not yet durable: the chat must stay (its seq counter) */
   int uploads;         /* request bodies arriving for it (ORCH_CHAT_UPLOADS at most) */
+  struct orch_asst *asst; /* its conversation turn in progress (assistant.c), or NULL */
   /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
    * generation is still files_gen (owned; freed by orch__chat_free). */
   struct store_file *files;
@@ -425,6 +432,8 @@ struct orch {
   char host_key_hash[65];
   unsigned char chat_secret[ORCH_CHAT_SECRET_LEN]; /* chat keys' (auth.c) */
   struct orch_mcp *mcp;                            /* MCP sessions (mcp.h) */
+  struct orch_llm *llm;  /* the assistant's model connector (assistant.h); NULL: no model */
+  struct orch_map asst;  /* turn id -> a conversation turn in progress (assistant.c) */
   char *static_dir;      /* build/www or --static */
   struct orch_map chats; /* id -> struct orch_chat */
   struct orch_map runs;  /* id -> live struct orch_run */
@@ -755,6 +764,8 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
 int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
                        struct orch_chat **chat);
 int orch__api_valid_id(const char *s);
+/* Our base URL as the client reached us ("http://127.0.0.1:8080"); "" when Host is unusable. */
+void orch__api_base_url(struct orch *o, struct tp_req *req, char *out, size_t cap);
 /* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it
  * is then.  Holds req until it answers or the client leaves. */
 void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,

@@ -67,6 +67,7 @@ struct orch_tool_args {
   const char *code;
   int timeout_s; /* 0: the time limit */
   const char *name, *text, *base64;
+  const char *turn_id; /* run_python: the turn its run belongs to (NULL: none; not an argument) */
 };
 /* Checks a tool's arguments against its schema and the caller's scope: 0, or SBX_EINVAL with the
  * reason in why (worded for the model: "code: required, a string of Python source").  args NULL

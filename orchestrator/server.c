@@ -16,6 +16,7 @@
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
  */
+#include "assistant.h"
 #include "internal.h"
 #include "mcp.h"
 #include "transport.h"
@@ -208,6 +209,8 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   load_runtime_settings(o);
   if ((rc = reload_runs(o, err)) != 0)
     goto fail;
+  if ((rc = orch__llm_new(loop, cfg, &o->llm, err)) != 0)
+    goto fail;
 
   struct tp_config tc;
   memset(&tc, 0, sizeof(tc));
@@ -231,6 +234,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__routes_turns(o);
   orch__routes_admin(o);
   orch__routes_mcp(o);
+  orch__routes_messages(o);
 
   const char *def = "127.0.0.1:8080";
   size_t nl = cfg->n_listen ? cfg->n_listen : 1;
@@ -264,8 +268,10 @@ fail_tp:
   uv_run(loop, UV_RUN_NOWAIT);
   o->tp = NULL;
 fail:
+  orch__llm_free(o->llm);
   if (o->st)
     store_close(o->st);
+  orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);
   sbx_free(o->api_key);
@@ -279,6 +285,7 @@ int orch_port(const struct orch *o) { return tp_server_port(o->tp); }
 static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
   store_close(o->st);
+  orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);
   orch_closed_cb cb = o->close_cb;
@@ -306,5 +313,8 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
   o->close_ud = ud;
   orch__hosts_close(o->hosts);
   o->hosts = NULL;
+  orch__asst_close_all(o); /* model requests end; a turn's run stays for the next start */
+  orch__llm_free(o->llm);
+  o->llm = NULL;
   tp_server_close(o->tp, 2000, on_tp_closed, o);
 }

@@ -1138,7 +1138,8 @@ int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_ar
     return 0;
   }
   struct orch_run *run = orch__run_new(
-      o, c, args->code, "tool", NULL, args->timeout_s ? args->timeout_s : o->rt.time_limit_s, NULL);
+      o, c, args->code, "tool", args->turn_id,
+      args->timeout_s ? args->timeout_s : o->rt.time_limit_s, NULL);
   if (run == NULL) {
     tc->state = CALL_CREATING;
     call_close(tc);
