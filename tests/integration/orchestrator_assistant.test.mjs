@@ -1,0 +1,384 @@
+// orchestrator_assistant.test.mjs -- the conversation against the real binary, with a TEST DOUBLE
+// for the model (model_double.mjs: a scripted OpenAI-compatible server; no model runs here) and
+// scripted pages (lib.mjs) that run the tool and auto runs: a plain answer, a tool call whose
+// result reaches the model, two python blocks that auto-run in order, a page hidden during a
+// tool run, a model error, a stalled stream, an unreachable model, a turn's time limit, a stop, a
+// second page seeing the conversation live, page links, and the key never shown anywhere.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startServer, call, newChat, upload, Page, sleep } from './lib.mjs';
+import { startModelDouble } from './model_double.mjs';
+
+const LLM_KEY = 'sk-double-secret-0123456789-never-shown';
+let srv, model;
+
+const env = (m, extra = {}) => ({
+  CEREA_LLM_URL: m.url, CEREA_LLM_MODEL: 'double-model', CEREA_LLM_API_KEY: LLM_KEY,
+  CEREA_LLM_STALL_S: '1', CEREA_LOG: 'debug', ...extra,
+});
+
+before(async () => {
+  model = await startModelDouble();
+  srv = await startServer({ env: env(model) });
+});
+after(async () => {
+  await srv?.stop();
+  await model?.close();
+});
+
+const ask = (chat, text, token = chat.token, s = srv) =>
+  call(s, 'POST', `/v1/chats/${chat.id}/messages`, { token, body: { text } });
+const messages = async (chat, s = srv) => (await call(s, 'GET', `/v1/chats/${chat.id}/messages`, { token: chat.token })).json.messages;
+// The assistant message's durable event once it ended.
+const ended = (page, id, timeoutMs = 10000) =>
+  page.next((e) => e.event === 'message' && e.id !== null && e.data.message_id === id && e.data.state !== 'streaming', timeoutMs);
+
+async function openPage(chat, pageId = 'tab', s = srv) {
+  const p = new Page(s, chat, pageId);
+  await p.opened;
+  return p;
+}
+
+// The page runs each run it is sent: started, then a result printing `out(code)`.
+function runsEverything(page, out = (code) => `ran ${code}\n`) {
+  page.ran = [];
+  const loop = async () => {
+    for (;;) {
+      let ev;
+      try { ev = await page.nextRun(30000); } catch { return; }
+      page.ran.push(ev.data);
+      await page.started(ev.data);
+      await page.result(ev.data, { stdout: out(ev.data.code) });
+    }
+  };
+  loop();
+}
+
+test('/v1/config names the model (never its URL or key)', async () => {
+  const r = await call(srv, 'GET', '/v1/config');
+  assert.deepEqual(r.json.assistant, { model: 'double-model' });
+  assert.ok(!r.buf.toString().includes(LLM_KEY));
+  assert.ok(!r.buf.toString().includes(`${model.port}`));
+});
+
+test('a plain answer streams to the page, is stored, and the model was asked as OpenAI says', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  const n0 = model.requests.length;
+  model.script.push({ text: 'Hello there, how can I help?', pieces: 4, delayMs: 30 });
+  const r = await ask(chat, 'hello');
+  assert.equal(r.status, 201, r.buf.toString());
+  const { message_id: mid, turn_id: tid } = r.json;
+  const user = await page.next((e) => e.event === 'message' && e.data.role === 'user');
+  assert.equal(user.data.text, 'hello');
+  assert.ok(user.id > 0, 'the user message is a durable event');
+  const fin = await ended(page, mid);
+  assert.equal(fin.data.state, 'done');
+  assert.equal(fin.data.text, 'Hello there, how can I help?');
+  assert.deepEqual(fin.data.run_ids, []);
+  assert.equal(fin.data.turn_id, tid);
+  // live deltas (no id) put together by offset give the same text
+  let text = '';
+  for (const e of page.events.filter((e) => e.event === 'message' && e.id === null && e.data.delta)) {
+    assert.equal(e.data.delta.offset, [...text].length);
+    text += e.data.delta.text;
+  }
+  assert.equal(text, 'Hello there, how can I help?');
+  const list = await messages(chat);
+  assert.deepEqual(list.map((m) => [m.role, m.state, m.text]), [['user', 'done', 'hello'], ['assistant', 'done', 'Hello there, how can I help?']]);
+  assert.equal(list[1].message_id, mid);
+  const rq = model.requests[n0];
+  assert.equal(rq.headers.authorization, `Bearer ${LLM_KEY}`);
+  assert.equal(rq.body.model, 'double-model');
+  assert.equal(rq.body.stream, true);
+  assert.equal(rq.body.max_tokens, 4096);
+  assert.deepEqual(rq.body.tools.map((t) => t.function.name), ['run_python']);
+  assert.ok(!('chat_id' in rq.body.tools[0].function.parameters.properties), 'the chat is implied');
+  assert.equal(rq.body.messages[0].role, 'system');
+  assert.deepEqual(rq.body.messages.at(-1), { role: 'user', content: 'hello' });
+  page.close();
+});
+
+test('a tool call runs in the page as a tool run of the turn; its result reaches the model, then the answer', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  runsEverything(page, () => '42\n');
+  const n0 = model.requests.length;
+  model.script.push({ code: 'print(6 * 7)', text: 'Let me compute that.' }, { text: 'It is 42.' });
+  const r = await ask(chat, 'what is 6 times 7?');
+  assert.equal(r.status, 201);
+  const fin = await ended(page, r.json.message_id);
+  assert.equal(fin.data.state, 'done', JSON.stringify(fin.data));
+  assert.equal(fin.data.text, 'Let me compute that.\n\nIt is 42.');
+  assert.equal(page.ran.length, 1);
+  const run = page.ran[0];
+  assert.equal(run.code, 'print(6 * 7)');
+  assert.equal(run.origin, 'tool');
+  assert.deepEqual(fin.data.run_ids, [run.run_id]);
+  const got = await call(srv, 'GET', `/v1/runs/${run.run_id}`);
+  assert.equal(got.json.turn_id, r.json.turn_id);
+  // the second request carries the call and its result text
+  const second = model.requests[n0 + 1].body.messages;
+  const asked = second.find((m) => m.role === 'assistant' && m.tool_calls);
+  assert.equal(asked.tool_calls[0].function.name, 'run_python');
+  assert.deepEqual(JSON.parse(asked.tool_calls[0].function.arguments), { code: 'print(6 * 7)' });
+  const tool = second.find((m) => m.role === 'tool');
+  assert.equal(tool.tool_call_id, asked.tool_calls[0].id);
+  assert.match(tool.content, /42/);
+  // a run event joined the message while it streamed
+  const joined = page.events.find((e) => e.event === 'message' && e.id !== null && e.data.state === 'streaming' && e.data.run_ids.length === 1);
+  assert.ok(joined, 'a durable message event when the run joined');
+  // the next turn sends the earlier call and its result back to the model
+  model.script.push({ text: 'Still 42.' });
+  const r2 = await ask(chat, 'and again?');
+  await ended(page, r2.json.message_id);
+  const third = model.requests.at(-1).body.messages;
+  assert.deepEqual(third.filter((m) => m.role !== 'system').map((m) => m.role), ['user', 'assistant', 'tool', 'assistant', 'user']);
+  assert.match(third.find((m) => m.role === 'tool').content, /42/);
+  page.close();
+});
+
+test('an answer with two python blocks: both auto-run, in order, under the message', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  runsEverything(page);
+  model.script.push({ text: 'First:\n```python\nprint(1)\n```\nThen:\n```python\nprint(2)\n```\n' });
+  const r = await ask(chat, 'two blocks please');
+  const fin = await ended(page, r.json.message_id);
+  assert.equal(fin.data.state, 'done');
+  assert.equal(fin.data.run_ids.length, 2);
+  for (let i = 0; i < 50 && page.ran.length < 2; i++) await sleep(100);
+  assert.deepEqual(page.ran.map((x) => [x.code, x.origin]), [['print(1)', 'auto'], ['print(2)', 'auto']]);
+  assert.deepEqual(page.ran.map((x) => x.run_id), fin.data.run_ids);
+  page.close();
+});
+
+test('the page hidden during a tool run: the turn waits, the page returns, the run goes again, the turn finishes', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  model.script.push({ code: 'print("slow")' }, { text: 'Done after the pause.' });
+  const n0 = model.requests.length;
+  const r = await ask(chat, 'run something');
+  const first = (await page.nextRun(10000)).data;
+  await page.started(first);
+  await page.presence(false);
+  await sleep(500);
+  assert.equal(model.requests.length, n0 + 1, 'the model is not asked again while the run waits');
+  assert.equal((await messages(chat)).at(-1).state, 'streaming');
+  assert.equal((await call(srv, 'GET', `/v1/runs/${first.run_id}`)).json.state, 'paused');
+  await page.presence(true);
+  const again = (await page.nextRun(10000)).data;
+  assert.equal(again.run_id, first.run_id);
+  assert.equal(again.attempt, 2);
+  await page.started(again);
+  await page.result(again, { stdout: 'slow\n' });
+  const fin = await ended(page, r.json.message_id);
+  assert.equal(fin.data.state, 'done');
+  assert.equal(fin.data.text, 'Done after the pause.');
+  assert.match(model.requests[n0 + 1].body.messages.find((m) => m.role === 'tool').content, /slow/);
+  page.close();
+});
+
+test('a model error is shown as such and the chat takes the next message', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  model.script.push({ status: 500, body: { error: { message: 'model overloaded, try later', type: 'server_error' } } });
+  const r = await ask(chat, 'hi');
+  const fin = await ended(page, r.json.message_id);
+  assert.equal(fin.data.state, 'error');
+  assert.equal(fin.data.error.code, 'model_error');
+  assert.match(fin.data.error.message, /HTTP 500/);
+  assert.match(fin.data.error.message, /model overloaded, try later/);
+  model.script.push({ text: 'Better now.' });
+  const r2 = await ask(chat, 'again');
+  assert.equal(r2.status, 201, 'no stuck turn');
+  assert.equal((await ended(page, r2.json.message_id)).data.state, 'done');
+  page.close();
+});
+
+test('a stalled stream ends as model_stalled after CEREA_LLM_STALL_S', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  model.script.push({ stall: true });
+  const t0 = Date.now();
+  const r = await ask(chat, 'hi');
+  const fin = await ended(page, r.json.message_id, 15000);
+  assert.equal(fin.data.state, 'error');
+  assert.equal(fin.data.error.code, 'model_stalled');
+  assert.match(fin.data.error.message, /sent nothing for 1 s/);
+  assert.ok(Date.now() - t0 >= 900, 'not before the stall bound');
+  model.script.push({ text: 'ok' });
+  assert.equal((await ask(chat, 'again')).status, 201);
+  await page.next((e) => e.event === 'message' && e.id !== null && e.data.state === 'done');
+  page.close();
+});
+
+test('a stop ends the model request and keeps the text so far', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  model.script.push({ text: 'one two three four five six seven eight nine ten', pieces: 10, delayMs: 300 });
+  const r = await ask(chat, 'count slowly');
+  await page.next((e) => e.event === 'message' && e.id === null && e.data.delta);
+  const busy = await ask(chat, 'and more?');
+  assert.equal(busy.status, 409);
+  assert.equal(busy.json.error.code, 'turn_open');
+  const c = await call(srv, 'POST', `/v1/turns/${r.json.turn_id}/cancel`, { token: chat.token, body: {} });
+  assert.equal(c.status, 200, c.buf.toString());
+  assert.deepEqual(c.json, { turn_id: r.json.turn_id, state: 'finished', message_id: r.json.message_id, message_state: 'stopped' });
+  const fin = await ended(page, r.json.message_id);
+  assert.equal(fin.data.state, 'stopped');
+  assert.ok(fin.data.text.length > 0 && fin.data.text.length < 40, fin.data.text);
+  assert.equal(fin.data.error, null);
+  const again = await call(srv, 'POST', `/v1/turns/${r.json.turn_id}/cancel`, { token: chat.token, body: {} });
+  assert.equal(again.status, 409);
+  await sleep(200);
+  assert.ok(model.requests.at(-1).closed, 'the model request was ended');
+  page.close();
+});
+
+test('a second page sees the same conversation live; a page attaching mid-answer gets it whole', async () => {
+  const chat = await newChat(srv);
+  const a = await openPage(chat, 'tab-a');
+  const b = await openPage(chat, 'tab-b');
+  model.script.push({ text: 'streaming to every page of the chat', pieces: 6, delayMs: 150 });
+  const r = await ask(chat, 'hi both', chat.token);
+  await a.next((e) => e.event === 'message' && e.id === null && e.data.delta);
+  const c = await openPage(chat, 'tab-c');
+  const held = await c.next((e) => e.event === 'message' && e.id === null && e.data.message_id === r.json.message_id && !e.data.delta);
+  assert.equal(held.data.state, 'streaming');
+  assert.ok(held.data.text.length > 0);
+  for (const p of [a, b, c]) {
+    const fin = await ended(p, r.json.message_id);
+    assert.equal(fin.data.text, 'streaming to every page of the chat');
+  }
+  const deltas = (p) => p.events.filter((e) => e.event === 'message' && e.id === null && e.data.delta).map((e) => e.data.delta.text).join('');
+  assert.equal(deltas(b), 'streaming to every page of the chat');
+  for (const p of [a, b, c]) p.close();
+});
+
+test('bad asks are refused and lose nothing; attachments reach the model with their code note', async () => {
+  const chat = await newChat(srv);
+  assert.equal((await call(srv, 'POST', `/v1/chats/${chat.id}/messages`, { token: chat.token, body: { text: '  ' } })).status, 400);
+  assert.equal((await call(srv, 'POST', `/v1/chats/${chat.id}/messages`, { token: chat.token, body: { text: 'x'.repeat(32001) } })).json.error.code, 'invalid_field');
+  assert.equal((await call(srv, 'POST', `/v1/chats/${chat.id}/messages`, { token: chat.token, body: { text: 'x', file_ids: ['0'.repeat(32)] } })).status, 400);
+  const other = await newChat(srv);
+  const of = await upload(srv, other, 'theirs.csv', 'a,b\n');
+  assert.match((await call(srv, 'POST', `/v1/chats/${chat.id}/messages`, { token: chat.token, body: { text: 'x', file_ids: [of.json.file_id] } })).json.error.message, /not|no file/);
+  assert.deepEqual(await messages(chat), []);
+  const f = await upload(srv, chat, 'data.csv', 'a,b\n1,2\n');
+  const page = await openPage(chat);
+  model.script.push({ text: 'I see your file.' });
+  const r = await call(srv, 'POST', `/v1/chats/${chat.id}/messages`, { token: chat.token, body: { text: 'look at this', file_ids: [f.json.file_id] } });
+  assert.equal(r.status, 201);
+  await ended(page, r.json.message_id);
+  const msgs = model.requests.at(-1).body.messages;
+  assert.match(msgs.at(-1).content, /^look at this\n\nAttached: data\.csv\. The file is available to code at \/mnt\/data\/data\.csv/);
+  assert.match(msgs[0].content, /data\.csv: The file is available to code at \/mnt\/data\/data\.csv/);
+  page.close();
+});
+
+test('a page link opens a chat made through the API (backend only)', async () => {
+  const chat = await newChat(srv);
+  const l = await call(srv, 'POST', `/v1/chats/${chat.id}/page_link`, { body: {} });
+  assert.equal(l.status, 200);
+  assert.equal(l.json.url, `${srv.base}/chat/${chat.id}#token=${l.json.page_token}`);
+  assert.notEqual(l.json.page_token, chat.token);
+  assert.equal((await call(srv, 'POST', `/v1/chats/${chat.id}/page_link`, { body: {} })).json.page_token, l.json.page_token);
+  const linked = { id: chat.id, token: l.json.page_token };
+  assert.equal((await call(srv, 'GET', `/v1/chats/${chat.id}/messages`, { token: linked.token })).status, 200);
+  const page = await openPage(linked, 'linked');
+  assert.equal(page.status, 200);
+  page.close();
+  assert.equal((await call(srv, 'POST', `/v1/chats/${chat.id}/page_link`, { token: chat.token, body: {} })).status, 403);
+  const other = await newChat(srv);
+  assert.equal((await call(srv, 'GET', `/v1/chats/${other.id}/messages`, { token: linked.token })).status, 403);
+});
+
+// Every file under dir (the database, its WAL, blobs), read whole.
+function filesUnder(dir) {
+  const out = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...filesUnder(p));
+    else if (e.isFile()) out.push(p);
+  }
+  return out;
+}
+
+test('the model key appears in no log line, event, stored byte or answer', async () => {
+  assert.ok(model.requests.length > 3);
+  assert.ok(srv.log.length > 0 && !srv.log.includes(LLM_KEY), 'not in the server log');
+  const stored = filesUnder(srv.dataDir);
+  assert.ok(stored.some((p) => p.endsWith('.db') || p.includes('db')), stored.join(' '));
+  for (const p of stored) assert.ok(!readFileSync(p).includes(LLM_KEY), `not in ${p} (the event log is in the database)`);
+  const chats = (await call(srv, 'GET', '/v1/chats')).json.chats ?? [];
+  for (const c of chats.slice(0, 20)) {
+    const m = await call(srv, 'GET', `/v1/chats/${c.chat_id}/messages`);
+    assert.ok(!m.buf.toString().includes(LLM_KEY));
+  }
+});
+
+// A port nothing listens on.
+async function freePort() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const port = s.address().port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+test('an unreachable model: model_unreachable, no stuck turn', async () => {
+  const port = await freePort();
+  const s2 = await startServer({ env: env({ url: `http://127.0.0.1:${port}/v1` }) });
+  try {
+    const chat = await newChat(s2);
+    const page = await openPage(chat, 'tab', s2);
+    const r = await ask(chat, 'hi', chat.token, s2);
+    assert.equal(r.status, 201);
+    const fin = await ended(page, r.json.message_id);
+    assert.equal(fin.data.state, 'error');
+    assert.equal(fin.data.error.code, 'model_unreachable');
+    assert.match(fin.data.error.message, /could not be reached/);
+    assert.equal((await ask(chat, 'again', chat.token, s2)).status, 201);
+    page.close();
+    assert.ok(!s2.log.includes(LLM_KEY));
+  } finally {
+    await s2.stop();
+  }
+});
+
+test("a turn's wall time (CEREA_LLM_TURN_S) ends it as turn_time_limit", async () => {
+  const m2 = await startModelDouble();
+  const s2 = await startServer({ env: env(m2, { CEREA_LLM_TURN_S: '1', CEREA_LLM_STALL_S: '30' }) });
+  try {
+    const chat = await newChat(s2);
+    const page = await openPage(chat, 'tab', s2);
+    m2.script.push({ text: 'a b c d e f g h i j', pieces: 10, delayMs: 400 });
+    const r = await ask(chat, 'slow', chat.token, s2);
+    const fin = await ended(page, r.json.message_id);
+    assert.equal(fin.data.error.code, 'turn_time_limit');
+    assert.ok(fin.data.text.length > 0);
+    page.close();
+  } finally {
+    await s2.stop();
+    await m2.close();
+  }
+});
+
+test('without a model: /v1/config says null and a message is refused 503 no_model', async () => {
+  const s2 = await startServer();
+  try {
+    assert.equal((await call(s2, 'GET', '/v1/config')).json.assistant, null);
+    const chat = await newChat(s2);
+    const r = await ask(chat, 'hi', chat.token, s2);
+    assert.equal(r.status, 503);
+    assert.equal(r.json.error.code, 'no_model');
+    assert.match(r.json.error.message, /CEREA_LLM_URL/);
+    assert.deepEqual((await call(s2, 'GET', `/v1/chats/${chat.id}/messages`, { token: chat.token })).json.messages, []);
+  } finally {
+    await s2.stop();
+  }
+});
