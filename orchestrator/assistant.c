@@ -307,7 +307,7 @@ static void end_turn(struct orch_asst *t, enum ending e, const char *code, const
   if (t->deadline)
     uv_timer_stop(t->deadline);
   t->ending = e;
-  if (code) {
+  if (code && code != t->err_code) {
     snprintf(t->err_code, sizeof t->err_code, "%s", code);
     snprintf(t->err_msg, sizeof t->err_msg, "%s", msg);
   }
@@ -376,7 +376,7 @@ static void on_turn_finished(void *ud, int rc, const struct orch_turn *ft) {
   t->turn_written = 1;
   for (size_t i = 0; i < ft->n_runs; i++)
     json_array_append_new(t->run_ids, json_string(ft->run_ids[i]));
-  end_turn(t, END_DONE, t->err_code[0] ? t->err_code : NULL, t->err_msg);
+  end_turn(t, END_DONE, NULL, NULL); /* with the tool_call_limit note, when there is one */
 }
 
 static void next_call(struct orch_asst *t);
