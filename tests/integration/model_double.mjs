@@ -2,7 +2,8 @@
 // Completions server on 127.0.0.1 (a free port).  No model runs here; each request to
 // POST /v1/chat/completions takes the next step of the script and streams it as an OpenAI server
 // does (SSE `data:` chunks, `data: [DONE]`), or answers an HTTP error, or stalls.  Every request
-// (headers and body) is kept for the test to look at.
+// (headers and body, when it came and when its answer was sent, in performance.now() ms) is kept
+// for the test (and bench/assistant) to look at.
 //
 // Steps:  {text, pieces?, delayMs?}   the answer's text, streamed in `pieces` chunks
 //         {code, id?, text?}          a run_python tool call (arguments streamed in two pieces)
@@ -26,7 +27,7 @@ export async function startModelDouble() {
   const server = createServer(async (req, res) => {
     let body = '';
     for await (const c of req) body += c;
-    const rec = { method: req.method, url: req.url, headers: req.headers, body: JSON.parse(body || 'null'), at: Date.now() };
+    const rec = { method: req.method, url: req.url, headers: req.headers, body: JSON.parse(body || 'null'), at: Date.now(), hr: performance.now() };
     d.requests.push(rec);
     d.waiters = d.waiters.filter((w) => !w());
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
@@ -60,6 +61,7 @@ export async function startModelDouble() {
       res.write(chunk({}, 'stop'));
     }
     res.end('data: [DONE]\n\n');
+    rec.endHr = performance.now(); /* the answer's last byte handed to the socket */
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   d.port = server.address().port;
