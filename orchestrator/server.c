@@ -137,6 +137,18 @@ static void load_runtime_settings(struct orch *o) {
   }
 }
 
+/* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
+ * (the chat takes the next message). */
+#define ORCH_INTERRUPTED_JSON                                                                      \
+  "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "   \
+  "written; ask again.\"}"
+static void on_interrupted(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "orch", "answers left streaming not marked: %s",
+            err ? err->msg : sbx_strerror(rc));
+}
+
 static int reload_runs(struct orch *o, struct sbx_error *err) {
   struct store_run *runs = NULL;
   size_t n = 0;
@@ -211,6 +223,11 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     goto fail;
   if ((rc = orch__llm_new(loop, cfg, &o->llm, err)) != 0)
     goto fail;
+  if (store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON, sbx_now_wall_ms(), on_interrupted,
+                              NULL) != 0) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "out of memory");
+    goto fail;
+  }
 
   struct tp_config tc;
   memset(&tc, 0, sizeof(tc));

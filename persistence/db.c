@@ -197,13 +197,15 @@ static const char *const migrations[] = {
     "ALTER TABLE runs ADD COLUMN displays_json TEXT;",
     /* 9: a chat's conversation: its messages (the user's text of a turn, the assistant's answer
      * with its state, its error, the runs it owns and the tool calls it made, as the
-     * orchestrator's JSON text), in creation order by rowid within the chat's index entries */
+     * orchestrator's JSON text), in creation order by rowid within the chat's index entries; the
+     * answers still streaming (none once a start marked them interrupted) by a partial index */
     "CREATE TABLE messages(id TEXT PRIMARY KEY,"
     " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, turn_id TEXT NOT NULL,"
     " role TEXT NOT NULL, state TEXT NOT NULL, text TEXT NOT NULL, error_json TEXT,"
     " run_ids_json TEXT NOT NULL, calls_json TEXT, created_at INTEGER NOT NULL,"
     " updated_at INTEGER NOT NULL);"
-    "CREATE INDEX messages_chat ON messages(chat_id);",
+    "CREATE INDEX messages_chat ON messages(chat_id);"
+    "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
 };
 
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {

@@ -94,6 +94,12 @@
                  "updated_at = excluded.updated_at")                                               \
   X(MESSAGE_LIST, "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "    \
                   "LIMIT ?2")                                                                      \
+  X(MESSAGE_INTERRUPT_TURNS,                                                                       \
+    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "      \
+    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                   \
+    "(SELECT turn_id FROM messages WHERE state = 'streaming')")                                    \
+  X(MESSAGE_INTERRUPT, "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "    \
+                       "WHERE state = 'streaming'")                                                \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
    * is rewritten), RUN_INSERT when it changed nothing */  \

@@ -42,6 +42,29 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
   return st__submit(st, &op->w);
 }
 
+static int interrupt_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct st_simple *op = (struct st_simple *)w;
+  sqlite3_stmt *t = st->ws[ST_MESSAGE_INTERRUPT_TURNS], *m = st->ws[ST_MESSAGE_INTERRUPT];
+  sqlite3_bind_int64(t, 2, op->i[0]);
+  int rc = st__step_done(st->wdb, t, "interrupted turns", err);
+  if (rc != 0)
+    return rc;
+  sqlite3_bind_text(m, 1, op->s[0], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(m, 2, op->i[0]);
+  return st__step_done(st->wdb, m, "interrupted messages", err);
+}
+
+int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
+                            store_done_cb cb, void *ud) {
+  struct st_simple *op = st__simple_new(interrupt_exec, cb, ud);
+  if (op == NULL || st__simple_str(op, 0, error_json)) {
+    st__simple_discard(op);
+    return SBX_ENOMEM;
+  }
+  op->i[0] = now;
+  return st__submit(st, &op->w);
+}
+
 static int message_from_row(sqlite3_stmt *s, struct store_message *m) {
   int oom = 0;
   memset(m, 0, sizeof *m);

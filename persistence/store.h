@@ -255,6 +255,10 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
  * store_message_list_free).  SBX_EINVAL, SBX_ENOMEM, SBX_EDB. */
 int store_message_list(struct store *st, const char *chat_id, size_t limit,
                        struct store_message **out, size_t *n);
+/* At start: every message still `streaming` (its server stopped mid-answer) becomes `error` with
+ * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
+int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
+                            store_done_cb cb, void *ud);
 void store_message_free(struct store_message *m);
 void store_message_list_free(struct store_message *v, size_t n);
 

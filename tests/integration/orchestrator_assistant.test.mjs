@@ -368,6 +368,30 @@ test("a turn's wall time (CEREA_LLM_TURN_S) ends it as turn_time_limit", async (
   }
 });
 
+test('a server killed mid-answer: after its restart the answer says interrupted and the chat takes the next message', async () => {
+  const m2 = await startModelDouble();
+  let s2 = await startServer({ env: env(m2) });
+  try {
+    const chat = await newChat(s2);
+    const page = await openPage(chat, 'tab', s2);
+    m2.script.push({ text: 'a long answer that never ends here', pieces: 20, delayMs: 300 });
+    const r = await ask(chat, 'long', chat.token, s2);
+    await page.next((e) => e.event === 'message' && e.id === null && e.data.delta);
+    page.close();
+    await s2.stop('SIGKILL');
+    s2 = await startServer({ dataDir: s2.dataDir, env: env(m2) });
+    const list = await messages(chat, s2);
+    assert.equal(list.at(-1).message_id, r.json.message_id);
+    assert.equal(list.at(-1).state, 'error');
+    assert.equal(list.at(-1).error.code, 'interrupted');
+    m2.script.push({ text: 'back' });
+    assert.equal((await ask(chat, 'again', chat.token, s2)).status, 201);
+  } finally {
+    await s2.stop();
+    await m2.close();
+  }
+});
+
 test('without a model: /v1/config says null and a message is refused 503 no_model', async () => {
   const s2 = await startServer();
   try {

@@ -114,11 +114,54 @@ START_TEST(test_list_plan) {
 }
 END_TEST
 
+START_TEST(test_interrupt) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, "c1");
+  struct store_turn tu = {.id = "t1", .chat_id = "c1", .state = STORE_TURN_OPEN, .created_at = 1};
+  struct done d = {0};
+  ck_assert_int_eq(store_turn_put(t.st, &tu, on_done, &d), 0);
+  t_wait(&t);
+  struct store_message a = {.id = "m1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
+                            .state = "streaming", .text = "half an ans", .created_at = 2};
+  struct store_message b = {.id = "m2", .chat_id = "c1", .turn_id = "t0", .role = "assistant",
+                            .state = "done", .text = "whole", .created_at = 1};
+  put(&t, &a, 0);
+  put(&t, &b, 0);
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_message_interrupt(t.st, "{\"code\":\"interrupted\"}", 50, on_done, &d),
+                   0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  struct store_message *v = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_message_list(t.st, "c1", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_str_eq(v[0].state, "error");
+  ck_assert_str_eq(v[0].error_json, "{\"code\":\"interrupted\"}");
+  ck_assert_int_eq(v[0].updated_at, 50);
+  ck_assert_str_eq(v[1].state, "done"); /* an ended one is left as it was */
+  ck_assert_ptr_null(v[1].error_json);
+  store_message_list_free(v, n);
+  struct store_turn g;
+  ck_assert_int_eq(store_turn_get(t.st, "t1", &g), 0);
+  ck_assert_int_eq(g.state, STORE_TURN_FINISHED);
+  ck_assert_str_eq(g.answer, "half an ans");
+  ck_assert_int_eq(g.finished_at, 50);
+  store_turn_free(&g);
+  char plan[1024];
+  plan_of(t.st->wdb, sqlite3_sql(t.st->ws[ST_MESSAGE_INTERRUPT]), plan, sizeof plan);
+  ck_assert_msg(strstr(plan, "messages_streaming") != NULL, "%s", plan);
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("messages");
   TCase *tc = tcase_create("messages");
   tcase_add_test(tc, test_put_update_list);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_list_plan);
+  tcase_add_test(tc, test_interrupt);
   return t_run_suite(s, tc);
 }
