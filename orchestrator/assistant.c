@@ -381,6 +381,22 @@ static void on_turn_finished(void *ud, int rc, const struct orch_turn *ft) {
 
 static void next_call(struct orch_asst *t);
 
+/* A round's assistant message with its tool calls, as the Chat Completions API wants it back
+ * (content: a JSON string; calls: [{id, name, arguments}]; both borrowed). */
+static json_t *assistant_calls(json_t *content, const json_t *calls) {
+  json_t *tcs = json_array();
+  size_t i;
+  json_t *c;
+  json_array_foreach(calls, i, c) {
+    json_array_append_new(
+        tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", json_object_get(c, "id"), "type",
+                       "function", "function", "name", json_object_get(c, "name"), "arguments",
+                       json_object_get(c, "arguments")));
+  }
+  return json_pack("{s:s, s:O, s:o}", "role", "assistant", "content",
+                   json_string_length(content) ? content : json_null(), "tool_calls", tcs);
+}
+
 /* The model's final answer (content, this response's text): the turn finishes with it. */
 static void finish(struct orch_asst *t, const char *content) {
   asst_set_state(t, ASST_FINISHING);
@@ -425,21 +441,8 @@ static void on_model_end(void *ud, enum orch_llm_end e, const struct orch_llm_an
     json_decref(content);
     return;
   }
-  /* the assistant's turn with its tool calls, as the API wants it back */
-  json_t *tcs = json_array();
-  size_t i;
-  json_t *c;
-  json_array_foreach(calls, i, c) {
-    json_array_append_new(tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", json_object_get(c, "id"),
-                                         "type", "function", "function", "name",
-                                         json_object_get(c, "name"), "arguments",
-                                         json_object_get(c, "arguments")));
-  }
-  json_array_append_new(t->convo, json_pack("{s:s, s:o, s:o}", "role", "assistant", "content",
-                                            json_string_length(content) ? content : json_null(),
-                                            "tool_calls", tcs));
-  if (json_string_length(content) == 0)
-    json_decref(content);
+  json_array_append_new(t->convo, assistant_calls(content, calls));
+  json_decref(content);
   asst_set_state(t, ASST_TOOLING);
   t->call_i = 0;
   next_call(t);
@@ -664,18 +667,9 @@ static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
                                 json_pack("{s:s, s:O}", "role", "assistant", "content", content));
         continue;
       }
-      json_t *tcs = json_array();
+      json_array_append_new(convo, assistant_calls(content, calls));
       size_t k;
       json_t *call;
-      json_array_foreach(calls, k, call) {
-        json_array_append_new(tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id",
-                                             json_object_get(call, "id"), "type", "function",
-                                             "function", "name", json_object_get(call, "name"),
-                                             "arguments", json_object_get(call, "arguments")));
-      }
-      json_array_append_new(convo, json_pack("{s:s, s:O, s:o}", "role", "assistant", "content",
-                                             json_string_length(content) ? content : json_null(),
-                                             "tool_calls", tcs));
       json_array_foreach(calls, k, call) {
         json_t *res = json_object_get(call, "result");
         json_array_append_new(convo, json_pack("{s:s, s:O, s:s}", "role", "tool", "tool_call_id",

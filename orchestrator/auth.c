@@ -131,14 +131,20 @@ static int secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const ch
   return 0;
 }
 
-int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
-                        char *out, size_t cap) {
+/* "<prefix><chat_id>.<secret_mac(what, chat_id)>": a credential derived from the secret. */
+static int derived_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
+                         const char *prefix, const char *chat_id, char *out, size_t cap) {
   char hex[65];
   if (strlen(chat_id) != STORE_ID_LEN || !is_hex_id(chat_id, STORE_ID_LEN) ||
-      secret_mac(secret, "cerea chat key v1", chat_id, hex) != 0)
+      secret_mac(secret, what, chat_id, hex) != 0)
     return SBX_EINVAL;
-  int n = snprintf(out, cap, CHAT_KEY_PREFIX "%s.%s", chat_id, hex);
+  int n = snprintf(out, cap, "%s%s.%s", prefix, chat_id, hex);
   return n < 0 || (size_t)n >= cap ? SBX_EINVAL : 0;
+}
+
+int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
+                        char *out, size_t cap) {
+  return derived_token(secret, "cerea chat key v1", CHAT_KEY_PREFIX, chat_id, out, cap);
 }
 
 void orch__auth_chat_key(struct orch_auth *a, const char *authorization, const char *query_token,
@@ -277,12 +283,7 @@ int orch__chat_secret_load(const char *data_dir, int rotate,
 
 int orch__page_link_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
                           char *out, size_t cap) {
-  char hex[65];
-  if (strlen(chat_id) != STORE_ID_LEN || !is_hex_id(chat_id, STORE_ID_LEN) ||
-      secret_mac(secret, "cerea page link v1", chat_id, hex) != 0)
-    return SBX_EINVAL;
-  int n = snprintf(out, cap, "%s.%s", chat_id, hex);
-  return n < 0 || (size_t)n >= cap ? SBX_EINVAL : 0;
+  return derived_token(secret, "cerea page link v1", "", chat_id, out, cap);
 }
 
 int orch__auth_allows_chat(const struct orch_auth *a, const struct orch_chat *c) {
