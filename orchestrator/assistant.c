@@ -167,11 +167,14 @@ json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   struct orch_asst *t = orch__map_get(&o->asst, m->turn_id);
   if (t && strcmp(m->id, t->msg_id) == 0 && t->state < ASST_ENDING)
     return live_json(t, "streaming");
-  json_t *err = m->error_json ? json_loads(m->error_json, 0, NULL) : NULL;
+  int stale = strcmp(m->state, "streaming") == 0; /* no turn answers it: its server stopped */
+  const char *ej = stale ? ORCH_INTERRUPTED_JSON : m->error_json;
+  json_t *err = ej ? json_loads(ej, 0, NULL) : NULL;
   json_t *ids = json_loads(m->run_ids_json ? m->run_ids_json : "[]", 0, NULL);
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "message_id", m->id,
                    "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text",
-                   m->text ? m->text : "", "state", m->state, "error", err ? err : json_null(),
+                   m->text ? m->text : "", "state", stale ? "error" : m->state, "error",
+                   err ? err : json_null(),
                    "run_ids", ids ? ids : json_array(), "created_at", (json_int_t)m->created_at,
                    "updated_at", (json_int_t)m->updated_at);
 }

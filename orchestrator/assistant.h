@@ -27,6 +27,11 @@
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
 
+/* The error of an answer that was streaming when its server stopped (marked at the next start). */
+#define ORCH_INTERRUPTED_JSON                                                                      \
+  "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "   \
+  "written; ask again.\"}"
+
 /* ---- SSE, as the model sends it (llm.c) -------------------------------------------------------
  * The WHATWG event-stream rules: lines end with LF, CRLF or CR; `data:` lines (one leading space
  * dropped) joined with LF; a blank line dispatches; comments and other fields are ignored.  A line

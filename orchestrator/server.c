@@ -139,9 +139,6 @@ static void load_runtime_settings(struct orch *o) {
 
 /* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
  * (the chat takes the next message). */
-#define ORCH_INTERRUPTED_JSON                                                                      \
-  "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "   \
-  "written; ask again.\"}"
 static void on_interrupted(int rc, const struct sbx_error *err, void *ud) {
   (void)ud;
   if (rc != 0)

@@ -63,6 +63,18 @@ static const struct vcase vcases[] = {
     {"CEREA_API_KEY", "short", 0, "16 characters"},
     {"CEREA_DATA_DIR", "", 0, "empty"},
     {"NOT_A_SETTING", "1", 0, "unknown setting"},
+    {"CEREA_LLM_URL", "http://127.0.0.1:8080/v1", 1, NULL},
+    {"CEREA_LLM_URL", "https://api.example.com/v1", 1, NULL},
+    {"CEREA_LLM_URL", "ftp://x", 0, "http:// or https://"},
+    {"CEREA_LLM_URL", "127.0.0.1:8080", 0, "CEREA_LLM_URL"},
+    {"CEREA_LLM_MODEL", "", 0, "empty"},
+    {"CEREA_LLM_API_KEY", "", 1, NULL},
+    {"CEREA_LLM_MAX_TOOL_CALLS", "0", 1, NULL},
+    {"CEREA_LLM_MAX_TOOL_CALLS", "101", 0, "from 0 to 100"},
+    {"CEREA_LLM_MAX_TOKENS", "0", 0, "CEREA_LLM_MAX_TOKENS=0"},
+    {"CEREA_LLM_TURN_S", "1", 1, NULL},
+    {"CEREA_LLM_TURN_S", "10m", 0, "whole seconds"},
+    {"CEREA_LLM_STALL_S", "3601", 0, "from 1 to 3600"},
 };
 
 START_TEST(test_values) {
@@ -97,6 +109,20 @@ START_TEST(test_effects) {
   ck_assert_ptr_nonnull(strstr(e.msg, "--tls-key"));
   ck_assert_int_eq(orch_config_set(&c, "CEREA_TLS_KEY", "/k.pem", NULL), 0);
   ck_assert_int_eq(orch_config_validate(&c, NULL), 0);
+  /* the assistant: defaults, its settings, url and model both or neither */
+  ck_assert_int_eq(c.llm_max_tool_calls, 8);
+  ck_assert_int_eq(c.llm_max_tokens, 4096);
+  ck_assert_int_eq(c.llm_turn_s, 600);
+  ck_assert_int_eq(c.llm_stall_s, 60);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LLM_STALL_S", "5", NULL), 0);
+  ck_assert_int_eq(c.llm_stall_s, 5);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LLM_URL", "http://127.0.0.1:1/v1", NULL), 0);
+  ck_assert_int_eq(orch_config_validate(&c, &e), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(e.msg, "both CEREA_LLM_URL and CEREA_LLM_MODEL"));
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LLM_MODEL", "m", NULL), 0);
+  ck_assert_int_eq(orch_config_validate(&c, NULL), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LLM_API_KEY", "sk-secret-value", NULL), 0);
+  ck_assert_str_eq(c.llm_api_key, "sk-secret-value");
   orch_config_free(&c);
 }
 END_TEST
