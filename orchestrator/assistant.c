@@ -165,8 +165,8 @@ static json_t *live_json(struct orch_asst *t, const char *state) {
 
 json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   struct orch_asst *t = orch__map_get(&o->asst, m->turn_id);
-  if (t && strcmp(m->id, t->msg_id) == 0 && t->state < ASST_ENDING)
-    return live_json(t, "streaming");
+  if (t && strcmp(m->id, t->msg_id) == 0) /* in progress, or its end being written */
+    return live_json(t, t->state < ASST_ENDING ? "streaming" : state_word(t->ending));
   int stale = strcmp(m->state, "streaming") == 0; /* no turn answers it: its server stopped */
   const char *ej = stale ? ORCH_INTERRUPTED_JSON : m->error_json;
   json_t *err = ej ? json_loads(ej, 0, NULL) : NULL;
