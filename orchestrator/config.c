@@ -234,10 +234,9 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     slot = &c->llm_api_key;
   } else if (strcmp(key, "CEREA_LLM_URL") == 0) {
     if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_LLM_URL=%s: expected an http:// or https:// base URL, such as "
-                           "http://127.0.0.1:8080/v1",
-                           v);
+      return sbx_error_set(err, SBX_EINVAL, /* not echoed: a URL may carry a password */
+                           "CEREA_LLM_URL: expected an http:// or https:// base URL, such as "
+                           "http://127.0.0.1:8080/v1");
     slot = &c->llm_url;
   }
   else if (strcmp(key, "CEREA_API_KEY") == 0) {
