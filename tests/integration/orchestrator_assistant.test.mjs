@@ -17,7 +17,7 @@ let srv, model;
 
 const env = (m, extra = {}) => ({
   CEREA_LLM_URL: m.url, CEREA_LLM_MODEL: 'double-model', CEREA_LLM_API_KEY: LLM_KEY,
-  CEREA_LLM_STALL_S: '1', CEREA_LOG: 'debug', ...extra,
+  CEREA_LLM_STALL_S: '1', CEREA_LOG: 'trace', ...extra,
 });
 
 before(async () => {
@@ -310,7 +310,8 @@ function filesUnder(dir) {
 
 test('the model key appears in no log line, event, stored byte or answer', async () => {
   assert.ok(model.requests.length > 3);
-  assert.ok(srv.log.length > 0 && !srv.log.includes(LLM_KEY), 'not in the server log');
+  assert.match(srv.log, /conversation turn [0-9a-f]+: asking -> tooling/, 'the log is at trace level');
+  assert.ok(!srv.log.includes(LLM_KEY), 'not in the server log');
   const stored = filesUnder(srv.dataDir);
   assert.ok(stored.some((p) => p.endsWith('.db') || p.includes('db')), stored.join(' '));
   for (const p of stored) assert.ok(!readFileSync(p).includes(LLM_KEY), `not in ${p} (the event log is in the database)`);
