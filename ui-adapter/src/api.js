@@ -100,9 +100,19 @@ export class Api {
   createRun(chatId, body) { return this.call('POST', `/v1/chats/${enc(chatId)}/runs`, body); }
   cancelRun(runId) { return this.call('POST', `/v1/runs/${enc(runId)}/cancel`, {}); }
   config() { return this.call('GET', '/v1/config'); }
+  /** The chat's conversation (page token or API key): `{messages: [message objects]}` in order. */
+  messages(chatId) { return this.call('GET', `/v1/chats/${enc(chatId)}/messages`); }
+  /** Asks the assistant (page token or API key) -> `{message_id, turn_id}` (201). */
+  postMessage(chatId, text, fileIds) {
+    return this.call('POST', `/v1/chats/${enc(chatId)}/messages`, fileIds?.length ? { text, file_ids: fileIds } : { text });
+  }
+  /** Stops a turn: its model request and live runs -> `{turn_id, state}`. */
+  cancelTurn(turnId) { return this.call('POST', `/v1/turns/${enc(turnId)}/cancel`, {}); }
 
   // Backend / operator calls (API key).
   createChat(body = {}) { return this.call('POST', '/v1/chats', body); }
+  /** A link that opens an existing chat's page -> `{url, page_token}`. */
+  pageLink(chatId) { return this.call('POST', `/v1/chats/${enc(chatId)}/page_link`, {}); }
   adminRuns() { return this.call('GET', '/v1/admin/runs'); }
   adminPages() { return this.call('GET', '/v1/admin/pages'); }
   adminSettings() { return this.call('GET', '/v1/admin/settings'); }

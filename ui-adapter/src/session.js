@@ -11,14 +11,17 @@
 //     executes; chunks deduplicated by offset), the time used against the limit, why a re-run
 //     came, the result, this page's own copies of its output files, and the chat's file list;
 //   - answering input(): POST /v1/runs/{run}/input (the card's field);
+//   - the conversation (messages.js's MessageList): the chat stream's `message` events and the list
+//     `GET /v1/chats/{chat}/messages` answers, merged; asking (POST …/messages) and stopping a turn;
 //   - switching the page to another chat (a fresh interpreter, the old chat's files gone).
 //
 // It does not render anything, create chats or runs for the assistant, or decide policy (pausing,
-// retries, which files are mounted): the orchestrator does.
+// retries, which files are mounted, what the model is asked): the orchestrator does.
 import { Emitter } from '../../worker/emitter.js';
 import { codePoints } from '../../worker/output.js';
 import { PageSession } from '../../worker/session.js';
-import { Api, pageClient } from './api.js';
+import { Api, ApiError, pageClient } from './api.js';
+import { MessageList } from './messages.js';
 import { Presence } from './presence.js';
 import { WakeLock } from './wakelock.js';
 
@@ -49,6 +52,7 @@ export class ChatSession extends Emitter {
     this.wakeLock = new WakeLock();
     this.presence = new Presence({ onChange: (visible, why) => this.page.setVisible(visible, why) });
     this.runs = new Map();   // run_id -> latest view model (for UIs)
+    this.messages = null;    // MessageList of the chat bound
     this.bind(chatId, token);
   }
 
@@ -57,6 +61,9 @@ export class ChatSession extends Emitter {
     this.chatId = chatId;
     this.token = token;
     this.api = new Api({ base: this.base, token });
+    const messages = new MessageList();
+    this.messages = messages;
+    messages.on('message', (v) => { if (this.messages === messages) this.emit('message', v); });
     const page = new PageSession({ chatId, pageId: this.pageId, client: pageClient(this.api), supervisor: this.supervisor,
       visible: this.presence.visible, fileDeadlineMs: this.fileDeadlineMs,
       log: (m) => console.warn(`ui-adapter: ${m}`) });
@@ -82,7 +89,8 @@ export class ChatSession extends Emitter {
     page.on('input_request', mine((e) => this.inputRequested(e)));
     page.on('input_end', mine(({ run_id: runId }) => this.inputEnded(runId)));
     // The chat stream's live events: runs another page executes (and this page's own: deduplicated).
-    page.on('event', mine(({ type, data }) => {
+    page.on('event', mine(({ type, id, data }) => {
+      if (type === 'message') { messages.apply({ id, data }); return; }
       if (!data || !data.run_id || !this.runs.has(data.run_id) || this.runs.get(data.run_id).status) return;
       if (type === 'output') this.liveOutput(data);
       else if (type === 'display') this.liveDisplay(data);
@@ -184,8 +192,29 @@ export class ChatSession extends Emitter {
   /** Answer the input() a run waits for (the card's field): POST /v1/runs/{run}/input. */
   answerInput(runId, text) { return this.api.call('POST', `/v1/runs/${encodeURIComponent(runId)}/input`, { text }); }
 
+  /**
+   * Reads the conversation (`GET /v1/chats/{chat}/messages`) into `messages`; events that came
+   * meanwhile are kept (the merge converges).  Resolves the list, or null when this server has no
+   * messages API (404: an unknown chat is told by the page's other calls), and throws ApiError on
+   * other refusals.
+   */
+  async loadMessages() {
+    const messages = this.messages;
+    const r = await this.api.send('GET', `/v1/chats/${encodeURIComponent(this.chatId)}/messages`);
+    if (r.status === 404) return null;
+    if (!r.ok) throw new ApiError(r.status, r.json?.error?.code || `http_${r.status}`, r.json?.error?.message || r.text.slice(0, 200));
+    messages.load(r.json?.messages);
+    return messages.list();
+  }
+
+  /** Asks the assistant: `POST /v1/chats/{chat}/messages` -> {message_id, turn_id}; ApiError on refusal. */
+  sendMessage(text, fileIds) { return this.api.postMessage(this.chatId, text, fileIds); }
+
+  /** Stops a turn being answered: `POST /v1/turns/{turn}/cancel`. */
+  stopTurn(turnId) { return this.api.cancelTurn(turnId); }
+
   view(runId, patch) {
-    const v = { ...(this.runs.get(runId) || { run_id: runId }), ...patch };
+    const v = { seen_at: Date.now(), ...(this.runs.get(runId) || { run_id: runId }), ...patch };
     this.runs.set(runId, v);
     this.emit('run', v);
     return v;
