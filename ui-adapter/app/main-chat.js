@@ -2,28 +2,38 @@
 // chat as its kernel host (ChatSession) AT ONCE, while the module first evaluates, before anything
 // renders or any effect runs, so a run the assistant starts right away finds this page registered
 // and the chat's files mounted.  Then it shows the chat's files as chips (left-out ones say why),
-// each run as a card (code, output as it comes, the time used against the limit, a field for its
-// input(), its value and displays, truncation notes, status, duration, files with download and
-// preview, "keep this page open" on phones and why a run started again), the stream and kernel
-// state, and the runtime download progress.  A small editor runs the user's own code in the chat (origin "user").  Uploads are
-// checked against the server's limit before they start and show their progress.  A link that does
-// not reach its chat (no token, a wrong one, an unknown chat) replaces the page with one that says
-// so and what to do, and stops the Python runtime it had started loading.
+// the conversation (conversation.js: the messages in order, the answer streaming in as markdown,
+// each message's runs under it as run cards — code, output as it comes, the time used against the
+// limit, a field for its input(), its value and displays, files with download and preview, "keep
+// this page open" on phones and why a run started again — and the user's own runs between them),
+// the message box (composer.js; or, when the deployment has no model, a note saying so), the
+// stream and kernel state, and the runtime download progress.  A small editor runs the user's own
+// code in the chat (origin "user").  Uploads are checked against the server's limit before they
+// start and show their progress.  A link that does not reach its chat (no token, a wrong one, an
+// unknown chat) replaces the page with one that says so and what to do, and stops the Python
+// runtime it had started loading.
 // The token comes from the URL fragment (never sent to the server by the browser) and is only ever
-// sent as a bearer header.
+// sent as a bearer header.  A link without one still opens when this browser holds the chat's
+// token (its chat list) or the operator key (Settings), which mints one (POST
+// /v1/chats/{chat}/page_link); the token is then put in the fragment.
 import { ChatSession } from '../src/session.js';
 import { KernelSupervisor } from '../src/kernel.js';
 import { Api } from '../src/api.js';
 import { RunCard } from './cards.js';
+import { Conversation } from './conversation.js';
+import { wireComposer } from './composer.js';
 import { h, fmtBytes } from './dom.js';
 import { runtimeProgress } from './progress.js';
 import { loadSettings, serverConfig, pypiAllowed, workerUrl } from './settings.js';
 import { createEditor } from './editor.js';
 import { uploadFile, tooLarge } from './upload.js';
+import { storedToken, linkChat } from './chats.js';
 
 const $ = (id) => document.getElementById(id);
 const chatId = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
-const token = new URLSearchParams(location.hash.slice(1)).get('token') || '';
+const hashToken = new URLSearchParams(location.hash.slice(1)).get('token') || '';
+const token = hashToken || (chatId ? storedToken(chatId) : '') || '';
+if (token && !hashToken) history.replaceState(null, '', `${location.pathname}${location.search}#token=${encodeURIComponent(token)}`);
 
 // ---- Register first (synchronously, before any rendering) ------------------------------------
 // The PyPI toggle picks the worker URL; /v1/config (operator switch) is checked before the kernel
@@ -48,6 +58,7 @@ const LINK_WHY = {
   401: 'The page token in this link is wrong or incomplete: the server did not accept it.',
   403: 'The page token in this link belongs to another chat.',
   404: 'There is no such chat on this server.',
+  key: 'This link has no page token, and the server refused the operator API key in Settings that would make one.',
 };
 function showBrokenLink(why) {
   if (linkBroken) return;
@@ -66,7 +77,13 @@ function showBrokenLink(why) {
 
 // ---- Rendering --------------------------------------------------------------------------------
 runtimeProgress($('runtime'), supervisor);
-if (!session) {
+if (!session && chatId && loadSettings().apiKey) {
+  // A chat created elsewhere, opened by the operator of this browser: mint its page link, reload
+  // with the token (the page then registers first, as always).
+  $('stream-state').textContent = 'Opening this chat with the operator key…';
+  linkChat(chatId, loadSettings().apiKey).then((p) => { location.replace(p); location.reload(); })
+    .catch((e) => showBrokenLink(e.status === 404 ? 404 : e.status === 401 ? 'key' : (e.status || 'none')));
+} else if (!session) {
   showBrokenLink('none');
 } else {
   // The title is the server's (GET /v1/chats/{chat} with the page token); the copy this browser
@@ -120,32 +137,42 @@ if (!session) {
       c = new RunCard({ getBytes: (f) => session.artifactBytes(runId, f), onCancel: () => api.cancelRun(runId).catch(() => {}),
         onInput: (text) => session.answerInput(runId, text) });
       cards.set(runId, c);
-      $('runs').prepend(c.el);
     }
     return c;
   }
-  session.on('run', (v) => { cardFor(v.run_id).update(v); });
+  const convo = new Conversation({ el: $('conversation'), messages: session.messages, cardFor });
+  window.cereaConversation = convo;
+  session.on('run', (v) => convo.run(v));
   // After a reload the chat's runs come back from the server (GET /v1/chats/{chat}/runs with the
-  // page token, newest first, runs other pages executed included), under any live card.
+  // page token, runs other pages executed included) and its conversation (GET …/messages).
   (async () => {
     let runs = [];
     try { runs = (await api.chatRuns(chatId, 50))?.runs || []; }
     catch (e) { $('stream-state').title = `Earlier runs not loaded: ${e.message}`; return; }
-    for (const r of runs) {
-      if (cards.has(r.run_id)) continue;
-      cardFor(r.run_id).update(r);
-      $('runs').append(cards.get(r.run_id).el);
-    }
+    for (const r of runs) if (!session.runs.get(r.run_id)?.status) convo.run(r);
   })();
+  const messagesRead = session.loadMessages().catch((e) => { $('ask-status').textContent = `The conversation did not load: ${e.message}`; return null; });
   // A run another tab executes: follow it through the API until it ends.
   session.on('elsewhere', async ({ run_id: runId }) => {
     for (let i = 0; i < 40; i++) {
       try {
         const r = await api.getRun(runId, 15);
-        cardFor(runId).update(r);
+        convo.run(r);
         if (r.status) return;
       } catch { return; }
     }
+  });
+
+  // The message box, when the deployment has a model (GET /v1/config's `assistant`) and this server
+  // keeps conversations; else a note that says so (and "run your own code" stays).
+  const composer = wireComposer({ form: $('ask'), text: $('ask-text'), send: $('ask-send'), stop: $('ask-stop'), status: $('ask-status'), session });
+  Promise.all([serverConfig(), messagesRead]).then(([cfg, list]) => {
+    if (linkBroken) return;
+    const model = cfg.assistant?.model;
+    $('ask').hidden = !model || list === null;
+    $('no-model').hidden = !!model && list !== null;
+    if (model) $('ask-text').placeholder = `Ask the assistant (${model}); its code runs in this page. Enter sends, Shift+Enter is a new line.`;
+    composer.sync();
   });
 
   // Attach files (page token: POST /v1/chats/{chat}/files); the orchestrator's `files` event

@@ -13,6 +13,7 @@ import { loadSettings, saveSettings, serverConfig, pypiAllowed, workerUrl, wireS
 import { KernelSupervisor } from '../src/kernel.js';
 import { Api } from '../src/api.js';
 import { runtimeProgress } from './progress.js';
+import { loadChats, saveChats, rememberChat, chatPath, linkChat } from './chats.js';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_CODE = `# Python runs in your browser (Pyodide). Files you drop are in /mnt/data.
@@ -151,13 +152,12 @@ dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('dr
 
 // ---- Chat list ---------------------------------------------------------------------------------
 // Chats are created with the operator's API key (POST /v1/chats is a backend call).  The page
-// token of a chat created here is kept in this browser (the API never shows a token again), so
-// only those chats can be opened from here; GET /v1/chats lists the others, marked as such.
-// A rename is stored on the server (PATCH /v1/chats/{chat} with the chat's page token, or the API
-// key for a chat created elsewhere); the server's titles win over the ones kept here.
-const CHATS = 'cerea.chats';
-const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
-const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c));
+// token of a chat created here is kept in this browser (chats.js; the API never shows a token
+// again); GET /v1/chats lists the others (created through the API, the CLI, another browser): one
+// of them opens through a page link minted with the operator key (POST /v1/chats/{chat}/page_link),
+// whose token is then kept here too.  A rename is stored on the server (PATCH /v1/chats/{chat}
+// with the chat's page token, or the API key for a chat created elsewhere); the server's titles win
+// over the ones kept here.
 let serverChats = [];
 let chatsError = ''; // the last failure of a chat-list action (create, rename, list), until a success
 const keyRefused = 'The server refused the operator API key in Settings: check it there.';
@@ -199,13 +199,23 @@ function renderChats() {
   $('chats-note').textContent = chatsError || (chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).');
   $('chats-note').classList.toggle('note', !!chatsError);
   const items = chats.map((c) => {
-    const link = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}#token=${encodeURIComponent(c.page_token)}`, title: c.title || c.chat_id }, c.title || c.chat_id);
+    const link = h('a', { href: chatPath(c.chat_id, c.page_token), title: c.title || c.chat_id }, c.title || c.chat_id);
     return h('li', { 'data-chat-id': c.chat_id }, link, renameButton(c.chat_id, c.title, c.page_token || apiKey));
   });
   for (const c of others) {
-    items.push(h('li', { 'data-chat-id': c.chat_id, class: 'muted', title: 'Created elsewhere: its page token is not in this browser' },
-      h('span', { title: c.title || c.chat_id }, c.title || c.chat_id.slice(0, 12)), h('span', { class: 'small' }, 'elsewhere'),
-      apiKey ? renameButton(c.chat_id, c.title, apiKey) : null));
+    const name = c.title || c.chat_id.slice(0, 12);
+    const open = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}`, title: `${c.title || c.chat_id} (created elsewhere: opened with a link made with the operator key)`,
+      onclick: async (e) => {
+        e.preventDefault();
+        try { location.assign(await linkChat(c.chat_id, apiKey, c.title)); }
+        catch (err) {
+          chatsError = err.status === 404 ? 'This server cannot make a link for a chat created elsewhere (POST /v1/chats/{chat}/page_link is missing).'
+            : err.status === 401 ? keyRefused : `Could not open the chat: ${err.message}`;
+          renderChats();
+        }
+      } }, name);
+    items.push(h('li', { 'data-chat-id': c.chat_id, 'data-elsewhere': '' }, open, h('span', { class: 'small muted' }, 'elsewhere'),
+      renameButton(c.chat_id, c.title, apiKey)));
   }
   $('chat-list').replaceChildren(...items);
 }
@@ -215,9 +225,7 @@ $('new-chat').addEventListener('click', async () => {
   try {
     const title = `Chat ${new Date().toLocaleString()}`;
     const r = await new Api({ token: apiKey }).createChat({ title });
-    const chats = loadChats();
-    chats.unshift({ chat_id: r.chat_id, page_token: r.page_token, title });
-    saveChats(chats);
+    rememberChat({ chat_id: r.chat_id, page_token: r.page_token, title });
     chatsError = '';
   } catch (e) { chatsError = e.status === 401 ? `Could not create a chat. ${keyRefused}` : `Could not create a chat: ${e.message}`; }
   renderChats();

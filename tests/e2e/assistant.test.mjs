@@ -1,0 +1,261 @@
+// assistant.test.mjs -- issue 18 in Chromium: the chat page as a conversation against the REAL
+// orchestrator, whose model is a TEST DOUBLE (model-double.mjs: a scripted OpenAI-compatible
+// server; no model runs here).  A plain answer streams in as sanitized markdown under the question,
+// the composer disabled meanwhile; a tool call runs in the page, under the answer, and its result
+// reaches the model before the answer; an answer's two python blocks auto-run in order and show in
+// order, below the earlier turn; a second tab sees the same conversation live and after a reload;
+// a model error is shown as such; Stop ends a stalled answer keeping its text; on a phone the
+// tool run's card says to keep the page open.  Without a model the page says so and keeps "run your
+// own code".  What needs the orchestrator's side of issue 18 skips, saying so, on an orchestrator
+// without it (GET /v1/chats/{chat}/messages answers 404).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, orchestrator, backend, screenshot, watchConsole, PHONE } from './harness.mjs';
+import { startModelDouble, byRole } from './model-double.mjs';
+
+const KEY = 'sk-double-secret-0123456789';
+let orch = null, plain = null, skipReason = null, api, browser, model, phone;
+
+before(async () => {
+  model = await startModelDouble();
+  browser = await launch();
+  orch = await orchestrator({ env: { CEREA_LLM_URL: model.url, CEREA_LLM_MODEL: 'double-model', CEREA_LLM_API_KEY: KEY, CEREA_LLM_STALL_S: '30' } });
+  if (orch.skip) { skipReason = `orchestrator unavailable: ${orch.skip}`; return; }
+  api = backend(orch.origin, orch.apiKey);
+  const c = await api('POST', '/v1/chats', {});
+  const m = await api('GET', `/v1/chats/${c.json.chat_id}/messages`);
+  if (m.status === 404) skipReason = 'this orchestrator has no messages API (GET /v1/chats/{chat}/messages 404): waits for the orchestrator side of issue 18';
+});
+after(async () => {
+  await browser?.close();
+  await phone?.close();
+  if (orch && !orch.skip) await orch.stop();
+  if (plain && !plain.skip) await plain.stop();
+  await model?.close();
+});
+
+const need = (t) => { if (skipReason) { t.skip(skipReason); return false; } return true; };
+
+async function newChat(on = api) {
+  const c = await on('POST', '/v1/chats', {});
+  assert.equal(c.status, 201, c.text);
+  return c.json;
+}
+
+async function openChat(chat, { ctx = browser.ctx, origin = orch.origin, kernel = true } = {}) {
+  const page = await ctx.newPage();
+  const errors = watchConsole(page);
+  await page.goto(`${origin}/chat/${chat.chat_id}#token=${chat.page_token}`);
+  await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+  if (kernel) await page.waitForFunction(() => window.cereaSupervisor.state === 'ready', null, { timeout: 90_000 });
+  return { page, errors };
+}
+
+async function ask(page, text) {
+  await page.locator('#ask:not([hidden]) #ask-text:not([disabled])').waitFor({ timeout: 10_000 });
+  await page.fill('#ask-text', text);
+  await page.press('#ask-text', 'Enter');
+}
+
+const assistantDone = (page, n = 1) => page.waitForFunction((i) => document.querySelectorAll('.msg[data-role=assistant]')[i]?.dataset.state === 'done', n - 1, { timeout: 60_000 });
+// The conversation as the page shows it: role, state, text, and each run's origin/status/stdout.
+const shown = (page) => page.$$eval('#conversation > *', (els) => els.map((el) => el.classList.contains('msg')
+  ? { role: el.dataset.role, state: el.dataset.state, text: el.querySelector('.msg-text').textContent.trim(),
+    runs: [...el.querySelectorAll('.run-card')].map((c) => `${c.dataset.status}:${(c.querySelector('[data-testid=stdout]')?.textContent || '').trim()}`) }
+  : { run: el.dataset.status }));
+const pageErrors = (errors) => errors.filter((e) => /pageerror/.test(e));
+
+test('a plain answer streams in as sanitized markdown under the question; the composer is disabled meanwhile', async (t) => {
+  if (!need(t)) return;
+  model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 60 }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat, { kernel: false });
+  await ask(page, 'Say something\nin two lines');
+  await page.locator('.msg[data-role=user]').waitFor();
+  assert.equal(await page.locator('.msg[data-role=user] .msg-text').textContent(), 'Say something\nin two lines', 'Shift-less Enter sent; the text as typed');
+  await page.locator('.msg[data-role=assistant][data-state=streaming]').waitFor({ timeout: 20_000 });
+  assert.equal(await page.locator('#ask-text').isDisabled(), true, 'no second question while the turn is open');
+  assert.equal(await page.locator('#ask-stop').isVisible(), true);
+  await assistantDone(page);
+  const msg = page.locator('.msg[data-role=assistant]');
+  assert.equal(await msg.locator('strong').textContent(), 'bold');
+  assert.equal(await msg.locator('.msg-text code').textContent(), 'code');
+  const a = msg.locator('a[href="https://example.org/x"]');
+  assert.equal(await a.getAttribute('target'), '_blank');
+  assert.equal(await a.getAttribute('rel'), 'noopener noreferrer');
+  assert.equal(await msg.locator('script, [onerror], img[src=x]').count(), 0, 'script, handlers and a remote image are gone');
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+  assert.equal(await page.locator('#ask-text').isDisabled(), false);
+  assert.equal(await page.locator('#ask-stop').isVisible(), false);
+  assert.equal(await page.inputValue('#ask-text'), '');
+  // What reached the model.
+  const req = model.requests[0];
+  assert.equal(req.auth, `Bearer ${KEY}`);
+  assert.equal(req.body.model, 'double-model');
+  assert.equal(req.body.stream, true);
+  assert.ok(req.body.tools.some((x) => x.function?.name === 'run_python'), 'the run_python tool is offered');
+  assert.equal(byRole(req, 'user').at(-1).content.includes('Say something'), true);
+  // Shift+Enter is a new line, not a send.
+  await page.locator('#ask-text').focus();
+  await page.keyboard.type('line one');
+  await page.keyboard.press('Shift+Enter');
+  await page.keyboard.type('line two');
+  assert.equal(await page.inputValue('#ask-text'), 'line one\nline two');
+  assert.equal(await page.locator('.msg').count(), 2);
+  assert.deepEqual(pageErrors(errors), []);
+  await screenshot(page, 'assistant-plain');
+  await page.close();
+});
+
+test('a tool call runs in the page under the answer, its result reaches the model, then the answer', async (t) => {
+  if (!need(t)) return;
+  model.script((body) => (byRole({ body }, 'tool').length ? { text: 'The result is 42.' } : { tool: { code: 'print(6 * 7)' } }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  await ask(page, 'What is 6 * 7? Use Python.');
+  await assistantDone(page);
+  const conv = await shown(page);
+  assert.deepEqual(conv.map((x) => x.role || 'run'), ['user', 'assistant'], JSON.stringify(conv));
+  assert.deepEqual(conv[1].runs, ['ok:42'], 'the tool run under the answer');
+  assert.equal(conv[1].text, 'The result is 42.');
+  assert.equal(model.requests.length, 2);
+  const toolMsg = byRole(model.requests[1], 'tool')[0];
+  assert.match(String(toolMsg?.content ?? JSON.stringify(toolMsg)), /42/, 'the run\'s output reached the model');
+  const card = page.locator('.msg[data-role=assistant] .run-card');
+  assert.match(await card.textContent(), /tool run/);
+  assert.deepEqual(pageErrors(errors), []);
+  await screenshot(page, 'assistant-tool');
+  await page.close();
+});
+
+test('an answer\'s two python blocks auto-run in order and show in order, below the earlier turn', async (t) => {
+  if (!need(t)) return;
+  const answer = 'First:\n```python\nimport time\ntime.sleep(0.3)\nprint("one")\n```\nThen:\n```python\nprint("two")\n```\n';
+  model.script((body) => (byRole({ body }, 'user').length > 1 ? { text: answer } : { text: 'Hello.' }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  await ask(page, 'hi');
+  await assistantDone(page, 1);
+  await ask(page, 'two blocks please');
+  await assistantDone(page, 2);
+  await page.waitForFunction(() => [...document.querySelectorAll('.msg')[3].querySelectorAll('.run-card')].filter((c) => c.dataset.status === 'ok').length === 2, null, { timeout: 60_000 });
+  const conv = await shown(page);
+  assert.deepEqual(conv.map((x) => `${x.role}:${x.text.split('\n')[0]}`), ['user:hi', 'assistant:Hello.', 'user:two blocks please', 'assistant:First:']);
+  assert.deepEqual(conv[1].runs, []);
+  assert.deepEqual(conv[3].runs, ['ok:one', 'ok:two'], 'first block first');
+  const runs = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1).run_ids;
+  assert.equal(runs.length, 2);
+  assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.msg')[3].querySelectorAll('.run-card')].map((c) => c.dataset.runId)), runs, 'in run_ids order');
+  assert.deepEqual(pageErrors(errors), []);
+  await screenshot(page, 'assistant-two-blocks');
+  await page.close();
+});
+
+test('a second tab sees the same conversation live, and again after a reload', async (t) => {
+  if (!need(t)) return;
+  const text = 'This answer comes in slowly, piece by piece, so the other tab sees it grow.';
+  model.script(() => ({ text, gapMs: 250 }));
+  const chat = await newChat();
+  const { page } = await openChat(chat, { kernel: false });
+  const { page: other, errors } = await openChat(chat, { kernel: false });
+  const grew = other.evaluate(() => new Promise((resolve) => {
+    const seen = new Set();
+    const check = () => {
+      const m = document.querySelector('.msg[data-role=assistant]');
+      if (m) seen.add(`${m.dataset.state}:${m.querySelector('.msg-text').textContent.length}`);
+      if (m?.dataset.state === 'done') { resolve([...seen]); return; }
+      requestAnimationFrame(check);
+    };
+    check();
+  }));
+  await page.bringToFront();
+  await ask(page, 'Tell me slowly');
+  await other.locator('.msg[data-role=user]').waitFor({ timeout: 20_000 });
+  await other.locator('.msg[data-role=assistant][data-state=streaming]').waitFor({ timeout: 20_000 });
+  assert.equal(await other.locator('#ask-text').isDisabled(), true, 'the other tab cannot open a second turn');
+  const states = await grew;
+  const partial = states.filter((s) => s.startsWith('streaming:') && Number(s.split(':')[1]) > 0 && Number(s.split(':')[1]) < text.length);
+  assert.ok(partial.length >= 2, `the other tab saw the answer grow: ${states.join(' ')}`);
+  const want = await shown(page);
+  assert.deepEqual(await shown(other), want);
+  await other.reload();
+  await other.locator('.msg[data-role=assistant][data-state=done]').waitFor({ timeout: 20_000 });
+  assert.deepEqual(await shown(other), want, 'the conversation comes back after a reload');
+  assert.equal(want[1].text, text);
+  assert.deepEqual(pageErrors(errors), []);
+  await other.close();
+  await page.close();
+});
+
+test('a model error is shown in the chat as such, and the next question can be asked', async (t) => {
+  if (!need(t)) return;
+  model.script(() => ({ status: 500, message: 'the double is down' }));
+  const chat = await newChat();
+  const { page } = await openChat(chat, { kernel: false });
+  await ask(page, 'Are you there?');
+  const msg = page.locator('.msg[data-role=assistant][data-state=error]');
+  await msg.waitFor({ timeout: 30_000 });
+  const status = await msg.locator('[data-testid=message-status]').textContent();
+  assert.match(status, /^The model answered with an error: .*500.*the double is down/);
+  assert.doesNotMatch(status, new RegExp(KEY));
+  assert.equal(await page.locator('#ask-text').isDisabled(), false);
+  await screenshot(page, 'assistant-model-error');
+  await page.close();
+});
+
+test('Stop ends an answer that stalls: the text so far stays, the message says it stopped', async (t) => {
+  if (!need(t)) return;
+  model.script(() => ({ stallAfter: 'I was about to' }));
+  const chat = await newChat();
+  const { page } = await openChat(chat, { kernel: false });
+  await ask(page, 'Start and stall');
+  await page.locator('.msg[data-role=assistant] .msg-text', { hasText: 'I was about to' }).waitFor({ timeout: 20_000 });
+  await page.click('#ask-stop');
+  const msg = page.locator('.msg[data-role=assistant][data-state=stopped]');
+  await msg.waitFor({ timeout: 10_000 });
+  assert.equal((await msg.locator('.msg-text').textContent()).trim(), 'I was about to');
+  assert.match(await msg.locator('[data-testid=message-status]').textContent(), /Stopped/);
+  assert.equal(await page.locator('#ask-text').isDisabled(), false);
+  await page.close();
+});
+
+test('on a phone: the tool run under the answer says to keep the page open while it runs', async (t) => {
+  if (!need(t)) return;
+  phone ||= await launch({ viewport: PHONE, isMobile: true });
+  model.script((body) => (byRole({ body }, 'tool').length ? { text: 'Slept.' } : { tool: { code: 'import time\ntime.sleep(2)\nprint("awake")' } }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat, { ctx: phone.ctx });
+  await ask(page, 'Sleep two seconds');
+  await page.locator('.msg[data-role=assistant] .run-card .keep-open').waitFor({ timeout: 30_000 });
+  await assistantDone(page);
+  assert.deepEqual((await shown(page))[1].runs, ['ok:awake']);
+  assert.equal(await page.locator('.keep-open').count(), 0, 'gone once the run ended');
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `no sideways scroll on a phone (${width} px)`);
+  assert.deepEqual(pageErrors(errors), []);
+  await screenshot(page, 'assistant-phone');
+  await page.close();
+});
+
+test('no model configured: the page says so plainly and keeps "run your own code"', async () => {
+  plain = await orchestrator();
+  if (plain.skip) throw new Error(plain.skip);
+  const papi = backend(plain.origin, plain.apiKey);
+  const cfg = await (await fetch(`${plain.origin}/v1/config`)).json();
+  assert.ok(!cfg.assistant, `no assistant in /v1/config: ${JSON.stringify(cfg.assistant)}`);
+  const chat = await newChat(papi);
+  const { page, errors } = await openChat(chat, { origin: plain.origin });
+  const note = page.locator('[data-testid=no-model]');
+  await note.waitFor({ state: 'visible', timeout: 10_000 });
+  assert.match(await note.textContent(), /No assistant model is configured on this deployment/);
+  assert.equal(await page.locator('#ask').isVisible(), false, 'no message box that cannot work');
+  await page.click('#composer summary');
+  await page.evaluate(() => window.cereaChatEditor.setCode('print("mine")'));
+  await page.click('#run');
+  const card = page.locator('#conversation > .run-card[data-status=ok]');
+  await card.waitFor({ timeout: 60_000 });
+  assert.equal((await card.locator('[data-testid=stdout]').textContent()).trim(), 'mine');
+  assert.deepEqual(pageErrors(errors), []);
+  await screenshot(page, 'assistant-no-model');
+  await page.close();
+});

@@ -1,0 +1,65 @@
+// composer.js -- the chat page's message box: Enter sends (Shift+Enter is a new line; Enter while an
+// input method composes is the method's), the box and Send are disabled while a turn is open (one
+// turn at a time per chat: this tab's or another's), Stop ends the open turn (POST
+// /v1/turns/{turn}/cancel), and a refused message stays in the box with the reason in plain words.
+// It does not draw the conversation (conversation.js) and decides nothing about the turn: the
+// orchestrator does.
+import { codePoints } from '../../worker/output.js';
+
+export const MAX_TEXT = 32_000;   // characters a message may have (POST /v1/chats/{chat}/messages)
+
+const REFUSED = {
+  turn_open: 'An answer is still being written in this chat (perhaps in another tab): wait for it, or stop it.',
+  no_model: 'No model is configured on this deployment, so there is no assistant to ask.',
+};
+
+/**
+ * @param {{form: HTMLFormElement, text: HTMLTextAreaElement, send: HTMLButtonElement, stop: HTMLButtonElement,
+ *   status: HTMLElement, session: import('../src/session.js').ChatSession}} o
+ */
+export function wireComposer({ form, text, send, stop, status, session }) {
+  let sending = false;
+  const say = (msg, refused = false) => { status.textContent = msg; if (refused) status.dataset.state = 'refused'; else delete status.dataset.state; };
+  const sync = () => {
+    const open = session.messages.open();
+    const busy = sending || !!open;
+    text.disabled = busy;
+    send.disabled = busy;
+    stop.hidden = !open;
+    form.dataset.state = open ? 'open' : sending ? 'sending' : 'idle';
+    if (!busy && document.activeElement === document.body) text.focus();
+  };
+  session.on('message', sync);
+  session.on('switched', sync);
+
+  async function submit() {
+    const q = text.value.trim();
+    if (!q || sending || session.messages.open()) return;
+    const n = codePoints(q);
+    if (n > MAX_TEXT) { say(`This message has ${n.toLocaleString('en')} characters; at most ${MAX_TEXT.toLocaleString('en')} can be sent.`, true); return; }
+    sending = true; sync(); say('');
+    try {
+      await session.sendMessage(q);
+      text.value = '';
+    } catch (e) {
+      say(`Not sent: ${REFUSED[e.code] || (e.status ? e.message.replace(/^\d+ \w+: /, '') : e.message)}`, true);
+    } finally { sending = false; sync(); }
+  }
+
+  form.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
+  text.addEventListener('keydown', (e) => {
+    if (e.key !== 'Enter' || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+    e.preventDefault();
+    submit();
+  });
+  stop.addEventListener('click', async () => {
+    const open = session.messages.open();
+    if (!open) return;
+    stop.disabled = true;
+    try { await session.stopTurn(open.turn_id); say(''); }
+    catch (e) { if (e.status !== 409) say(`Could not stop: ${e.message}`, true); }
+    finally { stop.disabled = false; }
+  });
+  sync();
+  return { sync, submit };
+}

@@ -1,0 +1,104 @@
+// conversation.js -- the chat page's conversation: the messages in order (the user's question as
+// text, the assistant's answer as sanitized markdown while it streams and once it ends, how it ended
+// when that was not plainly: stopped, or the model's error in plain words), each message's runs
+// under it in order as run cards (tool runs while it answers, then the answer's auto runs), and
+// the runs of no message (the user's own code) between messages by time, oldest first.  It draws
+// MessageList.timeline() (ui-adapter/src/messages.js); elements are kept and moved only when their
+// place changes, so a card's open preview or frame is not reloaded by a new delta.
+//
+// It does not fetch or post: the page gives it run views (`run(view)`) and the session's messages,
+// and `cardFor` builds run cards with the page's callbacks.
+import { h } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+
+// What a model error means for the person at the page (the codes of docs/api.md "Messages").
+export const MODEL_ERROR = {
+  model_error: (m) => `The model answered with an error: ${m}`,
+  model_unreachable: (m) => `The model could not be reached: ${m}`,
+  model_stalled: (m) => `The model stopped sending its answer part-way: ${m}`,
+  turn_time_limit: () => 'The answer took longer than this deployment allows for one turn, so it was ended here.',
+  tool_call_limit: () => 'The assistant asked to run code more times than one turn allows; it was asked to answer without running more.',
+};
+export function modelErrorText(err) {
+  if (!err) return '';
+  const f = MODEL_ERROR[err.code];
+  return f ? f(err.message || '') : `The answer ended with an error (${err.code}): ${err.message || ''}`;
+}
+
+export class Conversation {
+  /**
+   * @param {{el: HTMLElement, messages: import('../src/messages.js').MessageList,
+   *   cardFor: (runId: string) => {el: HTMLElement, update: (view: object) => void}}} o
+   */
+  constructor({ el, messages, cardFor }) {
+    this.el = el;
+    this.messages = messages;
+    this.cardFor = cardFor;
+    this.runs = new Map();     // run_id -> latest view
+    this.blocks = new Map();   // message_id -> {el, body, runsEl, shown: text drawn, state}
+    this.pending = false;
+    messages.on('message', () => this.schedule());
+  }
+
+  /** A run's latest view (from the session, the run list or a poll): its card is updated now. */
+  run(view) {
+    const old = this.runs.get(view.run_id);
+    const v = { ...(old || {}), ...view };
+    this.runs.set(view.run_id, v);
+    this.cardFor(view.run_id).update(v);
+    if (!old || old.turn_id !== v.turn_id || old.created_at !== v.created_at) this.schedule();
+  }
+
+  // Drawing is coalesced to one per frame (deltas come up to ~20 a second).
+  schedule() {
+    if (this.pending) return;
+    this.pending = true;
+    const go = () => { this.pending = false; this.draw(); };
+    if (typeof requestAnimationFrame === 'function' && document.visibilityState === 'visible') requestAnimationFrame(go);
+    else setTimeout(go, 0);
+  }
+
+  draw() {
+    const items = this.messages.timeline([...this.runs.values()]);
+    const order = [];
+    for (const item of items) {
+      if (item.kind === 'run') { order.push(this.cardFor(item.run_id).el); continue; }
+      const b = this.block(item.message);
+      place(b.runsEl, item.run_ids.map((id) => this.cardFor(id).el));
+      order.push(b.el);
+    }
+    place(this.el, order);
+  }
+
+  block(m) {
+    let b = this.blocks.get(m.message_id);
+    if (!b) {
+      const body = h('div', { class: 'msg-text', 'data-testid': 'message-text' });
+      const status = h('p', { class: 'msg-status', 'data-testid': 'message-status', role: 'status' });
+      const runsEl = h('div', { class: 'msg-runs' });
+      const el = h('article', { class: `msg msg-${m.role}`, 'data-message-id': m.message_id, 'data-role': m.role },
+        h('header', { class: 'msg-head' }, m.role === 'user' ? 'You' : 'Assistant'), body, status, runsEl);
+      b = { el, body, status, runsEl, shown: null, state: null };
+      this.blocks.set(m.message_id, b);
+    }
+    b.el.dataset.state = m.state;
+    b.el.dataset.turnId = m.turn_id || '';
+    if (b.shown !== m.text) {
+      b.shown = m.text;
+      if (m.role === 'assistant') b.body.replaceChildren(renderMarkdown(m.text));
+      else b.body.textContent = m.text;
+    }
+    const errText = modelErrorText(m.error);
+    const statusText = m.state === 'streaming' ? (m.text ? '' : 'Thinking…') : m.state === 'stopped' ? 'Stopped: the answer ends here.' : errText;
+    if (b.status.textContent !== statusText) b.status.textContent = statusText;
+    b.status.classList.toggle('error', !!errText);
+    b.status.hidden = !statusText;
+    return b;
+  }
+}
+
+// Make `parent`'s children exactly `els`, in order, moving only what is out of place.
+function place(parent, els) {
+  els.forEach((el, i) => { if (parent.children[i] !== el) parent.insertBefore(el, parent.children[i] || null); });
+  while (parent.children.length > els.length) parent.lastElementChild.remove();
+}
