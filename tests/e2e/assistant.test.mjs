@@ -64,6 +64,12 @@ const shown = (page) => page.$$eval('#conversation > *', (els) => els.map((el) =
     runs: [...el.querySelectorAll('.run-card')].map((c) => `${c.dataset.status}:${(c.querySelector('[data-testid=stdout]')?.textContent || '').trim()}`) }
   : { run: el.dataset.status }));
 const pageErrors = (errors) => errors.filter((e) => /pageerror/.test(e));
+// The end of a test's page: no uncaught error, a screenshot, closed.
+async function finish(page, errors, name) {
+  assert.deepEqual(pageErrors(errors), [], 'no uncaught errors');
+  await screenshot(page, name);
+  await page.close();
+}
 
 test('a plain answer streams in as sanitized markdown under the question; the composer is disabled meanwhile', async (t) => {
   if (!need(t)) return;
@@ -102,9 +108,7 @@ test('a plain answer streams in as sanitized markdown under the question; the co
   await page.keyboard.type('line two');
   assert.equal(await page.inputValue('#ask-text'), 'line one\nline two');
   assert.equal(await page.locator('.msg').count(), 2);
-  assert.deepEqual(pageErrors(errors), []);
-  await screenshot(page, 'assistant-plain');
-  await page.close();
+  await finish(page, errors, 'assistant-plain');
 });
 
 test('a tool call runs in the page under the answer, its result reaches the model, then the answer', async (t) => {
@@ -123,9 +127,7 @@ test('a tool call runs in the page under the answer, its result reaches the mode
   assert.match(String(toolMsg?.content ?? JSON.stringify(toolMsg)), /42/, 'the run\'s output reached the model');
   const card = page.locator('.msg[data-role=assistant] .run-card');
   assert.match(await card.textContent(), /tool run/);
-  assert.deepEqual(pageErrors(errors), []);
-  await screenshot(page, 'assistant-tool');
-  await page.close();
+  await finish(page, errors, 'assistant-tool');
 });
 
 test('an answer\'s two python blocks auto-run in order and show in order, below the earlier turn', async (t) => {
@@ -146,9 +148,7 @@ test('an answer\'s two python blocks auto-run in order and show in order, below 
   const runs = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1).run_ids;
   assert.equal(runs.length, 2);
   assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.msg')[3].querySelectorAll('.run-card')].map((c) => c.dataset.runId)), runs, 'in run_ids order');
-  assert.deepEqual(pageErrors(errors), []);
-  await screenshot(page, 'assistant-two-blocks');
-  await page.close();
+  await finish(page, errors, 'assistant-two-blocks');
 });
 
 test('a second tab sees the same conversation live, and again after a reload', async (t) => {
@@ -232,9 +232,7 @@ test('on a phone: the tool run under the answer says to keep the page open while
   assert.equal(await page.locator('.keep-open').count(), 0, 'gone once the run ended');
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `no sideways scroll on a phone (${width} px)`);
-  assert.deepEqual(pageErrors(errors), []);
-  await screenshot(page, 'assistant-phone');
-  await page.close();
+  await finish(page, errors, 'assistant-phone');
 });
 
 test('no model configured: the page says so plainly and keeps "run your own code"', async () => {
@@ -255,7 +253,5 @@ test('no model configured: the page says so plainly and keeps "run your own code
   const card = page.locator('#conversation > .run-card[data-status=ok]');
   await card.waitFor({ timeout: 60_000 });
   assert.equal((await card.locator('[data-testid=stdout]').textContent()).trim(), 'mine');
-  assert.deepEqual(pageErrors(errors), []);
-  await screenshot(page, 'assistant-no-model');
-  await page.close();
+  await finish(page, errors, 'assistant-no-model');
 });

@@ -6,7 +6,10 @@
 // (GET /v1/chats/{chat} with its page token): a chat renamed through the API shows its name in a
 // fresh browser profile that holds no copy, the copy kept in this browser is shown only when that
 // call fails, and a rename from the chat list in another tab shows on the open chat page without a
-// reload.  Run history after a reload is checked in chat.test.mjs.
+// reload.  A chat created through the API (or the CLI) is listed as "elsewhere" and opens: the
+// page link the operator key mints (POST /v1/chats/{chat}/page_link) gives this browser its token,
+// kept so the list then opens it like its own; /chat/{id} without a token opens the same way.
+// Run history after a reload is checked in chat.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launch, orchestrator, backend, watchConsole, newChatInApp, DESKTOP } from './harness.mjs';
@@ -117,6 +120,50 @@ test('the chat page shows the server\'s title in a fresh profile, the stored cop
 
     const failed = errors.filter((e) => /^http /.test(e) && !/^http 409 POST \/v1\/chats\/[^/]+\/presence$/.test(e));
     assert.deepEqual(failed, [`http 503 GET /v1/chats/${chatId}`], 'only the refused title read failed');
+    assert.deepEqual(errors.filter((e) => /^pageerror/.test(e)), [], 'no uncaught errors');
+    await page.close();
+  } finally {
+    await fresh.close();
+  }
+});
+
+test('a chat created through the API opens from the list (a page link minted with the operator key), and /chat/{id} without a token too', async (t) => {
+  if (!need(t)) return;
+  const made = await api('POST', '/v1/chats', { title: 'Made by the API' });
+  assert.equal(made.status, 201, made.text);
+  const chatId = made.json.chat_id;
+  const probe = await api('POST', `/v1/chats/${chatId}/page_link`, {});
+  if (probe.status === 404) {   // the chat exists: the route is what is missing
+    t.skip('this orchestrator cannot mint page links (POST /v1/chats/{chat}/page_link 404): waits for the orchestrator side of issue 18');
+    return;
+  }
+  assert.equal(probe.status, 200, probe.text);
+  assert.match(probe.json.url, new RegExp(`/chat/${chatId}#token=`));
+  const fresh = await launch({ viewport: DESKTOP });
+  try {
+    const page = await fresh.ctx.newPage();
+    const errors = watchConsole(page);
+    await page.goto(`${orch.origin}/`);
+    await page.click('#open-settings');
+    await page.fill('#apikey', orch.apiKey);
+    await page.locator('#apikey').dispatchEvent('change');
+    await page.click('#settings button[value=ok]');
+    const item = page.locator(`#chat-list li[data-chat-id="${chatId}"][data-elsewhere]`);
+    await item.waitFor({ timeout: 10_000 });
+    assert.match(await item.textContent(), /Made by the API.*elsewhere/);
+    await item.locator('a').click();
+    await page.waitForURL(new RegExp(`/chat/${chatId}#token=`));
+    await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+    await titleIs(page, 'Made by the API', 'server');
+    // Kept in this browser: the list now opens it like its own.
+    await page.goto(`${orch.origin}/`);
+    await page.locator(`#chat-list li[data-chat-id="${chatId}"]:not([data-elsewhere]) a[href*="#token="]`).waitFor({ timeout: 10_000 });
+    // Another chat of the API, opened at /chat/{id} with no token: the operator key mints one.
+    const other = (await api('POST', '/v1/chats', { title: 'No token in the link' })).json.chat_id;
+    await page.goto(`${orch.origin}/chat/${other}`);
+    await page.waitForURL(new RegExp(`/chat/${other}#token=`), { timeout: 10_000 });
+    await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+    await titleIs(page, 'No token in the link', 'server');
     assert.deepEqual(errors.filter((e) => /^pageerror/.test(e)), [], 'no uncaught errors');
     await page.close();
   } finally {

@@ -2,7 +2,8 @@
 // text, the assistant's answer as sanitized markdown while it streams and once it ends, how it ended
 // when that was not plainly: stopped, or the model's error in plain words), each message's runs
 // under it in order as run cards (tool runs while it answers, then the answer's auto runs), and
-// the runs of no message (the user's own code) between messages by time, oldest first.  It draws
+// the runs of no message (the user's own code) between messages by time, oldest first; a reader at
+// the end of the page is kept there as it grows.  It draws
 // MessageList.timeline() (ui-adapter/src/messages.js); elements are kept and moved only when their
 // place changes, so a card's open preview or frame is not reloaded by a new delta.
 //
@@ -59,6 +60,11 @@ export class Conversation {
   }
 
   draw() {
+    // A reader at the end of the page stays there as the conversation grows; one who scrolled up
+    // to read is left where they are.
+    const doc = document.scrollingElement || document.documentElement;
+    const atEnd = doc.scrollHeight - (doc.scrollTop + innerHeight) < 120;
+    const height = doc.scrollHeight;
     const items = this.messages.timeline([...this.runs.values()]);
     const order = [];
     for (const item of items) {
@@ -68,6 +74,7 @@ export class Conversation {
       order.push(b.el);
     }
     place(this.el, order);
+    if (atEnd && doc.scrollHeight > height) doc.scrollTop = doc.scrollHeight;
   }
 
   block(m) {

@@ -46,7 +46,7 @@ window.cereaSession = session; window.cereaSupervisor = supervisor; // tests and
 
 let linkBroken = false;
 serverConfig().then((cfg) => {
-  if (linkBroken) return null;
+  if (linkBroken || !session) return null;
   const pypi = pypiAllowed(settings, cfg);
   if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
   return supervisor.start();
@@ -71,7 +71,7 @@ function showBrokenLink(why) {
   $('main').append(h('section', { class: 'panel error-page', 'data-testid': 'bad-link', role: 'alert' },
     h('h2', {}, 'This chat link does not work'),
     h('p', {}, LINK_WHY[why] || `The server refused this link (${why}).`),
-    h('p', {}, 'A chat opens from the link the app gave you when it was created (it ends in #token=…), or from the chat list of the browser that created it.'),
+    h('p', {}, 'A chat opens from the link the app gave you when it was created (it ends in #token=…), or from the chat list: the browser that created it, or any with the operator API key in Settings.'),
     h('p', {}, h('a', { href: '/', class: 'btn' }, 'Go to the playground and chats'))));
 }
 
@@ -151,7 +151,9 @@ if (!session && chatId && loadSettings().apiKey) {
     catch (e) { $('stream-state').title = `Earlier runs not loaded: ${e.message}`; return; }
     for (const r of runs) if (!session.runs.get(r.run_id)?.status) convo.run(r);
   })();
-  const messagesRead = session.loadMessages().catch((e) => { $('ask-status').textContent = `The conversation did not load: ${e.message}`; return null; });
+  // A server that knows of conversations says so in /v1/config (`assistant`: the model, or null).
+  const messagesRead = serverConfig().then((cfg) => (!('assistant' in cfg) ? null : session.loadMessages()))
+    .catch((e) => { $('ask-status').textContent = `The conversation did not load: ${e.message}`; return null; });
   // A run another tab executes: follow it through the API until it ends.
   session.on('elsewhere', async ({ run_id: runId }) => {
     for (let i = 0; i < 40; i++) {
