@@ -248,6 +248,7 @@ test('no model configured: the page says so plainly and keeps "run your own code
   assert.match(await note.textContent(), /No assistant model is configured on this deployment/);
   assert.equal(await page.locator('#ask').isVisible(), false, 'no message box that cannot work');
   await page.click('#composer summary');
+  await page.waitForFunction(() => window.cereaChatEditor);   // made when the disclosure opens
   await page.evaluate(() => window.cereaChatEditor.setCode('print("mine")'));
   await page.click('#run');
   const card = page.locator('#conversation > .run-card[data-status=ok]');
