@@ -1,6 +1,6 @@
 // composer.js -- the chat page's message box: Enter sends (Shift+Enter is a new line; Enter while an
 // input method composes is the method's), the box and Send are disabled while a turn is open (one
-// turn at a time per chat: this tab's or another's), Stop ends the open turn (POST
+// turn at a time per chat: this tab's or another's; from the send until its answer shows), Stop ends the open turn (POST
 // /v1/turns/{turn}/cancel), and a refused message stays in the box with the reason in plain words.
 // It does not draw the conversation (conversation.js) and decides nothing about the turn: the
 // orchestrator does.
@@ -19,10 +19,15 @@ const REFUSED = {
  */
 export function wireComposer({ form, text, send, stop, status, session }) {
   let sending = false;
+  // The turn just opened, until its answer shows (its events may come after the POST's answer);
+  // at most AWAIT_MS, so a stream that is down does not keep the box disabled.
+  let awaiting = null;
+  const AWAIT_MS = 10_000;
   const say = (msg, refused = false) => { status.textContent = msg; if (refused) status.dataset.state = 'refused'; else delete status.dataset.state; };
   const sync = () => {
     const open = session.messages.open();
-    const busy = sending || !!open;
+    if (awaiting && session.messages.list().some((m) => m.turn_id === awaiting.turn && m.role === 'assistant')) { clearTimeout(awaiting.timer); awaiting = null; }
+    const busy = sending || !!open || !!awaiting;
     text.disabled = busy;
     send.disabled = busy;
     stop.hidden = !open;
@@ -39,8 +44,9 @@ export function wireComposer({ form, text, send, stop, status, session }) {
     if (n > MAX_TEXT) { say(`This message has ${n.toLocaleString('en')} characters; at most ${MAX_TEXT.toLocaleString('en')} can be sent.`, true); return; }
     sending = true; sync(); say('');
     try {
-      await session.sendMessage(q);
+      const r = await session.sendMessage(q);
       text.value = '';
+      if (r?.turn_id) awaiting = { turn: r.turn_id, timer: setTimeout(() => { awaiting = null; sync(); }, AWAIT_MS) };
     } catch (e) {
       say(`Not sent: ${REFUSED[e.code] || (e.status ? e.message.replace(/^\d+ \w+: /, '') : e.message)}`, true);
     } finally { sending = false; sync(); }
