@@ -89,6 +89,7 @@ export class Conversation {
       this.blocks.set(m.message_id, b);
     }
     b.el.dataset.state = m.state;
+    b.el.setAttribute('aria-busy', String(m.state === 'streaming'));   // read out once it is whole
     b.el.dataset.turnId = m.turn_id || '';
     if (b.shown !== m.text) {
       b.shown = m.text;
