@@ -4,13 +4,15 @@
 // the composer disabled meanwhile; a tool call runs in the page, under the answer, and its result
 // reaches the model before the answer; an answer's two python blocks auto-run in order and show in
 // order, below the earlier turn; a second tab sees the same conversation live and after a reload;
-// a model error is shown as such; Stop ends a stalled answer keeping its text; on a phone the
+// a model error is shown as such; Stop ends a stalled answer keeping its text; the page sent to
+// the background during a tool run pauses it and the turn waits, back in front the run starts again
+// and the turn finishes; on a phone the
 // tool run's card says to keep the page open.  Without a model the page says so and keeps "run your
 // own code".  What needs the orchestrator's side of issue 18 skips, saying so, on an orchestrator
 // without it (GET /v1/chats/{chat}/messages answers 404).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, orchestrator, backend, screenshot, watchConsole, PHONE } from './harness.mjs';
+import { launch, orchestrator, backend, screenshot, watchConsole, background, foreground, PHONE } from './harness.mjs';
 import { startModelDouble, byRole } from './model-double.mjs';
 
 const KEY = 'sk-double-secret-0123456789';
@@ -233,6 +235,36 @@ test('on a phone: the tool run under the answer says to keep the page open while
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `no sideways scroll on a phone (${width} px)`);
   await finish(page, errors, 'assistant-phone');
+});
+
+test('the page in the background during a tool run: the run pauses and the turn waits; back in front, it runs again and the turn finishes', async (t) => {
+  if (!need(t)) return;
+  model.script((body) => (byRole({ body }, 'tool').length ? { text: 'Finished after the pause.' }
+    : { tool: { code: 'import time\nt = time.time()\nwhile time.time() - t < 4:\n    pass\nprint("back")' } }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  await ask(page, 'Run something long');
+  await page.waitForFunction(() => window.cereaSession.current?.state === 'running' && window.cereaSupervisor.state === 'busy', null, { timeout: 30_000 });
+  const runId = await page.evaluate(() => window.cereaSession.current.run_id);
+  const cdp = await page.context().newCDPSession(page);
+  await background(page, cdp);
+  let paused = false;
+  for (let i = 0; i < 100 && !paused; i++) {
+    paused = (await api('GET', `/v1/runs/${runId}`)).json.state === 'paused';
+    if (!paused) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(paused, 'the tool run paused while the page was in the background');
+  const waiting = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1);
+  assert.equal(waiting.state, 'streaming', 'the turn waits');
+  assert.equal(model.requests.length, 1, 'nothing went back to the model meanwhile');
+  await foreground(page, cdp);
+  await assistantDone(page);
+  const conv = await shown(page);
+  assert.deepEqual(conv[1].runs, ['ok:back']);
+  assert.equal(conv[1].text, 'Finished after the pause.');
+  assert.ok((await api('GET', `/v1/runs/${runId}`)).json.attempts >= 2, 'run again as a new attempt');
+  assert.match(String(byRole(model.requests[1], 'tool')[0]?.content), /back/);
+  await finish(page, errors, 'assistant-paused');
 });
 
 test('no model configured: the page says so plainly and keeps "run your own code"', async () => {

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
-import { launch, orchestrator, backend, screenshot, watchConsole, selfSignedCert, DESKTOP, PHONE } from './harness.mjs';
+import { launch, orchestrator, backend, screenshot, watchConsole, selfSignedCert, background, foreground, DESKTOP, PHONE } from './harness.mjs';
 
 let orch = null, skipReason = null, api, browser;
 const sha = (b) => crypto.createHash('sha256').update(b).digest('hex');
@@ -176,24 +176,7 @@ test('cancel interrupts Python and keeps the namespace', async (t) => {
 // lifecycle.test.mjs, over connectOverCDP without those defaults.  This quicker test sends the CDP
 // freeze AND plays what a phone's OS does to the page: visibilityState becomes 'hidden', then visibilitychange and freeze fire; on return, resume
 // and visibilitychange with 'visible'.  Everything after that (presence, pause, re-dispatch,
-// superseding the old attempt) is the real code.
-async function background(page, cdp) {
-  await cdp.send('Page.setWebLifecycleState', { state: 'frozen' }).catch(() => {});
-  await page.evaluate(() => {
-    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
-    document.dispatchEvent(new Event('visibilitychange'));
-    document.dispatchEvent(new Event('freeze'));
-  });
-}
-async function foreground(page, cdp) {
-  await cdp.send('Page.setWebLifecycleState', { state: 'active' }).catch(() => {});
-  await page.evaluate(() => {
-    delete document.visibilityState;
-    document.dispatchEvent(new Event('resume'));
-    document.dispatchEvent(new Event('visibilitychange'));
-  });
-}
-
+// superseding the old attempt) is the real code (harness.mjs: background, foreground).
 test('a page frozen mid-run pauses the run; active again, the run re-runs and finishes', async (t) => {
   if (!need(t)) return;
   const chat = await newChat({ 'f.txt': Buffer.from('file survives') });

@@ -148,3 +148,25 @@ export function backend(origin, apiKey) {
     return { status: r.status, json, text };
   };
 }
+
+/**
+ * What a phone's OS does to a page sent to the background: the CDP freeze, visibilityState
+ * 'hidden', then visibilitychange and freeze (Playwright's focus emulation keeps a page visible
+ * otherwise: docs/ui-adapter.md); foreground() undoes it (resume, visibilitychange 'visible').
+ */
+export async function background(page, cdp) {
+  await cdp.send('Page.setWebLifecycleState', { state: 'frozen' }).catch(() => {});
+  await page.evaluate(() => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+    document.dispatchEvent(new Event('visibilitychange'));
+    document.dispatchEvent(new Event('freeze'));
+  });
+}
+export async function foreground(page, cdp) {
+  await cdp.send('Page.setWebLifecycleState', { state: 'active' }).catch(() => {});
+  await page.evaluate(() => {
+    delete document.visibilityState;
+    document.dispatchEvent(new Event('resume'));
+    document.dispatchEvent(new Event('visibilitychange'));
+  });
+}
