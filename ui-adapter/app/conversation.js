@@ -97,7 +97,7 @@ export class Conversation {
       else b.body.textContent = m.text;
     }
     const errText = modelErrorText(m.error);
-    const statusText = m.state === 'streaming' ? (m.text ? '' : 'Thinking…') : m.state === 'stopped' ? 'Stopped: the answer ends here.' : errText;
+    const statusText = m.state === 'streaming' ? (m.text || m.run_ids.length ? '' : 'Thinking…') : m.state === 'stopped' ? 'Stopped: the answer ends here.' : errText;
     if (b.status.textContent !== statusText) b.status.textContent = statusText;
     b.status.classList.toggle('error', !!errText);
     b.status.hidden = !statusText;
