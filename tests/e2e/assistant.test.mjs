@@ -244,7 +244,12 @@ test('the page in the background during a tool run: the run pauses and the turn 
   const chat = await newChat();
   const { page, errors } = await openChat(chat);
   await ask(page, 'Run something long');
-  await page.waitForFunction(() => window.cereaSession.current?.state === 'running' && window.cereaSupervisor.state === 'busy', null, { timeout: 30_000 });
+  await page.waitForFunction(() => window.cereaSession.current?.state === 'running' && window.cereaSupervisor.state === 'busy', null, { timeout: 30_000 })
+    .catch(async (e) => {   // say where the turn was, so a failure explains itself
+      const runs = (await api('GET', `/v1/chats/${chat.chat_id}/runs`)).json?.runs?.map((r) => `${r.origin}:${r.state}:${r.status}:${r.attempts}`);
+      const here = await page.evaluate(() => ({ current: window.cereaSession.current && { state: window.cereaSession.current.state }, kernel: window.cereaSupervisor.state, visible: document.visibilityState }));
+      throw new Error(`${e.message}; runs ${JSON.stringify(runs)}; page ${JSON.stringify(here)}; model requests ${model.requests.length}`);
+    });
   const runId = await page.evaluate(() => window.cereaSession.current.run_id);
   const cdp = await page.context().newCDPSession(page);
   await background(page, cdp);
