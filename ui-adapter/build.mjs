@@ -64,15 +64,26 @@ await esbuild.build({
 //    outside /pyodide/.  Pyodide itself stays external (loaded from /pyodide/ at run time).
 const workerEntry = path.join(root, 'ui-adapter/src/kernel-worker.js');
 // `cerea:kernel-sources` → {module name: Python source} of every kernel/*.py.
+// `cerea:runtime-bytes` → {file name: size} of the runtime files Pyodide fetches while it loads,
+// as synced into build/www/pyodide/ (the download progress's total; {} when not synced yet: the
+// page then shows bytes without a percentage).  setup.sh builds the app after every sync.
+const RUNTIME_FETCHED = ['pyodide.asm.wasm', 'python_stdlib.zip'];
 const kernelSources = {
   name: 'cerea-kernel-sources',
   setup(b) {
-    b.onResolve({ filter: /^cerea:kernel-sources$/ }, () => ({ path: 'kernel-sources', namespace: 'cerea' }));
-    b.onLoad({ filter: /.*/, namespace: 'cerea' }, () => {
+    b.onResolve({ filter: /^cerea:(kernel-sources|runtime-bytes)$/ }, (a) => ({ path: a.path.slice(6), namespace: 'cerea' }));
+    b.onLoad({ filter: /^kernel-sources$/, namespace: 'cerea' }, () => {
       const dir = path.join(root, 'kernel');
       const files = fs.readdirSync(dir).filter((f) => f.endsWith('.py')).sort();
       const map = Object.fromEntries(files.map((f) => [f.slice(0, -3), fs.readFileSync(path.join(dir, f), 'utf8')]));
       return { contents: `export default ${JSON.stringify(map)};`, loader: 'js', watchFiles: files.map((f) => path.join(dir, f)) };
+    });
+    b.onLoad({ filter: /^runtime-bytes$/, namespace: 'cerea' }, () => {
+      const files = RUNTIME_FETCHED.map((f) => path.join(www, 'pyodide', f));
+      const sizes = files.every((f) => fs.existsSync(f))
+        ? Object.fromEntries(RUNTIME_FETCHED.map((f, i) => [f, fs.statSync(files[i]).size])) : {};
+      if (!Object.keys(sizes).length) console.warn('build: build/www/pyodide/ is not synced: the runtime download shows no percentage');
+      return { contents: `export default ${JSON.stringify(sizes)};`, loader: 'js', watchFiles: files };
     });
   },
 };

@@ -63,9 +63,17 @@ export const BLOCKED_GLOBALS = Object.freeze([
 const BLOCKED_NAVIGATOR = Object.freeze(['storage', 'sendBeacon', 'locks', 'serviceWorker', 'connection']);
 export const PYPI_HOSTS = Object.freeze(['https://pypi.org/', 'https://files.pythonhosted.org/']);
 
+// The download label: "downloading the Python runtime (4.2 of 12.1 MB)", or only the bytes
+// read when the total is unknown.
+function downloadMessage(loaded, total) {
+  const mb = (n) => (n / 1048576).toFixed(1);
+  return `downloading the Python runtime (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
+}
+
 export class KernelCore {
   // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
-  //        scope: the worker's global object, isNode: bool}
+  //        scope: the worker's global object, isNode: bool,
+  //        runtimeBytes?: {file name: bytes} of the runtime files Pyodide fetches (browser)}
   constructor(host) {
     this.host = host;
     this.fsm = new Fsm(LIFE, 'new');
@@ -214,35 +222,53 @@ export class KernelCore {
     return this.info;
   }
 
-  // While Pyodide loads (browser): the runtime's own fetches (pyodide.asm.wasm, python_stdlib.zip)
-  // report progress events {stage: 'download', url, loaded, total} at most every 100 ms per file,
-  // so the page can show the ~12 MB first download.  Returns the function that removes the wrapper.
+  // While Pyodide loads (browser): counts the bytes of the runtime's own fetches
+  // (pyodide.asm.wasm, python_stdlib.zip) and reports them as one figure over all of them,
+  // {stage: 'download', loaded, total}, at most every 100 ms and once when each file ends.  `total`
+  // is the sum of the sizes the host knows beforehand (host.runtimeBytes: file name → decoded
+  // bytes), so it does not change while files start; 0 when the host knows none (unknown: a
+  // compressed response's length is not the byte count its body delivers).  Pyodide gets the
+  // original Response and the bytes are counted on a clone: Chromium keeps the compiled wasm in
+  // its code cache only for a response that came from its network stack, never for one built in
+  // JavaScript, and without that cache every visit compiles the runtime again.
+  // Returns the function that removes the wrapper.
   reportDownloads(ref) {
     const scope = this.host.scope;
     const own = Object.getOwnPropertyDescriptor(scope, 'fetch');
     const real = scope.fetch;
-    if (typeof real !== 'function' || typeof TransformStream !== 'function') return () => {};
-    const core = this;
+    if (typeof real !== 'function') return () => {};
+    const expected = new Map(Object.entries(this.host.runtimeBytes || {}));
+    const known = [...expected.values()].reduce((a, b) => a + b, 0);
+    const loaded = new Map();   // file name → bytes read so far
+    let last = 0;
+    const send = (force) => {
+      const now = Date.now();
+      if (!force && now - last < 100) return;
+      last = now;
+      let sum = 0;
+      for (const n of loaded.values()) sum += n;
+      const total = known ? Math.max(known, sum) : 0;
+      this.post(event(EVENT.PROGRESS, { ref, stage: 'download', loaded: sum, total, message: downloadMessage(sum, total) }));
+    };
+    const count = async (name, body) => {
+      const reader = body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          loaded.set(name, loaded.get(name) + value.byteLength);
+          send(false);
+        }
+      } catch { /* the original's reader saw the same failure: Pyodide reports it */ }
+      send(true);
+    };
     const counting = async function fetch(input, init) {
       const res = await real.call(scope, input, init);
-      if (!res.ok || !res.body) return res;
-      const url = res.url || String(input);
-      // A compressed response's length is not the byte count the stream delivers: total 0 (unknown).
-      const total = res.headers.get('content-encoding') ? 0 : Number(res.headers.get('content-length')) || 0;
-      let loaded = 0, last = 0;
-      const send = (force) => {
-        const now = Date.now();
-        if (!force && now - last < 100) return;
-        last = now;
-        const mb = (n) => (n / 1048576).toFixed(1);
-        const message = `downloading ${url.split('/').pop()} (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
-        core.post(event(EVENT.PROGRESS, { ref, stage: 'download', url, loaded, total, message }));
-      };
-      const counter = new TransformStream({
-        transform(chunk, ctl) { loaded += chunk.byteLength; send(false); ctl.enqueue(chunk); },
-        flush() { send(true); },
-      });
-      return new Response(res.body.pipeThrough(counter), { status: res.status, statusText: res.statusText, headers: res.headers });
+      const name = String(res.url || input).split(/[?#]/)[0].split('/').pop();
+      if (!res.ok || !res.body || (known && !expected.has(name)) || loaded.has(name)) return res;
+      loaded.set(name, 0);
+      count(name, res.clone().body);
+      return res;
     };
     try { Object.defineProperty(scope, 'fetch', { value: counting, writable: true, configurable: true }); } catch { return () => {}; }
     return () => {

@@ -55,8 +55,11 @@
 //
 // Events (`{id: 0, type: 'event', event, ref, ...}`):
 //   progress  {ref: init id, stage: 'runtime'|'kernel'|'lockdown', message}, and in browsers
-//             {ref: init id, stage: 'download', url, loaded, total, message} while the runtime's files
-//             download (at most every 100 ms per file, and once at each file's end).
+//             {ref: init id, stage: 'download', loaded, total, message} while the runtime's files
+//             download: one figure over all of them (bytes as delivered, decompressed), at most
+//             every 100 ms and once at each file's end.  `loaded` only grows; `total` is known
+//             before the first byte (the sizes bundled into the worker; never below `loaded`),
+//             or 0 when unknown.
 //   started   {ref: run_id}  Python begins executing user code now: the time limit starts here.
 //   packages  {ref: run_id, loaded: [names], failed: [{name, message}]}
 //   log       {ref, level, message}   worker diagnostics (never user output).

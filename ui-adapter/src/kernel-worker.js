@@ -4,10 +4,13 @@
 // (esbuild text loader, the virtual module below) instead of fetched: the worker's CSP limits
 // connect-src to /pyodide/, so kernel/*.py served anywhere else would be refused.  `kernelURL`
 // 'bundled:kernel/' names them; every other URL (the Pyodide runtime, the lock file) is fetched
-// with the worker's own fetch before lock-down removes it.  The CSP on this script's response,
+// with the worker's own fetch before lock-down removes it.  The sizes of the runtime files Pyodide
+// fetches are bundled too (`cerea:runtime-bytes`, read from build/www/pyodide/ at build time), so
+// the download progress has its total before the first byte.  The CSP on this script's response,
 // not this file, is what stops eval-based escapes.
 import { KernelCore } from '../../worker/core.js';
 import KERNEL_SOURCES from 'cerea:kernel-sources';
+import RUNTIME_BYTES from 'cerea:runtime-bytes';
 
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
 
@@ -17,6 +20,7 @@ const post = scope.postMessage.bind(scope);
 const host = {
   isNode: false,
   scope,
+  runtimeBytes: RUNTIME_BYTES,
   post: (msg, transfer) => post(msg, transfer),
   readText: async (url) => {
     if (url.startsWith(BUNDLED_KERNEL_URL)) {
