@@ -167,17 +167,20 @@ export class KernelCore {
     if (msg.interruptBuffer) this.control = new ControlBuffer(msg.interruptBuffer);
 
     this.progress(msg.id, 'runtime', 'loading the Python runtime');
-    const lockText = await this.host.readText(msg.lockFileURL);
-    this.lock = JSON.parse(lockText);
-    let deployment = { has: [], lacks: [] };
-    if (msg.deploymentURL) {
-      try { deployment = JSON.parse(await this.host.readText(msg.deploymentURL)); } catch (e) {
+    // The small files Pyodide's load waits for, read at once rather than one after another (each
+    // is a round trip on a first visit).
+    const readDeployment = async () => {
+      if (!msg.deploymentURL) return { has: [], lacks: [] };
+      try { return JSON.parse(await this.host.readText(msg.deploymentURL)); } catch (e) {
         this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `deployment.json unreadable: ${e.message}` }));
+        return { has: [], lacks: [] };
       }
-    }
-    const kernelSources = {};
-    for (const m of KERNEL_MODULES) kernelSources[m] = await this.host.readText(`${kernelURL}${m}.py`);
-    const { loadPyodide } = await this.host.importPyodide(`${indexURL}pyodide.mjs`);
+    };
+    const [lockText, deployment, { loadPyodide }, sources] = await Promise.all([this.host.readText(msg.lockFileURL),
+      readDeployment(), this.host.importPyodide(`${indexURL}pyodide.mjs`),
+      Promise.all(KERNEL_MODULES.map((m) => this.host.readText(`${kernelURL}${m}.py`)))]);
+    this.lock = JSON.parse(lockText);
+    const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, sources[i]]));
     const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
     let py;
     try {
