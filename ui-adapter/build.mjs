@@ -5,7 +5,7 @@
 //
 // Output:
 //   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin)
-//   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js and
+//   build/www/assets/*.js, *.css                      the app bundles and boot.js (ESM, code-split: pdf.js and
 //                                                     docx-preview load only when a preview needs them)
 //   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
 //   build/www/assets/preview/{tailwind,react,mermaid}.js   libraries an HTML artifact preview may load
@@ -31,10 +31,13 @@ const common = {
   define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
 };
 
-// 1. The app: three page entries sharing chunks.
+// 1. The app: three page entries sharing chunks, and boot.js, the first script of the index and
+//    chat pages (it starts the kernel before the page's bundle runs; its chunk holds only the
+//    kernel supervisor, the settings and the progress bar, never the editor).
 await esbuild.build({
   ...common,
   entryPoints: {
+    boot: path.join(root, 'ui-adapter/app/boot.js'),
     app: path.join(root, 'ui-adapter/app/main-index.js'),
     chat: path.join(root, 'ui-adapter/app/main-chat.js'),
     admin: path.join(root, 'ui-adapter/app/main-admin.js'),

@@ -7,7 +7,8 @@
 // limit, a field for its input(), its value and displays, files with download and preview, "keep
 // this page open" on phones and why a run started again — and the user's own runs between them),
 // the message box (composer.js; or, when the deployment has no model, a note saying so), the
-// stream and kernel state, and the runtime download progress.  A small editor runs the user's own
+// stream and kernel state (boot.js, loaded first, starts the kernel and shows the runtime's
+// download progress).  A small editor runs the user's own
 // code in the chat (origin "user").  Uploads are checked against the server's limit before they
 // start and show their progress.  A link that does not reach its chat (no token, a wrong one, an
 // unknown chat) replaces the page with one that says so and what to do, and stops the Python
@@ -17,14 +18,13 @@
 // token (its chat list) or the operator key (Settings), which mints one (POST
 // /v1/chats/{chat}/page_link); the token is then put in the fragment.
 import { ChatSession } from '../src/session.js';
-import { KernelSupervisor } from '../src/kernel.js';
 import { Api } from '../src/api.js';
 import { RunCard } from './cards.js';
 import { Conversation } from './conversation.js';
 import { wireComposer } from './composer.js';
 import { h, fmtBytes } from './dom.js';
-import { runtimeProgress } from './progress.js';
-import { loadSettings, serverConfig, pypiAllowed, workerUrl } from './settings.js';
+import { booted } from './boot.js';
+import { loadSettings, serverConfig } from './settings.js';
 import { createEditor } from './editor.js';
 import { uploadFile, tooLarge } from './upload.js';
 import { storedToken, linkChat } from './chats.js';
@@ -36,21 +36,15 @@ const token = hashToken || (chatId ? storedToken(chatId) : '') || '';
 if (token && !hashToken) history.replaceState(null, '', `${location.pathname}${location.search}#token=${encodeURIComponent(token)}`);
 
 // ---- Register first (synchronously, before any rendering) ------------------------------------
-// The PyPI toggle picks the worker URL; /v1/config (operator switch) is checked before the kernel
-// loads, but the event stream does not wait for it.
-const settings = loadSettings();
-const supervisor = new KernelSupervisor({ workerUrl: workerUrl(settings.pypi), pypi: settings.pypi, spare: true });
+// The kernel is boot.js's, already loading (its worker URL follows the PyPI toggle and
+// /v1/config); the event stream does not wait for it.
+const { supervisor, started } = booted;
 const session = token && chatId ? new ChatSession({ chatId, token, supervisor }) : null;
 session?.attach();
 window.cereaSession = session; window.cereaSupervisor = supervisor; // tests and the console
 
 let linkBroken = false;
-serverConfig().then((cfg) => {
-  if (linkBroken || !session) return null;
-  const pypi = pypiAllowed(settings, cfg);
-  if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
-  return supervisor.start();
-}).catch((e) => { if (!linkBroken) $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+started.catch((e) => { if (!linkBroken) $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
 
 // A link that does not reach its chat: the page says so instead of offering what cannot work.
 const LINK_WHY = {
@@ -75,8 +69,7 @@ function showBrokenLink(why) {
     h('p', {}, h('a', { href: '/', class: 'btn' }, 'Go to the playground and chats'))));
 }
 
-// ---- Rendering --------------------------------------------------------------------------------
-runtimeProgress($('runtime'), supervisor);
+// ---- Rendering (boot.js shows the runtime's progress) -------------------------------------------
 if (!session && chatId && loadSettings().apiKey) {
   // A chat created elsewhere, opened by the operator of this browser: mint its page link, reload
   // with the token (the page then registers first, as always).

@@ -1,7 +1,8 @@
 // main-index.js -- the page at / and /playground: the chat list (create with the operator's API
 // key, open, rename through the API; page tokens kept in this browser; a refused key or a failed
 // create or rename says so until the next success) and the playground (CodeMirror editor, a local
-// kernel worker running the user's own code with no orchestrator involved, drag-and-drop
+// kernel worker -- boot.js's, started before this bundle -- running the user's own code with no
+// orchestrator involved, drag-and-drop
 // attachments mounted at /mnt/data, run and artifact cards, share links that keep the language,
 // the library set this deployment serves and lacks, the PyPI setting).  It does not talk to a
 // chat's event stream (chat.html does).
@@ -9,11 +10,10 @@ import { createEditor, LANGUAGES } from './editor.js';
 import { RunCard } from './cards.js';
 import { h, fmtBytes } from './dom.js';
 import { codeFromHash, langFromHash, shareUrl } from './share.js';
-import { loadSettings, saveSettings, serverConfig, pypiAllowed, workerUrl, wireSettingsDialog, librariesText } from './settings.js';
-import { KernelSupervisor } from '../src/kernel.js';
+import { loadSettings, saveSettings, serverConfig, wireSettingsDialog, librariesText } from './settings.js';
 import { Api } from '../src/api.js';
-import { runtimeProgress } from './progress.js';
 import { loadChats, saveChats, rememberChat, chatPath, linkChat } from './chats.js';
+import { booted, startPageKernel } from './boot.js';
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_CODE = `# Python runs in your browser (Pyodide). Files you drop are in /mnt/data.
@@ -61,15 +61,15 @@ serverConfig().then((cfg) => {
   $('libraries').hidden = !t;
 });
 
-async function startKernel() {
-  const cfg = await serverConfig();
-  const settings = loadSettings();
-  const pypi = pypiAllowed(settings, cfg);
-  supervisor?.dispose();
-  supervisor = new KernelSupervisor({ workerUrl: workerUrl(pypi), pypi, spare: true });
+// The first kernel is boot.js's (started before this bundle ran); a PyPI switch gives a fresh one.
+function useKernel({ supervisor: sup, started }) {
+  supervisor = sup;
   window.cereaSupervisor = supervisor;
-  runtimeProgress($('runtime'), supervisor);
-  supervisor.start().catch((e) => { $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+  started.catch((e) => { if (supervisor === sup) $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
+}
+function startKernel() {
+  supervisor?.dispose();
+  useKernel(startPageKernel());
 }
 
 let runSeq = 0;
@@ -239,4 +239,4 @@ wireSettingsDialog({ onChange: (s) => {
   if (s.pypi !== lastPypi) { lastPypi = s.pypi; startKernel(); } // a fresh sandbox behind the other worker CSP
   fetchServerChats().then(renderChats);
 } });
-startKernel();
+useKernel(booted);

@@ -1,0 +1,39 @@
+// boot.js -- the app pages' one script: index.html and chat.html load it alone, with the page's
+// own bundle named on its tag (`<script type="module" src="/assets/boot.js" data-page="app">`).
+// It starts the page's kernel -- its worker, and in it the Pyodide load -- and only then imports
+// the page's bundle, so the editor, cards and previews (hundreds of KB to parse and evaluate on
+// the main thread) never hold the worker back; the runtime's progress shows from the start of the
+// load.  The kernel supervisor it makes runs on the worker URL that the PyPI setting and the
+// server's /v1/config choose (the two workers' CSPs differ), and it shows that supervisor's
+// progress in #runtime.  Nothing else: the page's code (main-index.js, main-chat.js) takes the
+// supervisor from here and owns it from then on.
+import { KernelSupervisor } from '../src/kernel.js';
+import { loadSettings, serverConfig, pypiAllowed, workerUrl } from './settings.js';
+import { runtimeProgress } from './progress.js';
+
+// The page bundles boot.js may load (build.mjs's entries), by the name on its script tag.
+const PAGES = Object.freeze({ app: '/assets/app.js', chat: '/assets/chat.js' });
+
+/**
+ * A fresh kernel supervisor for this page, started once /v1/config says which worker it needs.
+ * → {supervisor, chosen: Promise (the worker is being made), started: Promise (the kernel is
+ * ready; rejects when the runtime does not load)}.
+ */
+export function startPageKernel(settings = loadSettings()) {
+  const supervisor = new KernelSupervisor({ workerUrl: workerUrl(settings.pypi), pypi: settings.pypi, spare: true });
+  const el = document.getElementById('runtime');
+  if (el) runtimeProgress(el, supervisor);
+  const chosen = serverConfig().then((cfg) => {
+    const pypi = pypiAllowed(settings, cfg);
+    if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
+  });
+  const started = chosen.then(() => supervisor.start());
+  started.catch(() => {}); // the page says so (it holds `started`)
+  return { supervisor, chosen, started };
+}
+
+/** The kernel this page started with, made while this module first evaluates. */
+export const booted = startPageKernel();
+
+const page = PAGES[document.querySelector('script[data-page]')?.dataset.page];
+if (page) booted.chosen.then(() => import(/* the page's own bundle */ page));
