@@ -21,17 +21,21 @@ export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 export const DESKTOP = { width: 1280, height: 860 };
 export const PHONE = { width: 390, height: 844 };
 
-/** A browser context on a fresh profile.  close() removes the profile. */
-export async function launch({ viewport = DESKTOP, isMobile = false, ignoreHTTPSErrors = false } = {}) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-profile-'));
+/**
+ * A browser context on a fresh profile ({ctx, close, dir}).  close() removes the profile, unless
+ * `profile` named one to reuse (a repeat visit: the same profile in a new browser process), which
+ * the caller removes.
+ */
+export async function launch({ viewport = DESKTOP, isMobile = false, ignoreHTTPSErrors = false, profile = null } = {}) {
+  const dir = profile || fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-profile-'));
   const ctx = await chromium.launchPersistentContext(dir, {
     executablePath: CHROMIUM, headless: true, viewport, isMobile, hasTouch: isMobile, acceptDownloads: true,
     ignoreHTTPSErrors,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
-  const close = async () => { await ctx.close().catch(() => {}); fs.rmSync(dir, { recursive: true, force: true }); };
-  return { ctx, close };
+  const close = async () => { await ctx.close().catch(() => {}); if (!profile) fs.rmSync(dir, { recursive: true, force: true }); };
+  return { ctx, close, dir };
 }
 
 export async function staticServer(opts = {}) {

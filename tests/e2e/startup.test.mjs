@@ -1,0 +1,121 @@
+// startup.test.mjs -- how the app starts Python, in Chromium against the real orchestrator (its
+// caching headers matter here): the runtime bar is one percentage over the runtime's total bytes
+// that only grows and never names a file; the page makes its kernel worker before it even
+// requests its own bundle (editor, cards); Pyodide compiles the wasm from the Response the
+// network stack gave it, so a first visit leaves the compiled runtime in the profile's wasm code
+// cache, and a repeat visit (same profile, new browser process) takes every runtime byte from the
+// HTTP cache (/pyodide/ is immutable, with an ETag).  No timing is asserted (bench/startup does
+// the measuring); the download is slowed with CDP network emulation only so that the bar has
+// several steps to check.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { launch, orchestrator, screenshot, DESKTOP } from './harness.mjs';
+
+let orch, skipReason = null;
+before(async () => {
+  orch = await orchestrator();
+  if (orch.skip) skipReason = orch.skip;
+});
+after(async () => { if (orch && !orch.skip) await orch.stop(); });
+const need = (t) => { if (skipReason) { t.skip(`orchestrator unavailable: ${skipReason}`); return false; } return true; };
+
+// Every text the status line shows and the bar's value/max at each, from the page's first script
+// on; when the page made its first worker (performance.now()).
+const RECORD = `(() => {
+  const seen = window.__startup = { labels: [], bars: [], worker: null };
+  const W = window.Worker;
+  window.Worker = function (...a) { if (seen.worker === null) seen.worker = performance.now(); return new W(...a); };
+  window.Worker.prototype = W.prototype;
+  new MutationObserver(() => {
+    const el = document.querySelector('[data-testid=runtime-status]');
+    const bar = document.querySelector('#runtime progress');
+    if (!el) return;
+    if (seen.labels.at(-1) !== el.textContent) seen.labels.push(el.textContent);
+    if (bar && bar.hasAttribute('value')) seen.bars.push([bar.value, bar.max]);
+  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+})();`;
+
+function dirBytes(p) {
+  if (!fs.existsSync(p)) return 0;
+  let n = 0;
+  for (const e of fs.readdirSync(p, { withFileTypes: true })) n += e.isDirectory() ? dirBytes(path.join(p, e.name)) : fs.statSync(path.join(p, e.name)).size;
+  return n;
+}
+const wasmCache = (profile) => path.join(profile, 'Default', 'Code Cache', 'wasm');
+
+async function openReady(ctx, { throttle = null } = {}) {
+  await ctx.addInitScript(RECORD);
+  const page = ctx.pages()[0] || await ctx.newPage();
+  if (throttle) {
+    const cdp = await ctx.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: throttle.latencyMs,
+      downloadThroughput: throttle.mbit * 125000, uploadThroughput: throttle.mbit * 125000 });
+  }
+  await page.goto(`${orch.origin}/playground`);
+  await page.waitForFunction(() => document.getElementById('runtime').dataset.state === 'ready', null, { timeout: 120_000 });
+  return page;
+}
+
+test('the runtime bar: one percentage over the total bytes, only growing, never a file name; the worker comes before the page bundle', async (t) => {
+  if (!need(t)) return;
+  const b = await launch({ viewport: DESKTOP });
+  try {
+    // ~6 MB on the wire at 40 Mbit/s: over a second of download, many steps of the bar.
+    const page = await openReady(b.ctx, { throttle: { mbit: 40, latencyMs: 20 } });
+    const seen = await page.evaluate(() => window.__startup);
+    const pcts = seen.labels.map((l) => /(\d+) %/.exec(l)).filter(Boolean).map((m) => Number(m[1]));
+    assert.ok(pcts.length >= 3 && pcts.some((p) => p > 0 && p < 100), `a percentage in several steps: ${JSON.stringify(seen.labels)}`);
+    assert.ok(pcts.every((p, i) => i === 0 || p >= pcts[i - 1]), `the percentage only grows: ${pcts}`);
+    assert.equal(pcts.at(-1), 100, 'every byte in before Python is ready');
+    assert.ok(seen.labels.every((l) => !/pyodide\.asm|python_stdlib|\.wasm|\.zip/.test(l)), `no file names: ${JSON.stringify(seen.labels)}`);
+    const max = seen.bars[0][1];
+    assert.ok(max > 10e6 && seen.bars.every(([v, m], i) => m === max && v <= m && (i === 0 || v >= seen.bars[i - 1][0])),
+      `one bar over the runtime's ~12 MB, only growing: ${JSON.stringify(seen.bars.slice(0, 5))}…`);
+    assert.match(seen.labels.at(-1), /^Python ready/);
+    // The kernel worker is made before the page's own bundle (the editor's code) is even asked for.
+    const app = await page.evaluate(() => performance.getEntriesByType('resource').find((r) => r.name.endsWith('/assets/app.js'))?.startTime);
+    assert.ok(seen.worker !== null && app !== undefined && seen.worker < app, `worker at ${seen.worker} ms, app.js requested at ${app} ms`);
+    await screenshot(page, 'startup-ready');
+  } finally { await b.close(); }
+});
+
+test('a first visit leaves the compiled runtime in the wasm code cache; a repeat visit takes the runtime from the HTTP cache', async (t) => {
+  if (!need(t)) return;
+  // What the caches need from /pyodide/: a long-lived, immutable response with a validator.
+  const head = await fetch(`${orch.origin}/pyodide/pyodide.asm.wasm`, { headers: { 'accept-encoding': 'br, gzip' } });
+  assert.equal(head.status, 200);
+  assert.match(head.headers.get('cache-control') || '', /max-age=\d{7,}/);
+  assert.match(head.headers.get('cache-control') || '', /immutable/);
+  assert.ok(head.headers.get('etag'), 'an ETag');
+  assert.equal(head.headers.get('content-type'), 'application/wasm', 'streaming compilation needs the wasm type');
+  await head.arrayBuffer();
+
+  const first = await launch({ viewport: DESKTOP });
+  const profile = first.dir;
+  try {
+    await openReady(first.ctx);
+    // Chromium writes compiled code a little after compiling (once the hot functions are
+    // optimized): give it up to 60 s, then close the browser, which flushes the cache.
+    const deadline = Date.now() + 60_000;
+    while (dirBytes(wasmCache(profile)) < 512 * 1024 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    await first.ctx.close();
+    const bytes = dirBytes(wasmCache(profile));
+    assert.ok(bytes >= 512 * 1024, `the profile's Code Cache/wasm holds ${bytes} bytes after a first visit`);
+
+    const again = await launch({ viewport: DESKTOP, profile });
+    try {
+      const page = await openReady(again.ctx);
+      const worker = page.workers().find((w) => w.url().includes('/kernel-worker.js'));
+      const runtime = await worker.evaluate(() => performance.getEntriesByType('resource')
+        .filter((r) => /pyodide\.asm\.wasm|python_stdlib\.zip|pyodide\.asm\.mjs/.test(r.name)).map((r) => [r.name.split('/').pop(), r.transferSize]));
+      assert.equal(runtime.length >= 2, true, JSON.stringify(runtime));
+      assert.ok(runtime.every(([, sent]) => sent === 0), `every runtime byte from the HTTP cache on a repeat visit: ${JSON.stringify(runtime)}`);
+    } finally { await again.ctx.close(); }
+  } finally {
+    await first.ctx.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
