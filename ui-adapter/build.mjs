@@ -4,7 +4,8 @@
 // outputs; esbuild is fast enough that no freshness check is needed).
 //
 // Output:
-//   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin)
+//   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
+//                                                     with modulepreload links for boot.js's chunks
 //   build/www/assets/*.js, *.css                      the app bundles and boot.js (ESM, code-split: pdf.js and
 //                                                     docx-preview load only when a preview needs them)
 //   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
@@ -34,8 +35,8 @@ const common = {
 // 1. The app: three page entries sharing chunks, and boot.js, the first script of the index and
 //    chat pages (it starts the kernel before the page's bundle runs; its chunk holds only the
 //    kernel supervisor, the settings and the progress bar, never the editor).
-await esbuild.build({
-  ...common,
+const app = await esbuild.build({
+  ...common, metafile: true,
   entryPoints: {
     boot: path.join(root, 'ui-adapter/app/boot.js'),
     app: path.join(root, 'ui-adapter/app/main-index.js'),
@@ -98,9 +99,14 @@ const kernelSources = {
 
 }
 
-// 5. The pages.
+// 5. The pages, with a modulepreload link for each chunk boot.js imports: the browser asks for
+//    them with boot.js instead of after it (one round trip less before the kernel starts).
+const bootOut = Object.entries(app.metafile.outputs).find(([, o]) => o.entryPoint && o.entryPoint.endsWith('app/boot.js'));
+const preload = (bootOut ? bootOut[1].imports : []).filter((i) => i.kind === 'import-statement')
+  .map((i) => `<link rel="modulepreload" href="/assets/${path.relative(assets, path.resolve(root, i.path))}">\n`).join('');
 for (const f of ['index.html', 'chat.html', 'admin.html']) {
-  fs.copyFileSync(path.join(root, 'ui-adapter/app', f), path.join(www, f));
+  const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
+  fs.writeFileSync(path.join(www, f), html.replace(/<script type="module" src="\/assets\/boot\.js"/, (tag) => preload + tag));
 }
 const n = fs.readdirSync(assets).length;
 console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/), worker from ${path.relative(root, workerEntry)}`);
