@@ -4,7 +4,8 @@
 // requests its own bundle (editor, cards); Pyodide compiles the wasm from the Response the
 // network stack gave it, so a first visit leaves the compiled runtime in the profile's wasm code
 // cache, and a repeat visit (same profile, new browser process) takes every runtime byte from the
-// HTTP cache (/pyodide/ is immutable, with an ETag).  No timing is asserted (bench/startup does
+// HTTP cache (/pyodide/ is immutable, with an ETag) but asks again for the two files that change
+// in place (the lock file, deployment.json: a 304).  No timing is asserted (bench/startup does
 // the measuring); the download is slowed with CDP network emulation only so that the bar has
 // several steps to check.
 import { test, before, after } from 'node:test';
@@ -82,7 +83,7 @@ test('the runtime bar: one percentage over the total bytes, only growing, never 
   } finally { await b.close(); }
 });
 
-test('a first visit leaves the compiled runtime in the wasm code cache; a repeat visit takes the runtime from the HTTP cache', async (t) => {
+test('a first visit leaves the compiled runtime in the wasm code cache; a repeat visit takes the runtime from the HTTP cache, revalidates the lock', async (t) => {
   if (!need(t)) return;
   // What the caches need from /pyodide/: a long-lived, immutable response with a validator.
   const head = await fetch(`${orch.origin}/pyodide/pyodide.asm.wasm`, { headers: { 'accept-encoding': 'br, gzip' } });
@@ -109,10 +110,13 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
     try {
       const page = await openReady(again.ctx);
       const worker = page.workers().find((w) => w.url().includes('/kernel-worker.js'));
-      const runtime = await worker.evaluate(() => performance.getEntriesByType('resource')
-        .filter((r) => /pyodide\.asm\.wasm|python_stdlib\.zip|pyodide\.asm\.mjs/.test(r.name)).map((r) => [r.name.split('/').pop(), r.transferSize]));
-      assert.equal(runtime.length >= 2, true, JSON.stringify(runtime));
-      assert.ok(runtime.every(([, sent]) => sent === 0), `every runtime byte from the HTTP cache on a repeat visit: ${JSON.stringify(runtime)}`);
+      const sent = Object.fromEntries(await worker.evaluate(() => performance.getEntriesByType('resource')
+        .map((r) => [r.name.split('/').pop(), r.transferSize])));
+      const runtime = ['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs'];
+      assert.ok(runtime.every((f) => sent[f] === 0), `every runtime byte from the HTTP cache on a repeat visit: ${JSON.stringify(sent)}`);
+      // The files that change in place (an operator adds packages) are asked again: a 304.
+      assert.ok(['pyodide-lock.json', 'deployment.json'].every((f) => sent[f] > 0 && sent[f] < 1000),
+        `the lock file and deployment.json revalidated: ${JSON.stringify(sent)}`);
     } finally { await again.ctx.close(); }
   } finally {
     await first.ctx.close().catch(() => {});

@@ -28,7 +28,9 @@ const host = {
       if (!(name in KERNEL_SOURCES)) throw new Error(`kernel module ${name} is not bundled`);
       return KERNEL_SOURCES[name];
     }
-    const r = await realFetch(url, { credentials: 'omit' });
+    // The lock file and deployment.json change in place (an operator adds packages) under
+    // /pyodide/'s year-long immutable caching: asked again each load (a 304 when unchanged).
+    const r = await realFetch(url, { credentials: 'omit', cache: 'no-cache' });
     if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
     return r.text();
   },
