@@ -106,7 +106,7 @@ const preload = (bootOut ? bootOut[1].imports : []).filter((i) => i.kind === 'im
   .map((i) => `<link rel="modulepreload" href="/assets/${path.relative(assets, path.resolve(root, i.path))}">\n`).join('');
 for (const f of ['index.html', 'chat.html', 'admin.html']) {
   const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
-  fs.writeFileSync(path.join(www, f), html.replace(/<script type="module" src="\/assets\/boot\.js"/, (tag) => preload + tag));
+  fs.writeFileSync(path.join(www, f), html.replace(/<script type="module" async src="\/assets\/boot\.js"/, (tag) => preload + tag));
 }
 const n = fs.readdirSync(assets).length;
 console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/), worker from ${path.relative(root, workerEntry)}`);

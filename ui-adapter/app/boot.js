@@ -1,9 +1,10 @@
-// boot.js -- the app pages' one script: index.html and chat.html load it alone, with the page's
-// own bundle named on its tag (`<script type="module" src="/assets/boot.js" data-page="app">`).
-// It starts the page's kernel -- its worker, and in it the Pyodide load -- and only then imports
-// the page's bundle, so the editor, cards and previews (hundreds of KB to parse and evaluate on
-// the main thread) never hold the worker back; the runtime's progress shows from the start of the
-// load.  The kernel supervisor it makes runs on the worker URL that the PyPI setting and the
+// boot.js -- the app pages' one script: index.html and chat.html load it alone, `async` (it does
+// not wait for the style sheet and the first layout), with the page's own bundle named on its tag
+// (`<script type="module" async src="/assets/boot.js" data-page="app">`).  It starts the page's
+// kernel -- its worker, and in it the Pyodide load -- and only then imports the page's bundle
+// (once the document is parsed), so the editor, cards and previews (hundreds of KB to parse and
+// evaluate on the main thread) never hold the worker back; the runtime's progress shows from the
+// start of the load.  The kernel supervisor it makes runs on the worker URL that the PyPI setting and the
 // server's /v1/config choose (the two workers' CSPs differ), and it shows that supervisor's
 // progress in #runtime.  Nothing else: the page's code (main-index.js, main-chat.js) takes the
 // supervisor from here and owns it from then on.
@@ -13,6 +14,9 @@ import { runtimeProgress } from './progress.js';
 
 // The page bundles boot.js may load (build.mjs's entries), by the name on its script tag.
 const PAGES = Object.freeze({ app: '/assets/app.js', chat: '/assets/chat.js' });
+// An async script may run before the parser reached the end of the page.
+const parsed = document.readyState === 'loading'
+  ? new Promise((r) => document.addEventListener('DOMContentLoaded', r, { once: true })) : Promise.resolve();
 
 /**
  * A fresh kernel supervisor for this page, started once /v1/config says which worker it needs.
@@ -21,8 +25,7 @@ const PAGES = Object.freeze({ app: '/assets/app.js', chat: '/assets/chat.js' });
  */
 export function startPageKernel(settings = loadSettings()) {
   const supervisor = new KernelSupervisor({ workerUrl: workerUrl(settings.pypi), pypi: settings.pypi, spare: true });
-  const el = document.getElementById('runtime');
-  if (el) runtimeProgress(el, supervisor);
+  parsed.then(() => { const el = document.getElementById('runtime'); if (el) runtimeProgress(el, supervisor); });
   const chosen = serverConfig().then((cfg) => {
     const pypi = pypiAllowed(settings, cfg);
     if (pypi !== supervisor.pypi) { supervisor.workerUrl = workerUrl(pypi); supervisor.pypi = pypi; }
@@ -36,4 +39,4 @@ export function startPageKernel(settings = loadSettings()) {
 export const booted = startPageKernel();
 
 const page = PAGES[document.querySelector('script[data-page]')?.dataset.page];
-if (page) booted.chosen.then(() => import(/* the page's own bundle */ page));
+if (page) Promise.all([booted.chosen, parsed]).then(() => import(/* the page's own bundle */ page));
