@@ -167,8 +167,9 @@ export class KernelCore {
     if (msg.interruptBuffer) this.control = new ControlBuffer(msg.interruptBuffer);
 
     this.progress(msg.id, 'runtime', 'loading the Python runtime');
-    // The small files Pyodide's load waits for, read at once rather than one after another (each
-    // is a round trip on a first visit).
+    // Only pyodide.mjs stands before the runtime's download: the lock file (loadPyodide takes it
+    // as a promise), deployment.json and the kernel's sources are read meanwhile, all at once,
+    // and awaited where they are needed.  Each would be a round trip on the start's path.
     const readDeployment = async () => {
       if (!msg.deploymentURL) return { has: [], lacks: [] };
       try { return JSON.parse(await this.host.readText(msg.deploymentURL)); } catch (e) {
@@ -176,23 +177,34 @@ export class KernelCore {
         return { has: [], lacks: [] };
       }
     };
-    const [lockText, deployment, { loadPyodide }, sources] = await Promise.all([this.host.readText(msg.lockFileURL),
-      readDeployment(), this.host.importPyodide(`${indexURL}pyodide.mjs`),
-      Promise.all(KERNEL_MODULES.map((m) => this.host.readText(`${kernelURL}${m}.py`)))]);
-    this.lock = JSON.parse(lockText);
-    const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, sources[i]]));
+    // pyodide.mjs is asked first: the page's HTTP/1.1 connections are few, and the others queue.
+    const pyodideModule = this.host.importPyodide(`${indexURL}pyodide.mjs`);
+    const lockText = this.host.readText(msg.lockFileURL);
+    const sources = Promise.all(KERNEL_MODULES.map((m) => this.host.readText(`${kernelURL}${m}.py`)));
+    const deploymentRead = readDeployment();
+    // Pyodide does not handle a lock promise that rejects (its package index would reject with no
+    // one waiting): it gets one that never settles on failure, and the load fails with the read's
+    // own error, at once.
+    const never = new Promise(() => {});
+    const lockFailed = lockText.then(() => never);
+    // Awaited below; a failure that comes first (Pyodide's import) must not leave them unhandled.
+    lockText.catch(() => {}); sources.catch(() => {}); lockFailed.catch(() => {});
+    const { loadPyodide } = await pyodideModule;
     const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
     let py;
     try {
-      py = await loadPyodide({
-        indexURL, packageBaseUrl, lockFileContents: lockText,
+      py = await Promise.race([lockFailed, loadPyodide({
+        indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
         packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
         stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
-      });
+      })]);
     } finally { restoreFetch(); }
     this.py = py;
+    this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
       for (const imp of p.imports || []) if (!this.importMap.has(imp)) this.importMap.set(imp, name);
+    const [texts, deployment] = await Promise.all([sources, deploymentRead]);
+    const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, texts[i]]));
 
     this.progress(msg.id, 'kernel', 'loading the kernel');
     py.setStdout({ write: (b) => this.out.write(b), isatty: false });
