@@ -5,7 +5,9 @@
 // network stack gave it, so a first visit leaves the compiled runtime in the profile's wasm code
 // cache, and a repeat visit (same profile, new browser process) takes every runtime byte from the
 // HTTP cache (/pyodide/ is immutable, with an ETag) but asks again for the two files that change
-// in place (the lock file, deployment.json: a 304).  No timing is asserted (bench/startup does
+// in place (the lock file, deployment.json: a 304); a first visit makes its worker once
+// /v1/config said whether PyPI can be used, a repeat visit (the server said no last time, kept in
+// localStorage) makes the strict worker without waiting for it.  No timing is asserted (bench/startup does
 // the measuring); the download is slowed with CDP network emulation only so that the bar has
 // several steps to check.
 import { test, before, after } from 'node:test';
@@ -45,6 +47,19 @@ function dirBytes(p) {
   return n;
 }
 const wasmCache = (profile) => path.join(profile, 'Default', 'Code Cache', 'wasm');
+
+// Holds the page's /v1/config request until the page makes a worker or `ms` pass, whichever
+// comes first (once).  → Promise: did a worker come while /v1/config was held?
+function holdConfig(page, ms) {
+  const worker = new Promise((r) => page.on('worker', () => r(true)));
+  return new Promise((resolve) => page.route('**/v1/config', async (route) => {
+    const made = await Promise.race([worker, new Promise((r) => setTimeout(() => r(false), ms))]);
+    resolve(made);
+    await route.continue();
+    await page.unroute('**/v1/config'); // routing keeps the page off the HTTP cache
+  }));
+}
+const verdict = (page) => page.evaluate(() => localStorage.getItem('cerea.boot.pypi'));
 
 async function openReady(ctx, { throttle = null } = {}) {
   await ctx.addInitScript(RECORD);
@@ -97,7 +112,12 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
   const first = await launch({ viewport: DESKTOP });
   const profile = first.dir;
   try {
-    await openReady(first.ctx);
+    // This deployment has no micropip: the first visit makes its worker only once /v1/config
+    // said so (held 3 s here: no worker meanwhile), and keeps the verdict for the next visit.
+    const firstHeld = holdConfig(first.ctx.pages()[0], 3000);
+    const firstPage = await openReady(first.ctx);
+    assert.equal(await firstHeld, false, 'a first visit waits for /v1/config before it makes the worker');
+    assert.equal(await verdict(firstPage), 'unavailable', 'the server\'s word on PyPI kept for the next visit');
     // Chromium writes compiled code a little after compiling (once the hot functions are
     // optimized): give it up to 60 s, then close the browser, which flushes the cache.
     const deadline = Date.now() + 60_000;
@@ -108,7 +128,9 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
 
     const again = await launch({ viewport: DESKTOP, profile });
     try {
+      const againHeld = holdConfig(again.ctx.pages()[0], 60_000);
       const page = await openReady(again.ctx);
+      assert.equal(await againHeld, true, 'a repeat visit makes the strict worker while /v1/config is still unanswered');
       const worker = page.workers().find((w) => w.url().includes('/kernel-worker.js'));
       const sent = Object.fromEntries(await worker.evaluate(() => performance.getEntriesByType('resource')
         .map((r) => [r.name.split('/').pop(), r.transferSize])));
