@@ -1,15 +1,15 @@
 // startup.test.mjs -- how the app starts Python, in Chromium against the real orchestrator (its
 // caching headers matter here): the runtime bar is one percentage over the runtime's total bytes
 // that only grows and never names a file; the page makes its kernel worker before it even
-// requests its own bundle (editor, cards); Pyodide compiles the wasm from the Response the
+// requests its own bundle (editor, cards); a first visit makes its worker once /v1/config said
+// whether PyPI can be used, a repeat visit (the server said no last time, kept in localStorage)
+// makes the strict worker without waiting for it; Pyodide compiles the wasm from the Response the
 // network stack gave it, so a first visit leaves the compiled runtime in the profile's wasm code
-// cache, and a repeat visit (same profile, new browser process) takes every runtime byte from the
-// HTTP cache (/pyodide/ is immutable, with an ETag) but asks again for the two files that change
-// in place (the lock file, deployment.json: a 304); a first visit makes its worker once
-// /v1/config said whether PyPI can be used, a repeat visit (the server said no last time, kept in
-// localStorage) makes the strict worker without waiting for it.  No timing is asserted (bench/startup does
-// the measuring); the download is slowed with CDP network emulation only so that the bar has
-// several steps to check.
+// cache, and a repeat visit (same profile, new browser process) takes it from there (V8 traces a
+// wasm.Deserialize), takes every runtime byte from the HTTP cache (/pyodide/ is immutable, with
+// an ETag) and asks again only for the two files that change in place (the lock file,
+// deployment.json: a 304).  No timing is asserted (bench/startup does the measuring); the
+// download is slowed with CDP network emulation only so that the bar has several steps to check.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -58,6 +58,20 @@ function holdConfig(page, ms) {
     await route.continue();
     await page.unroute('**/v1/config'); // routing keeps the page off the HTTP cache
   }));
+}
+// Records V8's wasm trace events of the page and its workers.  → stop(): Promise of the events'
+// names.
+async function traceWasm(ctx, page) {
+  const cdp = await ctx.newCDPSession(page);
+  const names = [];
+  cdp.on('Tracing.dataCollected', (d) => { for (const e of d.value) names.push(e.name); });
+  await cdp.send('Tracing.start', { traceConfig: { includedCategories: ['v8.wasm'] }, transferMode: 'ReportEvents' });
+  return async () => {
+    const done = new Promise((r) => cdp.once('Tracing.tracingComplete', r));
+    await cdp.send('Tracing.end');
+    await done;
+    return names;
+  };
 }
 const verdict = (page) => page.evaluate(() => localStorage.getItem('cerea.boot.pypi'));
 
@@ -129,7 +143,10 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
     const again = await launch({ viewport: DESKTOP, profile });
     try {
       const againHeld = holdConfig(again.ctx.pages()[0], 60_000);
+      const stopTrace = await traceWasm(again.ctx, again.ctx.pages()[0]);
       const page = await openReady(again.ctx);
+      const traced = await stopTrace();
+      assert.ok(traced.includes('wasm.Deserialize'), `a repeat visit takes the compiled runtime from the code cache (V8 traced ${traced.length} wasm events, no wasm.Deserialize)`);
       assert.equal(await againHeld, true, 'a repeat visit makes the strict worker while /v1/config is still unanswered');
       const worker = page.workers().find((w) => w.url().includes('/kernel-worker.js'));
       const sent = Object.fromEntries(await worker.evaluate(() => performance.getEntriesByType('resource')
