@@ -84,8 +84,9 @@ async function openReady(ctx, { throttle = null } = {}) {
     await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: throttle.latencyMs,
       downloadThroughput: throttle.mbit * 125000, uploadThroughput: throttle.mbit * 125000 });
   }
-  await page.goto(`${orch.origin}/playground`);
-  await page.waitForFunction(() => document.getElementById('runtime').dataset.state === 'ready', null, { timeout: 120_000 });
+  // Not the load event: the throttled link is shared with the runtime's download; ready is awaited below.
+  await page.goto(`${orch.origin}/playground`, { waitUntil: 'commit' });
+  await page.waitForFunction(() => document.getElementById('runtime')?.dataset.state === 'ready', null, { timeout: 120_000 });
   return page;
 }
 
