@@ -65,7 +65,25 @@ char *st__blob_path(const struct store *st, const char *sha) {
   return p;
 }
 
-char *store_blob_path(struct store *st, const char *sha256) { return st__blob_path(st, sha256); }
+/* Loop thread: the path of blob sha's file on this node (*path owned; NULL on SBX_EINVAL /
+ * SBX_ENOMEM); with PostgreSQL, a blob this node has no copy of is fetched first (chunks.c). */
+static int blob_local(struct store *st, const char *sha, char **path) {
+  if ((*path = st__blob_path(st, sha)) == NULL)
+    return valid_sha(sha) ? SBX_ENOMEM : SBX_EINVAL;
+  if (st->kind != ST_PG || access(*path, F_OK) == 0)
+    return 0;
+  struct sbx_error e;
+  int rc = st__chunks_fetch(st, sha, *path, &e);
+  if (rc != 0 && rc != SBX_ENOENT)
+    sbx_log(SBX_LOG_WARN, ST_MOD, "%s", e.msg);
+  return rc;
+}
+
+char *store_blob_path(struct store *st, const char *sha256) {
+  char *path = NULL;
+  blob_local(st, sha256, &path); /* a copy that could not be made: the caller finds no file */
+  return path;
+}
 
 int st__fsync_dir(const char *dir) {
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -76,7 +94,8 @@ int st__fsync_dir(const char *dir) {
   return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
+int st__write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
   while (n > 0) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
@@ -90,7 +109,7 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
-static int errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
+int st__errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
 
 static int hexval(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
 
@@ -115,7 +134,7 @@ static int write_blob_file(struct store *st, struct st_write *w, const char *sha
   if (mkdir(sub, 0700) == 0) {
     st->dirty_top = 1;
   } else if (errno != EEXIST) {
-    rc = sbx_error_set(err, errno_code(errno), "mkdir %s: %s", sub, strerror(errno));
+    rc = sbx_error_set(err, st__errno_code(errno), "mkdir %s: %s", sub, strerror(errno));
     goto out;
   }
   struct st_blob_pending *pv = sbx_realloc(w->pending, (w->npending + 1) * sizeof *pv);
@@ -132,17 +151,17 @@ static int write_blob_file(struct store *st, struct st_write *w, const char *sha
   snprintf(tmp, tn, "%s.%llu.tmp", final, (unsigned long long)++st->tmp_seq);
   fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
-    rc = sbx_error_set(err, errno_code(errno), "open %s: %s", tmp, strerror(errno));
+    rc = sbx_error_set(err, st__errno_code(errno), "open %s: %s", tmp, strerror(errno));
     goto out;
   }
-  if ((rc = write_all(fd, data, len)) != 0) {
-    rc = sbx_error_set(err, errno_code(-rc), "write %s: %s", tmp, strerror(-rc));
+  if ((rc = st__write_all(fd, data, len)) != 0) {
+    rc = sbx_error_set(err, st__errno_code(-rc), "write %s: %s", tmp, strerror(-rc));
     goto out;
   }
   if (close(fd) != 0) {
     fd = -1;
     unlink(tmp);
-    rc = sbx_error_set(err, errno_code(errno), "close %s: %s", tmp, strerror(errno));
+    rc = sbx_error_set(err, st__errno_code(errno), "close %s: %s", tmp, strerror(errno));
     goto out;
   }
   /* closed now, reopened for the fsync: a group may hold thousands of new blobs, more than the
@@ -160,76 +179,79 @@ out:
   return rc;
 }
 
-int st__blob_put(struct store *st, struct st_write *w, const char *sha, const void *data,
-                 size_t len, struct sbx_error *err) {
-  sqlite3_stmt *s = st->ws[ST_BLOB_EXISTS];
-  int rc;
-  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_ROW)
-    return 0; /* same content never stored twice */
-  if (rc != SQLITE_DONE)
-    return st__translate(st->wdb, rc, "blob lookup", err);
-  if ((rc = write_blob_file(st, w, sha, data, len, err)) != 0)
+/* Writer thread: is a blob with this content stored already?  1 yes, 0 no, or an error. */
+static int blob_known(struct store *st, const char *sha, struct sbx_error *err) {
+  struct st_stmt *s = st__q(&st->w, ST_BLOB_EXISTS);
+  st__bind_text(s, 1, sha);
+  return st__step_one(s, "blob lookup", err);
+}
+
+/* Writer thread: the blob's row and, in PostgreSQL, its content (chunks.c: from data, or from
+ * the file at path when data is NULL).  No row inserted (PostgreSQL: another node's transaction
+ * stored the same content meanwhile, BLOB_INSERT's DO NOTHING) means it is stored: no chunks. */
+static int blob_insert(struct store *st, struct st_write *w, const char *sha, const void *data,
+                       const char *path, uint64_t len, struct sbx_error *err) {
+  struct st_stmt *s = st__q(&st->w, ST_BLOB_INSERT);
+  st__bind_text(s, 1, sha);
+  st__bind_int64(s, 2, (int64_t)len);
+  st__bind_int64(s, 3, sbx_now_wall_ms());
+  int rc = st__step_done(s, "blob insert", err);
+  if (rc != 0 || st__changes(&st->w) == 0)
     return rc;
-  s = st->ws[ST_BLOB_INSERT];
-  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)len);
-  sqlite3_bind_int64(s, 3, sbx_now_wall_ms());
-  if ((rc = st__step_done(st->wdb, s, "blob insert", err)) != 0)
+  if (st->kind == ST_PG && (rc = st__chunks_put(st, sha, data, path, len, err)) != 0)
     return rc;
   w->blob_delta += (int64_t)len;
   return 0;
 }
 
+int st__blob_put(struct store *st, struct st_write *w, const char *sha, const void *data,
+                 size_t len, struct sbx_error *err) {
+  int rc = blob_known(st, sha, err);
+  if (rc != 0)
+    return rc < 0 ? rc : 0; /* same content never stored twice */
+  if ((rc = write_blob_file(st, w, sha, data, len, err)) != 0)
+    return rc;
+  return blob_insert(st, w, sha, data ? data : "", NULL, len, err);
+}
+
 int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, char **tmp,
                         uint64_t len, struct sbx_error *err) {
-  sqlite3_stmt *s = st->ws[ST_BLOB_EXISTS];
-  int rc;
+  int rc = blob_known(st, sha, err);
   char sub[4096];
-  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_ROW)
-    return 0; /* stored already: the caller unlinks the temp file */
-  if (rc != SQLITE_DONE)
-    return st__translate(st->wdb, rc, "blob lookup", err);
+  if (rc != 0)
+    return rc < 0 ? rc : 0; /* stored already: the caller unlinks the temp file */
   char *final = st__blob_path(st, sha);
   int idx = hexval(sha[0]) * 16 + hexval(sha[1]);
   if (final == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "blob path: out of memory");
+  const char *src; /* where the content is until the commit: what chunks.c reads */
   struct stat sb;
   if (stat(final, &sb) == 0 && (uint64_t)sb.st_size == len) {
     st->dirty_sub[idx] = 1; /* a complete leftover (see write_blob_file): reused */
+    src = *tmp;
+    rc = blob_insert(st, w, sha, NULL, src, len, err);
     sbx_free(final);
-  } else {
-    snprintf(sub, sizeof sub, "%s/%.2s", st->blob_dir, sha);
-    if (mkdir(sub, 0700) == 0) {
-      st->dirty_top = 1;
-    } else if (errno != EEXIST) {
-      rc = sbx_error_set(err, errno_code(errno), "mkdir %s: %s", sub, strerror(errno));
-      sbx_free(final);
-      return rc;
-    }
-    struct st_blob_pending *pv = sbx_realloc(w->pending, (w->npending + 1) * sizeof *pv);
-    if (pv == NULL) {
-      sbx_free(final);
-      return sbx_error_set(err, SBX_ENOMEM, "blob: out of memory");
-    }
-    w->pending = pv;
-    pv[w->npending++] = (struct st_blob_pending){-1, *tmp, final, 0};
-    *tmp = NULL; /* the pending entry owns it now: renamed before the commit or unlinked */
-    st->dirty_sub[idx] = 1;
-  }
-  s = st->ws[ST_BLOB_INSERT];
-  sqlite3_bind_text(s, 1, sha, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)len);
-  sqlite3_bind_int64(s, 3, sbx_now_wall_ms());
-  if ((rc = st__step_done(st->wdb, s, "blob insert", err)) != 0)
     return rc;
-  w->blob_delta += (int64_t)len;
-  return 0;
+  }
+  snprintf(sub, sizeof sub, "%s/%.2s", st->blob_dir, sha);
+  if (mkdir(sub, 0700) == 0) {
+    st->dirty_top = 1;
+  } else if (errno != EEXIST) {
+    rc = sbx_error_set(err, st__errno_code(errno), "mkdir %s: %s", sub, strerror(errno));
+    sbx_free(final);
+    return rc;
+  }
+  struct st_blob_pending *pv = sbx_realloc(w->pending, (w->npending + 1) * sizeof *pv);
+  if (pv == NULL) {
+    sbx_free(final);
+    return sbx_error_set(err, SBX_ENOMEM, "blob: out of memory");
+  }
+  w->pending = pv;
+  pv[w->npending++] = (struct st_blob_pending){-1, *tmp, final, 0};
+  src = *tmp;
+  *tmp = NULL; /* the pending entry owns it now: renamed before the commit or unlinked */
+  st->dirty_sub[idx] = 1;
+  return blob_insert(st, w, sha, NULL, src, len, err);
 }
 
 /* ---- durability before the commit -------------------------------------------------------
@@ -295,12 +317,13 @@ static int fsync_paths(char *const *paths, size_t n, struct sbx_error *err) {
     for (k = 0; k < m; k++) {
       fds[k] = open(paths[base + k], O_RDONLY | O_CLOEXEC);
       if (fds[k] < 0) {
-        rc = sbx_error_set(err, errno_code(errno), "open %s: %s", paths[base + k], strerror(errno));
+        rc = sbx_error_set(err, st__errno_code(errno), "open %s: %s", paths[base + k],
+                           strerror(errno));
         break;
       }
     }
     if (rc == 0 && (e = fsync_all(fds, m, &failed)) != 0)
-      rc = sbx_error_set(err, errno_code(e), "fsync %s: %s", paths[base + failed], strerror(e));
+      rc = sbx_error_set(err, st__errno_code(e), "fsync %s: %s", paths[base + failed], strerror(e));
     for (size_t j = 0; j < k; j++)
       close(fds[j]);
     if (rc != 0)
@@ -340,7 +363,8 @@ int st__blob_prepare_commit(struct store *st, struct sbx_list *txn, struct sbx_e
     goto out;
   for (i = 0; i < n; i++) {
     if (rename(pv[i]->tmp, pv[i]->final) != 0) {
-      rc = sbx_error_set(err, errno_code(errno), "rename %s: %s", pv[i]->final, strerror(errno));
+      rc =
+          sbx_error_set(err, st__errno_code(errno), "rename %s: %s", pv[i]->final, strerror(errno));
       goto out;
     }
     pv[i]->renamed = 1;
@@ -391,9 +415,12 @@ void st__blob_pending_drop(struct st_write *w) {
 int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *size) {
   *fd = -1;
   *size = 0;
-  char *path = st__blob_path(st, sha256);
-  if (path == NULL)
-    return valid_sha(sha256) ? SBX_ENOMEM : SBX_EINVAL;
+  char *path = NULL;
+  int rc = blob_local(st, sha256, &path);
+  if (rc != 0) {
+    sbx_free(path);
+    return rc;
+  }
   int f = open(path, O_RDONLY | O_CLOEXEC);
   sbx_free(path);
   if (f < 0)
@@ -411,10 +438,13 @@ int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *siz
 int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len) {
   *data = NULL;
   *len = 0;
-  char *path = st__blob_path(st, sha256);
-  if (path == NULL)
-    return valid_sha(sha256) ? SBX_ENOMEM : SBX_EINVAL;
-  int rc = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+  char *path = NULL;
+  int rc = blob_local(st, sha256, &path);
+  if (rc != 0) {
+    sbx_free(path);
+    return rc;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   sbx_free(path);
   if (fd < 0)
     return errno == ENOENT ? SBX_ENOENT : SBX_EIO;

@@ -9,12 +9,12 @@
 
 static int chat_create_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_CHAT_INSERT];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, op->s[1], -1, SQLITE_STATIC);
+  struct st_stmt *s = st__q(&st->w, ST_CHAT_INSERT);
+  st__bind_text(s, 1, op->s[0]);
+  st__bind_text(s, 2, op->s[1]);
   st__bind_text(s, 3, op->s[2]);
-  sqlite3_bind_int64(s, 4, op->i[0]);
-  return st__step_done(st->wdb, s, "chat insert", err);
+  st__bind_int64(s, 4, op->i[0]);
+  return st__step_done(s, "chat insert", err);
 }
 
 int store_chat_create(struct store *st, const struct store_chat *chat, store_done_cb cb, void *ud) {
@@ -32,11 +32,11 @@ int store_chat_create(struct store *st, const struct store_chat *chat, store_don
 
 static int chat_title_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_CHAT_SET_TITLE];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
+  struct st_stmt *s = st__q(&st->w, ST_CHAT_SET_TITLE);
+  st__bind_text(s, 1, op->s[0]);
   st__bind_text(s, 2, op->s[1]);
-  int rc = st__step_done(st->wdb, s, "chat title", err);
-  if (rc == 0 && sqlite3_changes(st->wdb) == 0)
+  int rc = st__step_done(s, "chat title", err);
+  if (rc == 0 && st__changes(&st->w) == 0)
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[0]);
   return rc;
 }
@@ -66,29 +66,27 @@ void store_chat_list_free(struct store_chat *v, size_t n) {
   sbx_free(v);
 }
 
-static int chat_from_row(sqlite3_stmt *s, struct store_chat *c) {
+static int chat_from_row(struct st_stmt *s, struct store_chat *c) {
   int oom = 0;
   memset(c, 0, sizeof *c);
   st__col_id(s, 0, c->id);
   st__col_hex(s, 1, c->token_hash);
   c->title = st__col_dup(s, 2, &oom);
-  c->created_at = sqlite3_column_int64(s, 3);
+  c->created_at = st__col_int64(s, 3);
   return oom ? SBX_ENOMEM : 0;
 }
 
 int store_chat_get(struct store *st, const char *chat_id, struct store_chat *out) {
-  sqlite3_stmt *s = st->rs[ST_CHAT_GET];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s);
-  int r = rc == SQLITE_ROW    ? chat_from_row(s, out)
-          : rc == SQLITE_DONE ? SBX_ENOENT
-                              : st__translate(st->rdb, rc, "chat get", NULL);
+  struct st_stmt *s = st__q(&st->r, ST_CHAT_GET);
+  st__bind_text(s, 1, chat_id);
+  int rc = st__step(s, "chat get", NULL);
+  int r = rc == ST_ROW ? chat_from_row(s, out) : rc == ST_DONE ? SBX_ENOENT : rc;
   st__reset(s);
   return r;
 }
 
 int store_chat_list(struct store *st, size_t limit, struct store_chat **out, size_t *n) {
-  sqlite3_stmt *s = st->rs[ST_CHAT_LIST];
+  struct st_stmt *s = st__q(&st->r, ST_CHAT_LIST);
   struct store_chat *v = NULL;
   size_t len = 0;
   int rc, r = 0;
@@ -98,13 +96,13 @@ int store_chat_list(struct store *st, size_t limit, struct store_chat **out, siz
     return 0;
   if (limit > 100000)
     limit = 100000;
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)limit);
+  st__bind_int64(s, 1, (int64_t)limit);
   if ((v = sbx_calloc(limit < 64 ? limit : 64, sizeof *v)) == NULL) {
     st__reset(s);
     return SBX_ENOMEM;
   }
   size_t cap = limit < 64 ? limit : 64;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while ((rc = st__step(s, "chat list", NULL)) == ST_ROW) {
     if (len == cap) {
       struct store_chat *nv = sbx_realloc(v, cap * 2 * sizeof *nv);
       if (nv == NULL) {
@@ -118,8 +116,8 @@ int store_chat_list(struct store *st, size_t limit, struct store_chat **out, siz
       break;
     len++;
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = st__translate(st->rdb, rc, "chat list", NULL);
+  if (r == 0 && rc < 0)
+    r = rc;
   st__reset(s);
   if (r != 0) {
     store_chat_list_free(v, len);
@@ -134,14 +132,14 @@ int store_chat_list(struct store *st, size_t limit, struct store_chat **out, siz
 
 static int turn_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_TURN_PUT];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, op->s[1], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 3, op->i[0]);
+  struct st_stmt *s = st__q(&st->w, ST_TURN_PUT);
+  st__bind_text(s, 1, op->s[0]);
+  st__bind_text(s, 2, op->s[1]);
+  st__bind_int64(s, 3, op->i[0]);
   st__bind_text(s, 4, op->s[2]);
-  sqlite3_bind_int64(s, 5, op->i[1]);
-  sqlite3_bind_int64(s, 6, op->i[2]);
-  int rc = st__step_done(st->wdb, s, "turn put", err);
+  st__bind_int64(s, 5, op->i[1]);
+  st__bind_int64(s, 6, op->i[2]);
+  int rc = st__step_done(s, "turn put", err);
   if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[1]);
   return rc;
@@ -163,20 +161,20 @@ int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb c
 }
 
 int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out) {
-  sqlite3_stmt *s = st->rs[ST_TURN_GET];
-  sqlite3_bind_text(s, 1, turn_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s), r = 0, oom = 0;
+  struct st_stmt *s = st__q(&st->r, ST_TURN_GET);
+  st__bind_text(s, 1, turn_id);
+  int rc = st__step(s, "turn get", NULL), r = 0, oom = 0;
   memset(out, 0, sizeof *out);
-  if (rc == SQLITE_ROW) {
+  if (rc == ST_ROW) {
     st__col_id(s, 0, out->id);
     st__col_id(s, 1, out->chat_id);
-    out->state = sqlite3_column_int(s, 2);
+    out->state = st__col_int(s, 2);
     out->answer = st__col_dup(s, 3, &oom);
-    out->created_at = sqlite3_column_int64(s, 4);
-    out->finished_at = sqlite3_column_int64(s, 5);
+    out->created_at = st__col_int64(s, 4);
+    out->finished_at = st__col_int64(s, 5);
     r = oom ? SBX_ENOMEM : 0;
   } else {
-    r = rc == SQLITE_DONE ? SBX_ENOENT : st__translate(st->rdb, rc, "turn get", NULL);
+    r = rc == ST_DONE ? SBX_ENOENT : rc;
   }
   st__reset(s);
   return r;

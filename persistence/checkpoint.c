@@ -214,11 +214,12 @@ void st__ckpt_writer_run(struct store *st, enum st_ckpt_job job) {
   pthread_mutex_unlock(&st->ckpt_mu);
 
   int log = -1, copied = -1;
-  int rc = sqlite3_wal_checkpoint_v2(
-      st->wdb, NULL, hard ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE, &log, &copied);
+  int rc = sqlite3_wal_checkpoint_v2(st->w.lite, NULL,
+                                     hard ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE,
+                                     &log, &copied);
   if (rc != SQLITE_OK && rc != SQLITE_BUSY)
     sbx_log(SBX_LOG_WARN, ST_MOD, "%s: writer's checkpoint failed (the WAL keeps the data): %s",
-            st->db_path, sqlite3_errmsg(st->wdb));
+            st->db_path, sqlite3_errmsg(st->w.lite));
   else if (hard && rc != SQLITE_OK)
     sbx_log(SBX_LOG_WARN, ST_MOD,
             "%s: WAL at %d frames and a blocking checkpoint copied %d "
@@ -253,9 +254,9 @@ int st__ckpt_start(struct store *st, struct sbx_error *err) {
   pthread_cond_init(&st->ckpt_cv, NULL);
   pthread_cond_init(&st->ckpt_idle_cv, NULL);
   /* after PRAGMA wal_autocheckpoint = 0 on the writer (open.c): that pragma replaces the hook */
-  sqlite3_wal_hook(st->wdb, on_wal, st);
+  sqlite3_wal_hook(st->w.lite, on_wal, st);
   if ((rc = pthread_create(&st->ckpt_thread, NULL, ckpt_main, st)) != 0) {
-    sqlite3_wal_hook(st->wdb, NULL, NULL);
+    sqlite3_wal_hook(st->w.lite, NULL, NULL);
     pthread_cond_destroy(&st->ckpt_idle_cv);
     pthread_cond_destroy(&st->ckpt_cv);
     pthread_mutex_destroy(&st->ckpt_mu);
@@ -279,8 +280,8 @@ void st__ckpt_stop(struct store *st) {
   pthread_mutex_unlock(&st->ckpt_mu);
   pthread_join(st->ckpt_thread, NULL);
   st->ckpt_started = 0;
-  if (st->wdb)
-    sqlite3_wal_hook(st->wdb, NULL, NULL);
+  if (st->w.lite)
+    sqlite3_wal_hook(st->w.lite, NULL, NULL);
   pthread_cond_destroy(&st->ckpt_idle_cv);
   pthread_cond_destroy(&st->ckpt_cv);
   pthread_mutex_destroy(&st->ckpt_mu);

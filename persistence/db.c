@@ -1,11 +1,18 @@
-/* db.c -- the SQLite plumbing every file of the module uses: the ONE place where SQLite result
- * codes become SBX_* codes (SQLite's own message is kept in the struct sbx_error), statement and
- * column helpers, opening a connection (WAL, synchronous=FULL, foreign keys on, busy timeout 5 s),
- * the schema migrations (forward only, by PRAGMA user_version), the prepared-statement table, and
+/* db.c -- the statement layer every file of the module uses, and its SQLite side.
+ *
+ * The layer: the statement table (ST_STMTS, internal.h: each statement's SQLite text and, where
+ * the dialects differ, its PostgreSQL text), prepared by id on each connection; bind, step,
+ * columns, reset, rows changed, whether a transaction is open.  The table files (chats.c,
+ * files.c, runs.c, ...) are written against it alone, so each query's meaning is written once
+ * whichever backend runs it; each call goes to SQLite here or to pg.c.
+ *
+ * SQLite's side: the ONE place where SQLite result codes become SBX_* codes (SQLite's own message
+ * is kept in the struct sbx_error), opening a connection (WAL, synchronous=FULL, foreign keys on,
+ * busy timeout 5 s), the SQLite schema's migrations (forward only, by PRAGMA user_version).  And
  * the ids rows are keyed by.
  *
- * What it does not do: open or close the store (open.c), run writes (writer.c), or know what any
- * table means beyond creating it.
+ * What it does not do: open or close the store (open.c), run writes (writer.c), talk to
+ * PostgreSQL (pg.c), or know what any table means beyond creating it.
  */
 #include "internal.h"
 
@@ -65,46 +72,195 @@ int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err) {
   return rc == SQLITE_OK ? 0 : st__translate(db, rc, sql, err);
 }
 
-void st__reset(sqlite3_stmt *s) {
-  sqlite3_reset(s);
-  sqlite3_clear_bindings(s);
+/* ---- the statement table ------------------------------------------------------------------ */
+
+const char *const st__stmt_names[ST_STMT_COUNT] = {
+#define ST_STMT_NAME(name, sql, pg) #name,
+    ST_STMTS(ST_STMT_NAME)
+#undef ST_STMT_NAME
+};
+const char *const st__stmt_sqlite[ST_STMT_COUNT] = {
+#define ST_STMT_SQL(name, sql, pg) sql,
+    ST_STMTS(ST_STMT_SQL)
+#undef ST_STMT_SQL
+};
+const char *const st__stmt_pg[ST_STMT_COUNT] = {
+#define ST_STMT_PG(name, sql, pg) pg,
+    ST_STMTS(ST_STMT_PG)
+#undef ST_STMT_PG
+};
+
+int st__db_prepare(struct st_db *db, struct sbx_error *err) {
+  for (int i = 0; i < ST_STMT_COUNT; i++) {
+    db->q[i].db = db;
+    db->q[i].id = (enum st_stmt_id)i;
+  }
+  if (db->kind == ST_PG)
+    return st__pg_prepare(db, err);
+  for (int i = 0; i < ST_STMT_COUNT; i++) {
+    if (st__stmt_sqlite[i] == NULL)
+      continue; /* a statement of the PostgreSQL backend alone */
+    int rc = sqlite3_prepare_v3(db->lite, st__stmt_sqlite[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                &db->q[i].lite, NULL);
+    if (rc != SQLITE_OK)
+      return st__translate(db->lite, rc, st__stmt_sqlite[i], err);
+  }
+  return 0;
 }
 
-int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err) {
-  int rc = sqlite3_step(s);
-  int out = (rc == SQLITE_DONE || rc == SQLITE_ROW) ? 0 : st__translate(db, rc, what, err);
-  st__reset(s);
-  return out;
+void st__db_close(struct st_db *db) {
+  if (db->kind == ST_PG) {
+    st__pg_close(db);
+    return;
+  }
+  for (int i = 0; i < ST_STMT_COUNT; i++) {
+    sqlite3_finalize(db->q[i].lite);
+    db->q[i].lite = NULL;
+  }
+  if (db->lite && sqlite3_close(db->lite) != SQLITE_OK)
+    sbx_log(SBX_LOG_ERROR, ST_MOD, "%s connection did not close: %s", db->role,
+            sqlite3_errmsg(db->lite));
+  db->lite = NULL;
 }
 
-int st__step_int64(sqlite3 *db, sqlite3_stmt *s, const char *what, int64_t *out,
-                   struct sbx_error *err) {
-  int rc = sqlite3_step(s), r = 0;
-  if (rc == SQLITE_ROW)
+int st__db_exec(struct st_db *db, const char *sql, struct sbx_error *err) {
+  return db->kind == ST_PG ? st__pg_exec(db, sql, err) : st__exec(db->lite, sql, err);
+}
+
+int st__db_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error *err) {
+  if (db->kind == ST_PG)
+    return st__pg_int(db, sql, out, err);
+  sqlite3_stmt *s = NULL;
+  int rc = sqlite3_prepare_v2(db->lite, sql, -1, &s, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
     *out = sqlite3_column_int64(s, 0);
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    sqlite3_finalize(s);
+    return sbx_error_set(err, SBX_ENOENT, "%s: no row", sql);
+  }
+  int r = st__translate(db->lite, rc, sql, err);
+  sqlite3_finalize(s);
+  return r;
+}
+
+int st__db_ready(struct st_db *db, struct sbx_error *err) {
+  return db->kind == ST_PG ? st__pg_ready(db, err) : 0;
+}
+
+/* ---- the statement layer ---------------------------------------------------------------------
+ * Each call goes to SQLite directly or to pg.c.  SQLite binds borrow (SQLITE_STATIC) exactly as
+ * pg.c's do, so a caller's buffers live until the reset on both. */
+
+void st__bind_text(struct st_stmt *s, int i, const char *v) {
+  if (s->db->kind == ST_PG)
+    st__pg_bind(s, i, v, v ? strlen(v) : 0, 0);
+  else if (v)
+    sqlite3_bind_text(s->lite, i, v, -1, SQLITE_STATIC);
   else
-    r = st__translate(db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, what, err);
+    sqlite3_bind_null(s->lite, i);
+}
+
+void st__bind_int64(struct st_stmt *s, int i, int64_t v) {
+  if (s->db->kind == ST_PG)
+    st__pg_bind_int64(s, i, v);
+  else
+    sqlite3_bind_int64(s->lite, i, (sqlite3_int64)v);
+}
+
+void st__bind_blob(struct st_stmt *s, int i, const void *p, size_t n) {
+  if (s->db->kind == ST_PG)
+    st__pg_bind(s, i, p ? p : "", n, 1);
+  else
+    sqlite3_bind_blob64(s->lite, i, p ? p : "", (sqlite3_uint64)n, SQLITE_STATIC);
+}
+
+int st__step(struct st_stmt *s, const char *what, struct sbx_error *err) {
+  if (s->db->kind == ST_PG)
+    return st__pg_step(s, what, err);
+  int rc = sqlite3_step(s->lite);
+  if (rc == SQLITE_ROW)
+    return ST_ROW;
+  if (rc == SQLITE_DONE)
+    return ST_DONE;
+  return st__translate(s->db->lite, rc, what, err);
+}
+
+void st__reset(struct st_stmt *s) {
+  if (s->db->kind == ST_PG) {
+    st__pg_reset(s);
+    return;
+  }
+  sqlite3_reset(s->lite);
+  sqlite3_clear_bindings(s->lite);
+}
+
+int st__step_done(struct st_stmt *s, const char *what, struct sbx_error *err) {
+  int rc = st__step(s, what, err);
+  st__reset(s);
+  return rc < 0 ? rc : 0;
+}
+
+int st__step_one(struct st_stmt *s, const char *what, struct sbx_error *err) {
+  int rc = st__step(s, what, err);
+  st__reset(s);
+  return rc;
+}
+
+int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx_error *err) {
+  int rc = st__step(s, what, err), r = 0;
+  if (rc == ST_ROW)
+    *out = st__col_int64(s, 0);
+  else
+    r = rc < 0 ? rc : sbx_error_set(err, SBX_EDB, "%s: no row", what ? what : "query");
   st__reset(s);
   return r;
 }
 
-int st__bind_text(sqlite3_stmt *s, int i, const char *v) {
-  return v ? sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, i);
+const char *st__col_text(struct st_stmt *s, int i) {
+  if (s->db->kind == ST_PG)
+    return st__pg_col(s, i, NULL);
+  return (const char *)sqlite3_column_text(s->lite, i);
 }
 
-char *st__col_dup(sqlite3_stmt *s, int i, int *oom) {
-  const unsigned char *t = sqlite3_column_text(s, i);
+size_t st__col_len(struct st_stmt *s, int i) {
+  if (s->db->kind == ST_PG) {
+    size_t n = 0;
+    st__pg_col(s, i, &n);
+    return n;
+  }
+  return (size_t)sqlite3_column_bytes(s->lite, i);
+}
+
+int64_t st__col_int64(struct st_stmt *s, int i) {
+  if (s->db->kind == ST_PG) {
+    const char *v = st__pg_col(s, i, NULL);
+    return v ? strtoll(v, NULL, 10) : 0;
+  }
+  return sqlite3_column_int64(s->lite, i);
+}
+
+const void *st__col_blob(struct st_stmt *s, int i, size_t *n) {
+  if (s->db->kind == ST_PG)
+    return st__pg_col(s, i, n);
+  const void *p = sqlite3_column_blob(s->lite, i);
+  *n = (size_t)sqlite3_column_bytes(s->lite, i);
+  return p;
+}
+
+char *st__col_dup(struct st_stmt *s, int i, int *oom) {
+  const char *t = st__col_text(s, i);
   if (t == NULL)
     return NULL;
-  char *d = sbx_strndup((const char *)t, (size_t)sqlite3_column_bytes(s, i));
+  char *d = sbx_strndup(t, st__col_len(s, i));
   if (d == NULL)
     *oom = 1;
   return d;
 }
 
-static void col_fixed(sqlite3_stmt *s, int i, char *out, size_t cap) {
-  const unsigned char *t = sqlite3_column_text(s, i);
-  size_t n = t ? (size_t)sqlite3_column_bytes(s, i) : 0;
+static void col_fixed(struct st_stmt *s, int i, char *out, size_t cap) {
+  const char *t = st__col_text(s, i);
+  size_t n = t ? st__col_len(s, i) : 0;
   if (n >= cap)
     n = cap - 1;
   if (n)
@@ -112,8 +268,16 @@ static void col_fixed(sqlite3_stmt *s, int i, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-void st__col_id(sqlite3_stmt *s, int i, store_id out) { col_fixed(s, i, out, sizeof(store_id)); }
-void st__col_hex(sqlite3_stmt *s, int i, char out[65]) { col_fixed(s, i, out, 65); }
+void st__col_id(struct st_stmt *s, int i, store_id out) { col_fixed(s, i, out, sizeof(store_id)); }
+void st__col_hex(struct st_stmt *s, int i, char out[65]) { col_fixed(s, i, out, 65); }
+
+int64_t st__changes(struct st_db *db) {
+  return db->kind == ST_PG ? st__pg_changes(db) : sqlite3_changes64(db->lite);
+}
+
+int st__in_txn(struct st_db *db) {
+  return db->kind == ST_PG ? st__pg_in_txn(db) : !sqlite3_get_autocommit(db->lite);
+}
 
 /* ---- migrations ------------------------------------------------------------------------------
  * migrations[v - 1] takes the schema from version v - 1 to v.  Forward only: a database newer
@@ -242,8 +406,11 @@ int st__migrate(sqlite3 *db, int target, struct sbx_error *err) {
         (rc = st__exec(db, "COMMIT", err)) != 0) {
       struct sbx_error ignored;
       st__exec(db, "ROLLBACK", &ignored);
-      if (err)
-        sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, err->msg);
+      if (err) { /* copied first: err->msg is both the format's argument and its output */
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, why);
+      }
       return rc;
     }
     sbx_log(SBX_LOG_DEBUG, ST_MOD, "schema migrated to version %d", v);
@@ -289,28 +456,6 @@ int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err) {
   }
   *out = db;
   return 0;
-}
-
-static const char *const stmt_sql[ST_STMT_COUNT] = {
-#define ST_STMT_SQL(name, sql) sql,
-    ST_STMTS(ST_STMT_SQL)
-#undef ST_STMT_SQL
-};
-
-int st__stmts_prepare(sqlite3 *db, sqlite3_stmt **v, struct sbx_error *err) {
-  for (int i = 0; i < ST_STMT_COUNT; i++) {
-    int rc = sqlite3_prepare_v3(db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &v[i], NULL);
-    if (rc != SQLITE_OK)
-      return st__translate(db, rc, stmt_sql[i], err);
-  }
-  return 0;
-}
-
-void st__stmts_finalize(sqlite3_stmt **v) {
-  for (int i = 0; i < ST_STMT_COUNT; i++) {
-    sqlite3_finalize(v[i]);
-    v[i] = NULL;
-  }
 }
 
 /* Ids are 32 hex chars: 48 bits of wall-clock milliseconds, then 80 random bits (like a ULID).

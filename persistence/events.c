@@ -10,21 +10,20 @@
 
 static int event_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_CHAT_EXISTS];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_DONE)
+  struct st_stmt *s = st__q(&st->w, ST_CHAT_EXISTS);
+  st__bind_text(s, 1, op->s[0]);
+  int rc = st__step_one(s, "chat lookup", err);
+  if (rc == 0)
     return sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[0]);
-  if (rc != SQLITE_ROW)
-    return st__translate(st->wdb, rc, "chat lookup", err);
-  s = st->ws[ST_EVENT_APPEND];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, op->i[0]);
-  sqlite3_bind_text(s, 3, op->s[1], -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, op->s[2], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 5, op->i[1]);
-  return st__step_done(st->wdb, s, "event append", err);
+  if (rc < 0)
+    return rc;
+  s = st__q(&st->w, ST_EVENT_APPEND);
+  st__bind_text(s, 1, op->s[0]);
+  st__bind_int64(s, 2, op->i[0]);
+  st__bind_text(s, 3, op->s[1]);
+  st__bind_text(s, 4, op->s[2]);
+  st__bind_int64(s, 5, op->i[1]);
+  return st__step_done(s, "event append", err);
 }
 
 int store_event_append(struct store *st, const char *chat_id, int64_t seq, const char *type,
@@ -43,9 +42,9 @@ int store_event_append(struct store *st, const char *chat_id, int64_t seq, const
 }
 
 int store_event_last_seq(struct store *st, const char *chat_id, int64_t *out) {
-  sqlite3_stmt *s = st->rs[ST_EVENT_LAST];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  return st__step_int64(st->rdb, s, "event last", out, NULL);
+  struct st_stmt *s = st__q(&st->r, ST_EVENT_LAST);
+  st__bind_text(s, 1, chat_id);
+  return st__step_int64(s, "event last", out, NULL);
 }
 
 void store_event_list_free(struct store_event *v, size_t n) {
@@ -58,16 +57,16 @@ void store_event_list_free(struct store_event *v, size_t n) {
 
 int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, size_t limit,
                       struct store_event **out, size_t *n) {
-  sqlite3_stmt *s = st->rs[ST_EVENT_SINCE];
+  struct st_stmt *s = st__q(&st->r, ST_EVENT_SINCE);
   struct store_event *v = NULL;
   size_t len = 0, cap = 0;
   int rc, r = 0;
   *out = NULL;
   *n = 0;
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, after_seq);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)SBX_MIN(limit, (size_t)INT64_MAX));
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  st__bind_text(s, 1, chat_id);
+  st__bind_int64(s, 2, after_seq);
+  st__bind_int64(s, 3, (int64_t)SBX_MIN(limit, (size_t)INT64_MAX));
+  while ((rc = st__step(s, "events", NULL)) == ST_ROW) {
     if (len == cap) {
       size_t nc = cap ? cap * 2 : 16;
       struct store_event *nv = sbx_realloc(v, nc * sizeof *nv);
@@ -79,7 +78,7 @@ int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, 
       cap = nc;
     }
     int oom = 0;
-    v[len].seq = sqlite3_column_int64(s, 0);
+    v[len].seq = st__col_int64(s, 0);
     v[len].type = st__col_dup(s, 1, &oom);
     v[len].payload = st__col_dup(s, 2, &oom);
     len++;
@@ -88,8 +87,8 @@ int store_event_since(struct store *st, const char *chat_id, int64_t after_seq, 
       break;
     }
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = st__translate(st->rdb, rc, "events", NULL);
+  if (r == 0 && rc < 0)
+    r = rc;
   st__reset(s);
   if (r != 0) {
     store_event_list_free(v, len);
@@ -119,55 +118,53 @@ struct trim_op {
 /* Trims one chat: deletes at most `room` rows of its old prefix; *n gets how many. */
 static int trim_chat(struct store *st, struct trim_op *op, const char *chat, size_t room, size_t *n,
                      struct sbx_error *err) {
-  sqlite3_stmt *s = st->ws[ST_EVENT_SPAN];
+  struct st_stmt *s = st__q(&st->w, ST_EVENT_SPAN);
   int64_t oldest, oldest_at, newest, bound, upto = 0;
   int rc;
   *n = 0;
-  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  if (rc != SQLITE_ROW) {
-    st__reset(s);
-    return rc == SQLITE_DONE ? 0 : st__translate(st->wdb, rc, "event trim span", err);
-  }
-  oldest = sqlite3_column_int64(s, 0);
-  oldest_at = sqlite3_column_int64(s, 1);
-  newest = sqlite3_column_int64(s, 2);
-  st__reset(s);
-  if (oldest_at >= op->older_than_ms || newest - oldest < op->keep)
-    return 0; /* nothing old, or at most keep events (seqs are unique: count <= span) */
-  s = st->ws[ST_EVENT_KTH_NEWEST];
-  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, op->keep - 1);
-  rc = sqlite3_step(s);
-  if (rc != SQLITE_ROW) {
-    st__reset(s);
-    return rc == SQLITE_DONE ? 0 : st__translate(st->wdb, rc, "event trim keep", err);
-  }
-  bound = sqlite3_column_int64(s, 0); /* the keep-th newest: everything below it may go */
-  st__reset(s);
-  s = st->ws[ST_EVENT_OLD_PREFIX];
-  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, bound);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)room);
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    if (sqlite3_column_int64(s, 1) >= op->older_than_ms)
-      break; /* the prefix ends at the first event young enough */
-    upto = sqlite3_column_int64(s, 0);
-    (*n)++;
-  }
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-    *n = 0;
-    rc = st__translate(st->wdb, rc, "event trim prefix", err);
+  st__bind_text(s, 1, chat);
+  rc = st__step(s, "event trim span", err);
+  if (rc != ST_ROW) {
     st__reset(s);
     return rc;
   }
+  oldest = st__col_int64(s, 0);
+  oldest_at = st__col_int64(s, 1);
+  newest = st__col_int64(s, 2);
   st__reset(s);
+  if (oldest_at >= op->older_than_ms || newest - oldest < op->keep)
+    return 0; /* nothing old, or at most keep events (seqs are unique: count <= span) */
+  s = st__q(&st->w, ST_EVENT_KTH_NEWEST);
+  st__bind_text(s, 1, chat);
+  st__bind_int64(s, 2, op->keep - 1);
+  rc = st__step(s, "event trim keep", err);
+  if (rc != ST_ROW) {
+    st__reset(s);
+    return rc;
+  }
+  bound = st__col_int64(s, 0); /* the keep-th newest: everything below it may go */
+  st__reset(s);
+  s = st__q(&st->w, ST_EVENT_OLD_PREFIX);
+  st__bind_text(s, 1, chat);
+  st__bind_int64(s, 2, bound);
+  st__bind_int64(s, 3, (int64_t)room);
+  while ((rc = st__step(s, "event trim prefix", err)) == ST_ROW) {
+    if (st__col_int64(s, 1) >= op->older_than_ms)
+      break; /* the prefix ends at the first event young enough */
+    upto = st__col_int64(s, 0);
+    (*n)++;
+  }
+  st__reset(s);
+  if (rc < 0) {
+    *n = 0;
+    return rc;
+  }
   if (*n == 0)
     return 0;
-  s = st->ws[ST_EVENT_DELETE_UPTO];
-  sqlite3_bind_text(s, 1, chat, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, upto);
-  if ((rc = st__step_done(st->wdb, s, "event trim delete", err)) != 0)
+  s = st__q(&st->w, ST_EVENT_DELETE_UPTO);
+  st__bind_text(s, 1, chat);
+  st__bind_int64(s, 2, upto);
+  if ((rc = st__step_done(s, "event trim delete", err)) != 0)
     *n = 0;
   return rc;
 }
@@ -180,16 +177,16 @@ static int trim_exec(struct store *st, struct st_write *w, struct sbx_error *err
   memcpy(cursor, st->trim_cursor, sizeof cursor);
   op->removed = 0;
   while (op->removed < op->budget && visits++ < max_visits) {
-    sqlite3_stmt *s = st->ws[ST_EVENT_NEXT_CHAT];
-    sqlite3_bind_text(s, 1, st->trim_cursor, -1, SQLITE_STATIC);
-    int src = sqlite3_step(s);
-    if (src == SQLITE_DONE) { /* the end: the next step starts over */
+    struct st_stmt *s = st__q(&st->w, ST_EVENT_NEXT_CHAT);
+    st__bind_text(s, 1, st->trim_cursor);
+    int src = st__step(s, "event trim chats", err);
+    if (src == ST_DONE) { /* the end: the next step starts over */
       st__reset(s);
       st->trim_cursor[0] = '\0';
       break;
     }
-    if (src != SQLITE_ROW) {
-      rc = st__translate(st->wdb, src, "event trim chats", err);
+    if (src < 0) {
+      rc = src;
       st__reset(s);
       goto out;
     }

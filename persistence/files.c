@@ -32,23 +32,23 @@ void store_file_list_free(struct store_file *v, size_t n) {
   sbx_free(v);
 }
 
-int st__file_from_row(sqlite3_stmt *s, struct store_file *f) {
+int st__file_from_row(struct st_stmt *s, struct store_file *f) {
   int oom = 0;
   memset(f, 0, sizeof *f);
   st__col_id(s, 0, f->id);
   st__col_id(s, 1, f->chat_id);
   f->name = st__col_dup(s, 2, &oom);
-  f->version = sqlite3_column_int(s, 3);
-  f->source = (enum store_source)sqlite3_column_int(s, 4);
+  f->version = st__col_int(s, 3);
+  f->source = (enum store_source)st__col_int(s, 4);
   st__col_hex(s, 5, f->sha256);
-  f->size = (uint64_t)sqlite3_column_int64(s, 6);
-  f->mounted = sqlite3_column_int(s, 7);
+  f->size = (uint64_t)st__col_int64(s, 6);
+  f->mounted = st__col_int(s, 7);
   f->left_out_reason = st__col_dup(s, 8, &oom);
   st__col_id(s, 9, f->text_of);
   st__col_id(s, 10, f->run_id);
   f->kind = st__col_dup(s, 11, &oom);
-  f->created_at = sqlite3_column_int64(s, 12);
-  f->expires_at = sqlite3_column_int64(s, 13);
+  f->created_at = st__col_int64(s, 12);
+  f->expires_at = st__col_int64(s, 13);
   if (oom || f->name == NULL) {
     store_file_free(f);
     return SBX_ENOMEM;
@@ -77,40 +77,34 @@ struct file_op {
 };
 
 /* Runs a SELECT ST_FILE_COLS statement; 1 with *f filled, 0 when no row, or an error. */
-static int file_row(sqlite3 *db, sqlite3_stmt *s, struct store_file *f, struct sbx_error *err) {
-  int rc = sqlite3_step(s), r;
-  if (rc == SQLITE_ROW)
+static int file_row(struct st_stmt *s, struct store_file *f, struct sbx_error *err) {
+  int rc = st__step(s, "file lookup", err), r;
+  if (rc == ST_ROW)
     r = st__file_from_row(s, f) == 0 ? 1 : sbx_error_set(err, SBX_ENOMEM, "file: out of memory");
-  else if (rc == SQLITE_DONE)
-    r = 0;
   else
-    r = st__translate(db, rc, "file lookup", err);
+    r = rc;
   st__reset(s);
   return r;
 }
 
 static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct file_op *op = (struct file_op *)w;
-  sqlite3 *db = st->wdb;
-  sqlite3_stmt *s;
+  struct st_stmt *s;
   char *norm = NULL, *stem = NULL, *ext = NULL, *final = NULL;
   int rc, n, version = 1;
   char sha[65];
 
   if ((rc = store_name_normalize(op->name, op->source, &norm, err)) != 0)
     return rc;
-  s = st->ws[ST_CHAT_EXISTS];
-  sqlite3_bind_text(s, 1, op->chat_id, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_DONE) {
+  s = st__q(&st->w, ST_CHAT_EXISTS);
+  st__bind_text(s, 1, op->chat_id);
+  rc = st__step_one(s, "chat lookup", err);
+  if (rc == 0) {
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->chat_id);
     goto out;
   }
-  if (rc != SQLITE_ROW) {
-    rc = st__translate(db, rc, "chat lookup", err);
+  if (rc < 0)
     goto out;
-  }
   if (op->staged)
     memcpy(sha, op->staged_sha, sizeof sha);
   else
@@ -120,28 +114,29 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
     goto out;
   }
   if (op->source == STORE_SRC_ATTACHMENT || op->source == STORE_SRC_KNOWLEDGE) {
-    s = st->ws[ST_FILE_SAME_CONTENT];
-    sqlite3_bind_text(s, 1, op->chat_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, stem, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, ext, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, sha, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 5, norm, -1, SQLITE_STATIC);
-    if ((rc = file_row(db, s, &op->res.file, err)) != 0) {
+    s = st__q(&st->w, ST_FILE_SAME_CONTENT);
+    st__bind_text(s, 1, op->chat_id);
+    st__bind_text(s, 2, stem);
+    st__bind_text(s, 3, ext);
+    st__bind_text(s, 4, sha);
+    st__bind_text(s, 5, norm);
+    if ((rc = file_row(s, &op->res.file, err)) != 0) {
       if (rc == 1)
         rc = 0; /* same content already there */
       goto out;
     }
     /* one query: the largest number of the family, and whether the exact name is taken */
-    s = st->ws[ST_FILE_DUP_MAX];
-    sqlite3_bind_text(s, 1, op->chat_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, stem, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, ext, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 4, norm, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    int max_n = sqlite3_column_int(s, 0), taken = sqlite3_column_int(s, 1);
+    s = st__q(&st->w, ST_FILE_DUP_MAX);
+    st__bind_text(s, 1, op->chat_id);
+    st__bind_text(s, 2, stem);
+    st__bind_text(s, 3, ext);
+    st__bind_text(s, 4, norm);
+    rc = st__step(s, "duplicate lookup", err);
+    int max_n = rc == ST_ROW ? st__col_int(s, 0) : 0, taken = rc == ST_ROW ? st__col_int(s, 1) : 0;
     st__reset(s);
-    if (rc != SQLITE_ROW) {
-      rc = st__translate(db, rc, "duplicate lookup", err);
+    if (rc != ST_ROW) {
+      if (rc == ST_DONE)
+        rc = sbx_error_set(err, SBX_EDB, "duplicate lookup: no row");
       goto out;
     }
     if (taken) {
@@ -151,10 +146,10 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
     }
   } else {
     struct store_file latest;
-    s = st->ws[ST_FILE_LATEST];
-    sqlite3_bind_text(s, 1, op->chat_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, norm, -1, SQLITE_STATIC);
-    if ((rc = file_row(db, s, &latest, err)) < 0)
+    s = st__q(&st->w, ST_FILE_LATEST);
+    st__bind_text(s, 1, op->chat_id);
+    st__bind_text(s, 2, norm);
+    if ((rc = file_row(s, &latest, err)) < 0)
       goto out;
     if (rc == 1) {
       if (strcmp(latest.sha256, sha) == 0) {
@@ -193,26 +188,26 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
   snprintf(f->run_id, sizeof f->run_id, "%s", op->run_id ? op->run_id : "");
   f->created_at = sbx_now_wall_ms();
   f->expires_at = op->expires_at;
-  s = st->ws[ST_FILE_INSERT];
-  sqlite3_bind_text(s, 1, f->id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, f->chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, final, -1, SQLITE_STATIC);
-  sqlite3_bind_int(s, 4, version);
-  sqlite3_bind_int(s, 5, (int)op->source);
-  sqlite3_bind_text(s, 6, sha, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 7, (sqlite3_int64)op->size);
-  sqlite3_bind_int(s, 8, op->mounted ? 1 : 0);
+  s = st__q(&st->w, ST_FILE_INSERT);
+  st__bind_text(s, 1, f->id);
+  st__bind_text(s, 2, f->chat_id);
+  st__bind_text(s, 3, final);
+  st__bind_int64(s, 4, version);
+  st__bind_int64(s, 5, (int)op->source);
+  st__bind_text(s, 6, sha);
+  st__bind_int64(s, 7, (int64_t)op->size);
+  st__bind_int64(s, 8, op->mounted ? 1 : 0);
   st__bind_text(s, 9, op->left_out_reason);
-  sqlite3_bind_text(s, 10, f->text_of, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 11, f->run_id, -1, SQLITE_STATIC);
+  st__bind_text(s, 10, f->text_of);
+  st__bind_text(s, 11, f->run_id);
   st__bind_text(s, 12, op->kind);
-  sqlite3_bind_int64(s, 13, f->created_at);
-  sqlite3_bind_int64(s, 14, f->expires_at);
-  sqlite3_bind_text(s, 15, stem, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 16, ext, -1, SQLITE_STATIC);
-  sqlite3_bind_int(s, 17, n);
+  st__bind_int64(s, 13, f->created_at);
+  st__bind_int64(s, 14, f->expires_at);
+  st__bind_text(s, 15, stem);
+  st__bind_text(s, 16, ext);
+  st__bind_int64(s, 17, n);
   st->files_dirty = 1;
-  if ((rc = st__step_done(db, s, "file insert", err)) != 0)
+  if ((rc = st__step_done(s, "file insert", err)) != 0)
     goto out;
   op->res.created = 1;
   f->name = final;
@@ -328,39 +323,37 @@ int store_file_add_staged(struct store *st, const struct store_file_in *in,
 /* ---- reads --------------------------------------------------------------------------------- */
 
 int store_file_get(struct store *st, const char *file_id, struct store_file *out) {
-  sqlite3_stmt *s = st->rs[ST_FILE_GET];
-  sqlite3_bind_text(s, 1, file_id, -1, SQLITE_STATIC);
-  int rc = file_row(st->rdb, s, out, NULL);
+  struct st_stmt *s = st__q(&st->r, ST_FILE_GET);
+  st__bind_text(s, 1, file_id);
+  int rc = file_row(s, out, NULL);
   return rc == 1 ? 0 : rc == 0 ? SBX_ENOENT : rc;
 }
 
 /* Collects every row of a prepared ST_FILE_COLS statement (bound already) into an array. */
-int st__file_rows(sqlite3 *db, sqlite3_stmt *s, struct store_file **out, size_t *n) {
+int st__file_rows(struct st_stmt *s, struct store_file **out, size_t *n) {
   struct store_file *v = NULL;
   size_t len = 0, cap = 0;
   int rc;
   *out = NULL;
   *n = 0;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while ((rc = st__step(s, "files", NULL)) == ST_ROW) {
     if (len == cap) {
       size_t nc = cap ? cap * 2 : 16;
       struct store_file *nv = sbx_realloc(v, nc * sizeof *nv);
       if (nv == NULL) {
-        rc = SQLITE_NOMEM;
+        rc = SBX_ENOMEM;
         break;
       }
       v = nv;
       cap = nc;
     }
     if (st__file_from_row(s, &v[len]) != 0) {
-      rc = SQLITE_NOMEM;
+      rc = SBX_ENOMEM;
       break;
     }
     len++;
   }
-  int r = rc == SQLITE_DONE    ? 0
-          : rc == SQLITE_NOMEM ? SBX_ENOMEM
-                               : st__translate(db, rc, "files", NULL);
+  int r = rc < 0 ? rc : 0;
   st__reset(s);
   if (r != 0) {
     store_file_list_free(v, len);
@@ -377,19 +370,19 @@ uint64_t store_files_generation(struct store *st) {
 
 int store_file_list(struct store *st, const char *chat_id, int all_versions,
                     struct store_file **out, size_t *n) {
-  sqlite3_stmt *s = st->rs[all_versions ? ST_FILE_LIST_ALL : ST_FILE_LIST_LATEST];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  return st__file_rows(st->rdb, s, out, n);
+  struct st_stmt *s = st__q(&st->r, all_versions ? ST_FILE_LIST_ALL : ST_FILE_LIST_LATEST);
+  st__bind_text(s, 1, chat_id);
+  return st__file_rows(s, out, n);
 }
 
 int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out) {
   *out = 0;
   if (chat_id == NULL)
     return SBX_EINVAL;
-  sqlite3_stmt *s = st->rs[ST_CHAT_OUTPUT_BYTES];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
+  struct st_stmt *s = st__q(&st->r, ST_CHAT_OUTPUT_BYTES);
+  st__bind_text(s, 1, chat_id);
   int64_t v = 0;
-  int rc = st__step_int64(st->rdb, s, "chat output bytes", &v, NULL);
+  int rc = st__step_int64(s, "chat output bytes", &v, NULL);
   *out = (uint64_t)v;
   return rc;
 }

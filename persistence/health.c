@@ -96,5 +96,5 @@ int store_health(struct store *st, struct store_health *out) {
 }
 
 int store_ping(struct store *st, struct sbx_error *err) {
-  return st__step_done(st->rdb, st->rs[ST_PING], "ping", err);
+  return st__step_done(st__q(&st->r, ST_PING), "ping", err);
 }

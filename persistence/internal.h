@@ -4,15 +4,19 @@
  * Layout of the module, one job per file:
  *   open.c     the store's life: store_open and store_close (directory lock, connections, schema,
  *              statements, threads up and down)
- *   db.c       the SQLite plumbing everyone uses: error translation (the ONE place SQLite codes
- *              become SBX_* codes), statement and column helpers, connections, migrations, the
- *              prepared-statement table, row ids
+ *   db.c       the statement layer everyone uses (the statement table, prepared by id; bind,
+ *              step, columns) and its SQLite side: error translation (the ONE place SQLite codes
+ *              become SBX_* codes), connections, the SQLite schema's migrations; row ids
+ *   pg.c       the statement layer's PostgreSQL side (libpq): connections and reconnection, the
+ *              ONE place PostgreSQL errors become SBX_* codes, the PostgreSQL schema's migrations
  *   writer.c   the writer thread: queue, group commit with a savepoint per write, completion of
  *              callbacks on the loop thread through a uv_async_t
  *   checkpoint.c  WAL checkpoints: a checkpointer thread (own connection, PASSIVE) woken by the
  *              writer's WAL hook, the writer's finishing step between groups, the hard bound
  *   health.c   store_ping and store_health: whether the store answers and its writes succeed
  *   blobs.c    sha256, the content-addressed blob files (temp + fsync + rename + dir fsync)
+ *   chunks.c   with PostgreSQL: blob contents in the database in chunks, and this node's local
+ *              copies of them fetched on first read
  *   stage.c    staged blobs: a streamed upload's temp file and incremental sha256 (loop thread)
  *   naming.c   NFC normalization (utf8proc) and the refusal rules; "name (N).ext" splitting
  *   files.c    store_file_*: the naming rules applied against the stored set; a chat's output
@@ -41,121 +45,202 @@
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
- * One table; every statement is prepared on both connections at open (the writer uses the
- * write ones on its thread, reads use the read ones on the loop thread) and finalized at close. */
+ * One table: X(name, SQLite text, PostgreSQL text).  Every statement is prepared on both
+ * connections at open (the writer uses the write ones on its thread, reads use the read ones on
+ * the loop thread) and finalized at close; the table files run them by id through db.c's
+ * statement layer, whichever backend the store has.  ST_SAME: the PostgreSQL text is the SQLite
+ * one with $N for each ?N and rid (the insertion-order column of the PostgreSQL tables, pg.c)
+ * for rowid; a PostgreSQL text is written out only where the dialects differ.  A NULL SQLite
+ * text is a statement of the PostgreSQL backend alone (blob chunks). */
+#define ST_SAME NULL
 #define ST_STMTS(X)                                                                                \
-  X(BEGIN, "BEGIN IMMEDIATE")                                                                      \
-  X(COMMIT, "COMMIT")                                                                              \
-  X(ROLLBACK, "ROLLBACK")                                                                          \
-  X(SAVEPOINT, "SAVEPOINT w")                                                                      \
-  X(RELEASE, "RELEASE w")                                                                          \
-  X(ROLLBACK_TO, "ROLLBACK TO w")                                                                  \
-  X(PING, "SELECT 1")                                                                              \
-  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)")    \
-  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1")                                   \
-  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1")                 \
-  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1")                                              \
-  X(CHAT_LIST, "SELECT id, token_hash, title, created_at FROM chats "                              \
-               "ORDER BY created_at DESC, rowid DESC LIMIT ?1")                                    \
-  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1")                                       \
-  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)")                 \
-  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs")                                        \
-  X(FILE_INSERT, "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "   \
-                 "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "      \
-                 "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "      \
-                 "?13, ?14, ?15, ?16, ?17)")                                                       \
-  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1")                                  \
-  X(FILE_SAME_CONTENT, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "              \
-                       "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "  \
-                       "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "         \
-                       "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1")          \
-  X(FILE_DUP_MAX, "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "          \
-                  "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "        \
-                  "chat_id = ?1 AND name = ?4)")                                                   \
-  X(FILE_LATEST, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "            \
-                 "ORDER BY version DESC LIMIT 1")                                                  \
-  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid")         \
-  X(FILE_LIST_LATEST, "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "    \
-                      "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "    \
-                      "AND g.version > f.version) ORDER BY rowid")                                 \
+  X(BEGIN, "BEGIN IMMEDIATE", "BEGIN")                                                             \
+  X(COMMIT, "COMMIT", ST_SAME)                                                                     \
+  X(ROLLBACK, "ROLLBACK", ST_SAME)                                                                 \
+  X(SAVEPOINT, "SAVEPOINT w", ST_SAME)                                                             \
+  X(RELEASE, "RELEASE w", ST_SAME)                                                                 \
+  X(ROLLBACK_TO, "ROLLBACK TO w", ST_SAME)                                                         \
+  X(PING, "SELECT 1", ST_SAME)                                                                     \
+  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)",    \
+    ST_SAME)                                                                                       \
+  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1", ST_SAME)                          \
+  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1", ST_SAME)        \
+  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1", ST_SAME)                                     \
+  X(CHAT_LIST,                                                                                     \
+    "SELECT id, token_hash, title, created_at FROM chats "                                         \
+    "ORDER BY created_at DESC, rowid DESC LIMIT ?1",                                               \
+    ST_SAME)                                                                                       \
+  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1", ST_SAME)                              \
+  /* a blob row another node's transaction holds (or committed) already: no error, 0 rows */       \
+  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)",                 \
+    "INSERT INTO blobs(sha256, size, created_at) VALUES($1, $2, $3) "                              \
+    "ON CONFLICT (sha256) DO NOTHING")                                                             \
+  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs", ST_SAME)                               \
+  /* a blob's content in PostgreSQL (chunks.c): ST_CHUNK bytes a row, numbered from 0 */           \
+  X(CHUNK_PUT, NULL, "INSERT INTO blob_chunks(sha256, n, data) VALUES($1, $2, $3)")                \
+  X(CHUNK_GET, NULL, "SELECT data FROM blob_chunks WHERE sha256 = $1 AND n = $2")                  \
+  X(FILE_INSERT,                                                                                   \
+    "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "                \
+    "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "                   \
+    "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "                   \
+    "?13, ?14, ?15, ?16, ?17)",                                                                    \
+    ST_SAME)                                                                                       \
+  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1", ST_SAME)                         \
+  X(FILE_SAME_CONTENT,                                                                             \
+    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "                                 \
+    "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "                     \
+    "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "                            \
+    "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1",                             \
+    ST_SAME)                                                                                       \
+  /* EXISTS is an integer in SQLite, a boolean in PostgreSQL */                                    \
+  X(FILE_DUP_MAX,                                                                                  \
+    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "                        \
+    "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "                      \
+    "chat_id = ?1 AND name = ?4)",                                                                 \
+    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = $1 AND dup_stem = $2 AND "      \
+    "dup_ext = $3), 0), (EXISTS (SELECT 1 FROM files WHERE chat_id = $1 AND name = $4))::int")     \
+  X(FILE_LATEST,                                                                                   \
+    "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "                         \
+    "ORDER BY version DESC LIMIT 1",                                                               \
+    ST_SAME)                                                                                       \
+  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid",         \
+    ST_SAME)                                                                                       \
+  X(FILE_LIST_LATEST,                                                                              \
+    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "                      \
+    "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "                      \
+    "AND g.version > f.version) ORDER BY rowid",                                                   \
+    ST_SAME)                                                                                       \
   /* a chat's stored output bytes: the partial covering index files_output (schema 7) alone */     \
-  X(CHAT_OUTPUT_BYTES, "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "          \
-                       "source = 3")                                                               \
+  X(CHAT_OUTPUT_BYTES,                                                                             \
+    "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                             \
+    "source = 3",                                                                                  \
+    ST_SAME)                                                                                       \
   X(TURN_PUT,                                                                                      \
     "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                      \
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \
-    "answer = excluded.answer, finished_at = excluded.finished_at")                                \
-  X(TURN_GET, "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "             \
-              "WHERE id = ?1")                                                                     \
-  X(MESSAGE_PUT, "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "     \
-                 "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \
-                 "text = excluded.text, error_json = excluded.error_json, "                        \
-                 "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "        \
-                 "updated_at = excluded.updated_at")                                               \
-  X(MESSAGE_LIST, "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "    \
-                  "LIMIT ?2")                                                                      \
+    "answer = excluded.answer, finished_at = excluded.finished_at",                                \
+    ST_SAME)                                                                                       \
+  X(TURN_GET,                                                                                      \
+    "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "                       \
+    "WHERE id = ?1",                                                                               \
+    ST_SAME)                                                                                       \
+  X(MESSAGE_PUT,                                                                                   \
+    "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
+    "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                     \
+    "text = excluded.text, error_json = excluded.error_json, "                                     \
+    "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                     \
+    "updated_at = excluded.updated_at",                                                            \
+    ST_SAME)                                                                                       \
+  X(MESSAGE_LIST,                                                                                  \
+    "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                  \
+    "LIMIT ?2",                                                                                    \
+    ST_SAME)                                                                                       \
   X(MESSAGE_INTERRUPT_TURNS,                                                                       \
-    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "      \
+    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "       \
     "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                   \
-    "(SELECT turn_id FROM messages WHERE state = 'streaming')")                                    \
-  X(MESSAGE_INTERRUPT, "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "    \
-                       "WHERE state = 'streaming'")                                                \
+    "(SELECT turn_id FROM messages WHERE state = 'streaming')",                                    \
+    ST_SAME)                                                                                       \
+  X(MESSAGE_INTERRUPT,                                                                             \
+    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                       \
+    "WHERE state = 'streaming'",                                                                   \
+    ST_SAME)                                                                                       \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
-   * is rewritten), RUN_INSERT when it changed nothing */  \
-  X(RUN_INSERT, "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "    \
-                "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "   \
-                "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "   \
-                "END, ?23, ?24, ?25, ?26, ?27)")                                                   \
-  X(RUN_UPDATE, "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "  \
-                "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "            \
-                "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "  \
-                "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "               \
-                "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25, "  \
-                "value_json = ?26, displays_json = ?27 WHERE id = ?1 AND chat_id = ?2")            \
-  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1")                                         \
-  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1")                                     \
-  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2")                \
-  X(RUN_UNFINISHED, "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                      \
-                    "ORDER BY created_at, rowid")                                                  \
+   * is rewritten), RUN_INSERT when it changed nothing.  An existing id fails the SQLite insert \
+   * (a constraint) and inserts no row in PostgreSQL (DO NOTHING: a failed statement would abort \
+   * the transaction, and runs.c asks which chat holds the id next); runs.c treats both alike. \
+   * PostgreSQL types ?22 by its first use, so it is cast. */  \
+  X(RUN_INSERT,                                                                                    \
+    "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                \
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "               \
+    "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "               \
+    "END, ?23, ?24, ?25, ?26, ?27)",                                                               \
+    "INSERT INTO runs(" ST_RUN_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, " \
+    "$13, $14, $15, $16, $17, $18, $19, $20, $21, CASE WHEN $22::bigint > 0 THEN $22::bigint "     \
+    "ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = $2) END, $23, $24, $25, "    \
+    "$26, $27) "                                                                                   \
+    "ON CONFLICT (id) DO NOTHING")                                                                 \
+  X(RUN_UPDATE,                                                                                    \
+    "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "              \
+    "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "                        \
+    "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "              \
+    "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "                           \
+    "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25, "              \
+    "value_json = ?26, displays_json = ?27 WHERE id = ?1 AND chat_id = ?2",                        \
+    ST_SAME)                                                                                       \
+  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1", ST_SAME)                                \
+  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1", ST_SAME)                            \
+  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2", ST_SAME)       \
+  X(RUN_UNFINISHED,                                                                                \
+    "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                                      \
+    "ORDER BY created_at, rowid",                                                                  \
+    ST_SAME)                                                                                       \
   /* newest first by insertion (a run's row is inserted when it is created): a reverse rowid \
    * scan that stops after ?1 rows (ORDER BY created_at would sort all runs of all chats) */     \
-  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1")                 \
+  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1", ST_SAME)        \
   /* seq is a chat's creation order: runs_chat_seq serves the list */                              \
-  X(RUN_LIST_CHAT, "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                          \
-                   "ORDER BY seq DESC, rowid DESC LIMIT ?1")                                       \
-  X(RUN_FILE_PUT, "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "           \
-                  "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id")        \
-  X(RUN_FILES, "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "      \
-               "WHERE r.run_id = ?1 ORDER BY r.position")                                          \
-  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1")                                              \
-  X(EVENT_APPEND, "INSERT INTO events(chat_id, seq, type, payload, created_at) "                   \
-                  "VALUES(?1, ?2, ?3, ?4, ?5)")                                                    \
-  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1")                     \
-  X(EVENT_SINCE, "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "          \
-                 "ORDER BY seq LIMIT ?3")                                                          \
+  X(RUN_LIST_CHAT,                                                                                 \
+    "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                                         \
+    "ORDER BY seq DESC, rowid DESC LIMIT ?1",                                                      \
+    ST_SAME)                                                                                       \
+  X(RUN_FILE_PUT,                                                                                  \
+    "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "                         \
+    "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id",                      \
+    ST_SAME)                                                                                       \
+  X(RUN_FILES,                                                                                     \
+    "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "                 \
+    "WHERE r.run_id = ?1 ORDER BY r.position",                                                     \
+    ST_SAME)                                                                                       \
+  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1", ST_SAME)                                     \
+  X(EVENT_APPEND,                                                                                  \
+    "INSERT INTO events(chat_id, seq, type, payload, created_at) "                                 \
+    "VALUES(?1, ?2, ?3, ?4, ?5)",                                                                  \
+    ST_SAME)                                                                                       \
+  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1", ST_SAME)            \
+  X(EVENT_SINCE,                                                                                   \
+    "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "                       \
+    "ORDER BY seq LIMIT ?3",                                                                       \
+    ST_SAME)                                                                                       \
   /* trimming (events.c): chats in key order, then per chat its oldest event, newest seq, the \
    * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */    \
-  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1")     \
-  X(EVENT_SPAN, "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "          \
-                "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                   \
-                "ORDER BY e.seq LIMIT 1")                                                          \
-  X(EVENT_KTH_NEWEST, "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "               \
-                      "LIMIT 1 OFFSET ?2")                                                         \
-  X(EVENT_OLD_PREFIX, "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "        \
-                      "ORDER BY seq LIMIT ?3")                                                     \
-  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2")                      \
-  X(SETTING_PUT, "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                \
-                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value")                          \
-  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1")                                      \
-  X(SWEEP_EXPIRED, "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "               \
-                   "ORDER BY expires_at LIMIT ?2")                                                 \
-  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1")                                                \
-  X(SWEEP_UNREFERENCED, "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "  \
-                        "f WHERE f.sha256 = b.sha256) LIMIT ?1")                                   \
-  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1")                                            \
-  X(RETENTION_APPLY, "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "        \
-                     "ELSE 0 END WHERE source = 3")
+  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1",     \
+    ST_SAME)                                                                                       \
+  X(EVENT_SPAN,                                                                                    \
+    "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "                      \
+    "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                               \
+    "ORDER BY e.seq LIMIT 1",                                                                      \
+    ST_SAME)                                                                                       \
+  X(EVENT_KTH_NEWEST,                                                                              \
+    "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "                                 \
+    "LIMIT 1 OFFSET ?2",                                                                           \
+    ST_SAME)                                                                                       \
+  X(EVENT_OLD_PREFIX,                                                                              \
+    "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "                          \
+    "ORDER BY seq LIMIT ?3",                                                                       \
+    ST_SAME)                                                                                       \
+  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2", ST_SAME)             \
+  X(SETTING_PUT,                                                                                   \
+    "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                             \
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",                                       \
+    ST_SAME)                                                                                       \
+  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1", ST_SAME)                             \
+  X(SWEEP_EXPIRED,                                                                                 \
+    "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                              \
+    "ORDER BY expires_at LIMIT ?2",                                                                \
+    ST_SAME)                                                                                       \
+  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1", ST_SAME)                                       \
+  X(SWEEP_UNREFERENCED,                                                                            \
+    "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "                      \
+    "f WHERE f.sha256 = b.sha256) LIMIT ?1",                                                       \
+    ST_SAME)                                                                                       \
+  /* in PostgreSQL the blob's chunks go with it (ON DELETE CASCADE) */                             \
+  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1", ST_SAME)                                   \
+  /* PostgreSQL types ?1 by its first use (an integer): cast */                                    \
+  X(RETENTION_APPLY,                                                                               \
+    "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "                         \
+    "ELSE 0 END WHERE source = 3",                                                                 \
+    "UPDATE files SET expires_at = CASE WHEN $1::bigint > 0 THEN created_at + $1::bigint "         \
+    "ELSE 0 END WHERE source = 3")
 
 #define ST_FILE_COLS                                                                               \
   "id, chat_id, name, version, source, sha256, size, mounted, left_out_reason, text_of, run_id, "  \
@@ -173,7 +258,7 @@
   "updated_at"
 
 enum st_stmt_id {
-#define ST_STMT_ENUM(name, sql) ST_##name,
+#define ST_STMT_ENUM(name, sql, pg) ST_##name,
   ST_STMTS(ST_STMT_ENUM)
 #undef ST_STMT_ENUM
       ST_STMT_COUNT
@@ -334,12 +419,37 @@ struct st_health {
   struct sbx_error last_error;                      /* code 0: none since open */
 };
 
+/* ---- connections and statements (db.c: the layer; pg.c: its PostgreSQL side) ----------------
+ * A connection of the store (the writer's, the reader's) with every statement of ST_STMTS
+ * prepared on it.  The table files hold no SQLite or libpq handle: they run statements by id
+ * (st__q), bind, step and read columns through db.c, which calls SQLite or pg.c. */
+enum st_kind { ST_SQLITE = 0, ST_PG };
+struct st_pgconn; /* pg.c */
+struct st_pgq;    /* pg.c: one prepared statement's parameters and result */
+struct st_db;
+struct st_stmt {
+  struct st_db *db;
+  enum st_stmt_id id;
+  sqlite3_stmt *lite; /* ST_SQLITE */
+  struct st_pgq *pg;  /* ST_PG */
+};
+struct st_db {
+  enum st_kind kind;
+  const char *role;     /* "writer", "reader": for messages */
+  sqlite3 *lite;        /* ST_SQLITE */
+  struct st_pgconn *pg; /* ST_PG */
+  struct st_stmt q[ST_STMT_COUNT];
+};
+
 struct store {
   uv_loop_t *loop;
   char *dir, *db_path, *blob_dir;
-  sqlite3 *wdb, *rdb;
-  sqlite3 *cdb; /* the checkpointer's connection (checkpoint.c) */
-  sqlite3_stmt *ws[ST_STMT_COUNT], *rs[ST_STMT_COUNT];
+  enum st_kind kind;
+  char *db_url;      /* ST_PG: the database URL as given (owned; never logged: it may hold a
+                     * password; st->db_name is what messages name) */
+  char *db_name;     /* what messages call the database: the SQLite path, or user@host:port/db */
+  struct st_db w, r; /* the writer's connection (writer thread), the reader's (loop thread) */
+  sqlite3 *cdb;      /* ST_SQLITE: the checkpointer's connection (checkpoint.c) */
   int schema_version;
 
   /* writer thread */
@@ -382,26 +492,85 @@ struct store {
   struct st_ckpt ckpt;
 };
 
-/* db.c */
+/* db.c: the statement layer.  Statement ids name ST_STMTS; a statement's parameters are
+ * numbered from 1 and borrowed until its reset; its columns from 0, valid until the next step or
+ * reset.  Errors carry the backend's message in err (may be NULL). */
+#define ST_ROW  1 /* st__step: a row is there to read */
+#define ST_DONE 0 /* st__step: no (more) rows */
+static inline struct st_stmt *st__q(struct st_db *db, enum st_stmt_id id) { return &db->q[id]; }
+void st__bind_text(struct st_stmt *s, int i, const char *v); /* NULL binds NULL */
+void st__bind_int64(struct st_stmt *s, int i, int64_t v);
+void st__bind_blob(struct st_stmt *s, int i, const void *p, size_t n); /* bytes, sent as they are */
+/* ST_ROW, ST_DONE or a negative SBX_* code (the statement must then be reset). */
+int st__step(struct st_stmt *s, const char *what, struct sbx_error *err);
+void st__reset(struct st_stmt *s); /* also clears the bindings (every parameter NULL) */
+/* Steps a statement expecting no row (or ignoring it); resets it. 0 or an error. */
+int st__step_done(struct st_stmt *s, const char *what, struct sbx_error *err);
+/* Steps and resets: 1 when a row came, 0 when none, or an error. */
+int st__step_one(struct st_stmt *s, const char *what, struct sbx_error *err);
+/* Steps a statement whose one row holds one integer, into *out; resets it.  No row is an error
+ * (SBX_EDB). */
+int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx_error *err);
+/* Columns of the current row: text (NULL for SQL NULL), its length in bytes, an integer (0 for
+ * NULL), a blob (NULL and 0 for NULL). */
+const char *st__col_text(struct st_stmt *s, int i);
+size_t st__col_len(struct st_stmt *s, int i);
+int64_t st__col_int64(struct st_stmt *s, int i);
+static inline int st__col_int(struct st_stmt *s, int i) { return (int)st__col_int64(s, i); }
+const void *st__col_blob(struct st_stmt *s, int i, size_t *n);
+char *st__col_dup(struct st_stmt *s, int i, int *oom); /* NULL for SQL NULL */
+void st__col_id(struct st_stmt *s, int i, store_id out);
+void st__col_hex(struct st_stmt *s, int i, char out[65]);
+int64_t st__changes(struct st_db *db); /* rows the last INSERT / UPDATE / DELETE changed */
+int st__in_txn(struct st_db *db);      /* 1 while a transaction is open on it */
+/* Before the writer's BEGIN: a connection that was lost is opened again (PostgreSQL; at most
+ * every ST_PG_RETRY_MS).  0 or SBX_EIO. */
+int st__db_ready(struct st_db *db, struct sbx_error *err);
+/* Raw SQL, one or several statements, no parameters (migrations, pragmas, tests). */
+int st__db_exec(struct st_db *db, const char *sql, struct sbx_error *err);
+/* Raw SQL whose first row's first column is an integer, into *out (tests, the schema version).
+ * No row is SBX_ENOENT. */
+int st__db_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error *err);
+/* Prepares every statement of ST_STMTS of the connection's backend on db; st__db_close
+ * finalizes them and closes the connection (both safe on a zeroed st_db). */
+int st__db_prepare(struct st_db *db, struct sbx_error *err);
+void st__db_close(struct st_db *db);
+extern const char *const st__stmt_names[ST_STMT_COUNT];
+extern const char *const st__stmt_sqlite[ST_STMT_COUNT];
+extern const char *const st__stmt_pg[ST_STMT_COUNT]; /* NULL: ST_SAME (pg.c derives it) */
+
+/* db.c: SQLite */
 int st__translate(sqlite3 *db, int rc, const char *what, struct sbx_error *err);
 int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err);
 int st__migrate(sqlite3 *db, int target, struct sbx_error *err);
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err);
 int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
-/* Prepares every statement of ST_STMTS on db into v (persistent); finalizes v's, NULLing them. */
-int st__stmts_prepare(sqlite3 *db, sqlite3_stmt **v, struct sbx_error *err);
-void st__stmts_finalize(sqlite3_stmt **v);
-/* Step a statement expecting SQLITE_DONE; resets it. */
-int st__step_done(sqlite3 *db, sqlite3_stmt *s, const char *what, struct sbx_error *err);
-void st__reset(sqlite3_stmt *s);
-/* Steps a statement (bound already) whose one row holds one integer, into *out; resets it.  No
- * row is an error (SBX_EDB) as any SQLite one. */
-int st__step_int64(sqlite3 *db, sqlite3_stmt *s, const char *what, int64_t *out,
-                   struct sbx_error *err);
-int st__bind_text(sqlite3_stmt *s, int i, const char *v); /* NULL binds NULL */
-char *st__col_dup(sqlite3_stmt *s, int i, int *oom);      /* NULL for SQL NULL */
-void st__col_id(sqlite3_stmt *s, int i, store_id out);
-void st__col_hex(sqlite3_stmt *s, int i, char out[65]);
+
+/* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
+#define ST_PG_SCHEMA_VERSION 1
+#define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
+/* Connects db to url for `role` (its session: UTF-8, synchronous_commit on, ...), a clear
+ * one-line error otherwise (name: what the message calls the database). */
+int st__pg_connect(struct st_db *db, const char *url, const char *name, struct sbx_error *err);
+int st__pg_migrate(struct st_db *db, int target, struct sbx_error *err);
+int st__pg_version(struct st_db *db, int *out, struct sbx_error *err);
+/* "user@host:port/dbname" of a URL, without its password, into *out (owned).  SBX_EINVAL: not a
+ * URL libpq reads (libpq's reason in err); SBX_ENOMEM. */
+int st__pg_name(const char *url, char **out, struct sbx_error *err);
+/* The SBX_* code of an SQLSTATE (the five characters of a PostgreSQL error). */
+int st__pg_code(const char *sqlstate);
+int st__pg_prepare(struct st_db *db, struct sbx_error *err);
+void st__pg_close(struct st_db *db);
+void st__pg_bind(struct st_stmt *s, int i, const char *v, size_t len, int binary);
+void st__pg_bind_int64(struct st_stmt *s, int i, int64_t v);
+int st__pg_step(struct st_stmt *s, const char *what, struct sbx_error *err);
+void st__pg_reset(struct st_stmt *s);
+const char *st__pg_col(struct st_stmt *s, int i, size_t *len);
+int64_t st__pg_changes(struct st_db *db);
+int st__pg_in_txn(struct st_db *db);
+int st__pg_ready(struct st_db *db, struct sbx_error *err);
+int st__pg_exec(struct st_db *db, const char *sql, struct sbx_error *err);
+int st__pg_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error *err);
 
 /* writer.c */
 int st__writer_start(struct store *st, struct sbx_error *err);
@@ -458,8 +627,23 @@ int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, c
  * referenced), and makes blobs/tmp/. */
 void st__blob_cleanup_tmp(struct store *st);
 int st__fsync_dir(const char *dir);
+/* write(2) of all n bytes (EINTR retried): 0 or -errno. */
+int st__write_all(int fd, const void *p, size_t n);
+/* SBX_EFULL for ENOSPC / EDQUOT, else SBX_EIO. */
+int st__errno_code(int e);
 /* fsync as blobs.c calls it; tests replace it to inject failures (default: fsync). */
 extern int (*st__fsync)(int fd);
+
+/* chunks.c: a blob's content in PostgreSQL */
+#define ST_CHUNK (1u << 20) /* bytes per blob_chunks row */
+/* Writer thread, after the blob's row was inserted: its content as chunks, from data (borrowed)
+ * or, when data is NULL, from the file at path (read a chunk at a time).  0 or an error. */
+int st__chunks_put(struct store *st, const char *sha, const void *data, const char *path,
+                   uint64_t len, struct sbx_error *err);
+/* Loop thread: this node's local copy of blob sha at path `final`, made from its chunks (checked
+ * against sha, fsynced, renamed).  SBX_ENOENT (no such blob), SBX_ECORRUPT (chunks missing or of
+ * other content), SBX_EIO / SBX_EFULL, the database's. */
+int st__chunks_fetch(struct store *st, const char *sha, const char *final, struct sbx_error *err);
 
 /* stage.c */
 /* DATA/blobs/tmp (owned), where stages keep their temp files. */
@@ -482,7 +666,7 @@ int st__name_split(const char *name, char **stem, char **ext, int *n);
 int st__name_join(const char *stem, const char *ext, int n, char **out, struct sbx_error *err);
 
 /* records */
-int st__file_from_row(sqlite3_stmt *s, struct store_file *f); /* 0 or SBX_ENOMEM */
-int st__file_rows(sqlite3 *db, sqlite3_stmt *s, struct store_file **out, size_t *n);
+int st__file_from_row(struct st_stmt *s, struct store_file *f); /* 0 or SBX_ENOMEM */
+int st__file_rows(struct st_stmt *s, struct store_file **out, size_t *n);
 
 #endif

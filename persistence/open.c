@@ -1,12 +1,16 @@
 /* open.c -- the store's life: store_open brings it up (the data directory and its lock, the
- * connections and their roles' pragmas, the schema, the prepared statements, the checkpointer and
- * writer threads) and store_close takes it down in the reverse order.
+ * connections and their roles' settings, the schema, the prepared statements, the checkpointer and
+ * writer threads) and store_close takes it down in the reverse order.  Of the two backends,
+ * SQLite (DATA/cerea.db, the default) and PostgreSQL (a database URL), only the connections and
+ * the schema differ here: the data directory, its lock and the blob files (PostgreSQL: the
+ * node's local copies, chunks.c) are the same.
  *
- * What it does not do: the SQL plumbing (db.c), run writes (writer.c) or checkpoints
+ * What it does not do: the SQL plumbing (db.c, pg.c), run writes (writer.c) or checkpoints
  * (checkpoint.c); it starts and stops them.
  *
  * Connections: the write connection belongs to the writer thread after store_open returns; the
- * read connection (query_only) to the loop thread; the checkpointer's to its thread.
+ * read connection (SQLite: query_only) to the loop thread; SQLite's checkpointer's to its thread
+ * (PostgreSQL checkpoints by itself: no checkpointer).
  */
 #include "internal.h"
 
@@ -26,9 +30,9 @@ static const uint32_t life_from[] = {
 };
 static int life_invariant(const void *obj, unsigned state) {
   const struct store *st = obj;
-  /* open: both threads run and the statements are prepared */
-  return state != ST_LIFE_OPEN ||
-         (st->thread_started && st->ckpt_started && st->ws[0] != NULL && st->rs[0] != NULL);
+  /* open: the threads run (SQLite: the checkpointer too) and the statements are prepared */
+  return state != ST_LIFE_OPEN || (st->thread_started && (st->kind == ST_PG || st->ckpt_started) &&
+                                   st->w.q[ST_PING].db != NULL && st->r.q[ST_PING].db != NULL);
 }
 static const struct sbx_fsm life_fsm =
     SBX_FSM(ST_MOD, "store", life_names, life_from, life_invariant);
@@ -110,36 +114,79 @@ static int lock_dir(struct store *st, struct sbx_error *err) {
   return rc;
 }
 
-static void close_dbs(struct store *st) {
-  st__stmts_finalize(st->ws);
-  st__stmts_finalize(st->rs);
-  if (st->wdb && sqlite3_close(st->wdb) != SQLITE_OK)
-    sbx_log(SBX_LOG_ERROR, ST_MOD, "write connection did not close: %s", sqlite3_errmsg(st->wdb));
-  if (st->rdb && sqlite3_close(st->rdb) != SQLITE_OK)
-    sbx_log(SBX_LOG_ERROR, ST_MOD, "read connection did not close: %s", sqlite3_errmsg(st->rdb));
-  st->wdb = st->rdb = NULL;
-}
-
 static void store_free(struct store *st) {
   st__ckpt_stop(st); /* its connection closes first: the last one to close checkpoints */
-  close_dbs(st);
+  st__db_close(&st->w);
+  st__db_close(&st->r);
   if (st->lock_fd >= 0)
     close(st->lock_fd); /* releases the flock */
   sbx_free(st->dir);
   sbx_free(st->db_path);
   sbx_free(st->blob_dir);
+  sbx_free(st->db_url);
+  sbx_free(st->db_name);
   sbx_free(st);
 }
 
+/* SQLite: the writer's connection (its pragmas, the migrations), the reader's (query_only), the
+ * statements on both, the checkpointer. */
+static int open_sqlite(struct store *st, struct sbx_error *err) {
+  int rc;
+  if ((rc = st__open_conn(st->db_path, &st->w.lite, err)) != 0)
+    return rc;
+  if ((rc = st__exec(st->w.lite, ST_WRITER_PRAGMAS, err)) != 0 ||
+      (rc = st__migrate(st->w.lite, ST_SCHEMA_VERSION, err)) != 0 ||
+      (rc = st__user_version(st->w.lite, &st->schema_version, err)) != 0)
+    return rc;
+  if ((rc = st__open_conn(st->db_path, &st->r.lite, err)) != 0)
+    return rc;
+  if ((rc = st__exec(st->r.lite, "PRAGMA query_only = ON", err)) != 0)
+    return rc;
+  if ((rc = st__db_prepare(&st->w, err)) != 0 || (rc = st__db_prepare(&st->r, err)) != 0)
+    return rc;
+  return st__ckpt_start(st, err);
+}
+
+/* PostgreSQL: the writer's connection (the migrations, under a lock so that nodes starting
+ * together migrate once), the reader's, the statements on both. */
+static int open_pg(struct store *st, struct sbx_error *err) {
+  int rc;
+  if ((rc = st__pg_connect(&st->w, st->db_url, st->db_name, err)) != 0 ||
+      (rc = st__pg_migrate(&st->w, ST_PG_SCHEMA_VERSION, err)) != 0 ||
+      (rc = st__pg_version(&st->w, &st->schema_version, err)) != 0)
+    return rc;
+  if ((rc = st__pg_connect(&st->r, st->db_url, st->db_name, err)) != 0)
+    return rc;
+  if ((rc = st__db_prepare(&st->w, err)) != 0 || (rc = st__db_prepare(&st->r, err)) != 0)
+    return rc;
+  return 0;
+}
+
+static int is_pg_url(const char *url) {
+  return strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0;
+}
+
 int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err) {
+  return store_open_url(loop, data_dir, NULL, out, err);
+}
+
+int store_open_url(uv_loop_t *loop, const char *data_dir, const char *database_url,
+                   struct store **out, struct sbx_error *err) {
   int rc;
   *out = NULL;
   if (loop == NULL || data_dir == NULL || *data_dir == '\0')
     return sbx_error_set(err, SBX_EINVAL, "store_open: loop and data directory are required");
+  if (database_url && *database_url && !is_pg_url(database_url))
+    return sbx_error_set(err, SBX_EINVAL,
+                         "database URL: expected postgresql://USER:PASSWORD@HOST:PORT/DBNAME");
   struct store *st = sbx_calloc(1, sizeof *st);
   if (st == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
   st->loop = loop;
+  st->kind = database_url && *database_url ? ST_PG : ST_SQLITE;
+  st->w.kind = st->r.kind = st->kind;
+  st->w.role = "writer";
+  st->r.role = "reader";
   st->life = ST_LIFE_OPENING;
   st->lock_fd = -1;
   st->group_max = ST_GROUP_MAX_DEFAULT;
@@ -152,30 +199,29 @@ int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct
     rc = sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
     goto out;
   }
+  if (st->kind == ST_PG) {
+    if ((st->db_url = sbx_strdup(database_url)) == NULL) {
+      rc = sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+      goto out;
+    }
+    if ((rc = st__pg_name(database_url, &st->db_name, err)) != 0)
+      goto out;
+  } else if ((st->db_name = sbx_strdup(st->db_path)) == NULL) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
+    goto out;
+  }
   if ((rc = ensure_dir(st->dir, err)) != 0 || (rc = ensure_dir(st->blob_dir, err)) != 0)
     goto out;
   if ((rc = lock_dir(st, err)) != 0)
     goto out;
   st__blob_cleanup_tmp(st); /* safe: the lock says no other process writes blobs here */
-  if ((rc = st__open_conn(st->db_path, &st->wdb, err)) != 0)
-    goto out;
-  if ((rc = st__exec(st->wdb, ST_WRITER_PRAGMAS, err)) != 0 ||
-      (rc = st__migrate(st->wdb, ST_SCHEMA_VERSION, err)) != 0)
-    goto out;
-  if ((rc = st__user_version(st->wdb, &st->schema_version, err)) != 0)
-    goto out;
-  if ((rc = st__open_conn(st->db_path, &st->rdb, err)) != 0)
-    goto out;
-  if ((rc = st__exec(st->rdb, "PRAGMA query_only = ON", err)) != 0)
-    goto out;
-  if ((rc = st__stmts_prepare(st->wdb, st->ws, err)) != 0 ||
-      (rc = st__stmts_prepare(st->rdb, st->rs, err)) != 0)
+  if ((rc = st->kind == ST_PG ? open_pg(st, err) : open_sqlite(st, err)) != 0)
     goto out;
   int64_t blob_bytes = 0;
-  if ((rc = st__step_int64(st->rdb, st->rs[ST_BLOB_TOTAL], "blob total", &blob_bytes, err)) != 0)
+  if ((rc = st__step_int64(st__q(&st->r, ST_BLOB_TOTAL), "blob total", &blob_bytes, err)) != 0)
     goto out;
   st->stats.blob_bytes = (uint64_t)blob_bytes;
-  if ((rc = st__ckpt_start(st, err)) != 0 || (rc = st__writer_start(st, err)) != 0)
+  if ((rc = st__writer_start(st, err)) != 0)
     goto out;
   set_life(st, ST_LIFE_OPEN);
   *out = st;

@@ -70,7 +70,7 @@ int store_run_copy(struct store_run *dst, const struct store_run *src) {
   return 0;
 }
 
-static int run_from_row(sqlite3_stmt *s, struct store_run *r) {
+static int run_from_row(struct st_stmt *s, struct store_run *r) {
   int oom = 0;
   memset(r, 0, sizeof *r);
   st__col_id(s, 0, r->id);
@@ -80,24 +80,24 @@ static int run_from_row(sqlite3_stmt *s, struct store_run *r) {
   r->origin = st__col_dup(s, 4, &oom);
   r->state = st__col_dup(s, 5, &oom);
   r->status = st__col_dup(s, 6, &oom);
-  r->timeout_s = sqlite3_column_int(s, 7);
-  r->attempts = sqlite3_column_int(s, 8);
+  r->timeout_s = st__col_int(s, 7);
+  r->attempts = st__col_int(s, 8);
   r->stdout_text = st__col_dup(s, 9, &oom);
   r->stderr_text = st__col_dup(s, 10, &oom);
-  r->stdout_truncated = sqlite3_column_int(s, 11);
-  r->stderr_truncated = sqlite3_column_int(s, 12);
+  r->stdout_truncated = st__col_int(s, 11);
+  r->stderr_truncated = st__col_int(s, 12);
   r->error_json = st__col_dup(s, 13, &oom);
   r->notes_json = st__col_dup(s, 14, &oom);
   r->remounted_json = st__col_dup(s, 15, &oom);
-  r->restarted = sqlite3_column_int(s, 16);
-  r->files_unlisted = sqlite3_column_int(s, 17);
-  r->figures_dropped = sqlite3_column_int(s, 18);
+  r->restarted = st__col_int(s, 16);
+  r->files_unlisted = st__col_int(s, 17);
+  r->figures_dropped = st__col_int(s, 18);
   r->result_hash = st__col_dup(s, 19, &oom);
   r->idempotency_key = st__col_dup(s, 20, &oom);
-  r->seq = sqlite3_column_int64(s, 21);
-  r->created_at = sqlite3_column_int64(s, 22);
-  r->started_at = sqlite3_column_int64(s, 23);
-  r->finished_at = sqlite3_column_int64(s, 24);
+  r->seq = st__col_int64(s, 21);
+  r->created_at = st__col_int64(s, 22);
+  r->started_at = st__col_int64(s, 23);
+  r->finished_at = st__col_int64(s, 24);
   r->value_json = st__col_dup(s, 25, &oom);
   r->displays_json = st__col_dup(s, 26, &oom);
   if (oom) {
@@ -116,32 +116,32 @@ struct run_op {
   struct store_run r;
 };
 
-static void run_bind(sqlite3_stmt *s, const struct store_run *r) {
-  sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, r->chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, r->turn_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, r->code ? r->code : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 5, r->origin ? r->origin : "", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 6, r->state ? r->state : "", -1, SQLITE_STATIC);
+static void run_bind(struct st_stmt *s, const struct store_run *r) {
+  st__bind_text(s, 1, r->id);
+  st__bind_text(s, 2, r->chat_id);
+  st__bind_text(s, 3, r->turn_id);
+  st__bind_text(s, 4, r->code ? r->code : "");
+  st__bind_text(s, 5, r->origin ? r->origin : "");
+  st__bind_text(s, 6, r->state ? r->state : "");
   st__bind_text(s, 7, r->status);
-  sqlite3_bind_int(s, 8, r->timeout_s);
-  sqlite3_bind_int(s, 9, r->attempts);
+  st__bind_int64(s, 8, r->timeout_s);
+  st__bind_int64(s, 9, r->attempts);
   st__bind_text(s, 10, r->stdout_text);
   st__bind_text(s, 11, r->stderr_text);
-  sqlite3_bind_int(s, 12, r->stdout_truncated);
-  sqlite3_bind_int(s, 13, r->stderr_truncated);
+  st__bind_int64(s, 12, r->stdout_truncated);
+  st__bind_int64(s, 13, r->stderr_truncated);
   st__bind_text(s, 14, r->error_json);
   st__bind_text(s, 15, r->notes_json);
   st__bind_text(s, 16, r->remounted_json);
-  sqlite3_bind_int(s, 17, r->restarted);
-  sqlite3_bind_int(s, 18, r->files_unlisted);
-  sqlite3_bind_int(s, 19, r->figures_dropped);
+  st__bind_int64(s, 17, r->restarted);
+  st__bind_int64(s, 18, r->files_unlisted);
+  st__bind_int64(s, 19, r->figures_dropped);
   st__bind_text(s, 20, r->result_hash);
   st__bind_text(s, 21, r->idempotency_key);
-  sqlite3_bind_int64(s, 22, r->seq);
-  sqlite3_bind_int64(s, 23, r->created_at);
-  sqlite3_bind_int64(s, 24, r->started_at);
-  sqlite3_bind_int64(s, 25, r->finished_at);
+  st__bind_int64(s, 22, r->seq);
+  st__bind_int64(s, 23, r->created_at);
+  st__bind_int64(s, 24, r->started_at);
+  st__bind_int64(s, 25, r->finished_at);
   st__bind_text(s, 26, r->value_json);
   st__bind_text(s, 27, r->displays_json);
 }
@@ -149,49 +149,49 @@ static void run_bind(sqlite3_stmt *s, const struct store_run *r) {
 static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct run_op *op = (struct run_op *)w;
   const struct store_run *r = &op->r;
-  sqlite3 *db = st->wdb;
-  sqlite3_stmt *s;
+  struct st_stmt *s;
   int rc;
   /* Update first: a put of a run that exists rewrites its row and, of the indexes, only
    * runs_unfinished (state); its chat, seq, idempotency key and creation time stay as created, so
    * neither the chat nor the idempotency key needs checking again. */
-  s = st->ws[ST_RUN_UPDATE];
+  s = st__q(&st->w, ST_RUN_UPDATE);
   run_bind(s, r);
-  if ((rc = st__step_done(db, s, "run update", err)) != 0)
+  if ((rc = st__step_done(s, "run update", err)) != 0)
     return rc;
-  if (sqlite3_changes(db) > 0)
+  if (st__changes(&st->w) > 0)
     return 0;
   /* A new run (or an id of another chat, refused below). */
   if (r->idempotency_key) {
-    s = st->ws[ST_RUN_BY_IDEM];
-    sqlite3_bind_text(s, 1, r->chat_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, r->idempotency_key, -1, SQLITE_STATIC);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(s, 0), r->id) != 0) {
-      rc = sbx_error_set(err, SBX_EEXIST, "%s", (const char *)sqlite3_column_text(s, 0));
+    s = st__q(&st->w, ST_RUN_BY_IDEM);
+    st__bind_text(s, 1, r->chat_id);
+    st__bind_text(s, 2, r->idempotency_key);
+    rc = st__step(s, "idempotency lookup", err);
+    if (rc == ST_ROW && strcmp(st__col_text(s, 0), r->id) != 0) {
+      rc = sbx_error_set(err, SBX_EEXIST, "%s", st__col_text(s, 0));
       st__reset(s);
       return rc;
     }
     st__reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-      return st__translate(db, rc, "idempotency lookup", err);
+    if (rc < 0)
+      return rc;
   }
-  s = st->ws[ST_CHAT_EXISTS];
-  sqlite3_bind_text(s, 1, r->chat_id, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_DONE)
+  s = st__q(&st->w, ST_CHAT_EXISTS);
+  st__bind_text(s, 1, r->chat_id);
+  rc = st__step_one(s, "chat lookup", err);
+  if (rc == 0)
     return sbx_error_set(err, SBX_ENOENT, "no chat %s", r->chat_id);
-  if (rc != SQLITE_ROW)
-    return st__translate(db, rc, "chat lookup", err);
-  s = st->ws[ST_RUN_INSERT];
+  if (rc < 0)
+    return rc;
+  s = st__q(&st->w, ST_RUN_INSERT);
   run_bind(s, r);
-  rc = st__step_done(db, s, "run insert", err);
+  rc = st__step_done(s, "run insert", err);
+  if (rc == 0 && st__changes(&st->w) == 0) /* PostgreSQL: the id exists (DO NOTHING) */
+    rc = sbx_error_set(err, SBX_ECONFLICT, "run insert: run %s exists", r->id);
   if (rc == SBX_ECONFLICT) { /* the insert hit an existing id: a run never moves to another chat */
-    s = st->ws[ST_RUN_CHAT_OF];
-    sqlite3_bind_text(s, 1, r->id, -1, SQLITE_STATIC);
-    int found = sqlite3_step(s) == SQLITE_ROW &&
-                strcmp((const char *)sqlite3_column_text(s, 0), r->chat_id) != 0;
+    s = st__q(&st->w, ST_RUN_CHAT_OF);
+    st__bind_text(s, 1, r->id);
+    int found =
+        st__step(s, "run lookup", NULL) == ST_ROW && strcmp(st__col_text(s, 0), r->chat_id) != 0;
     st__reset(s);
     if (found)
       return sbx_error_set(err, SBX_ECONFLICT, "run %s belongs to another chat", r->id);
@@ -233,37 +233,35 @@ int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb,
 /* ---- reads --------------------------------------------------------------------------------- */
 
 int store_run_get(struct store *st, const char *run_id, struct store_run *out) {
-  sqlite3_stmt *s = st->rs[ST_RUN_GET];
-  sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s);
-  int r = rc == SQLITE_ROW    ? run_from_row(s, out)
-          : rc == SQLITE_DONE ? SBX_ENOENT
-                              : st__translate(st->rdb, rc, "run get", NULL);
+  struct st_stmt *s = st__q(&st->r, ST_RUN_GET);
+  st__bind_text(s, 1, run_id);
+  int rc = st__step(s, "run get", NULL);
+  int r = rc == ST_ROW ? run_from_row(s, out) : rc == ST_DONE ? SBX_ENOENT : rc;
   st__reset(s);
   return r;
 }
 
 int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,
                              store_id out_run_id) {
-  sqlite3_stmt *s = st->rs[ST_RUN_BY_IDEM];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s), r = 0;
-  if (rc == SQLITE_ROW)
+  struct st_stmt *s = st__q(&st->r, ST_RUN_BY_IDEM);
+  st__bind_text(s, 1, chat_id);
+  st__bind_text(s, 2, key);
+  int rc = st__step(s, "idempotency", NULL), r = 0;
+  if (rc == ST_ROW)
     st__col_id(s, 0, out_run_id);
   else
-    r = rc == SQLITE_DONE ? SBX_ENOENT : st__translate(st->rdb, rc, "idempotency", NULL);
+    r = rc == ST_DONE ? SBX_ENOENT : rc;
   st__reset(s);
   return r;
 }
 
-static int run_rows(struct store *st, sqlite3_stmt *s, struct store_run **out, size_t *n) {
+static int run_rows(struct st_stmt *s, struct store_run **out, size_t *n) {
   struct store_run *v = NULL;
   size_t len = 0, cap = 0;
   int rc, r = 0;
   *out = NULL;
   *n = 0;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while ((rc = st__step(s, "runs", NULL)) == ST_ROW) {
     if (len == cap) {
       size_t nc = cap ? cap * 2 : 16;
       struct store_run *nv = sbx_realloc(v, nc * sizeof *nv);
@@ -278,8 +276,8 @@ static int run_rows(struct store *st, sqlite3_stmt *s, struct store_run **out, s
       break;
     len++;
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = st__translate(st->rdb, rc, "runs", NULL);
+  if (r == 0 && rc < 0)
+    r = rc;
   st__reset(s);
   if (r != 0) {
     store_run_list_free(v, len);
@@ -291,43 +289,41 @@ static int run_rows(struct store *st, sqlite3_stmt *s, struct store_run **out, s
 }
 
 int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n) {
-  return run_rows(st, st->rs[ST_RUN_UNFINISHED], out, n);
+  return run_rows(st__q(&st->r, ST_RUN_UNFINISHED), out, n);
 }
 
 int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
                    size_t *n) {
-  sqlite3_stmt *s = st->rs[chat_id ? ST_RUN_LIST_CHAT : ST_RUN_LIST_ALL];
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)SBX_MIN(limit, (size_t)INT64_MAX));
+  struct st_stmt *s = st__q(&st->r, chat_id ? ST_RUN_LIST_CHAT : ST_RUN_LIST_ALL);
+  st__bind_int64(s, 1, (int64_t)SBX_MIN(limit, (size_t)INT64_MAX));
   if (chat_id)
-    sqlite3_bind_text(s, 2, chat_id, -1, SQLITE_STATIC);
-  return run_rows(st, s, out, n);
+    st__bind_text(s, 2, chat_id);
+  return run_rows(s, out, n);
 }
 
 /* ---- run files ----------------------------------------------------------------------------- */
 
 static int run_file_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_RUN_CHAT_OF];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_DONE)
+  struct st_stmt *s = st__q(&st->w, ST_RUN_CHAT_OF);
+  st__bind_text(s, 1, op->s[0]);
+  int rc = st__step_one(s, "run lookup", err);
+  if (rc == 0)
     return sbx_error_set(err, SBX_ENOENT, "no run %s", op->s[0]);
-  if (rc != SQLITE_ROW)
-    return st__translate(st->wdb, rc, "run lookup", err);
-  s = st->ws[ST_FILE_EXISTS];
-  sqlite3_bind_text(s, 1, op->s[1], -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  st__reset(s);
-  if (rc == SQLITE_DONE)
+  if (rc < 0)
+    return rc;
+  s = st__q(&st->w, ST_FILE_EXISTS);
+  st__bind_text(s, 1, op->s[1]);
+  rc = st__step_one(s, "file lookup", err);
+  if (rc == 0)
     return sbx_error_set(err, SBX_ENOENT, "no file %s", op->s[1]);
-  if (rc != SQLITE_ROW)
-    return st__translate(st->wdb, rc, "file lookup", err);
-  s = st->ws[ST_RUN_FILE_PUT];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, op->i[0]);
-  sqlite3_bind_text(s, 3, op->s[1], -1, SQLITE_STATIC);
-  return st__step_done(st->wdb, s, "run file put", err);
+  if (rc < 0)
+    return rc;
+  s = st__q(&st->w, ST_RUN_FILE_PUT);
+  st__bind_text(s, 1, op->s[0]);
+  st__bind_int64(s, 2, op->i[0]);
+  st__bind_text(s, 3, op->s[1]);
+  return st__step_done(s, "run file put", err);
 }
 
 int store_run_file_put(struct store *st, const char *run_id, int position, const char *file_id,
@@ -344,7 +340,7 @@ int store_run_file_put(struct store *st, const char *run_id, int position, const
 }
 
 int store_run_files(struct store *st, const char *run_id, struct store_file **out, size_t *n) {
-  sqlite3_stmt *s = st->rs[ST_RUN_FILES];
-  sqlite3_bind_text(s, 1, run_id, -1, SQLITE_STATIC);
-  return st__file_rows(st->rdb, s, out, n);
+  struct st_stmt *s = st__q(&st->r, ST_RUN_FILES);
+  st__bind_text(s, 1, run_id);
+  return st__file_rows(s, out, n);
 }

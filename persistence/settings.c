@@ -5,10 +5,10 @@
 
 static int setting_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_SETTING_PUT];
-  sqlite3_bind_text(s, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, op->s[1], -1, SQLITE_STATIC);
-  return st__step_done(st->wdb, s, "setting put", err);
+  struct st_stmt *s = st__q(&st->w, ST_SETTING_PUT);
+  st__bind_text(s, 1, op->s[0]);
+  st__bind_text(s, 2, op->s[1]);
+  return st__step_done(s, "setting put", err);
 }
 
 int store_setting_put(struct store *st, const char *key, const char *value, store_done_cb cb,
@@ -24,15 +24,15 @@ int store_setting_put(struct store *st, const char *key, const char *value, stor
 }
 
 int store_setting_get(struct store *st, const char *key, char **out) {
-  sqlite3_stmt *s = st->rs[ST_SETTING_GET];
+  struct st_stmt *s = st__q(&st->r, ST_SETTING_GET);
   *out = NULL;
-  sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s), r = 0, oom = 0;
-  if (rc == SQLITE_ROW) {
+  st__bind_text(s, 1, key);
+  int rc = st__step(s, "setting get", NULL), r = 0, oom = 0;
+  if (rc == ST_ROW) {
     *out = st__col_dup(s, 0, &oom);
     r = oom ? SBX_ENOMEM : 0;
   } else {
-    r = rc == SQLITE_DONE ? SBX_ENOENT : st__translate(st->rdb, rc, "setting get", NULL);
+    r = rc == ST_DONE ? SBX_ENOENT : rc;
   }
   st__reset(s);
   return r;

@@ -1,9 +1,12 @@
 /* store.h -- the one public header of the persistence module.
  *
- * What it is: everything cerea-sandbox keeps on disk, under one data directory: an SQLite database
+ * What it is: everything cerea-sandbox keeps, under one data directory: an SQLite database
  * (WAL, synchronous=FULL) holding chats, files, turns, messages, runs, run files (artifacts), the per-chat
  * event log, idempotency keys and settings; and a content-addressed blob store
- * (DATA/blobs/ab/abcdef...) holding file contents by sha256.
+ * (DATA/blobs/ab/abcdef...) holding file contents by sha256.  Or, opened with a database URL
+ * (store_open_url), the same tables in a PostgreSQL database that several processes (nodes)
+ * share, file contents in it too (in 1 MiB chunks), and the data directory holding this
+ * process's local copies of those contents; every call below means the same on both.
  *
  * How writes work: one writer thread owns the write connection.  Every write below is queued to
  * it; it takes whatever is queued, runs it all in ONE transaction (group commit), commits, and
@@ -28,7 +31,13 @@
  * Errors: 0 or a negative SBX_* code.  SQLite errors become SBX_EDB / SBX_EIO / SBX_EFULL /
  * SBX_ECORRUPT / SBX_EBUSY (and SBX_ENOMEM, SBX_EPERM read-only, SBX_ECONFLICT for a constraint
  * such as a duplicate id or event seq) once, in db.c, with SQLite's message kept in struct
- * sbx_error.
+ * sbx_error; PostgreSQL's the same way in pg.c (by SQLSTATE: a unique or foreign key violation
+ * SBX_ECONFLICT, disk full SBX_EFULL, a serialization failure or deadlock SBX_EBUSY, a lost
+ * connection SBX_EIO, ...).
+ *
+ * Cost of a read: SQLite, a lookup in this process; PostgreSQL, one round trip to the server
+ * (reads stay synchronous on the loop thread), and a file's first read on a node fetches its
+ * content once (one round trip per MiB).
  *
  * Threads: call everything from the loop thread (writes are queued from it, reads run on it);
  * store_close too.  The write callbacks run on it.  The async handle is referenced only while
@@ -59,6 +68,17 @@ typedef char store_id[STORE_ID_LEN + 1];
  * Errors: SBX_EPERM / SBX_EIO (directory not writable, with the path), SBX_EBUSY (another
  * process has the directory open), SBX_ECORRUPT, SBX_EDB. */
 int store_open(uv_loop_t *loop, const char *data_dir, struct store **out, struct sbx_error *err);
+/* store_open with the rows in a PostgreSQL database instead of DATA/cerea.db when database_url is
+ * a postgresql:// (or postgres://) URL; NULL or "" is store_open.  The data directory is still
+ * needed and still locked: it holds this process's local copies of blobs (their content lives
+ * in the database, in chunks: every node reads every file) and the stages of uploads.
+ * Errors, each one line naming the database without its password: SBX_EINVAL (not such a URL),
+ * SBX_EIO (the server unreachable), SBX_EUNAUTH (authentication failed), SBX_EPERM (no access
+ * allowed), SBX_ENOENT (no such database), SBX_ECORRUPT (its schema is newer than this
+ * program's), SBX_EINVAL (not a UTF8 database), SBX_EDB; and the data directory's, as
+ * store_open. */
+int store_open_url(uv_loop_t *loop, const char *data_dir, const char *database_url,
+                   struct store **out, struct sbx_error *err);
 /* Finishes every queued write (their callbacks run, inside this call), stops the writer,
  * finalizes statements, closes the connections and handles, releases the directory lock.
  * Synchronous.  Not from inside a store callback (the store is freed under it); writes queued
@@ -212,12 +232,15 @@ void store_file_list_free(struct store_file *v, size_t n);
  * same content stored twice counts twice).  0 for a chat with none, or no such chat.  One indexed
  * read (files_output, schema 7), however many other files the chat has.  SBX_EINVAL, SQLite's. */
 int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out);
-/* Path of a blob on disk (for streaming with tp_respond_file); owned by caller. */
+/* Path of a blob on disk (for streaming with tp_respond_file); owned by caller.  With
+ * PostgreSQL, a blob this process has no local copy of is fetched from the database first
+ * (loop thread; one round trip per MiB): when that fails, the path names no file. */
 char *store_blob_path(struct store *st, const char *sha256);
-/* Reads a whole blob (used for small files and tests).  SBX_ENOENT, SBX_EIO. */
+/* Reads a whole blob (used for small files and tests).  SBX_ENOENT, SBX_EIO; with PostgreSQL also
+ * the fetch's errors (SBX_ECORRUPT: the database's chunks are missing or of other content). */
 int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len);
 /* Opens a blob for a streamed read: *fd (O_RDONLY | O_CLOEXEC, the caller closes it) and its
- * size.  SBX_EINVAL (not a sha256), SBX_ENOENT, SBX_EIO. */
+ * size.  SBX_EINVAL (not a sha256), SBX_ENOENT, SBX_EIO; the fetch's errors, as store_blob_read. */
 int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *size);
 uint64_t store_blob_bytes(struct store *st); /* bytes held in the blob store */
 

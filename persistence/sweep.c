@@ -35,9 +35,9 @@ static void free_paths(struct sweep_op *op) {
 }
 
 /* Collects up to op->budget text values of column 0 (and int64 of column 1 into sizes). */
-static int collect(struct store *st, sqlite3_stmt *s, struct sweep_op *op, char ***vals,
+static int collect(struct store *st, struct st_stmt *s, struct sweep_op *op, char ***vals,
                    int64_t **sizes, size_t *n, struct sbx_error *err) {
-  int rc;
+  int rc = ST_DONE;
   *vals = sbx_calloc(op->budget, sizeof **vals);
   *sizes = sbx_calloc(op->budget, sizeof **sizes);
   *n = 0;
@@ -45,17 +45,17 @@ static int collect(struct store *st, sqlite3_stmt *s, struct sweep_op *op, char 
     st__reset(s);
     return sbx_error_set(err, SBX_ENOMEM, "sweep: out of memory");
   }
-  while (*n < op->budget && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while (*n < op->budget && (rc = st__step(s, "sweep", err)) == ST_ROW) {
     int oom = 0;
     (*vals)[*n] = st__col_dup(s, 0, &oom);
-    (*sizes)[*n] = sqlite3_column_int64(s, 1);
+    (*sizes)[*n] = st__col_int64(s, 1);
     if (oom || (*vals)[*n] == NULL) {
       st__reset(s);
       return sbx_error_set(err, SBX_ENOMEM, "sweep: out of memory");
     }
     (*n)++;
   }
-  int r = (*n == op->budget || rc == SQLITE_DONE) ? 0 : st__translate(st->wdb, rc, "sweep", err);
+  int r = rc < 0 ? rc : 0;
   st__reset(s);
   return r;
 }
@@ -75,24 +75,24 @@ static int sweep_exec(struct store *st, struct st_write *w, struct sbx_error *er
   int rc;
   op->removed = 0;
   free_paths(op);
-  sqlite3_stmt *s = st->ws[ST_SWEEP_EXPIRED];
-  sqlite3_bind_int64(s, 1, op->now_ms);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)op->budget);
+  struct st_stmt *s = st__q(&st->w, ST_SWEEP_EXPIRED);
+  st__bind_int64(s, 1, op->now_ms);
+  st__bind_int64(s, 2, (int64_t)op->budget);
   if ((rc = collect(st, s, op, &vals, &sizes, &n, err)) != 0)
     goto out;
   for (size_t i = 0; i < n; i++) {
-    s = st->ws[ST_FILE_DELETE];
+    s = st__q(&st->w, ST_FILE_DELETE);
     st->files_dirty = 1;
-    sqlite3_bind_text(s, 1, vals[i], -1, SQLITE_STATIC);
-    if ((rc = st__step_done(st->wdb, s, "sweep file delete", err)) != 0)
+    st__bind_text(s, 1, vals[i]);
+    if ((rc = st__step_done(s, "sweep file delete", err)) != 0)
       goto out;
     op->removed++;
   }
   free_vals(vals, sizes, n);
   vals = NULL;
   sizes = NULL;
-  s = st->ws[ST_SWEEP_UNREFERENCED];
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)op->budget);
+  s = st__q(&st->w, ST_SWEEP_UNREFERENCED);
+  st__bind_int64(s, 1, (int64_t)op->budget);
   if ((rc = collect(st, s, op, &vals, &sizes, &n, err)) != 0)
     goto out;
   if (n && (op->paths = sbx_calloc(n, sizeof *op->paths)) == NULL) {
@@ -100,9 +100,9 @@ static int sweep_exec(struct store *st, struct st_write *w, struct sbx_error *er
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
-    s = st->ws[ST_BLOB_DELETE];
-    sqlite3_bind_text(s, 1, vals[i], -1, SQLITE_STATIC);
-    if ((rc = st__step_done(st->wdb, s, "sweep blob delete", err)) != 0)
+    s = st__q(&st->w, ST_BLOB_DELETE);
+    st__bind_text(s, 1, vals[i]);
+    if ((rc = st__step_done(s, "sweep blob delete", err)) != 0)
       goto out;
     if ((op->paths[op->npaths] = st__blob_path(st, vals[i])) == NULL) {
       rc = sbx_error_set(err, SBX_ENOMEM, "sweep: out of memory");
@@ -160,10 +160,10 @@ int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb 
 
 static int retention_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_RETENTION_APPLY];
+  struct st_stmt *s = st__q(&st->w, ST_RETENTION_APPLY);
   st->files_dirty = 1;
-  sqlite3_bind_int64(s, 1, op->i[0]);
-  return st__step_done(st->wdb, s, "retention apply", err);
+  st__bind_int64(s, 1, op->i[0]);
+  return st__step_done(s, "retention apply", err);
 }
 
 int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb cb, void *ud) {

@@ -65,7 +65,7 @@ static void run_completions(struct store *st) {
 static void on_async(uv_async_t *h) { run_completions(h->data); }
 
 static int step_ctl(struct store *st, enum st_stmt_id id, struct sbx_error *err) {
-  return st__step_done(st->wdb, st->ws[id], sqlite3_sql(st->ws[id]), err);
+  return st__step_done(st__q(&st->w, id), st__stmt_names[id], err);
 }
 
 static void fail_all(struct sbx_list *l, int rc, const struct sbx_error *err) {
@@ -105,7 +105,9 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
   SBX_LIST_INIT(&txn);
   while (!SBX_LIST_EMPTY(group) || open) {
     if (!open && !SBX_LIST_EMPTY(group)) {
-      if ((rc = step_ctl(st, ST_BEGIN, &e)) != 0) {
+      /* a connection that was lost (PostgreSQL) is opened again first, never inside a
+       * transaction: what the group wrote before it was lost is rolled back and failed below */
+      if ((rc = st__db_ready(&st->w, &e)) != 0 || (rc = step_ctl(st, ST_BEGIN, &e)) != 0) {
         fail_all(group, rc, &e);
         move_all(finished, group);
         break;
@@ -118,7 +120,7 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
       if (rc == 0)
         rc = step_ctl(st, ST_COMMIT, &e);
       if (rc != 0) {
-        if (!sqlite3_get_autocommit(st->wdb)) {
+        if (st__in_txn(&st->w)) {
           struct sbx_error ignored;
           step_ctl(st, ST_ROLLBACK, &ignored);
         }
@@ -142,7 +144,7 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
     sbx_list_insert_tail(&txn, &w->link);
     if ((rc = step_ctl(st, ST_SAVEPOINT, &w->err)) == 0) {
       rc = w->exec(st, w, &w->err);
-      if (rc != 0 && !sqlite3_get_autocommit(st->wdb)) {
+      if (rc != 0 && st__in_txn(&st->w)) {
         struct sbx_error ignored;
         if (step_ctl(st, ST_ROLLBACK_TO, &ignored) != 0 || step_ctl(st, ST_RELEASE, &ignored) != 0)
           /* the savepoint could not be undone: give the whole transaction up */
@@ -155,8 +157,8 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
     w->rc = rc;
     if (rc != 0 && w->err.code == 0)
       sbx_error_set(&w->err, rc, "%s", sbx_strerror(rc));
-    if (sqlite3_get_autocommit(st->wdb)) {
-      /* SQLite rolled the whole transaction back (or we had to): every earlier write of it is
+    if (!st__in_txn(&st->w)) {
+      /* the database rolled the whole transaction back (or we had to): every earlier write of it is
        * lost; they fail with this write's error and the rest of the group starts afresh. */
       e = w->err;
       if (e.code == 0)

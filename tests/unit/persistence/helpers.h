@@ -1,6 +1,13 @@
 /* helpers.h -- what the persistence tests share: a store in a fresh temporary directory on its
  * own loop, a callback recorder, and the teardown that insists nothing is left open
- * (uv_loop_close() == 0).  Header-only (static functions) so each suite is one executable. */
+ * (uv_loop_close() == 0).  Header-only (static functions) so each suite is one executable.
+ *
+ * The backend: SQLite by default; PostgreSQL when STORE_TEST_PG holds a server's URL (a
+ * database the tests may create schemas in; scripts/test.d/15-postgres.sh starts one).  Every
+ * test directory then has a schema of its own in that database (t_schema: made by t_mkdir,
+ * dropped by t_rmrf), named in the store's URL (t_url), so tests stay apart as they are on SQLite.
+ * A test that means something for one backend only says so (T_SQLITE_ONLY / T_PG_ONLY: a line
+ * on stderr naming the test and why, then it returns). */
 #ifndef SBX_TEST_STORE_HELPERS_H
 #define SBX_TEST_STORE_HELPERS_H
 
@@ -12,8 +19,76 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "internal.h"
 #include "store.h"
+
+/* ---- the backend ---------------------------------------------------------------------------- */
+
+static inline const char *t_pg_base(void) {
+  const char *u = getenv("STORE_TEST_PG");
+  return u && *u ? u : NULL;
+}
+static inline int t_pg(void) { return t_pg_base() != NULL; }
+
+#define T_SQLITE_ONLY(why)                                                                         \
+  do {                                                                                             \
+    if (t_pg()) {                                                                                  \
+      fprintf(stderr, "SKIP %s on PostgreSQL: %s\n", __func__, (why));                             \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+#define T_PG_ONLY(why)                                                                             \
+  do {                                                                                             \
+    if (!t_pg()) {                                                                                 \
+      fprintf(stderr, "SKIP %s on SQLite: %s (set STORE_TEST_PG)\n", __func__, (why));             \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+
+/* The schema of test directory dir: "t_" and its last path segment in hex. */
+static inline void t_schema(const char *dir, char *out, size_t cap) {
+  const char *b = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+  size_t n = (size_t)snprintf(out, cap, "t_");
+  for (; *b && n + 3 < cap; b++)
+    n += (size_t)snprintf(out + n, cap - n, "%02x", (unsigned char)*b);
+}
+
+/* The database URL of the store of dir: the server's, that schema first in its search_path. */
+static inline void t_url(const char *dir, char *out, size_t cap) {
+  char sch[200];
+  t_schema(dir, sch, sizeof sch);
+  const char *base = t_pg_base();
+  snprintf(out, cap, "%s%coptions=-csearch_path%%3D%s", base, strchr(base, '?') ? '&' : '?', sch);
+}
+
+/* Runs sql on a connection of its own to the server (no schema); asserts it worked. */
+static inline void t_pg_admin(const char *sql) {
+  PGconn *c = PQconnectdb(t_pg_base());
+  ck_assert_msg(PQstatus(c) == CONNECTION_OK, "STORE_TEST_PG: %s", PQerrorMessage(c));
+  PQclear(PQexec(c, "SET client_min_messages = warning")); /* DROP ... CASCADE's notices */
+  PGresult *r = PQexec(c, sql);
+  ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+                "%s: %s", sql, PQerrorMessage(c));
+  PQclear(r);
+  PQfinish(c);
+}
+
+/* store_open for dir, on the backend of the run. */
+static inline int t_store_open(uv_loop_t *loop, const char *dir, struct store **out,
+                               struct sbx_error *err) {
+  char url[1024];
+  if (!t_pg())
+    return store_open(loop, dir, out, err);
+  t_url(dir, url, sizeof url);
+  return store_open_url(loop, dir, url, out, err);
+}
+
+/* The schema version store_open brings a fresh database to, on the backend of the run. */
+static inline int t_schema_version(void) {
+  return t_pg() ? ST_PG_SCHEMA_VERSION : ST_SCHEMA_VERSION;
+}
 
 struct tctx {
   uv_loop_t loop;
@@ -43,19 +118,35 @@ static inline int rm_one(const char *p, const struct stat *sb, int flag, struct 
   return remove(p);
 }
 
-static inline void t_rmrf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+/* Removes a test directory (and, on PostgreSQL, its schema). */
+static inline void t_rmrf(const char *dir) {
+  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (t_pg()) {
+    char sch[200], sql[300];
+    t_schema(dir, sch, sizeof sch);
+    snprintf(sql, sizeof sql, "DROP SCHEMA IF EXISTS %s CASCADE", sch);
+    t_pg_admin(sql);
+  }
+}
 
+/* A fresh test directory (and, on PostgreSQL, its empty schema). */
 static inline void t_mkdir(struct tctx *t) {
   const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   snprintf(t->dir, sizeof t->dir, "%s/sbx-store-XXXXXX", base);
   ck_assert_ptr_nonnull(mkdtemp(t->dir));
+  if (t_pg()) {
+    char sch[200], sql[300];
+    t_schema(t->dir, sch, sizeof sch);
+    snprintf(sql, sizeof sql, "CREATE SCHEMA %s", sch);
+    t_pg_admin(sql);
+  }
 }
 
 static inline void t_open(struct tctx *t) {
   struct sbx_error err = {0};
   t_mkdir(t);
   ck_assert_int_eq(uv_loop_init(&t->loop), 0);
-  int rc = store_open(&t->loop, t->dir, &t->st, &err);
+  int rc = t_store_open(&t->loop, t->dir, &t->st, &err);
   ck_assert_msg(rc == 0, "store_open: %s", err.msg);
 }
 
@@ -63,7 +154,7 @@ static inline void t_open(struct tctx *t) {
 static inline void t_reopen(struct tctx *t) {
   struct sbx_error err = {0};
   ck_assert_int_eq(uv_loop_init(&t->loop), 0);
-  int rc = store_open(&t->loop, t->dir, &t->st, &err);
+  int rc = t_store_open(&t->loop, t->dir, &t->st, &err);
   ck_assert_msg(rc == 0, "store_open: %s", err.msg);
 }
 
@@ -95,6 +186,85 @@ static inline int raw_int(sqlite3 *db, const char *sql) {
   int v = sqlite3_column_int(s, 0);
   sqlite3_finalize(s);
   return v;
+}
+
+/* Raw SQL on a connection of its own to the database of test directory dir, beside the store,
+ * the same text on both backends: t_raw_int gives the first column of the first row (asserting
+ * there is one; -1 when want_row is 0 and none came), t_raw_exec the number of rows a statement
+ * changed.  t_sql_int / t_sql_exec open and close one for a single statement. */
+struct t_raw {
+  sqlite3 *lite;
+  PGconn *pg;
+};
+
+static inline struct t_raw t_raw_open(const char *dir) {
+  struct t_raw r = {0};
+  if (!t_pg()) {
+    r.lite = raw_open(dir);
+    sqlite3_busy_timeout(r.lite, 5000);
+    return r;
+  }
+  char url[1024];
+  t_url(dir, url, sizeof url);
+  r.pg = PQconnectdb(url);
+  ck_assert_msg(PQstatus(r.pg) == CONNECTION_OK, "%s", PQerrorMessage(r.pg));
+  return r;
+}
+
+static inline void t_raw_close(struct t_raw *r) {
+  if (r->lite)
+    ck_assert_int_eq(sqlite3_close(r->lite), SQLITE_OK);
+  if (r->pg)
+    PQfinish(r->pg);
+  r->lite = NULL;
+  r->pg = NULL;
+}
+
+/* want_row: 1 a row must come, 0 none must (the changes are returned), -1 either (-1 if none) */
+static inline int64_t t_raw_sql(struct t_raw *r, const char *sql, int want_row) {
+  int64_t v = -1;
+  if (r->lite) {
+    sqlite3_stmt *s;
+    ck_assert_msg(sqlite3_prepare_v2(r->lite, sql, -1, &s, NULL) == SQLITE_OK, "%s: %s", sql,
+                  sqlite3_errmsg(r->lite));
+    int rc = sqlite3_step(s);
+    ck_assert_msg(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql, sqlite3_errmsg(r->lite));
+    ck_assert_msg(want_row < 0 || (rc == SQLITE_ROW) == (want_row == 1), "%s: %s", sql,
+                  rc == SQLITE_ROW ? "a row" : "no row");
+    v = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : want_row ? -1 : sqlite3_changes(r->lite);
+    sqlite3_finalize(s);
+    return v;
+  }
+  PGresult *res = PQexec(r->pg, sql);
+  ExecStatusType es = PQresultStatus(res);
+  ck_assert_msg(es == PGRES_TUPLES_OK || es == PGRES_COMMAND_OK, "%s: %s", sql,
+                PQerrorMessage(r->pg));
+  int row = es == PGRES_TUPLES_OK && PQntuples(res) > 0;
+  ck_assert_msg(want_row < 0 || row == (want_row == 1), "%s: %s", sql, row ? "a row" : "no row");
+  v = row        ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+      : want_row ? -1
+                 : strtoll(PQcmdTuples(res), NULL, 10);
+  PQclear(res);
+  return v;
+}
+static inline int64_t t_raw_int(struct t_raw *r, const char *sql) { return t_raw_sql(r, sql, 1); }
+static inline int64_t t_raw_exec(struct t_raw *r, const char *sql) { return t_raw_sql(r, sql, 0); }
+
+static inline int64_t t_sql(const char *dir, const char *sql, int want_row) {
+  struct t_raw r = t_raw_open(dir);
+  int64_t v = t_raw_sql(&r, sql, want_row);
+  t_raw_close(&r);
+  return v;
+}
+static inline int64_t t_sql_int(const char *dir, const char *sql) { return t_sql(dir, sql, 1); }
+static inline int64_t t_sql_exec(const char *dir, const char *sql) { return t_sql(dir, sql, 0); }
+
+/* Part of a test that only means something on SQLite (its query plans, its bytecode): 1 to run
+ * it; on PostgreSQL 0, after a line on stderr saying what is left out and why. */
+static inline int t_sqlite_part(const char *test, const char *why) {
+  if (t_pg())
+    fprintf(stderr, "SKIP part of %s on PostgreSQL: %s\n", test, why);
+  return !t_pg();
 }
 
 /* The query plan of sql on db, its detail lines joined by "; ". */

@@ -29,12 +29,13 @@ static void make_hot(int i, char *key, size_t n, char *value) {
 }
 
 START_TEST(test_connections) {
+  T_SQLITE_ONLY("SQLite's WAL checkpoints (PostgreSQL checkpoints by itself)");
   struct tctx t;
   t_open(&t);
   ck_assert_ptr_nonnull(t.st->cdb);
   ck_assert_int_eq(t.st->ckpt_started, 1);
   sqlite3_stmt *s;
-  ck_assert_int_eq(sqlite3_prepare_v2(t.st->wdb, "PRAGMA wal_autocheckpoint", -1, &s, NULL), 0);
+  ck_assert_int_eq(sqlite3_prepare_v2(t.st->w.lite, "PRAGMA wal_autocheckpoint", -1, &s, NULL), 0);
   ck_assert_int_eq(sqlite3_step(s), SQLITE_ROW);
   ck_assert_int_eq(sqlite3_column_int(s, 0), 0); /* the hook replaced the auto-checkpoint */
   sqlite3_finalize(s);
@@ -59,6 +60,7 @@ START_TEST(test_connections) {
 END_TEST
 
 START_TEST(test_wal_bounded_under_load) {
+  T_SQLITE_ONLY("SQLite's WAL checkpoints (PostgreSQL checkpoints by itself)");
   struct tctx t;
   t_open(&t);
   struct pump p;
@@ -89,6 +91,7 @@ END_TEST
  * need, the WAL cannot restart, and yet every write succeeds; once the reader ends, the next
  * checkpoint copies everything and the WAL restarts. */
 START_TEST(test_reader_holds_snapshot) {
+  T_SQLITE_ONLY("SQLite's WAL checkpoints (PostgreSQL checkpoints by itself)");
   struct tctx t;
   t_open(&t);
   struct pump p;
@@ -154,6 +157,7 @@ static void *hold_snapshot(void *arg) {
 }
 
 START_TEST(test_hard_bound) {
+  T_SQLITE_ONLY("SQLite's WAL checkpoints (PostgreSQL checkpoints by itself)");
   struct tctx t;
   t_open(&t);
   struct pump p;

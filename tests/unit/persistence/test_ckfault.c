@@ -403,10 +403,16 @@ static void fault_then_recover(int fail_write, int fail_sync) {
   t_close(&t);
 }
 
-START_TEST(test_db_write_fails) { fault_then_recover(1, 0); }
+START_TEST(test_db_write_fails) {
+  T_SQLITE_ONLY("faults injected through SQLite's VFS into its WAL checkpoints");
+  fault_then_recover(1, 0);
+}
 END_TEST
 
-START_TEST(test_db_fsync_fails) { fault_then_recover(0, 1); }
+START_TEST(test_db_fsync_fails) {
+  T_SQLITE_ONLY("faults injected through SQLite's VFS into its WAL checkpoints");
+  fault_then_recover(0, 1);
+}
 END_TEST
 
 /* The hard bound under the fault: the writer's blocking TRUNCATE checkpoint fails (on the writer
@@ -414,6 +420,7 @@ END_TEST
  * completes; once the fault clears the next blocking checkpoint succeeds, the WAL restarts and
  * its file is cut back to journal_size_limit. */
 START_TEST(test_hard_bound_fails) {
+  T_SQLITE_ONLY("faults injected through SQLite's VFS into its WAL checkpoints");
   struct tctx t;
   struct pump p;
   pump_start(&t, &p);
@@ -472,6 +479,7 @@ END_TEST
  * 300 ms, so the pass is still running when close is called): close joins it, every
  * acknowledged write is there after reopening; ASan's leak check at exit covers the rest. */
 START_TEST(test_close_mid_failure) {
+  T_SQLITE_ONLY("faults injected through SQLite's VFS into its WAL checkpoints");
   struct tctx t;
   struct pump p;
   pump_start(&t, &p);
@@ -520,6 +528,7 @@ END_TEST
  * the next group, so the WAL never holds more than the bound plus the group that crossed it, and
  * it restarts. */
 START_TEST(test_slow_checkpointer) {
+  T_SQLITE_ONLY("faults injected through SQLite's VFS into its WAL checkpoints");
   struct tctx t;
   struct pump p;
   pump_start(&t, &p);

@@ -1,9 +1,10 @@
 /* test_crash.c -- crash safety.  A child process opens the store and writes without pause (runs
  * of result size, events, attachments with their blobs), reporting each write over a pipe only
  * when its callback says it is durable.  The parent SIGKILLs it at a random moment, >= 50 rounds
- * on the same data directory.  After each kill: PRAGMA integrity_check is "ok", every
- * acknowledged run, event and file is there, and each acknowledged file's blob is on disk with
- * exactly its content (sha256 checked).  The next round's child reopens what the last one left
+ * on the same data directory (and, on PostgreSQL, database).  After each kill: (SQLite) PRAGMA
+ * integrity_check is "ok", every acknowledged run, event and file is there, and each acknowledged
+ * file's blob is stored with exactly its content (sha256 checked: the file on disk, or on
+ * PostgreSQL its chunks, hashed by the server).  The next round's child reopens what the last one left
  * (WAL recovery, leftover temp and orphan blob files).  Retention sweeps run among the writes,
  * over expiring files that share blobs with kept ones. */
 #include <errno.h>
@@ -155,7 +156,7 @@ static void child_main(const char *dir, int fd, int round) {
   uv_loop_t loop;
   struct child c = {0};
   uv_loop_init(&loop);
-  if (store_open(&loop, dir, &c.st, NULL) != 0)
+  if (t_store_open(&loop, dir, &c.st, NULL) != 0)
     _exit(2);
   c.fd = fd;
   c.round = round;
@@ -168,31 +169,48 @@ static void child_main(const char *dir, int fd, int round) {
 
 /* ---- the parent ---------------------------------------------------------------------------- */
 
+/* Is the blob of an acknowledged file there with exactly its content?  SQLite: the file in the
+ * blob store; PostgreSQL: its chunks in the database, hashed by the server. */
+static void verify_blob(struct t_raw *db, const char *dir, const char *id, const char *sha,
+                        long long size, int round) {
+  if (t_pg()) {
+    char q[400];
+    snprintf(q, sizeof q,
+             "SELECT (encode(sha256(COALESCE(string_agg(data, ''::bytea ORDER BY n), "
+             "''::bytea)), 'hex') = '%s' AND COALESCE(sum(length(data)), 0) = %lld)::int "
+             "FROM blob_chunks WHERE sha256 = '%s'",
+             sha, size, sha);
+    ck_assert_msg(t_raw_int(db, q) == 1, "round %d: blob %s of acked file %s differs", round, sha,
+                  id);
+    return;
+  }
+  char bpath[600];
+  snprintf(bpath, sizeof bpath, "%s/blobs/%.2s/%s", dir, sha, sha);
+  FILE *f = fopen(bpath, "rb");
+  ck_assert_msg(f != NULL, "round %d: blob of acked file %s missing", round, id);
+  char *buf = malloc((size_t)size + 1);
+  size_t got = fread(buf, 1, (size_t)size + 1, f);
+  fclose(f);
+  ck_assert_int_eq((long long)got, size);
+  char h[65];
+  store_sha256_hex(buf, got, h);
+  free(buf);
+  ck_assert_msg(strcmp(h, sha) == 0, "round %d: blob %s content differs", round, sha);
+}
+
 static void verify(const char *dir, const char *acked, size_t len, int round, size_t *counts) {
-  char path[512];
-  sqlite3 *db;
-  snprintf(path, sizeof path, "%s/cerea.db", dir);
-  ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *q;
-  ck_assert_int_eq(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL), SQLITE_OK);
-  ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
-  ck_assert_msg(strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0,
-                "round %d: integrity_check: %s", round, sqlite3_column_text(q, 0));
-  sqlite3_finalize(q);
-  sqlite3_stmt *qr, *qe, *qf;
-  ck_assert_int_eq(
-      sqlite3_prepare_v2(db, "SELECT 1 FROM runs WHERE id = ?1 AND status = 'ok'", -1, &qr, NULL),
-      SQLITE_OK);
-  ck_assert_int_eq(
-      sqlite3_prepare_v2(db, "SELECT 1 FROM events WHERE chat_id = '" CHAT "' AND seq = ?1", -1,
-                         &qe, NULL),
-      SQLITE_OK);
-  ck_assert_int_eq(sqlite3_prepare_v2(db,
-                                      "SELECT f.sha256, f.size FROM files f JOIN blobs b ON "
-                                      "b.sha256 = f.sha256 WHERE f.id = ?1",
-                                      -1, &qf, NULL),
-                   SQLITE_OK);
+  struct t_raw db = t_raw_open(dir);
+  if (!t_pg()) {
+    sqlite3_stmt *q;
+    ck_assert_int_eq(sqlite3_prepare_v2(db.lite, "PRAGMA integrity_check", -1, &q, NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(q), SQLITE_ROW);
+    ck_assert_msg(strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0,
+                  "round %d: integrity_check: %s", round, sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+  }
   const char *p = acked, *end = acked + len;
+  char q[400];
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     if (nl == NULL)
@@ -201,43 +219,29 @@ static void verify(const char *dir, const char *acked, size_t len, int round, si
     snprintf(line, sizeof line, "%.*s", (int)(nl - p), p);
     p = nl + 1;
     if (line[0] == 'R') {
-      sqlite3_bind_text(qr, 1, line + 1, -1, SQLITE_TRANSIENT);
-      ck_assert_msg(sqlite3_step(qr) == SQLITE_ROW, "round %d: acked run %s lost", round, line + 1);
-      sqlite3_reset(qr);
+      snprintf(q, sizeof q, "SELECT count(*) FROM runs WHERE id = '%s' AND status = 'ok'",
+               line + 1);
+      ck_assert_msg(t_raw_int(&db, q) == 1, "round %d: acked run %s lost", round, line + 1);
       counts[0]++;
     } else if (line[0] == 'E') {
-      sqlite3_bind_int64(qe, 1, atoll(line + 1));
-      ck_assert_msg(sqlite3_step(qe) == SQLITE_ROW, "round %d: acked event %s lost", round,
-                    line + 1);
-      sqlite3_reset(qe);
+      snprintf(q, sizeof q, "SELECT count(*) FROM events WHERE chat_id = '" CHAT "' AND seq = %lld",
+               atoll(line + 1));
+      ck_assert_msg(t_raw_int(&db, q) == 1, "round %d: acked event %s lost", round, line + 1);
       counts[1]++;
     } else if (line[0] == 'F') {
       char id[40], sha[70];
       ck_assert_int_eq(sscanf(line + 1, "%39s %69s", id, sha), 2);
-      sqlite3_bind_text(qf, 1, id, -1, SQLITE_TRANSIENT);
-      ck_assert_msg(sqlite3_step(qf) == SQLITE_ROW, "round %d: acked file %s lost", round, id);
-      ck_assert_str_eq((const char *)sqlite3_column_text(qf, 0), sha);
-      long long size = sqlite3_column_int64(qf, 1);
-      sqlite3_reset(qf);
-      char bpath[600];
-      snprintf(bpath, sizeof bpath, "%s/blobs/%.2s/%s", dir, sha, sha);
-      FILE *f = fopen(bpath, "rb");
-      ck_assert_msg(f != NULL, "round %d: blob of acked file %s missing", round, id);
-      char *buf = malloc((size_t)size + 1);
-      size_t got = fread(buf, 1, (size_t)size + 1, f);
-      fclose(f);
-      ck_assert_int_eq((long long)got, size);
-      char h[65];
-      store_sha256_hex(buf, got, h);
-      free(buf);
-      ck_assert_msg(strcmp(h, sha) == 0, "round %d: blob %s content differs", round, sha);
+      snprintf(q, sizeof q,
+               "SELECT f.size FROM files f JOIN blobs b ON b.sha256 = f.sha256 WHERE f.id = '%s' "
+               "AND f.sha256 = '%s'",
+               id, sha);
+      long long size = (long long)t_raw_sql(&db, q, -1);
+      ck_assert_msg(size >= 0, "round %d: acked file %s lost", round, id);
+      verify_blob(&db, dir, id, sha, size, round);
       counts[2]++;
     }
   }
-  sqlite3_finalize(qr);
-  sqlite3_finalize(qe);
-  sqlite3_finalize(qf);
-  ck_assert_int_eq(sqlite3_close(db), SQLITE_OK);
+  t_raw_close(&db);
 }
 
 START_TEST(test_sigkill_rounds) {

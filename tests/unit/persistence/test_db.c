@@ -1,5 +1,6 @@
-/* test_db.c -- db.c: each migration from the version before it with data kept, a failing
- * migration rolled back, the error translation table, ids. */
+/* test_db.c -- db.c: each migration of the SQLite schema from the version before it with data
+ * kept, a failing migration rolled back, SQLite's error translation table, ids.  PostgreSQL's
+ * migrations and errors are test_pg.c's; the statement layer is what every other suite runs on. */
 #include "helpers.h"
 
 /* A fresh directory for t and a raw connection to its database at schema `version`. */
@@ -12,6 +13,7 @@ static sqlite3 *db_at(struct tctx *t, int version) {
 }
 
 START_TEST(test_migration_0_to_1) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};
@@ -60,6 +62,7 @@ static void insert_v1_rows(sqlite3 *db) {
 }
 
 START_TEST(test_migration_1_to_2) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};
@@ -78,6 +81,7 @@ START_TEST(test_migration_1_to_2) {
 END_TEST
 
 START_TEST(test_migration_2_to_3) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 2);
   insert_v1_rows(db);
@@ -85,12 +89,12 @@ START_TEST(test_migration_2_to_3) {
   struct tctx o = t;
   t_reopen(&o); /* store_open migrates 2 -> 3 */
   ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
-                                      "'runs_chat_seq'"),
+  ck_assert_int_eq(raw_int(o.st->r.lite, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                         "'runs_chat_seq'"),
                    1);
   /* the next seq is found through the index, not by scanning the chat's runs */
   sqlite3_stmt *q;
-  ck_assert_int_eq(sqlite3_prepare_v2(o.st->rdb,
+  ck_assert_int_eq(sqlite3_prepare_v2(o.st->r.lite,
                                       "EXPLAIN QUERY PLAN SELECT COALESCE(MAX(seq), 0) "
                                       "+ 1 FROM runs WHERE chat_id = 'c1'",
                                       -1, &q, NULL),
@@ -135,6 +139,7 @@ static void on_trim_done(int rc, const struct sbx_error *err, size_t removed, vo
 }
 
 START_TEST(test_migration_3_to_4) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 3);
   insert_v1_rows(db);
@@ -150,15 +155,15 @@ START_TEST(test_migration_3_to_4) {
   struct tctx o = t;
   t_reopen(&o); /* store_open migrates 3 -> 4 */
   ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events WHERE created_at = 0"), 3);
+  ck_assert_int_eq(raw_int(o.st->r.lite, "SELECT count(*) FROM events WHERE created_at = 0"), 3);
   /* a new event records when it was logged */
   struct done d = {0};
   int64_t before = sbx_now_wall_ms();
   ck_assert_int_eq(store_event_append(o.st, "c1", 4, "run", "{}", on_done, &d), 0);
   t_wait(&o);
   ck_assert_int_eq(d.rc, 0);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM events WHERE seq = 4 AND "
-                                      "created_at > 0"),
+  ck_assert_int_eq(raw_int(o.st->r.lite, "SELECT count(*) FROM events WHERE seq = 4 AND "
+                                         "created_at > 0"),
                    1);
   /* the old ones read as old: trimmed down to the chat's newest events */
   size_t removed = 99;
@@ -168,12 +173,13 @@ START_TEST(test_migration_3_to_4) {
   int64_t last = 0;
   ck_assert_int_eq(store_event_last_seq(o.st, "c1", &last), 0);
   ck_assert_int_eq(last, 4);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT min(seq) FROM events"), 3);
+  ck_assert_int_eq(raw_int(o.st->r.lite, "SELECT min(seq) FROM events"), 3);
   t_close(&o);
 }
 END_TEST
 
 START_TEST(test_migration_4_to_5) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 4);
   insert_v1_rows(db);
@@ -196,9 +202,9 @@ START_TEST(test_migration_4_to_5) {
   t_reopen(&o); /* store_open migrates 4 -> 5 */
   ck_assert_int_eq(store_schema_version(o.st), ST_SCHEMA_VERSION);
   ck_assert_int_eq(
-      raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"), 0);
-  ck_assert_int_eq(raw_int(o.st->rdb, "SELECT count(*) FROM sqlite_master WHERE name = "
-                                      "'runs_chat_seq'"),
+      raw_int(o.st->r.lite, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_chat'"), 0);
+  ck_assert_int_eq(raw_int(o.st->r.lite, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                         "'runs_chat_seq'"),
                    1);
   /* a chat's runs newest first, as before (created_at order, the same ms by insertion) */
   struct store_run *v;
@@ -222,22 +228,23 @@ START_TEST(test_migration_4_to_5) {
                                                ST_RUN_UNFINISHED};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(chat_keyed); i++) {
     char plan[1024];
-    plan_of(o.st->rdb, sqlite3_sql(o.st->rs[chat_keyed[i]]), plan, sizeof plan);
+    plan_of(o.st->r.lite, sqlite3_sql(o.st->r.q[chat_keyed[i]].lite), plan, sizeof plan);
     ck_assert_msg(strstr(plan, "USING") != NULL && strstr(plan, "TEMP B-TREE") == NULL &&
                       strstr(plan, "SCAN runs;") == NULL,
-                  "%s: %s", sqlite3_sql(o.st->rs[chat_keyed[i]]), plan);
+                  "%s: %s", sqlite3_sql(o.st->r.q[chat_keyed[i]].lite), plan);
   }
   char plan[1024];
-  plan_of(o.st->rdb, sqlite3_sql(o.st->rs[ST_RUN_LIST_CHAT]), plan, sizeof plan);
+  plan_of(o.st->r.lite, sqlite3_sql(o.st->r.q[ST_RUN_LIST_CHAT].lite), plan, sizeof plan);
   ck_assert_ptr_nonnull(strstr(plan, "SEARCH runs USING INDEX runs_chat_seq (chat_id=?)"));
   /* deleting a chat finds its runs by index (the foreign key's cascade) */
-  plan_of(o.st->rdb, "SELECT 1 FROM runs WHERE chat_id = 'c1'", plan, sizeof plan);
+  plan_of(o.st->r.lite, "SELECT 1 FROM runs WHERE chat_id = 'c1'", plan, sizeof plan);
   ck_assert_ptr_nonnull(strstr(plan, "runs_chat_seq"));
   t_close(&o);
 }
 END_TEST
 
 START_TEST(test_migration_5_to_6) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 5);
   insert_v1_rows(db);
@@ -248,12 +255,12 @@ START_TEST(test_migration_5_to_6) {
                   " VALUES ('c2', 1, 'run', '{\"n\":1}', 5),"
                   " ('c1', 1, 'run', '{\"n\":2}', 6), ('c1', 2, 'files', '{}', 7),"
                   " ('c2', 2, 'cancel', '{\"n\":3}', 8)");
-  ck_assert_int_eq(has_object(t.st->rdb, "events_chat_seq"), 1);
-  ck_assert_int_eq(has_object(t.st->rdb, "events_v6"), 0);
-  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT count(*) FROM pragma_table_info('events') WHERE "
-                                      "name = 'id' AND pk = 1"),
+  ck_assert_int_eq(has_object(t.st->r.lite, "events_chat_seq"), 1);
+  ck_assert_int_eq(has_object(t.st->r.lite, "events_v6"), 0);
+  ck_assert_int_eq(raw_int(t.st->r.lite, "SELECT count(*) FROM pragma_table_info('events') WHERE "
+                                         "name = 'id' AND pk = 1"),
                    1); /* a rowid table */
-  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT count(*) FROM events"), 4);
+  ck_assert_int_eq(raw_int(t.st->r.lite, "SELECT count(*) FROM events"), 4);
   /* the rows kept: replay, last seq, created_at */
   struct store_event *v;
   size_t n;
@@ -267,8 +274,8 @@ START_TEST(test_migration_5_to_6) {
   int64_t last = 0;
   ck_assert_int_eq(store_event_last_seq(t.st, "c1", &last), 0);
   ck_assert_int_eq(last, 2);
-  ck_assert_int_eq(raw_int(t.st->rdb, "SELECT created_at FROM events WHERE chat_id = 'c2' AND "
-                                      "seq = 2"),
+  ck_assert_int_eq(raw_int(t.st->r.lite, "SELECT created_at FROM events WHERE chat_id = 'c2' AND "
+                                         "seq = 2"),
                    8);
   /* a seq used twice is still refused; a new one appends */
   struct done d = {0};
@@ -284,16 +291,17 @@ START_TEST(test_migration_5_to_6) {
       ST_EVENT_KTH_NEWEST, ST_EVENT_OLD_PREFIX, ST_EVENT_DELETE_UPTO};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ev); i++) {
     char plan[1024];
-    plan_of(t.st->wdb, sqlite3_sql(t.st->ws[ev[i]]), plan, sizeof plan);
+    plan_of(t.st->w.lite, sqlite3_sql(t.st->w.q[ev[i]].lite), plan, sizeof plan);
     ck_assert_msg(strstr(plan, "events_chat_seq") != NULL && strstr(plan, "TEMP B-TREE") == NULL &&
                       strstr(plan, "SCAN events;") == NULL && strstr(plan, "SCAN e;") == NULL,
-                  "%s: %s", sqlite3_sql(t.st->ws[ev[i]]), plan);
+                  "%s: %s", sqlite3_sql(t.st->w.q[ev[i]].lite), plan);
   }
   t_close(&t);
 }
 END_TEST
 
 START_TEST(test_migration_6_to_7) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 6);
   insert_v1_rows(db);
@@ -308,7 +316,7 @@ START_TEST(test_migration_6_to_7) {
                   " ('f2', 'c1', 'a.png', 2, 3, 's2', 30, 1, '', 'r2', 2, 'a', '.png', 1),"
                   " ('f3', 'c1', 'doc.pdf', 1, 0, 's1', 100, 1, '', '', 3, 'doc', '.pdf', 1),"
                   " ('f4', 'c2', 'b.png', 1, 3, 's3', 7, 1, '', '', 4, 'b', '.png', 1);");
-  ck_assert_int_eq(has_object(t.st->rdb, "files_output"), 1);
+  ck_assert_int_eq(has_object(t.st->r.lite, "files_output"), 1);
   uint64_t bytes = 0;
   ck_assert_int_eq(store_chat_output_bytes(t.st, "c1", &bytes), 0);
   ck_assert_uint_eq(bytes, 130); /* both versions of a.png; not the attachment */
@@ -391,6 +399,7 @@ START_TEST(test_migration_8_to_9) {
 END_TEST
 
 START_TEST(test_migration_failure_rolls_back) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 1);
   struct sbx_error err = {0};

@@ -115,10 +115,16 @@ static void failing_then_ok(int sync_fault, int want_code, const char *want_deta
   t_close(&t);
 }
 
-START_TEST(test_io_error) { failing_then_ok(1, SBX_EIO, "disk I/O error"); }
+START_TEST(test_io_error) {
+  T_SQLITE_ONLY("commit failures injected through SQLite's VFS (test_pg.c fails PostgreSQL's by "
+                "cutting its connection)");
+  failing_then_ok(1, SBX_EIO, "disk I/O error");
+}
 END_TEST
 
 START_TEST(test_disk_full) {
+  T_SQLITE_ONLY("commit failures injected through SQLite's VFS (test_pg.c fails PostgreSQL's by "
+                "cutting its connection)");
   fv_write_error = SQLITE_FULL;
   failing_then_ok(0, SBX_EFULL, "full");
   fv_write_error = SQLITE_IOERR_WRITE;

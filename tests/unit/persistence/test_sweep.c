@@ -126,6 +126,7 @@ START_TEST(test_sweep_steps) {
 END_TEST
 
 START_TEST(test_sweep_commit_fails) {
+  T_SQLITE_ONLY("a commit failed through SQLite's VFS");
   fault_register();
   struct tctx t;
   int rc;

@@ -70,10 +70,10 @@ static int block_exec(struct store *st, struct st_write *w, struct sbx_error *er
   return 0;
 }
 static int partial_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
-  sqlite3_stmt *s = st->ws[ST_SETTING_PUT];
-  sqlite3_bind_text(s, 1, "partial", -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, "must vanish", -1, SQLITE_STATIC);
-  int rc = st__step_done(st->wdb, s, "partial", err);
+  struct st_stmt *s = st__q(&st->w, ST_SETTING_PUT);
+  st__bind_text(s, 1, "partial");
+  st__bind_text(s, 2, "must vanish");
+  int rc = st__step_done(s, "partial", err);
   ck_assert_int_eq(rc, 0);
   return sbx_error_set(err, SBX_EINVAL, "failing on purpose after a change");
 }
@@ -120,30 +120,20 @@ END_TEST
 
 /* Callbacks come after the commit: a connection of its own sees the row already. */
 struct seen {
-  const char *path;
+  const char *dir;
   int checked, visible;
 };
 static void on_check_visible(int rc, const struct sbx_error *err, void *ud) {
   struct seen *s = ud;
-  sqlite3 *db;
   ck_assert_int_eq(rc, 0);
-  ck_assert_int_eq(sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-  sqlite3_stmt *q;
-  ck_assert_int_eq(
-      sqlite3_prepare_v2(db, "SELECT value FROM settings WHERE key = 'durable'", -1, &q, NULL),
-      SQLITE_OK);
-  s->visible = sqlite3_step(q) == SQLITE_ROW;
+  s->visible = (int)t_sql_int(s->dir, "SELECT count(*) FROM settings WHERE key = 'durable'") == 1;
   s->checked = 1;
-  sqlite3_finalize(q);
-  sqlite3_close(db);
 }
 
 START_TEST(test_callback_after_commit) {
   struct tctx t;
   t_open(&t);
-  char path[300];
-  snprintf(path, sizeof path, "%s/cerea.db", t.dir);
-  struct seen s = {path, 0, 0};
+  struct seen s = {t.dir, 0, 0};
   ck_assert_int_eq(store_setting_put(t.st, "durable", "yes", on_check_visible, &s), 0);
   t_wait(&t);
   ck_assert_int_eq(s.checked, 1);
@@ -226,6 +216,7 @@ static void on_io(int rc, const struct sbx_error *err, void *ud) {
 }
 
 START_TEST(test_io_errors) {
+  T_SQLITE_ONLY("I/O errors injected through SQLite's VFS");
   fault_register();
   struct tctx t;
   t_open(&t);
