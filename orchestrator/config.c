@@ -67,6 +67,7 @@ void orch_config_free(struct orch_config *c) {
   for (size_t i = 0; i < c->n_listen; i++)
     sbx_free(c->listen[i]);
   sbx_free(c->data_dir);
+  sbx_free(c->database_url);
   sbx_free(c->tls_cert);
   sbx_free(c->tls_key);
   sbx_free(c->api_key);
@@ -218,6 +219,8 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
   char **slot = NULL;
   if (strcmp(key, "CEREA_DATA_DIR") == 0)
     slot = &c->data_dir;
+  else if (strcmp(key, "CEREA_DATABASE_URL") == 0) /* checked by store_open_url */
+    slot = &c->database_url;
   else if (strcmp(key, "CEREA_TLS_CERT") == 0)
     slot = &c->tls_cert;
   else if (strcmp(key, "CEREA_TLS_KEY") == 0)
@@ -266,6 +269,7 @@ static const char *known_keys[] = {
     "ARTIFACT_RETENTION_DAYS",
     "CEREA_LISTEN",
     "CEREA_DATA_DIR",
+    "CEREA_DATABASE_URL",
     "CEREA_TLS_CERT",
     "CEREA_TLS_KEY",
     "CEREA_API_KEY",

@@ -43,6 +43,7 @@ struct orch_config {
   char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */
   size_t n_listen;
   char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */
+  char *database_url;       /* CEREA_DATABASE_URL: postgresql://...; NULL: SQLite in data_dir */
   char *tls_cert, *tls_key; /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
   char *api_key;            /* CEREA_API_KEY; NULL: read or generated in the data dir */
   char *static_dir;         /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */

@@ -183,7 +183,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   }
   if ((rc = prepare_data_dir(cfg->data_dir, err)) != 0)
     goto fail;
-  if ((rc = store_open(loop, cfg->data_dir, &o->st, err)) != 0)
+  if ((rc = store_open_url(loop, cfg->data_dir, cfg->database_url, &o->st, err)) != 0)
     goto fail;
   if (cfg->api_key != NULL) {
     o->api_key = sbx_strdup(cfg->api_key);
