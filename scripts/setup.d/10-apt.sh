@@ -2,7 +2,9 @@
 # Debian packages: build tools and libraries of the orchestrator, test and benchmark tools (clang
 # with libFuzzer for tests/fuzz/; python3-h2, an HTTP/2 client for the abuse tests, run with
 # /usr/bin/python3), the browser for end-to-end tests, and the Debian Python packages the offline
-# office wheels are built from.  Installs only what is missing.
+# office wheels are built from.  PostgreSQL: libpq for the store's second backend, the server for
+# its tests (stage 15 starts a throwaway one; Debian's own cluster is not used).  Installs only
+# what is missing.
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git curl ca-certificates
@@ -10,6 +12,7 @@ pkgs=(
   libhttp-parser-dev check libsubunit-dev
   libutf8proc-dev
   libcurl4-openssl-dev
+  libpq-dev postgresql
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
   clang libclang-rt-dev python3-h2

@@ -2,7 +2,7 @@
 // with a free port and its own data dir (tracked and stopped by pid), call the API, read event
 // streams (an SSE reader over fetch that carries the bearer token), and act as a scripted page
 // (its event stream plus the page's reports, output and heartbeat).
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -16,10 +16,29 @@ export function tempDir(tag = 'orch') {
   return mkdtempSync(join(tmpdir(), `cerea-${tag}-`));
 }
 
+// With CEREA_TEST_PG (a PostgreSQL server's URL: scripts/test.d/15-postgres.sh), a server's
+// store is in that database, in a schema of its own named after its data dir (so a restart on
+// the same data dir finds its rows, as with SQLite).  Otherwise null: SQLite in the data dir.
+export const PG = process.env.CEREA_TEST_PG || null;
+export function databaseUrl(dataDir) {
+  if (!PG) return null;
+  const schema = 't_' + Buffer.from(dataDir.split('/').pop()).toString('hex');
+  execFileSync('psql', [PG, '-qXc', `SET client_min_messages = warning; CREATE SCHEMA IF NOT EXISTS ${schema}`]);
+  return `${PG}${PG.includes('?') ? '&' : '?'}options=-csearch_path%3D${schema}`;
+}
+
+// Raw SQL on a server's database beside it (the sqlite3 CLI on DATA/cerea.db, or psql on its
+// schema): the rows as text, one per line, columns joined by '|'.
+export function sqlQuery(dataDir, q) {
+  if (PG) return execFileSync('psql', [databaseUrl(dataDir), '-tAqX', '-c', q], { encoding: 'utf8' }).trim();
+  return execFileSync('sqlite3', ['-cmd', '.timeout 5000', join(dataDir, 'cerea.db'), q], { encoding: 'utf8' }).trim();
+}
+
 // Starts the server; resolves once it printed its port.  env adds settings.
 export async function startServer({ dataDir = tempDir(), env = {}, apiKey = API_KEY } = {}) {
   if (!existsSync(BIN)) throw new Error(`${BIN} not built (run bash scripts/setup.sh)`);
   const fullEnv = { ...process.env, CEREA_LOG: process.env.CEREA_LOG || 'warn', ...env };
+  if (PG && !fullEnv.CEREA_DATABASE_URL) fullEnv.CEREA_DATABASE_URL = databaseUrl(dataDir);
   if (apiKey) fullEnv.CEREA_API_KEY = apiKey;
   const proc = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--data', dataDir], {
     cwd: ROOT, env: fullEnv, stdio: ['ignore', 'ignore', 'pipe'],

@@ -2,15 +2,13 @@
 // Last-Event-ID is older than what the log still holds gets a correct state: the run it held is
 // re-dispatched (a new attempt, its `run` event sent), not a replay with a hole in it.  A
 // Last-Event-ID the log still covers replays as before.  The trim itself runs on events older
-// than an hour, so the tests age events in the data directory's database with the sqlite3 CLI
-// (installed by setup) while the server runs or between two starts of it.
+// than an hour, so the tests age events in the server's database (lib.mjs's sqlQuery: the sqlite3
+// CLI, installed by setup, or psql) while the server runs or between two starts of it.
 // What it does not test: the trim's own rules (tests/unit/persistence/test_events.c).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { startServer, call, newChat, upload, Page, sleep, tempDir } from './lib.mjs';
+import { startServer, call, newChat, upload, Page, sleep, tempDir, sqlQuery } from './lib.mjs';
 
 const env = { PAGE_GRACE_MS: '60000' }; // the page stays in its grace for the whole test
 let srv;
@@ -18,7 +16,7 @@ const dataDir = tempDir('trim');
 before(async () => { srv = await startServer({ dataDir, env }); });
 after(async () => { await srv.stop(); rmSync(dataDir, { recursive: true, force: true }); });
 
-const sql = (q) => execFileSync('sqlite3', ['-cmd', '.timeout 5000', join(dataDir, 'cerea.db'), q], { encoding: 'utf8' }).trim();
+const sql = (q) => sqlQuery(dataDir, q);
 const createRun = (chat) => call(srv, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'x' } });
 
 // A page holding a running run drops its stream; a file arrives meanwhile (event 2); then the log
