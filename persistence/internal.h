@@ -549,6 +549,11 @@ int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
 /* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
 #define ST_PG_SCHEMA_VERSION 1
 #define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
+/* Writes per group at most with PostgreSQL: each write's savepoint is a subtransaction, and past
+ * 64 of them a transaction overflows the server's per-session cache of them (PGPROC's subxids),
+ * after which every other session's snapshot must look its subtransactions up on disk.  A COMMIT
+ * per 64 writes costs little: a write is a round trip or more, a commit one WAL flush. */
+#define ST_PG_GROUP_MAX 64
 /* Connects db to url for `role` (its session: UTF-8, synchronous_commit on, ...), a clear
  * one-line error otherwise (name: what the message calls the database). */
 int st__pg_connect(struct st_db *db, const char *url, const char *name, struct sbx_error *err);

@@ -33,8 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PG_MAX_PARAMS 32
-#define PG_TEXTOID    25 /* pg_type.oid of text */
+#define PG_MAX_PARAMS   32
+#define PG_MAX_DEFERRED 4  /* control statements waiting for the next one (writer.c sends <= 2) */
+#define PG_TEXTOID      25 /* pg_type.oid of text */
 
 struct st_pgq {
   char name[24]; /* "sbx_<id>" */
@@ -54,6 +55,9 @@ struct st_pgconn {
   int64_t changes;    /* rows the last command changed */
   uint64_t retry_at;  /* mono ms: no new connection before */
   int auto_reconnect; /* the reader: each read stands alone, so it may reconnect first */
+  int defer_ctl;      /* the writer: its SAVEPOINT and RELEASE ride with the next statement */
+  int ndeferred;
+  enum st_stmt_id deferred[PG_MAX_DEFERRED];
   struct st_pgq q[ST_STMT_COUNT];
 };
 
@@ -245,6 +249,7 @@ int st__pg_connect(struct st_db *db, const char *url, const char *name, struct s
   }
   c->name = name;
   c->auto_reconnect = strcmp(db->role, "reader") == 0;
+  c->defer_ctl = strcmp(db->role, "writer") == 0;
   db->pg = c;
   c->conn = connect_url(url);
   if (c->conn == NULL)
@@ -344,6 +349,7 @@ static int reconnect(struct st_db *db, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EIO, "database %s: connection lost (trying again shortly)",
                          c->name);
   c->retry_at = now + ST_PG_RETRY_MS;
+  c->ndeferred = 0;                         /* of a transaction the lost session took with it */
   for (int i = 0; i < ST_STMT_COUNT; i++) { /* results of the lost session; bindings stay */
     PQclear(c->q[i].res);
     c->q[i].res = NULL;
@@ -421,10 +427,67 @@ void st__pg_bind_int64(struct st_stmt *s, int i, int64_t v) {
   st__pg_bind(s, i, q->num[i - 1], strlen(q->num[i - 1]), 0);
 }
 
+/* Runs q after the writer's deferred control statements, in one round trip (libpq's pipeline
+ * mode: every query sent, then one sync, then the results read in order).  The result is q's,
+ * or the first deferred statement's that failed (the server skips what follows a failure up to
+ * the sync, so q did not run); NULL when the connection failed. */
+static PGresult *exec_pipelined(struct st_pgconn *c, struct st_pgq *q) {
+  int n = c->ndeferred, sent = 0, ok = PQenterPipelineMode(c->conn);
+  c->ndeferred = 0;
+  for (int i = 0; ok && i < n; i++, sent++)
+    ok = PQsendQueryPrepared(c->conn, c->q[c->deferred[i]].name, 0, NULL, NULL, NULL, 0);
+  if (ok && (ok = PQsendQueryPrepared(c->conn, q->name, q->nparams, q->vals, q->lens, q->fmts,
+                                      q->binary)))
+    sent++;
+  if (ok)
+    ok = PQpipelineSync(c->conn);
+  PGresult *mine = NULL, *failed = NULL;
+  for (int i = 0; ok && i < sent; i++) {
+    PGresult *r = PQgetResult(c->conn);
+    if (r == NULL) {
+      ok = 0;
+      break;
+    }
+    ExecStatusType es = PQresultStatus(r);
+    if (i == n)
+      mine = r;
+    else if (es != PGRES_COMMAND_OK && failed == NULL)
+      failed = r;
+    else
+      PQclear(r);
+    while ((r = PQgetResult(c->conn)) != NULL) /* the end of that query's results */
+      PQclear(r);
+  }
+  if (ok) { /* the sync point */
+    PGresult *r = PQgetResult(c->conn);
+    ok = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+    PQclear(r);
+  }
+  if (!ok || !PQexitPipelineMode(c->conn)) {
+    PQclear(mine);
+    PQclear(failed);
+    return NULL;
+  }
+  if (failed) {
+    PQclear(mine);
+    return failed;
+  }
+  return mine;
+}
+
 int st__pg_step(struct st_stmt *s, const char *what, struct sbx_error *err) {
   struct st_pgq *q = s->pg;
   struct st_pgconn *c = s->db->pg;
   int rc;
+  if (q->res == NULL && c->defer_ctl && (s->id == ST_SAVEPOINT || s->id == ST_RELEASE) &&
+      c->ndeferred < PG_MAX_DEFERRED) {
+    /* The writer's savepoint around each write costs no round trip of its own: it goes with the
+     * write's first statement (or a RELEASE with the next write's, or with the COMMIT).  A
+     * failure of one is the failure of the statement it went with. */
+    c->deferred[c->ndeferred++] = s->id;
+    q->row = q->nrows = 0;
+    return ST_DONE;
+  }
   if (q->res == NULL) {
     for (int attempt = 0;; attempt++) {
       /* the reader runs each read alone: a lost connection is opened again first, and a read
@@ -432,7 +495,9 @@ int st__pg_step(struct st_stmt *s, const char *what, struct sbx_error *err) {
       if (c->auto_reconnect && PQstatus(c->conn) != CONNECTION_OK &&
           (rc = reconnect(s->db, err)) != 0)
         return rc;
-      q->res = PQexecPrepared(c->conn, q->name, q->nparams, q->vals, q->lens, q->fmts, q->binary);
+      q->res = c->ndeferred ? exec_pipelined(c, q)
+                            : PQexecPrepared(c->conn, q->name, q->nparams, q->vals, q->lens,
+                                             q->fmts, q->binary);
       ExecStatusType es = PQresultStatus(q->res);
       if (es == PGRES_COMMAND_OK || es == PGRES_TUPLES_OK)
         break;

@@ -185,8 +185,8 @@ static void *writer_main(void *arg) {
     if (SBX_LIST_EMPTY(&st->queue))
       break; /* stopping, nothing left */
     set_state(st, ST_WS_COMMITTING);
-    size_t n = 0;
-    while (!SBX_LIST_EMPTY(&st->queue) && n < st->group_max) {
+    size_t n = 0, max = st->kind == ST_PG ? SBX_MIN(st->group_max, ST_PG_GROUP_MAX) : st->group_max;
+    while (!SBX_LIST_EMPTY(&st->queue) && n < max) {
       struct sbx_list *it = st->queue.next;
       sbx_list_remove(it);
       sbx_list_insert_tail(&group, it);
