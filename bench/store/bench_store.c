@@ -7,9 +7,11 @@
  * synchronous=FULL, fsync before the callback) submits the next.  Latency is submit -> callback.
  *
  * A last mode adds new 4 KB attachments (a blob file written and fsynced + a row each).  At the
- * end: the WAL's largest size in frames and what the checkpoints did (persistence/checkpoint.c).
+ * end (SQLite): the WAL's largest size in frames and what the checkpoints did
+ * (persistence/checkpoint.c).  With --database URL the same on PostgreSQL (store_open_url: the
+ * writer's COMMIT waits for the server's WAL flush; blobs also go into the database, chunked).
  *
- *   bench_store [--dir DIR] [--group N] [--single N] [--files N] [--inflight W]
+ *   bench_store [--dir DIR] [--database URL] [--group N] [--single N] [--files N] [--inflight W]
  * What it does not do: measure reads or HTTP.
  */
 #include <stdio.h>
@@ -111,8 +113,11 @@ static void submit_file(struct bench *b) {
   w->idx = b->submitted++;
   for (size_t i = 0; i < sizeof w->data; i++)
     w->data[i] = (char)(rand() & 0xff);
-  struct store_file_in in = {.chat_id = "c0000000000000000000000000000001", .name = "upload.bin",
-                             .source = STORE_SRC_ATTACHMENT, .mounted = 1, .data = w->data,
+  struct store_file_in in = {.chat_id = "c0000000000000000000000000000001",
+                             .name = "upload.bin",
+                             .source = STORE_SRC_ATTACHMENT,
+                             .mounted = 1,
+                             .data = w->data,
                              .size = sizeof w->data};
   b->start_ns[w->idx] = uv_hrtime();
   if (store_file_add(b->st, &in, on_file, w) != 0) {
@@ -152,8 +157,7 @@ static void run_mode(uv_loop_t *loop, struct store *st, const char *mode, size_t
          "(%.1f writes/commit)  latency ms: p50=%.2f p99=%.2f max=%.2f\n",
          mode, b.done, b.errors, secs, (double)b.done / secs, (unsigned long long)commits,
          commits ? (double)b.done / (double)commits : 0.0, (double)b.lat_ns[total / 2] / 1e6,
-         (double)b.lat_ns[(size_t)((double)total * 0.99)] / 1e6,
-         (double)b.lat_ns[total - 1] / 1e6);
+         (double)b.lat_ns[(size_t)((double)total * 0.99)] / 1e6, (double)b.lat_ns[total - 1] / 1e6);
   fflush(stdout);
   free(b.lat_ns);
   free(b.start_ns);
@@ -167,11 +171,13 @@ static void on_chat(int rc, const struct sbx_error *err, void *ud) {
 }
 
 int main(int argc, char **argv) {
-  const char *dir = NULL;
+  const char *dir = NULL, *url = NULL;
   size_t group_n = 100000, single_n = 3000, inflight = 256, files_n = 2000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--dir"))
       dir = argv[i + 1];
+    else if (!strcmp(argv[i], "--database"))
+      url = argv[i + 1];
     else if (!strcmp(argv[i], "--group"))
       group_n = strtoul(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--single"))
@@ -190,7 +196,7 @@ int main(int argc, char **argv) {
   uv_loop_init(&loop);
   struct store *st;
   struct sbx_error err = {0};
-  if (store_open(&loop, dir, &st, &err) != 0) {
+  if (store_open_url(&loop, dir, url, &st, &err) != 0) {
     fprintf(stderr, "store_open: %s\n", err.msg);
     return 1;
   }
@@ -200,8 +206,14 @@ int main(int argc, char **argv) {
   c.created_at = sbx_now_wall_ms();
   store_chat_create(st, &c, on_chat, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
-  printf("data dir %s, %zu writes in flight, run-result rows (~1.5 KB), WAL + synchronous=FULL\n",
-         dir, inflight);
+  if (url)
+    printf("PostgreSQL (synchronous_commit on), data dir %s, %zu writes in flight, run-result rows "
+           "(~1.5 KB)\n",
+           dir, inflight);
+  else
+    printf("SQLite, data dir %s, %zu writes in flight, run-result rows (~1.5 KB), WAL + "
+           "synchronous=FULL\n",
+           dir, inflight);
   run_mode(&loop, st, "one tx per write", single_n, inflight, 1, 0);
   run_mode(&loop, st, "group commit", group_n, inflight, 4096, 0);
   run_mode(&loop, st, "group commit, 1 in flight", single_n / 3, 1, 4096, 0);
@@ -209,11 +221,12 @@ int main(int argc, char **argv) {
     run_mode(&loop, st, "4 KB file adds, grouped", files_n, inflight, 4096, 1);
   struct st_ckpt ck;
   st__ckpt_get(st, &ck);
-  printf("WAL: max %llu frames, restarted %llu times; checkpoints: %llu checkpointer passes, "
-         "%llu by the writer between groups (%llu blocking), %llu errors\n",
-         (unsigned long long)ck.max_frames, (unsigned long long)ck.gen,
-         (unsigned long long)ck.passes, (unsigned long long)ck.writer_passes,
-         (unsigned long long)ck.blocking, (unsigned long long)ck.errors);
+  if (!url)
+    printf("WAL: max %llu frames, restarted %llu times; checkpoints: %llu checkpointer passes, "
+           "%llu by the writer between groups (%llu blocking), %llu errors\n",
+           (unsigned long long)ck.max_frames, (unsigned long long)ck.gen,
+           (unsigned long long)ck.passes, (unsigned long long)ck.writer_passes,
+           (unsigned long long)ck.blocking, (unsigned long long)ck.errors);
   store_close(st);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
