@@ -438,22 +438,12 @@ int store_blob_open(struct store *st, const char *sha256, int *fd, uint64_t *siz
 int store_blob_read(struct store *st, const char *sha256, char **data, size_t *len) {
   *data = NULL;
   *len = 0;
-  char *path = NULL;
-  int rc = blob_local(st, sha256, &path);
-  if (rc != 0) {
-    sbx_free(path);
+  int fd = -1;
+  uint64_t size = 0;
+  int rc = store_blob_open(st, sha256, &fd, &size);
+  if (rc != 0)
     return rc;
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  sbx_free(path);
-  if (fd < 0)
-    return errno == ENOENT ? SBX_ENOENT : SBX_EIO;
-  struct stat sb;
-  if (fstat(fd, &sb) != 0) {
-    rc = SBX_EIO;
-    goto out;
-  }
-  size_t n = (size_t)sb.st_size, got = 0;
+  size_t n = (size_t)size, got = 0;
   char *buf = sbx_malloc(n + 1);
   if (buf == NULL) {
     rc = SBX_ENOMEM;

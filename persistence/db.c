@@ -217,6 +217,18 @@ int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx
   return r;
 }
 
+int st__known(struct store *st, enum st_stmt_id id, const char *key, const char *what,
+              struct sbx_error *err) {
+  struct st_stmt *s = st__q(&st->w, id);
+  char lookup[64];
+  snprintf(lookup, sizeof lookup, "%s lookup", what);
+  st__bind_text(s, 1, key);
+  int rc = st__step_one(s, lookup, err);
+  return rc == ST_ROW    ? 0
+         : rc == ST_DONE ? sbx_error_set(err, SBX_ENOENT, "no %s %s", what, key)
+                         : rc;
+}
+
 const char *st__col_text(struct st_stmt *s, int i) {
   if (s->db->kind == ST_PG)
     return st__pg_col(s, i, NULL);
@@ -372,6 +384,28 @@ static const char *const migrations[] = {
     "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
 };
 
+int st__migrate_step(st_sql_fn exec, void *conn, const char *begin, const char *sql,
+                     const char *set_version, int v, struct sbx_error *err) {
+  int rc;
+  if ((rc = exec(conn, begin, err)) != 0)
+    return rc;
+  if ((rc = exec(conn, sql, err)) != 0 || (rc = exec(conn, set_version, err)) != 0 ||
+      (rc = exec(conn, "COMMIT", err)) != 0) {
+    struct sbx_error ignored;
+    exec(conn, "ROLLBACK", &ignored);
+    if (err) { /* copied first: err->msg is both the format's argument and its output */
+      char why[sizeof err->msg];
+      snprintf(why, sizeof why, "%s", err->msg);
+      sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, why);
+    }
+  }
+  return rc;
+}
+
+static int lite_exec(void *conn, const char *sql, struct sbx_error *err) {
+  return st__exec(conn, sql, err);
+}
+
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err) {
   sqlite3_stmt *s = NULL;
   int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL);
@@ -400,19 +434,9 @@ int st__migrate(sqlite3 *db, int target, struct sbx_error *err) {
   for (int v = cur + 1; v <= target; v++) {
     char pragma[64];
     snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", v);
-    if ((rc = st__exec(db, "BEGIN IMMEDIATE", err)) != 0)
+    if ((rc = st__migrate_step(lite_exec, db, "BEGIN IMMEDIATE", migrations[v - 1], pragma, v,
+                               err)) != 0)
       return rc;
-    if ((rc = st__exec(db, migrations[v - 1], err)) != 0 || (rc = st__exec(db, pragma, err)) != 0 ||
-        (rc = st__exec(db, "COMMIT", err)) != 0) {
-      struct sbx_error ignored;
-      st__exec(db, "ROLLBACK", &ignored);
-      if (err) { /* copied first: err->msg is both the format's argument and its output */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, why);
-      }
-      return rc;
-    }
     sbx_log(SBX_LOG_DEBUG, ST_MOD, "schema migrated to version %d", v);
   }
   return 0;

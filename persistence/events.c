@@ -10,14 +10,10 @@
 
 static int event_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  struct st_stmt *s = st__q(&st->w, ST_CHAT_EXISTS);
-  st__bind_text(s, 1, op->s[0]);
-  int rc = st__step_one(s, "chat lookup", err);
-  if (rc == 0)
-    return sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[0]);
-  if (rc < 0)
+  int rc = st__known(st, ST_CHAT_EXISTS, op->s[0], "chat", err);
+  if (rc != 0)
     return rc;
-  s = st__q(&st->w, ST_EVENT_APPEND);
+  struct st_stmt *s = st__q(&st->w, ST_EVENT_APPEND);
   st__bind_text(s, 1, op->s[0]);
   st__bind_int64(s, 2, op->i[0]);
   st__bind_text(s, 3, op->s[1]);

@@ -96,14 +96,7 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
 
   if ((rc = store_name_normalize(op->name, op->source, &norm, err)) != 0)
     return rc;
-  s = st__q(&st->w, ST_CHAT_EXISTS);
-  st__bind_text(s, 1, op->chat_id);
-  rc = st__step_one(s, "chat lookup", err);
-  if (rc == 0) {
-    rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->chat_id);
-    goto out;
-  }
-  if (rc < 0)
+  if ((rc = st__known(st, ST_CHAT_EXISTS, op->chat_id, "chat", err)) != 0)
     goto out;
   if (op->staged)
     memcpy(sha, op->staged_sha, sizeof sha);

@@ -508,6 +508,10 @@ void st__reset(struct st_stmt *s); /* also clears the bindings (every parameter 
 int st__step_done(struct st_stmt *s, const char *what, struct sbx_error *err);
 /* Steps and resets: 1 when a row came, 0 when none, or an error. */
 int st__step_one(struct st_stmt *s, const char *what, struct sbx_error *err);
+/* Writer thread: does statement id (its one parameter: key) find a row?  0 when it does,
+ * SBX_ENOENT "no <what> <key>" when not, or the error. */
+int st__known(struct store *st, enum st_stmt_id id, const char *key, const char *what,
+              struct sbx_error *err);
 /* Steps a statement whose one row holds one integer, into *out; resets it.  No row is an error
  * (SBX_EDB). */
 int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx_error *err);
@@ -538,6 +542,14 @@ void st__db_close(struct st_db *db);
 extern const char *const st__stmt_names[ST_STMT_COUNT];
 extern const char *const st__stmt_sqlite[ST_STMT_COUNT];
 extern const char *const st__stmt_pg[ST_STMT_COUNT]; /* NULL: ST_SAME (pg.c derives it) */
+
+/* Raw SQL on a connection of either backend (st__exec's and st__pg_exec's shape). */
+typedef int (*st_sql_fn)(void *conn, const char *sql, struct sbx_error *err);
+/* One migration step, in its own transaction: begin, the step's SQL, set_version (what records
+ * version v), COMMIT; on any failure ROLLBACK, and err says "migration to schema version v
+ * failed: ...".  Both backends' migrations run their steps through it. */
+int st__migrate_step(st_sql_fn exec, void *conn, const char *begin, const char *sql,
+                     const char *set_version, int v, struct sbx_error *err);
 
 /* db.c: SQLite */
 int st__translate(sqlite3 *db, int rc, const char *what, struct sbx_error *err);

@@ -623,6 +623,10 @@ int st__pg_version(struct st_db *db, int *out, struct sbx_error *err) {
   return rc;
 }
 
+static int pg_exec(void *db, const char *sql, struct sbx_error *err) {
+  return st__pg_exec(db, sql, err);
+}
+
 int st__pg_migrate(struct st_db *db, int target, struct sbx_error *err) {
   int cur = 0, rc;
   const int have = (int)SBX_ARRAY_SIZE(pg_migrations);
@@ -646,19 +650,8 @@ int st__pg_migrate(struct st_db *db, int target, struct sbx_error *err) {
   for (int v = cur + 1; v <= target; v++) {
     char set[80];
     snprintf(set, sizeof set, "UPDATE schema_version SET version = %d", v);
-    if ((rc = st__pg_exec(db, "BEGIN", err)) != 0)
+    if ((rc = st__migrate_step(pg_exec, db, "BEGIN", pg_migrations[v - 1], set, v, err)) != 0)
       goto out;
-    if ((rc = st__pg_exec(db, pg_migrations[v - 1], err)) != 0 ||
-        (rc = st__pg_exec(db, set, err)) != 0 || (rc = st__pg_exec(db, "COMMIT", err)) != 0) {
-      struct sbx_error ignored;
-      st__pg_exec(db, "ROLLBACK", &ignored);
-      if (err) { /* copied first: err->msg is both the format's argument and its output */
-        char why[sizeof err->msg];
-        snprintf(why, sizeof why, "%s", err->msg);
-        sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, why);
-      }
-      goto out;
-    }
     sbx_log(SBX_LOG_DEBUG, ST_MOD, "database %s: schema migrated to version %d", db->pg->name, v);
   }
 out:;

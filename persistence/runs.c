@@ -175,12 +175,7 @@ static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *
     if (rc < 0)
       return rc;
   }
-  s = st__q(&st->w, ST_CHAT_EXISTS);
-  st__bind_text(s, 1, r->chat_id);
-  rc = st__step_one(s, "chat lookup", err);
-  if (rc == 0)
-    return sbx_error_set(err, SBX_ENOENT, "no chat %s", r->chat_id);
-  if (rc < 0)
+  if ((rc = st__known(st, ST_CHAT_EXISTS, r->chat_id, "chat", err)) != 0)
     return rc;
   s = st__q(&st->w, ST_RUN_INSERT);
   run_bind(s, r);
@@ -305,21 +300,11 @@ int store_run_list(struct store *st, const char *chat_id, size_t limit, struct s
 
 static int run_file_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  struct st_stmt *s = st__q(&st->w, ST_RUN_CHAT_OF);
-  st__bind_text(s, 1, op->s[0]);
-  int rc = st__step_one(s, "run lookup", err);
-  if (rc == 0)
-    return sbx_error_set(err, SBX_ENOENT, "no run %s", op->s[0]);
-  if (rc < 0)
+  int rc;
+  if ((rc = st__known(st, ST_RUN_CHAT_OF, op->s[0], "run", err)) != 0 ||
+      (rc = st__known(st, ST_FILE_EXISTS, op->s[1], "file", err)) != 0)
     return rc;
-  s = st__q(&st->w, ST_FILE_EXISTS);
-  st__bind_text(s, 1, op->s[1]);
-  rc = st__step_one(s, "file lookup", err);
-  if (rc == 0)
-    return sbx_error_set(err, SBX_ENOENT, "no file %s", op->s[1]);
-  if (rc < 0)
-    return rc;
-  s = st__q(&st->w, ST_RUN_FILE_PUT);
+  struct st_stmt *s = st__q(&st->w, ST_RUN_FILE_PUT);
   st__bind_text(s, 1, op->s[0]);
   st__bind_int64(s, 2, op->i[0]);
   st__bind_text(s, 3, op->s[1]);

@@ -14,6 +14,7 @@
 #define _XOPEN_SOURCE 700
 #include <check.h>
 #include <ftw.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,34 @@ static inline void t_chat(struct tctx *t, const char *id) {
   ck_assert_int_eq(d.called, 1);
   ck_assert_msg(d.rc == 0, "chat create: %s", d.msg);
 }
+
+/* A write that holds the writer inside its group until the test lets it go, so that the writes
+ * queued meanwhile form one group: t_hold_queue queues one (d gets its outcome), t_held waits until
+ * the writer is inside it, t_hold does both, t_let_go lets the writer go on. */
+static sem_t t_gate, t_entered;
+static inline int t_hold_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  (void)st, (void)w, (void)err;
+  sem_post(&t_entered);
+  sem_wait(&t_gate);
+  return 0;
+}
+static inline void t_hold_queue(struct tctx *t, struct done *d) {
+  static int ready;
+  if (!ready) {
+    sem_init(&t_gate, 0, 0);
+    sem_init(&t_entered, 0, 0);
+    ready = 1;
+  }
+  struct st_simple *op = st__simple_new(t_hold_exec, on_done, d);
+  ck_assert_ptr_nonnull(op);
+  ck_assert_int_eq(st__submit(t->st, &op->w), 0);
+}
+static inline void t_held(void) { sem_wait(&t_entered); }
+static inline void t_hold(struct tctx *t, struct done *d) {
+  t_hold_queue(t, d);
+  t_held();
+}
+static inline void t_let_go(void) { sem_post(&t_gate); }
 
 /* store_file_add, waiting; returns rc, fills *out (copy, caller frees) when rc == 0. */
 struct added {

@@ -3,8 +3,6 @@
  * node (a store on the same database with a data directory of its own) reading every file,
  * fetching its local copy once; chunks that went missing or changed refused (no local copy left);
  * and two nodes storing the same content at the same time, both succeeding with one blob. */
-#include <semaphore.h>
-
 #include "helpers.h"
 
 #define CHAT "c0000000000000000000000000000001"
@@ -40,6 +38,16 @@ static int64_t chunk_count(const struct tctx *t, const char *sha) {
   char q[300];
   snprintf(q, sizeof q, "SELECT count(*) FROM blob_chunks WHERE sha256 = '%s'", sha);
   return t_sql_int(t->dir, q);
+}
+
+/* store_blob_read of sha on a node gives exactly data. */
+static void expect_blob(struct tctx *node, const char *sha, const char *data, size_t n) {
+  char *got = NULL;
+  size_t len = 0;
+  ck_assert_int_eq(store_blob_read(node->st, sha, &got, &len), 0);
+  ck_assert_uint_eq(len, n);
+  ck_assert_int_eq(memcmp(got, data, n), 0);
+  sbx_free(got);
 }
 
 static void local_path(const struct tctx *t, const char *sha, char *out, size_t cap) {
@@ -93,12 +101,7 @@ START_TEST(test_chunks_and_other_node) {
   char path[600];
   local_path(&node, a.f.sha256, path, sizeof path);
   ck_assert_int_eq(access(path, F_OK), -1);
-  char *got = NULL;
-  size_t len = 0;
-  ck_assert_int_eq(store_blob_read(node.st, a.f.sha256, &got, &len), 0);
-  ck_assert_uint_eq(len, n1);
-  ck_assert_int_eq(memcmp(got, d1, n1), 0);
-  sbx_free(got);
+  expect_blob(&node, a.f.sha256, d1, n1);
   ck_assert_int_eq(access(path, F_OK), 0);
   int fd = -1;
   uint64_t size = 0;
@@ -139,12 +142,12 @@ START_TEST(test_chunks_and_other_node) {
   /* and one whose chunk is gone */
   snprintf(q, sizeof q, "DELETE FROM blob_chunks WHERE sha256 = '%s' AND n = 4", a.f.sha256);
   ck_assert_int_eq(t_sql_exec(t.dir, q), 1);
+  char *got = NULL;
+  size_t len = 0;
   ck_assert_int_eq(store_blob_read(node.st, a.f.sha256, &got, &len), SBX_ECORRUPT);
   close_node(&node);
   /* the first node still serves its own copies */
-  ck_assert_int_eq(store_blob_read(t.st, a.f.sha256, &got, &len), 0);
-  ck_assert_uint_eq(len, n1);
-  sbx_free(got);
+  expect_blob(&t, a.f.sha256, d1, n1);
   store_file_free(&a.f);
   store_file_free(&b.f);
   store_file_free(&e.f);
@@ -154,43 +157,30 @@ START_TEST(test_chunks_and_other_node) {
 }
 END_TEST
 
-/* The writer of the first node held inside its group (after its blob insert) until released. */
-static sem_t gate, entered;
-static int block_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
-  sem_post(&entered);
-  sem_wait(&gate);
-  return 0;
-}
-
 START_TEST(test_same_content_two_nodes) {
   T_PG_ONLY("two stores writing one PostgreSQL database");
   struct tctx t, node;
   t_open(&t);
   t_chat(&t, CHAT);
   open_node(&node, &t);
-  sem_init(&gate, 0, 0);
-  sem_init(&entered, 0, 0);
   size_t n = ST_CHUNK + 10;
   char *data = pattern(n, 7);
   struct store_file_in in = {.chat_id = CHAT, .name = "same.bin", .data = data, .size = n};
   struct added a = {0}, b = {0};
   struct done held1 = {0}, held2 = {0};
-  /* node 1: its writer held in a first group, so that the add and a second blocker queue up as
-   * one group; then the blob row and chunks inserted and that transaction held open */
-  struct st_simple *blk1 = st__simple_new(block_exec, on_done, &held1);
-  ck_assert_int_eq(st__submit(t.st, &blk1->w), 0);
-  sem_wait(&entered);
+  /* node 1: its writer held in a first group, so that the add and a second hold queue up as one
+   * group; then the blob row and chunks inserted and that transaction held open */
+  t_hold(&t, &held1);
   ck_assert_int_eq(store_file_add(t.st, &in, on_added, &a), 0);
-  struct st_simple *blk2 = st__simple_new(block_exec, on_done, &held2);
-  ck_assert_int_eq(st__submit(t.st, &blk2->w), 0);
-  sem_post(&gate);
-  sem_wait(&entered);
+  t_hold_queue(&t, &held2);
+  t_let_go();
+  t_held();
   /* node 2: the same content; its insert waits for node 1's transaction */
   struct store_file_in in2 = in;
   in2.name = "copy.bin";
   ck_assert_int_eq(store_file_add(node.st, &in2, on_added, &b), 0);
   usleep(300000);
-  sem_post(&gate);
+  t_let_go();
   t_wait(&t);
   t_wait(&node);
   ck_assert_msg(a.rc == 0, "%s", a.msg);
@@ -200,17 +190,10 @@ START_TEST(test_same_content_two_nodes) {
   snprintf(q, sizeof q, "SELECT count(*) FROM blobs WHERE sha256 = '%s'", a.f.sha256);
   ck_assert_int_eq(t_sql_int(t.dir, q), 1);
   ck_assert_int_eq(chunk_count(&t, a.f.sha256), 2);
-  char *got = NULL;
-  size_t len = 0;
-  ck_assert_int_eq(store_blob_read(node.st, b.f.sha256, &got, &len), 0);
-  ck_assert_uint_eq(len, n);
-  ck_assert_int_eq(memcmp(got, data, n), 0);
-  sbx_free(got);
+  expect_blob(&node, b.f.sha256, data, n);
   store_file_free(&a.f);
   store_file_free(&b.f);
   free(data);
-  sem_destroy(&gate);
-  sem_destroy(&entered);
   close_node(&node);
   t_close(&t);
 }

@@ -3,7 +3,6 @@
  * after the commit (another connection already sees the row), store_close draining the queue,
  * fail-at-N allocation, and SQLite I/O errors injected through a test VFS (the error reported as
  * SBX_EIO with SQLite's message, the store going on, the database consistent after reopening). */
-#include <semaphore.h>
 
 #include "faultvfs.h"
 #include "helpers.h"
@@ -61,14 +60,7 @@ START_TEST(test_group_commit) {
 }
 END_TEST
 
-/* A write that blocks the writer until the test lets it go, so the writes queued meanwhile form
- * one group; and a write that changes something and then fails. */
-static sem_t gate, entered;
-static int block_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
-  sem_post(&entered);
-  sem_wait(&gate);
-  return 0;
-}
+/* A write that changes something and then fails. */
 static int partial_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_stmt *s = st__q(&st->w, ST_SETTING_PUT);
   st__bind_text(s, 1, "partial");
@@ -82,18 +74,14 @@ START_TEST(test_savepoint_per_write) {
   struct tctx t;
   t_open(&t);
   t_chat(&t, CHAT);
-  sem_init(&gate, 0, 0);
-  sem_init(&entered, 0, 0);
   struct done d0 = {0}, d1 = {0}, d2 = {0}, d3 = {0}, d4 = {0};
-  struct st_simple *blk = st__simple_new(block_exec, on_done, &d0);
-  ck_assert_int_eq(st__submit(t.st, &blk->w), 0);
-  sem_wait(&entered); /* the writer is inside the blocker: what follows queues up */
+  t_hold(&t, &d0); /* the writer is inside the blocker: what follows queues up */
   ck_assert_int_eq(store_setting_put(t.st, "a", "1", on_done, &d1), 0);
   struct st_simple *bad = st__simple_new(partial_exec, on_done, &d2);
   ck_assert_int_eq(st__submit(t.st, &bad->w), 0);
   ck_assert_int_eq(store_event_append(t.st, "c-none", 1, "run", "{}", on_done, &d3), 0);
   ck_assert_int_eq(store_setting_put(t.st, "b", "2", on_done, &d4), 0);
-  sem_post(&gate);
+  t_let_go();
   t_wait(&t);
   ck_assert_int_eq(d0.rc, 0);
   ck_assert_int_eq(d1.rc, 0);
@@ -112,8 +100,6 @@ START_TEST(test_savepoint_per_write) {
   ck_assert_int_eq(store_setting_get(t.st, "b", &v), 0);
   sbx_free(v);
   ck_assert_int_eq(store_setting_get(t.st, "partial", &v), SBX_ENOENT);
-  sem_destroy(&gate);
-  sem_destroy(&entered);
   t_close(&t);
 }
 END_TEST
