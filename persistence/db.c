@@ -220,10 +220,8 @@ int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx
 int st__known(struct store *st, enum st_stmt_id id, const char *key, const char *what,
               struct sbx_error *err) {
   struct st_stmt *s = st__q(&st->w, id);
-  char lookup[64];
-  snprintf(lookup, sizeof lookup, "%s lookup", what);
   st__bind_text(s, 1, key);
-  int rc = st__step_one(s, lookup, err);
+  int rc = st__step_one(s, what, err); /* an error's message names what was looked up */
   return rc == ST_ROW    ? 0
          : rc == ST_DONE ? sbx_error_set(err, SBX_ENOENT, "no %s %s", what, key)
                          : rc;
