@@ -53,77 +53,77 @@
  * for rowid; a PostgreSQL text is written out only where the dialects differ.  A NULL SQLite
  * text is a statement of the PostgreSQL backend alone (blob chunks). */
 #define ST_SAME NULL
-#define ST_STMTS(X)                                                                                \
-  X(BEGIN, "BEGIN IMMEDIATE", "BEGIN")                                                             \
-  X(COMMIT, "COMMIT", ST_SAME)                                                                     \
-  X(ROLLBACK, "ROLLBACK", ST_SAME)                                                                 \
-  X(SAVEPOINT, "SAVEPOINT w", ST_SAME)                                                             \
-  X(RELEASE, "RELEASE w", ST_SAME)                                                                 \
-  X(ROLLBACK_TO, "ROLLBACK TO w", ST_SAME)                                                         \
-  X(PING, "SELECT 1", ST_SAME)                                                                     \
-  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)",    \
-    ST_SAME)                                                                                       \
-  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1", ST_SAME)                          \
-  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1", ST_SAME)        \
-  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1", ST_SAME)                                     \
-  X(CHAT_LIST,                                                                                     \
-    "SELECT id, token_hash, title, created_at FROM chats "                                         \
-    "ORDER BY created_at DESC, rowid DESC LIMIT ?1",                                               \
-    ST_SAME)                                                                                       \
-  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1", ST_SAME)                              \
-  /* a blob row another node's transaction holds (or committed) already: no error, 0 rows */       \
-  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)",                 \
-    "INSERT INTO blobs(sha256, size, created_at) VALUES($1, $2, $3) "                              \
-    "ON CONFLICT (sha256) DO NOTHING")                                                             \
-  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs", ST_SAME)                               \
-  /* a blob's content in PostgreSQL (chunks.c): ST_CHUNK bytes a row, numbered from 0 */           \
-  X(CHUNK_PUT, NULL, "INSERT INTO blob_chunks(sha256, n, data) VALUES($1, $2, $3)")                \
-  X(CHUNK_GET, NULL, "SELECT data FROM blob_chunks WHERE sha256 = $1 AND n = $2")                  \
-  X(FILE_INSERT,                                                                                   \
-    "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "                \
-    "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "                   \
-    "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "                   \
-    "?13, ?14, ?15, ?16, ?17)",                                                                    \
-    ST_SAME)                                                                                       \
-  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1", ST_SAME)                         \
-  X(FILE_SAME_CONTENT,                                                                             \
-    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "                                 \
-    "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "                     \
-    "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "                            \
-    "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1",                             \
-    ST_SAME)                                                                                       \
-  /* EXISTS is an integer in SQLite, a boolean in PostgreSQL */                                    \
-  X(FILE_DUP_MAX,                                                                                  \
-    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "                        \
-    "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "                      \
-    "chat_id = ?1 AND name = ?4)",                                                                 \
-    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = $1 AND dup_stem = $2 AND "      \
-    "dup_ext = $3), 0), (EXISTS (SELECT 1 FROM files WHERE chat_id = $1 AND name = $4))::int")     \
-  X(FILE_LATEST,                                                                                   \
-    "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "                         \
-    "ORDER BY version DESC LIMIT 1",                                                               \
-    ST_SAME)                                                                                       \
-  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid",         \
-    ST_SAME)                                                                                       \
-  X(FILE_LIST_LATEST,                                                                              \
-    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "                      \
-    "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "                      \
-    "AND g.version > f.version) ORDER BY rowid",                                                   \
-    ST_SAME)                                                                                       \
-  /* a chat's stored output bytes: the partial covering index files_output (schema 7) alone */     \
-  X(CHAT_OUTPUT_BYTES,                                                                             \
-    "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                             \
-    "source = 3",                                                                                  \
-    ST_SAME)                                                                                       \
-  X(TURN_PUT,                                                                                      \
-    "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                      \
-    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "        \
-    "answer = excluded.answer, finished_at = excluded.finished_at",                                \
-    ST_SAME)                                                                                       \
-  X(TURN_GET,                                                                                      \
-    "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "                       \
-    "WHERE id = ?1",                                                                               \
-    ST_SAME)                                                                                       \
+#define ST_STMTS(X)                                                                                 \
+  X(BEGIN, "BEGIN IMMEDIATE", "BEGIN")                                                              \
+  X(COMMIT, "COMMIT", ST_SAME)                                                                      \
+  X(ROLLBACK, "ROLLBACK", ST_SAME)                                                                  \
+  X(SAVEPOINT, "SAVEPOINT w", ST_SAME)                                                              \
+  X(RELEASE, "RELEASE w", ST_SAME)                                                                  \
+  X(ROLLBACK_TO, "ROLLBACK TO w", ST_SAME)                                                          \
+  X(PING, "SELECT 1", ST_SAME)                                                                      \
+  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)",     \
+    ST_SAME)                                                                                        \
+  X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1", ST_SAME)                           \
+  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1", ST_SAME)         \
+  X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1", ST_SAME)                                      \
+  X(CHAT_LIST,                                                                                      \
+    "SELECT id, token_hash, title, created_at FROM chats "                                          \
+    "ORDER BY created_at DESC, rowid DESC LIMIT ?1",                                                \
+    ST_SAME)                                                                                        \
+  X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1", ST_SAME)                               \
+  /* a blob row another node's transaction holds (or committed) already: no error, 0 rows */        \
+  X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)",                  \
+    "INSERT INTO blobs(sha256, size, created_at) VALUES($1, $2, $3) "                               \
+    "ON CONFLICT (sha256) DO NOTHING")                                                              \
+  X(BLOB_TOTAL, "SELECT COALESCE(SUM(size), 0) FROM blobs", ST_SAME)                                \
+  /* a blob's content in PostgreSQL (chunks.c): ST_CHUNK bytes a row, numbered from 0 */            \
+  X(CHUNK_PUT, NULL, "INSERT INTO blob_chunks(sha256, n, data) VALUES($1, $2, $3)")                 \
+  X(CHUNK_GET, NULL, "SELECT data FROM blob_chunks WHERE sha256 = $1 AND n = $2")                   \
+  X(FILE_INSERT,                                                                                    \
+    "INSERT INTO files(id, chat_id, name, version, source, sha256, size, mounted, "                 \
+    "left_out_reason, text_of, run_id, kind, created_at, expires_at, dup_stem, "                    \
+    "dup_ext, dup_n) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "                    \
+    "?13, ?14, ?15, ?16, ?17)",                                                                     \
+    ST_SAME)                                                                                        \
+  X(FILE_GET, "SELECT " ST_FILE_COLS " FROM files WHERE id = ?1", ST_SAME)                          \
+  X(FILE_SAME_CONTENT,                                                                              \
+    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND "                                  \
+    "dup_stem = ?2 AND dup_ext = ?3 AND sha256 = ?4 AND NOT EXISTS (SELECT 1 "                      \
+    "FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name AND "                             \
+    "g.version > f.version) ORDER BY (name = ?5) DESC, dup_n LIMIT 1",                              \
+    ST_SAME)                                                                                        \
+  /* EXISTS is an integer in SQLite, a boolean in PostgreSQL */                                     \
+  X(FILE_DUP_MAX,                                                                                   \
+    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = ?1 AND "                         \
+    "dup_stem = ?2 AND dup_ext = ?3), 0), EXISTS (SELECT 1 FROM files WHERE "                       \
+    "chat_id = ?1 AND name = ?4)",                                                                  \
+    "SELECT COALESCE((SELECT MAX(dup_n) FROM files WHERE chat_id = $1 AND dup_stem = $2 AND "       \
+    "dup_ext = $3), 0), (EXISTS (SELECT 1 FROM files WHERE chat_id = $1 AND name = $4))::int")      \
+  X(FILE_LATEST,                                                                                    \
+    "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 AND name = ?2 "                          \
+    "ORDER BY version DESC LIMIT 1",                                                                \
+    ST_SAME)                                                                                        \
+  X(FILE_LIST_ALL, "SELECT " ST_FILE_COLS " FROM files WHERE chat_id = ?1 ORDER BY rowid",          \
+    ST_SAME)                                                                                        \
+  X(FILE_LIST_LATEST,                                                                               \
+    "SELECT " ST_FILE_COLS " FROM files f WHERE chat_id = ?1 AND NOT EXISTS "                       \
+    "(SELECT 1 FROM files g WHERE g.chat_id = f.chat_id AND g.name = f.name "                       \
+    "AND g.version > f.version) ORDER BY rowid",                                                    \
+    ST_SAME)                                                                                        \
+  /* a chat's stored output bytes: the partial covering index files_output (schema 7) alone */      \
+  X(CHAT_OUTPUT_BYTES,                                                                              \
+    "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                              \
+    "source = 3",                                                                                   \
+    ST_SAME)                                                                                        \
+  X(TURN_PUT,                                                                                       \
+    "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                       \
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "         \
+    "answer = excluded.answer, finished_at = excluded.finished_at",                                 \
+    ST_SAME)                                                                                        \
+  X(TURN_GET,                                                                                       \
+    "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "                        \
+    "WHERE id = ?1",                                                                                \
+    ST_SAME)                                                                                        \
   X(MESSAGE_PUT,                                                                                   \
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
     "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                     \
@@ -149,98 +149,136 @@
    * is rewritten), RUN_INSERT when it changed nothing.  An existing id fails the SQLite insert \
    * (a constraint) and inserts no row in PostgreSQL (DO NOTHING: a failed statement would abort \
    * the transaction, and runs.c asks which chat holds the id next); runs.c treats both alike. \
-   * PostgreSQL types ?22 by its first use, so it is cast. */  \
-  X(RUN_INSERT,                                                                                    \
-    "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                \
-    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "               \
-    "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "               \
-    "END, ?23, ?24, ?25, ?26, ?27)",                                                               \
-    "INSERT INTO runs(" ST_RUN_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, " \
-    "$13, $14, $15, $16, $17, $18, $19, $20, $21, CASE WHEN $22::bigint > 0 THEN $22::bigint "     \
-    "ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = $2) END, $23, $24, $25, "    \
-    "$26, $27) "                                                                                   \
-    "ON CONFLICT (id) DO NOTHING")                                                                 \
-  X(RUN_UPDATE,                                                                                    \
-    "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "              \
-    "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "                        \
-    "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "              \
-    "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "                           \
-    "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25, "              \
-    "value_json = ?26, displays_json = ?27 WHERE id = ?1 AND chat_id = ?2",                        \
-    ST_SAME)                                                                                       \
-  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1", ST_SAME)                                \
-  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1", ST_SAME)                            \
-  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2", ST_SAME)       \
-  X(RUN_UNFINISHED,                                                                                \
-    "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                                      \
-    "ORDER BY created_at, rowid",                                                                  \
-    ST_SAME)                                                                                       \
+   * PostgreSQL types ?22 by its first use, so it is cast. */   \
+  X(RUN_INSERT,                                                                                     \
+    "INSERT INTO runs(" ST_RUN_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "                 \
+    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, CASE WHEN ?22 > 0 "                \
+    "THEN ?22 ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = ?2) "                \
+    "END, ?23, ?24, ?25, ?26, ?27)",                                                                \
+    "INSERT INTO runs(" ST_RUN_COLS ") VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "  \
+    "$13, $14, $15, $16, $17, $18, $19, $20, $21, CASE WHEN $22::bigint > 0 THEN $22::bigint "      \
+    "ELSE (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs WHERE chat_id = $2) END, $23, $24, $25, "     \
+    "$26, $27) "                                                                                    \
+    "ON CONFLICT (id) DO NOTHING")                                                                  \
+  X(RUN_UPDATE,                                                                                     \
+    "UPDATE runs SET turn_id = ?3, code = ?4, origin = ?5, state = ?6, status = ?7, "               \
+    "timeout_s = ?8, attempts = ?9, stdout_text = ?10, stderr_text = ?11, "                         \
+    "stdout_truncated = ?12, stderr_truncated = ?13, error_json = ?14, notes_json = "               \
+    "?15, remounted_json = ?16, restarted = ?17, files_unlisted = ?18, "                            \
+    "figures_dropped = ?19, result_hash = ?20, started_at = ?24, finished_at = ?25, "               \
+    "value_json = ?26, displays_json = ?27 WHERE id = ?1 AND chat_id = ?2",                         \
+    ST_SAME)                                                                                        \
+  X(RUN_CHAT_OF, "SELECT chat_id FROM runs WHERE id = ?1", ST_SAME)                                 \
+  X(RUN_GET, "SELECT " ST_RUN_COLS " FROM runs WHERE id = ?1", ST_SAME)                             \
+  X(RUN_BY_IDEM, "SELECT id FROM runs WHERE chat_id = ?1 AND idempotency_key = ?2", ST_SAME)        \
+  X(RUN_UNFINISHED,                                                                                 \
+    "SELECT " ST_RUN_COLS " FROM runs WHERE state <> 'done' "                                       \
+    "ORDER BY created_at, rowid",                                                                   \
+    ST_SAME)                                                                                        \
   /* newest first by insertion (a run's row is inserted when it is created): a reverse rowid \
-   * scan that stops after ?1 rows (ORDER BY created_at would sort all runs of all chats) */     \
-  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1", ST_SAME)        \
-  /* seq is a chat's creation order: runs_chat_seq serves the list */                              \
-  X(RUN_LIST_CHAT,                                                                                 \
-    "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                                         \
-    "ORDER BY seq DESC, rowid DESC LIMIT ?1",                                                      \
-    ST_SAME)                                                                                       \
-  X(RUN_FILE_PUT,                                                                                  \
-    "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "                         \
-    "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id",                      \
-    ST_SAME)                                                                                       \
-  X(RUN_FILES,                                                                                     \
-    "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "                 \
-    "WHERE r.run_id = ?1 ORDER BY r.position",                                                     \
-    ST_SAME)                                                                                       \
-  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1", ST_SAME)                                     \
-  X(EVENT_APPEND,                                                                                  \
-    "INSERT INTO events(chat_id, seq, type, payload, created_at) "                                 \
-    "VALUES(?1, ?2, ?3, ?4, ?5)",                                                                  \
-    ST_SAME)                                                                                       \
-  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1", ST_SAME)            \
-  X(EVENT_SINCE,                                                                                   \
-    "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "                       \
-    "ORDER BY seq LIMIT ?3",                                                                       \
-    ST_SAME)                                                                                       \
+   * scan that stops after ?1 rows (ORDER BY created_at would sort all runs of all chats) */      \
+  X(RUN_LIST_ALL, "SELECT " ST_RUN_COLS " FROM runs ORDER BY rowid DESC LIMIT ?1", ST_SAME)         \
+  /* seq is a chat's creation order: runs_chat_seq serves the list */                               \
+  X(RUN_LIST_CHAT,                                                                                  \
+    "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?2 "                                          \
+    "ORDER BY seq DESC, rowid DESC LIMIT ?1",                                                       \
+    ST_SAME)                                                                                        \
+  X(RUN_FILE_PUT,                                                                                   \
+    "INSERT INTO run_files(run_id, position, file_id) VALUES(?1, ?2, ?3) "                          \
+    "ON CONFLICT(run_id, position) DO UPDATE SET file_id = excluded.file_id",                       \
+    ST_SAME)                                                                                        \
+  X(RUN_FILES,                                                                                      \
+    "SELECT " ST_FILE_COLS_F " FROM run_files r JOIN files f ON f.id = r.file_id "                  \
+    "WHERE r.run_id = ?1 ORDER BY r.position",                                                      \
+    ST_SAME)                                                                                        \
+  X(FILE_EXISTS, "SELECT 1 FROM files WHERE id = ?1", ST_SAME)                                      \
+  X(EVENT_APPEND,                                                                                   \
+    "INSERT INTO events(chat_id, seq, type, payload, created_at) "                                  \
+    "VALUES(?1, ?2, ?3, ?4, ?5)",                                                                   \
+    ST_SAME)                                                                                        \
+  X(EVENT_LAST, "SELECT COALESCE(MAX(seq), 0) FROM events WHERE chat_id = ?1", ST_SAME)             \
+  X(EVENT_SINCE,                                                                                    \
+    "SELECT seq, type, payload FROM events WHERE chat_id = ?1 AND seq > ?2 "                        \
+    "ORDER BY seq LIMIT ?3",                                                                        \
+    ST_SAME)                                                                                        \
   /* trimming (events.c): chats in key order, then per chat its oldest event, newest seq, the \
-   * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */    \
-  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1",     \
-    ST_SAME)                                                                                       \
-  X(EVENT_SPAN,                                                                                    \
-    "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "                      \
-    "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                               \
-    "ORDER BY e.seq LIMIT 1",                                                                      \
-    ST_SAME)                                                                                       \
-  X(EVENT_KTH_NEWEST,                                                                              \
-    "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "                                 \
-    "LIMIT 1 OFFSET ?2",                                                                           \
-    ST_SAME)                                                                                       \
-  X(EVENT_OLD_PREFIX,                                                                              \
-    "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "                          \
-    "ORDER BY seq LIMIT ?3",                                                                       \
-    ST_SAME)                                                                                       \
-  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2", ST_SAME)             \
-  X(SETTING_PUT,                                                                                   \
-    "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                             \
-    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",                                       \
-    ST_SAME)                                                                                       \
-  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1", ST_SAME)                             \
-  X(SWEEP_EXPIRED,                                                                                 \
-    "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                              \
-    "ORDER BY expires_at LIMIT ?2",                                                                \
-    ST_SAME)                                                                                       \
-  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1", ST_SAME)                                       \
-  X(SWEEP_UNREFERENCED,                                                                            \
-    "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "                      \
-    "f WHERE f.sha256 = b.sha256) LIMIT ?1",                                                       \
-    ST_SAME)                                                                                       \
-  /* in PostgreSQL the blob's chunks go with it (ON DELETE CASCADE) */                             \
-  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1", ST_SAME)                                   \
-  /* PostgreSQL types ?1 by its first use (an integer): cast */                                    \
-  X(RETENTION_APPLY,                                                                               \
-    "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "                         \
-    "ELSE 0 END WHERE source = 3",                                                                 \
-    "UPDATE files SET expires_at = CASE WHEN $1::bigint > 0 THEN created_at + $1::bigint "         \
+   * keep-th newest seq and the old prefix below it, all on the events_chat_seq index */     \
+  X(EVENT_NEXT_CHAT, "SELECT chat_id FROM events WHERE chat_id > ?1 ORDER BY chat_id LIMIT 1",      \
+    ST_SAME)                                                                                        \
+  X(EVENT_SPAN,                                                                                     \
+    "SELECT e.seq, e.created_at, (SELECT seq FROM events WHERE chat_id = ?1 "                       \
+    "ORDER BY seq DESC LIMIT 1) FROM events e WHERE e.chat_id = ?1 "                                \
+    "ORDER BY e.seq LIMIT 1",                                                                       \
+    ST_SAME)                                                                                        \
+  X(EVENT_KTH_NEWEST,                                                                               \
+    "SELECT seq FROM events WHERE chat_id = ?1 ORDER BY seq DESC "                                  \
+    "LIMIT 1 OFFSET ?2",                                                                            \
+    ST_SAME)                                                                                        \
+  X(EVENT_OLD_PREFIX,                                                                               \
+    "SELECT seq, created_at FROM events WHERE chat_id = ?1 AND seq < ?2 "                           \
+    "ORDER BY seq LIMIT ?3",                                                                        \
+    ST_SAME)                                                                                        \
+  X(EVENT_DELETE_UPTO, "DELETE FROM events WHERE chat_id = ?1 AND seq <= ?2", ST_SAME)              \
+  X(SETTING_PUT,                                                                                    \
+    "INSERT INTO settings(key, value) VALUES(?1, ?2) "                                              \
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",                                        \
+    ST_SAME)                                                                                        \
+  X(SETTING_GET, "SELECT value FROM settings WHERE key = ?1", ST_SAME)                              \
+  /* a chat's unfinished runs (a node taking the chat over), in creation order */                   \
+  X(RUN_UNFINISHED_CHAT,                                                                            \
+    "SELECT " ST_RUN_COLS " FROM runs WHERE chat_id = ?1 AND state <> 'done' ORDER BY seq",         \
+    ST_SAME)                                                                                        \
+  /* nodes (nodes.c, PostgreSQL only): a lease taken when free, expired or already this node's,   \
+   * in one statement, its epoch logged; who holds it otherwise; renewed, released */ \
+  X(LEASE_TAKE, NULL, ST_LEASE_TAKE_SQL)                                                            \
+  X(LEASE_OWNER, NULL,                                                                              \
+    "SELECT node_id, node_url, GREATEST(0, (EXTRACT(EPOCH FROM expires_at - clock_timestamp()) "    \
+    "* 1000)::bigint), epoch FROM chat_leases WHERE chat_id = $1")                                  \
+  X(LEASE_RENEW, NULL,                                                                              \
+    "WITH r AS (UPDATE chat_leases SET expires_at = clock_timestamp() + $2::bigint * "              \
+    "interval '1 millisecond' WHERE node_id = $1 RETURNING chat_id, epoch, expires_at), "           \
+    "l AS (UPDATE lease_log g SET until_at = r.expires_at FROM r WHERE g.chat_id = r.chat_id "      \
+    "AND g.epoch = r.epoch) SELECT count(*) FROM r")                                                \
+  X(LEASE_RELEASE, NULL,                                                                            \
+    "WITH r AS (UPDATE chat_leases SET expires_at = clock_timestamp() WHERE node_id = $1 AND "      \
+    "chat_id = $2 RETURNING chat_id, epoch, expires_at) UPDATE lease_log g SET until_at = "         \
+    "r.expires_at FROM r WHERE g.chat_id = r.chat_id AND g.epoch = r.epoch")                        \
+  X(LEASE_RELEASE_ALL, NULL,                                                                        \
+    "WITH r AS (UPDATE chat_leases SET expires_at = clock_timestamp() WHERE node_id = $1 AND "      \
+    "expires_at > clock_timestamp() RETURNING chat_id, epoch, expires_at) UPDATE lease_log g "      \
+    "SET until_at = r.expires_at FROM r WHERE g.chat_id = r.chat_id AND g.epoch = r.epoch")         \
+  X(NOTIFY, NULL, "SELECT pg_notify('cerea', $1)")                                                  \
+  X(SWEEP_EXPIRED,                                                                                  \
+    "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                               \
+    "ORDER BY expires_at LIMIT ?2",                                                                 \
+    ST_SAME)                                                                                        \
+  X(FILE_DELETE, "DELETE FROM files WHERE id = ?1", ST_SAME)                                        \
+  X(SWEEP_UNREFERENCED,                                                                             \
+    "SELECT sha256, size FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM files "                       \
+    "f WHERE f.sha256 = b.sha256) LIMIT ?1",                                                        \
+    ST_SAME)                                                                                        \
+  /* in PostgreSQL the blob's chunks go with it (ON DELETE CASCADE) */                              \
+  X(BLOB_DELETE, "DELETE FROM blobs WHERE sha256 = ?1", ST_SAME)                                    \
+  /* PostgreSQL types ?1 by its first use (an integer): cast */                                     \
+  X(RETENTION_APPLY,                                                                                \
+    "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "                          \
+    "ELSE 0 END WHERE source = 3",                                                                  \
+    "UPDATE files SET expires_at = CASE WHEN $1::bigint > 0 THEN created_at + $1::bigint "          \
     "ELSE 0 END WHERE source = 3")
+
+/* The lease's epoch goes up by one when another node takes it; the log keeps one row per epoch
+ * (taken at, held until), the renewals moving its end. */
+#define ST_LEASE_TAKE_SQL                                                                          \
+  "WITH t AS (INSERT INTO chat_leases(chat_id, node_id, node_url, epoch, expires_at) "             \
+  "VALUES($1, $2, $3, 1, clock_timestamp() + $4::bigint * interval '1 millisecond') "              \
+  "ON CONFLICT (chat_id) DO UPDATE SET node_id = EXCLUDED.node_id, node_url = EXCLUDED.node_url, " \
+  "epoch = chat_leases.epoch + (chat_leases.node_id <> EXCLUDED.node_id "                          \
+  "OR chat_leases.expires_at < clock_timestamp())::int, expires_at = EXCLUDED.expires_at "         \
+  "WHERE chat_leases.node_id = EXCLUDED.node_id OR chat_leases.expires_at < clock_timestamp() "    \
+  "RETURNING chat_id, node_id, epoch, expires_at), "                                               \
+  "l AS (INSERT INTO lease_log(chat_id, epoch, node_id, taken_at, until_at) "                      \
+  "SELECT chat_id, epoch, node_id, clock_timestamp(), expires_at FROM t "                          \
+  "ON CONFLICT (chat_id, epoch) DO UPDATE SET until_at = EXCLUDED.until_at) SELECT epoch FROM t"
 
 #define ST_FILE_COLS                                                                               \
   "id, chat_id, name, version, source, sha256, size, mounted, left_out_reason, text_of, run_id, "  \
@@ -449,7 +487,9 @@ struct store {
                      * password; st->db_name is what messages name) */
   char *db_name;     /* what messages call the database: the SQLite path, or user@host:port/db */
   struct st_db w, r; /* the writer's connection (writer thread), the reader's (loop thread) */
-  sqlite3 *cdb;      /* ST_SQLITE: the checkpointer's connection (checkpoint.c) */
+  struct st_db l;    /* ST_PG: the lease connection (nodes.c; loop thread, autocommit) */
+  struct st_listen *listen; /* ST_PG: the listen connection, once store_listen was called */
+  sqlite3 *cdb;             /* ST_SQLITE: the checkpointer's connection (checkpoint.c) */
   int schema_version;
 
   /* writer thread */
@@ -558,8 +598,12 @@ int st__migrate(sqlite3 *db, int target, struct sbx_error *err);
 int st__user_version(sqlite3 *db, int *out, struct sbx_error *err);
 int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
 
+/* nodes.c */
+struct st_listen;
+void st__listen_close(struct store *st); /* store_close: the listen connection and its handles */
+
 /* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
-#define ST_PG_SCHEMA_VERSION 1
+#define ST_PG_SCHEMA_VERSION 2
 #define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
 /* Writes per group at most with PostgreSQL: each write's savepoint is a subtransaction, and past
  * 64 of them a transaction overflows the server's per-session cache of them (PGPROC's subxids),
@@ -569,6 +613,11 @@ int st__open_conn(const char *path, sqlite3 **out, struct sbx_error *err);
 /* Connects db to url for `role` (its session: UTF-8, synchronous_commit on, ...), a clear
  * one-line error otherwise (name: what the message calls the database). */
 int st__pg_connect(struct st_db *db, const char *url, const char *name, struct sbx_error *err);
+/* A bare connection (no statements, no session settings) into *out, the caller's (PQfinish): the
+ * listen connection.  Errors as st__pg_connect's. */
+struct pg_conn;
+int st__pg_connect_raw(const char *url, const char *name, struct pg_conn **out,
+                       struct sbx_error *err);
 int st__pg_migrate(struct st_db *db, int target, struct sbx_error *err);
 int st__pg_version(struct st_db *db, int *out, struct sbx_error *err);
 /* "user@host:port/dbname" of a URL, without its password, into *out (owned).  SBX_EINVAL: not a

@@ -116,8 +116,10 @@ static int lock_dir(struct store *st, struct sbx_error *err) {
 
 static void store_free(struct store *st) {
   st__ckpt_stop(st); /* its connection closes first: the last one to close checkpoints */
+  st__listen_close(st);
   st__db_close(&st->w);
   st__db_close(&st->r);
+  st__db_close(&st->l);
   if (st->lock_fd >= 0)
     close(st->lock_fd); /* releases the flock */
   sbx_free(st->dir);
@@ -155,9 +157,11 @@ static int open_pg(struct store *st, struct sbx_error *err) {
       (rc = st__pg_migrate(&st->w, ST_PG_SCHEMA_VERSION, err)) != 0 ||
       (rc = st__pg_version(&st->w, &st->schema_version, err)) != 0)
     return rc;
-  if ((rc = st__pg_connect(&st->r, st->db_url, st->db_name, err)) != 0)
+  if ((rc = st__pg_connect(&st->r, st->db_url, st->db_name, err)) != 0 ||
+      (rc = st__pg_connect(&st->l, st->db_url, st->db_name, err)) != 0)
     return rc;
-  if ((rc = st__db_prepare(&st->w, err)) != 0 || (rc = st__db_prepare(&st->r, err)) != 0)
+  if ((rc = st__db_prepare(&st->w, err)) != 0 || (rc = st__db_prepare(&st->r, err)) != 0 ||
+      (rc = st__db_prepare(&st->l, err)) != 0)
     return rc;
   return 0;
 }
@@ -184,9 +188,10 @@ int store_open_url(uv_loop_t *loop, const char *data_dir, const char *database_u
     return sbx_error_set(err, SBX_ENOMEM, "store_open: out of memory");
   st->loop = loop;
   st->kind = database_url && *database_url ? ST_PG : ST_SQLITE;
-  st->w.kind = st->r.kind = st->kind;
+  st->w.kind = st->r.kind = st->l.kind = st->kind;
   st->w.role = "writer";
   st->r.role = "reader";
+  st->l.role = "leases";
   st->life = ST_LIFE_OPENING;
   st->lock_fd = -1;
   st->group_max = ST_GROUP_MAX_DEFAULT;

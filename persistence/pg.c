@@ -209,11 +209,10 @@ int st__pg_name(const char *url, char **out, struct sbx_error *err) {
 /* ---- connections ----------------------------------------------------------------------------- */
 
 /* The server's notices ("relation ... already exists, skipping") go to the log, not stderr. */
-static void on_notice(void *arg, const char *message) {
-  struct st_pgconn *c = arg;
+static void on_notice(void *name, const char *message) {
   char msg[400];
   one_line(message, msg, sizeof msg);
-  sbx_log(SBX_LOG_DEBUG, ST_MOD, "database %s: %s", c->name, msg);
+  sbx_log(SBX_LOG_DEBUG, ST_MOD, "database %s: %s", (const char *)name, msg);
 }
 
 static PGconn *connect_url(const char *url) {
@@ -226,7 +225,8 @@ static PGconn *connect_url(const char *url) {
 }
 
 /* The session of a role: the writer's COMMIT waits for the server's WAL flush whatever the
- * server's default; the reader writes nothing.  Both in UTF-8, as SQLite's text. */
+ * server's default, and so does a lease's (nodes.c); the reader writes nothing.  All in UTF-8, as
+ * SQLite's text. */
 static int session_setup(struct st_db *db, struct sbx_error *err) {
   struct st_pgconn *c = db->pg;
   const char *enc = PQparameterStatus(c->conn, "server_encoding");
@@ -235,10 +235,28 @@ static int session_setup(struct st_db *db, struct sbx_error *err) {
                          "database %s is encoded in %s: the store needs a UTF8 database "
                          "(CREATE DATABASE ... ENCODING 'UTF8')",
                          c->name, enc ? enc : "an unknown encoding");
-  const char *sql = strcmp(db->role, "writer") == 0
+  const char *sql = strcmp(db->role, "reader") != 0
                         ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on"
                         : "SET client_encoding = 'UTF8'; SET default_transaction_read_only = on";
   return st__pg_exec(db, sql, err);
+}
+
+int st__pg_connect_raw(const char *url, const char *name, struct pg_conn **out,
+                       struct sbx_error *err) {
+  PGconn *conn = connect_url(url);
+  *out = NULL;
+  if (conn == NULL)
+    return sbx_error_set(err, SBX_ENOMEM, "database %s: out of memory", name);
+  if (PQstatus(conn) != CONNECTION_OK) {
+    char msg[600];
+    one_line(PQerrorMessage(conn), msg, sizeof msg);
+    int code = connect_code(conn);
+    PQfinish(conn);
+    return sbx_error_set(err, code, "database %s: %s", name, msg);
+  }
+  PQsetNoticeProcessor(conn, on_notice, (void *)name);
+  *out = conn;
+  return 0;
 }
 
 int st__pg_connect(struct st_db *db, const char *url, const char *name, struct sbx_error *err) {
@@ -248,13 +266,13 @@ int st__pg_connect(struct st_db *db, const char *url, const char *name, struct s
     return sbx_error_set(err, SBX_ENOMEM, "database: out of memory");
   }
   c->name = name;
-  c->auto_reconnect = strcmp(db->role, "reader") == 0;
+  c->auto_reconnect = strcmp(db->role, "writer") != 0; /* each of its statements stands alone */
   c->defer_ctl = strcmp(db->role, "writer") == 0;
   db->pg = c;
   c->conn = connect_url(url);
   if (c->conn == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "database %s: out of memory", name);
-  PQsetNoticeProcessor(c->conn, on_notice, c);
+  PQsetNoticeProcessor(c->conn, on_notice, (void *)c->name);
   if (PQstatus(c->conn) != CONNECTION_OK) {
     char msg[600];
     one_line(PQerrorMessage(c->conn), msg, sizeof msg);
@@ -609,6 +627,13 @@ static const char *const pg_migrations[] = {
     " seq BIGINT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL,"
     " created_at BIGINT NOT NULL DEFAULT 0, PRIMARY KEY(chat_id, seq));"
     "CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    /* 2: nodes (nodes.c): which node serves each chat until when, and every epoch of each chat's
+     * lease (who held it, from, until); the leases a node holds found by node */
+    "CREATE TABLE chat_leases(chat_id TEXT PRIMARY KEY, node_id TEXT NOT NULL,"
+    " node_url TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at TIMESTAMPTZ NOT NULL);"
+    "CREATE INDEX chat_leases_node ON chat_leases(node_id);"
+    "CREATE TABLE lease_log(chat_id TEXT NOT NULL, epoch BIGINT NOT NULL, node_id TEXT NOT NULL,"
+    " taken_at TIMESTAMPTZ NOT NULL, until_at TIMESTAMPTZ NOT NULL, PRIMARY KEY(chat_id, epoch));",
 };
 
 /* The advisory lock of the schema the connection works in (a key from its name). */

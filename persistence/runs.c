@@ -287,6 +287,13 @@ int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *
   return run_rows(st__q(&st->r, ST_RUN_UNFINISHED), out, n);
 }
 
+int store_run_list_unfinished_chat(struct store *st, const char *chat_id, struct store_run **out,
+                                   size_t *n) {
+  struct st_stmt *s = st__q(&st->r, ST_RUN_UNFINISHED_CHAT);
+  st__bind_text(s, 1, chat_id);
+  return run_rows(s, out, n);
+}
+
 int store_run_list(struct store *st, const char *chat_id, size_t limit, struct store_run **out,
                    size_t *n) {
   struct st_stmt *s = st__q(&st->r, chat_id ? ST_RUN_LIST_CHAT : ST_RUN_LIST_ALL);

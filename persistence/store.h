@@ -372,6 +372,48 @@ typedef void (*store_sweep_cb)(int rc, const struct sbx_error *err, size_t remov
 int store_event_trim(struct store *st, int64_t older_than_ms, size_t keep_per_chat, size_t budget,
                      store_sweep_cb cb, void *ud);
 
+/* ---- nodes: several processes on one PostgreSQL store (nodes.c) ------------------------------
+ * With a database URL several orchestrators (nodes) may share the store.  A chat is served by
+ * the node holding its lease: taken only when free or expired, renewed by its holder, each in one
+ * statement timed by the database's clock; every epoch of a chat's lease is logged (lease_log:
+ * node, taken_at, until_at).  These calls run synchronously on the loop thread, on the store's
+ * lease connection: one round trip each, durable when they return.  SQLite: SBX_EINVAL.
+ * Notifications between nodes carry ids only: store_notify (queued to the writer, so it reaches
+ * the other nodes once the writes queued before it are durable) and store_listen (every
+ * notification of any node, this one's included; "*" after the listen connection was lost and
+ * opened again: some may be missing). */
+int store_shared(struct store *st); /* 1 when nodes may share the store (PostgreSQL) */
+struct store_lease {
+  int mine;           /* 1: this node holds it now (taken or renewed) */
+  int64_t epoch;      /* the lease's epoch (+1 each time another node took it) */
+  store_id node_id;   /* its holder */
+  char node_url[256]; /* its holder's URL */
+  uint64_t left_ms;   /* how long it still holds, by the database's clock (lease_ms if mine) */
+};
+/* Takes the lease of chat_id for lease_ms (or renews it when this node holds it).  0 with
+ * out->mine 0 when another node holds it (out says who and how much longer).  SBX_EAGAIN: it
+ * changed hands between two statements (ask again); the database's errors. */
+int store_lease_take(struct store *st, const char *chat_id, const char *node_id,
+                     const char *node_url, uint64_t lease_ms, struct store_lease *out,
+                     struct sbx_error *err);
+/* Renews every lease node_id holds for lease_ms from now; *renewed gets how many. */
+int store_lease_renew(struct store *st, const char *node_id, uint64_t lease_ms, size_t *renewed,
+                      struct sbx_error *err);
+/* Lets the lease of chat_id go (NULL: every lease of node_id): it expires now. */
+int store_lease_release(struct store *st, const char *chat_id, const char *node_id,
+                        struct sbx_error *err);
+typedef void (*store_notify_cb)(const char *payload, void *ud);
+/* Notifies every node (PostgreSQL NOTIFY on channel "cerea"): payload at most 200 bytes.
+ * SBX_EINVAL (SQLite, too long), SBX_ENOMEM; cb as any write's. */
+int store_notify(struct store *st, const char *payload, store_done_cb cb, void *ud);
+/* Calls cb (loop thread) with every notification from now on, until store_close.  Once per store.
+ * SBX_EINVAL, or the connection's errors. */
+int store_listen(struct store *st, store_notify_cb cb, void *ud, struct sbx_error *err);
+/* A chat's unfinished runs (state != "done"), in creation order: what a node taking the chat over
+ * makes live again. */
+int store_run_list_unfinished_chat(struct store *st, const char *chat_id, struct store_run **out,
+                                   size_t *n);
+
 /* ---- settings (runtime settings an operator changes; survive restarts) ----------------------- */
 int store_setting_put(struct store *st, const char *key, const char *value, store_done_cb cb,
                       void *ud);

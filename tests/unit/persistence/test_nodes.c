@@ -1,0 +1,262 @@
+/* test_nodes.c -- nodes.c, on a real PostgreSQL server (STORE_TEST_PG; on SQLite only the
+ * refusals run): a lease taken, renewed by its holder, refused to another node until it expires
+ * or is released, its epochs logged; renewing every lease of a node; two processes racing for the
+ * same leases never holding one at once (the database's lease_log says so); notifications from
+ * one store reaching another's listener after the notifying group committed, and "*" after the
+ * listen connection was lost and opened again; the migration from schema 1 to 2 keeping rows. */
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+#define CHAT  "c0000000000000000000000000000001"
+#define CHAT2 "c0000000000000000000000000000002"
+#define NODEA "a0000000000000000000000000000001"
+#define NODEB "b0000000000000000000000000000002"
+
+static struct store_lease take(struct store *st, const char *chat, const char *node, uint64_t ms) {
+  struct store_lease l;
+  struct sbx_error err = {0};
+  char url[64];
+  snprintf(url, sizeof url, "http://node-%c:8080", node[0]);
+  int rc = store_lease_take(st, chat, node, url, ms, &l, &err);
+  ck_assert_msg(rc == 0, "lease take: %s", err.msg);
+  return l;
+}
+
+START_TEST(test_sqlite_refuses) {
+  if (t_pg())
+    return; /* the PostgreSQL run has the real tests below */
+  struct tctx t;
+  t_open(&t);
+  struct store_lease l;
+  struct sbx_error err = {0};
+  size_t n;
+  ck_assert_int_eq(store_shared(t.st), 0);
+  ck_assert_int_eq(store_lease_take(t.st, CHAT, NODEA, "http://a", 1000, &l, &err), SBX_EINVAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "CEREA_DATABASE_URL"));
+  ck_assert_int_eq(store_lease_renew(t.st, NODEA, 1000, &n, &err), SBX_EINVAL);
+  ck_assert_int_eq(store_notify(t.st, "x", NULL, NULL), SBX_EINVAL);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_lease_take_renew_expire) {
+  T_PG_ONLY("chat leases live in PostgreSQL");
+  struct tctx t;
+  t_open(&t);
+  ck_assert_int_eq(store_shared(t.st), 1);
+  struct store_lease l = take(t.st, CHAT, NODEA, 10000);
+  ck_assert_int_eq(l.mine, 1);
+  ck_assert_int_eq(l.epoch, 1);
+  /* another node: refused, told who holds it and for how long */
+  l = take(t.st, CHAT, NODEB, 10000);
+  ck_assert_int_eq(l.mine, 0);
+  ck_assert_str_eq(l.node_id, NODEA);
+  ck_assert_str_eq(l.node_url, "http://node-a:8080");
+  ck_assert_uint_gt(l.left_ms, 8000);
+  ck_assert_uint_le(l.left_ms, 10000);
+  /* the holder again: renewed, same epoch */
+  l = take(t.st, CHAT, NODEA, 300);
+  ck_assert_int_eq(l.mine, 1);
+  ck_assert_int_eq(l.epoch, 1);
+  usleep(450000); /* expired by the database's clock */
+  l = take(t.st, CHAT, NODEB, 10000);
+  ck_assert_int_eq(l.mine, 1);
+  ck_assert_int_eq(l.epoch, 2);
+  ck_assert_int_eq(take(t.st, CHAT, NODEA, 10000).mine, 0);
+  /* released: free at once for the next */
+  struct sbx_error err = {0};
+  ck_assert_int_eq(store_lease_release(t.st, CHAT, NODEB, &err), 0);
+  l = take(t.st, CHAT, NODEA, 10000);
+  ck_assert_int_eq(l.mine, 1);
+  ck_assert_int_eq(l.epoch, 3);
+  /* a release by a node that does not hold it changes nothing */
+  ck_assert_int_eq(store_lease_release(t.st, CHAT, NODEB, &err), 0);
+  ck_assert_int_eq(take(t.st, CHAT, NODEB, 10000).mine, 0);
+  /* renewing every lease of a node */
+  ck_assert_int_eq(take(t.st, CHAT2, NODEA, 10000).mine, 1);
+  size_t n = 0;
+  ck_assert_int_eq(store_lease_renew(t.st, NODEA, 20000, &n, &err), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(store_lease_renew(t.st, NODEB, 20000, &n, &err), 0);
+  ck_assert_uint_eq(n, 0);
+  ck_assert_uint_gt(take(t.st, CHAT2, NODEB, 1000).left_ms, 15000);
+  /* the log: one row per epoch, in order, none overlapping the next */
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM lease_log WHERE chat_id = '" CHAT "'"),
+                   3);
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM lease_log a JOIN lease_log b ON "
+                                    "b.chat_id = a.chat_id AND b.epoch = a.epoch + 1 "
+                                    "WHERE b.taken_at < a.until_at"),
+                   0);
+  /* all of a node's leases let go */
+  ck_assert_int_eq(store_lease_release(t.st, NULL, NODEA, &err), 0);
+  ck_assert_int_eq(take(t.st, CHAT, NODEB, 1000).mine, 1);
+  ck_assert_int_eq(take(t.st, CHAT2, NODEB, 1000).mine, 1);
+  t_close(&t);
+}
+END_TEST
+
+/* Two processes (two nodes, a store each) take short leases of the same chats over and over;
+ * whoever holds one renews it a few times, then lets it expire.  The database's log of epochs
+ * must never show two holders at once. */
+START_TEST(test_lease_race) {
+  T_PG_ONLY("chat leases live in PostgreSQL");
+  struct tctx t;
+  t_mkdir(&t);
+  enum { NODES = 3, ROUNDS = 150 };
+  pid_t pids[NODES];
+  for (int i = 0; i < NODES; i++) {
+    if ((pids[i] = fork()) == 0) {
+      char dir[300], node[40];
+      snprintf(dir, sizeof dir, "%s/node%d", t.dir, i);
+      snprintf(node, sizeof node, "%c%031d", 'a' + i, i);
+      char url[1024];
+      t_url(t.dir, url, sizeof url);
+      uv_loop_t loop;
+      struct store *st = NULL;
+      struct sbx_error err = {0};
+      uv_loop_init(&loop);
+      if (store_open_url(&loop, dir, url, &st, &err) != 0)
+        _exit(2);
+      int held = 0;
+      for (int r = 0; r < ROUNDS; r++) {
+        const char *chat = r % 2 ? CHAT : CHAT2;
+        struct store_lease l;
+        int rc = store_lease_take(st, chat, node, "http://x", 40, &l, &err);
+        if (rc != 0 && rc != SBX_EAGAIN)
+          _exit(3);
+        if (rc == 0 && l.mine) { /* renewed twice, then left to expire for the others */
+          held++;
+          for (int k = 0; k < 2; k++)
+            if (store_lease_take(st, chat, node, "http://x", 40, &l, &err) != 0)
+              _exit(3);
+          usleep(45000);
+        } else {
+          usleep(1000 * (unsigned)(r % 7));
+        }
+      }
+      store_close(st);
+      uv_run(&loop, UV_RUN_DEFAULT);
+      _exit(held > 0 ? 0 : 4);
+    }
+  }
+  for (int i = 0; i < NODES; i++) {
+    int status;
+    ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "node %d: status %d", i, status);
+  }
+  int64_t epochs = t_sql_int(t.dir, "SELECT count(*) FROM lease_log");
+  fprintf(stderr, "lease race: %lld epochs over 2 chats\n", (long long)epochs);
+  ck_assert_int_gt(epochs, 4); /* the leases did change hands */
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM lease_log a JOIN lease_log b ON "
+                                    "b.chat_id = a.chat_id AND b.epoch > a.epoch "
+                                    "WHERE b.taken_at < a.until_at"),
+                   0);
+  /* epochs are contiguous: each one taken, none skipped */
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM (SELECT chat_id, max(epoch) - count(*) "
+                                    "AS gap FROM lease_log GROUP BY chat_id) g WHERE gap <> 0"),
+                   0);
+  t_rmrf(t.dir);
+}
+END_TEST
+
+struct heard {
+  int n;
+  char last[256];
+};
+static void on_heard(const char *payload, void *ud) {
+  struct heard *h = ud;
+  h->n++;
+  snprintf(h->last, sizeof h->last, "%s", payload);
+}
+
+/* Runs the loop until cond holds or timeout_ms passed. */
+static int wait_for(uv_loop_t *loop, int *counter, int want, int timeout_ms) {
+  for (int i = 0; i < timeout_ms / 10 && *counter < want; i++) {
+    uv_run(loop, UV_RUN_NOWAIT);
+    usleep(10000);
+  }
+  return *counter >= want;
+}
+
+START_TEST(test_notify_listen) {
+  T_PG_ONLY("LISTEN/NOTIFY");
+  struct tctx t, other;
+  t_open(&t);
+  /* another node on the same database */
+  char url[1024];
+  struct sbx_error err = {0};
+  t_url(t.dir, url, sizeof url);
+  snprintf(other.dir, sizeof other.dir, "%.200s/other", t.dir);
+  ck_assert_int_eq(uv_loop_init(&other.loop), 0);
+  ck_assert_msg(store_open_url(&other.loop, other.dir, url, &other.st, &err) == 0, "%s", err.msg);
+  struct heard h = {0};
+  ck_assert_int_eq(store_listen(t.st, on_heard, &h, &err), 0);
+  ck_assert_int_eq(store_listen(t.st, on_heard, &h, &err), SBX_EINVAL); /* once */
+  struct done d = {0};
+  ck_assert_int_eq(store_notify(other.st, "runs " CHAT, on_done, &d), 0);
+  t_wait(&other);
+  ck_assert_int_eq(d.rc, 0); /* committed: the notification is on its way */
+  ck_assert_msg(wait_for(&t.loop, &h.n, 1, 5000), "no notification");
+  ck_assert_str_eq(h.last, "runs " CHAT);
+  ck_assert_int_eq(store_notify(other.st, "", NULL, NULL), 0);
+  char big[300];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  ck_assert_int_eq(store_notify(other.st, big, NULL, NULL), SBX_EINVAL);
+  t_wait(&other);
+  ck_assert(wait_for(&t.loop, &h.n, 2, 5000));
+  ck_assert_str_eq(h.last, "");
+  /* the listen connection ended by the server: opened again, "*" said, then listening as before */
+  t_pg_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN cerea'");
+  ck_assert_msg(wait_for(&t.loop, &h.n, 3, 8000), "not back after a lost connection");
+  ck_assert_str_eq(h.last, "*");
+  ck_assert_int_eq(store_notify(other.st, "files " CHAT, NULL, NULL), 0);
+  t_wait(&other);
+  ck_assert(wait_for(&t.loop, &h.n, 4, 5000));
+  ck_assert_str_eq(h.last, "files " CHAT);
+  t_close_keep(&other);
+  t_close(&t);
+}
+END_TEST
+
+START_TEST(test_migration_1_to_2) {
+  T_PG_ONLY("migrates a PostgreSQL schema");
+  struct tctx t;
+  struct sbx_error err = {0};
+  t_mkdir(&t);
+  char url[1024];
+  t_url(t.dir, url, sizeof url);
+  struct st_db db = {.kind = ST_PG, .role = "writer"};
+  ck_assert_msg(st__pg_connect(&db, url, "test", &err) == 0, "%s", err.msg);
+  ck_assert_msg(st__pg_migrate(&db, 1, &err) == 0, "%s", err.msg);
+  st__pg_close(&db);
+  /* rows of a version-1 program */
+  t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
+                    "', 'h', 'kept', 1)");
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM information_schema.tables WHERE "
+                                    "table_schema = current_schema() AND table_name = "
+                                    "'chat_leases'"),
+                   0);
+  t_reopen(&t); /* store_open migrates 1 -> 2 */
+  ck_assert_int_eq(store_schema_version(t.st), 2);
+  struct store_chat c;
+  ck_assert_int_eq(store_chat_get(t.st, CHAT, &c), 0);
+  ck_assert_str_eq(c.title, "kept");
+  store_chat_free(&c);
+  ck_assert_int_eq(take(t.st, CHAT, NODEA, 1000).mine, 1);
+  t_close(&t);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("nodes");
+  TCase *tc = tcase_create("nodes");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_sqlite_refuses);
+  tcase_add_test(tc, test_lease_take_renew_expire);
+  tcase_add_test(tc, test_lease_race);
+  tcase_add_test(tc, test_notify_listen);
+  tcase_add_test(tc, test_migration_1_to_2);
+  return t_run_suite(s, tc);
+}
