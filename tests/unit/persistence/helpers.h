@@ -3,7 +3,7 @@
  * (uv_loop_close() == 0).  Header-only (static functions) so each suite is one executable.
  *
  * The backend: SQLite by default; PostgreSQL when STORE_TEST_PG holds a server's URL (a
- * database the tests may create schemas in; scripts/test.d/15-postgres.sh starts one).  Every
+ * database the tests may create schemas in; scripts/test.d/45-postgres.sh starts one).  Every
  * test directory then has a schema of its own in that database (t_schema: made by t_mkdir,
  * dropped by t_rmrf), named in the store's URL (t_url), so tests stay apart as they are on SQLite.
  * A test that means something for one backend only says so (T_SQLITE_ONLY / T_PG_ONLY: a line

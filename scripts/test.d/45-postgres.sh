@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stage 15: the PostgreSQL backend, against a real server this stage starts itself
+# Stage 45: the PostgreSQL backend, against a real server this stage starts itself
 # (scripts/pg-test.sh: Debian's postgresql 15, initdb in a temporary directory as the postgres
 # user, a Unix socket there and a free port on 127.0.0.1) and stops by pid at the end:
 #   - the persistence Check suites of stage 10 again, under ASan/UBSan, with STORE_TEST_PG set:
