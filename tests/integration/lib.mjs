@@ -16,7 +16,7 @@ export function tempDir(tag = 'orch') {
   return mkdtempSync(join(tmpdir(), `cerea-${tag}-`));
 }
 
-// With CEREA_TEST_PG (a PostgreSQL server's URL: scripts/test.d/15-postgres.sh), a server's
+// With CEREA_TEST_PG (a PostgreSQL server's URL: scripts/test.d/45-postgres.sh), a server's
 // store is in that database, in a schema of its own named after its data dir (so a restart on
 // the same data dir finds its rows, as with SQLite).  Otherwise null: SQLite in the data dir.
 export const PG = process.env.CEREA_TEST_PG || null;
