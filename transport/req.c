@@ -413,6 +413,8 @@ void tp_not_found(struct tp_server *s, tp_handler_cb cb, void *ud) {
 /* ---- accessors ------------------------------------------------------------------------------- */
 
 const char *tp_req_path(const struct tp_req *r) { return r->path; }
+const char *tp_req_method(const struct tp_req *r) { return r->method; }
+const char *tp_req_target(const struct tp_req *r) { return r->target; }
 const char *tp_req_peer(const struct tp_req *r) { return r->peer; }
 int tp_req_body_arriving(const struct tp_req *r) { return r->state == REQ_BODY_IN; }
 

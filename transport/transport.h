@@ -151,6 +151,9 @@ int tp_path_headers(struct tp_server *s, const char *prefix, const char *headers
 /* ---- requests -------------------------------------------------------------------------------- */
 
 const char *tp_req_path(const struct tp_req *r); /* decoded path, no query */
+/* The method, and the target as received (path and query, undecoded): what a proxy forwards. */
+const char *tp_req_method(const struct tp_req *r);
+const char *tp_req_target(const struct tp_req *r);
 /* Route parameter by name, percent-decoded; NULL when absent. */
 const char *tp_req_param(const struct tp_req *r, const char *name);
 /* First query parameter by name, percent-decoded ('+' is a space); NULL when absent. */
