@@ -361,6 +361,10 @@ uint64_t store_files_generation(struct store *st) {
   return __atomic_load_n(&st->files_gen, __ATOMIC_ACQUIRE);
 }
 
+void store_files_touch(struct store *st) {
+  __atomic_add_fetch(&st->files_gen, 1, __ATOMIC_RELEASE);
+}
+
 int store_file_list(struct store *st, const char *chat_id, int all_versions,
                     struct store_file **out, size_t *n) {
   struct st_stmt *s = st__q(&st->r, all_versions ? ST_FILE_LIST_ALL : ST_FILE_LIST_LATEST);

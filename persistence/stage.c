@@ -214,6 +214,8 @@ int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t
 
 uint64_t store_blob_stage_size(const struct store_blob_stage *sg) { return sg->size; }
 
+const char *store_blob_stage_path(const struct store_blob_stage *sg) { return sg->tmp; }
+
 int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct sbx_error *err) {
   if (sg->state == STAGE_WRITING) {
     unsigned char md[EVP_MAX_MD_SIZE];

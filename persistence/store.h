@@ -198,6 +198,9 @@ int store_blob_stage_begin(struct store *st, struct store_blob_stage **out, stru
 int store_blob_stage_write(struct store_blob_stage *sg, const void *data, size_t len,
                            struct sbx_error *err);
 uint64_t store_blob_stage_size(const struct store_blob_stage *sg);
+/* The stage's temp file (borrowed, valid until the stage ends): after store_blob_stage_finish, a
+ * reader may open it (a node forwarding an upload to the node that serves its chat). */
+const char *store_blob_stage_path(const struct store_blob_stage *sg);
 int store_blob_stage_finish(struct store_blob_stage *sg, char sha256[65], struct sbx_error *err);
 void store_blob_stage_abort(struct store_blob_stage *sg); /* NULL: nothing */
 /* store_file_add with the content of a stage (in->data and in->size are ignored).  Steals sg.
@@ -224,6 +227,8 @@ int store_file_get(struct store *st, const char *file_id, struct store_file *out
  * current, so a caller may keep the list and skip the next read (orchestrator: the dispatch
  * manifest).  Loop thread or any thread; never fails. */
 uint64_t store_files_generation(struct store *st);
+/* Moves store_files_generation on without a write here: another node changed files (nodes). */
+void store_files_touch(struct store *st);
 int store_file_list(struct store *st, const char *chat_id, int all_versions,
                     struct store_file **out, size_t *n);
 void store_file_list_free(struct store_file *v, size_t n);
