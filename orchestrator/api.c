@@ -155,8 +155,9 @@ int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what)
   return deny_not_backend(o, req, &a, what);
 }
 
-struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
-                                 int page_allowed, int query_ok) {
+struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
+                                      int page_allowed, int query_ok,
+                                      struct store_blob_stage **stage) {
   struct orch_auth a;
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
@@ -170,6 +171,10 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
   }
   struct orch_chat *c = NULL;
   int rc = orch__api_valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
+  if (rc == SBX_EAGAIN) { /* another node serves it (nodes.c) */
+    orch__node_forward(o, req, chat_id, stage);
+    return NULL;
+  }
   if (rc == SBX_ENOENT) {
     if (a.kind == ORCH_CRED_PAGE)
       orch__api_error(req, 401, "unauthorized", "wrong credential");
@@ -188,8 +193,9 @@ struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char 
   return c;
 }
 
-int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
-                  struct store_run *rec, struct orch_chat **chat) {
+int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
+                       struct orch_run **live, struct store_run *rec, struct orch_chat **chat,
+                       struct store_blob_stage **stage) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
   *live = NULL;
@@ -214,7 +220,12 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
     return 1;
   }
   struct orch_chat *c = NULL;
-  if (orch__chat_get(o, rec->chat_id, &c) != 0 || !orch__auth_allows_chat(&a, c)) {
+  if ((rc = orch__chat_get(o, rec->chat_id, &c)) == SBX_EAGAIN) { /* another node's (nodes.c) */
+    orch__node_forward(o, req, rec->chat_id, stage);
+    store_run_free(rec);
+    return 1;
+  }
+  if (rc != 0 || !orch__auth_allows_chat(&a, c)) {
     store_run_free(rec);
     if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
       orch__api_error(req, 401, "unauthorized", "wrong credential");
@@ -228,10 +239,10 @@ int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct
   return 0;
 }
 
-int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
-                       struct orch_chat **chat) {
+int orch__api_live_run_body(struct orch *o, struct tp_req *req, struct orch_run **live,
+                            struct orch_chat **chat, struct store_blob_stage **stage) {
   struct store_run rec;
-  if (orch__api_run(o, req, tp_req_param(req, "run"), live, &rec, chat) != 0)
+  if (orch__api_run_body(o, req, tp_req_param(req, "run"), live, &rec, chat, stage) != 0)
     return -1;
   store_run_free(&rec);
   return 0;

@@ -25,7 +25,8 @@ static void on_chat_created(int rc, const struct sbx_error *err, void *ud) {
     orch__api_error(ctx->req, 500, "storage", "chat not stored: %s",
                     err ? err->msg : sbx_strerror(rc));
   } else {
-    orch__chat_add(ctx->o, ctx->chat.id, ctx->chat.token_hash, 0);
+    if (orch__node_take(ctx->o, ctx->chat.id) == 0) /* nodes: its lease first (else later) */
+      orch__chat_add(ctx->o, ctx->chat.id, ctx->chat.token_hash, 0);
     json_t *j = json_object();
     json_object_set_new(j, "chat_id", json_string(ctx->chat.id));
     json_object_set_new(j, "page_token", json_string(ctx->token));

@@ -86,14 +86,20 @@ static void upload_free(struct upload_ctx *u) {
 
 /* The quiet part of the handler's checks, for the sink (which cannot answer): the chat when the
  * request's credential could reach it (an API key or host key; a page token of this chat), else
- * NULL. */
-static struct orch_chat *could_reach(struct orch *o, struct tp_req *req) {
+ * NULL, with *elsewhere set when another node serves the chat (nodes.c): the body is kept for that
+ * node, which counts it and checks the token. */
+static struct orch_chat *could_reach(struct orch *o, struct tp_req *req, int *elsewhere) {
   struct orch_auth a;
   orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   const char *chat_id = tp_req_param(req, "chat");
   struct orch_chat *c = NULL;
+  *elsewhere = 0;
   if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
-      !orch__api_valid_id(chat_id) || orch__chat_get(o, chat_id, &c) != 0)
+      !orch__api_valid_id(chat_id))
+    return NULL;
+  int rc = orch__chat_get(o, chat_id, &c);
+  *elsewhere = rc == SBX_EAGAIN;
+  if (rc != 0)
     return NULL;
   return a.kind != ORCH_CRED_PAGE || orch__auth_allows_chat(&a, c) ? c : NULL;
 }
@@ -110,17 +116,18 @@ static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc
   u->o = o;
   u->req = req;
   u->state = UP_STAGING;
-  struct orch_chat *c = could_reach(o, req);
-  if (c == NULL) {
+  int elsewhere;
+  struct orch_chat *c = could_reach(o, req, &elsewhere);
+  if (c == NULL && !elsewhere) {
     set_state(u, UP_DISCARDING);
     return u;
   }
-  if (tp_req_body_arriving(req) && (*rc = orch__chat_upload_begin(c)) != 0) {
+  if (c && tp_req_body_arriving(req) && (*rc = orch__chat_upload_begin(c)) != 0) {
     o->m.uploads_refused_busy++;
     sbx_free(u);
     return NULL; /* SBX_EBUSY: 503 with Retry-After */
   }
-  u->arriving = tp_req_body_arriving(req) ? c : NULL;
+  u->arriving = c && tp_req_body_arriving(req) ? c : NULL;
   if ((*rc = store_blob_stage_begin(o->st, &u->stage, &err)) != 0) {
     sbx_log(SBX_LOG_ERROR, "api", "upload not staged: %s", err.msg);
     upload_free(u);
@@ -184,7 +191,8 @@ static void on_upload(struct tp_req *req, void *ud) {
   tp_req_set_data(req, NULL);
   if (u)
     body_in(u);
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c =
+      orch__api_chat_body(o, req, tp_req_param(req, "chat"), 1, 0, u ? &u->stage : NULL);
   if (c == NULL) {
     if (u)
       upload_free(u);
@@ -341,7 +349,16 @@ static void on_download(struct tp_req *req, void *ud) {
     return;
   }
   struct orch_chat *c = NULL;
-  if (orch__chat_get(o, f.chat_id, &c) != 0 || !orch__auth_allows_chat(&a, c)) {
+  char token_hash[65] = "";
+  int rc = orch__chat_get(o, f.chat_id, &c);
+  if (rc == SBX_EAGAIN) { /* another node serves the chat: its files are any node's */
+    struct store_chat sc;
+    if (store_chat_get(o->st, f.chat_id, &sc) == 0)
+      memcpy(token_hash, sc.token_hash, sizeof token_hash);
+    store_chat_free(&sc);
+  }
+  if (rc == 0 ? !orch__auth_allows_chat(&a, c)
+              : !token_hash[0] || !orch__auth_allows(&a, f.chat_id, token_hash)) {
     store_file_free(&f);
     orch__api_error(req, 404, "not_found", "no file %s", id);
     return;

@@ -116,14 +116,17 @@ struct put_ctx {
 
 /* The quiet part of the handler's checks, for the sink (which cannot answer): the run when the
  * body could be kept (a credential that may reach the run's chat, an attempt out on a page), else
- * NULL. */
-static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req) {
+ * NULL, with *elsewhere set when the run is not in this node's memory but nodes are on: the body
+ * is kept for the node that serves it (nodes.c), which counts and checks it. */
+static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req, int *elsewhere) {
   struct orch_auth a;
+  *elsewhere = 0;
   orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
     return NULL;
   const char *id = tp_req_param(req, "run");
   struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
+  *elsewhere = run == NULL && o->nodes != NULL; /* perhaps another node's run (nodes.c) */
   if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
     return NULL;
   if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows_chat(&a, run->chat))
@@ -149,7 +152,8 @@ static int on_put_body(struct tp_req *req, const void *data, size_t len, void *u
   struct sbx_error err;
   sbx_error_clear(&err);
   if (p == NULL) {
-    struct orch_run *run = put_could_keep(o, req);
+    int elsewhere;
+    struct orch_run *run = put_could_keep(o, req, &elsewhere);
     if (run != NULL && orch__chat_upload_begin(run->chat) != 0) {
       o->m.uploads_refused_busy++;
       return SBX_EBUSY; /* 503 with Retry-After: the chat has enough uploads arriving */
@@ -160,7 +164,7 @@ static int on_put_body(struct tp_req *req, const void *data, size_t len, void *u
       return SBX_ENOMEM;
     }
     p->chat = run ? run->chat : NULL;
-    if (run && store_blob_stage_begin(o->st, &p->stage, &err) != 0) {
+    if ((run || elsewhere) && store_blob_stage_begin(o->st, &p->stage, &err) != 0) {
       sbx_log(SBX_LOG_ERROR, "page", "output file not staged: %s", err.msg);
       put_ctx_free(p);
       return SBX_EIO;
@@ -181,7 +185,7 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
                      int dropped) {
   struct orch_run *run;
   struct orch_chat *c;
-  if (orch__api_live_run(o, req, &run, &c) != 0)
+  if (orch__api_live_run_body(o, req, &run, &c, stage) != 0)
     return;
   const char *qa = tp_req_query(req, "attempt");
   int attempt = run ? run->attempts : 0;

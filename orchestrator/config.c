@@ -48,6 +48,7 @@ int orch_config_defaults(struct orch_config *c) {
   c->page_grace_ms = 10000;
   c->watchdog_grace_ms = 15000;
   c->cancel_grace_ms = 5000;
+  c->lease_ms = 10000;
   c->pypi_disabled = 0;
   c->retention_days = 30;
   c->input_wait_s = 300;
@@ -68,6 +69,7 @@ void orch_config_free(struct orch_config *c) {
     sbx_free(c->listen[i]);
   sbx_free(c->data_dir);
   sbx_free(c->database_url);
+  sbx_free(c->node_url);
   sbx_free(c->tls_cert);
   sbx_free(c->tls_key);
   sbx_free(c->api_key);
@@ -190,6 +192,25 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     *ms = (uint64_t)n;
     return 0;
   }
+  if (strcmp(key, "CEREA_LEASE_MS") == 0) {
+    if (parse_int(v, 1000, 600000, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_LEASE_MS=%s: expected milliseconds from 1000 to "
+                           "600000",
+                           v);
+    c->lease_ms = (uint64_t)n;
+    return 0;
+  }
+  if (strcmp(key, "CEREA_NODE_URL") == 0) {
+    size_t n_url = strlen(v);
+    if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) || n_url > 200 ||
+        v[n_url - 1] == '/')
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_NODE_URL=%s: expected http://HOST:PORT (how the other nodes "
+                           "reach this one; no trailing slash, at most 200 bytes)",
+                           v);
+    return set_str(&c->node_url, v) == 0 ? 0 : SBX_ENOMEM;
+  }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
     if (parse_bool(v, &c->pypi_disabled) != 0)
       return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
@@ -270,6 +291,8 @@ static const char *known_keys[] = {
     "CEREA_LISTEN",
     "CEREA_DATA_DIR",
     "CEREA_DATABASE_URL",
+    "CEREA_NODE_URL",
+    "CEREA_LEASE_MS",
     "CEREA_TLS_CERT",
     "CEREA_TLS_KEY",
     "CEREA_API_KEY",
@@ -358,6 +381,13 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(
         err, SBX_EINVAL, "PAGE_SILENT_MS (%llu) must be longer than PAGE_HEARTBEAT_MS (%llu), or 0",
         (unsigned long long)c->page_silent_ms, (unsigned long long)c->page_heartbeat_ms);
+  if (c->node_url && (c->database_url == NULL || *c->database_url == '\0'))
+    return sbx_error_set(
+        err, SBX_EINVAL,
+        "CEREA_NODE_URL: nodes share one PostgreSQL store; set CEREA_DATABASE_URL");
+  if (c->node_url && c->exec_mode == ORCH_EXEC_SERVER)
+    return sbx_error_set(err, SBX_EINVAL,
+                         "CEREA_NODE_URL: server execution mode runs on one node only for now");
   return 0;
 }
 

@@ -444,6 +444,7 @@ struct orch {
   uint64_t pending_upload_bytes;
   struct orch_metrics m;
   struct orch_hosts *hosts; /* server execution mode (hosts.c); NULL otherwise */
+  struct orch_nodes *nodes; /* CEREA_NODE_URL: several nodes on one store (nodes.c); or NULL */
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;
@@ -751,18 +752,38 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
-/* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure. */
-struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req, const char *chat_id,
-                                 int page_allowed, int query_token_allowed);
+/* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure.  A
+ * chat another node serves: the request is forwarded there (nodes.c) and NULL returned; _body
+ * forwards *stage with it (a streamed upload; taken). */
+struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
+                                      int page_allowed, int query_token_allowed,
+                                      struct store_blob_stage **stage);
+static inline struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req,
+                                               const char *chat_id, int page_allowed,
+                                               int query_token_allowed) {
+  return orch__api_chat_body(o, req, chat_id, page_allowed, query_token_allowed, NULL);
+}
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
  * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
  * id and chat_id are set (read the live run); owned by the caller either way: store_run_free. */
-int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id, struct orch_run **live,
-                  struct store_run *rec, struct orch_chat **chat);
+int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
+                       struct orch_run **live, struct store_run *rec, struct orch_chat **chat,
+                       struct store_blob_stage **stage);
+static inline int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id,
+                                struct orch_run **live, struct store_run *rec,
+                                struct orch_chat **chat) {
+  return orch__api_run_body(o, req, run_id, live, rec, chat, NULL);
+}
 /* The same for a call that acts on the run the route's {run} names: *live the live run, or NULL
- * when it has ended; *chat its chat (may be NULL).  Answers and returns nonzero on failure. */
-int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
-                       struct orch_chat **chat);
+ * when it has ended; *chat its chat (may be NULL).  Answers and returns nonzero on failure.  The
+ * _body variant is for a PUT whose body is in *stage: forwarded with it when another node serves
+ * the run's chat (nodes.c). */
+int orch__api_live_run_body(struct orch *o, struct tp_req *req, struct orch_run **live,
+                            struct orch_chat **chat, struct store_blob_stage **stage);
+static inline int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
+                                     struct orch_chat **chat) {
+  return orch__api_live_run_body(o, req, live, chat, NULL);
+}
 int orch__api_valid_id(const char *s);
 /* Our base URL as the client reached us ("http://127.0.0.1:8080"); "" when Host is unusable. */
 void orch__api_base_url(struct orch *o, struct tp_req *req, char *out, size_t cap);
@@ -796,6 +817,45 @@ void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);
 /* The orchestrator's metrics as Prometheus text, appended to out (SBX_ENOMEM past its limit). */
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
+
+/* nodes.c: several orchestrators on one PostgreSQL store (CEREA_NODE_URL).  Each is a no-op (or
+ * 0) when the server is not a node. */
+struct orch_nodes;
+/* After the listeners: the node's id, lease renewal, the check that CEREA_NODE_URL reaches this
+ * node (until it did, chats are not served; when it does not, the process exits with one line),
+ * the notifications of other nodes, GET /v1/node. */
+int orch__nodes_start(struct orch *o, struct sbx_error *err);
+void orch__nodes_stop(struct orch *o);  /* closing: forwarded requests end, renewals stop */
+void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
+/* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EAGAIN another
+ * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
+ * store's error. */
+int orch__node_take(struct orch *o, const char *chat_id);
+void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat's */
+/* A chat just loaded: its unfinished runs go live (taken over from a node that died). */
+void orch__node_loaded(struct orch *o, struct orch_chat *c);
+/* Answers req by forwarding it to the node holding chat_id's lease (proxy.c), or 503; *stage,
+ * when given, is the streamed body (taken). */
+void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
+                        struct store_blob_stage **stage);
+/* A retention sweep removed files: the other nodes read their kept file lists again. */
+void orch__node_files_changed(struct orch *o);
+
+/* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
+struct orch_proxy;
+int orch__proxy_new(struct orch *o, struct orch_proxy **out, struct sbx_error *err);
+void orch__proxy_free(struct orch_proxy *px); /* ends every transfer; answers what it held */
+/* Forwards req to base_url (the same target), node_id naming this node; retry_ms: the
+ * Retry-After of a 503 when the other node does not answer.  *stage (may be NULL) is a streamed
+ * body, taken.  0: req is the proxy's (held) until it answered; else nothing was done. */
+int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
+                        const char *chat_id, const char *node_id, uint64_t retry_ms,
+                        struct store_blob_stage **stage);
+/* GET url within timeout_ms: cb(ud, HTTP status or 0, curl's error, up to 4 KiB of the body). */
+typedef void (*orch_proxy_get_cb)(void *ud, int status, const char *error, const char *body,
+                                  size_t len);
+int orch__proxy_get(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
+                    orch_proxy_get_cb cb, void *ud);
 
 /* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
  * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node

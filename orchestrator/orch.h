@@ -44,6 +44,8 @@ struct orch_config {
   size_t n_listen;
   char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */
   char *database_url;       /* CEREA_DATABASE_URL: postgresql://...; NULL: SQLite in data_dir */
+  char *node_url;           /* CEREA_NODE_URL: this node's URL for the others; NULL: no nodes */
+  uint64_t lease_ms;        /* CEREA_LEASE_MS: a chat's lease, 1000..600000, default 10000 */
   char *tls_cert, *tls_key; /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
   char *api_key;            /* CEREA_API_KEY; NULL: read or generated in the data dir */
   char *static_dir;         /* CEREA_STATIC_DIR / --static; NULL: build/www found upward */

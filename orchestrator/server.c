@@ -55,8 +55,10 @@ static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *
   (void)ud;
   if (rc != 0)
     sbx_log(SBX_LOG_WARN, "orch", "retention sweep failed: %s", err ? err->msg : sbx_strerror(rc));
-  else if (removed > 0)
+  else if (removed > 0) {
     sbx_log(SBX_LOG_INFO, "orch", "retention sweep removed %zu expired files", removed);
+    orch__node_files_changed(ud); /* nodes: the others' kept file lists are stale */
+  }
 }
 
 static void on_cron(uv_timer_t *t) {
@@ -216,7 +218,8 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
     goto fail;
   load_runtime_settings(o);
-  if ((rc = reload_runs(o, err)) != 0)
+  /* nodes: a chat's runs are reloaded by the node that takes its lease (nodes.c) */
+  if (cfg->node_url == NULL && (rc = reload_runs(o, err)) != 0)
     goto fail;
   if ((rc = orch__llm_new(loop, cfg, &o->llm, err)) != 0)
     goto fail;
@@ -269,6 +272,8 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   }
   if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
     goto fail_tp;
+  if ((rc = orch__nodes_start(o, err)) != 0)
+    goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
   uv_timer_start(&o->cron, on_cron, ORCH_CRON_MS, ORCH_CRON_MS);
@@ -277,6 +282,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   return 0;
 
 fail_tp:
+  orch__nodes_close(o);
   /* The transport frees itself in its close callback; run the loop until it did. */
   tp_server_close(o->tp, 0, NULL, NULL);
   uv_run(loop, UV_RUN_NOWAIT);
@@ -298,6 +304,7 @@ int orch_port(const struct orch *o) { return tp_server_port(o->tp); }
 
 static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
+  orch__nodes_close(o); /* every lease let go, now that nothing is served */
   store_close(o->st);
   orch__asst_free_all(o);
   orch__chats_free(o);
@@ -330,5 +337,6 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
   orch__asst_close_all(o); /* model requests end; a turn's run stays for the next start */
   orch__llm_free(o->llm);
   o->llm = NULL;
+  orch__nodes_stop(o);
   tp_server_close(o->tp, 2000, on_tp_closed, o);
 }

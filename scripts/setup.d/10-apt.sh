@@ -3,8 +3,8 @@
 # with libFuzzer for tests/fuzz/; python3-h2, an HTTP/2 client for the abuse tests, run with
 # /usr/bin/python3), the browser for end-to-end tests, and the Debian Python packages the offline
 # office wheels are built from.  PostgreSQL: libpq for the store's second backend, the server for
-# its tests (stage 45 starts a throwaway one; Debian's own cluster is not used).  Installs only
-# what is missing.
+# its tests (stage 45 starts a throwaway one; Debian's own cluster is not used); libcurl for the
+# requests one node forwards to another.  Installs only what is missing.
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git curl ca-certificates

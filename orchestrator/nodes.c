@@ -1,0 +1,307 @@
+/* nodes.c -- several orchestrators (nodes) serving one PostgreSQL store: each chat is served by
+ * the node holding its lease (persistence/nodes.c keeps the leases), and a request that reaches
+ * another node is forwarded to the owner (proxy.c).
+ *
+ * A node: CEREA_NODE_URL (how other nodes reach it), a node id drawn at start, CEREA_LEASE_MS.
+ * It serves nothing before it checked that its URL reaches it (GET URL/v1/node answers its own
+ * id; otherwise it says so in one line and exits: other nodes could not forward to it).
+ *
+ * Leases.  In node mode a chat is in this node's memory (struct orch's chats) only while the node
+ * holds its lease: orch__chat_get takes it before loading the chat (orch__node_take), the idle
+ * eviction lets it go (orch__node_release), a chat created here is taken at once.  A chat newly
+ * loaded brings its unfinished runs with it (orch__node_loaded: a node taking a chat over after
+ * its owner died runs them again, as new attempts, once a page attaches).  Every lease this node
+ * holds is renewed in one statement every CEREA_LEASE_MS / 4.
+ *
+ * Never two nodes at once: the database counts a lease from when it took or renewed it, this node
+ * from before it asked, so the node's view ends first.  When renewals fail (the database is
+ * unreachable) until CEREA_LEASE_MS minus a margin (a fifth) after the last one that succeeded
+ * was sent, or the database renewed fewer leases than this node holds, the node exits at once
+ * (fail-stop: one line on stderr, exit status 1) before any other node can take its chats; a
+ * supervisor restarts it and it rejoins with a new id, taking chats as requests come.  Writes in
+ * flight then are lost as a SIGKILL loses them: none was acknowledged.
+ *
+ * Requests for a chat another node holds are forwarded to it (proxy.c: why not a redirect is in
+ * docs/scale.md); one that was forwarded already (X-Cerea-Node) is not forwarded again but
+ * answered 503, and so is one whose owner is this node's own URL under an older id (its previous
+ * life, dead: its leases expire within CEREA_LEASE_MS; Retry-After says when).
+ *
+ * Notifications (LISTEN/NOTIFY, ids only): "files" after a retention sweep removed files on any
+ * node (every node's kept file lists are read again), "*" after the listen connection came back.
+ *
+ * What it does not do: keep leases (the store), forward (proxy.c), or serve chats (chat.c).
+ */
+#include "internal.h"
+#include "transport.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODES_TICK_MS     100
+#define NODES_CHECK_MS    5000 /* the start's check of CEREA_NODE_URL */
+#define NODES_ADOPT_BATCH 100
+
+struct orch_nodes {
+  struct orch *o;
+  store_id id;
+  char url[256];
+  uint64_t lease_ms, margin_ms;
+  struct orch_proxy *px;
+  uv_timer_t *timer;   /* freed in its close callback */
+  uint64_t renewed_at; /* mono ms: the last renewal that succeeded was sent then */
+  uint64_t next_renew;
+  uint64_t failures; /* renewals failed in a row */
+  int ready;         /* CEREA_NODE_URL reached this node */
+  /* the last refusal: who holds that chat, so that forwarding needs no second look-up */
+  store_id refused_chat;
+  char refused_url[256];
+  uint64_t refused_left_ms;
+};
+
+/* Exits now, saying why: the fail-stop of this file's header. */
+__attribute__((noreturn)) static void fail_stop(struct orch_nodes *ns, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_stop(struct orch_nodes *ns, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "cerea-sandbox: node %s (%s): %s\n", ns->id, ns->url, msg);
+  fflush(stderr);
+  exit(1);
+}
+
+static size_t held(struct orch_nodes *ns) { return ns->o->chats.len; }
+
+static void renew(struct orch_nodes *ns, uint64_t now) {
+  struct sbx_error err;
+  size_t n = 0;
+  sbx_error_clear(&err);
+  int rc = store_lease_renew(ns->o->st, ns->id, ns->lease_ms, &n, &err);
+  if (rc == 0) {
+    if (n < held(ns))
+      fail_stop(ns,
+                "the database renewed %zu of the %zu chat leases it holds: exiting so that "
+                "no chat is served by two nodes",
+                n, held(ns));
+    ns->renewed_at = now;
+    ns->next_renew = now + ns->lease_ms / 4;
+    if (ns->failures)
+      sbx_log(SBX_LOG_INFO, "nodes", "leases renewed again after %llu failures",
+              (unsigned long long)ns->failures);
+    ns->failures = 0;
+    return;
+  }
+  if (ns->failures++ == 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "lease renewal failed: %s", err.msg);
+  ns->next_renew = now + SBX_MIN(ns->lease_ms / 8, (uint64_t)250);
+}
+
+static void on_tick(uv_timer_t *t) {
+  struct orch_nodes *ns = t->data;
+  uint64_t now = sbx_now_mono_ms();
+  if (!ns->ready)
+    return;
+  if (now >= ns->next_renew)
+    renew(ns, now);
+  if (held(ns) > 0 && now >= ns->renewed_at + ns->lease_ms - ns->margin_ms)
+    fail_stop(ns,
+              "no lease renewal for %llu ms (the database does not answer): exiting before "
+              "another node may take its %zu chats over",
+              (unsigned long long)(now - ns->renewed_at), held(ns));
+}
+
+int orch__node_take(struct orch *o, const char *chat_id) {
+  struct orch_nodes *ns = o->nodes;
+  if (ns == NULL)
+    return 0;
+  if (!ns->ready)
+    return SBX_EBUSY;
+  struct store_lease l;
+  struct sbx_error err;
+  uint64_t t0 = sbx_now_mono_ms();
+  int rc = store_lease_take(o->st, chat_id, ns->id, ns->url, ns->lease_ms, &l, &err);
+  if (rc == SBX_EAGAIN) /* it changed hands between the take and the look-up */
+    rc = store_lease_take(o->st, chat_id, ns->id, ns->url, ns->lease_ms, &l, &err);
+  if (rc != 0) {
+    sbx_log(SBX_LOG_WARN, "nodes", "lease of chat %s: %s", chat_id, err.msg);
+    return rc;
+  }
+  if (l.mine) {
+    if (held(ns) == 0) /* the first lease: counted from when it was asked for */
+      ns->renewed_at = t0;
+    return 0;
+  }
+  snprintf(ns->refused_chat, sizeof ns->refused_chat, "%s", chat_id);
+  snprintf(ns->refused_url, sizeof ns->refused_url, "%s", l.node_url);
+  ns->refused_left_ms = l.left_ms;
+  return SBX_EAGAIN;
+}
+
+void orch__node_release(struct orch *o, const char *chat_id) {
+  struct sbx_error err;
+  if (o->nodes && store_lease_release(o->st, chat_id, o->nodes->id, &err) != 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "lease of chat %s not released (it expires): %s", chat_id,
+            err.msg);
+}
+
+void orch__node_loaded(struct orch *o, struct orch_chat *c) {
+  if (o->nodes == NULL)
+    return;
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  if (store_run_list_unfinished_chat(o->st, c->id, &runs, &n) != 0) {
+    sbx_log(SBX_LOG_WARN, "nodes", "chat %s: its unfinished runs could not be read", c->id);
+    return;
+  }
+  size_t taken = 0;
+  for (size_t i = 0; i < n; i++)
+    if (orch__map_get(&o->runs, runs[i].id) == NULL && orch__run_reload(o, &runs[i]) == 0)
+      taken++;
+  store_run_list_free(runs, n);
+  if (taken)
+    sbx_log(SBX_LOG_INFO, "nodes", "chat %s taken over with %zu unfinished runs", c->id, taken);
+}
+
+void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
+                        struct store_blob_stage **stage) {
+  struct orch_nodes *ns = o->nodes;
+  if (ns == NULL || !ns->ready) {
+    orch__api_error(req, 503, "unavailable", "this node is starting; try again");
+    return;
+  }
+  if (strcmp(ns->refused_chat, chat_id) != 0) { /* not the chat last refused: look again */
+    struct orch_chat *c;
+    if (orch__chat_get(o, chat_id, &c) != SBX_EAGAIN) {
+      orch__api_error(req, 503, "unavailable", "chat %s changed nodes; try again", chat_id);
+      return;
+    }
+  }
+  const char *from = tp_req_header(req, "x-cerea-node");
+  if (from != NULL || strcmp(ns->refused_url, ns->url) == 0) {
+    /* forwarded here already by a node that thinks this one holds the chat, or held by this
+     * node's previous life: the lease has to expire first */
+    char h[64];
+    snprintf(h, sizeof h, "Retry-After: %llu\r\n",
+             (unsigned long long)SBX_MAX((ns->refused_left_ms + 999) / 1000, 1));
+    tp_respond(req, 503, h, "", 0);
+    return;
+  }
+  if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,
+                          stage) != 0)
+    orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
+}
+
+/* ---- the check of CEREA_NODE_URL, GET /v1/node, notifications --------------------------------- */
+
+/* Chats whose lease is free or expired and that have unfinished runs: a dead node's, taken over
+ * without waiting for a request (their runs wait for a page as any queued run does). */
+static void adopt_orphans(struct orch_nodes *ns) {
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  if (store_run_list_unfinished(ns->o->st, &runs, &n) != 0)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    struct orch_chat *c;
+    if (orch__map_get(&ns->o->runs, runs[i].id) == NULL)
+      orch__chat_get(ns->o, runs[i].chat_id, &c); /* taken (and its runs loaded) when free */
+  }
+  store_run_list_free(runs, n);
+}
+
+static void on_checked(void *ud, int status, const char *error, const char *body, size_t len) {
+  struct orch_nodes *ns = ud;
+  char want[64];
+  snprintf(want, sizeof want, "\"node_id\":\"%s\"", ns->id);
+  if (status != 200 || memmem(body, len, want, strlen(want)) == NULL)
+    fail_stop(ns,
+              "CEREA_NODE_URL does not reach this node (GET %s/v1/node: %s): other nodes "
+              "could not forward requests to it",
+              ns->url,
+              status ? (status == 200 ? "another node answered" : "an HTTP error answered")
+                     : error);
+  ns->ready = 1;
+  ns->renewed_at = ns->next_renew = sbx_now_mono_ms();
+  sbx_log(SBX_LOG_INFO, "nodes", "node %s serving at %s (leases of %llu ms)", ns->id, ns->url,
+          (unsigned long long)ns->lease_ms);
+  adopt_orphans(ns);
+}
+
+static void on_node(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  json_t *j = json_pack("{s:s,s:s,s:b,s:I}", "node_id", o->nodes->id, "url", o->nodes->url, "ready",
+                        o->nodes->ready, "chats", (json_int_t)o->chats.len);
+  orch__api_json(req, 200, j);
+}
+
+static void on_notify(const char *payload, void *ud) {
+  struct orch_nodes *ns = ud;
+  if (strcmp(payload, "files") == 0 || strcmp(payload, "*") == 0)
+    store_files_touch(ns->o->st); /* kept file lists are read again */
+}
+
+int orch__nodes_start(struct orch *o, struct sbx_error *err) {
+  const struct orch_config *cfg = o->cfg;
+  if (cfg->node_url == NULL)
+    return 0;
+  struct orch_nodes *ns = sbx_calloc(1, sizeof *ns);
+  if (ns == NULL || (ns->timer = sbx_malloc(sizeof *ns->timer)) == NULL) {
+    sbx_free(ns);
+    return sbx_error_set(err, SBX_ENOMEM, "nodes: out of memory");
+  }
+  ns->o = o;
+  snprintf(ns->url, sizeof ns->url, "%s", cfg->node_url);
+  ns->lease_ms = cfg->lease_ms;
+  ns->margin_ms = cfg->lease_ms / 5;
+  store_new_id(ns->id);
+  int rc = orch__proxy_new(o, &ns->px, err);
+  if (rc == 0)
+    rc = store_listen(o->st, on_notify, ns, err);
+  if (rc != 0) {
+    orch__proxy_free(ns->px);
+    sbx_free(ns->timer);
+    sbx_free(ns);
+    return rc;
+  }
+  uv_timer_init(o->loop, ns->timer);
+  ns->timer->data = ns;
+  uv_timer_start(ns->timer, on_tick, NODES_TICK_MS, NODES_TICK_MS);
+  o->nodes = ns;
+  tp_route(o->tp, "GET", "/v1/node", 0, on_node, o);
+  char url[400];
+  snprintf(url, sizeof url, "%s/v1/node", ns->url);
+  if ((rc = orch__proxy_get(ns->px, url, NODES_CHECK_MS, on_checked, ns)) != 0)
+    return sbx_error_set(err, rc, "nodes: the check of CEREA_NODE_URL could not start");
+  return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h) { sbx_free(h); }
+
+void orch__nodes_stop(struct orch *o) {
+  struct orch_nodes *ns = o->nodes;
+  if (ns == NULL || ns->px == NULL)
+    return;
+  uv_timer_stop(ns->timer);
+  uv_close((uv_handle_t *)ns->timer, on_timer_closed);
+  orch__proxy_free(ns->px); /* forwarded requests end here */
+  ns->px = NULL;
+}
+
+void orch__nodes_close(struct orch *o) {
+  struct orch_nodes *ns = o->nodes;
+  if (ns == NULL)
+    return;
+  orch__nodes_stop(o);
+  struct sbx_error err;
+  if (ns->ready && store_lease_release(o->st, NULL, ns->id, &err) != 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "leases not released (they expire): %s", err.msg);
+  sbx_free(ns);
+  o->nodes = NULL;
+}
+
+void orch__node_files_changed(struct orch *o) {
+  if (o->nodes && store_notify(o->st, "files", NULL, NULL) != 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "the other nodes were not told of swept files");
+}
