@@ -6,7 +6,9 @@
 #     the same suites on PostgreSQL (SQLite-only tests print why they are skipped), plus the
 #     PostgreSQL-only ones (test_store_pg, test_store_chunks);
 #   - the orchestrator integration tests of stage 40 with CEREA_TEST_PG set: every server they
-#     start keeps its store in that database (tests/integration/lib.mjs).
+#     start keeps its store in that database (tests/integration/lib.mjs);
+#   - tests/nodes/: several orchestrators on one database (bad configuration refused; a node
+#     SIGKILLed under load and its chats taken over; the lease log checked).
 # PG_STAGE_ONLY=unit runs the Check suites alone.
 set -euo pipefail
 cd "$ROOT"
@@ -25,5 +27,6 @@ if [ -z "${CEREA_BIN:-}" ]; then
   cmake --build build --target cerea-sandbox -j2 2>&1 | grep -E "warning|error|Error" || true
   export CEREA_BIN="$ROOT/build/cerea-sandbox"
 fi
-CEREA_TEST_PG="$PGTEST_URL" node --test --test-concurrency=1 --test-reporter=spec \
-  tests/integration/orchestrator*.test.mjs tests/integration/cli.test.mjs
+CEREA_TEST_PG="$PGTEST_URL" CEREA_TEST_PG_TCP="$PGTEST_TCP_URL" node --test --test-concurrency=1 \
+  --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/cli.test.mjs \
+  tests/nodes/*.test.mjs

@@ -1,0 +1,214 @@
+// nodes.test.mjs -- several orchestrators (nodes) on one PostgreSQL store, against a real server
+// (CEREA_TEST_PG, started by scripts/test.d/45-postgres.sh) and real binaries on loopback.
+//  - bad configuration: an unreachable database, a wrong password, a node URL that does not reach
+//    the node (nothing listens there, or another node answers), a node URL without a database:
+//    one clear line and exit status 1, the node never serving anything;
+//  - failover under load: three nodes, chats owned by each, scripted pages whose event streams go
+//    through another node than the owner (forwarded), assistants creating runs through a third;
+//    the owner of some chats SIGKILLed mid-load: no acknowledged result lost, every accepted run
+//    ends, every page reconnects (to whatever node) and misses no event of its chat, no lease ever
+//    held by two nodes at once (the database's lease log), and the killed node, restarted, rejoins.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PG, PG_TCP, newSchema, startNode, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
+
+const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
+
+async function mustFail(opts, pattern, forbidden) {
+  const node = await startNode({ ...opts, wait: false });
+  const r = await Promise.race([node.exited, sleep(20000).then(() => null)]);
+  if (r === null) { await node.kill(); assert.fail(`the node did not exit:\n${node.log}`); }
+  assert.equal(r.code, 1, node.log);
+  const lines = node.log.split('\n').filter((l) => l.startsWith('cerea-sandbox: ') && !/listening on|open http/.test(l));
+  assert.equal(lines.length, 1, `one line, got:\n${node.log}`);
+  assert.match(lines[0], pattern);
+  if (forbidden) assert.doesNotMatch(node.log, forbidden);
+  return node;
+}
+
+test('bad configuration: one line and exit, never a half-started node', { skip }, async () => {
+  const { url } = newSchema('bad');
+  await mustFail({ schemaUrl: 'postgresql://cerea:secret-pw@127.0.0.1:1/cerea' },
+    /database cerea@127\.0\.0\.1:1\/cerea: .*refused/, /secret-pw/);
+  if (PG_TCP) {
+    const wrong = PG_TCP.replace(/:\/\/([^:]+):[^@]+@/, '://$1:wrong-pw@');
+    await mustFail({ schemaUrl: wrong }, /password authentication failed/, /wrong-pw/);
+  }
+  // a node URL nothing listens on: the node cannot check it, and says so before serving a chat
+  const nobody = await freePort();
+  const n = await mustFail({ schemaUrl: url, env: { CEREA_NODE_URL: `http://127.0.0.1:${nobody}` } },
+    /CEREA_NODE_URL does not reach this node/);
+  assert.match(n.log, new RegExp(`127\\.0\\.0\\.1:${nobody}`));
+  // a node URL that another node answers
+  const a = await startNode({ schemaUrl: url });
+  try {
+    await mustFail({ schemaUrl: url, env: { CEREA_NODE_URL: a.base } }, /another node answered/);
+  } finally { await a.stop(); }
+  assert.equal(Number(sql(url, 'SELECT count(*) FROM chat_leases')), 0); // none was ever taken
+  await mustFail({ env: { CEREA_DATABASE_URL: null } }, /set CEREA_DATABASE_URL/);
+  await mustFail({ schemaUrl: url, env: { CEREA_NODE_URL: 'ftp://x' } }, /CEREA_NODE_URL=ftp:\/\/x: expected http/);
+});
+
+// A scripted page of one chat that follows its chat across nodes: it reads the chat's event
+// stream through `via` (another node than the owner), answers every run dispatched to it, and
+// when the stream ends or cannot be opened, tries the next live node with Last-Event-ID.
+class RoamingPage {
+  constructor(nodes, chat, via, log) {
+    Object.assign(this, { nodes, chat, via, log, ids: new Set(), stop: false, reconnects: 0 });
+    this.pageId = `page-${chat.id.slice(-6)}`;
+    this.done = this.loop();
+  }
+  node() { return this.nodes[this.via % this.nodes.length]; }
+  async loop() {
+    let last;
+    while (!this.stop) {
+      const node = this.node();
+      if (!node.alive) { this.via++; continue; }
+      const headers = { authorization: `Bearer ${this.chat.token}` };
+      if (last !== undefined) headers['last-event-id'] = String(last);
+      this.ctrl = new AbortController();
+      let res;
+      try {
+        res = await fetch(`${node.base}/v1/chats/${this.chat.id}/events?page_id=${this.pageId}`, { headers, signal: this.ctrl.signal });
+      } catch { res = null; }
+      if (!res || res.status !== 200) { // 503 while the lease of a dead owner runs out
+        if (res) await res.body?.cancel();
+        this.via += res ? 0 : 1;
+        await sleep(150);
+        continue;
+      }
+      try {
+        const dec = new TextDecoder();
+        let buf = '';
+        for await (const chunk of res.body) {
+          buf += dec.decode(chunk, { stream: true });
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, i); buf = buf.slice(i + 2);
+            let id = null, ev = null, data = '';
+            for (const line of block.split('\n')) {
+              if (line.startsWith('id: ')) id = Number(line.slice(4));
+              else if (line.startsWith('event: ')) ev = line.slice(7);
+              else if (line.startsWith('data: ')) data += line.slice(6);
+            }
+            if (id !== null) { this.ids.add(id); last = id; }
+            if (ev === 'run') this.answer(node, JSON.parse(data));
+          }
+        }
+      } catch { /* the stream broke */ }
+      if (!this.stop) { this.reconnects++; this.via++; }
+    }
+  }
+  // Reports a run started and its result, as a page does: a report that reached no node (its
+  // node died, or the chat's new node is not serving yet) is sent again, through the node of the
+  // stream now, until a node answers it (200, or 409 when that attempt is no longer current).
+  async answer(node, run) {
+    if (run.page_id !== this.pageId) return;
+    const t = this.chat.token;
+    await req(node, 'POST', `/v1/runs/${run.run_id}/started`, { token: t, body: { attempt: run.attempt, page_id: this.pageId } });
+    const stdout = `out ${run.run_id} ${run.attempt}\n`;
+    const body = { attempt: run.attempt, status: 'ok', stdout, stderr: '', files: [] };
+    for (let tries = 0; tries < 200 && !this.stop; tries++) {
+      const r = await req(tries ? this.node() : node, 'POST', `/v1/runs/${run.run_id}/result`, { token: t, body });
+      if (r.status === 200) { this.log.acked.push({ run: run.run_id, stdout }); return; }
+      if (r.status === 409 || r.status === 404) return;
+      await sleep(150);
+    }
+  }
+  close() { this.stop = true; this.ctrl?.abort(); }
+}
+
+test('failover under load: a SIGKILLed node\'s chats go on elsewhere, nothing acknowledged lost', { skip, timeout: 180000 }, async () => {
+  const { url } = newSchema('fail');
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const nodes = [];
+  for (const port of ports) nodes.push(await startNode({ schemaUrl: url, port }));
+  const log = { accepted: [], acked: [] };
+  const pages = [];
+  try {
+    // two chats owned by each node (created there), pages reading through the next node
+    const chats = [];
+    for (let i = 0; i < 6; i++) {
+      const owner = nodes[i % 3];
+      const r = await req(owner, 'POST', '/v1/chats', { body: {} });
+      assert.equal(r.status, 201, r.text);
+      chats.push({ id: r.json.chat_id, token: r.json.page_token, owner: i % 3 });
+    }
+    assert.equal(Number(sql(url, 'SELECT count(DISTINCT node_id) FROM chat_leases')), 3);
+    for (const c of chats) pages.push(new RoamingPage(nodes, c, c.owner + 1, log));
+    // assistants: runs created through the third node, one after another per chat
+    let creating = true;
+    const assistants = chats.map(async (c) => {
+      let via = c.owner + 2;
+      while (creating) {
+        const node = nodes[via % 3];
+        if (!node.alive) { via++; continue; }
+        const r = await req(node, 'POST', `/v1/chats/${c.id}/runs`, { body: { code: 'print(1)' } });
+        if (r.status === 201) log.accepted.push(r.json.run_id);
+        else await sleep(100);
+        await sleep(40);
+      }
+    });
+    await sleep(3000);
+    const before = log.accepted.length;
+    const killed = nodes[0];
+    await killed.kill(); // its two chats' leases run out in CEREA_LEASE_MS (2 s)
+    await sleep(6000);
+    creating = false;
+    await Promise.all(assistants);
+    assert.ok(log.accepted.length > before + 6, `runs were accepted after the kill (${before} -> ${log.accepted.length})`);
+
+    // every accepted run ends (the killed node's dispatched ones as new attempts elsewhere)
+    const ids = log.accepted.map((id) => `'${id}'`).join(',');
+    const deadline = Date.now() + 60000;
+    for (;;) {
+      const open = sql(url, `SELECT id, chat_id, state, attempts FROM runs WHERE id IN (${ids}) AND state <> 'done' LIMIT 5`);
+      if (!open) break;
+      if (Date.now() >= deadline) {
+        const chat = open.split('|')[1];
+        const lease = sql(url, `SELECT node_url, epoch, expires_at, clock_timestamp() FROM chat_leases WHERE chat_id = '${chat}'`);
+        const p = pages.find((x) => x.chat.id === chat);
+        assert.fail(`runs did not end:\n${open}\nlease: ${lease}\npage via ${p?.via} reconnects ` +
+          `${p?.reconnects}\n` + nodes.map((n) => `--- node ${n.port} ${n.alive}\n${n.log.slice(-3000)}`).join('\n'));
+      }
+      await sleep(250);
+    }
+    assert.equal(Number(sql(url, `SELECT count(*) FROM runs WHERE id IN (${ids}) AND status = 'ok'`)), log.accepted.length);
+    // every acknowledged result is the one stored
+    for (const a of log.acked) {
+      const stdout = sql(url, `SELECT stdout_text FROM runs WHERE id = '${a.run}' AND status = 'ok'`);
+      assert.equal(stdout + '\n', a.stdout, `acknowledged result of ${a.run} lost`);
+    }
+    // the killed node's chats moved; each page saw every event of its chat
+    for (const c of chats) {
+      const holder = sql(url, `SELECT node_url FROM chat_leases WHERE chat_id = '${c.id}'`);
+      if (c.owner === 0) assert.notEqual(holder, killed.base, `chat ${c.id} still on the dead node`);
+    }
+    await sleep(500);
+    for (const p of pages) {
+      const max = Number(sql(url, `SELECT COALESCE(max(seq), 0) FROM events WHERE chat_id = '${p.chat.id}'`));
+      const missing = [];
+      for (let s = 1; s <= max; s++) if (!p.ids.has(s)) missing.push(s);
+      assert.deepEqual(missing, [], `page of chat ${p.chat.id} missed events (max ${max}, reconnects ${p.reconnects})`);
+    }
+    assert.ok(pages.some((p) => p.reconnects > 0), 'pages did reconnect');
+    assert.equal(overlappingLeases(url), 0, 'a lease held by two nodes at once');
+    const moved = Number(sql(url, 'SELECT count(*) FROM (SELECT chat_id FROM lease_log GROUP BY chat_id HAVING count(*) > 1) m'));
+    assert.ok(moved >= 2, `the killed node's chats changed hands (${moved})`);
+    console.log(`failover: ${log.accepted.length} runs accepted, ${log.acked.length} results acknowledged, ` +
+      `${pages.reduce((n, p) => n + p.reconnects, 0)} page reconnects, ${moved} chats moved`);
+
+    // the killed node restarts on its address and rejoins: it serves new chats and forwards
+    const back = await startNode({ schemaUrl: url, port: killed.port, dataDir: killed.dataDir });
+    nodes[0] = back;
+    const r = await req(back, 'POST', '/v1/chats', { body: {} });
+    assert.equal(r.status, 201, r.text);
+    const other = chats.find((c) => c.owner === 1);
+    const g = await req(back, 'GET', `/v1/chats/${other.id}`);
+    assert.equal(g.status, 200, g.text);
+    assert.equal(overlappingLeases(url), 0);
+  } finally {
+    for (const p of pages) p.close();
+    for (const n of nodes) await n.stop().catch(() => {});
+  }
+});
