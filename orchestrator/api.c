@@ -131,8 +131,17 @@ static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
  * "<chat id>.<64 zeros>" is a wrong credential (401), not a page token (403). */
 static int page_token_real(struct orch *o, const struct orch_auth *a) {
   struct orch_chat *c = NULL;
-  return a->kind == ORCH_CRED_PAGE && orch__chat_get(o, a->chat_id, &c) == 0 &&
-         orch__auth_allows_chat(a, c);
+  if (a->kind != ORCH_CRED_PAGE)
+    return 0;
+  int rc = orch__chat_get(o, a->chat_id, &c);
+  if (rc == SBX_EAGAIN) { /* nodes: another node serves the chat; its token is in the store */
+    struct store_chat sc = {0};
+    int real = store_chat_get(o->st, a->chat_id, &sc) == 0 &&
+               orch__auth_allows(a, sc.id, sc.token_hash);
+    store_chat_free(&sc);
+    return real;
+  }
+  return rc == 0 && orch__auth_allows_chat(a, c);
 }
 
 /* Refuses a page token or the host key on a backend call: 403 for a real one, 401 for anything

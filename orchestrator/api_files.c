@@ -352,7 +352,7 @@ static void on_download(struct tp_req *req, void *ud) {
   char token_hash[65] = "";
   int rc = orch__chat_get(o, f.chat_id, &c);
   if (rc == SBX_EAGAIN) { /* another node serves the chat: its files are any node's */
-    struct store_chat sc;
+    struct store_chat sc = {0};
     if (store_chat_get(o->st, f.chat_id, &sc) == 0)
       memcpy(token_hash, sc.token_hash, sizeof token_hash);
     store_chat_free(&sc);

@@ -88,7 +88,13 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
     orch__api_error(req, 404, "not_found", "no turn %s", id ? id : "");
     return;
   }
-  json_t *body = orch__api_body_object(req);
+  struct orch_chat *c;
+  json_t *body = NULL;
+  if (orch__chat_get(o, st.chat_id, &c) == SBX_EAGAIN) { /* nodes: another node's chat */
+    orch__node_forward(o, req, st.chat_id, NULL);
+    goto out;
+  }
+  body = orch__api_body_object(req);
   if (body == NULL)
     goto out;
   const char *answer = NULL;
