@@ -141,6 +141,7 @@ static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
     for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++)
       if (p->set[i])
         orch__rt_set(&p->o->rt, orch__rt_settings[i].key, p->vals[i]);
+    orch__node_settings_changed(p->o); /* nodes: the others read them again */
     orch__api_json(p->req, 200, settings_json(p->o));
   }
   tp_req_release(p->req);

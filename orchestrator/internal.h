@@ -383,6 +383,8 @@ struct orch_rt_setting {
 #define ORCH_RT_N_SETTINGS 4
 extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
 void orch__rt_init(struct orch_runtime *rt, const struct orch_config *cfg);
+/* server.c: o->rt from the configuration and the operator's stored values. */
+void orch__runtime_load(struct orch *o);
 /* Sets one of orch__rt_settings by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
 /* The current value of setting s (one of orch__rt_settings). */
@@ -838,8 +840,10 @@ void orch__node_loaded(struct orch *o, struct orch_chat *c);
  * when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
                         struct store_blob_stage **stage);
-/* A retention sweep removed files: the other nodes read their kept file lists again. */
+/* A retention sweep removed files: the other nodes read their kept file lists again.  An operator
+ * changed runtime settings: the other nodes read them again. */
 void orch__node_files_changed(struct orch *o);
+void orch__node_settings_changed(struct orch *o);
 
 /* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
 struct orch_proxy;

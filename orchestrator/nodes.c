@@ -26,8 +26,11 @@
  * answered 503, and so is one whose owner is this node's own URL under an older id (its previous
  * life, dead: its leases expire within CEREA_LEASE_MS; Retry-After says when).
  *
- * Notifications (LISTEN/NOTIFY, ids only): "files" after a retention sweep removed files on any
- * node (every node's kept file lists are read again), "*" after the listen connection came back.
+ * Notifications (LISTEN/NOTIFY, no content): "files" after a retention sweep removed files on any
+ * node (every node's kept file lists are read again), "settings" after an operator changed the
+ * runtime settings on one (every node reads them again), "*" after the listen connection came
+ * back (both).  Runs need none: a run is created by the node serving its chat, requests for it
+ * being forwarded there.
  *
  * What it does not do: keep leases (the store), forward (proxy.c), or serve chats (chat.c).
  */
@@ -238,8 +241,11 @@ static void on_node(struct tp_req *req, void *ud) {
 
 static void on_notify(const char *payload, void *ud) {
   struct orch_nodes *ns = ud;
-  if (strcmp(payload, "files") == 0 || strcmp(payload, "*") == 0)
+  int all = strcmp(payload, "*") == 0; /* some may have been missed */
+  if (all || strcmp(payload, "files") == 0)
     store_files_touch(ns->o->st); /* kept file lists are read again */
+  if (all || strcmp(payload, "settings") == 0)
+    orch__runtime_load(ns->o);
 }
 
 int orch__nodes_start(struct orch *o, struct sbx_error *err) {
@@ -301,7 +307,10 @@ void orch__nodes_close(struct orch *o) {
   o->nodes = NULL;
 }
 
-void orch__node_files_changed(struct orch *o) {
-  if (o->nodes && store_notify(o->st, "files", NULL, NULL) != 0)
-    sbx_log(SBX_LOG_WARN, "nodes", "the other nodes were not told of swept files");
+static void tell(struct orch *o, const char *what) {
+  if (o->nodes && store_notify(o->st, what, NULL, NULL) != 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "the other nodes were not told (%s)", what);
 }
+
+void orch__node_files_changed(struct orch *o) { tell(o, "files"); }
+void orch__node_settings_changed(struct orch *o) { tell(o, "settings"); }

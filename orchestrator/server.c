@@ -125,8 +125,9 @@ static int prepare_data_dir(const char *dir, struct sbx_error *err) {
   return 0;
 }
 
-/* The runtime settings: the configuration's, then the values an operator stored (admin API). */
-static void load_runtime_settings(struct orch *o) {
+/* The runtime settings: the configuration's, then the values an operator stored (admin API).
+ * Again when another node said an operator changed them (nodes.c). */
+void orch__runtime_load(struct orch *o) {
   orch__rt_init(&o->rt, o->cfg);
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
     const char *key = orch__rt_settings[i].key;
@@ -217,7 +218,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   }
   if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
     goto fail;
-  load_runtime_settings(o);
+  orch__runtime_load(o);
   /* nodes: a chat's runs are reloaded by the node that takes its lease (nodes.c) */
   if (cfg->node_url == NULL && (rc = reload_runs(o, err)) != 0)
     goto fail;
