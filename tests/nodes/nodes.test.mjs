@@ -46,6 +46,7 @@ test('bad configuration: one line and exit, never a half-started node', { skip }
   } finally { await a.stop(); }
   assert.equal(Number(sql(url, 'SELECT count(*) FROM chat_leases')), 0); // none was ever taken
   await mustFail({ env: { CEREA_DATABASE_URL: null } }, /set CEREA_DATABASE_URL/);
+  await mustFail({ schemaUrl: url, env: { CEREA_API_KEY: null } }, /every node needs the same CEREA_API_KEY/);
   await mustFail({ schemaUrl: url, env: { CEREA_NODE_URL: 'ftp://x' } }, /CEREA_NODE_URL=ftp:\/\/x: expected http/);
 });
 
