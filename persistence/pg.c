@@ -576,7 +576,8 @@ const char *st__pg_col(struct st_stmt *s, int i, size_t *len) {
  * schema_version.  Forward only: a database newer than this code is refused.  Each step runs in
  * its own transaction (PostgreSQL's DDL is transactional: a failed step leaves the version before
  * it), all of them under an advisory lock of the schema, so that nodes starting together migrate
- * once.  Version 1 is the SQLite schema of version 7 (db.c), plus what this backend needs:
+ * once.  Each SQLite step after version 7 has its step here (SQLite 8 is version 3).  Version 1 is
+ * the SQLite schema of version 7 (db.c), plus what this backend needs:
  *   - rid, an identity column, where SQLite orders by rowid (insertion order): chats, files, runs;
  *   - integers as bigint (SQLite's are 64-bit);
  *   - blob_chunks: a blob's content in ST_CHUNK-byte rows keyed by (sha256, n), deleted with the
@@ -634,6 +635,10 @@ static const char *const pg_migrations[] = {
     "CREATE INDEX chat_leases_node ON chat_leases(node_id);"
     "CREATE TABLE lease_log(chat_id TEXT NOT NULL, epoch BIGINT NOT NULL, node_id TEXT NOT NULL,"
     " taken_at TIMESTAMPTZ NOT NULL, until_at TIMESTAMPTZ NOT NULL, PRIMARY KEY(chat_id, epoch));",
+    /* 3: SQLite's schema 8: what a run showed besides its output, the cell's value and its
+     * display() bundles, as the orchestrator's JSON text; runs stored before read NULL */
+    "ALTER TABLE runs ADD COLUMN value_json TEXT;"
+    "ALTER TABLE runs ADD COLUMN displays_json TEXT;",
 };
 
 /* The advisory lock of the schema the connection works in (a key from its name). */

@@ -332,6 +332,7 @@ START_TEST(test_migration_6_to_7) {
 END_TEST
 
 START_TEST(test_migration_7_to_8) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 7);
   insert_v1_rows(db); /* runs written by a version-7 program; store_open migrates 7 -> 8 */

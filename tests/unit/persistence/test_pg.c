@@ -151,6 +151,54 @@ START_TEST(test_migration_failure_rolls_back) {
 }
 END_TEST
 
+/* Version 2 -> 3 (SQLite's 7 -> 8): runs of a version-2 program kept, their value and displays
+ * read NULL, then written and read back. */
+START_TEST(test_migration_2_to_3) {
+  T_PG_ONLY("migrates a PostgreSQL schema");
+  struct tctx t;
+  struct sbx_error err = {0};
+  t_mkdir(&t);
+  char url[1024];
+  t_url(t.dir, url, sizeof url);
+  struct st_db db = {.kind = ST_PG, .role = "writer"};
+  ck_assert_msg(st__pg_connect(&db, url, "test", &err) == 0, "%s", err.msg);
+  ck_assert_msg(st__pg_migrate(&db, 2, &err) == 0, "%s", err.msg);
+  st__pg_close(&db);
+  t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
+                    "', 'h', 't', 1)");
+  t_sql_exec(t.dir, "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, status, timeout_s,"
+                    " attempts, stdout_text, stdout_truncated, stderr_truncated, restarted,"
+                    " files_unlisted, figures_dropped, seq, created_at, started_at, finished_at)"
+                    " VALUES('r2', '" CHAT "', '', 'print(1)', 'assistant', 'done', 'ok', 60, 1,"
+                    " 'kept', 0, 0, 0, 0, 0, 1, 1, 2, 3)");
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM information_schema.columns WHERE "
+                                    "table_schema = current_schema() AND table_name = 'runs' AND "
+                                    "column_name IN ('value_json', 'displays_json')"),
+                   0);
+  t_reopen(&t); /* store_open migrates 2 -> 3 */
+  ck_assert_int_eq(store_schema_version(t.st), 3);
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
+  ck_assert_str_eq(r.stdout_text, "kept"); /* the row as it was */
+  ck_assert_str_eq(r.code, "print(1)");
+  ck_assert_ptr_null(r.value_json); /* no value, no displays */
+  ck_assert_ptr_null(r.displays_json);
+  r.value_json = sbx_strdup("{\"text/plain\":\"41\"}");
+  r.displays_json = sbx_strdup("[]");
+  struct done d = {0};
+  ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  store_run_free(&r);
+  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
+  ck_assert_str_eq(r.value_json, "{\"text/plain\":\"41\"}");
+  ck_assert_str_eq(r.displays_json, "[]");
+  ck_assert_str_eq(r.stdout_text, "kept");
+  store_run_free(&r);
+  t_close(&t);
+}
+END_TEST
+
 /* Nodes starting together on one database (other data directories): each store_open finds the
  * schema as another left it, under the migration lock; all of them open, at the one version. */
 START_TEST(test_nodes_migrate_once) {
@@ -321,6 +369,7 @@ int main(void) {
   tcase_add_test(tc, test_sqlstates);
   tcase_add_test(tc, test_migrations);
   tcase_add_test(tc, test_migration_failure_rolls_back);
+  tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_nodes_migrate_once);
   tcase_add_test(tc, test_connection_lost);
   tcase_add_test(tc, test_indexes);
