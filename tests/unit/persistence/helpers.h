@@ -296,6 +296,42 @@ static inline void t_chat(struct tctx *t, const char *id) {
   ck_assert_msg(d.rc == 0, "chat create: %s", d.msg);
 }
 
+/* A fresh test directory whose PostgreSQL schema is at version v (a program of that version
+ * made it): the rows it wrote go in next, then t_reopen migrates them on. */
+static inline void t_pg_at_version(struct tctx *t, int v) {
+  struct sbx_error err = {0};
+  char url[1024];
+  t_mkdir(t);
+  t_url(t->dir, url, sizeof url);
+  struct st_db db = {.kind = ST_PG, .role = "writer"};
+  ck_assert_msg(st__pg_connect(&db, url, "test", &err) == 0, "%s", err.msg);
+  ck_assert_msg(st__pg_migrate(&db, v, &err) == 0, "%s", err.msg);
+  st__pg_close(&db);
+}
+
+/* A run stored before runs had value_json and displays_json (SQLite 8, PostgreSQL 3), after the
+ * migration: as it was (its stdout 'kept'), no value, no displays; then both written and read
+ * back. */
+static inline void t_run_value_migrated(struct tctx *t, const char *run_id) {
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(t->st, run_id, &r), 0);
+  ck_assert_str_eq(r.stdout_text, "kept");
+  ck_assert_ptr_null(r.value_json);
+  ck_assert_ptr_null(r.displays_json);
+  r.value_json = sbx_strdup("{\"text/plain\":\"41\"}");
+  r.displays_json = sbx_strdup("[]");
+  struct done d = {0};
+  ck_assert_int_eq(store_run_put(t->st, &r, on_done, &d), 0);
+  t_wait(t);
+  ck_assert_int_eq(d.rc, 0);
+  store_run_free(&r);
+  ck_assert_int_eq(store_run_get(t->st, run_id, &r), 0);
+  ck_assert_str_eq(r.value_json, "{\"text/plain\":\"41\"}");
+  ck_assert_str_eq(r.displays_json, "[]");
+  ck_assert_str_eq(r.stdout_text, "kept");
+  store_run_free(&r);
+}
+
 /* A write that holds the writer inside its group until the test lets it go, so that the writes
  * queued meanwhile form one group: t_hold_queue queues one (d gets its outcome), t_held waits until
  * the writer is inside it, t_hold does both, t_let_go lets the writer go on. */

@@ -337,27 +337,7 @@ START_TEST(test_migration_7_to_8) {
   sqlite3 *db = db_at(&t, 7);
   insert_v1_rows(db); /* runs written by a version-7 program; store_open migrates 7 -> 8 */
   reopen_migrated(&t, db, "UPDATE runs SET stdout_text = 'kept' WHERE id = 'r2';");
-  struct store_run r;
-  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
-  ck_assert_str_eq(r.stdout_text, "kept"); /* the row as it was */
-  ck_assert_ptr_null(r.value_json);        /* no value, no displays */
-  ck_assert_ptr_null(r.displays_json);
-  store_run_free(&r);
-  /* the new columns are written and read back */
-  struct store_run w = {0};
-  ck_assert_int_eq(store_run_get(t.st, "r1", &w), 0);
-  w.value_json = sbx_strdup("{\"text/plain\":\"41\"}");
-  w.displays_json = sbx_strdup("[]");
-  struct done d = {0};
-  ck_assert_int_eq(store_run_put(t.st, &w, on_done, &d), 0);
-  t_wait(&t);
-  ck_assert_int_eq(d.rc, 0);
-  store_run_free(&w);
-  ck_assert_int_eq(store_run_get(t.st, "r1", &r), 0);
-  ck_assert_str_eq(r.value_json, "{\"text/plain\":\"41\"}");
-  ck_assert_str_eq(r.displays_json, "[]");
-  ck_assert_str_eq(r.code, "print(1)");
-  store_run_free(&r);
+  t_run_value_migrated(&t, "r2");
   t_close(&t);
 }
 END_TEST

@@ -223,14 +223,7 @@ END_TEST
 START_TEST(test_migration_1_to_2) {
   T_PG_ONLY("migrates a PostgreSQL schema");
   struct tctx t;
-  struct sbx_error err = {0};
-  t_mkdir(&t);
-  char url[1024];
-  t_url(t.dir, url, sizeof url);
-  struct st_db db = {.kind = ST_PG, .role = "writer"};
-  ck_assert_msg(st__pg_connect(&db, url, "test", &err) == 0, "%s", err.msg);
-  ck_assert_msg(st__pg_migrate(&db, 1, &err) == 0, "%s", err.msg);
-  st__pg_close(&db);
+  t_pg_at_version(&t, 1);
   /* rows of a version-1 program */
   t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
                     "', 'h', 'kept', 1)");

@@ -156,14 +156,7 @@ END_TEST
 START_TEST(test_migration_2_to_3) {
   T_PG_ONLY("migrates a PostgreSQL schema");
   struct tctx t;
-  struct sbx_error err = {0};
-  t_mkdir(&t);
-  char url[1024];
-  t_url(t.dir, url, sizeof url);
-  struct st_db db = {.kind = ST_PG, .role = "writer"};
-  ck_assert_msg(st__pg_connect(&db, url, "test", &err) == 0, "%s", err.msg);
-  ck_assert_msg(st__pg_migrate(&db, 2, &err) == 0, "%s", err.msg);
-  st__pg_close(&db);
+  t_pg_at_version(&t, 2);
   t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
                     "', 'h', 't', 1)");
   t_sql_exec(t.dir, "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, status, timeout_s,"
@@ -177,24 +170,7 @@ START_TEST(test_migration_2_to_3) {
                    0);
   t_reopen(&t); /* store_open migrates 2 -> 3 */
   ck_assert_int_eq(store_schema_version(t.st), 3);
-  struct store_run r;
-  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
-  ck_assert_str_eq(r.stdout_text, "kept"); /* the row as it was */
-  ck_assert_str_eq(r.code, "print(1)");
-  ck_assert_ptr_null(r.value_json); /* no value, no displays */
-  ck_assert_ptr_null(r.displays_json);
-  r.value_json = sbx_strdup("{\"text/plain\":\"41\"}");
-  r.displays_json = sbx_strdup("[]");
-  struct done d = {0};
-  ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
-  t_wait(&t);
-  ck_assert_int_eq(d.rc, 0);
-  store_run_free(&r);
-  ck_assert_int_eq(store_run_get(t.st, "r2", &r), 0);
-  ck_assert_str_eq(r.value_json, "{\"text/plain\":\"41\"}");
-  ck_assert_str_eq(r.displays_json, "[]");
-  ck_assert_str_eq(r.stdout_text, "kept");
-  store_run_free(&r);
+  t_run_value_migrated(&t, "r2");
   t_close(&t);
 }
 END_TEST
