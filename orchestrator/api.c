@@ -136,8 +136,8 @@ static int page_token_real(struct orch *o, const struct orch_auth *a) {
   int rc = orch__chat_get(o, a->chat_id, &c);
   if (rc == SBX_EAGAIN) { /* nodes: another node serves the chat; its token is in the store */
     struct store_chat sc = {0};
-    int real = store_chat_get(o->st, a->chat_id, &sc) == 0 &&
-               orch__auth_allows(a, sc.id, sc.token_hash);
+    int real =
+        store_chat_get(o->st, a->chat_id, &sc) == 0 && orch__auth_allows(a, sc.id, sc.token_hash);
     store_chat_free(&sc);
     return real;
   }
