@@ -7,10 +7,14 @@
 //    through another node than the owner (forwarded), assistants creating runs through a third;
 //    the owner of some chats SIGKILLed mid-load: no acknowledged result lost, every accepted run
 //    ends, every page reconnects (to whatever node) and misses no event of its chat, no lease ever
-//    held by two nodes at once (the database's lease log), and the killed node, restarted, rejoins.
+//    held by two nodes at once (the database's lease log), and the killed node, restarted, rejoins;
+//  - a live run across nodes: the page's stream and reports through one node, the run created,
+//    followed (its own event stream) and answered (input) through another, the chat's owner a
+//    third: every event of each stream arrives, in order.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PG, PG_TCP, newSchema, startNode, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
+import { Page, runEvents } from '../integration/lib.mjs';
 
 const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
 
@@ -211,5 +215,52 @@ test('failover under load: a SIGKILLed node\'s chats go on elsewhere, nothing ac
   } finally {
     for (const p of pages) p.close();
     for (const n of nodes) await n.stop().catch(() => {});
+  }
+});
+
+test('a live run across nodes: output, input() and the run\'s own stream forwarded to the owner', { skip, timeout: 60000 }, async () => {
+  const { url } = newSchema('live');
+  const nodes = [];
+  for (let i = 0; i < 3; i++) nodes.push(await startNode({ schemaUrl: url }));
+  const [owner, pageVia, backendVia] = nodes;
+  let page, follow;
+  try {
+    const r = await req(owner, 'POST', '/v1/chats', { body: {} });
+    assert.equal(r.status, 201, r.text);
+    const chat = { id: r.json.chat_id, token: r.json.page_token };
+    page = new Page(pageVia, chat, 'live-page');
+    await page.opened;
+    assert.equal(page.status, 200);
+    const created = await req(backendVia, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: 'print("hello"); input("name? ")' } });
+    assert.equal(created.status, 201, created.text);
+    const runId = created.json.run_id;
+    follow = runEvents(backendVia, runId);
+    await follow.opened;
+    assert.equal(follow.status, 200);
+    const run = (await page.nextRun(10000)).data;
+    assert.equal((await page.started(run)).status, 200);
+    const out = await page.output(run, { chunks: [{ stream: 'stdout', offset: 0, text: 'hello\n' }], input_request: { prompt: 'name? ' } });
+    assert.equal(out.status, 200, JSON.stringify(out.json));
+    assert.equal((await follow.next('input_request', 10000)).data.prompt, 'name? ');
+    assert.equal(follow.text('stdout'), 'hello\n');
+    const answered = await req(backendVia, 'POST', `/v1/runs/${runId}/input`, { body: { text: 'ada' } });
+    assert.equal(answered.status, 200, answered.text);
+    assert.equal((await page.next((e) => e.event === 'input' && e.data.run_id === runId, 10000)).data.text, 'ada');
+    assert.equal((await page.result(run, { stdout: 'hello\nname? ada\n' })).status, 200);
+    const end = await follow.next('end', 10000);
+    assert.equal(end.data.status, 'ok');
+    assert.equal(end.data.stdout, 'hello\nname? ada\n');
+    await follow.ended; // the run's stream ends after its end, through the forwarding node too
+    // every event each stream got had an id one more than the one before (none lost on the way)
+    for (const s of [page, follow]) {
+      const ids = s.events.filter((e) => e.id !== null).map((e) => e.id);
+      for (let i = 1; i < ids.length; i++) assert.ok(ids[i] > ids[i - 1], `ids in order: ${ids}`);
+    }
+    // the chat stayed with its owner all along: one epoch of its lease, the owner's
+    const ownerId = (await req(owner, 'GET', '/v1/node')).json.node_id;
+    assert.equal(sql(url, `SELECT node_id || ' ' || count(*) OVER () FROM lease_log WHERE chat_id = '${chat.id}'`), `${ownerId} 1`);
+  } finally {
+    page?.close(); follow?.close();
+    for (const n of nodes) await n.stop();
   }
 });
