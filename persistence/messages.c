@@ -10,12 +10,12 @@ enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALL
 
 static int message_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *s = st->ws[ST_MESSAGE_PUT];
+  struct st_stmt *s = st__q(&st->w, ST_MESSAGE_PUT);
   for (int i = 0; i < M__STRINGS; i++) /* the columns in ST_MESSAGE_COLS order */
     st__bind_text(s, i + 1, op->s[i]);
-  sqlite3_bind_int64(s, 10, op->i[0]);
-  sqlite3_bind_int64(s, 11, op->i[1]);
-  int rc = st__step_done(st->wdb, s, "message put", err);
+  st__bind_int64(s, 10, op->i[0]);
+  st__bind_int64(s, 11, op->i[1]);
+  int rc = st__step_done(s, "message put", err);
   if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[M_CHAT]);
   return rc;
@@ -44,14 +44,15 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
 
 static int interrupt_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  sqlite3_stmt *t = st->ws[ST_MESSAGE_INTERRUPT_TURNS], *m = st->ws[ST_MESSAGE_INTERRUPT];
-  sqlite3_bind_int64(t, 2, op->i[0]);
-  int rc = st__step_done(st->wdb, t, "interrupted turns", err);
+  struct st_stmt *t = st__q(&st->w, ST_MESSAGE_INTERRUPT_TURNS);
+  struct st_stmt *m = st__q(&st->w, ST_MESSAGE_INTERRUPT);
+  st__bind_int64(t, 2, op->i[0]);
+  int rc = st__step_done(t, "interrupted turns", err);
   if (rc != 0)
     return rc;
-  sqlite3_bind_text(m, 1, op->s[0], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(m, 2, op->i[0]);
-  return st__step_done(st->wdb, m, "interrupted messages", err);
+  st__bind_text(m, 1, op->s[0]);
+  st__bind_int64(m, 2, op->i[0]);
+  return st__step_done(m, "interrupted messages", err);
 }
 
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
@@ -65,21 +66,21 @@ int store_message_interrupt(struct store *st, const char *error_json, int64_t no
   return st__submit(st, &op->w);
 }
 
-static int message_from_row(sqlite3_stmt *s, struct store_message *m) {
+static int message_from_row(struct st_stmt *s, struct store_message *m) {
   int oom = 0;
   memset(m, 0, sizeof *m);
   st__col_id(s, 0, m->id);
   st__col_id(s, 1, m->chat_id);
   st__col_id(s, 2, m->turn_id);
-  const unsigned char *role = sqlite3_column_text(s, 3), *state = sqlite3_column_text(s, 4);
-  snprintf(m->role, sizeof m->role, "%s", role ? (const char *)role : "");
-  snprintf(m->state, sizeof m->state, "%s", state ? (const char *)state : "");
+  const char *role = st__col_text(s, 3), *state = st__col_text(s, 4);
+  snprintf(m->role, sizeof m->role, "%s", role ? role : "");
+  snprintf(m->state, sizeof m->state, "%s", state ? state : "");
   m->text = st__col_dup(s, 5, &oom);
   m->error_json = st__col_dup(s, 6, &oom);
   m->run_ids_json = st__col_dup(s, 7, &oom);
   m->calls_json = st__col_dup(s, 8, &oom);
-  m->created_at = sqlite3_column_int64(s, 9);
-  m->updated_at = sqlite3_column_int64(s, 10);
+  m->created_at = st__col_int64(s, 9);
+  m->updated_at = st__col_int64(s, 10);
   if (!oom && m->text == NULL && (m->text = sbx_strdup("")) == NULL)
     oom = 1;
   if (oom) {
@@ -95,13 +96,13 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
   *n = 0;
   if (chat_id == NULL || limit == 0 || limit > 100000)
     return SBX_EINVAL;
-  sqlite3_stmt *s = st->rs[ST_MESSAGE_LIST];
-  sqlite3_bind_text(s, 1, chat_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+  struct st_stmt *s = st__q(&st->r, ST_MESSAGE_LIST);
+  st__bind_text(s, 1, chat_id);
+  st__bind_int64(s, 2, (int64_t)limit);
   struct store_message *v = NULL;
   size_t len = 0, cap = 0;
   int rc, r = 0;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  while ((rc = st__step(s, "message list", NULL)) == ST_ROW) {
     if (len == cap) {
       size_t ncap = cap ? cap * 2 : 16;
       struct store_message *nv = sbx_realloc(v, ncap * sizeof *nv);
@@ -116,8 +117,8 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
       break;
     len++;
   }
-  if (r == 0 && rc != SQLITE_DONE)
-    r = st__translate(st->rdb, rc, "message list", NULL);
+  if (r == 0 && rc < 0)
+    r = rc;
   st__reset(s);
   if (r != 0) {
     store_message_list_free(v, len);

@@ -576,7 +576,7 @@ const char *st__pg_col(struct st_stmt *s, int i, size_t *len) {
  * schema_version.  Forward only: a database newer than this code is refused.  Each step runs in
  * its own transaction (PostgreSQL's DDL is transactional: a failed step leaves the version before
  * it), all of them under an advisory lock of the schema, so that nodes starting together migrate
- * once.  Each SQLite step after version 7 has its step here (SQLite 8 is version 3).  Version 1 is
+ * once.  Each SQLite step after version 7 has its step here (SQLite 8 is version 3, SQLite 9 version 4).  Version 1 is
  * the SQLite schema of version 7 (db.c), plus what this backend needs:
  *   - rid, an identity column, where SQLite orders by rowid (insertion order): chats, files, runs;
  *   - integers as bigint (SQLite's are 64-bit);
@@ -639,6 +639,15 @@ static const char *const pg_migrations[] = {
      * display() bundles, as the orchestrator's JSON text; runs stored before read NULL */
     "ALTER TABLE runs ADD COLUMN value_json TEXT;"
     "ALTER TABLE runs ADD COLUMN displays_json TEXT;",
+    /* 4: SQLite's schema 9: a chat's conversation, its messages in creation order (rid, as
+     * SQLite's rowid); the answers still streaming by a partial index */
+    "CREATE TABLE messages(rid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, id TEXT PRIMARY KEY,"
+    " chat_id TEXT NOT NULL REFERENCES chats(id) ON DELETE CASCADE, turn_id TEXT NOT NULL,"
+    " role TEXT NOT NULL, state TEXT NOT NULL, text TEXT NOT NULL, error_json TEXT,"
+    " run_ids_json TEXT NOT NULL, calls_json TEXT, created_at BIGINT NOT NULL,"
+    " updated_at BIGINT NOT NULL);"
+    "CREATE INDEX messages_chat ON messages(chat_id, rid);"
+    "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
 };
 
 /* The advisory lock of the schema the connection works in (a key from its name). */

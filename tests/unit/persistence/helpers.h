@@ -332,6 +332,32 @@ static inline void t_run_value_migrated(struct tctx *t, const char *run_id) {
   store_run_free(&r);
 }
 
+/* A chat stored before messages existed (SQLite 9, PostgreSQL 4), after the migration: no
+ * messages; a message of its turn (owning run_id) written and read back. */
+static inline void t_messages_migrated(struct tctx *t, const char *chat_id, const char *turn_id,
+                                       const char *run_id) {
+  struct store_message *v = NULL;
+  size_t n = 9;
+  ck_assert_int_eq(store_message_list(t->st, chat_id, 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 0);
+  char runs[80];
+  snprintf(runs, sizeof runs, "[\"%s\"]", run_id);
+  struct store_message m = {.role = "assistant", .state = "done", .text = "the answer",
+                            .run_ids_json = runs, .created_at = 5, .updated_at = 6};
+  snprintf(m.id, sizeof m.id, "m1");
+  snprintf(m.chat_id, sizeof m.chat_id, "%s", chat_id);
+  snprintf(m.turn_id, sizeof m.turn_id, "%s", turn_id);
+  struct done d = {0};
+  ck_assert_int_eq(store_message_put(t->st, &m, on_done, &d), 0);
+  t_wait(t);
+  ck_assert_int_eq(d.rc, 0);
+  ck_assert_int_eq(store_message_list(t->st, chat_id, 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].run_ids_json, runs);
+  ck_assert_str_eq(v[0].text, "the answer");
+  store_message_list_free(v, n);
+}
+
 /* A write that holds the writer inside its group until the test lets it go, so that the writes
  * queued meanwhile form one group: t_hold_queue queues one (d gets its outcome), t_held waits until
  * the writer is inside it, t_hold does both, t_let_go lets the writer go on. */

@@ -349,7 +349,7 @@ START_TEST(test_migration_8_to_9) {
   reopen_migrated(&t, db,
                   "INSERT INTO turns VALUES('t1', 'c1', 1, 'the answer', 5, 6);"
                   "UPDATE runs SET turn_id = 't1', value_json = '{}' WHERE id = 'r2';");
-  ck_assert_int_eq(has_object(t.st->rdb, "messages_chat"), 1);
+  ck_assert_int_eq(has_object(t.st->r.lite, "messages_chat"), 1);
   struct store_turn tu;
   ck_assert_int_eq(store_turn_get(t.st, "t1", &tu), 0);
   ck_assert_str_eq(tu.answer, "the answer"); /* the rows as they were */
@@ -359,22 +359,7 @@ START_TEST(test_migration_8_to_9) {
   ck_assert_str_eq(r.turn_id, "t1");
   ck_assert_str_eq(r.value_json, "{}");
   store_run_free(&r);
-  /* a chat of before has no messages; a message of its turn is written and read back */
-  struct store_message *v = NULL;
-  size_t n = 9;
-  ck_assert_int_eq(store_message_list(t.st, "c1", 10, &v, &n), 0);
-  ck_assert_uint_eq(n, 0);
-  struct store_message m = {.id = "m1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
-                            .state = "done", .text = "the answer", .run_ids_json = "[\"r2\"]",
-                            .created_at = 5, .updated_at = 6};
-  struct done d = {0};
-  ck_assert_int_eq(store_message_put(t.st, &m, on_done, &d), 0);
-  t_wait(&t);
-  ck_assert_int_eq(d.rc, 0);
-  ck_assert_int_eq(store_message_list(t.st, "c1", 10, &v, &n), 0);
-  ck_assert_uint_eq(n, 1);
-  ck_assert_str_eq(v[0].run_ids_json, "[\"r2\"]");
-  store_message_list_free(v, n);
+  t_messages_migrated(&t, "c1", "t1", "r2");
   t_close(&t);
 }
 END_TEST

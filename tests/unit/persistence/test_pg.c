@@ -168,9 +168,39 @@ START_TEST(test_migration_2_to_3) {
                                     "table_schema = current_schema() AND table_name = 'runs' AND "
                                     "column_name IN ('value_json', 'displays_json')"),
                    0);
-  t_reopen(&t); /* store_open migrates 2 -> 3 */
-  ck_assert_int_eq(store_schema_version(t.st), 3);
+  t_reopen(&t); /* store_open migrates 2 -> 3 (and on) */
+  ck_assert_int_eq(store_schema_version(t.st), ST_PG_SCHEMA_VERSION);
   t_run_value_migrated(&t, "r2");
+  t_close(&t);
+}
+END_TEST
+
+/* Version 3 -> 4 (SQLite's 8 -> 9): a version-3 program's chat, turn and run kept, no messages,
+ * then a message of the turn written and read back. */
+START_TEST(test_migration_3_to_4) {
+  T_PG_ONLY("migrates a PostgreSQL schema");
+  struct tctx t;
+  t_pg_at_version(&t, 3);
+  t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
+                    "', 'h', 't', 1)");
+  t_sql_exec(t.dir, "INSERT INTO turns VALUES('t1', '" CHAT "', 1, 'the answer', 5, 6)");
+  t_sql_exec(t.dir, "INSERT INTO runs(id, chat_id, turn_id, code, origin, state, status, timeout_s,"
+                    " attempts, stdout_text, stdout_truncated, stderr_truncated, restarted,"
+                    " files_unlisted, figures_dropped, seq, created_at, started_at, finished_at,"
+                    " value_json) VALUES('r3', '" CHAT "', 't1', 'print(1)', 'assistant', 'done',"
+                    " 'ok', 60, 1, 'kept', 0, 0, 0, 0, 0, 1, 1, 2, 3, '{}')");
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT (to_regclass('messages') IS NULL)::int"), 1);
+  t_reopen(&t); /* store_open migrates 3 -> 4 */
+  ck_assert_int_eq(store_schema_version(t.st), 4);
+  struct store_turn tu;
+  ck_assert_int_eq(store_turn_get(t.st, "t1", &tu), 0);
+  ck_assert_str_eq(tu.answer, "the answer"); /* the rows as they were */
+  store_turn_free(&tu);
+  struct store_run r;
+  ck_assert_int_eq(store_run_get(t.st, "r3", &r), 0);
+  ck_assert_str_eq(r.value_json, "{}");
+  store_run_free(&r);
+  t_messages_migrated(&t, CHAT, "t1", "r3");
   t_close(&t);
 }
 END_TEST
@@ -326,6 +356,8 @@ START_TEST(test_indexes) {
        "files_expiry"},
       {"SELECT 1 FROM run_files WHERE file_id = 'f'", "run_files_file"},
       {"SELECT data FROM blob_chunks WHERE sha256 = 's' AND n = 2", "blob_chunks_pkey"},
+      {"SELECT id FROM messages WHERE chat_id = 'c' ORDER BY rid LIMIT 9", "messages_chat"},
+      {"SELECT turn_id FROM messages WHERE state = 'streaming'", "messages_streaming"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
     char plan[2048];
@@ -346,6 +378,7 @@ int main(void) {
   tcase_add_test(tc, test_migrations);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_migration_2_to_3);
+  tcase_add_test(tc, test_migration_3_to_4);
   tcase_add_test(tc, test_nodes_migrate_once);
   tcase_add_test(tc, test_connection_lost);
   tcase_add_test(tc, test_indexes);
