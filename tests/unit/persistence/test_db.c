@@ -343,6 +343,7 @@ START_TEST(test_migration_7_to_8) {
 END_TEST
 
 START_TEST(test_migration_8_to_9) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
   sqlite3 *db = db_at(&t, 8);
   insert_v1_rows(db); /* chats, turns and runs of a version-8 program; store_open migrates 8 -> 9 */
