@@ -836,6 +836,8 @@ int orch__node_take(struct orch *o, const char *chat_id);
 void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat's */
 /* A chat just loaded: its unfinished runs go live (taken over from a node that died). */
 void orch__node_loaded(struct orch *o, struct orch_chat *c);
+/* server.c: the outcome of marking answers left streaming (store_message_interrupt*), logged. */
+void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
 /* Answers req by forwarding it to the node holding chat_id's lease (proxy.c), or 503; *stage,
  * when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,

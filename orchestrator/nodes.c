@@ -35,6 +35,7 @@
  * What it does not do: keep leases (the store), forward (proxy.c), or serve chats (chat.c).
  */
 #include "internal.h"
+#include "assistant.h"
 #include "transport.h"
 
 #include <stdarg.h>
@@ -153,6 +154,11 @@ void orch__node_release(struct orch *o, const char *chat_id) {
 void orch__node_loaded(struct orch *o, struct orch_chat *c) {
   if (o->nodes == NULL)
     return;
+  /* an answer still streaming was written by the node that served the chat before (this node
+   * has no turn of a chat it had not loaded): interrupted, as a single node's start does */
+  if (store_message_interrupt_chat(o->st, c->id, ORCH_INTERRUPTED_JSON, sbx_now_wall_ms(),
+                                   orch__on_interrupted, NULL) != 0)
+    sbx_log(SBX_LOG_WARN, "nodes", "chat %s: its answers left streaming were not marked", c->id);
   struct store_run *runs = NULL;
   size_t n = 0;
   if (store_run_list_unfinished_chat(o->st, c->id, &runs, &n) != 0) {

@@ -142,7 +142,7 @@ void orch__runtime_load(struct orch *o) {
 
 /* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
  * (the chat takes the next message). */
-static void on_interrupted(int rc, const struct sbx_error *err, void *ud) {
+void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud) {
   (void)ud;
   if (rc != 0)
     sbx_log(SBX_LOG_ERROR, "orch", "answers left streaming not marked: %s",
@@ -224,8 +224,11 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     goto fail;
   if ((rc = orch__llm_new(loop, cfg, &o->llm, err)) != 0)
     goto fail;
-  if (store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON, sbx_now_wall_ms(), on_interrupted,
-                              NULL) != 0) {
+  /* nodes: a chat's answers left streaming are marked by the node that takes its lease (nodes.c):
+   * the other nodes' live answers are in the same database */
+  if (cfg->node_url == NULL && store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON,
+                                                       sbx_now_wall_ms(), orch__on_interrupted,
+                                                       NULL) != 0) {
     rc = sbx_error_set(err, SBX_ENOMEM, "out of memory");
     goto fail;
   }

@@ -144,6 +144,16 @@
     "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                       \
     "WHERE state = 'streaming'",                                                                   \
     ST_SAME)                                                                                       \
+  /* the same for one chat (?3): a node taking the chat over (nodes) */                           \
+  X(MESSAGE_INTERRUPT_TURNS_CHAT,                                                                  \
+    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "       \
+    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                   \
+    "(SELECT turn_id FROM messages WHERE state = 'streaming' AND chat_id = ?3)",                   \
+    ST_SAME)                                                                                       \
+  X(MESSAGE_INTERRUPT_CHAT,                                                                        \
+    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                       \
+    "WHERE state = 'streaming' AND chat_id = ?3",                                                  \
+    ST_SAME)                                                                                       \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
    * is rewritten), RUN_INSERT when it changed nothing.  An existing id fails the SQLite insert \

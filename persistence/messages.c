@@ -42,28 +42,47 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
   return st__submit(st, &op->w);
 }
 
+/* op->s[1]: the one chat, or NULL for all */
 static int interrupt_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
-  struct st_stmt *t = st__q(&st->w, ST_MESSAGE_INTERRUPT_TURNS);
-  struct st_stmt *m = st__q(&st->w, ST_MESSAGE_INTERRUPT);
+  const char *chat = op->s[1];
+  struct st_stmt *t = st__q(&st->w, chat ? ST_MESSAGE_INTERRUPT_TURNS_CHAT
+                                         : ST_MESSAGE_INTERRUPT_TURNS);
+  struct st_stmt *m = st__q(&st->w, chat ? ST_MESSAGE_INTERRUPT_CHAT : ST_MESSAGE_INTERRUPT);
   st__bind_int64(t, 2, op->i[0]);
+  if (chat)
+    st__bind_text(t, 3, chat);
   int rc = st__step_done(t, "interrupted turns", err);
   if (rc != 0)
     return rc;
   st__bind_text(m, 1, op->s[0]);
   st__bind_int64(m, 2, op->i[0]);
+  if (chat)
+    st__bind_text(m, 3, chat);
   return st__step_done(m, "interrupted messages", err);
 }
 
-int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
-                            store_done_cb cb, void *ud) {
+static int interrupt_submit(struct store *st, const char *chat_id, const char *error_json,
+                            int64_t now, store_done_cb cb, void *ud) {
   struct st_simple *op = st__simple_new(interrupt_exec, cb, ud);
-  if (op == NULL || st__simple_str(op, 0, error_json)) {
+  if (op == NULL || st__simple_str(op, 0, error_json) || st__simple_str(op, 1, chat_id)) {
     st__simple_discard(op);
     return SBX_ENOMEM;
   }
   op->i[0] = now;
   return st__submit(st, &op->w);
+}
+
+int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
+                            store_done_cb cb, void *ud) {
+  return interrupt_submit(st, NULL, error_json, now, cb, ud);
+}
+
+int store_message_interrupt_chat(struct store *st, const char *chat_id, const char *error_json,
+                                 int64_t now, store_done_cb cb, void *ud) {
+  if (chat_id == NULL || !chat_id[0])
+    return SBX_EINVAL;
+  return interrupt_submit(st, chat_id, error_json, now, cb, ud);
 }
 
 static int message_from_row(struct st_stmt *s, struct store_message *m) {

@@ -287,6 +287,10 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
  * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
                             store_done_cb cb, void *ud);
+/* The same for one chat's messages alone: a node taking a chat over from a node that stopped
+ * (several nodes on one PostgreSQL store, where a start must not touch other nodes' answers). */
+int store_message_interrupt_chat(struct store *st, const char *chat_id, const char *error_json,
+                                 int64_t now, store_done_cb cb, void *ud);
 void store_message_free(struct store_message *m);
 void store_message_list_free(struct store_message *v, size_t n);
 

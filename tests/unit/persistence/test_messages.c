@@ -160,6 +160,40 @@ START_TEST(test_interrupt) {
 }
 END_TEST
 
+/* One chat's streaming answers interrupted (a node taking it over): the other chat's untouched. */
+START_TEST(test_interrupt_chat) {
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, "c1");
+  t_chat(&t, "c2");
+  struct store_message a = {.id = "m1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
+                            .state = "streaming", .text = "half", .created_at = 2};
+  struct store_message b = {.id = "m2", .chat_id = "c2", .turn_id = "t2", .role = "assistant",
+                            .state = "streaming", .text = "live", .created_at = 3};
+  put(&t, &a, 0);
+  put(&t, &b, 0);
+  struct done d = {0};
+  ck_assert_int_eq(store_message_interrupt_chat(t.st, "", "{}", 50, on_done, &d), SBX_EINVAL);
+  ck_assert_int_eq(store_message_interrupt_chat(t.st, "c1", "{\"code\":\"interrupted\"}", 50,
+                                                on_done, &d),
+                   0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, 0);
+  struct store_message *v = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_message_list(t.st, "c1", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].state, "error");
+  store_message_list_free(v, n);
+  ck_assert_int_eq(store_message_list(t.st, "c2", 10, &v, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(v[0].state, "streaming");
+  ck_assert_ptr_null(v[0].error_json);
+  store_message_list_free(v, n);
+  t_close(&t);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("messages");
   TCase *tc = tcase_create("messages");
@@ -167,5 +201,6 @@ int main(void) {
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_list_plan);
   tcase_add_test(tc, test_interrupt);
+  tcase_add_test(tc, test_interrupt_chat);
   return t_run_suite(s, tc);
 }
