@@ -407,6 +407,11 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     refused(req, why);
     goto out;
   }
+  struct orch_chat *oc = NULL;
+  if (orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: the chat's node answers */
+    orch__node_forward(o, req, a.chat_id, NULL);
+    goto out;
+  }
   struct held *h = sbx_calloc(1, sizeof(*h));
   if (h == NULL) {
     orch__api_error(req, 500, "internal", "out of memory");

@@ -10,11 +10,18 @@
 //    held by two nodes at once (the database's lease log), and the killed node, restarted, rejoins;
 //  - a live run across nodes: the page's stream and reports through one node, the run created,
 //    followed (its own event stream) and answered (input) through another, the chat's owner a
-//    third: every event of each stream arrives, in order.
+//    third: every event of each stream arrives, in order;
+//  - the chat routes of the assistant and the tools (messages, page links, chat keys, tool calls)
+//    through nodes that do not hold the chat: the owner answers; its chat keys and page links are
+//    good on every node when the nodes share DATA/chat_key_secret.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PG, PG_TCP, newSchema, startNode, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
 import { Page, runEvents } from '../integration/lib.mjs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
 
@@ -261,6 +268,48 @@ test('a live run across nodes: output, input() and the run\'s own stream forward
     assert.equal(sql(url, `SELECT node_id || ' ' || count(*) OVER () FROM lease_log WHERE chat_id = '${chat.id}'`), `${ownerId} 1`);
   } finally {
     page?.close(); follow?.close();
+    for (const n of nodes) await n.stop();
+  }
+});
+
+test('the assistant\'s and the tools\' chat routes across nodes: forwarded to the owner; chat keys and page links good on every node sharing chat_key_secret', { skip, timeout: 60000 }, async () => {
+  const { url } = newSchema('chatroutes');
+  const secret = randomBytes(32).toString('hex'); // what an operator copies to every node (docs/scale.md)
+  const nodes = [];
+  for (let i = 0; i < 3; i++) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cerea-node-'));
+    writeFileSync(join(dataDir, 'chat_key_secret'), `${secret}\n`, { mode: 0o600 });
+    nodes.push(await startNode({ schemaUrl: url, dataDir }));
+  }
+  const [owner, a, b] = nodes;
+  try {
+    const r = await req(owner, 'POST', '/v1/chats', { body: {} });
+    assert.equal(r.status, 201, r.text);
+    const chat = r.json.chat_id;
+    const listed = await req(a, 'GET', `/v1/chats/${chat}/messages`);
+    assert.equal(listed.status, 200, listed.text);
+    // no model on these nodes: the owner's answer, through the forwarder
+    const posted = await req(a, 'POST', `/v1/chats/${chat}/messages`, { body: { text: 'hi' } });
+    assert.equal(posted.status, 503, posted.text);
+    assert.equal(posted.json.error.code, 'no_model');
+    const link = await req(a, 'POST', `/v1/chats/${chat}/page_link`);
+    assert.equal(link.status, 200, link.text);
+    // the link's page token reads the chat on a third node (forwarded; the owner checks it)
+    const viaLink = await req(b, 'GET', `/v1/chats/${chat}/messages`, { token: link.json.page_token });
+    assert.equal(viaLink.status, 200, viaLink.text);
+    const key = await req(a, 'POST', `/v1/chats/${chat}/chat_key`);
+    assert.equal(key.status, 201, key.text);
+    // a tool call through a node that does not hold the chat: its chat key checked there (the
+    // shared secret), the call run by the owner
+    const call = await req(b, 'POST', '/v1/tools/call', { token: key.json.key, body: { name: 'list_files', arguments: {} } });
+    assert.equal(call.status, 200, call.text);
+    assert.notEqual(call.json.isError, true, call.text);
+    assert.doesNotMatch(call.text, /cannot be loaded/);
+    const turn = await req(b, 'POST', '/v1/turns/t0000000000000000000000000000000/cancel');
+    assert.equal(turn.status, 404, turn.text);
+    const ownerId = (await req(owner, 'GET', '/v1/node')).json.node_id;
+    assert.equal(sql(url, `SELECT node_id || ' ' || count(*) OVER () FROM lease_log WHERE chat_id = '${chat}'`), `${ownerId} 1`);
+  } finally {
     for (const n of nodes) await n.stop();
   }
 });
