@@ -525,7 +525,6 @@ test('CLI: `run` posts code and prints the result; `status` prints health and li
   const page = new Page(srv, chat, 'cli-page');
   await page.opened;
   const child = spawn(BIN, ['run', '--url', srv.base, '--key', srv.key, '--chat', chat.id, '--wait', '10', '-'], { cwd: ROOT });
-  const exited = new Promise((r) => child.on('exit', r)); // it may exit before page.result returns
   let out = '', err = '';
   child.stdout.on('data', (d) => { out += d; });
   child.stderr.on('data', (d) => { err += d; });
