@@ -226,9 +226,9 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
     goto fail;
   /* nodes: a chat's answers left streaming are marked by the node that takes its lease (nodes.c):
    * the other nodes' live answers are in the same database */
-  if (cfg->node_url == NULL && store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON,
-                                                       sbx_now_wall_ms(), orch__on_interrupted,
-                                                       NULL) != 0) {
+  if (cfg->node_url == NULL &&
+      store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON, sbx_now_wall_ms(), orch__on_interrupted,
+                              NULL) != 0) {
     rc = sbx_error_set(err, SBX_ENOMEM, "out of memory");
     goto fail;
   }

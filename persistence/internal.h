@@ -124,36 +124,36 @@
     "SELECT id, chat_id, state, answer, created_at, finished_at FROM turns "                        \
     "WHERE id = ?1",                                                                                \
     ST_SAME)                                                                                        \
-  X(MESSAGE_PUT,                                                                                   \
+  X(MESSAGE_PUT,                                                                                    \
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
-    "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                     \
-    "text = excluded.text, error_json = excluded.error_json, "                                     \
-    "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                     \
-    "updated_at = excluded.updated_at",                                                            \
-    ST_SAME)                                                                                       \
-  X(MESSAGE_LIST,                                                                                  \
-    "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                  \
-    "LIMIT ?2",                                                                                    \
-    ST_SAME)                                                                                       \
-  X(MESSAGE_INTERRUPT_TURNS,                                                                       \
-    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "       \
-    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                   \
-    "(SELECT turn_id FROM messages WHERE state = 'streaming')",                                    \
-    ST_SAME)                                                                                       \
-  X(MESSAGE_INTERRUPT,                                                                             \
-    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                       \
-    "WHERE state = 'streaming'",                                                                   \
-    ST_SAME)                                                                                       \
-  /* the same for one chat (?3): a node taking the chat over (nodes) */                           \
-  X(MESSAGE_INTERRUPT_TURNS_CHAT,                                                                  \
-    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "       \
-    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                   \
-    "(SELECT turn_id FROM messages WHERE state = 'streaming' AND chat_id = ?3)",                   \
-    ST_SAME)                                                                                       \
-  X(MESSAGE_INTERRUPT_CHAT,                                                                        \
-    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                       \
-    "WHERE state = 'streaming' AND chat_id = ?3",                                                  \
-    ST_SAME)                                                                                       \
+    "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                      \
+    "text = excluded.text, error_json = excluded.error_json, "                                      \
+    "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                      \
+    "updated_at = excluded.updated_at",                                                             \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_LIST,                                                                                   \
+    "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                   \
+    "LIMIT ?2",                                                                                     \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_INTERRUPT_TURNS,                                                                        \
+    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "        \
+    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                    \
+    "(SELECT turn_id FROM messages WHERE state = 'streaming')",                                     \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_INTERRUPT,                                                                              \
+    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                        \
+    "WHERE state = 'streaming'",                                                                    \
+    ST_SAME)                                                                                        \
+  /* the same for one chat (?3): a node taking the chat over (nodes) */                             \
+  X(MESSAGE_INTERRUPT_TURNS_CHAT,                                                                   \
+    "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "        \
+    "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                    \
+    "(SELECT turn_id FROM messages WHERE state = 'streaming' AND chat_id = ?3)",                    \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_INTERRUPT_CHAT,                                                                         \
+    "UPDATE messages SET state = 'error', error_json = ?1, updated_at = ?2 "                        \
+    "WHERE state = 'streaming' AND chat_id = ?3",                                                   \
+    ST_SAME)                                                                                        \
   /* a run put (runs.c): RUN_UPDATE first (the run exists: only the columns a run changes after \
    * creation, none of them in an index but runs_unfinished's state, so no chat-keyed index page \
    * is rewritten), RUN_INSERT when it changed nothing.  An existing id fails the SQLite insert \

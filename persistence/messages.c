@@ -46,8 +46,8 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
 static int interrupt_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
   const char *chat = op->s[1];
-  struct st_stmt *t = st__q(&st->w, chat ? ST_MESSAGE_INTERRUPT_TURNS_CHAT
-                                         : ST_MESSAGE_INTERRUPT_TURNS);
+  struct st_stmt *t =
+      st__q(&st->w, chat ? ST_MESSAGE_INTERRUPT_TURNS_CHAT : ST_MESSAGE_INTERRUPT_TURNS);
   struct st_stmt *m = st__q(&st->w, chat ? ST_MESSAGE_INTERRUPT_CHAT : ST_MESSAGE_INTERRUPT);
   st__bind_int64(t, 2, op->i[0]);
   if (chat)
@@ -73,8 +73,8 @@ static int interrupt_submit(struct store *st, const char *chat_id, const char *e
   return st__submit(st, &op->w);
 }
 
-int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
-                            store_done_cb cb, void *ud) {
+int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,
+                            void *ud) {
   return interrupt_submit(st, NULL, error_json, now, cb, ud);
 }
 

@@ -285,8 +285,8 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
                        struct store_message **out, size_t *n);
 /* At start: every message still `streaming` (its server stopped mid-answer) becomes `error` with
  * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
-int store_message_interrupt(struct store *st, const char *error_json, int64_t now,
-                            store_done_cb cb, void *ud);
+int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,
+                            void *ud);
 /* The same for one chat's messages alone: a node taking a chat over from a node that stopped
  * (several nodes on one PostgreSQL store, where a start must not touch other nodes' answers). */
 int store_message_interrupt_chat(struct store *st, const char *chat_id, const char *error_json,

@@ -342,8 +342,12 @@ static inline void t_messages_migrated(struct tctx *t, const char *chat_id, cons
   ck_assert_uint_eq(n, 0);
   char runs[80];
   snprintf(runs, sizeof runs, "[\"%s\"]", run_id);
-  struct store_message m = {.role = "assistant", .state = "done", .text = "the answer",
-                            .run_ids_json = runs, .created_at = 5, .updated_at = 6};
+  struct store_message m = {.role = "assistant",
+                            .state = "done",
+                            .text = "the answer",
+                            .run_ids_json = runs,
+                            .created_at = 5,
+                            .updated_at = 6};
   snprintf(m.id, sizeof m.id, "m1");
   snprintf(m.chat_id, sizeof m.chat_id, "%s", chat_id);
   snprintf(m.turn_id, sizeof m.turn_id, "%s", turn_id);

@@ -124,15 +124,24 @@ START_TEST(test_interrupt) {
   struct done d = {0};
   ck_assert_int_eq(store_turn_put(t.st, &tu, on_done, &d), 0);
   t_wait(&t);
-  struct store_message a = {.id = "m1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
-                            .state = "streaming", .text = "half an ans", .created_at = 2};
-  struct store_message b = {.id = "m2", .chat_id = "c1", .turn_id = "t0", .role = "assistant",
-                            .state = "done", .text = "whole", .created_at = 1};
+  struct store_message a = {.id = "m1",
+                            .chat_id = "c1",
+                            .turn_id = "t1",
+                            .role = "assistant",
+                            .state = "streaming",
+                            .text = "half an ans",
+                            .created_at = 2};
+  struct store_message b = {.id = "m2",
+                            .chat_id = "c1",
+                            .turn_id = "t0",
+                            .role = "assistant",
+                            .state = "done",
+                            .text = "whole",
+                            .created_at = 1};
   put(&t, &a, 0);
   put(&t, &b, 0);
   memset(&d, 0, sizeof d);
-  ck_assert_int_eq(store_message_interrupt(t.st, "{\"code\":\"interrupted\"}", 50, on_done, &d),
-                   0);
+  ck_assert_int_eq(store_message_interrupt(t.st, "{\"code\":\"interrupted\"}", 50, on_done, &d), 0);
   t_wait(&t);
   ck_assert_int_eq(d.rc, 0);
   struct store_message *v = NULL;
@@ -166,17 +175,26 @@ START_TEST(test_interrupt_chat) {
   t_open(&t);
   t_chat(&t, "c1");
   t_chat(&t, "c2");
-  struct store_message a = {.id = "m1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
-                            .state = "streaming", .text = "half", .created_at = 2};
-  struct store_message b = {.id = "m2", .chat_id = "c2", .turn_id = "t2", .role = "assistant",
-                            .state = "streaming", .text = "live", .created_at = 3};
+  struct store_message a = {.id = "m1",
+                            .chat_id = "c1",
+                            .turn_id = "t1",
+                            .role = "assistant",
+                            .state = "streaming",
+                            .text = "half",
+                            .created_at = 2};
+  struct store_message b = {.id = "m2",
+                            .chat_id = "c2",
+                            .turn_id = "t2",
+                            .role = "assistant",
+                            .state = "streaming",
+                            .text = "live",
+                            .created_at = 3};
   put(&t, &a, 0);
   put(&t, &b, 0);
   struct done d = {0};
   ck_assert_int_eq(store_message_interrupt_chat(t.st, "", "{}", 50, on_done, &d), SBX_EINVAL);
-  ck_assert_int_eq(store_message_interrupt_chat(t.st, "c1", "{\"code\":\"interrupted\"}", 50,
-                                                on_done, &d),
-                   0);
+  ck_assert_int_eq(
+      store_message_interrupt_chat(t.st, "c1", "{\"code\":\"interrupted\"}", 50, on_done, &d), 0);
   t_wait(&t);
   ck_assert_int_eq(d.rc, 0);
   struct store_message *v = NULL;
