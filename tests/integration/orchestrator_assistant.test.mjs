@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, call, newChat, upload, Page, sleep } from './lib.mjs';
+import { startServer, call, newChat, upload, Page, sleep, PG, sqlQuery } from './lib.mjs';
 import { startModelDouble } from './model_double.mjs';
 
 const LLM_KEY = 'sk-double-secret-0123456789-never-shown';
@@ -313,7 +313,13 @@ test('the model key appears in no log line, event, stored byte or answer', async
   assert.match(srv.log, /conversation turn [0-9a-f]+: asking -> tooling/, 'the log is at trace level');
   assert.ok(!srv.log.includes(LLM_KEY), 'not in the server log');
   const stored = filesUnder(srv.dataDir);
-  assert.ok(stored.some((p) => p.endsWith('.db') || p.includes('db')), stored.join(' '));
+  if (PG) { // the store is in PostgreSQL (stage 45): every row of the tables that hold text, read whole
+    for (const t of ['chats', 'files', 'turns', 'messages', 'runs', 'events', 'settings']) {
+      assert.equal(sqlQuery(srv.dataDir, `SELECT count(*) FROM ${t} r WHERE strpos(r::text, '${LLM_KEY}') > 0`), '0', `not in ${t}`);
+    }
+  } else {
+    assert.ok(stored.some((p) => p.endsWith('.db') || p.includes('db')), stored.join(' '));
+  }
   for (const p of stored) assert.ok(!readFileSync(p).includes(LLM_KEY), `not in ${p} (the event log is in the database)`);
   const chats = (await call(srv, 'GET', '/v1/chats')).json.chats ?? [];
   for (const c of chats.slice(0, 20)) {
