@@ -85,11 +85,11 @@ int store_chat_get(struct store *st, const char *chat_id, struct store_chat *out
   return r;
 }
 
+static int chat_row(struct st_stmt *s, void *item) { return chat_from_row(s, item); }
+static void chat_list_free(void *v, size_t n) { store_chat_list_free(v, n); }
+
 int store_chat_list(struct store *st, size_t limit, struct store_chat **out, size_t *n) {
   struct st_stmt *s = st__q(&st->r, ST_CHAT_LIST);
-  struct store_chat *v = NULL;
-  size_t len = 0;
-  int rc, r = 0;
   *out = NULL;
   *n = 0;
   if (limit == 0)
@@ -97,35 +97,10 @@ int store_chat_list(struct store *st, size_t limit, struct store_chat **out, siz
   if (limit > 100000)
     limit = 100000;
   st__bind_int64(s, 1, (int64_t)limit);
-  if ((v = sbx_calloc(limit < 64 ? limit : 64, sizeof *v)) == NULL) {
-    st__reset(s);
-    return SBX_ENOMEM;
-  }
-  size_t cap = limit < 64 ? limit : 64;
-  while ((rc = st__step(s, "chat list", NULL)) == ST_ROW) {
-    if (len == cap) {
-      struct store_chat *nv = sbx_realloc(v, cap * 2 * sizeof *nv);
-      if (nv == NULL) {
-        r = SBX_ENOMEM;
-        break;
-      }
-      v = nv;
-      cap *= 2;
-    }
-    if ((r = chat_from_row(s, &v[len])) != 0)
-      break;
-    len++;
-  }
-  if (r == 0 && rc < 0)
-    r = rc;
-  st__reset(s);
-  if (r != 0) {
-    store_chat_list_free(v, len);
-    return r;
-  }
+  void *v;
+  int r = st__rows(s, "chat list", sizeof **out, chat_row, chat_list_free, &v, n);
   *out = v;
-  *n = len;
-  return 0;
+  return r;
 }
 
 /* ---- turns --------------------------------------------------------------------------------- */

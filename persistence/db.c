@@ -497,3 +497,38 @@ int store_new_id(store_id out) {
   sbx_hex(b, sizeof b, out);
   return 0;
 }
+
+int st__rows(struct st_stmt *s, const char *what, size_t elem,
+             int (*from_row)(struct st_stmt *s, void *item), void (*free_list)(void *v, size_t n),
+             void **out, size_t *n) {
+  char *v = NULL;
+  size_t len = 0, cap = 0;
+  int rc, r = 0;
+  *out = NULL;
+  *n = 0;
+  while ((rc = st__step(s, what, NULL)) == ST_ROW) {
+    if (len == cap) {
+      size_t ncap = cap ? cap * 2 : 16;
+      char *nv = sbx_realloc(v, ncap * elem);
+      if (nv == NULL) {
+        r = SBX_ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = ncap;
+    }
+    if ((r = from_row(s, v + len * elem)) != 0)
+      break;
+    len++;
+  }
+  if (r == 0 && rc < 0)
+    r = rc;
+  st__reset(s);
+  if (r != 0) {
+    free_list(v, len);
+    return r;
+  }
+  *out = v;
+  *n = len;
+  return 0;
+}

@@ -554,6 +554,11 @@ void st__bind_blob(struct st_stmt *s, int i, const void *p, size_t n); /* bytes,
 /* ST_ROW, ST_DONE or a negative SBX_* code (the statement must then be reset). */
 int st__step(struct st_stmt *s, const char *what, struct sbx_error *err);
 void st__reset(struct st_stmt *s); /* also clears the bindings (every parameter NULL) */
+/* Every row of s, each made by from_row into an array of elem-byte items (*out, *n; NULL, 0 for
+ * none); s is reset.  On a failure what was made is freed with free_list and the error returned. */
+int st__rows(struct st_stmt *s, const char *what, size_t elem,
+             int (*from_row)(struct st_stmt *s, void *item), void (*free_list)(void *v, size_t n),
+             void **out, size_t *n);
 /* Steps a statement expecting no row (or ignoring it); resets it. 0 or an error. */
 int st__step_done(struct st_stmt *s, const char *what, struct sbx_error *err);
 /* Steps and resets: 1 when a row came, 0 when none, or an error. */

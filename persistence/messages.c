@@ -109,6 +109,9 @@ static int message_from_row(struct st_stmt *s, struct store_message *m) {
   return 0;
 }
 
+static int message_row(struct st_stmt *s, void *item) { return message_from_row(s, item); }
+static void message_list_free(void *v, size_t n) { store_message_list_free(v, n); }
+
 int store_message_list(struct store *st, const char *chat_id, size_t limit,
                        struct store_message **out, size_t *n) {
   *out = NULL;
@@ -118,34 +121,10 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
   struct st_stmt *s = st__q(&st->r, ST_MESSAGE_LIST);
   st__bind_text(s, 1, chat_id);
   st__bind_int64(s, 2, (int64_t)limit);
-  struct store_message *v = NULL;
-  size_t len = 0, cap = 0;
-  int rc, r = 0;
-  while ((rc = st__step(s, "message list", NULL)) == ST_ROW) {
-    if (len == cap) {
-      size_t ncap = cap ? cap * 2 : 16;
-      struct store_message *nv = sbx_realloc(v, ncap * sizeof *nv);
-      if (nv == NULL) {
-        r = SBX_ENOMEM;
-        break;
-      }
-      v = nv;
-      cap = ncap;
-    }
-    if ((r = message_from_row(s, &v[len])) != 0)
-      break;
-    len++;
-  }
-  if (r == 0 && rc < 0)
-    r = rc;
-  st__reset(s);
-  if (r != 0) {
-    store_message_list_free(v, len);
-    return r;
-  }
+  void *v;
+  int r = st__rows(s, "message list", sizeof **out, message_row, message_list_free, &v, n);
   *out = v;
-  *n = len;
-  return 0;
+  return r;
 }
 
 void store_message_free(struct store_message *m) {

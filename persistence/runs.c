@@ -250,37 +250,14 @@ int store_run_by_idempotency(struct store *st, const char *chat_id, const char *
   return r;
 }
 
+static int run_row(struct st_stmt *s, void *item) { return run_from_row(s, item); }
+static void run_list_free(void *v, size_t n) { store_run_list_free(v, n); }
+
 static int run_rows(struct st_stmt *s, struct store_run **out, size_t *n) {
-  struct store_run *v = NULL;
-  size_t len = 0, cap = 0;
-  int rc, r = 0;
-  *out = NULL;
-  *n = 0;
-  while ((rc = st__step(s, "runs", NULL)) == ST_ROW) {
-    if (len == cap) {
-      size_t nc = cap ? cap * 2 : 16;
-      struct store_run *nv = sbx_realloc(v, nc * sizeof *nv);
-      if (nv == NULL) {
-        r = SBX_ENOMEM;
-        break;
-      }
-      v = nv;
-      cap = nc;
-    }
-    if ((r = run_from_row(s, &v[len])) != 0)
-      break;
-    len++;
-  }
-  if (r == 0 && rc < 0)
-    r = rc;
-  st__reset(s);
-  if (r != 0) {
-    store_run_list_free(v, len);
-    return r;
-  }
+  void *v;
+  int r = st__rows(s, "runs", sizeof **out, run_row, run_list_free, &v, n);
   *out = v;
-  *n = len;
-  return 0;
+  return r;
 }
 
 int store_run_list_unfinished(struct store *st, struct store_run **out, size_t *n) {
