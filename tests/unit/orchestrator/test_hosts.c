@@ -224,7 +224,24 @@ START_TEST(test_sandboxed_command_line) {
   fclose(f);
   char sock_bind[256];
   snprintf(sock_bind, sizeof(sock_bind), "--bind %s/hosts %s/hosts", data_dir, data_dir);
+  /* The checkout must be reachable by uid 65534 for case 0 (a clone in a mktemp -d folder is not):
+   * else the fallback is what is checked, and said. */
+  int reachable = 0;
   if (geteuid() == 0 && _i == 0) {
+    pid_t pid = fork();
+    if (pid == 0)
+      _exit(setgid(65534) == 0 && setuid(65534) == 0 &&
+                    access(SBX_SOURCE_DIR "/worker/headless-host.js", R_OK) == 0
+                ? 0
+                : 1);
+    int st = 1;
+    waitpid(pid, &st, 0);
+    reachable = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!reachable)
+      fprintf(stderr, "hosts: %s is not reachable by uid 65534: the fallback (uid 0) is checked\n",
+              SBX_SOURCE_DIR);
+  }
+  if (reachable) {
     ck_assert_int_eq(atoi(uid), 65534);
     ck_assert_msg(strstr(args, "--bind /tmp/cerea-hosts-") != NULL, "socket folder: %s", args);
   } else {
