@@ -114,21 +114,31 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
 
 #define CHAT_KEY_PREFIX "mcp."
 
-/* The key's MAC part: HMAC-SHA256(secret, "cerea chat key v1:" + chat_id) as 64 hex. */
-/* HMAC-SHA256 of "<what>:<chat_id>" under the secret, as hex (what: which credential). */
-static int secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
-                      const char *chat_id, char hex[65]) {
-  char msg[STORE_ID_LEN + 64];
-  int n = snprintf(msg, sizeof(msg), "%s:%s", what, chat_id);
+int orch__secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
+                     const char *text, size_t len, char hex[65]) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
-  if (n < 0 || (size_t)n >= sizeof(msg) ||
-      HMAC(EVP_sha256(), secret, ORCH_CHAT_SECRET_LEN, (const unsigned char *)msg, (size_t)n, mac,
-           &mac_len) == NULL ||
-      mac_len != 32)
+  size_t wlen = strlen(what);
+  char *msg = sbx_malloc(wlen + 1 + len);
+  if (msg == NULL)
+    return SBX_ENOMEM;
+  memcpy(msg, what, wlen);
+  msg[wlen] = ':';
+  memcpy(msg + wlen + 1, text, len);
+  int ok = HMAC(EVP_sha256(), secret, ORCH_CHAT_SECRET_LEN, (const unsigned char *)msg,
+                wlen + 1 + len, mac, &mac_len) != NULL &&
+           mac_len == 32;
+  sbx_free(msg);
+  if (!ok)
     return SBX_EINVAL;
   sbx_hex(mac, 32, hex);
   return 0;
+}
+
+/* A chat's credential's MAC part: HMAC-SHA256(secret, "<what>:<chat_id>") as 64 hex. */
+static int secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
+                      const char *chat_id, char hex[65]) {
+  return orch__secret_mac(secret, what, chat_id, strlen(chat_id), hex);
 }
 
 /* "<prefix><chat_id>.<secret_mac(what, chat_id)>": a credential derived from the secret. */

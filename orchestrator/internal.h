@@ -280,6 +280,10 @@ int orch__api_key_load(const char *data_dir, char **key, int *generated, struct 
 /* Chat keys "mcp.<chat_id>.<64 hex>" (auth.c's header says what they reach). */
 #define ORCH_CHAT_SECRET_LEN 32
 #define ORCH_CHAT_KEY_LEN    (4 + STORE_ID_LEN + 1 + 64)
+/* HMAC-SHA256(secret, "<what>:<text>") as 64 hex: what each credential and MCP session id derived
+ * from the secret is made of (what names which one).  SBX_ENOMEM, SBX_EINVAL. */
+int orch__secret_mac(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *what,
+                     const char *text, size_t len, char hex[65]);
 /* Chat id's key under secret: SBX_EINVAL for a malformed id or a cap under ORCH_CHAT_KEY_LEN+1. */
 int orch__chat_key_make(const unsigned char secret[ORCH_CHAT_SECRET_LEN], const char *chat_id,
                         char *out, size_t cap);
