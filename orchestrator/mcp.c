@@ -19,6 +19,16 @@
  * initialize, as the spec tells them on a 404.  One unused for ORCH_MCP_SESSION_IDLE_MS ends; past
  * ORCH_MCP_SESSIONS_MAX the least recently used one with nothing in flight ends; DELETE ends one.
  *
+ * Several nodes (tools.secret set): a session is good on every node.  Its id is signed (15 random
+ * bytes and the version's index, then an HMAC of them and of the credential's hash under the
+ * secret every node shares), so a node that does not know an id checks it and takes the session
+ * in (the version from the id, the scope from the credential, which the HMAC binds).  A tools/call
+ * whose chat another node serves is handed back to the HTTP side to forward there (that node
+ * takes the session in as well and runs the call).  What must reach the node running a call goes
+ * to every node (tools.tell): notifications/cancelled that matched no call here, and the
+ * session's end (DELETE), after which every node refuses the id (the ended ids are kept, the
+ * newest ORCH_MCP_SESSIONS_MAX of them, in each node's memory).
+ *
  * Arguments a tool refuses are protocol errors (-32602) in 2025-06-18 and tool results with
  * isError in 2025-11-25, as each version's spec says, so a model can read why and try again.
  *
@@ -32,6 +42,8 @@
 #include "mcp.h"
 
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025-06-18"};
@@ -52,6 +64,13 @@ struct orch_mcp {
   struct orch_mcp_tools tools;
   struct orch_map sessions; /* id -> session (the key lives in the session) */
   struct sbx_list lru;
+  struct orch_map ended; /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
+  struct sbx_list ended_fifo;
+};
+
+struct mcp_ended {
+  char id[65];
+  struct sbx_list link; /* in m->ended_fifo, oldest first */
 };
 
 struct orch_mcp_call {
@@ -119,6 +138,8 @@ struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools) {
   m->tools = *tools;
   orch__map_init(&m->sessions);
   SBX_LIST_INIT(&m->lru);
+  orch__map_init(&m->ended);
+  SBX_LIST_INIT(&m->ended_fifo);
   return m;
 }
 
@@ -159,6 +180,12 @@ void orch__mcp_free(struct orch_mcp *m) {
   while (!SBX_LIST_EMPTY(&m->lru))
     session_end(m, SBX_CONTAINER_OF(m->lru.next, struct orch_mcp_session, lru), 0);
   orch__map_free(&m->sessions);
+  while (!SBX_LIST_EMPTY(&m->ended_fifo)) {
+    struct mcp_ended *e = SBX_CONTAINER_OF(m->ended_fifo.next, struct mcp_ended, link);
+    sbx_list_remove(&e->link);
+    sbx_free(e);
+  }
+  orch__map_free(&m->ended);
   sbx_free(m);
 }
 
@@ -181,9 +208,102 @@ static void touch(struct orch_mcp *m, struct orch_mcp_session *s) {
   sbx_list_insert_tail(&m->lru, &s->lru);
 }
 
-/* A new session, making room when full; NULL when every session is busy or out of memory. */
+/* ---- session ids any node checks (several nodes) ----------------------------------------- */
+
+#define SESSION_HEAD 32 /* hex: 15 random bytes and the version's index */
+
+/* The id's second half: the first 32 hex of HMAC(secret, "cerea mcp session v1:<head>:<cred>"). */
+static int session_mac(const struct orch_mcp *m, const char *head, const char *cred_hash,
+                       char out[SESSION_HEAD + 1]) {
+  char text[SESSION_HEAD + 1 + 65], mac[65];
+  int n = snprintf(text, sizeof(text), "%.*s:%s", SESSION_HEAD, head, cred_hash ? cred_hash : "");
+  if (n < 0 || (size_t)n >= sizeof(text) ||
+      orch__secret_mac(m->tools.secret, "cerea mcp session v1", text, (size_t)n, mac) != 0)
+    return SBX_EINVAL;
+  memcpy(out, mac, SESSION_HEAD);
+  out[SESSION_HEAD] = '\0';
+  return 0;
+}
+
+/* A new id into out (65): signed when the nodes share a secret, else 32 random bytes. */
+static int session_id_new(const struct orch_mcp *m, int version, const char *cred_hash,
+                          char out[65]) {
+  unsigned char r[32];
+  if (sbx_random(r, sizeof(r)) != 0)
+    return SBX_EIO;
+  if (m->tools.secret == NULL) {
+    sbx_hex(r, sizeof(r), out);
+    return 0;
+  }
+  r[15] = (unsigned char)version;
+  sbx_hex(r, 16, out);
+  return session_mac(m, out, cred_hash, out + SESSION_HEAD);
+}
+
+static int is_lower_hex(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')))
+      return 0;
+  return 1;
+}
+
+/* A signed id made for this credential and not ended: 1 and its version's index. */
+static int session_id_good(const struct orch_mcp *m, const char *id, const char *cred_hash,
+                           int *version) {
+  char mac[SESSION_HEAD + 1];
+  if (m->tools.secret == NULL || id == NULL || strlen(id) != 64 || !is_lower_hex(id, 64) ||
+      orch__map_get(&m->ended, id) != NULL || session_mac(m, id, cred_hash, mac) != 0)
+    return 0;
+  unsigned diff = 0; /* in constant time */
+  for (size_t i = 0; i < SESSION_HEAD; i++)
+    diff |= (unsigned)(mac[i] ^ id[SESSION_HEAD + i]);
+  int v = (int)strtol((char[]){id[30], id[31], '\0'}, NULL, 16);
+  if (diff != 0 || v >= ORCH_MCP_N_VERSIONS)
+    return 0;
+  *version = v;
+  return 1;
+}
+
+/* An id ended on some node: refused here from now on (the newest ORCH_MCP_SESSIONS_MAX kept). */
+static void ended_add(struct orch_mcp *m, const char *id) {
+  if (orch__map_get(&m->ended, id) != NULL)
+    return;
+  if (m->ended.len >= ORCH_MCP_SESSIONS_MAX) {
+    struct mcp_ended *old = SBX_CONTAINER_OF(m->ended_fifo.next, struct mcp_ended, link);
+    orch__map_del(&m->ended, old->id);
+    sbx_list_remove(&old->link);
+    sbx_free(old);
+  }
+  struct mcp_ended *e = sbx_calloc(1, sizeof(*e));
+  if (e == NULL)
+    return;
+  snprintf(e->id, sizeof(e->id), "%s", id);
+  if (orch__map_put(&m->ended, e->id, e) != 0) {
+    sbx_free(e);
+    return;
+  }
+  sbx_list_insert_tail(&m->ended_fifo, &e->link);
+}
+
+/* A request id as the other nodes know it: the first 32 hex of an HMAC of its JSON. */
+static int request_tag(const struct orch_mcp *m, const json_t *id, char out[SESSION_HEAD + 1]) {
+  char mac[65];
+  size_t len = 0;
+  char *text = orch__json_dump((json_t *)id, &len);
+  int rc =
+      text ? orch__secret_mac(m->tools.secret, "cerea mcp request v1", text, len, mac) : SBX_ENOMEM;
+  sbx_free(text);
+  if (rc == 0) {
+    memcpy(out, mac, SESSION_HEAD);
+    out[SESSION_HEAD] = '\0';
+  }
+  return rc;
+}
+
+/* A new session (id NULL: a new id; else one a node made and signed), making room when full;
+ * NULL when every session is busy or out of memory. */
 static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orch_mcp_request *rq,
-                                            int version) {
+                                            int version, const char *id) {
   if (m->sessions.len >= ORCH_MCP_SESSIONS_MAX) {
     struct sbx_list *it;
     struct orch_mcp_session *idle = NULL;
@@ -199,12 +319,11 @@ static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orc
     session_end(m, idle, 1);
   }
   struct orch_mcp_session *s = sbx_calloc(1, sizeof(*s));
-  unsigned char r[32];
-  if (s == NULL || sbx_random(r, sizeof(r)) != 0) {
+  if (s == NULL || (id ? snprintf(s->id, sizeof(s->id), "%s", id) < 0
+                       : session_id_new(m, version, rq->cred_hash, s->id) != 0)) {
     sbx_free(s);
     return NULL;
   }
-  sbx_hex(r, sizeof(r), s->id);
   s->version = version;
   s->scope = *rq->scope;
   snprintf(s->cred_hash, sizeof(s->cred_hash), "%s", rq->cred_hash ? rq->cred_hash : "");
@@ -218,10 +337,16 @@ static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orc
   return s;
 }
 
-/* The session a request names, for the credential that made it; NULL otherwise. */
+/* The session a request names, for the credential that made it; NULL otherwise.  With several
+ * nodes, one made by another node (or by this one before it let it go) is taken in (rq: the
+ * request, whose scope it gets) when its id checks. */
 static struct orch_mcp_session *session_get(struct orch_mcp *m, const char *id,
-                                            const char *cred_hash) {
+                                            const char *cred_hash,
+                                            const struct orch_mcp_request *rq) {
   struct orch_mcp_session *s = id && strlen(id) == 64 ? orch__map_get(&m->sessions, id) : NULL;
+  int version;
+  if (s == NULL && rq != NULL && session_id_good(m, id, cred_hash, &version))
+    return session_new(m, rq, version, id);
   if (s == NULL || strcmp(s->cred_hash, cred_hash ? cred_hash : "") != 0)
     return NULL;
   return s;
@@ -230,11 +355,45 @@ static struct orch_mcp_session *session_get(struct orch_mcp *m, const char *id,
 int orch__mcp_end_session(struct orch_mcp *m, const char *session_id, const char *cred_hash) {
   if (session_id == NULL)
     return 400;
-  struct orch_mcp_session *s = session_get(m, session_id, cred_hash);
-  if (s == NULL)
+  struct orch_mcp_session *s = session_get(m, session_id, cred_hash, NULL);
+  int version;
+  if (s == NULL && !session_id_good(m, session_id, cred_hash, &version))
     return 404;
-  session_end(m, s, 1);
+  if (m->tools.tell) { /* every node ends it, and refuses it from now on */
+    char what[80];
+    snprintf(what, sizeof(what), "mcp-end %s", session_id);
+    ended_add(m, session_id);
+    m->tools.tell(m->tools.ud, what);
+  }
+  if (s)
+    session_end(m, s, 1);
   return 200;
+}
+
+void orch__mcp_notified(struct orch_mcp *m, const char *what) {
+  char sid[65], tag[SESSION_HEAD + 1], mine[SESSION_HEAD + 1];
+  if (m == NULL || m->tools.secret == NULL)
+    return;
+  if (sscanf(what, "mcp-end %64[0-9a-f]", sid) == 1 && strlen(sid) == 64) {
+    ended_add(m, sid);
+    struct orch_mcp_session *s = orch__map_get(&m->sessions, sid);
+    if (s)
+      session_end(m, s, 1);
+    return;
+  }
+  if (sscanf(what, "mcp-cancel %64[0-9a-f] %32[0-9a-f]", sid, tag) != 2 || strlen(tag) != 32)
+    return;
+  struct orch_mcp_session *s = orch__map_get(&m->sessions, sid);
+  if (s == NULL)
+    return;
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &s->calls) {
+    struct orch_mcp_call *c = SBX_CONTAINER_OF(it, struct orch_mcp_call, link);
+    if (request_tag(m, c->id, mine) == 0 && strcmp(mine, tag) == 0) {
+      call_drop(c, 1);
+      return;
+    }
+  }
 }
 
 static int version_index(const char *v) {
@@ -255,7 +414,7 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
     return;
   }
   int v = version_index(asked);
-  struct orch_mcp_session *s = session_new(m, rq, v < 0 ? 0 : v);
+  struct orch_mcp_session *s = session_new(m, rq, v < 0 ? 0 : v, NULL);
   if (s == NULL) {
     reply_error(out, 503, id, ORCH_RPC_BUSY,
                 "every MCP session slot is busy (%d sessions with calls in flight); try again "
@@ -415,7 +574,10 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
                       sizeof(why));
   if (rc != 0 || now != NULL) {
     call_free(c);
-    if (rc == SBX_EINVAL)
+    if (rc == SBX_EAGAIN) { /* another node's chat: that node carries the call out */
+      out->status = 200;
+      snprintf(out->forward_chat, sizeof(out->forward_chat), "%s", a.chat_id);
+    } else if (rc == SBX_EINVAL)
       reply_bad_args(out, version, id, name, why);
     else if (rc != 0)
       reply_error(out, 200, id, ORCH_RPC_INTERNAL, "the call could not start: %s",
@@ -429,7 +591,8 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   out->stream = c->progress_token != NULL && rq->sse_ok;
 }
 
-static void on_notification(struct orch_mcp_session *s, const char *method, const json_t *params) {
+static void on_notification(struct orch_mcp *m, struct orch_mcp_session *s, const char *method,
+                            const json_t *params) {
   if (strcmp(method, "notifications/cancelled") != 0)
     return; /* initialized, and notifications we have no use for */
   const json_t *rid = json_object_get(params, "requestId");
@@ -440,6 +603,11 @@ static void on_notification(struct orch_mcp_session *s, const char *method, cons
       call_drop(c, 1);
       return;
     }
+  }
+  char tag[SESSION_HEAD + 1], what[120];
+  if (m->tools.tell && id_ok(rid) && request_tag(m, rid, tag) == 0) { /* maybe another node's */
+    snprintf(what, sizeof(what), "mcp-cancel %s %s", s->id, tag);
+    m->tools.tell(m->tools.ud, what);
   }
 }
 
@@ -490,7 +658,7 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
                 "Bad request: no Mcp-Session-Id header (send initialize first)");
     goto out;
   }
-  struct orch_mcp_session *s = session_get(m, rq->session_id, rq->cred_hash);
+  struct orch_mcp_session *s = session_get(m, rq->session_id, rq->cred_hash, rq);
   if (s == NULL) {
     reply_error(out, 404, is_request ? id : NULL, ORCH_RPC_NO_SESSION,
                 "Session not found: it ended or never was (send initialize for a new one)");
@@ -507,7 +675,7 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
   touch(m, s);
   if (!is_request) {
     if (is_note)
-      on_notification(s, method, params);
+      on_notification(m, s, method, params);
     out->status = 202;
   } else if (strcmp(method, "ping") == 0) {
     reply_result(out, id, json_object());
@@ -520,7 +688,8 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
   }
 out:
   json_decref(msg);
-  if (out->status == 0 || (out->status != 202 && out->body == NULL && out->call == NULL)) {
+  if (out->status == 0 ||
+      (out->status != 202 && out->body == NULL && out->call == NULL && !out->forward_chat[0])) {
     orch__mcp_reply_free(out);
     return SBX_ENOMEM;
   }

@@ -134,7 +134,8 @@ struct orch_tool_ops {
  * keeps a reference to).  0 and *now set: the result at once (stolen; *out NULL).  0 and *out
  * set: it goes on and ops->done follows (never from inside this call), unless the caller calls
  * orch__tool_abandon first.  SBX_EINVAL: a bad argument found only now (no such chat), the
- * reason in why.  SBX_ENOMEM. */
+ * reason in why.  SBX_EAGAIN: another node serves the chat (nodes.c), nothing started: the call
+ * is that node's to carry out.  SBX_ENOMEM. */
 int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_args *args,
                      json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
                      void *ud, struct orch_tool_call **out, json_t **now, char *why, size_t cap);
@@ -162,11 +163,22 @@ struct orch_mcp_tools {
                const char *base_url, const struct orch_tool_ops *ops, void *call_ud,
                struct orch_tool_call **out, json_t **now, char *why, size_t cap);
   void (*abandon)(void *ud, struct orch_tool_call *tc);
+  /* Several nodes (both NULL with one): the secret every node shares, which makes session ids
+   * any node checks (an HMAC over the id's own bytes and its credential), and how the other
+   * nodes hear what concerns a session they may be running calls of (a cancel, the session's
+   * end): `what` is "mcp-cancel <session> <request>" or "mcp-end <session>", ids only (the
+   * request id as an HMAC of its JSON), for orch__mcp_notified on every node. */
+  const unsigned char *secret;
+  void (*tell)(void *ud, const char *what);
 };
 
 struct orch_mcp;
 struct orch_mcp_call;
 struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools); /* copied; NULL: no memory */
+/* What another node told (orch_mcp_tools.tell's text): a call of ours it cancelled, a session it
+ * ended (ended here too, its calls abandoned, its sinks ended with no response; its id refused
+ * from then on).  Anything else is ignored. */
+void orch__mcp_notified(struct orch_mcp *m, const char *what);
 /* Ends every session (their calls abandoned, their sinks told nothing) and frees m. */
 void orch__mcp_free(struct orch_mcp *m);
 size_t orch__mcp_sessions(const struct orch_mcp *m);
@@ -191,6 +203,9 @@ struct orch_mcp_reply {
   struct orch_mcp_call *call; /* a tools/call that goes on (body NULL): the HTTP side holds the
                                  request and attaches a sink at once (orch__mcp_call_attach) */
   int stream;                 /* with call: answer as an SSE stream (progress asked, accepted) */
+  /* a tools/call for a chat another node serves (tools.start said SBX_EAGAIN; body NULL, call
+   * NULL): the HTTP side forwards the request to that node, which carries it out */
+  char forward_chat[STORE_ID_LEN + 1];
 };
 /* Classifies one message (a request, a notification, a response; a batch or anything else is
  * refused) and answers what can be answered now: initialize (a new session), ping, tools/list,

@@ -1082,6 +1082,10 @@ int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_ar
     snprintf(why, cap, "chat_id: no chat %s", args->chat_id);
     return SBX_EINVAL;
   }
+  if (rc == SBX_EAGAIN) { /* nodes: another node serves the chat, and carries the call out */
+    snprintf(why, cap, "the chat is served by another node");
+    return rc;
+  }
   if (rc != 0) {
     snprintf(why, cap, "the chat cannot be loaded now: %s", sbx_strerror(rc));
     *now = orch__tool_error_result(why);

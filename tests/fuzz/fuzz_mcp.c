@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     sbx_log_set_level(SBX_LOG_ERROR);
     quiet = 1;
   }
-  struct orch_mcp_tools tools = {NULL, fake_env, fake_start, fake_abandon};
+  struct orch_mcp_tools tools = {.env = fake_env, .start = fake_start, .abandon = fake_abandon};
   struct orch_mcp *m = orch__mcp_new(&tools);
   if (m == NULL)
     return 0;

@@ -2,8 +2,9 @@
  * of messages and the spec's codes (table-driven), version negotiation, sessions (bound to their
  * credential, ended by DELETE, the idle end with the fake clock, the cap), tools/call answered at
  * once or pending, progress and the response through a sink, notifications/cancelled, a session
- * that ends with a call in flight, argument errors by version.  The tools' execution is a named
- * test double (fake_*); their arguments and words are tools.c's own. */
+ * that ends with a call in flight, argument errors by version; with several nodes, sessions any
+ * node sharing the secret takes in, and the cancels and ends told to the other nodes.  The tools'
+ * execution is a named test double (fake_*); their arguments and words are tools.c's own. */
 #include "mcp.h"
 
 #include <check.h>
@@ -30,8 +31,8 @@ static void fake_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   *keep = NULL;
 }
 
-/* run_python goes on (code "now" answers at once, "nochat" is a bad argument found late);
- * list_files answers at once. */
+/* run_python goes on (code "now" answers at once, "nochat" is a bad argument found late,
+ * "elsewhere" a chat another node serves); list_files answers at once. */
 static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a, json_t *args_json,
                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
@@ -47,6 +48,8 @@ static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a
     snprintf(why, cap, "chat_id: no chat %s", a->chat_id);
     return SBX_EINVAL;
   }
+  if (strcmp(a->code, "elsewhere") == 0)
+    return SBX_EAGAIN;
   int i = fake.n_started++;
   ck_assert_int_lt(i, FAKE_MAX);
   fake.ops[i] = ops;
@@ -109,7 +112,7 @@ static const char *const CHAT = "0123456789abcdef0123456789abcdef";
 static void setup(void) {
   memset(&fake, 0, sizeof(fake));
   memset(&rec, 0, sizeof(rec));
-  struct orch_mcp_tools t = {NULL, fake_env, fake_start, fake_abandon};
+  struct orch_mcp_tools t = {.env = fake_env, .start = fake_start, .abandon = fake_abandon};
   m = orch__mcp_new(&t);
   ck_assert_ptr_nonnull(m);
   memset(&scope_all, 0, sizeof(scope_all));
@@ -512,7 +515,7 @@ START_TEST(test_gone_and_free) {
   m = NULL;
   ck_assert_int_eq(fake.n_abandoned, 2);
   ck_assert_int_eq(rec.ended, 0);
-  struct orch_mcp_tools t = {NULL, fake_env, fake_start, fake_abandon};
+  struct orch_mcp_tools t = {.env = fake_env, .start = fake_start, .abandon = fake_abandon};
   m = orch__mcp_new(&t);
 }
 END_TEST
@@ -596,6 +599,122 @@ START_TEST(test_tools_list) {
 }
 END_TEST
 
+/* ---- several nodes ------------------------------------------------------------------------- */
+
+static struct {
+  char what[8][200];
+  int n;
+} told;
+static void rec_tell(void *ud, const char *what) {
+  (void)ud;
+  ck_assert_int_lt(told.n, 8);
+  snprintf(told.what[told.n++], sizeof(told.what[0]), "%s", what);
+}
+
+static struct orch_mcp *node_new(const unsigned char *secret) {
+  struct orch_mcp_tools t = {.env = fake_env,
+                             .start = fake_start,
+                             .abandon = fake_abandon,
+                             .secret = secret,
+                             .tell = rec_tell};
+  struct orch_mcp *n = orch__mcp_new(&t);
+  ck_assert_ptr_nonnull(n);
+  return n;
+}
+
+/* The status of a ping of session sid with cred on the current m. */
+static int ping(const char *sid, const char *cred) {
+  struct orch_mcp_reply r;
+  post(sid, NULL, &scope_all, cred, 1, &r, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}");
+  int status = r.status;
+  orch__mcp_reply_free(&r);
+  return status;
+}
+
+START_TEST(test_nodes_sessions) {
+  static const unsigned char secret[32] = {1, 2, 3}, other[32] = {9};
+  struct orch_mcp *single = m, *a = node_new(secret), *b = node_new(secret), *c = node_new(other);
+  memset(&told, 0, sizeof(told));
+  char sid[65], old[65];
+  m = a;
+  init_session("2025-06-18", &scope_all, "cred", sid);
+  init_session("2025-11-25", &scope_all, "cred", old);
+  /* Node b takes it in (its version, 2025-06-18, from the id: a bad argument is -32602), for
+   * the credential that opened it only; not another secret's node, nor one node alone. */
+  m = b;
+  ck_assert_int_eq(ping(sid, "cred"), 200);
+  struct orch_mcp_reply r;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\"}}}",
+       CHAT);
+  ck_assert_int_eq(error_code(&r), ORCH_RPC_INVALID_PARAMS);
+  orch__mcp_reply_free(&r);
+  ck_assert_int_eq(ping(old, "cred"), 200);
+  ck_assert_int_eq(ping(sid, "other"), 404);
+  char forged[65];
+  strcpy(forged, sid);
+  forged[63] = forged[63] == '0' ? '1' : '0';
+  ck_assert_int_eq(ping(forged, "cred"), 404);
+  m = c;
+  ck_assert_int_eq(ping(sid, "cred"), 404);
+  m = single;
+  ck_assert_int_eq(ping(sid, "cred"), 404);
+  ck_assert_uint_eq(orch__mcp_sessions(b), 2);
+  /* A call for another node's chat is handed back for forwarding: no call, nothing started. */
+  m = a;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"elsewhere\"}}}",
+       CHAT);
+  ck_assert_int_eq(r.status, 200);
+  ck_assert_str_eq(r.forward_chat, CHAT);
+  ck_assert_ptr_null(r.call);
+  ck_assert_ptr_null(r.body);
+  orch__mcp_reply_free(&r);
+  /* The call runs on b; its cancel reaches a, which has no such call: told to every node, and
+   * b, told, cancels it (no response on its sink). */
+  m = b;
+  pending_call(sid, 3, "x");
+  pending_call(sid, 4, "y");
+  m = a;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":3}}");
+  ck_assert_int_eq(r.status, 202);
+  orch__mcp_reply_free(&r);
+  ck_assert_int_eq(told.n, 1);
+  ck_assert_msg(strncmp(told.what[0], "mcp-cancel ", 11) == 0 && strstr(told.what[0], sid), "%s",
+                told.what[0]);
+  ck_assert_int_eq(fake.n_abandoned, 0);
+  orch__mcp_notified(a, told.what[0]); /* its own notice comes back too: nothing to cancel */
+  orch__mcp_notified(b, told.what[0]);
+  ck_assert_int_eq(fake.n_abandoned, 1);
+  ck_assert(!fake.live[0] && fake.live[1]);
+  ck_assert_int_eq(rec.ended, 1);
+  ck_assert(rec.last_null);
+  /* DELETE on a ends it on b too (its call abandoned, its sink ended) and on every node after. */
+  ck_assert_int_eq(orch__mcp_end_session(a, sid, "other"), 404);
+  ck_assert_int_eq(orch__mcp_end_session(a, sid, "cred"), 200);
+  ck_assert_int_eq(told.n, 2);
+  ck_assert_str_eq(told.what[1] + 8, sid);
+  orch__mcp_notified(b, told.what[1]);
+  orch__mcp_notified(c, told.what[1]);
+  ck_assert_int_eq(fake.n_abandoned, 2);
+  ck_assert_int_eq(rec.ended, 2);
+  ck_assert_int_eq(ping(sid, "cred"), 404);
+  m = b;
+  ck_assert_int_eq(ping(sid, "cred"), 404);
+  ck_assert_int_eq(orch__mcp_end_session(b, sid, "cred"), 404);
+  ck_assert_int_eq(ping(old, "cred"), 200); /* the other session goes on */
+  orch__mcp_notified(b, "mcp-cancel nonsense");
+  orch__mcp_notified(b, "files");
+  m = single;
+  orch__mcp_free(a);
+  orch__mcp_free(b);
+  orch__mcp_free(c);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("mcp");
   TCase *tc = tcase_create("envelope");
@@ -611,6 +730,7 @@ int main(void) {
   tcase_add_test(tc, test_calls_cap);
   tcase_add_test(tc, test_bad_args_by_version);
   tcase_add_test(tc, test_tools_list);
+  tcase_add_test(tc, test_nodes_sessions);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
