@@ -132,6 +132,8 @@ static void tools_abandon(void *ud, struct orch_tool_call *tc) {
   orch__tool_abandon(tc);
 }
 
+static void tools_tell(void *ud, const char *what) { orch__node_tell(ud, what); }
+
 /* ---- an answer that waits (a tools/call, a /v1/tools/call) --------------------------------- */
 
 struct held {
@@ -285,6 +287,11 @@ static void on_mcp_post(struct tp_req *req, void *ud) {
   struct orch_mcp_reply rp;
   if (orch__mcp_handle(o->mcp, &rq, &rp) != 0) {
     mcp_refuse(req, 500, ORCH_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  if (rp.forward_chat[0]) { /* nodes: the chat's node carries the call out, answering through us */
+    orch__node_forward(o, req, rp.forward_chat, NULL);
+    orch__mcp_reply_free(&rp);
     return;
   }
   if (rp.call == NULL) {
@@ -471,7 +478,12 @@ static void on_rotate(struct tp_req *req, void *ud) {
 }
 
 void orch__routes_mcp(struct orch *o) {
-  struct orch_mcp_tools t = {o, tools_env, tools_start, tools_abandon};
+  struct orch_mcp_tools t = {
+      .ud = o, .env = tools_env, .start = tools_start, .abandon = tools_abandon};
+  if (o->cfg->node_url != NULL) { /* several nodes: a session is good on each (mcp.c) */
+    t.secret = o->chat_secret;
+    t.tell = tools_tell;
+  }
   if (o->mcp == NULL && (o->mcp = orch__mcp_new(&t)) == NULL)
     sbx_log(SBX_LOG_ERROR, "mcp", "no memory for the MCP sessions: /mcp answers 503");
   tp_route(o->tp, "POST", "/mcp", ORCH_MCP_BODY_MAX, on_mcp_post, o);

@@ -850,6 +850,9 @@ void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
  * changed runtime settings: the other nodes read them again. */
 void orch__node_files_changed(struct orch *o);
 void orch__node_settings_changed(struct orch *o);
+/* Tells every node (this one too) what (ids only, at most 200 bytes; nodes.c's on_notify
+ * dispatches it), once the writes queued before it are durable. */
+void orch__node_tell(struct orch *o, const char *what);
 
 /* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
 struct orch_proxy;

@@ -28,14 +28,16 @@
  *
  * Notifications (LISTEN/NOTIFY, no content): "files" after a retention sweep removed files on any
  * node (every node's kept file lists are read again), "settings" after an operator changed the
- * runtime settings on one (every node reads them again), "*" after the listen connection came
- * back (both).  Runs need none: a run is created by the node serving its chat, requests for it
- * being forwarded there.
+ * runtime settings on one (every node reads them again), "mcp-cancel ..." and "mcp-end ..." for
+ * MCP sessions, which are good on every node (mcp.c), "*" after the listen connection came back
+ * (files and settings).  Runs need none: a run is created by the node serving its chat,
+ * requests for it being forwarded there.
  *
  * What it does not do: keep leases (the store), forward (proxy.c), or serve chats (chat.c).
  */
 #include "internal.h"
 #include "assistant.h"
+#include "mcp.h"
 #include "transport.h"
 
 #include <stdarg.h>
@@ -247,6 +249,10 @@ static void on_node(struct tp_req *req, void *ud) {
 
 static void on_notify(const char *payload, void *ud) {
   struct orch_nodes *ns = ud;
+  if (strncmp(payload, "mcp-", 4) == 0) { /* an MCP call cancelled, a session ended */
+    orch__mcp_notified(ns->o->mcp, payload);
+    return;
+  }
   int all = strcmp(payload, "*") == 0; /* some may have been missed */
   if (all || strcmp(payload, "files") == 0)
     store_files_touch(ns->o->st); /* kept file lists are read again */
@@ -313,10 +319,10 @@ void orch__nodes_close(struct orch *o) {
   o->nodes = NULL;
 }
 
-static void tell(struct orch *o, const char *what) {
+void orch__node_tell(struct orch *o, const char *what) {
   if (o->nodes && store_notify(o->st, what, NULL, NULL) != 0)
     sbx_log(SBX_LOG_WARN, "nodes", "the other nodes were not told (%s)", what);
 }
 
-void orch__node_files_changed(struct orch *o) { tell(o, "files"); }
-void orch__node_settings_changed(struct orch *o) { tell(o, "settings"); }
+void orch__node_files_changed(struct orch *o) { orch__node_tell(o, "files"); }
+void orch__node_settings_changed(struct orch *o) { orch__node_tell(o, "settings"); }

@@ -6,8 +6,8 @@
  *
  * Forwarding: the method, the target (path and query as received), the headers that carry meaning
  * (Authorization, Content-Type, Last-Event-ID, Accept, Range, If-None-Match, If-Range,
- * User-Agent) and the body (the buffered one, or a streamed upload's stage read back from its temp
- * file) go to the owner with X-Cerea-Node naming this node, so that the owner never forwards it
+ * User-Agent, MCP's Mcp-Session-Id and MCP-Protocol-Version) and the body (the buffered one, or
+ * a streamed upload's stage read back from its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never forwards it
  * again.  The owner's status and headers (not the hop-by-hop ones, nor Date and Server, which the
  * transport sets) start the client's answer; its body follows piece by piece: an event stream's
  * events as the owner sends them, a download's bytes.  Backpressure: when the client's queue is
@@ -351,9 +351,9 @@ int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *b
   x->req = req;
   x->retry_s = (retry_ms + 999) / 1000;
   snprintf(x->chat_id, sizeof x->chat_id, "%s", chat_id);
-  static const char *const pass[] = {"authorization", "content-type", "last-event-id",
-                                     "accept",        "range",        "if-none-match",
-                                     "if-range",      "user-agent"};
+  static const char *const pass[] = {
+      "authorization", "content-type", "last-event-id", "accept",         "range",
+      "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version"};
   char line[9000];
   int ok = 1;
   for (size_t i = 0; ok && i < SBX_ARRAY_SIZE(pass); i++) {

@@ -3,7 +3,8 @@
 // 127.0.0.1 (CEREA_NODE_URL must be known before a node starts), tracked and stopped (or
 // SIGKILLed) by pid, and raw SQL on the cluster's schema (psql).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, existsSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,6 +69,19 @@ export async function startNode({ schemaUrl, port, dataDir, env = {}, wait = tru
     node.exited.then(({ code, sig }) => { clearTimeout(t); reject(new Error(`node exited ${code ?? sig}:\n${node.log}`)); });
   });
   return node;
+}
+
+// n nodes on one schema sharing one DATA/chat_key_secret (what an operator copies to every node,
+// docs/scale.md), so that chat keys, page links and MCP sessions made on one are good on all.
+export async function startSharedNodes(n, schemaUrl) {
+  const secret = randomBytes(32).toString('hex');
+  const nodes = [];
+  for (let i = 0; i < n; i++) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cerea-node-'));
+    writeFileSync(join(dataDir, 'chat_key_secret'), `${secret}\n`, { mode: 0o600 });
+    nodes.push(await startNode({ schemaUrl, dataDir }));
+  }
+  return nodes;
 }
 
 // fetch with a timeout; never throws for the network (status 0 with the error instead).

@@ -16,12 +16,8 @@
 //    good on every node when the nodes share DATA/chat_key_secret.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PG, PG_TCP, newSchema, startNode, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
+import { PG, PG_TCP, newSchema, startNode, startSharedNodes, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
 import { Page, runEvents } from '../integration/lib.mjs';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 
 const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
 
@@ -274,13 +270,7 @@ test('a live run across nodes: output, input() and the run\'s own stream forward
 
 test('the assistant\'s and the tools\' chat routes across nodes: forwarded to the owner; chat keys and page links good on every node sharing chat_key_secret', { skip, timeout: 60000 }, async () => {
   const { url } = newSchema('chatroutes');
-  const secret = randomBytes(32).toString('hex'); // what an operator copies to every node (docs/scale.md)
-  const nodes = [];
-  for (let i = 0; i < 3; i++) {
-    const dataDir = mkdtempSync(join(tmpdir(), 'cerea-node-'));
-    writeFileSync(join(dataDir, 'chat_key_secret'), `${secret}\n`, { mode: 0o600 });
-    nodes.push(await startNode({ schemaUrl: url, dataDir }));
-  }
+  const nodes = await startSharedNodes(3, url);
   const [owner, a, b] = nodes;
   try {
     const r = await req(owner, 'POST', '/v1/chats', { body: {} });
