@@ -40,7 +40,8 @@
   X(EFULL, -19, "limit reached")                                                                   \
   X(EDB, -20, "database error")                                                                    \
   X(EUNAUTH, -21, "unauthorized")                                                                  \
-  X(ENAME, -22, "invalid name")
+  X(ENAME, -22, "invalid name")                                                                   \
+  X(EFENCED, -23, "refused: another node holds the chat's lease")
 
 enum sbx_errno {
 #define SBX_ERRNO_GEN(name, val, msg) SBX_##name = (val),
