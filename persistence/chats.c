@@ -50,7 +50,7 @@ int store_chat_set_title(struct store *st, const char *chat_id, const char *titl
     st__simple_discard(op);
     return SBX_ENOMEM;
   }
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, chat_id);
 }
 
 void store_chat_free(struct store_chat *c) {
@@ -132,7 +132,7 @@ int store_turn_put(struct store *st, const struct store_turn *t, store_done_cb c
   op->i[0] = t->state;
   op->i[1] = t->created_at;
   op->i[2] = t->finished_at;
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, t->chat_id);
 }
 
 int store_turn_get(struct store *st, const char *turn_id, struct store_turn *out) {

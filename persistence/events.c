@@ -34,7 +34,7 @@ int store_event_append(struct store *st, const char *chat_id, int64_t seq, const
   }
   op->i[0] = seq;
   op->i[1] = sbx_now_wall_ms(); /* when it was logged: what store_event_trim ages by */
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, chat_id);
 }
 
 int store_event_last_seq(struct store *st, const char *chat_id, int64_t *out) {

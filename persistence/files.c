@@ -283,7 +283,7 @@ int store_file_add(struct store *st, const struct store_file_in *in, store_file_
   struct file_op *op = file_op_new(in, cb, ud);
   if (op == NULL)
     return SBX_ENOMEM;
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, in->chat_id);
 }
 
 int store_file_add_staged(struct store *st, const struct store_file_in *in,
@@ -310,7 +310,8 @@ int store_file_add_staged(struct store *st, const struct store_file_in *in,
   }
   op->staged = 1;
   op->size = (size_t)size;
-  return st__submit(st, &op->w); /* a refused submit releases op: the temp file goes with it */
+  /* a refused submit releases op: the temp file goes with it */
+  return st__submit_fenced(st, &op->w, in->chat_id);
 }
 
 /* ---- reads --------------------------------------------------------------------------------- */

@@ -258,6 +258,9 @@
     "expires_at > clock_timestamp() RETURNING chat_id, epoch, expires_at) UPDATE lease_log g "      \
     "SET until_at = r.expires_at FROM r WHERE g.chat_id = r.chat_id AND g.epoch = r.epoch")         \
   X(NOTIFY, NULL, "SELECT pg_notify('cerea', $1)")                                                  \
+  /* the writer's fence: the lease still this node's at that epoch, locked until the commit */    \
+  X(LEASE_FENCE, NULL,                                                                              \
+    "SELECT 1 FROM chat_leases WHERE chat_id = $1 AND node_id = $2 AND epoch = $3 FOR SHARE")                                                  \
   X(SWEEP_EXPIRED,                                                                                  \
     "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                               \
     "ORDER BY expires_at LIMIT ?2",                                                                 \
@@ -341,6 +344,20 @@ struct st_write {
   int64_t blob_delta; /* bytes added to (or removed from) the blob store once committed */
   struct st_blob_pending *pending; /* blob files this write made (writer thread) */
   size_t npending;
+  /* several nodes: the chat whose lease this write needs (st__submit_fenced); "" none.  The
+   * writer checks, in the write's own savepoint, that this node still holds that lease at the
+   * epoch it took (nodes.c); a write whose fence fails is refused with SBX_EFENCED. */
+  store_id fence;
+  int fence_counted; /* counted in its fence's pending (until the writer is done with it) */
+};
+
+/* A lease this node holds, as the writer's fence knows it (nodes.c). */
+struct st_fence {
+  store_id chat;
+  int64_t epoch;
+  size_t pending; /* fenced writes submitted and not yet through the writer */
+  int released;   /* let go: forgotten once nothing is pending (a write queued before the release
+                     still commits when no node took the lease since) */
 };
 
 /* Thin ops with a plain store_done_cb: one allocation, inputs copied into `strs`. */
@@ -514,6 +531,13 @@ struct store {
   size_t group_max;
   struct store_stats stats;
   struct st_health health; /* under mu (health.c) */
+  /* several nodes (nodes.c): the leases this node holds, sorted by chat, and its id ("" until it
+   * took one: then every write of a chat is fenced); under mu.  on_fenced: loop thread. */
+  struct st_fence *fences;
+  size_t nfences, capfences;
+  store_id fence_node;
+  store_fenced_cb on_fenced;
+  void *on_fenced_ud;
   uv_async_t *async;       /* freed in its close callback */
   size_t inflight;         /* loop thread only: submitted, callback not yet run */
   enum st_life life;       /* loop thread only: written by set_life in open.c */
@@ -658,6 +682,16 @@ int st__writer_start(struct store *st, struct sbx_error *err);
 void st__writer_stop(struct store *st); /* drains, joins, runs every pending callback */
 int st__submit(struct store *st, struct st_write *w);
 struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
+/* st__submit for a write that belongs to chat_id (NULL: to none): fenced by its lease. */
+int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id);
+/* nodes.c, writer thread, inside the write's savepoint: 0 when w needs no fence, or its chat's
+ * lease is still this node's at the epoch it took (the row then locked FOR SHARE until the
+ * transaction ends, so no node takes it before this write commits); SBX_EFENCED otherwise.
+ * done/n: the chats whose fence this transaction checked already (no statement for them). */
+int st__fence_check(struct store *st, const struct st_write *w, const store_id *done, size_t n,
+                    struct sbx_error *err);
+void st__fence_count(struct store *st, struct st_write *w, int add); /* pending +1 / -1 */
+void st__fences_free(struct store *st);
 /* Copies into op->s[idx]; 0 or SBX_ENOMEM. NULL stays NULL. */
 int st__simple_str(struct st_simple *op, int idx, const char *v);
 void st__simple_discard(struct st_simple *op);

@@ -39,7 +39,7 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
     }
   op->i[0] = m->created_at;
   op->i[1] = m->updated_at;
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, m->chat_id);
 }
 
 /* op->s[1]: the one chat, or NULL for all */
@@ -70,7 +70,7 @@ static int interrupt_submit(struct store *st, const char *chat_id, const char *e
     return SBX_ENOMEM;
   }
   op->i[0] = now;
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, chat_id);
 }
 
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,

@@ -226,7 +226,13 @@ static PGconn *connect_url(const char *url) {
 
 /* The session of a role: the writer's COMMIT waits for the server's WAL flush whatever the
  * server's default, and so does a lease's (nodes.c); the reader writes nothing.  All in UTF-8, as
- * SQLite's text. */
+ * SQLite's text.  Fencing (nodes.c) locks a chat's lease row from a write's check to its commit,
+ * so: the writer's session ends when it sits idle inside a transaction for PG_WRITER_IDLE_TXN_MS
+ * (the writer never waits that long for itself there: that is a stopped or stuck process, whose
+ * transaction the server then rolls back and whose locks go), and a lease statement waits at most
+ * PG_LEASE_LOCK_MS for a lock (then SBX_EBUSY: asked again later), never stalling its loop long. */
+#define PG_WRITER_IDLE_TXN_MS "5000"
+#define PG_LEASE_LOCK_MS      "1000"
 static int session_setup(struct st_db *db, struct sbx_error *err) {
   struct st_pgconn *c = db->pg;
   const char *enc = PQparameterStatus(c->conn, "server_encoding");
@@ -235,9 +241,14 @@ static int session_setup(struct st_db *db, struct sbx_error *err) {
                          "database %s is encoded in %s: the store needs a UTF8 database "
                          "(CREATE DATABASE ... ENCODING 'UTF8')",
                          c->name, enc ? enc : "an unknown encoding");
-  const char *sql = strcmp(db->role, "reader") != 0
-                        ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on"
-                        : "SET client_encoding = 'UTF8'; SET default_transaction_read_only = on";
+  const char *sql =
+      strcmp(db->role, "writer") == 0
+          ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on; "
+            "SET idle_in_transaction_session_timeout = " PG_WRITER_IDLE_TXN_MS
+      : strcmp(db->role, "reader") != 0
+          ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on; "
+            "SET lock_timeout = " PG_LEASE_LOCK_MS
+          : "SET client_encoding = 'UTF8'; SET default_transaction_read_only = on";
   return st__pg_exec(db, sql, err);
 }
 

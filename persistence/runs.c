@@ -222,7 +222,7 @@ int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb,
   op->w.release = run_put_release;
   op->cb = cb;
   op->ud = ud;
-  return st__submit(st, &op->w);
+  return st__submit_fenced(st, &op->w, r->chat_id);
 }
 
 /* ---- reads --------------------------------------------------------------------------------- */

@@ -411,6 +411,14 @@ int store_lease_renew(struct store *st, const char *node_id, uint64_t lease_ms, 
 /* Lets the lease of chat_id go (NULL: every lease of node_id): it expires now. */
 int store_lease_release(struct store *st, const char *chat_id, const char *node_id,
                         struct sbx_error *err);
+/* Fencing by lease epoch: once this node took a lease, every write that belongs to a chat (a
+ * run, an event, a file, a message, a turn, a chat's title) commits only if, in its own
+ * transaction, the chat's lease is still this node's at the epoch it was taken at (the lease's
+ * row is locked FOR SHARE until the commit: a node taking it waits for it).  A write whose fence
+ * fails is refused (its callback gets SBX_EFENCED; nothing of it is written), and cb, when set,
+ * hears of it first (loop thread), with the chat's id: the node must stop serving that chat. */
+typedef void (*store_fenced_cb)(const char *chat_id, void *ud);
+void store_on_fenced(struct store *st, store_fenced_cb cb, void *ud);
 typedef void (*store_notify_cb)(const char *payload, void *ud);
 /* Notifies every node (PostgreSQL NOTIFY on channel "cerea"): payload at most 200 bytes.
  * SBX_EINVAL (SQLite, too long), SBX_ENOMEM; cb as any write's. */

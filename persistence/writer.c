@@ -55,6 +55,9 @@ static void run_completions(struct store *st) {
   SBX_LIST_FOREACH_SAFE(it, tmp, &local) {
     struct st_write *w = SBX_CONTAINER_OF(it, struct st_write, link);
     sbx_list_remove(it);
+    st__fence_count(st, w, 0); /* through the writer: a released fence may be forgotten */
+    if (w->rc == SBX_EFENCED && st->on_fenced)
+      st->on_fenced(w->fence, st->on_fenced_ud);
     w->done(st, w);
     w->release(st, w);
     if (--st->inflight == 0 && st->async)
@@ -102,6 +105,8 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
   struct sbx_list txn; /* writes of the open transaction */
   struct sbx_error e;
   int commits = 0, open = 0, rc;
+  store_id fenced[ST_PG_GROUP_MAX]; /* chats whose lease this transaction checked and locked */
+  size_t nfenced = 0;
   SBX_LIST_INIT(&txn);
   while (!SBX_LIST_EMPTY(group) || open) {
     if (!open && !SBX_LIST_EMPTY(group)) {
@@ -113,6 +118,7 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
         break;
       }
       open = 1;
+      nfenced = 0;
     }
     if (SBX_LIST_EMPTY(group)) {
       /* commit what the transaction holds: its blob files made durable first */
@@ -143,7 +149,9 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
     sbx_list_remove(&w->link);
     sbx_list_insert_tail(&txn, &w->link);
     if ((rc = step_ctl(st, ST_SAVEPOINT, &w->err)) == 0) {
-      rc = w->exec(st, w, &w->err);
+      rc = st__fence_check(st, w, fenced, nfenced, &w->err);
+      if (rc == 0)
+        rc = w->exec(st, w, &w->err);
       if (rc != 0 && st__in_txn(&st->w)) {
         struct sbx_error ignored;
         if (step_ctl(st, ST_ROLLBACK_TO, &ignored) != 0 || step_ctl(st, ST_RELEASE, &ignored) != 0)
@@ -155,6 +163,8 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
       }
     }
     w->rc = rc;
+    if (rc == 0 && w->fence[0] && nfenced < ST_PG_GROUP_MAX) /* its lock held until the end */
+      snprintf(fenced[nfenced++], sizeof(store_id), "%s", w->fence);
     if (rc != 0 && w->err.code == 0)
       sbx_error_set(&w->err, rc, "%s", sbx_strerror(rc));
     if (!st__in_txn(&st->w)) {
@@ -273,8 +283,16 @@ void st__writer_stop(struct store *st) {
   run_completions(st);
   pthread_cond_destroy(&st->cv);
   pthread_mutex_destroy(&st->mu);
+  st__fences_free(st);
   uv_close((uv_handle_t *)st->async, on_async_close);
   st->async = NULL;
+}
+
+int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id) {
+  snprintf(w->fence, sizeof w->fence, "%s", chat_id ? chat_id : "");
+  if (st->life == ST_LIFE_OPEN)
+    st__fence_count(st, w, 1);
+  return st__submit(st, w);
 }
 
 int st__submit(struct store *st, struct st_write *w) {

@@ -3,7 +3,9 @@
  * or is released, its epochs logged; renewing every lease of a node; two processes racing for the
  * same leases never holding one at once (the database's lease_log says so); notifications from
  * one store reaching another's listener after the notifying group committed, and "*" after the
- * listen connection was lost and opened again; the migration from schema 1 to 2 keeping rows. */
+ * listen connection was lost and opened again; the migration from schema 1 to 2 keeping rows;
+ * fencing by lease epoch: a node's writes of a chat commit only while it holds the chat's lease at
+ * the epoch it took, and the lease's row stays locked until they did. */
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -220,6 +222,135 @@ START_TEST(test_notify_listen) {
 }
 END_TEST
 
+struct fenced {
+  int n;
+  char chat[64];
+};
+static void on_fenced(const char *chat_id, void *ud) {
+  struct fenced *f = ud;
+  f->n++;
+  snprintf(f->chat, sizeof f->chat, "%s", chat_id);
+}
+
+/* An event of chat appended through t: its outcome. */
+static int append(struct tctx *t, const char *chat, int64_t seq, struct done *d) {
+  memset(d, 0, sizeof *d);
+  ck_assert_int_eq(store_event_append(t->st, chat, seq, "x", "{}", on_done, d), 0);
+  t_wait(t);
+  ck_assert_int_eq(d->called, 1);
+  return d->rc;
+}
+
+#define CHAT3 "c0000000000000000000000000000003"
+
+START_TEST(test_fence) {
+  T_PG_ONLY("chat leases live in PostgreSQL");
+  struct tctx t;
+  t_open(&t);
+  struct fenced f = {0};
+  store_on_fenced(t.st, on_fenced, &f);
+  struct done d;
+  t_chat(&t, CHAT);
+  t_chat(&t, CHAT2);
+  t_chat(&t, CHAT3);
+  /* no lease taken yet (one node): nothing is fenced */
+  ck_assert_int_eq(append(&t, CHAT, 1, &d), 0);
+  /* a node: its chat's writes commit while it holds the lease at its epoch, however long the
+   * lease has been expired meanwhile when no node took it */
+  ck_assert_int_eq(take(t.st, CHAT, NODEA, 300).epoch, 1);
+  ck_assert_int_eq(append(&t, CHAT, 2, &d), 0);
+  ck_assert_int_eq(take(t.st, CHAT3, NODEA, 300).mine, 1);
+  usleep(450000);
+  ck_assert_int_eq(append(&t, CHAT3, 1, &d), 0);
+  /* another node took it (what its store_lease_take does, here in SQL: this store is node A's):
+   * refused, the hook told first, nothing of it written */
+  t_sql_exec(t.dir, "UPDATE chat_leases SET node_id = '" NODEB "', epoch = epoch + 1 WHERE "
+                    "chat_id = '" CHAT "'");
+  ck_assert_int_eq(append(&t, CHAT, 3, &d), SBX_EFENCED);
+  ck_assert_msg(strstr(d.msg, "epoch 1") != NULL, "%s", d.msg);
+  ck_assert_int_eq(f.n, 1);
+  ck_assert_str_eq(f.chat, CHAT);
+  struct store_run r = {0};
+  snprintf(r.id, sizeof r.id, "r0000000000000000000000000000001");
+  snprintf(r.chat_id, sizeof r.chat_id, "%s", CHAT);
+  r.code = (char *)"x", r.origin = (char *)"api", r.state = (char *)"queued", r.timeout_s = 1;
+  memset(&d, 0, sizeof d);
+  ck_assert_int_eq(store_run_put(t.st, &r, on_done, &d), 0);
+  t_wait(&t);
+  ck_assert_int_eq(d.rc, SBX_EFENCED);
+  ck_assert_int_eq(f.n, 2);
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM events WHERE chat_id = '" CHAT "'"), 2);
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM runs"), 0);
+  /* a chat it holds no lease of (never taken, or let go): refused without asking */
+  ck_assert_int_eq(append(&t, CHAT2, 1, &d), SBX_EFENCED);
+  ck_assert_msg(strstr(d.msg, "holds no lease") != NULL, "%s", d.msg);
+  /* let go: a write queued before the release still commits (no node took it since); once
+   * none is pending, the chat's writes are refused */
+  struct sbx_error err = {0};
+  struct done before = {0};
+  ck_assert_int_eq(store_event_append(t.st, CHAT3, 2, "x", "{}", on_done, &before), 0);
+  ck_assert_int_eq(store_lease_release(t.st, CHAT3, NODEA, &err), 0);
+  t_wait(&t);
+  ck_assert_int_eq(before.rc, 0);
+  ck_assert_int_eq(append(&t, CHAT3, 3, &d), SBX_EFENCED);
+  ck_assert_int_eq(f.n, 4);
+  /* taken again (a new epoch): written again */
+  ck_assert_int_eq(take(t.st, CHAT3, NODEA, 10000).epoch, 2);
+  ck_assert_int_eq(append(&t, CHAT3, 3, &d), 0);
+  t_close(&t);
+}
+END_TEST
+
+/* A fenced write's check locks the lease's row until its transaction ends: a node taking the
+ * lease over meanwhile waits for that commit, so it loads the chat with the write in it. */
+START_TEST(test_fence_holds_the_lease) {
+  T_PG_ONLY("chat leases live in PostgreSQL");
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  ck_assert_int_eq(take(t.st, CHAT, NODEA, 200).mine, 1);
+  struct done held, ev;
+  memset(&held, 0, sizeof held);
+  memset(&ev, 0, sizeof ev);
+  t_hold(&t, &held); /* the writer is inside one group; the next one is the event and a hold */
+  ck_assert_int_eq(store_event_append(t.st, CHAT, 1, "x", "{}", on_done, &ev), 0);
+  struct done held2 = {0};
+  t_hold_queue(&t, &held2);
+  t_let_go();
+  t_held(); /* the second group: its event's fence checked (the row locked), held before COMMIT */
+  usleep(300000); /* the lease has expired by the database's clock */
+  char url[1024];
+  t_url(t.dir, url, sizeof url);
+  pid_t pid = fork();
+  if (pid == 0) { /* another node takes the lease over: it has to wait for the commit */
+    uv_loop_t loop;
+    struct store *st;
+    struct sbx_error err = {0};
+    char dir[300];
+    snprintf(dir, sizeof dir, "%.200s/b", t.dir);
+    uv_loop_init(&loop);
+    if (store_open_url(&loop, dir, url, &st, &err) != 0)
+      _exit(2);
+    struct store_lease l;
+    if (store_lease_take(st, CHAT, NODEB, "http://b", 10000, &l, &err) != 0 || !l.mine)
+      _exit(3);
+    int64_t n = -1; /* what it sees once it holds the lease: the event committed */
+    if (store_event_last_seq(st, CHAT, &n) != 0 || n != 1)
+      _exit(4);
+    _exit(0);
+  }
+  usleep(500000);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0); /* still waiting for the lock */
+  t_let_go();
+  t_wait(&t);
+  ck_assert_int_eq(ev.rc, 0);
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the taker: status %d", status);
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_migration_1_to_2) {
   T_PG_ONLY("migrates a PostgreSQL schema");
   struct tctx t;
@@ -251,5 +382,7 @@ int main(void) {
   tcase_add_test(tc, test_lease_race);
   tcase_add_test(tc, test_notify_listen);
   tcase_add_test(tc, test_migration_1_to_2);
+  tcase_add_test(tc, test_fence);
+  tcase_add_test(tc, test_fence_holds_the_lease);
   return t_run_suite(s, tc);
 }
