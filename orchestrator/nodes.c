@@ -19,7 +19,11 @@
  * was sent, or the database renewed fewer leases than this node holds, the node exits at once
  * (fail-stop: one line on stderr, exit status 1) before any other node can take its chats; a
  * supervisor restarts it and it rejoins with a new id, taking chats as requests come.  Writes in
- * flight then are lost as a SIGKILL loses them: none was acknowledged.
+ * flight then are lost as a SIGKILL loses them: none was acknowledged.  And none of them lands
+ * for a chat another node took meanwhile (a node resuming after a long pause runs its queued
+ * requests and writes before its timer notices): each write of a chat commits only while the
+ * chat's lease is still this node's at the epoch it took (the store's fence, in the write's own
+ * transaction), and a refused one stops the node the same way (on_fenced).
  *
  * Requests for a chat another node holds are forwarded to it (proxy.c: why not a redirect is in
  * docs/scale.md); one that was forwarded already (X-Cerea-Node) is not forwarded again but
@@ -205,6 +209,26 @@ void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
     orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
 }
 
+/* A write of a chat was refused by its lease's epoch (the store's fence): another node took the
+ * lease while this node still had the chat in memory.  That happens only when this node's
+ * renewals stopped for a whole lease (it was paused, or cut off from the database), so every
+ * lease it holds may be gone too: it stops as a node whose renewals failed does, before it
+ * serves or writes anything more.  A chat no longer in memory (a late write after it went idle
+ * and its lease was let go) costs only that write. */
+static void on_fenced(const char *chat_id, void *ud) {
+  struct orch_nodes *ns = ud;
+  if (ns->o->closing || orch__map_get(&ns->o->chats, chat_id) == NULL) {
+    sbx_log(SBX_LOG_WARN, "nodes", "a write of chat %s was refused: its lease is another node's",
+            chat_id);
+    return;
+  }
+  fail_stop(ns,
+            "a write of chat %s was refused: its lease is another node's now (this node was "
+            "paused or cut off from the database past CEREA_LEASE_MS): exiting so that no chat "
+            "is served by two nodes",
+            chat_id);
+}
+
 /* ---- the check of CEREA_NODE_URL, GET /v1/node, notifications --------------------------------- */
 
 /* Chats whose lease is free or expired and that have unfinished runs: a dead node's, taken over
@@ -283,6 +307,7 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err) {
     sbx_free(ns);
     return rc;
   }
+  store_on_fenced(o->st, on_fenced, ns);
   uv_timer_init(o->loop, ns->timer);
   ns->timer->data = ns;
   uv_timer_start(ns->timer, on_tick, NODES_TICK_MS, NODES_TICK_MS);

@@ -16,7 +16,7 @@
 //    good on every node when the nodes share DATA/chat_key_secret.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PG, PG_TCP, newSchema, startNode, startSharedNodes, req, sleep, sql, freePort, overlappingLeases } from './cluster.mjs';
+import { PG, PG_TCP, newSchema, startNode, startSharedNodes, req, sleep, sql, freePort, overlappingLeases, RoamingPage } from './cluster.mjs';
 import { Page, runEvents } from '../integration/lib.mjs';
 
 const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
@@ -56,75 +56,6 @@ test('bad configuration: one line and exit, never a half-started node', { skip }
   await mustFail({ schemaUrl: url, env: { CEREA_API_KEY: null } }, /every node needs the same CEREA_API_KEY/);
   await mustFail({ schemaUrl: url, env: { CEREA_NODE_URL: 'ftp://x' } }, /CEREA_NODE_URL=ftp:\/\/x: expected http/);
 });
-
-// A scripted page of one chat that follows its chat across nodes: it reads the chat's event
-// stream through `via` (another node than the owner), answers every run dispatched to it, and
-// when the stream ends or cannot be opened, tries the next live node with Last-Event-ID.
-class RoamingPage {
-  constructor(nodes, chat, via, log) {
-    Object.assign(this, { nodes, chat, via, log, ids: new Set(), stop: false, reconnects: 0 });
-    this.pageId = `page-${chat.id.slice(-6)}`;
-    this.done = this.loop();
-  }
-  node() { return this.nodes[this.via % this.nodes.length]; }
-  async loop() {
-    let last;
-    while (!this.stop) {
-      const node = this.node();
-      if (!node.alive) { this.via++; continue; }
-      const headers = { authorization: `Bearer ${this.chat.token}` };
-      if (last !== undefined) headers['last-event-id'] = String(last);
-      this.ctrl = new AbortController();
-      let res;
-      try {
-        res = await fetch(`${node.base}/v1/chats/${this.chat.id}/events?page_id=${this.pageId}`, { headers, signal: this.ctrl.signal });
-      } catch { res = null; }
-      if (!res || res.status !== 200) { // 503 while the lease of a dead owner runs out
-        if (res) await res.body?.cancel();
-        this.via += res ? 0 : 1;
-        await sleep(150);
-        continue;
-      }
-      try {
-        const dec = new TextDecoder();
-        let buf = '';
-        for await (const chunk of res.body) {
-          buf += dec.decode(chunk, { stream: true });
-          let i;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const block = buf.slice(0, i); buf = buf.slice(i + 2);
-            let id = null, ev = null, data = '';
-            for (const line of block.split('\n')) {
-              if (line.startsWith('id: ')) id = Number(line.slice(4));
-              else if (line.startsWith('event: ')) ev = line.slice(7);
-              else if (line.startsWith('data: ')) data += line.slice(6);
-            }
-            if (id !== null) { this.ids.add(id); last = id; }
-            if (ev === 'run') this.answer(node, JSON.parse(data));
-          }
-        }
-      } catch { /* the stream broke */ }
-      if (!this.stop) { this.reconnects++; this.via++; }
-    }
-  }
-  // Reports a run started and its result, as a page does: a report that reached no node (its
-  // node died, or the chat's new node is not serving yet) is sent again, through the node of the
-  // stream now, until a node answers it (200, or 409 when that attempt is no longer current).
-  async answer(node, run) {
-    if (run.page_id !== this.pageId) return;
-    const t = this.chat.token;
-    await req(node, 'POST', `/v1/runs/${run.run_id}/started`, { token: t, body: { attempt: run.attempt, page_id: this.pageId } });
-    const stdout = `out ${run.run_id} ${run.attempt}\n`;
-    const body = { attempt: run.attempt, status: 'ok', stdout, stderr: '', files: [] };
-    for (let tries = 0; tries < 200 && !this.stop; tries++) {
-      const r = await req(tries ? this.node() : node, 'POST', `/v1/runs/${run.run_id}/result`, { token: t, body });
-      if (r.status === 200) { this.log.acked.push({ run: run.run_id, stdout }); return; }
-      if (r.status === 409 || r.status === 404) return;
-      await sleep(150);
-    }
-  }
-  close() { this.stop = true; this.ctrl?.abort(); }
-}
 
 test('failover under load: a SIGKILLed node\'s chats go on elsewhere, nothing acknowledged lost', { skip, timeout: 180000 }, async () => {
   const { url } = newSchema('fail');
