@@ -101,15 +101,6 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
   return 0;
 }
 
-int orch__api_valid_id(const char *s) {
-  if (s == NULL || strlen(s) != STORE_ID_LEN)
-    return 0;
-  for (const char *p = s; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-      return 0;
-  return 1;
-}
-
 static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
   orch__auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
                   o->api_key_hash, o->host_key_hash, a);
@@ -174,12 +165,12 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
   if (!page_allowed && deny_not_backend(o, req, &a, "this call"))
     return NULL;
   if (a.kind == ORCH_CRED_PAGE &&
-      (!orch__api_valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
+      (!orch__valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
     orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;
   }
   struct orch_chat *c = NULL;
-  int rc = orch__api_valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
+  int rc = orch__valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
   if (rc == SBX_EAGAIN) { /* another node serves it (nodes.c) */
     orch__node_forward(o, req, chat_id, stage);
     return NULL;
@@ -211,12 +202,12 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
   memset(rec, 0, sizeof(*rec));
   if (deny_missing(req, &a))
     return 1;
-  struct orch_run *run = orch__api_valid_id(run_id) ? orch__map_get(&o->runs, run_id) : NULL;
+  struct orch_run *run = orch__valid_id(run_id) ? orch__map_get(&o->runs, run_id) : NULL;
   int rc = 0;
   if (run != NULL) { /* callers read the live run itself: only its ids are copied (no strdups) */
     memcpy(rec->id, run->rec.id, sizeof(rec->id));
     memcpy(rec->chat_id, run->rec.chat_id, sizeof(rec->chat_id));
-  } else if (!orch__api_valid_id(run_id))
+  } else if (!orch__valid_id(run_id))
     rc = SBX_ENOENT;
   else
     rc = store_run_get(o->st, run_id, rec);

@@ -95,7 +95,7 @@ static struct orch_chat *could_reach(struct orch *o, struct tp_req *req, int *el
   struct orch_chat *c = NULL;
   *elsewhere = 0;
   if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
-      !orch__api_valid_id(chat_id))
+      !orch__valid_id(chat_id))
     return NULL;
   int rc = orch__chat_get(o, chat_id, &c);
   *elsewhere = rc == SBX_EAGAIN;
@@ -221,7 +221,7 @@ static void on_upload(struct tp_req *req, void *ud) {
   struct store_file target;
   memset(&target, 0, sizeof(target));
   if (text_of) {
-    int got = orch__api_valid_id(text_of) && store_file_get(o->st, text_of, &target) == 0;
+    int got = orch__valid_id(text_of) && store_file_get(o->st, text_of, &target) == 0;
     if (!got || strcmp(target.chat_id, c->id) != 0) {
       if (got)
         store_file_free(&target);
@@ -344,7 +344,7 @@ static void on_download(struct tp_req *req, void *ud) {
     return;
   }
   struct store_file f;
-  if (!orch__api_valid_id(id) || store_file_get(o->st, id, &f) != 0) {
+  if (!orch__valid_id(id) || store_file_get(o->st, id, &f) != 0) {
     orch__api_error(req, 404, "not_found", "no file %s", id ? id : "");
     return;
   }

@@ -63,7 +63,7 @@ static int read_files(struct orch *o, struct tp_req *req, struct orch_chat *c, c
   json_array_foreach(ids, i, v) {
     const char *id = json_string_value(v);
     struct store_file *f = &(*files)[*n];
-    if (id == NULL || !orch__api_valid_id(id) || store_file_get(o->st, id, f) != 0) {
+    if (id == NULL || !orch__valid_id(id) || store_file_get(o->st, id, f) != 0) {
       orch__api_error(req, 400, "invalid_field", "file_ids[%zu]: no file %s", i, id ? id : "");
       return 1;
     }
@@ -171,7 +171,7 @@ static void on_cancel_turn(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "turn");
   struct store_turn st;
-  if (!orch__api_valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
+  if (!orch__valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
     orch__api_error(req, 404, "not_found", "no turn %s", id ? id : ""); /* ids are unguessable */
     return;
   }

@@ -125,7 +125,7 @@ static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req, int *
   if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
     return NULL;
   const char *id = tp_req_param(req, "run");
-  struct orch_run *run = orch__api_valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
+  struct orch_run *run = orch__valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
   *elsewhere = run == NULL && o->nodes != NULL; /* perhaps another node's run (nodes.c) */
   if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
     return NULL;

@@ -135,7 +135,7 @@ static void on_create_run(struct tp_req *req, void *ud) {
   }
   if (turn_id) {
     struct store_turn t;
-    if (!orch__api_valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
+    if (!orch__valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
       orch__api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
       goto out;
     }

@@ -84,7 +84,7 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
     return;
   const char *id = tp_req_param(req, "turn");
   struct store_turn st;
-  if (!orch__api_valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
+  if (!orch__valid_id(id) || store_turn_get(o->st, id, &st) != 0) {
     orch__api_error(req, 404, "not_found", "no turn %s", id ? id : "");
     return;
   }

@@ -727,6 +727,8 @@ size_t orch__utf8_next(const char *s, size_t len, uint32_t *cp);
 /* json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) as sbx-allocated text; NULL when j is NULL, holds
  * a string that is not UTF-8, or out of memory. */
 char *orch__json_dump(const json_t *j, size_t *len);
+/* 1 when s is an id as the store makes them (STORE_ID_LEN lower-case hex digits). */
+int orch__valid_id(const char *s);
 
 /* api.c: shared handler helpers */
 void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
@@ -790,7 +792,6 @@ static inline int orch__api_live_run(struct orch *o, struct tp_req *req, struct 
                                      struct orch_chat **chat) {
   return orch__api_live_run_body(o, req, live, chat, NULL);
 }
-int orch__api_valid_id(const char *s);
 /* Our base URL as the client reached us ("http://127.0.0.1:8080"); "" when Host is unusable. */
 void orch__api_base_url(struct orch *o, struct tp_req *req, char *out, size_t cap);
 /* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it

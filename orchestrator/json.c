@@ -1,12 +1,22 @@
 /* json.c -- the JSON shapes of the API, over jansson: the run object (the fields DESIGN lists,
  * value and displays included), the file object and the `run` event a page is dispatched; and the
- * one walker of the UTF-8 text jansson hands us.  References: functions named *_json return a NEW reference.
+ * one walker of the UTF-8 text jansson hands us; what an id looks like (orch__valid_id).
+ * References: functions named *_json return a NEW reference.
  * What it does not do: parse request bodies (the handlers do, field by field, with 400s).
  */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+int orch__valid_id(const char *s) {
+  if (s == NULL || strlen(s) != STORE_ID_LEN)
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+      return 0;
+  return 1;
+}
 
 char *orch__json_dump(const json_t *j, size_t *len) {
   char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;

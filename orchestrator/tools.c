@@ -267,7 +267,7 @@ int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_too
     snprintf(why, cap, "chat_id: required, the id of the chat to use");
     return SBX_EINVAL;
   }
-  if (!orch__api_valid_id(out->chat_id)) {
+  if (!orch__valid_id(out->chat_id)) {
     snprintf(why, cap, "chat_id: no chat %.*s (a chat id is %d hex digits)", 80, out->chat_id,
              STORE_ID_LEN);
     return SBX_EINVAL;
