@@ -828,12 +828,16 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out);
 /* nodes.c: several orchestrators on one PostgreSQL store (CEREA_NODE_URL).  Each is a no-op (or
  * 0) when the server is not a node. */
 struct orch_nodes;
-/* After the listeners: the node's id, lease renewal, the check that CEREA_NODE_URL reaches this
- * node (until it did, chats are not served; when it does not, the process exits with one line),
- * the notifications of other nodes, GET /v1/node. */
+/* The node's id, lease renewal, the notifications of other nodes (api_nodes.c's
+ * orch__routes_nodes starts it).  Chats are not served until orch__node_ready (nodes.h). */
 int orch__nodes_start(struct orch *o, struct sbx_error *err);
-void orch__nodes_stop(struct orch *o);  /* closing: forwarded requests end, renewals stop */
+void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
 void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
+/* api_nodes.c: after the listeners, orch__nodes_start, GET /v1/node and the check that
+ * CEREA_NODE_URL reaches this node (when it does not, the process exits with one line); at
+ * close, forwarded requests end (then orch__nodes_stop). */
+int orch__routes_nodes(struct orch *o, struct sbx_error *err);
+void orch__api_nodes_stop(struct orch *o);
 /* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EAGAIN another
  * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
  * store's error. */
@@ -843,8 +847,8 @@ void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat
 void orch__node_loaded(struct orch *o, struct orch_chat *c);
 /* server.c: the outcome of marking answers left streaming (store_message_interrupt*), logged. */
 void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
-/* Answers req by forwarding it to the node holding chat_id's lease (proxy.c), or 503; *stage,
- * when given, is the streamed body (taken). */
+/* api_nodes.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or
+ * 503; *stage, when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
                         struct store_blob_stage **stage);
 /* A retention sweep removed files: the other nodes read their kept file lists again.  An operator

@@ -3,8 +3,9 @@
  * another node is forwarded to the owner (proxy.c).
  *
  * A node: CEREA_NODE_URL (how other nodes reach it), a node id drawn at start, CEREA_LEASE_MS.
- * It serves nothing before it checked that its URL reaches it (GET URL/v1/node answers its own
- * id; otherwise it says so in one line and exits: other nodes could not forward to it).
+ * It serves nothing before its URL was found to reach it (api_nodes.c checks, then
+ * orch__node_ready; otherwise it says so in one line and exits: other nodes could not forward
+ * to it).
  *
  * Leases.  In node mode a chat is in this node's memory (struct orch's chats) only while the node
  * holds its lease: orch__chat_get takes it before loading the chat (orch__node_take), the idle
@@ -25,10 +26,8 @@
  * chat's lease is still this node's at the epoch it took (the store's fence, in the write's own
  * transaction), and a refused one stops the node the same way (on_fenced).
  *
- * Requests for a chat another node holds are forwarded to it (proxy.c: why not a redirect is in
- * docs/scale.md); one that was forwarded already (X-Cerea-Node) is not forwarded again but
- * answered 503, and so is one whose owner is this node's own URL under an older id (its previous
- * life, dead: its leases expire within CEREA_LEASE_MS; Retry-After says when).
+ * Requests for a chat another node holds are forwarded to it by api_nodes.c (with proxy.c); a
+ * refused take leaves who holds the chat in refused_* for it.
  *
  * Notifications (LISTEN/NOTIFY, no content): "files" after a retention sweep removed files on any
  * node (every node's kept file lists are read again), "settings" after an operator changed the
@@ -37,42 +36,20 @@
  * (files and settings).  Runs need none: a run is created by the node serving its chat,
  * requests for it being forwarded there.
  *
- * What it does not do: keep leases (the store), forward (proxy.c), or serve chats (chat.c).
+ * What it does not do: HTTP (api_nodes.c: GET /v1/node, the URL check, forwarding), keep leases
+ * (the store), or serve chats (chat.c).
  */
-#include "internal.h"
+#include "nodes.h"
 #include "assistant.h"
 #include "mcp.h"
-#include "transport.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NODES_TICK_MS     100
-#define NODES_CHECK_MS    5000 /* the start's check of CEREA_NODE_URL */
-#define NODES_ADOPT_BATCH 100
+#define NODES_TICK_MS 100
 
-struct orch_nodes {
-  struct orch *o;
-  store_id id;
-  char url[256];
-  uint64_t lease_ms, margin_ms;
-  struct orch_proxy *px;
-  uv_timer_t *timer;   /* freed in its close callback */
-  uint64_t renewed_at; /* mono ms: the last renewal that succeeded was sent then */
-  uint64_t next_renew;
-  uint64_t failures; /* renewals failed in a row */
-  int ready;         /* CEREA_NODE_URL reached this node */
-  /* the last refusal: who holds that chat, so that forwarding needs no second look-up */
-  store_id refused_chat;
-  char refused_url[256];
-  uint64_t refused_left_ms;
-};
-
-/* Exits now, saying why: the fail-stop of this file's header. */
-__attribute__((noreturn)) static void fail_stop(struct orch_nodes *ns, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void fail_stop(struct orch_nodes *ns, const char *fmt, ...) {
+void orch__node_fail_stop(struct orch_nodes *ns, const char *fmt, ...) {
   char msg[700];
   va_list ap;
   va_start(ap, fmt);
@@ -92,10 +69,11 @@ static void renew(struct orch_nodes *ns, uint64_t now) {
   int rc = store_lease_renew(ns->o->st, ns->id, ns->lease_ms, &n, &err);
   if (rc == 0) {
     if (n < held(ns))
-      fail_stop(ns,
-                "the database renewed %zu of the %zu chat leases it holds: exiting so that "
-                "no chat is served by two nodes",
-                n, held(ns));
+      orch__node_fail_stop(
+          ns,
+          "the database renewed %zu of the %zu chat leases it holds: exiting so that "
+          "no chat is served by two nodes",
+          n, held(ns));
     ns->renewed_at = now;
     ns->next_renew = now + ns->lease_ms / 4;
     if (ns->failures)
@@ -117,10 +95,11 @@ static void on_tick(uv_timer_t *t) {
   if (now >= ns->next_renew)
     renew(ns, now);
   if (held(ns) > 0 && now >= ns->renewed_at + ns->lease_ms - ns->margin_ms)
-    fail_stop(ns,
-              "no lease renewal for %llu ms (the database does not answer): exiting before "
-              "another node may take its %zu chats over",
-              (unsigned long long)(now - ns->renewed_at), held(ns));
+    orch__node_fail_stop(
+        ns,
+        "no lease renewal for %llu ms (the database does not answer): exiting before "
+        "another node may take its %zu chats over",
+        (unsigned long long)(now - ns->renewed_at), held(ns));
 }
 
 int orch__node_take(struct orch *o, const char *chat_id) {
@@ -180,35 +159,6 @@ void orch__node_loaded(struct orch *o, struct orch_chat *c) {
     sbx_log(SBX_LOG_INFO, "nodes", "chat %s taken over with %zu unfinished runs", c->id, taken);
 }
 
-void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
-                        struct store_blob_stage **stage) {
-  struct orch_nodes *ns = o->nodes;
-  if (ns == NULL || !ns->ready) {
-    orch__api_error(req, 503, "unavailable", "this node is starting; try again");
-    return;
-  }
-  if (strcmp(ns->refused_chat, chat_id) != 0) { /* not the chat last refused: look again */
-    struct orch_chat *c;
-    if (orch__chat_get(o, chat_id, &c) != SBX_EAGAIN) {
-      orch__api_error(req, 503, "unavailable", "chat %s changed nodes; try again", chat_id);
-      return;
-    }
-  }
-  const char *from = tp_req_header(req, "x-cerea-node");
-  if (from != NULL || strcmp(ns->refused_url, ns->url) == 0) {
-    /* forwarded here already by a node that thinks this one holds the chat, or held by this
-     * node's previous life: the lease has to expire first */
-    char h[64];
-    snprintf(h, sizeof h, "Retry-After: %llu\r\n",
-             (unsigned long long)SBX_MAX((ns->refused_left_ms + 999) / 1000, 1));
-    tp_respond(req, 503, h, "", 0);
-    return;
-  }
-  if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,
-                          stage) != 0)
-    orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
-}
-
 /* A write of a chat was refused by its lease's epoch (the store's fence): another node took the
  * lease while this node still had the chat in memory.  That happens only when this node's
  * renewals stopped for a whole lease (it was paused, or cut off from the database), so every
@@ -222,14 +172,15 @@ static void on_fenced(const char *chat_id, void *ud) {
             chat_id);
     return;
   }
-  fail_stop(ns,
-            "a write of chat %s was refused: its lease is another node's now (this node was "
-            "paused or cut off from the database past CEREA_LEASE_MS): exiting so that no chat "
-            "is served by two nodes",
-            chat_id);
+  orch__node_fail_stop(
+      ns,
+      "a write of chat %s was refused: its lease is another node's now (this node was "
+      "paused or cut off from the database past CEREA_LEASE_MS): exiting so that no chat "
+      "is served by two nodes",
+      chat_id);
 }
 
-/* ---- the check of CEREA_NODE_URL, GET /v1/node, notifications --------------------------------- */
+/* ---- serving, notifications ------------------------------------------------------------------ */
 
 /* Chats whose lease is free or expired and that have unfinished runs: a dead node's, taken over
  * without waiting for a request (their runs wait for a page as any queued run does). */
@@ -246,29 +197,12 @@ static void adopt_orphans(struct orch_nodes *ns) {
   store_run_list_free(runs, n);
 }
 
-static void on_checked(void *ud, int status, const char *error, const char *body, size_t len) {
-  struct orch_nodes *ns = ud;
-  char want[64];
-  snprintf(want, sizeof want, "\"node_id\":\"%s\"", ns->id);
-  if (status != 200 || memmem(body, len, want, strlen(want)) == NULL)
-    fail_stop(ns,
-              "CEREA_NODE_URL does not reach this node (GET %s/v1/node: %s): other nodes "
-              "could not forward requests to it",
-              ns->url,
-              status ? (status == 200 ? "another node answered" : "an HTTP error answered")
-                     : error);
+void orch__node_ready(struct orch_nodes *ns) {
   ns->ready = 1;
   ns->renewed_at = ns->next_renew = sbx_now_mono_ms();
   sbx_log(SBX_LOG_INFO, "nodes", "node %s serving at %s (leases of %llu ms)", ns->id, ns->url,
           (unsigned long long)ns->lease_ms);
   adopt_orphans(ns);
-}
-
-static void on_node(struct tp_req *req, void *ud) {
-  struct orch *o = ud;
-  json_t *j = json_pack("{s:s,s:s,s:b,s:I}", "node_id", o->nodes->id, "url", o->nodes->url, "ready",
-                        o->nodes->ready, "chats", (json_int_t)o->chats.len);
-  orch__api_json(req, 200, j);
 }
 
 static void on_notify(const char *payload, void *ud) {
@@ -298,11 +232,8 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   ns->lease_ms = cfg->lease_ms;
   ns->margin_ms = cfg->lease_ms / 5;
   store_new_id(ns->id);
-  int rc = orch__proxy_new(o, &ns->px, err);
-  if (rc == 0)
-    rc = store_listen(o->st, on_notify, ns, err);
+  int rc = store_listen(o->st, on_notify, ns, err);
   if (rc != 0) {
-    orch__proxy_free(ns->px);
     sbx_free(ns->timer);
     sbx_free(ns);
     return rc;
@@ -312,11 +243,6 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   ns->timer->data = ns;
   uv_timer_start(ns->timer, on_tick, NODES_TICK_MS, NODES_TICK_MS);
   o->nodes = ns;
-  tp_route(o->tp, "GET", "/v1/node", 0, on_node, o);
-  char url[400];
-  snprintf(url, sizeof url, "%s/v1/node", ns->url);
-  if ((rc = orch__proxy_get(ns->px, url, NODES_CHECK_MS, on_checked, ns)) != 0)
-    return sbx_error_set(err, rc, "nodes: the check of CEREA_NODE_URL could not start");
   return 0;
 }
 
@@ -324,12 +250,11 @@ static void on_timer_closed(uv_handle_t *h) { sbx_free(h); }
 
 void orch__nodes_stop(struct orch *o) {
   struct orch_nodes *ns = o->nodes;
-  if (ns == NULL || ns->px == NULL)
+  if (ns == NULL || ns->stopped)
     return;
+  ns->stopped = 1;
   uv_timer_stop(ns->timer);
   uv_close((uv_handle_t *)ns->timer, on_timer_closed);
-  orch__proxy_free(ns->px); /* forwarded requests end here */
-  ns->px = NULL;
 }
 
 void orch__nodes_close(struct orch *o) {

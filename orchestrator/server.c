@@ -276,7 +276,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   }
   if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
     goto fail_tp;
-  if ((rc = orch__nodes_start(o, err)) != 0)
+  if ((rc = orch__routes_nodes(o, err)) != 0)
     goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
@@ -286,6 +286,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   return 0;
 
 fail_tp:
+  orch__api_nodes_stop(o);
   orch__nodes_close(o);
   /* The transport frees itself in its close callback; run the loop until it did. */
   tp_server_close(o->tp, 0, NULL, NULL);
@@ -341,6 +342,6 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud) {
   orch__asst_close_all(o); /* model requests end; a turn's run stays for the next start */
   orch__llm_free(o->llm);
   o->llm = NULL;
-  orch__nodes_stop(o);
+  orch__api_nodes_stop(o);
   tp_server_close(o->tp, 2000, on_tp_closed, o);
 }
