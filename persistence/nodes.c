@@ -165,10 +165,11 @@ int st__fence_check(struct store *st, const struct st_write *w, const store_id *
   st__reset(s);
   if (rc == ST_ROW)
     return 0;
-  return rc < 0 ? rc
-                : sbx_error_set(err, SBX_EFENCED,
-                                "chat %s: its lease is no longer this node's at epoch %lld", w->fence,
-                                (long long)epoch);
+  if (rc < 0)
+    return rc;
+  return sbx_error_set(err, SBX_EFENCED,
+                       "chat %s: its lease is no longer this node's at epoch %lld", w->fence,
+                       (long long)epoch);
 }
 
 void store_on_fenced(struct store *st, store_fenced_cb cb, void *ud) {
