@@ -6,11 +6,12 @@
  *
  * Forwarding: the method, the target (path and query as received), the headers that carry meaning
  * (Authorization, Content-Type, Last-Event-ID, Accept, Range, If-None-Match, If-Range,
- * User-Agent, MCP's Mcp-Session-Id and MCP-Protocol-Version) and the body (the buffered one, or
- * a streamed upload's stage read back from its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never forwards it
- * again.  The owner's status and headers (not the hop-by-hop ones, nor Date and Server, which the
- * transport sets) start the client's answer; its body follows piece by piece: an event stream's
- * events as the owner sends them, a download's bytes.  Backpressure: when the client's queue is
+ * User-Agent, MCP's Mcp-Session-Id and MCP-Protocol-Version, and the client's Host, which the
+ * owner's links name) and the body (the buffered one, or a streamed upload's stage read back from
+ * its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never
+ * forwards it again.  The owner's status and headers (not the hop-by-hop ones, nor Date and
+ * Server, which the transport sets) start the client's answer; its body follows piece by piece:
+ * an event stream's events as the owner sends them, a download's bytes.  Backpressure: when the client's queue is
  * full (tp_stream_write: SBX_EAGAIN) the transfer is paused (the piece stays with curl) until the
  * client drained (tp_stream_on_drain), so a slow client costs one queue, not the whole answer.
  * The owner not answering before its head came (refused, timed out, reset) is answered 503
@@ -361,6 +362,17 @@ int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *b
     if (v == NULL)
       continue;
     snprintf(line, sizeof line, "%s: %s", pass[i], v);
+    struct curl_slist *l = curl_slist_append(x->headers, line);
+    ok = l != NULL;
+    x->headers = l ? l : x->headers;
+  }
+  /* the client's Host, so that the links the owner makes (a result's files, a chat key's
+   * mcp_url) name the host the client reached, not the owner's node URL */
+  const char *host = tp_req_header(req, "host");
+  if (host == NULL)
+    host = tp_req_header(req, ":authority");
+  if (ok && orch__host_ok(host)) {
+    snprintf(line, sizeof line, "Host: %s", host);
     struct curl_slist *l = curl_slist_append(x->headers, line);
     ok = l != NULL;
     x->headers = l ? l : x->headers;

@@ -220,6 +220,8 @@ test('the assistant\'s and the tools\' chat routes across nodes: forwarded to th
     assert.equal(viaLink.status, 200, viaLink.text);
     const key = await req(a, 'POST', `/v1/chats/${chat}/chat_key`);
     assert.equal(key.status, 201, key.text);
+    // the links an owner makes name the host the client reached, not the owner's node URL
+    assert.equal(key.json.mcp_url, `${a.base}/mcp`);
     // a tool call through a node that does not hold the chat: its chat key checked there (the
     // shared secret), the call run by the owner
     const call = await req(b, 'POST', '/v1/tools/call', { token: key.json.key, body: { name: 'list_files', arguments: {} } });
