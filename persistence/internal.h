@@ -674,6 +674,8 @@ const char *st__pg_col(struct st_stmt *s, int i, size_t *len);
 int64_t st__pg_changes(struct st_db *db);
 int st__pg_in_txn(struct st_db *db);
 int st__pg_ready(struct st_db *db, struct sbx_error *err);
+/* The writer's session as fencing needs it (pg.c's session notes), once per session. */
+int st__pg_fence_session(struct st_db *db, struct sbx_error *err);
 int st__pg_exec(struct st_db *db, const char *sql, struct sbx_error *err);
 int st__pg_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error *err);
 

@@ -56,6 +56,7 @@ struct st_pgconn {
   uint64_t retry_at;  /* mono ms: no new connection before */
   int auto_reconnect; /* the reader: each read stands alone, so it may reconnect first */
   int defer_ctl;      /* the writer: its SAVEPOINT and RELEASE ride with the next statement */
+  int fence_session;  /* the writer: its fencing settings applied to this session */
   int ndeferred;
   enum st_stmt_id deferred[PG_MAX_DEFERRED];
   struct st_pgq q[ST_STMT_COUNT];
@@ -227,10 +228,11 @@ static PGconn *connect_url(const char *url) {
 /* The session of a role: the writer's COMMIT waits for the server's WAL flush whatever the
  * server's default, and so does a lease's (nodes.c); the reader writes nothing.  All in UTF-8, as
  * SQLite's text.  Fencing (nodes.c) locks a chat's lease row from a write's check to its commit,
- * so: the writer's session ends when it sits idle inside a transaction for PG_WRITER_IDLE_TXN_MS
- * (the writer never waits that long for itself there: that is a stopped or stuck process, whose
- * transaction the server then rolls back and whose locks go), and a lease statement waits at most
- * PG_LEASE_LOCK_MS for a lock (then SBX_EBUSY: asked again later), never stalling its loop long. */
+ * so a lease statement waits at most PG_LEASE_LOCK_MS for a lock (then SBX_EBUSY: asked again
+ * later), never stalling its loop long; and once this node fences its writes, the writer's
+ * session ends when it sits idle inside a transaction for PG_WRITER_IDLE_TXN_MS
+ * (st__pg_fence_session: the writer never waits that long for itself there: that is a stopped or
+ * stuck process, whose transaction the server then rolls back and whose locks go). */
 #define PG_WRITER_IDLE_TXN_MS "5000"
 #define PG_LEASE_LOCK_MS      "1000"
 static int session_setup(struct st_db *db, struct sbx_error *err) {
@@ -243,13 +245,22 @@ static int session_setup(struct st_db *db, struct sbx_error *err) {
                          c->name, enc ? enc : "an unknown encoding");
   const char *sql =
       strcmp(db->role, "writer") == 0
-          ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on; "
-            "SET idle_in_transaction_session_timeout = " PG_WRITER_IDLE_TXN_MS
+          ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on"
       : strcmp(db->role, "reader") != 0
           ? "SET client_encoding = 'UTF8'; SET synchronous_commit = on; "
             "SET lock_timeout = " PG_LEASE_LOCK_MS
           : "SET client_encoding = 'UTF8'; SET default_transaction_read_only = on";
+  c->fence_session = 0;
   return st__pg_exec(db, sql, err);
+}
+
+int st__pg_fence_session(struct st_db *db, struct sbx_error *err) {
+  struct st_pgconn *c = db->pg;
+  if (c->fence_session)
+    return 0;
+  int rc = st__pg_exec(db, "SET idle_in_transaction_session_timeout = " PG_WRITER_IDLE_TXN_MS, err);
+  c->fence_session = rc == 0;
+  return rc;
 }
 
 int st__pg_connect_raw(const char *url, const char *name, struct pg_conn **out,

@@ -99,6 +99,14 @@ static void files_txn_ended(struct store *st) {
   }
 }
 
+/* Several nodes (a lease was taken): the writer's session set for fencing before a BEGIN. */
+static int fence_session(struct store *st, struct sbx_error *err) {
+  pthread_mutex_lock(&st->mu);
+  int nodes = st->fence_node[0] != 0;
+  pthread_mutex_unlock(&st->mu);
+  return nodes ? st__pg_fence_session(&st->w, err) : 0;
+}
+
 /* Runs one group; every write ends with rc and err set, and the committed ones had their
  * after_commit hook run.  Returns the number of commits made. */
 static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *finished) {
@@ -112,7 +120,8 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
     if (!open && !SBX_LIST_EMPTY(group)) {
       /* a connection that was lost (PostgreSQL) is opened again first, never inside a
        * transaction: what the group wrote before it was lost is rolled back and failed below */
-      if ((rc = st__db_ready(&st->w, &e)) != 0 || (rc = step_ctl(st, ST_BEGIN, &e)) != 0) {
+      if ((rc = st__db_ready(&st->w, &e)) != 0 || (rc = fence_session(st, &e)) != 0 ||
+          (rc = step_ctl(st, ST_BEGIN, &e)) != 0) {
         fail_all(group, rc, &e);
         move_all(finished, group);
         break;
