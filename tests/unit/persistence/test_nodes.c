@@ -5,7 +5,8 @@
  * one store reaching another's listener after the notifying group committed, and "*" after the
  * listen connection was lost and opened again; the migration from schema 1 to 2 keeping rows;
  * fencing by lease epoch: a node's writes of a chat commit only while it holds the chat's lease at
- * the epoch it took, and the lease's row stays locked until they did. */
+ * the epoch it took, the lease's row stays locked until they did, and a writer stopped inside a
+ * transaction is ended by the server. */
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -351,6 +352,33 @@ START_TEST(test_fence_holds_the_lease) {
 }
 END_TEST
 
+/* A node's writer that stops inside a transaction (here: held in a write after a fenced one) is
+ * ended by the server once it sat idle there for 5 s: its transaction rolled back (nothing of the
+ * group lands), the lease's row free again for a node taking it over. */
+START_TEST(test_fence_stopped_writer_ended) {
+  T_PG_ONLY("chat leases live in PostgreSQL");
+  struct tctx t;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  ck_assert_int_eq(take(t.st, CHAT, NODEA, 60000).mine, 1);
+  struct done d;
+  ck_assert_int_eq(append(&t, CHAT, 1, &d), 0); /* the writer's session set for fencing */
+  struct done held = {0}, ev = {0}, held2 = {0};
+  t_hold(&t, &held);
+  ck_assert_int_eq(store_event_append(t.st, CHAT, 2, "x", "{}", on_done, &ev), 0);
+  t_hold_queue(&t, &held2);
+  t_let_go();
+  t_held(); /* inside the second group, after the event's statements */
+  sleep(7);
+  t_let_go();
+  t_wait(&t);
+  ck_assert_int_ne(ev.rc, 0); /* the group was rolled back with the session */
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT count(*) FROM events WHERE chat_id = '" CHAT "'"), 1);
+  ck_assert_int_eq(append(&t, CHAT, 2, &d), 0); /* the writer's next session goes on */
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_migration_1_to_2) {
   T_PG_ONLY("migrates a PostgreSQL schema");
   struct tctx t;
@@ -384,5 +412,6 @@ int main(void) {
   tcase_add_test(tc, test_migration_1_to_2);
   tcase_add_test(tc, test_fence);
   tcase_add_test(tc, test_fence_holds_the_lease);
+  tcase_add_test(tc, test_fence_stopped_writer_ended);
   return t_run_suite(s, tc);
 }
