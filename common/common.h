@@ -161,6 +161,8 @@ static inline void sbx_list_remove(struct sbx_list *n) {
 void sbx_hex(const unsigned char *in, size_t n, char *out);
 /* Fill with cryptographically secure random bytes (getrandom). */
 int sbx_random(void *out, size_t n);
+/* write(2) of all n bytes, EINTR retried: 0 or -errno (a write of 0 bytes counts as -EIO). */
+int sbx_write_all(int fd, const void *p, size_t n);
 
 #define SBX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define SBX_MIN(a, b)     ((a) < (b) ? (a) : (b))

@@ -1,4 +1,5 @@
-/* util.c -- clock (replaceable by tests), bounded buffer, constant-time compare, hex, random. */
+/* util.c -- clock (replaceable by tests), bounded buffer, constant-time compare, hex, random,
+ * write of a whole buffer. */
 #include "common.h"
 
 #include <errno.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 static sbx_clock_fn fake_mono, fake_wall;
 static void *fake_ud;
@@ -137,4 +139,18 @@ int sbx_random(void *out, size_t n) {
     n -= (size_t)r;
   }
   return SBX_OK;
+}
+
+int sbx_write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return w < 0 ? -errno : -EIO;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
 }

@@ -237,19 +237,6 @@ static int open_inside(const char *dir, const char *name) {
   return -1;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* ---- flags ----------------------------------------------------------------------------------- */
 
 enum {
@@ -561,7 +548,7 @@ static int save_artifacts(const struct cli *c, json_t *run, const char *dir) {
     char *data = NULL;
     size_t len = 0;
     if (cli_request(c, "GET", url, NULL, NULL, 0, &st, &data, &len) != 0 || st != 200 ||
-        (fd = open_inside(dir, name)) < 0 || write_all(fd, data, len) != 0) {
+        (fd = open_inside(dir, name)) < 0 || sbx_write_all(fd, data, len) != 0) {
       fprintf(stderr, "cerea-sandbox: artifact %s could not be saved to %.*s%s%s\n", name, (int)dl,
               dir, sep, name);
       rc = -1;
@@ -867,7 +854,7 @@ static int follow_once(struct follow *f, uint64_t deadline) {
   if (f->last_id >= 0)
     sbx_buf_appendf(&req, "Last-Event-ID: %lld\r\n", f->last_id);
   sbx_buf_append(&req, "\r\n", 2);
-  int rc = write_all(f->fd, req.data, req.len) == 0 ? -1 : FOLLOW_BROKEN;
+  int rc = sbx_write_all(f->fd, req.data, req.len) == 0 ? -1 : FOLLOW_BROKEN;
   sbx_buf_free(&req);
   sbx_buf_init(&f->raw, 16u << 20);
   sbx_buf_init(&f->event, 16u << 20);

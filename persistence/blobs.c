@@ -85,32 +85,6 @@ char *store_blob_path(struct store *st, const char *sha256) {
   return path;
 }
 
-int st__fsync_dir(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
-  int rc = fsync(fd) == 0 ? 0 : -errno;
-  close(fd);
-  return rc;
-}
-
-int st__write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return -errno;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-int st__errno_code(int e) { return e == ENOSPC || e == EDQUOT ? SBX_EFULL : SBX_EIO; }
-
 static int hexval(char c) { return c <= '9' ? c - '0' : c - 'a' + 10; }
 
 /* Writes the temp file for `sha` (no fsync yet: st__blob_prepare_commit does them all at once)
@@ -154,7 +128,7 @@ static int write_blob_file(struct store *st, struct st_write *w, const char *sha
     rc = sbx_error_set(err, st__errno_code(errno), "open %s: %s", tmp, strerror(errno));
     goto out;
   }
-  if ((rc = st__write_all(fd, data, len)) != 0) {
+  if ((rc = sbx_write_all(fd, data, len)) != 0) {
     rc = sbx_error_set(err, st__errno_code(-rc), "write %s: %s", tmp, strerror(-rc));
     goto out;
   }
@@ -267,8 +241,6 @@ struct fsync_job {
   int err; /* errno of the first failure, or 0 */
   size_t failed;
 };
-
-int (*st__fsync)(int fd) = fsync;
 
 static void *fsync_worker(void *arg) {
   struct fsync_job *j = arg;

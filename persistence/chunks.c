@@ -92,7 +92,7 @@ static int fetch_into(struct store *st, const char *sha, uint64_t size, int fd, 
     else if (r == ST_DONE || len == 0 || got + len > size)
       rc = sbx_error_set(err, SBX_ECORRUPT, "blob %s: chunk %lld %s", sha, (long long)n,
                          r == ST_DONE ? "missing" : "of the wrong size");
-    else if ((rc = st__write_all(fd, p, len)) != 0)
+    else if ((rc = sbx_write_all(fd, p, len)) != 0)
       rc = sbx_error_set(err, st__errno_code(-rc), "write %s: %s", tmp, strerror(-rc));
     else if (EVP_DigestUpdate(md, p, len) != 1)
       rc = sbx_error_set(err, SBX_EIO, "blob %s: digest failed", sha);

@@ -743,12 +743,13 @@ int st__blob_put_staged(struct store *st, struct st_write *w, const char *sha, c
 /* At open: removes temp files a killed process left in blobs/xx/ and blobs/tmp/ (never
  * referenced), and makes blobs/tmp/. */
 void st__blob_cleanup_tmp(struct store *st);
+
+/* disk.c: the store's file-system calls below the blob files and their chunk copies */
+/* fsync(2) of a directory, so the names made in it are durable: 0 or -errno. */
 int st__fsync_dir(const char *dir);
-/* write(2) of all n bytes (EINTR retried): 0 or -errno. */
-int st__write_all(int fd, const void *p, size_t n);
 /* SBX_EFULL for ENOSPC / EDQUOT, else SBX_EIO. */
 int st__errno_code(int e);
-/* fsync as blobs.c calls it; tests replace it to inject failures (default: fsync). */
+/* fsync as blobs.c and chunks.c call it; tests replace it to inject failures (default: fsync). */
 extern int (*st__fsync)(int fd);
 
 /* chunks.c: a blob's content in PostgreSQL */
