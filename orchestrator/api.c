@@ -156,14 +156,18 @@ int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what)
 }
 
 struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
-                                      int page_allowed, int query_ok,
+                                      enum orch_api_who who, int query_ok,
                                       struct store_blob_stage **stage) {
   struct orch_auth a;
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
     return NULL;
-  if (!page_allowed && deny_not_backend(o, req, &a, "this call"))
+  if (who == ORCH_API_BACKEND && deny_not_backend(o, req, &a, "this call"))
     return NULL;
+  if (who == ORCH_API_PERSON && a.kind == ORCH_CRED_HOST) {
+    orch__api_error(req, 403, "forbidden", "a kernel host may not make this call");
+    return NULL;
+  }
   if (a.kind == ORCH_CRED_PAGE &&
       (!orch__valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
     orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");

@@ -112,7 +112,7 @@ static void on_list_chats(struct tp_req *req, void *ud) {
 /* One chat (GET /v1/chats/{chat}): the object PATCH answers with, read from the store. */
 static void on_get_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *oc = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *oc = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0);
   if (oc == NULL)
     return;
   struct store_chat c;
@@ -190,7 +190,7 @@ static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
 
 static void on_rename_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
   json_t *body = orch__api_body_object(req);
@@ -239,7 +239,7 @@ static void on_rename_chat(struct tp_req *req, void *ud) {
  * state).  A run created in the last instant, not yet queued for the store, is not listed yet. */
 static void on_chat_runs(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0);
   if (c == NULL)
     return;
   long limit = CHAT_RUNS_DEFAULT;

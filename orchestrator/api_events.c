@@ -177,7 +177,7 @@ static int log_lost_after(struct orch *o, struct orch_chat *c, int64_t last) {
 
 static void on_events(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 1);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 1);
   if (c == NULL)
     return;
   const char *pid = tp_req_query(req, "page_id");
@@ -261,7 +261,7 @@ static void on_events(struct tp_req *req, void *ud) {
 
 static void on_presence(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0);
   if (c == NULL)
     return;
   json_t *body = orch__api_body_object(req);

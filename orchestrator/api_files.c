@@ -191,8 +191,8 @@ static void on_upload(struct tp_req *req, void *ud) {
   tp_req_set_data(req, NULL);
   if (u)
     body_in(u);
-  struct orch_chat *c =
-      orch__api_chat_body(o, req, tp_req_param(req, "chat"), 1, 0, u ? &u->stage : NULL);
+  struct orch_chat *c = orch__api_chat_body(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0,
+                                            u ? &u->stage : NULL);
   if (c == NULL) {
     if (u)
       upload_free(u);
@@ -278,7 +278,7 @@ static void on_upload(struct tp_req *req, void *ud) {
 
 static void on_list(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0);
   if (c == NULL)
     return;
   const char *all = tp_req_query(req, "all_versions");

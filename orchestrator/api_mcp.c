@@ -449,7 +449,7 @@ out:
 
 static void on_chat_key(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
   char key[ORCH_CHAT_KEY_LEN + 1], base[320], url[400];

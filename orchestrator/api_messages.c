@@ -78,7 +78,7 @@ static int read_files(struct orch *o, struct tp_req *req, struct orch_chat *c, c
 
 static void on_post_message(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
   if (o->llm == NULL) {
@@ -130,7 +130,7 @@ out:
 
 static void on_list_messages(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
   struct store_message *v = NULL;
@@ -175,7 +175,7 @@ static void on_cancel_turn(struct tp_req *req, void *ud) {
     orch__api_error(req, 404, "not_found", "no turn %s", id ? id : ""); /* ids are unguessable */
     return;
   }
-  struct orch_chat *c = orch__api_chat(o, req, st.chat_id, 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, st.chat_id, ORCH_API_PERSON, 0);
   if (c == NULL)
     goto out;
   if (st.state == STORE_TURN_FINISHED) {
@@ -216,7 +216,7 @@ out:
 
 static void on_page_link(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 0, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_BACKEND, 0);
   if (c == NULL)
     return;
   char token[STORE_ID_LEN + 80], base[512], url[1024];

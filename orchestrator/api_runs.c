@@ -96,7 +96,7 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
 
 static void on_create_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 1, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
   json_t *body = orch__api_body_object(req);

@@ -41,7 +41,7 @@ static void on_open_turn(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (backend_only(o, req))
     return;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), 0, 0);
+  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_BACKEND, 0);
   if (c == NULL)
     return;
   struct open_ctx *t = sbx_calloc(1, sizeof(*t));

@@ -404,9 +404,9 @@ struct orch_chat {
   struct sbx_list listeners; /* struct orch_listener: who receives the chat's events */
   int64_t event_seq;         /* last event seq assigned */
   uint64_t visible_counter;
-  uint64_t used_ms;    /* last looked up (mono): idle chats are dropped from memory */
-  int events_inflight; /* appends not yet durable: the chat must stay (its seq counter) */
-  int uploads;         /* request bodies arriving for it (ORCH_CHAT_UPLOADS at most) */
+  uint64_t used_ms;       /* last looked up (mono): idle chats are dropped from memory */
+  int events_inflight;    /* appends not yet durable: the chat must stay (its seq counter) */
+  int uploads;            /* request bodies arriving for it (ORCH_CHAT_UPLOADS at most) */
   struct orch_asst *asst; /* its conversation turn in progress (assistant.c), or NULL */
   /* The chat's latest files as last read for a dispatch manifest, valid while the store's files
    * generation is still files_gen (owned; freed by orch__chat_free). */
@@ -760,16 +760,23 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
+/* Who besides the backend may make a chat's call (orch__api_chat's `who`). */
+enum orch_api_who {
+  ORCH_API_BACKEND = 0, /* the API key only */
+  ORCH_API_PAGE = 1,    /* also the chat's page token and the hosts' key: the page protocol */
+  ORCH_API_PERSON = 2   /* also the page token, but not the hosts' key: what the person at the
+                           page does (messages, runs, renames, chat keys), which a host never needs */
+};
 /* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure.  A
  * chat another node serves: the request is forwarded there (nodes.c) and NULL returned; _body
  * forwards *stage with it (a streamed upload; taken). */
 struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
-                                      int page_allowed, int query_token_allowed,
+                                      enum orch_api_who who, int query_token_allowed,
                                       struct store_blob_stage **stage);
 static inline struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req,
-                                               const char *chat_id, int page_allowed,
+                                               const char *chat_id, enum orch_api_who who,
                                                int query_token_allowed) {
-  return orch__api_chat_body(o, req, chat_id, page_allowed, query_token_allowed, NULL);
+  return orch__api_chat_body(o, req, chat_id, who, query_token_allowed, NULL);
 }
 /* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
  * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its

@@ -60,6 +60,19 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
     assert.doesNotMatch(h0, new RegExp(`argv .*(${key[1]}|${srv.key})`));
     const asBackend = await call(srv, 'POST', '/v1/chats', { token: key[1], body: {} });
     assert.ok([401, 403].includes(asBackend.status), `the host key cannot create chats: ${asBackend.status}`);
+    // It reaches the page protocol of every chat, but not what the person at the page does: a
+    // host never posts a message (that spends the model), runs code, renames or mints a chat key.
+    assert.equal((await call(srv, 'GET', `/v1/chats/${c1.id}/files`, { token: key[1] })).status, 200);
+    for (const [method, path, body] of [
+      ['POST', `/v1/chats/${c1.id}/messages`, { text: 'hello' }],
+      ['GET', `/v1/chats/${c1.id}/messages`],
+      ['POST', `/v1/chats/${c1.id}/runs`, { code: 'print(3)' }],
+      ['PATCH', `/v1/chats/${c1.id}`, { title: 'renamed' }],
+      ['POST', `/v1/chats/${c1.id}/chat_key`],
+    ]) {
+      const r = await call(srv, method, path, { token: key[1], body });
+      assert.equal(r.status, 403, `${method} ${path} with the host key: ${r.status}`);
+    }
     const attached = [h0, h1].map((l) => [...l.matchAll(/^stdin attach (\S+)$/gm)].map((m) => m[1]));
     assert.deepEqual(attached.flat().sort(), [c1.id, c2.id].sort());
     assert.equal(attached[0].length, 1, 'one chat per host: the least loaded ready host takes the next');
