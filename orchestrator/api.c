@@ -33,12 +33,11 @@ void orch__api_text(struct tp_req *req, int status, const char *json_text, size_
              json_text, len);
 }
 
-void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
+/* The one writer of error answers: headers (NULL, or Retry-After) before the JSON body. */
+static void api_error_v(struct tp_req *req, int status, const char *headers, const char *code,
+                        const char *fmt, va_list ap) {
   char msg[600], text[3 * sizeof(msg)];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
   /* A message quotes what the client sent (a path's id, a query's name: any bytes), and the cut
    * above may split a character: what is not UTF-8 becomes U+FFFD, so the answer stays JSON. */
   size_t n = strlen(msg), o = 0;
@@ -55,7 +54,23 @@ void orch__api_error(struct tp_req *req, int status, const char *code, const cha
     }
   }
   text[o] = '\0';
-  tp_respond_error(req, status, code, text);
+  tp_respond_error_h(req, status, headers, code, text);
+}
+
+void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  api_error_v(req, status, NULL, code, fmt, ap);
+  va_end(ap);
+}
+
+void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...) {
+  char h[48];
+  snprintf(h, sizeof h, "Retry-After: %llu\r\n", (unsigned long long)SBX_MAX(retry_s, 1));
+  va_list ap;
+  va_start(ap, fmt);
+  api_error_v(req, 503, h, "unavailable", fmt, ap);
+  va_end(ap);
 }
 
 json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
@@ -187,7 +202,10 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
     return NULL;
   }
   if (rc != 0) {
-    orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
+    if (rc == SBX_EBUSY) /* nodes: its lease is changing hands, or this node is starting */
+      orch__api_unavailable(req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again", chat_id);
+    else
+      orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
     return NULL;
   }
   if (!orch__auth_allows_chat(&a, c)) {
@@ -226,6 +244,11 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
   struct orch_chat *c = NULL;
   if ((rc = orch__chat_get(o, rec->chat_id, &c)) == SBX_EAGAIN) { /* another node's (nodes.c) */
     orch__node_forward(o, req, rec->chat_id, stage);
+    store_run_free(rec);
+    return 1;
+  }
+  if (rc == SBX_EBUSY) {
+    orch__api_unavailable(req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again", rec->chat_id);
     store_run_free(rec);
     return 1;
   }

@@ -33,10 +33,10 @@ void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
   if (from != NULL || strcmp(ns->refused_url, ns->url) == 0) {
     /* forwarded here already by a node that thinks this one holds the chat, or held by this
      * node's previous life: the lease has to expire first */
-    char h[64];
-    snprintf(h, sizeof h, "Retry-After: %llu\r\n",
-             (unsigned long long)SBX_MAX((ns->refused_left_ms + 999) / 1000, 1));
-    tp_respond(req, 503, h, "", 0);
+    orch__api_unavailable(req, (ns->refused_left_ms + 999) / 1000,
+                          "chat %s is held by a node that does not answer; its lease expires "
+                          "first",
+                          chat_id);
     return;
   }
   if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,

@@ -735,6 +735,9 @@ void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals bod
 void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len);
 void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* 503 `unavailable` with Retry-After: retry_s (at least 1): what frees itself soon. */
+void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
 json_t *orch__api_body_object(struct tp_req *req);
 /* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */

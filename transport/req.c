@@ -65,14 +65,12 @@ static const struct {
 
 int tp__refusal_status(enum tp_refusal why) { return refusals[why].status; }
 
-static int respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
-                           const char *message);
-
 int tp__refuse(struct tp_req *r, enum tp_refusal why) {
   if (refusals[why].retry)
     r->srv->stats.busy_total++;
-  return respond_error_h(r, refusals[why].status, refusals[why].retry ? "Retry-After: 1\r\n" : NULL,
-                         refusals[why].code, refusals[why].msg);
+  return tp_respond_error_h(r, refusals[why].status,
+                            refusals[why].retry ? "Retry-After: 1\r\n" : NULL, refusals[why].code,
+                            refusals[why].msg);
 }
 
 /* Freed requests kept for the next ones: a tp_req (~1.5 KiB with its arena) is past the sizes
@@ -385,7 +383,7 @@ void tp__req_dispatch(struct tp_req *r) {
   } else if (r->route_status == 405) {
     char h[96];
     snprintf(h, sizeof(h), "Allow: %s\r\n", r->allow);
-    respond_error_h(r, 405, h, "method_not_allowed", "method not allowed");
+    tp_respond_error_h(r, 405, h, "method_not_allowed", "method not allowed");
   } else if (r->route_status == 503) {
     tp__refuse(r, TP_R_SHED);
   } else if (r->route_status == 404 && s->not_found_cb) {
@@ -594,9 +592,8 @@ int tp_respond(struct tp_req *r, int status, const char *headers, const void *bo
   return rc ? rc : rc2;
 }
 
-/* The JSON error answer, with extra header lines (Allow, Retry-After) before its Content-Type. */
-static int respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
-                           const char *message) {
+int tp_respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
+                       const char *message) {
   struct sbx_buf b;
   sbx_buf_init(&b, 8192);
   /* code and message are ours, but escape quotes and backslashes anyway */
@@ -620,7 +617,7 @@ static int respond_error_h(struct tp_req *r, int status, const char *headers, co
 }
 
 int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message) {
-  return respond_error_h(r, status, NULL, code, message);
+  return tp_respond_error_h(r, status, NULL, code, message);
 }
 
 int tp_stream_start(struct tp_req *r, int status, const char *headers) {

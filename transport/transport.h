@@ -183,6 +183,10 @@ void *tp_req_get_data(const struct tp_req *r);
 int tp_respond(struct tp_req *r, int status, const char *headers, const void *body, size_t len);
 /* {"error":{"code":code,"message":message}} with Content-Type application/json. */
 int tp_respond_error(struct tp_req *r, int status, const char *code, const char *message);
+/* The same with extra header lines (Allow, Retry-After: "Name: value\r\n"-joined) before its
+ * Content-Type. */
+int tp_respond_error_h(struct tp_req *r, int status, const char *headers, const char *code,
+                       const char *message);
 
 /* Streamed answer: start (headers; no Content-Length unless given in headers -> chunked on
  * HTTP/1.1), write pieces, end.  tp_stream_write copies the data; it fails with SBX_EAGAIN when

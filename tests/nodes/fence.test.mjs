@@ -11,6 +11,7 @@
 //    through another node to the new owner, where every accepted run ends.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { PG, newSchema, startNode, freePort, req, sleep, sql, overlappingLeases, RoamingPage } from './cluster.mjs';
 
 const skip = PG ? false : 'set CEREA_TEST_PG (scripts/test.d/45-postgres.sh starts a server)';
@@ -145,5 +146,37 @@ test('fencing by lease epoch: an owner resuming after a pause past its lease wri
     page?.close();
     if (A.alive) { try { process.kill(A.pid, 'SIGCONT'); } catch { /* gone */ } }
     for (const n of nodes) await n.stop().catch(() => {});
+  }
+});
+
+test('a lease take that meets a held lock: 503 unavailable with Retry-After and the API\'s error body, then the chat is served', { skip, timeout: 60000 }, async () => {
+  const { url } = newSchema('busy');
+  const A = await startNode({ schemaUrl: url });
+  const B = await startNode({ schemaUrl: url });
+  let locker;
+  try {
+    const made = await req(A, 'POST', '/v1/chats', { body: {} });
+    assert.equal(made.status, 201, made.text);
+    const chat = made.json.chat_id;
+    await A.stop(); // its lease lapses within CEREA_LEASE_MS
+    for (const end = Date.now() + 20000; sql(url, `SELECT count(*) FROM chat_leases WHERE chat_id = '${chat}' AND expires_at > now()`) !== '0'; await sleep(100))
+      assert.ok(Date.now() < end, 'the stopped node\'s lease did not lapse');
+    // Another session holds the lease row (as a writer's fence does until its commit) for 6 s.
+    locker = spawn('psql', [url, '-tAqX', '-c', `BEGIN; SELECT 1 FROM chat_leases WHERE chat_id = '${chat}' FOR UPDATE; SELECT pg_sleep(6); COMMIT;`], { stdio: 'ignore' });
+    const lockerDone = new Promise((r) => locker.on('close', r));
+    for (const end = Date.now() + 10000; sql(url, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(6)%' AND pid <> pg_backend_pid()") === '0'; await sleep(50))
+      assert.ok(Date.now() < end, 'the locking session did not start');
+    const r = await req(B, 'GET', `/v1/chats/${chat}`);
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.json?.error?.code, 'unavailable', r.text);
+    assert.match(r.json.error.message, /try again/);
+    assert.ok(Number(r.headers.get('retry-after')) >= 1, `Retry-After: ${r.headers.get('retry-after')}`);
+    await lockerDone;
+    const again = await req(B, 'GET', `/v1/chats/${chat}`);
+    assert.equal(again.status, 200, again.text);
+  } finally {
+    if (locker && locker.exitCode === null) locker.kill();
+    await A.stop().catch(() => {});
+    await B.stop().catch(() => {});
   }
 });
