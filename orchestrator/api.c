@@ -1,5 +1,4 @@
-/* api.c -- helpers every API handler uses: JSON answers, error answers in the one shape
- * {"error":{"code","message"}}, JSON bodies and their fields (json_unpack_ex), the access checks
+/* api.c -- helpers every API handler uses: JSON bodies and their fields (json_unpack_ex), the access checks
  * that decide 401 / 403 / 404, and the answers that wait for a run's end (a wait_s, a result's
  * answer, an immediate cancel).
  *
@@ -8,70 +7,10 @@
  * URL another chat's objects are 404 (their existence is not revealed).  What it does not do:
  * decide what a handler does with the object.
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
-#include <stdarg.h>
 #include <string.h>
-#include <utf8proc.h>
-
-void orch__api_json(struct tp_req *req, int status, json_t *body) {
-  size_t len = 0;
-  char *text = body ? orch__json_dump(body, &len) : NULL;
-  json_decref(body);
-  if (text == NULL) {
-    tp_respond_error(req, 500, "internal", "out of memory");
-    return;
-  }
-  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n", text,
-             len);
-  sbx_free(text);
-}
-
-void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len) {
-  tp_respond(req, status, "Content-Type: application/json\r\nCache-Control: no-store\r\n",
-             json_text, len);
-}
-
-/* The one writer of error answers: headers (NULL, or Retry-After) before the JSON body. */
-static void api_error_v(struct tp_req *req, int status, const char *headers, const char *code,
-                        const char *fmt, va_list ap) {
-  char msg[600], text[3 * sizeof(msg)];
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  /* A message quotes what the client sent (a path's id, a query's name: any bytes), and the cut
-   * above may split a character: what is not UTF-8 becomes U+FFFD, so the answer stays JSON. */
-  size_t n = strlen(msg), o = 0;
-  for (size_t i = 0; i < n;) {
-    utf8proc_int32_t c;
-    utf8proc_ssize_t l =
-        utf8proc_iterate((const utf8proc_uint8_t *)msg + i, (utf8proc_ssize_t)(n - i), &c);
-    if (l > 0) {
-      memcpy(text + o, msg + i, (size_t)l);
-      o += (size_t)l, i += (size_t)l;
-    } else {
-      memcpy(text + o, "\xEF\xBF\xBD", 3);
-      o += 3, i++;
-    }
-  }
-  text[o] = '\0';
-  tp_respond_error_h(req, status, headers, code, text);
-}
-
-void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  api_error_v(req, status, NULL, code, fmt, ap);
-  va_end(ap);
-}
-
-void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...) {
-  char h[48];
-  snprintf(h, sizeof h, "Retry-After: %llu\r\n", (unsigned long long)SBX_MAX(retry_s, 1));
-  va_list ap;
-  va_start(ap, fmt);
-  api_error_v(req, 503, h, "unavailable", fmt, ap);
-  va_end(ap);
-}
 
 json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
 
@@ -183,8 +122,7 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
     orch__api_error(req, 403, "forbidden", "a kernel host may not make this call");
     return NULL;
   }
-  if (a.kind == ORCH_CRED_PAGE &&
-      (!orch__valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
+  if (a.kind == ORCH_CRED_PAGE && (!orch__valid_id(chat_id) || strcmp(a.chat_id, chat_id) != 0)) {
     orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;
   }
@@ -203,7 +141,9 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
   }
   if (rc != 0) {
     if (rc == SBX_EBUSY) /* nodes: its lease is changing hands, or this node is starting */
-      orch__api_unavailable(req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again", chat_id);
+      orch__api_unavailable(
+          req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again",
+          chat_id);
     else
       orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
     return NULL;
@@ -248,7 +188,9 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
     return 1;
   }
   if (rc == SBX_EBUSY) {
-    orch__api_unavailable(req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again", rec->chat_id);
+    orch__api_unavailable(
+        req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again",
+        rec->chat_id);
     store_run_free(rec);
     return 1;
   }

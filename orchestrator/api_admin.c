@@ -9,7 +9,7 @@
  *     artifact (store_retention_apply) and the sweeper follows it.  Answered once durable.
  * What it does not do: change settings that need a restart (listen, data dir, TLS, execution).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <string.h>

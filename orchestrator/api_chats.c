@@ -6,7 +6,7 @@
  * The last three take the API key or the chat's own page token.  What it does not do: files, or
  * create, dispatch or change runs (api_runs.c, api_page.c); the run object is json.c's.
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <stdlib.h>

@@ -22,8 +22,8 @@
  * (assistant.c).  What it does not do: make events (events.c, live.c) or decide
  * dispatch (chat.c).
  */
+#include "api.h"
 #include "assistant.h"
-#include "internal.h"
 #include "transport.h"
 
 #include <stdlib.h>

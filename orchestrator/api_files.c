@@ -33,7 +33,7 @@
  *   STAGING -> STORING      on_upload, once the stage is handed to the store
  *   any -> freed            upload_free (on_upload_gone, on_upload's refusals, on_file_added)
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <string.h>
@@ -295,38 +295,6 @@ static void on_list(struct tp_req *req, void *ud) {
   json_t *j = json_object();
   json_object_set_new(j, "files", arr);
   orch__api_json(req, 200, j);
-}
-
-const char *orch__file_type(const char *name, int *active) {
-  static const struct {
-    const char *ext, *type;
-    int active;
-  } t[] = {
-      {".png", "image/png", 0},
-      {".jpg", "image/jpeg", 0},
-      {".jpeg", "image/jpeg", 0},
-      {".gif", "image/gif", 0},
-      {".webp", "image/webp", 0},
-      {".svg", "image/svg+xml", 1},
-      {".pdf", "application/pdf", 0},
-      {".csv", "text/csv; charset=utf-8", 0},
-      {".txt", "text/plain; charset=utf-8", 0},
-      {".md", "text/markdown; charset=utf-8", 0},
-      {".json", "application/json", 0},
-      {".html", "text/html; charset=utf-8", 1},
-      {".htm", "text/html; charset=utf-8", 1},
-      {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", 0},
-      {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", 0},
-      {".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation", 0},
-  };
-  const char *dot = strrchr(name, '.');
-  *active = 0;
-  for (size_t i = 0; dot && i < SBX_ARRAY_SIZE(t); i++)
-    if (strcasecmp(dot, t[i].ext) == 0) {
-      *active = t[i].active;
-      return t[i].type;
-    }
-  return "application/octet-stream";
 }
 
 static void on_download(struct tp_req *req, void *ud) {

@@ -4,8 +4,8 @@
  * serves and lacks).  What it does not do: admin writes (issue 7's admin settings live in
  * api_admin.c).
  */
+#include "api.h"
 #include "assistant.h"
-#include "internal.h"
 #include "transport.h"
 
 #include <string.h>
@@ -56,42 +56,6 @@ static void on_metrics(struct tp_req *req, void *ud) {
   tp_respond(req, 200, "Content-Type: text/plain; version=0.0.4\r\nCache-Control: no-store\r\n",
              b.data ? b.data : "", b.len);
   sbx_buf_free(&b);
-}
-
-/* The guide's packages this deployment serves ({name, version}) and lacks ({name, reason}), from
- * the served tree's pyodide/deployment.json (written by scripts/sync_pyodide_wheels.mjs; read on
- * each call, it is a few KB, so a re-sync shows without a restart), or null when it is missing.
- * *micropip tells whether micropip is served (PyPI installs need it). */
-json_t *orch__packages_json(const struct orch *o, int *micropip) {
-  char path[4096];
-  snprintf(path, sizeof(path), "%s/pyodide/deployment.json", o->static_dir);
-  *micropip = 0;
-  json_t *d = json_load_file(path, 0, NULL);
-  if (!json_is_object(d)) {
-    json_decref(d);
-    return json_null();
-  }
-  json_t *has = json_array(), *lacks = json_array(), *v;
-  size_t i;
-  json_array_foreach(json_object_get(d, "has"), i, v) {
-    const char *name = json_string_value(json_object_get(v, "name"));
-    if (name == NULL)
-      continue;
-    *micropip |= strcmp(name, "micropip") == 0;
-    json_array_append_new(has, json_pack("{s:s, s:O}", "name", name, "version",
-                                         json_object_get(v, "version") ?: json_null()));
-  }
-  json_array_foreach(json_object_get(d, "lacks"), i, v) {
-    const char *name = json_string_value(json_object_get(v, "name"));
-    if (name != NULL)
-      json_array_append_new(lacks, json_pack("{s:s, s:O}", "name", name, "reason",
-                                             json_object_get(v, "reason") ?: json_null()));
-  }
-  json_t *j = json_pack("{s:O, s:o, s:o}", "python",
-                        json_object_get(json_object_get(d, "pyodide"), "python") ?: json_null(),
-                        "has", has, "lacks", lacks);
-  json_decref(d);
-  return j;
 }
 
 static void on_config(struct tp_req *req, void *ud) {

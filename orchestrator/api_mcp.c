@@ -34,6 +34,7 @@
  *
  * What it does not do: JSON-RPC (mcp.c), the tools (tools.c).
  */
+#include "api.h"
 #include "mcp.h"
 #include "transport.h"
 

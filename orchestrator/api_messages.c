@@ -15,6 +15,7 @@
  *   page (auth.c's page links), for chats made through the API or the CLI.
  * What it does not do: run the turn (assistant.c) or check credentials itself (api.c, auth.c).
  */
+#include "api.h"
 #include "assistant.h"
 #include "transport.h"
 

@@ -8,6 +8,7 @@
  *
  * What it does not do: take or renew leases (nodes.c), or HTTP itself (proxy.c, the transport).
  */
+#include "api.h"
 #include "nodes.h"
 #include "transport.h"
 

@@ -23,7 +23,7 @@
  *      by bundle.c.
  * What it does not do: keep uploads or results (report.c).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <stdint.h>

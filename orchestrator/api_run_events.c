@@ -11,7 +11,7 @@
  * an `end` that comes meanwhile is kept and sent then.  What it does not do: make the events
  * (live.c) or hold the run (the domain frees it after `end`).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * Waiting requests are called back by the run's end (api.c's waiters), never by polling; each
  * has a timer for its own wait_s.  What it does not do: page reports (api_page.c).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <string.h>

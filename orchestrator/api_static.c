@@ -18,7 +18,7 @@
  * request's Host (checked to be a plain host[:port]); both schemes are listed since one listener
  * serves TLS and cleartext.  What it does not do: serve artifacts (api_files.c, with a sandbox CSP).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <string.h>
@@ -50,16 +50,6 @@ static const char *content_type(const char *path) {
     if (strcmp(dot, types[i].ext) == 0)
       return types[i].type;
   return "application/octet-stream";
-}
-
-int orch__host_ok(const char *h) {
-  if (h == NULL || *h == '\0' || strlen(h) > 255)
-    return 0;
-  for (const char *p = h; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-          *p == '.' || *p == '-' || *p == ':' || *p == '[' || *p == ']'))
-      return 0;
-  return 1;
 }
 
 static int rel_path_ok(const char *p) {

@@ -7,7 +7,7 @@
  * What it does not do: finish the turn (turn.c does), or wait on its tool runs (the backend does,
  * with wait_s).
  */
-#include "internal.h"
+#include "api.h"
 #include "transport.h"
 
 #include <string.h>

@@ -174,9 +174,8 @@ json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "message_id", m->id,
                    "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text",
                    m->text ? m->text : "", "state", stale ? "error" : m->state, "error",
-                   err ? err : json_null(),
-                   "run_ids", ids ? ids : json_array(), "created_at", (json_int_t)m->created_at,
-                   "updated_at", (json_int_t)m->updated_at);
+                   err ? err : json_null(), "run_ids", ids ? ids : json_array(), "created_at",
+                   (json_int_t)m->created_at, "updated_at", (json_int_t)m->updated_at);
 }
 
 char *orch__asst_held(struct orch_chat *c, size_t *len) {
@@ -391,10 +390,10 @@ static json_t *assistant_calls(json_t *content, const json_t *calls) {
   size_t i;
   json_t *c;
   json_array_foreach(calls, i, c) {
-    json_array_append_new(
-        tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", json_object_get(c, "id"), "type",
-                       "function", "function", "name", json_object_get(c, "name"), "arguments",
-                       json_object_get(c, "arguments")));
+    json_array_append_new(tcs, json_pack("{s:O, s:s, s:{s:O, s:O}}", "id", json_object_get(c, "id"),
+                                         "type", "function", "function", "name",
+                                         json_object_get(c, "name"), "arguments",
+                                         json_object_get(c, "arguments")));
   }
   return json_pack("{s:s, s:O, s:o}", "role", "assistant", "content",
                    json_string_length(content) ? content : json_null(), "tool_calls", tcs);
@@ -867,4 +866,13 @@ void orch__asst_free_all(struct orch *o) {
       asst_set_state(t, t->state == ASST_STARTING ? ASST_ENDED : ASST_ENDING);
     asst_free(t);
   }
+}
+
+/* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
+ * (the chat takes the next message). */
+void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_ERROR, "orch", "answers left streaming not marked: %s",
+            err ? err->msg : sbx_strerror(rc));
 }

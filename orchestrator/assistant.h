@@ -29,8 +29,10 @@
 
 /* The error of an answer that was streaming when its server stopped (marked at the next start). */
 #define ORCH_INTERRUPTED_JSON                                                                      \
-  "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "   \
+  "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "      \
   "written; ask again.\"}"
+/* The outcome of marking answers left streaming (store_message_interrupt*), logged. */
+void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
 
 /* ---- SSE, as the model sends it (llm.c) -------------------------------------------------------
  * The WHATWG event-stream rules: lines end with LF, CRLF or CR; `data:` lines (one leading space

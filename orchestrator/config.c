@@ -262,8 +262,7 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
                            "CEREA_LLM_URL: expected an http:// or https:// base URL, such as "
                            "http://127.0.0.1:8080/v1");
     slot = &c->llm_url;
-  }
-  else if (strcmp(key, "CEREA_API_KEY") == 0) {
+  } else if (strcmp(key, "CEREA_API_KEY") == 0) {
     if (strlen(v) < 16)
       return sbx_error_set(err, SBX_EINVAL, "CEREA_API_KEY: at least 16 characters");
     slot = &c->api_key;
@@ -439,4 +438,57 @@ int orch__rt_set(struct orch_runtime *rt, const char *key, long long v) {
 long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s) {
   const char *slot = (const char *)rt + s->offset;
   return s->is_int ? *(const int *)slot : (long long)*(const uint64_t *)slot;
+}
+
+/* The runtime settings: the configuration's, then the values an operator stored (admin API).
+ * Again when another node said an operator changed them (nodes.c). */
+void orch__runtime_load(struct orch *o) {
+  orch__rt_init(&o->rt, o->cfg);
+  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
+    const char *key = orch__rt_settings[i].key;
+    char *v = NULL;
+    if (store_setting_get(o->st, key, &v) == 0 && v != NULL) {
+      if (orch__rt_set(&o->rt, key, atoll(v)) != 0)
+        sbx_log(SBX_LOG_WARN, "orch", "stored setting %s=%s ignored (out of range)", key, v);
+      sbx_free(v);
+    }
+  }
+}
+
+/* ---- the deployment's Python packages ------------------------------------------------------ */
+
+/* The guide's packages this deployment serves ({name, version}) and lacks ({name, reason}), from
+ * the served tree's pyodide/deployment.json (written by scripts/sync_pyodide_wheels.mjs; read on
+ * each call, it is a few KB, so a re-sync shows without a restart), or null when it is missing.
+ * *micropip tells whether micropip is served (PyPI installs need it). */
+json_t *orch__packages_json(const struct orch *o, int *micropip) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/pyodide/deployment.json", o->static_dir);
+  *micropip = 0;
+  json_t *d = json_load_file(path, 0, NULL);
+  if (!json_is_object(d)) {
+    json_decref(d);
+    return json_null();
+  }
+  json_t *has = json_array(), *lacks = json_array(), *v;
+  size_t i;
+  json_array_foreach(json_object_get(d, "has"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (name == NULL)
+      continue;
+    *micropip |= strcmp(name, "micropip") == 0;
+    json_array_append_new(has, json_pack("{s:s, s:O}", "name", name, "version",
+                                         json_object_get(v, "version") ?: json_null()));
+  }
+  json_array_foreach(json_object_get(d, "lacks"), i, v) {
+    const char *name = json_string_value(json_object_get(v, "name"));
+    if (name != NULL)
+      json_array_append_new(lacks, json_pack("{s:s, s:O}", "name", name, "reason",
+                                             json_object_get(v, "reason") ?: json_null()));
+  }
+  json_t *j = json_pack("{s:O, s:o, s:o}", "python",
+                        json_object_get(json_object_get(d, "pyodide"), "python") ?: json_null(),
+                        "has", has, "lacks", lacks);
+  json_decref(d);
+  return j;
 }

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <string.h>
+#include <strings.h>
 
 struct add_ctx {
   struct orch *o;
@@ -61,4 +62,36 @@ int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in
   if (rc != 0)
     sbx_free(ctx);
   return rc;
+}
+
+const char *orch__file_type(const char *name, int *active) {
+  static const struct {
+    const char *ext, *type;
+    int active;
+  } t[] = {
+      {".png", "image/png", 0},
+      {".jpg", "image/jpeg", 0},
+      {".jpeg", "image/jpeg", 0},
+      {".gif", "image/gif", 0},
+      {".webp", "image/webp", 0},
+      {".svg", "image/svg+xml", 1},
+      {".pdf", "application/pdf", 0},
+      {".csv", "text/csv; charset=utf-8", 0},
+      {".txt", "text/plain; charset=utf-8", 0},
+      {".md", "text/markdown; charset=utf-8", 0},
+      {".json", "application/json", 0},
+      {".html", "text/html; charset=utf-8", 1},
+      {".htm", "text/html; charset=utf-8", 1},
+      {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", 0},
+      {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", 0},
+      {".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation", 0},
+  };
+  const char *dot = strrchr(name, '.');
+  *active = 0;
+  for (size_t i = 0; dot && i < SBX_ARRAY_SIZE(t); i++)
+    if (strcasecmp(dot, t[i].ext) == 0) {
+      *active = t[i].active;
+      return t[i].type;
+    }
+  return "application/octet-stream";
 }

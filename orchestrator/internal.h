@@ -1,12 +1,13 @@
 /* internal.h -- what the orchestrator's own files share (cross-file names are orch__): the domain
  * objects (run, page, turn, chat) with their state machines and the scheduler's steps, what a page
  * reports (report.c), the event log and its listeners, mount manifests, auth, runtime settings,
- * the JSON shapes, and the handlers' helpers (api.c).  Not for other modules (they use orch.h).
+ * the JSON shapes.  The handlers' helpers are in api.h.  Not for other modules (they use orch.h).
  *
  * Layers: the domain (run.c, page.c, turn.c, chat.c, report.c, events.c, manifest.c) knows nothing
  * of HTTP: it holds no request and calls no handler; who waits for a run's end registers a callback
  * (orch__run_on_end), who hears a chat's events is a listener (orch__chat_listen).  The handlers
- * (api_*.c) read requests, call the domain and answer.
+ * (api_*.c, with api.h, which the domain never includes) read requests, call the domain and
+ * answer.
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
@@ -22,7 +23,6 @@
 #include "orch.h"
 #include "store.h"
 
-struct tp_req;
 struct tp_server;
 struct orch_chat;
 struct orch_mcp;
@@ -387,12 +387,15 @@ struct orch_rt_setting {
 #define ORCH_RT_N_SETTINGS 4
 extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
 void orch__rt_init(struct orch_runtime *rt, const struct orch_config *cfg);
-/* server.c: o->rt from the configuration and the operator's stored values. */
+/* o->rt from the configuration and the operator's stored values. */
 void orch__runtime_load(struct orch *o);
 /* Sets one of orch__rt_settings by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
 /* The current value of setting s (one of orch__rt_settings). */
 long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s);
+/* The Python packages the served tree has and lacks ({python, has: [{name, version}], lacks:
+ * [{name, reason}]}, new), or JSON null; *micropip: micropip is served. */
+json_t *orch__packages_json(const struct orch *o, int *micropip);
 
 /* ---- the server (server.c), chats and the scheduler (chat.c) --------------------------------- */
 struct orch_chat {
@@ -533,6 +536,9 @@ void orch__chat_upload_end(struct orch_chat *c);
  * memory; they are loaded again from the store on their next use.  Returns how many. */
 size_t orch__chats_evict(struct orch *o, uint64_t idle_ms);
 
+/* files.c: a file's Content-Type by the name's extension; *active: it could run script (HTML,
+ * SVG: served with a sandbox CSP). */
+const char *orch__file_type(const char *name, int *active);
 /* files.c: adds a file to chat c (in->name normalized; in->chat_id, mounted and left_out_reason
  * are set here from the mount rules and `size`): the content of stage (stolen, even on failure),
  * or in->data when stage is NULL.  cb as store_file_add's, after the chat's `files` event was
@@ -730,108 +736,6 @@ char *orch__json_dump(const json_t *j, size_t *len);
 /* 1 when s is an id as the store makes them (STORE_ID_LEN lower-case hex digits). */
 int orch__valid_id(const char *s);
 
-/* api.c: shared handler helpers */
-void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
-void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len);
-void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* 503 `unavailable` with Retry-After: retry_s (at least 1): what frees itself soon. */
-void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
-json_t *orch__api_body_object(struct tp_req *req);
-/* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
-json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags);
-/* One field of a request body for orch__api_unpack: its key, the json_unpack format of its value
- * ("s", "I", "F", "b", "o"...), where that goes, whether the body must have it; `given` is set. */
-struct orch_field {
-  const char *key;
-  const char *fmt;
-  void *out;
-  int required;
-  int given;
-};
-/* Reads each field of the object obj with json_unpack_ex; a field given as null counts as absent.
- * The first one of another type (or required and absent) is answered 400 invalid_field
- * "[within.]key: <jansson's message>" and returns nonzero. */
-int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
-                     struct orch_field *f, size_t n);
-#define ORCH_FIELD(key, fmt, out)                                                                  \
-  { (key), (fmt), (out), 0, 0 }
-#define ORCH_FIELD_REQUIRED(key, fmt, out)                                                         \
-  { (key), (fmt), (out), 1, 0 }
-/* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
- * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
-int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
-/* Who besides the backend may make a chat's call (orch__api_chat's `who`). */
-enum orch_api_who {
-  ORCH_API_BACKEND = 0, /* the API key only */
-  ORCH_API_PAGE = 1,    /* also the chat's page token and the hosts' key: the page protocol */
-  ORCH_API_PERSON = 2   /* also the page token, but not the hosts' key: what the person at the
-                           page does (messages, runs, renames, chat keys), which a host never needs */
-};
-/* Resolves and checks access to a chat; answers (401/403/404) and returns NULL on failure.  A
- * chat another node serves: the request is forwarded there (nodes.c) and NULL returned; _body
- * forwards *stage with it (a streamed upload; taken). */
-struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
-                                      enum orch_api_who who, int query_token_allowed,
-                                      struct store_blob_stage **stage);
-static inline struct orch_chat *orch__api_chat(struct orch *o, struct tp_req *req,
-                                               const char *chat_id, enum orch_api_who who,
-                                               int query_token_allowed) {
-  return orch__api_chat_body(o, req, chat_id, who, query_token_allowed, NULL);
-}
-/* Loads a run (live or stored) the caller may see; answers and returns nonzero on failure.
- * *live is the live run or NULL; rec is filled from the store when *live is NULL, else only its
- * id and chat_id are set (read the live run); owned by the caller either way: store_run_free. */
-int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
-                       struct orch_run **live, struct store_run *rec, struct orch_chat **chat,
-                       struct store_blob_stage **stage);
-static inline int orch__api_run(struct orch *o, struct tp_req *req, const char *run_id,
-                                struct orch_run **live, struct store_run *rec,
-                                struct orch_chat **chat) {
-  return orch__api_run_body(o, req, run_id, live, rec, chat, NULL);
-}
-/* The same for a call that acts on the run the route's {run} names: *live the live run, or NULL
- * when it has ended; *chat its chat (may be NULL).  Answers and returns nonzero on failure.  The
- * _body variant is for a PUT whose body is in *stage: forwarded with it when another node serves
- * the run's chat (nodes.c). */
-int orch__api_live_run_body(struct orch *o, struct tp_req *req, struct orch_run **live,
-                            struct orch_chat **chat, struct store_blob_stage **stage);
-static inline int orch__api_live_run(struct orch *o, struct tp_req *req, struct orch_run **live,
-                                     struct orch_chat **chat) {
-  return orch__api_live_run_body(o, req, live, chat, NULL);
-}
-/* Our base URL as the client reached us ("http://127.0.0.1:8080"); "" when Host is unusable. */
-void orch__api_base_url(struct orch *o, struct tp_req *req, char *out, size_t cap);
-/* Answers req with the run object (`status`) when the run ends, or after wait_ms with the run as it
- * is then.  Holds req until it answers or the client leaves. */
-void orch__waiter_add(struct orch *o, struct tp_req *req, struct orch_run *run, int status,
-                      uint64_t wait_ms);
-/* An orch_end_cb whose ud is a held request: answers it with the run object once the run is
- * stored done (200), or with the failure (400 invalid_name, 500 storage), and releases it. */
-void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc,
-                          const struct sbx_error *err);
-
-/* api_files.c: a download's Content-Type by the name's extension; *active: it could run script
- * (HTML, SVG: served with a sandbox CSP). */
-const char *orch__file_type(const char *name, int *active);
-/* api_health.c: the Python packages the served tree has and lacks ({python, has: [{name,
- * version}], lacks: [{name, reason}]}, new), or JSON null; *micropip: micropip is served. */
-json_t *orch__packages_json(const struct orch *o, int *micropip);
-/* api_static.c: a plain Host header value (host[:port], no path or spaces). */
-int orch__host_ok(const char *h);
-
-void orch__routes_static(struct orch *o);
-void orch__routes_chats(struct orch *o);
-void orch__routes_files(struct orch *o);
-void orch__routes_runs(struct orch *o);
-void orch__routes_events(struct orch *o);
-void orch__routes_page(struct orch *o);
-void orch__routes_run_events(struct orch *o);
-void orch__routes_health(struct orch *o);
-void orch__routes_turns(struct orch *o);
-void orch__routes_admin(struct orch *o);
 /* The orchestrator's metrics as Prometheus text, appended to out (SBX_ENOMEM past its limit). */
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
 
@@ -843,11 +747,6 @@ struct orch_nodes;
 int orch__nodes_start(struct orch *o, struct sbx_error *err);
 void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
 void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
-/* api_nodes.c: after the listeners, orch__nodes_start, GET /v1/node and the check that
- * CEREA_NODE_URL reaches this node (when it does not, the process exits with one line); at
- * close, forwarded requests end (then orch__nodes_stop). */
-int orch__routes_nodes(struct orch *o, struct sbx_error *err);
-void orch__api_nodes_stop(struct orch *o);
 /* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EAGAIN another
  * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
  * store's error. */
@@ -855,12 +754,6 @@ int orch__node_take(struct orch *o, const char *chat_id);
 void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat's */
 /* A chat just loaded: its unfinished runs go live (taken over from a node that died). */
 void orch__node_loaded(struct orch *o, struct orch_chat *c);
-/* server.c: the outcome of marking answers left streaming (store_message_interrupt*), logged. */
-void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
-/* api_nodes.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or
- * 503; *stage, when given, is the streamed body (taken). */
-void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
-                        struct store_blob_stage **stage);
 /* A retention sweep removed files: the other nodes read their kept file lists again.  An operator
  * changed runtime settings: the other nodes read them again. */
 void orch__node_files_changed(struct orch *o);
@@ -868,22 +761,6 @@ void orch__node_settings_changed(struct orch *o);
 /* Tells every node (this one too) what (ids only, at most 200 bytes; nodes.c's on_notify
  * dispatches it), once the writes queued before it are durable. */
 void orch__node_tell(struct orch *o, const char *what);
-
-/* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
-struct orch_proxy;
-int orch__proxy_new(struct orch *o, struct orch_proxy **out, struct sbx_error *err);
-void orch__proxy_free(struct orch_proxy *px); /* ends every transfer; answers what it held */
-/* Forwards req to base_url (the same target), node_id naming this node; retry_ms: the
- * Retry-After of a 503 when the other node does not answer.  *stage (may be NULL) is a streamed
- * body, taken.  0: req is the proxy's (held) until it answered; else nothing was done. */
-int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
-                        const char *chat_id, const char *node_id, uint64_t retry_ms,
-                        struct store_blob_stage **stage);
-/* GET url within timeout_ms: cb(ud, HTTP status or 0, curl's error, up to 4 KiB of the body). */
-typedef void (*orch_proxy_get_cb)(void *ud, int status, const char *error, const char *body,
-                                  size_t len);
-int orch__proxy_get(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
-                    orch_proxy_get_cb cb, void *ud);
 
 /* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
  * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node

@@ -21,6 +21,7 @@
  *
  * What it does not do: decide where a request goes (nodes.c), or look inside the answers.
  */
+#include "api.h"
 #include "internal.h"
 #include "transport.h"
 

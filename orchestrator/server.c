@@ -16,8 +16,8 @@
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
  */
+#include "api.h"
 #include "assistant.h"
-#include "internal.h"
 #include "mcp.h"
 #include "transport.h"
 
@@ -123,30 +123,6 @@ static int prepare_data_dir(const char *dir, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EPERM, "data directory %s is not writable: %s", dir,
                          strerror(errno));
   return 0;
-}
-
-/* The runtime settings: the configuration's, then the values an operator stored (admin API).
- * Again when another node said an operator changed them (nodes.c). */
-void orch__runtime_load(struct orch *o) {
-  orch__rt_init(&o->rt, o->cfg);
-  for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
-    const char *key = orch__rt_settings[i].key;
-    char *v = NULL;
-    if (store_setting_get(o->st, key, &v) == 0 && v != NULL) {
-      if (orch__rt_set(&o->rt, key, atoll(v)) != 0)
-        sbx_log(SBX_LOG_WARN, "orch", "stored setting %s=%s ignored (out of range)", key, v);
-      sbx_free(v);
-    }
-  }
-}
-
-/* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
- * (the chat takes the next message). */
-void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud) {
-  (void)ud;
-  if (rc != 0)
-    sbx_log(SBX_LOG_ERROR, "orch", "answers left streaming not marked: %s",
-            err ? err->msg : sbx_strerror(rc));
 }
 
 static int reload_runs(struct orch *o, struct sbx_error *err) {
