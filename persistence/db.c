@@ -72,24 +72,6 @@ int st__exec(sqlite3 *db, const char *sql, struct sbx_error *err) {
   return rc == SQLITE_OK ? 0 : st__translate(db, rc, sql, err);
 }
 
-/* ---- the statement table ------------------------------------------------------------------ */
-
-const char *const st__stmt_names[ST_STMT_COUNT] = {
-#define ST_STMT_NAME(name, sql, pg) #name,
-    ST_STMTS(ST_STMT_NAME)
-#undef ST_STMT_NAME
-};
-const char *const st__stmt_sqlite[ST_STMT_COUNT] = {
-#define ST_STMT_SQL(name, sql, pg) sql,
-    ST_STMTS(ST_STMT_SQL)
-#undef ST_STMT_SQL
-};
-const char *const st__stmt_pg[ST_STMT_COUNT] = {
-#define ST_STMT_PG(name, sql, pg) pg,
-    ST_STMTS(ST_STMT_PG)
-#undef ST_STMT_PG
-};
-
 int st__db_prepare(struct st_db *db, struct sbx_error *err) {
   for (int i = 0; i < ST_STMT_COUNT; i++) {
     db->q[i].db = db;
@@ -242,6 +224,8 @@ size_t st__col_len(struct st_stmt *s, int i) {
   return (size_t)sqlite3_column_bytes(s->lite, i);
 }
 
+int st__col_int(struct st_stmt *s, int i) { return (int)st__col_int64(s, i); }
+
 int64_t st__col_int64(struct st_stmt *s, int i) {
   if (s->db->kind == ST_PG) {
     const char *v = st__pg_col(s, i, NULL);
@@ -381,24 +365,6 @@ static const char *const migrations[] = {
     "CREATE INDEX messages_chat ON messages(chat_id);"
     "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
 };
-
-int st__migrate_step(st_sql_fn exec, void *conn, const char *begin, const char *sql,
-                     const char *set_version, int v, struct sbx_error *err) {
-  int rc;
-  if ((rc = exec(conn, begin, err)) != 0)
-    return rc;
-  if ((rc = exec(conn, sql, err)) != 0 || (rc = exec(conn, set_version, err)) != 0 ||
-      (rc = exec(conn, "COMMIT", err)) != 0) {
-    struct sbx_error ignored;
-    exec(conn, "ROLLBACK", &ignored);
-    if (err) { /* copied first: err->msg is both the format's argument and its output */
-      char why[sizeof err->msg];
-      snprintf(why, sizeof why, "%s", err->msg);
-      sbx_error_set(err, rc, "migration to schema version %d failed: %.400s", v, why);
-    }
-  }
-  return rc;
-}
 
 static int lite_exec(void *conn, const char *sql, struct sbx_error *err) {
   return st__exec(conn, sql, err);

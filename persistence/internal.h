@@ -258,9 +258,9 @@
     "expires_at > clock_timestamp() RETURNING chat_id, epoch, expires_at) UPDATE lease_log g "      \
     "SET until_at = r.expires_at FROM r WHERE g.chat_id = r.chat_id AND g.epoch = r.epoch")         \
   X(NOTIFY, NULL, "SELECT pg_notify('cerea', $1)")                                                  \
-  /* the writer's fence: the lease still this node's at that epoch, locked until the commit */    \
+  /* the writer's fence: the lease still this node's at that epoch, locked until the commit */      \
   X(LEASE_FENCE, NULL,                                                                              \
-    "SELECT 1 FROM chat_leases WHERE chat_id = $1 AND node_id = $2 AND epoch = $3 FOR SHARE")                                                  \
+    "SELECT 1 FROM chat_leases WHERE chat_id = $1 AND node_id = $2 AND epoch = $3 FOR SHARE")       \
   X(SWEEP_EXPIRED,                                                                                  \
     "SELECT id FROM files WHERE expires_at > 0 AND expires_at <= ?1 "                               \
     "ORDER BY expires_at LIMIT ?2",                                                                 \
@@ -538,10 +538,10 @@ struct store {
   store_id fence_node;
   store_fenced_cb on_fenced;
   void *on_fenced_ud;
-  uv_async_t *async;       /* freed in its close callback */
-  size_t inflight;         /* loop thread only: submitted, callback not yet run */
-  enum st_life life;       /* loop thread only: written by set_life in open.c */
-  int lock_fd;             /* DATA/cerea.lock, flock'ed: one process per data directory */
+  uv_async_t *async; /* freed in its close callback */
+  size_t inflight;   /* loop thread only: submitted, callback not yet run */
+  enum st_life life; /* loop thread only: written by set_life in open.c */
+  int lock_fd;       /* DATA/cerea.lock, flock'ed: one process per data directory */
   /* Files generation (store_files_generation): bumped by the writer thread after every commit or
    * rollback of a transaction in which a write touched the files table (files_dirty, writer thread
    * only, set by those writes' exec).  Read from the loop thread with __atomic loads. */
@@ -599,7 +599,7 @@ int st__step_int64(struct st_stmt *s, const char *what, int64_t *out, struct sbx
 const char *st__col_text(struct st_stmt *s, int i);
 size_t st__col_len(struct st_stmt *s, int i);
 int64_t st__col_int64(struct st_stmt *s, int i);
-static inline int st__col_int(struct st_stmt *s, int i) { return (int)st__col_int64(s, i); }
+int st__col_int(struct st_stmt *s, int i);
 const void *st__col_blob(struct st_stmt *s, int i, size_t *n);
 char *st__col_dup(struct st_stmt *s, int i, int *oom); /* NULL for SQL NULL */
 void st__col_id(struct st_stmt *s, int i, store_id out);
@@ -618,6 +618,7 @@ int st__db_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error
  * finalizes them and closes the connection (both safe on a zeroed st_db). */
 int st__db_prepare(struct st_db *db, struct sbx_error *err);
 void st__db_close(struct st_db *db);
+/* stmts.c: the statement table, and the migration step below */
 extern const char *const st__stmt_names[ST_STMT_COUNT];
 extern const char *const st__stmt_sqlite[ST_STMT_COUNT];
 extern const char *const st__stmt_pg[ST_STMT_COUNT]; /* NULL: ST_SAME (pg.c derives it) */
@@ -686,7 +687,7 @@ int st__submit(struct store *st, struct st_write *w);
 struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
 /* st__submit for a write that belongs to chat_id (NULL: to none): fenced by its lease. */
 int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id);
-/* nodes.c, writer thread, inside the write's savepoint: 0 when w needs no fence, or its chat's
+/* fence.c, writer thread, inside the write's savepoint: 0 when w needs no fence, or its chat's
  * lease is still this node's at the epoch it took (the row then locked FOR SHARE until the
  * transaction ends, so no node takes it before this write commits); SBX_EFENCED otherwise.
  * done/n: the chats whose fence this transaction checked already (no statement for them). */
@@ -694,6 +695,10 @@ int st__fence_check(struct store *st, const struct st_write *w, const store_id *
                     struct sbx_error *err);
 void st__fence_count(struct store *st, struct st_write *w, int add); /* pending +1 / -1 */
 void st__fences_free(struct store *st);
+/* fence.c, loop thread (nodes.c): the fence of a lease just taken at epoch (0 or SBX_ENOMEM), and
+ * of one let go (kept until the writes queued before it are through). */
+int st__fence_set(struct store *st, const char *chat_id, const char *node_id, int64_t epoch);
+void st__fence_release(struct store *st, const char *chat_id);
 /* Copies into op->s[idx]; 0 or SBX_ENOMEM. NULL stays NULL. */
 int st__simple_str(struct st_simple *op, int idx, const char *v);
 void st__simple_discard(struct st_simple *op);
