@@ -2,11 +2,13 @@
  * kernel worker scripts with their own CSP, and the app pages with cross-origin isolation.
  *
  *   /pyodide/      build/www/pyodide/   immutable, long-lived cache; never redirects
- *   /assets/       build/www/assets/
+ *   /assets/       build/www/assets/    no-cache (a 304 when unchanged)
+ *   /assets/chunks/ build/www/assets/chunks/  content-hashed names: immutable, long-lived cache
  *   /worker/       build/www/worker/    CSP: default-src 'none'; script-src 'self'
  *   /worker-pypi/  build/www/worker/      'wasm-unsafe-eval'; connect-src <origin>/pyodide/
  *                                         (+ the PyPI hosts on /worker-pypi/ unless
- *                                         CHAT_PYODIDE_PYPI_DISABLED)
+ *                                         CHAT_PYODIDE_PYPI_DISABLED); no-cache with a strong
+ *                                         ETag over the file and these headers (a 304)
  *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html, each with
  *   COOP same-origin + COEP require-corp (SharedArrayBuffer for interrupts).  A missing html file
  *   gets a small built-in page instead of an error.
@@ -21,6 +23,8 @@
 #include "api.h"
 #include "transport.h"
 
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -58,6 +62,55 @@ static int rel_path_ok(const char *p) {
   return 1;
 }
 
+/* The kernel worker script's validator: a strong ETag over the file (size, mtime in ns) and the
+ * headers its answer carries -- the CSP names the host and, on /worker-pypi/, the PyPI hosts -- so
+ * a repeat visit gets a 304, and a new build or a changed policy (CHAT_PYODIDE_PYPI_DISABLED) the
+ * new script with its new CSP.  → 0, `etag` (40 bytes) set to "\"<32 hex>\"". */
+static int worker_etag(const struct stat *st, const char *headers, char *etag) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  char stamp[64];
+  snprintf(stamp, sizeof(stamp), "%lld.%lld.%ld;", (long long)st->st_size,
+           (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
+  EVP_MD_CTX *c = EVP_MD_CTX_new();
+  int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) &&
+           EVP_DigestUpdate(c, stamp, strlen(stamp)) &&
+           EVP_DigestUpdate(c, headers, strlen(headers)) && EVP_DigestFinal_ex(c, md, NULL);
+  EVP_MD_CTX_free(c);
+  if (!ok)
+    return -1;
+  etag[0] = '"';
+  for (int i = 0; i < 16; i++)
+    snprintf(etag + 1 + 2 * i, 3, "%02x", md[i]);
+  memcpy(etag + 33, "\"", 2);
+  return 0;
+}
+
+/* Does If-None-Match name `etag` (a list of tags, weak or strong: the weak comparison of RFC 9110
+ * 13.1.2; `*` matches)? */
+static int etag_matches(const char *inm, const char *etag) {
+  if (inm == NULL)
+    return 0;
+  size_t el = strlen(etag);
+  for (const char *p = inm; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',')
+      p++;
+    if (*p == '*')
+      return 1;
+    if (p[0] == 'W' && p[1] == '/')
+      p += 2;
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+      len--;
+    if (len == el && memcmp(p, etag, el) == 0)
+      return 1;
+    if (!end)
+      break;
+    p = end + 1;
+  }
+  return 0;
+}
+
 static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
   const char *rel = tp_req_param(req, "path");
   const char *host = tp_req_header(req, "host");
@@ -74,12 +127,24 @@ static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
   char path[4096], headers[1400];
   snprintf(path, sizeof(path), "%s/worker/%s", o->static_dir, rel);
   int with_pypi = pypi && !o->cfg->pypi_disabled;
-  snprintf(headers, sizeof(headers),
-           "Content-Security-Policy: default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; "
-           "connect-src http://%s/pyodide/ https://%s/pyodide/%s\r\n"
-           "Cache-Control: no-cache\r\n%s",
-           host, host, with_pypi ? " https://pypi.org https://files.pythonhosted.org" : "",
-           SUBRESOURCE);
+  int n = snprintf(headers, sizeof(headers),
+                   "Content-Security-Policy: default-src 'none'; script-src 'self' "
+                   "'wasm-unsafe-eval'; connect-src http://%s/pyodide/ https://%s/pyodide/%s\r\n"
+                   "Cache-Control: no-cache\r\n%s",
+                   host, host, with_pypi ? " https://pypi.org https://files.pythonhosted.org" : "",
+                   SUBRESOURCE);
+  struct stat st;
+  char etag[40];
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || n < 0 || (size_t)n >= sizeof(headers) - 64 ||
+      worker_etag(&st, headers, etag) != 0) {
+    orch__api_error(req, 404, "not_found", "no such file");
+    return;
+  }
+  snprintf(headers + n, sizeof(headers) - (size_t)n, "ETag: %s\r\n", etag);
+  if (etag_matches(tp_req_header(req, "if-none-match"), etag)) {
+    tp_respond(req, 304, headers, NULL, 0);
+    return;
+  }
   if (tp_respond_file(req, path, content_type(path), headers, 0) != 0)
     orch__api_error(req, 404, "not_found", "no such file");
 }
@@ -183,6 +248,9 @@ void orch__routes_static(struct orch *o) {
   tp_static_mount(o->tp, "/pyodide/", dir, "public, max-age=31536000, immutable");
   snprintf(dir, sizeof(dir), "%s/assets", o->static_dir);
   tp_static_mount(o->tp, "/assets/", dir, "no-cache");
+  /* esbuild names every chunk by its content's hash: a new build makes new names. */
+  snprintf(dir, sizeof(dir), "%s/assets/chunks", o->static_dir);
+  tp_static_mount(o->tp, "/assets/chunks/", dir, "public, max-age=31536000, immutable");
   tp_path_headers(o->tp, "/pyodide/", SUBRESOURCE);
   tp_path_headers(o->tp, "/assets/", SUBRESOURCE);
   tp_route(o->tp, "GET", "/worker/{path*}", 0, on_worker, o);

@@ -5,9 +5,10 @@
 //
 // Output:
 //   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
-//                                                     with modulepreload links for boot.js's chunks
-//   build/www/assets/*.js, *.css                      the app bundles and boot.js (ESM, code-split: pdf.js and
+//                                                     boot.js inlined, modulepreload links for its chunks
+//   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js and
 //                                                     docx-preview load only when a preview needs them)
+//   build/www/assets/chunks/*-[hash].js               their shared chunks, named by content (served immutable)
 //   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
 //   build/www/assets/preview/{tailwind,react,mermaid}.js   libraries an HTML artifact preview may load
 //   build/www/worker/kernel-worker.js                 the kernel Web Worker (module worker)
@@ -99,14 +100,21 @@ const kernelSources = {
 
 }
 
-// 5. The pages, with a modulepreload link for each chunk boot.js imports: the browser asks for
-//    them with boot.js instead of after it (one round trip less before the kernel starts).
+// 5. The pages: boot.js's tag becomes the boot entry's own code, inline (its imports made absolute:
+//    the pages live at /, /playground and /chat/{id}), with a modulepreload link for each chunk it
+//    imports.  The browser asks for those chunks while it parses the page, and on a repeat visit
+//    takes them from its cache without asking (/assets/chunks/ is immutable): nothing is
+//    revalidated before the kernel worker is made.
 const bootOut = Object.entries(app.metafile.outputs).find(([, o]) => o.entryPoint && o.entryPoint.endsWith('app/boot.js'));
-const preload = (bootOut ? bootOut[1].imports : []).filter((i) => i.kind === 'import-statement')
+if (!bootOut) throw new Error('build: no output for ui-adapter/app/boot.js');
+const bootCode = fs.readFileSync(path.resolve(root, bootOut[0]), 'utf8').trim().replace(/(["'])\.\/chunks\//g, '$1/assets/chunks/');
+if (/<\/script|<!--/i.test(bootCode) || /["']\.\.?\//.test(bootCode)) throw new Error('build: boot.js cannot be inlined as it is');
+const preload = bootOut[1].imports.filter((i) => i.kind === 'import-statement')
   .map((i) => `<link rel="modulepreload" href="/assets/${path.relative(assets, path.resolve(root, i.path))}">\n`).join('');
+const BOOT_TAG = /<script type="module" async src="\/assets\/boot\.js"( data-page="\w+")><\/script>/;
 for (const f of ['index.html', 'chat.html', 'admin.html']) {
   const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
-  fs.writeFileSync(path.join(www, f), html.replace(/<script type="module" async src="\/assets\/boot\.js"/, (tag) => preload + tag));
+  fs.writeFileSync(path.join(www, f), html.replace(BOOT_TAG, (_, page) => `${preload}<script type="module" async${page}>${bootCode}</script>`));
 }
 const n = fs.readdirSync(assets).length;
 console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/), worker from ${path.relative(root, workerEntry)}`);

@@ -8,7 +8,9 @@
 // cache, and a repeat visit (same profile, new browser process) takes it from there (V8 traces a
 // wasm.Deserialize), takes every runtime byte from the HTTP cache (/pyodide/ is immutable, with
 // an ETag) and asks again only for the two files that change in place (the lock file,
-// deployment.json: a 304 as a rule).  No timing is asserted (bench/startup does the measuring); the
+// deployment.json: a 304 as a rule); boot.js is inlined in the page, its content-hashed chunks are
+// immutable and the worker script has a strong ETag, so a repeat visit asks the server for no
+// chunk and gets a 304 for the worker script.  No timing is asserted (bench/startup does the measuring); the
 // download is slowed with CDP network emulation only so that the bar has several steps to check.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,6 +74,24 @@ async function traceWasm(ctx, page) {
     await done;
     return names;
   };
+}
+// Records the page's requests (its workers' too) over CDP.  → Map requestId → {url, network: the
+// status the server sent (none: answered from the browser's cache without asking), cached: taken
+// from the disk or memory cache}.
+async function networkLog(ctx, page) {
+  const cdp = await ctx.newCDPSession(page);
+  const reqs = new Map();
+  const of = (id) => { if (!reqs.has(id)) reqs.set(id, { url: '', network: null, cached: false }); return reqs.get(id); };
+  cdp.on('Network.requestWillBeSent', (e) => { of(e.requestId).url = e.request.url; });
+  cdp.on('Network.responseReceivedExtraInfo', (e) => { of(e.requestId).network = e.statusCode; });
+  cdp.on('Network.requestServedFromCache', (e) => { of(e.requestId).cached = true; });
+  cdp.on('Network.responseReceived', (e) => {
+    const r = of(e.requestId);
+    if (!r.url) r.url = e.response.url;
+    if (e.response.fromDiskCache) r.cached = true;
+  });
+  await cdp.send('Network.enable');
+  return reqs;
 }
 const verdict = (page) => page.evaluate(() => localStorage.getItem('cerea.boot.pypi'));
 
@@ -166,6 +186,63 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
       // once in five here: the small files gone from the HTTP cache, the runtime's still there).
       assert.ok(['pyodide-lock.json', 'deployment.json'].every((f) => sent[f] > 0),
         `the lock file and deployment.json asked again: ${JSON.stringify(sent)}`);
+    } finally { await again.ctx.close(); }
+  } finally {
+    await first.ctx.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
+
+test('hashed chunks are immutable and the worker script has a strong ETag: a repeat visit asks for no chunk before the worker, and gets a 304 for it', async (t) => {
+  if (!need(t)) return;
+  const html = await (await fetch(`${orch.origin}/playground`)).text();
+  assert.ok(!html.includes('src="/assets/boot.js"'), 'boot.js is inlined into the page');
+  const chunks = [...html.matchAll(/<link rel="modulepreload" href="(\/assets\/chunks\/[^"]+)">/g)].map((m) => m[1]);
+  assert.ok(chunks.length >= 1, 'the page preloads boot\'s chunks');
+  const chunk = await fetch(`${orch.origin}${chunks[0]}`);
+  assert.equal(chunk.status, 200);
+  assert.equal(chunk.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  await chunk.arrayBuffer();
+  const app = await fetch(`${orch.origin}/assets/app.js`);
+  assert.equal(app.headers.get('cache-control'), 'no-cache', 'an entry keeps its name: revalidated');
+  await app.arrayBuffer();
+
+  // The worker script: its CSP exact (the lock-down rests on it), no-cache, a strong ETag; the
+  // same answer as a 304 when the tag is named, and another tag for the other CSP.
+  const host = new URL(orch.origin).host;
+  const CSP = `default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src http://${host}/pyodide/ https://${host}/pyodide/`;
+  const w = await fetch(`${orch.origin}/worker/kernel-worker.js`);
+  assert.equal(w.status, 200);
+  await w.arrayBuffer();
+  const tag = w.headers.get('etag');
+  assert.match(tag || '', /^"[0-9a-f]{32}"$/, 'a strong ETag');
+  assert.equal(w.headers.get('content-security-policy'), CSP);
+  assert.equal(w.headers.get('cache-control'), 'no-cache');
+  const w304 = await fetch(`${orch.origin}/worker/kernel-worker.js`, { headers: { 'if-none-match': `"x", ${tag}` } });
+  assert.equal(w304.status, 304);
+  assert.equal(w304.headers.get('etag'), tag);
+  assert.equal(w304.headers.get('content-security-policy'), CSP, 'a 304 carries the same CSP');
+  const pypi = await fetch(`${orch.origin}/worker-pypi/kernel-worker.js`, { headers: { 'if-none-match': tag } });
+  assert.equal(pypi.status, 200, 'the PyPI worker\'s CSP differs: so does its tag');
+  assert.notEqual(pypi.headers.get('etag'), tag);
+  assert.match(pypi.headers.get('content-security-policy'), /connect-src [^;]*https:\/\/pypi\.org/);
+  await pypi.arrayBuffer();
+
+  const first = await launch({ viewport: DESKTOP });
+  const profile = first.dir;
+  try {
+    await openReady(first.ctx);
+    await first.ctx.close();
+    const again = await launch({ viewport: DESKTOP, profile });
+    try {
+      const reqs = await networkLog(again.ctx, again.ctx.pages()[0]);
+      await openReady(again.ctx);
+      const all = [...reqs.values()].map((r) => ({ ...r, path: r.url.startsWith(orch.origin) ? new URL(r.url).pathname : r.url }));
+      const asked = all.filter((r) => r.path.startsWith('/assets/chunks/'));
+      assert.ok(chunks.every((c) => asked.some((r) => r.path === c)), `boot's chunks were loaded: ${JSON.stringify(asked)}`);
+      assert.ok(asked.every((r) => r.network === null && r.cached), `no chunk asked of the server: ${JSON.stringify(asked)}`);
+      const worker = all.filter((r) => r.path === '/worker/kernel-worker.js');
+      assert.ok(worker.length === 1 && worker[0].network === 304, `the worker script revalidated (304): ${JSON.stringify(worker)}`);
     } finally { await again.ctx.close(); }
   } finally {
     await first.ctx.close().catch(() => {});

@@ -1,6 +1,7 @@
-// boot.js -- the app pages' one script: index.html and chat.html load it alone, `async` (it does
+// boot.js -- the app pages' one script: index.html and chat.html name it alone, `async` (it does
 // not wait for the style sheet and the first layout), with the page's own bundle named on its tag
-// (`<script type="module" async src="/assets/boot.js" data-page="app">`).  It starts the page's
+// (`<script type="module" async src="/assets/boot.js" data-page="app">`; build.mjs writes this
+// module's code into the served page instead, so no request stands before it).  It starts the page's
 // kernel -- its worker, and in it the Pyodide load -- and only then imports the page's bundle
 // (once the document is parsed), so the editor, cards and previews (hundreds of KB to parse and
 // evaluate on the main thread) never hold the worker back; the runtime's progress shows from the
