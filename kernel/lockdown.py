@@ -5,10 +5,13 @@ the JS global scope and pins a guarded fetch; that already stops js.fetch, pyfet
 beyond the allowed paths.  Here the Python entry points that would reach the network through other
 routes are replaced with ones that raise at once with a clear message: socket connections
 (Emscripten would tunnel them over a WebSocket) and pyodide.http.open_url (a synchronous XHR).
-Each patch is applied in its own try block and reported; none fails silently.  This is no
-sandbox on its own (ctypes reaches Emscripten): the worker's CSP and globals are what hold.
+Each patch is applied in its own try block and reported; none fails silently.  A module not
+imported yet is patched when it is first imported (an import hook), so start-up does not pay for
+importing it; a patch that fails then fails the import.  This is no sandbox on its own (ctypes
+reaches Emscripten): the worker's CSP and globals are what hold.
 """
 import errno
+import sys
 
 MESSAGE = "network access is disabled in this sandbox"
 
@@ -17,34 +20,94 @@ def _refuse(*_a, **_k):
     raise PermissionError(errno.EACCES, MESSAGE)
 
 
-def apply():
-    """Returns a list of notes for patches that could not be applied."""
-    failed = []
+class _PatchOnImport:
+    """A sys.meta_path finder placed first: a watched module not imported yet is patched right
+    after its own code ran, before the import returns it to anyone (also on importlib.reload).
+    A patch that fails there fails the import (ImportError): the module is never handed out
+    unpatched."""
 
-    def patch(label, fn):
+    def __init__(self, patches):
+        self.patches = patches   # module name -> (label, fn(module))
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.patches:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and not isinstance(spec.loader, _PatchingLoader):
+            spec.loader = _PatchingLoader(spec.loader, *self.patches[name])
+        return spec
+
+
+class _PatchingLoader:
+    """The module's own loader, with its patch applied once the module's code ran."""
+
+    def __init__(self, loader, label, fn):
+        self._loader, self._label, self._fn = loader, label, fn
+
+    def __getattr__(self, attr):   # get_source, is_package, ... of the real loader
+        return getattr(self._loader, attr)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
         try:
-            fn()
+            self._fn(module)
+        except Exception as e:
+            raise ImportError("lock-down: %s not applied: %r" % (self._label, e)) from e
+
+
+def _sockets(socket):
+    for attr in ("connect", "connect_ex", "sendto", "bind", "listen"):
+        setattr(socket.socket, attr, _refuse)
+    socket.create_connection = _refuse
+    socket.getaddrinfo = _refuse
+    socket.gethostbyname = _refuse
+
+
+def _open_url(ph):
+    ph.open_url = _refuse
+
+
+def _urlopen(ur):
+    ur.urlopen = _refuse
+
+
+# module -> (what the note calls it, the patch).  pyodide.http and urllib.request cost a few hundred
+# ms to import (email, http.client, hashlib): patched when first imported, not at start-up.
+PATCHES = {
+    "socket": ("socket", _sockets),
+    "pyodide.http": ("pyodide.http.open_url", _open_url),
+    "urllib.request": ("urllib.request.urlopen", _urlopen),
+}
+
+
+def apply():
+    """Patches the modules in PATCHES that are imported already, and puts the finder that
+    patches the others on import first in sys.meta_path.  Returns a list of notes for patches
+    that could not be applied (or the finder, not installed)."""
+    failed, later = [], {}
+    for name, (label, fn) in PATCHES.items():
+        module = sys.modules.get(name)
+        if module is None:
+            later[name] = (label, fn)
+            continue
+        try:
+            fn(module)
         except Exception as e:  # reported, never silent
             failed.append("lock-down: %s not applied: %r" % (label, e))
-
-    def sockets():
-        import socket
-        for attr in ("connect", "connect_ex", "sendto", "bind", "listen"):
-            setattr(socket.socket, attr, _refuse)
-        socket.create_connection = _refuse
-        socket.getaddrinfo = _refuse
-        socket.gethostbyname = _refuse
-    patch("socket", sockets)
-
-    def open_url():
-        import pyodide.http as ph
-        ph.open_url = _refuse
-    patch("pyodide.http.open_url", open_url)
-
-    def urllib():
-        import urllib.request as ur
-        ur.urlopen = _refuse
-    patch("urllib.request.urlopen", urllib)
+    if later:
+        try:
+            sys.meta_path.insert(0, _PatchOnImport(later))
+        except Exception as e:
+            failed.append("lock-down: %s not applied: %r" % (", ".join(l for l, _ in later.values()), e))
     return failed
 
 

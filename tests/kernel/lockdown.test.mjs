@@ -26,6 +26,28 @@ except BaseException as e:
     print(${JSON.stringify(label)}, 'refused', type(e).__name__)
 `;
 
+test('modules costly to import are patched when first imported, not at start; also after a reload; a failing patch fails the import', async () => {
+  const r = await run(k, `import sys, importlib
+print([m for m in ("pyodide.http", "urllib.request") if m in sys.modules])
+import urllib.request, pyodide.http
+from cerea_kernel.lockdown import _refuse, _PatchOnImport
+print(urllib.request.urlopen is _refuse, pyodide.http.open_url is _refuse)
+importlib.reload(urllib.request)
+print(urllib.request.urlopen is _refuse)
+def bad(m):
+    raise RuntimeError("no")
+sys.meta_path.insert(0, _PatchOnImport({"colorsys": ("colorsys", bad)}))
+try:
+    import colorsys
+    print("imported")
+except ImportError as e:
+    print("ImportError", "colorsys" not in sys.modules)
+finally:
+    sys.meta_path.pop(0)`);
+  assert.equal(r.status, 'ok', JSON.stringify(r.error));
+  assert.equal(r.stdout, '[]\nTrue True\nTrue\nImportError True\n');
+});
+
 test('Python reaches no network: js.fetch, pyfetch, XHR, WebSocket, socket, urllib, open_url, EventSource', async () => {
   const url = `http://127.0.0.1:${port}/x`;
   const code = ['import js, pyodide.http, socket, urllib.request',
