@@ -14,6 +14,7 @@
 //   build/www/worker/kernel-worker.js                 the kernel Web Worker (module worker)
 // It does not copy the Pyodide runtime (scripts/sync_pyodide.mjs does, into build/www/pyodide/).
 import * as esbuild from 'esbuild';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,20 @@ const common = {
   minify: !dev, sourcemap: dev ? 'inline' : false, legalComments: 'linked', logLevel: 'warning',
   define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
 };
+
+// The memory-snapshot key (worker/protocol.js SNAPSHOTS): SHA-256 over the runtime's files and the
+// sources of the worker and the kernel, so that a page restores only an image this very build made
+// (the page looks its stored image up by it; the worker refuses any other).  '' when the runtime is
+// not synced: no snapshots.  The global CEREA_SNAPSHOT_KEY is that string, in the page and in the
+// worker (an esbuild define; code run unbundled, as in Node tests, sees none).
+const SNAPSHOT_INPUTS = [
+  ...['pyodide.asm.wasm', 'pyodide.asm.mjs', 'python_stdlib.zip', 'pyodide.mjs'].map((f) => path.join(www, 'pyodide', f)),
+  ...['kernel', 'worker'].flatMap((d) => fs.readdirSync(path.join(root, d)).filter((f) => /\.(py|js)$/.test(f)).sort().map((f) => path.join(root, d, f))),
+  path.join(root, 'ui-adapter/src/kernel-worker.js'),
+];
+const snapshotKey = SNAPSHOT_INPUTS.every((f) => fs.existsSync(f))
+  ? SNAPSHOT_INPUTS.reduce((h, f) => h.update(path.relative(root, f)).update(fs.readFileSync(f)), crypto.createHash('sha256')).digest('hex') : '';
+common.define.CEREA_SNAPSHOT_KEY = JSON.stringify(snapshotKey);
 
 // 1. The app: three page entries sharing chunks, and boot.js, the first script of the index and
 //    chat pages (it starts the kernel before the page's bundle runs; its chunk holds only the

@@ -16,7 +16,9 @@
 //   ready ⇄ busy       dispatch() around a mount or run
 //
 // Start-up is staged behind one ready promise: runtime (loadPyodide with an absolute
-// lockFileURL and an explicit packageBaseUrl: Pyodide never falls back to a CDN), kernel (the
+// lockFileURL and an explicit packageBaseUrl: Pyodide never falls back to a CDN; in browsers
+// restored from init's memory snapshot when it is this build's and intact, else a normal load,
+// and a snapshot made right after the load when init asks: protocol.js SNAPSHOTS), kernel (the
 // Python modules written into /opt/cerea/cerea_kernel and imported), lock-down (the JS global
 // scope loses every network and storage API except a guarded fetch; then kernel.runner.init
 // applies the Python-side refusals).  No user code runs before lock-down finished.  A load
@@ -70,9 +72,15 @@ function downloadMessage(loaded, total) {
   return `downloading the Python runtime (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
 }
 
+async function sha256Hex(bytes) {
+  const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+  return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 export class KernelCore {
   // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
-  //        scope: the worker's global object, isNode: bool,
+  //        scope: the worker's global object, isNode: bool, snapshotKey?: this build's key for
+  //        memory snapshots (browser; none: snapshots are neither made nor restored),
   //        runtimeBytes?: {file name: bytes} of the runtime files Pyodide fetches (browser)}
   constructor(host) {
     this.host = host;
@@ -189,16 +197,33 @@ export class KernelCore {
     const lockFailed = lockText.then(() => never);
     // Awaited below; a failure that comes first (Pyodide's import) must not leave them unhandled.
     lockText.catch(() => {}); sources.catch(() => {}); lockFailed.catch(() => {});
+    const image = this.snapshotToRestore(msg);
     const { loadPyodide } = await pyodideModule;
     const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
-    let py;
+    const options = {
+      indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
+      packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
+      stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
+    };
+    const making = !this.host.isNode && !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    let py = null, snapshot = 'none';
     try {
-      py = await Promise.race([lockFailed, loadPyodide({
-        indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
-        packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
-        stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
-      })]);
+      const img = await image;
+      if (img && img.bytes) {
+        try {
+          py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]);
+          if (py.runPython('1 + 1') !== 2) throw new Error('the restored runtime does not compute');
+          snapshot = 'restored';
+        } catch (e) {
+          py = null;
+          snapshot = `refused: restoring failed (${e && e.message || e})`;
+        }
+      } else if (img) snapshot = `refused: ${img.refused}`;
+      if (!py) py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
     } finally { restoreFetch(); }
+    if (snapshot.startsWith('refused')) this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
+    // The image is taken here, before anything of ours is in the runtime; sent once it is hashed.
+    const made = making ? this.makeSnapshot(py, msg.id) : Promise.resolve(false);
     this.py = py;
     this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
@@ -234,7 +259,38 @@ export class KernelCore {
       packages: { has: deployment.has || [], lacks: deployment.lacks || [] },
       lockdown: this.lockdownReport.slice(),
     };
+    if (await made) snapshot = 'made';
+    this.info.snapshot = snapshot;
     return this.info;
+  }
+
+  // init's snapshot → Promise of {bytes} when they may be restored (this build's key, the SHA-256
+  // it was stored with), {refused: why} when not, null without one.  Hashed while Pyodide's module
+  // loads.
+  async snapshotToRestore(msg) {
+    const s = msg.snapshot;
+    if (!s) return null;
+    if (this.host.isNode || !this.host.snapshotKey) return { refused: 'this host restores none' };
+    if (s.key !== this.host.snapshotKey) return { refused: 'made by another build' };
+    if (!(s.bytes instanceof Uint8Array) || !s.bytes.length) return { refused: 'no bytes' };
+    try {
+      if (await sha256Hex(s.bytes) !== s.sha256) return { refused: 'its bytes do not match its hash' };
+    } catch (e) { return { refused: `hashing failed (${e.message})` }; }
+    return { bytes: s.bytes };
+  }
+
+  // The runtime's memory image (Pyodide loaded with _makeSnapshot), hashed and posted as a
+  // `snapshot` event.  → Promise<boolean>: sent.  Never fails the load.
+  async makeSnapshot(py, ref) {
+    try {
+      const bytes = py.makeMemorySnapshot();
+      const sha256 = await sha256Hex(bytes);
+      this.post(event(EVENT.SNAPSHOT, { ref, key: this.host.snapshotKey, sha256, bytes }));
+      return true;
+    } catch (e) {
+      this.post(event(EVENT.LOG, { ref, level: 'warn', message: `memory snapshot not made: ${e && e.message || e}` }));
+      return false;
+    }
   }
 
   // While Pyodide loads (browser): counts the bytes of the runtime's own fetches

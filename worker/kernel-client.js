@@ -13,7 +13,8 @@
 //         or a Node worker_threads Worker (over worker/node-worker.js or host/sandbox-worker.js; see
 //         worker/node-kernel.js).  Messages are read with .on('message') when the object has it,
 //         else with addEventListener('message').
-//       init: {indexURL, lockFileURL (absolute), packageBaseUrl, kernelURL, deploymentURL?}
+//       init: {indexURL, lockFileURL (absolute), packageBaseUrl, kernelURL, deploymentURL?, …}, or
+//             a promise of it (the worker is made at once; init goes when the promise settles)
 //       interrupts: default true when SharedArrayBuffer is usable (crossOriginIsolated in browsers).
 //   k.ready            Promise<info> — resolves once Pyodide, the kernel and the lock-down are in
 //                      place: {pyodide, python, interrupts, load_ms, packages: {has, lacks}, lockdown}.
@@ -45,7 +46,7 @@
 //                      ({event: 'progress'|'started'|'packages'|'log'|'output'|'display'|
 //                      'input_request', ref, ...}) and for {event: 'exit', reason, message, oom}
 //                      when the worker goes away (oom: a Node worker over its heap limit).
-import { CMD, EVENT, OUTPUT_BATCH, REPLY, STATUS } from './protocol.js';
+import { CMD, EVENT, OUTPUT_BATCH, REPLY, STATUS, transferables } from './protocol.js';
 import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
 
@@ -98,7 +99,11 @@ export class KernelClient {
     const stuck = new Promise((_, reject) => {
       timer = setTimeout(() => reject(Object.assign(new Error(`kernel did not load within ${loadTimeoutMs} ms`), { code: 'load_timeout' })), loadTimeoutMs + 1000);
     });
-    this.ready = Promise.race([this.send({ cmd: CMD.INIT, ...init, loadTimeoutMs, interruptBuffer: this.control ? this.control.sab : undefined }), stuck])
+    const sendInit = (fields) => {
+      const m = { cmd: CMD.INIT, ...fields, loadTimeoutMs, interruptBuffer: this.control ? this.control.sab : undefined };
+      return this.send(m, transferables(m));
+    };
+    this.ready = Promise.race([Promise.resolve(init).then(sendInit), stuck])
       .finally(() => clearTimeout(timer))
       .then((r) => { if (this.fsm.is('loading')) this.fsm.set('ready'); this.info = r.info; return r.info; },
         (e) => { this.terminate(STATUS.CRASHED); throw e; });

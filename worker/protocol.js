@@ -12,15 +12,20 @@
 //
 // Commands (fields beyond id/cmd):
 //   init     {indexURL, lockFileURL, packageBaseUrl, kernelURL, deploymentURL?, interruptBuffer?,
-//             loadTimeoutMs?}
+//             loadTimeoutMs?, snapshot?: {key, sha256, bytes: Uint8Array}, makeSnapshot?: key}
 //            Loads Pyodide (absolute lockFileURL and explicit packageBaseUrl: never a CDN), the
 //            kernel Python package, then locks the worker's global scope down.  interruptBuffer is
 //            the control buffer (CONTROL below: CONTROL.BYTES of shared memory) when the
 //            controller can share memory; otherwise interrupts, interruptible sleeps, live output
 //            flushes and input() are unavailable (cancel then means terminate, input() raises
 //            EOFError at once with a note).  A buffer of only 4 bytes (slot 0) gives interrupts.
+//            Browsers only: `snapshot` is a memory image of the runtime this worker's build made
+//            (SNAPSHOTS below), restored instead of Pyodide's own start when its key is this
+//            build's and its bytes hash to sha256, else (and when restoring fails) a normal load
+//            with a log event; `makeSnapshot` (this build's key) asks for one: a `snapshot` event
+//            before the reply.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
-//                  reason}]}, load_ms}}
+//                  reason}]}, load_ms, snapshot: 'restored'|'made'|'none'|'refused: why'}}
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
 //            Makes /mnt/data match the manifest: writes new and changed files (data required for
 //            those), removes files no longer listed when `complete` (default true).  Names are
@@ -73,6 +78,16 @@
 //   display   {ref: run_id, index, data: Bundle}   display(obj) in the run (index from 0, ≤ 20).
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
+//   snapshot  {ref: init id, key, sha256, bytes}   the memory image init's makeSnapshot asked for,
+//             taken as loadPyodide returned: before the kernel, the lock-down or any user code.
+//
+// SNAPSHOTS (browsers): Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
+// _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has run
+// nothing of ours; MEMFS is not in it (the kernel's files are written again) and neither is any
+// JS state (stdout, the cerea_host module, the interrupt buffer: set again), and the lock-down is
+// applied after a restore exactly as after a load.  The key names the build: the runtime's files
+// and the worker's and kernel's sources (ui-adapter/build.mjs), so a new deployment never restores
+// an old image.
 //
 // The control buffer (shared memory the controller gives at init; Int32 slots, then bytes):
 //   slot SIGNAL   0 nothing; SIGINT (2): raise KeyboardInterrupt; FLUSH (10, SIGUSR1): flush the
@@ -95,7 +110,7 @@ export const REPLY = Object.freeze({ OK: 'ok', ERROR: 'error', EVENT: 'event' })
 
 export const EVENT = Object.freeze({
   PROGRESS: 'progress', STARTED: 'started', PACKAGES: 'packages', LOG: 'log',
-  OUTPUT: 'output', DISPLAY: 'display', INPUT_REQUEST: 'input_request',
+  OUTPUT: 'output', DISPLAY: 'display', INPUT_REQUEST: 'input_request', SNAPSHOT: 'snapshot',
 });
 
 export const STATUS = Object.freeze({
@@ -176,9 +191,12 @@ function checkFiles(files, what) {
   return null;
 }
 
-// The ArrayBuffers of a message's file bytes, to pass as postMessage's transfer list.
+// The ArrayBuffers of a message's file bytes (and snapshot image), to pass as postMessage's
+// transfer list.
 export function transferables(msg) {
   const out = [];
+  const image = (msg.snapshot && msg.snapshot.bytes) || (msg.event === EVENT.SNAPSHOT && msg.bytes);
+  if (image && image.buffer) out.push(image.buffer);
   const files = msg.files || (msg.result && msg.result.files) || [];
   for (const f of files) if (f.data && f.data.buffer && !out.includes(f.data.buffer)) out.push(f.data.buffer);
   return out;

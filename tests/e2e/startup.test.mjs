@@ -15,8 +15,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { launch, orchestrator, screenshot, DESKTOP } from './harness.mjs';
+import { escapeProbes, runAndWait, setCode } from './escape-probes.mjs';
 
 let orch, skipReason = null;
 before(async () => {
@@ -246,6 +248,124 @@ test('hashed chunks are immutable and the worker script has a strong ETag: a rep
     } finally { await again.ctx.close(); }
   } finally {
     await first.ctx.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+});
+
+// The page's kept memory snapshot (ui-adapter/src/snapshot.js's IndexedDB record), read or changed
+// in the page: → {key, sha256, size, intact: its bytes hash to its sha256} or null.
+const readImage = (page) => page.evaluate(async () => {
+  const db = await new Promise((res, rej) => { const r = indexedDB.open('cerea-kernel', 1); r.onupgradeneeded = () => r.result.createObjectStore('snapshots'); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+  const rec = await new Promise((res, rej) => { const r = db.transaction('snapshots').objectStore('snapshots').get('runtime'); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+  db.close();
+  if (!rec) return null;
+  const hex = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await rec.blob.arrayBuffer())), (b) => b.toString(16).padStart(2, '0')).join('');
+  return { key: rec.key, sha256: rec.sha256, size: rec.blob.size, intact: hex === rec.sha256 };
+});
+// how: 'key' (another build's), 'bytes' (bytes flipped, its hash kept), 'truncated' (cut, with
+// the hash of what is left: only restoring it can fail).
+const spoilImage = (page, how) => page.evaluate(async (how) => {
+  const db = await new Promise((res, rej) => { const r = indexedDB.open('cerea-kernel', 1); r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+  const store = () => db.transaction('snapshots', 'readwrite').objectStore('snapshots');
+  const rec = await new Promise((res) => { const r = store().get('runtime'); r.onsuccess = () => res(r.result); });
+  let bytes = new Uint8Array(await rec.blob.arrayBuffer());
+  if (how === 'key') rec.key = 'another-build';
+  if (how === 'bytes') { for (let i = 1 << 20; i < bytes.length; i += 1 << 20) bytes[i] ^= 0x5a; }
+  if (how === 'truncated') {
+    bytes = bytes.slice(0, 1 << 20);
+    rec.sha256 = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+  rec.blob = new Blob([bytes]);
+  await new Promise((res, rej) => { const t = store().transaction; t.objectStore('snapshots').put(rec, 'runtime'); t.oncomplete = res; t.onerror = () => rej(t.error); });
+  db.close();
+}, how);
+async function waitImage(page, ok, what) {
+  const deadline = Date.now() + 90_000;
+  let img = null;
+  while (Date.now() < deadline) {
+    img = await readImage(page);
+    if (ok(img)) return img;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.fail(`${what}: the kept image is ${JSON.stringify(img)}`);
+}
+
+test('a repeat visit restores Python from the memory snapshot the first visit kept, with the lock-down intact; another build\'s, a corrupt or an unrestorable image means a normal load', async (t) => {
+  if (!need(t)) return;
+  const hits = [];
+  const sentinel = http.createServer((req, res) => { hits.push(req.url); res.end('reached'); });
+  sentinel.on('upgrade', (req, sock) => { hits.push(`ws ${req.url}`); sock.destroy(); });
+  await new Promise((r) => sentinel.listen(0, '127.0.0.1', r));
+  const first = await launch({ viewport: DESKTOP });
+  const profile = first.dir;
+  // One visit on the profile: → {page, logs (the page's console), close}.
+  const visit = async () => {
+    const b = await launch({ viewport: DESKTOP, profile });
+    const logs = [];
+    b.ctx.pages()[0].on('console', (m) => logs.push(m.text()));
+    const page = await openReady(b.ctx);
+    return { page, logs, atReady: logs.slice(), close: () => b.ctx.close() };
+  };
+  const python = async (page) => {
+    await setCode(page, 'import sys, json\nprint(sum(range(10)), json.dumps(sys.version_info[:2]))\n');
+    const r = await runAndWait(page);
+    assert.equal(r.status, 'ok', r.text);
+    assert.match(r.stdout, /^45 \[3, 1\d\]/);
+  };
+  const RESTORED = 'kernel: started from the memory snapshot';
+  try {
+    // A first visit: a normal load; its kernel makes the image and the page keeps it.
+    const page1 = await openReady(first.ctx);
+    const made = await waitImage(page1, (i) => i && i.intact, 'after a first visit');
+    assert.match(made.key, /^[0-9a-f]{64}$/);
+    assert.ok(made.size > 8e6, `an image of the runtime's memory: ${made.size} bytes`);
+    await first.ctx.close();
+
+    // A repeat visit: restored, Python right, every escape probe still blocked, the image unchanged.
+    let v = await visit();
+    assert.ok(v.atReady.includes(RESTORED), `restored before ready: ${JSON.stringify(v.atReady)}`);
+    await python(v.page);
+    // A package loads into a restored runtime (through the guarded fetch, from /pyodide/).
+    await setCode(v.page, 'import openpyxl\nwb = openpyxl.Workbook()\nwb.active["A1"] = 7\nwb.save("/mnt/output/r.xlsx")\n' +
+      'print(openpyxl.load_workbook("/mnt/output/r.xlsx").active["A1"].value)\n');
+    const xl = await runAndWait(v.page);
+    assert.equal(xl.status, 'ok', xl.text);
+    assert.equal(xl.stdout.trim(), '7');
+    const { results, bcGot } = await escapeProbes(v.page, `http://127.0.0.1:${sentinel.address().port}`);
+    const reached = Object.entries(results).filter(([, r]) => !r.startsWith('blocked') && r !== 'pending');
+    assert.deepEqual(reached, [], `probes that escaped a restored kernel: ${JSON.stringify(reached)}`);
+    assert.ok(Object.keys(results).length >= 15, JSON.stringify(results));
+    assert.deepEqual(hits, [], 'the sentinel server saw no request');
+    assert.deepEqual(bcGot, []);
+    assert.deepEqual(await readImage(v.page), made, 'Python (IndexedDB probe included) did not touch the kept image');
+
+    // Another build's image: not sent; a normal load, and this build's image replaces it.
+    await spoilImage(v.page, 'key');
+    await v.close();
+    v = await visit();
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /another build's: a normal load/.test(l)), JSON.stringify(v.atReady));
+    await python(v.page);
+    await waitImage(v.page, (i) => i && i.key === made.key && i.intact, 'after another build\'s image');
+
+    // Bytes that do not match their hash: the worker refuses them, loads normally, says so.
+    await spoilImage(v.page, 'bytes');
+    await v.close();
+    v = await visit();
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: its bytes do not match its hash: loaded normally/.test(l)), JSON.stringify(v.atReady));
+    await python(v.page);
+    await waitImage(v.page, (i) => i && i.intact, 'after a corrupt image');
+
+    // An image that hashes right but cannot be restored: Pyodide fails on it, a normal load follows.
+    await spoilImage(v.page, 'truncated');
+    await v.close();
+    v = await visit();
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: restoring failed .*loaded normally/.test(l)), JSON.stringify(v.atReady));
+    await python(v.page);
+    await waitImage(v.page, (i) => i && i.intact && i.size > 8e6, 'after an unrestorable image');
+    await v.close();
+  } finally {
+    await first.ctx.close().catch(() => {});
+    sentinel.closeAllConnections?.(); sentinel.close();
     fs.rmSync(profile, { recursive: true, force: true });
   }
 });

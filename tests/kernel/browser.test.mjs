@@ -101,3 +101,22 @@ print(openpyxl.load_workbook('/mnt/output/a.xlsx').active['A1'].value)` });
   assert.ok(!hits.some((h) => h === '/leak' || h.startsWith('/v1/')), 'no probe reached the server');
   assert.ok(hits.some((h) => h.startsWith('/pyodide/wheels/')), 'wheels came through the guarded fetch');
 });
+
+test('browser worker: a memory snapshot of another build is refused (a normal load, said in a log event), and none is made for another build\'s key', { skip }, async () => {
+  const out = await page.evaluate(async (base) => {
+    const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
+    const events = [];
+    const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/kernel-worker.js', { type: 'module' }),
+      init: { indexURL: base + '/pyodide/', packageBaseUrl: base + '/pyodide/', lockFileURL: base + '/pyodide/pyodide-lock.json',
+        kernelURL: 'bundled:kernel/', snapshot: { key: 'another-build', sha256: '00', bytes: new Uint8Array(64) }, makeSnapshot: 'another-build' } });
+    k.onEvent((e) => { if (e.event === 'log' || e.event === 'snapshot') events.push([e.event, e.message || '']); });
+    const info = await k.ready;
+    const r = await k.run({ code: 'print(6 * 7)' });
+    k.terminate('cancelled');
+    return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, events };
+  }, base);
+  assert.equal(out.snapshot, 'refused: made by another build');
+  assert.deepEqual(out.lockdown, []);
+  assert.equal(out.stdout, '42\n');
+  assert.deepEqual(out.events, [['log', 'memory snapshot refused: made by another build: loaded normally']]);
+});

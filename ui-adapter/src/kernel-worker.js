@@ -6,8 +6,9 @@
 // 'bundled:kernel/' names them; every other URL (the Pyodide runtime, the lock file) is fetched
 // with the worker's own fetch before lock-down removes it.  The sizes of the runtime files Pyodide
 // fetches are bundled too (`cerea:runtime-bytes`, read from build/www/pyodide/ at build time), so
-// the download progress has its total before the first byte.  The CSP on this script's response,
-// not this file, is what stops eval-based escapes.
+// the download progress has its total before the first byte, and so is this build's
+// memory-snapshot key (CEREA_SNAPSHOT_KEY: the worker restores only an image this build made).
+// The CSP on this script's response, not this file, is what stops eval-based escapes.
 import { KernelCore } from '../../worker/core.js';
 import KERNEL_SOURCES from 'cerea:kernel-sources';
 import RUNTIME_BYTES from 'cerea:runtime-bytes';
@@ -21,6 +22,7 @@ const host = {
   isNode: false,
   scope,
   runtimeBytes: RUNTIME_BYTES,
+  snapshotKey: typeof CEREA_SNAPSHOT_KEY === 'string' ? CEREA_SNAPSHOT_KEY : '',
   post: (msg, transfer) => post(msg, transfer),
   readText: async (url) => {
     if (url.startsWith(BUNDLED_KERNEL_URL)) {

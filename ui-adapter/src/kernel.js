@@ -3,13 +3,15 @@
 // page: its kernels are module Web Workers over the app's worker entry (ui-adapter/src/
 // kernel-worker.js, bundled by ui-adapter/build.mjs, served at /worker/kernel-worker.js, or under
 // /worker-pypi/ with the CSP that adds the PyPI hosts), loaded from our own origin's /pyodide/ (never
-// a CDN), in a pool of its own with one live kernel and one pre-loaded spare (worker/pool.js).
+// a CDN), in a pool of its own with one live kernel and one pre-loaded spare (worker/pool.js), on a
+// repeat visit restored from the runtime's memory snapshot the page keeps (src/snapshot.js).
 // What it adds is the page's call shapes: files as {name, bytes, sha256?}, results whose files carry
 // `bytes`, files mounted one run at a time added to those already there, and the PyPI switch.  The
 // worker is never given a page credential.
 import { KernelClient } from '../../worker/kernel-client.js';
 import { KernelPool } from '../../worker/pool.js';
 import { KernelSupervisor as Supervisor } from '../../worker/supervisor.js';
+import { pageSnapshots } from './snapshot.js';
 
 export { NOTE, PHONE, noteCode } from '../../worker/notes.js';
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
@@ -21,9 +23,15 @@ export function initUrls(origin = globalThis.location.origin) {
 }
 
 let workers = 0;
-function browserKernel(url, { loadTimeoutMs }) {
+// A kernel worker, made at once; its init goes once the page's snapshot store answered (the worker
+// loads its script meanwhile).
+function browserKernel(url, { loadTimeoutMs, snapshots }) {
   const name = `kernel-${++workers}`;
-  return new KernelClient({ createWorker: () => new Worker(url, { type: 'module', name }), init: initUrls(), loadTimeoutMs });
+  const fields = snapshots ? snapshots.initFields() : Promise.resolve({});
+  const client = new KernelClient({ createWorker: () => new Worker(url, { type: 'module', name }),
+    init: fields.then((f) => ({ ...initUrls(), ...f })), loadTimeoutMs });
+  if (snapshots) snapshots.watch(client, fields);
+  return client;
 }
 
 const toFile = (f) => ({ name: f.name, version: f.version, sha256: f.sha256, size: f.size, data: f.data ?? f.bytes });
@@ -36,11 +44,14 @@ export class KernelSupervisor extends Supervisor {
    * @param {boolean} [o.spare=true]    keep one pre-loaded spare kernel
    * @param {number} [o.cancelGraceMs]  how long an interrupt may take before the kernel is replaced
    * @param {number} [o.loadTimeoutMs]  a kernel not ready by then is dead (Pyodide hangs, not fails, under a bad CSP)
-   * @param {(url: string, opts: {loadTimeoutMs}) => KernelClient} [o.createKernel]  for tests
+   * @param {SnapshotStore|null} [o.snapshots]  where kernels find and keep the runtime's memory
+   *                                    snapshot (src/snapshot.js; the page's one store by default)
+   * @param {(url: string, opts: {loadTimeoutMs, snapshots}) => KernelClient} [o.createKernel]  for tests
    */
-  constructor({ workerUrl, pypi = false, spare = true, cancelGraceMs = 1000, loadTimeoutMs = 120_000, createKernel = browserKernel } = {}) {
+  constructor({ workerUrl, pypi = false, spare = true, cancelGraceMs = 1000, loadTimeoutMs = 120_000, createKernel = browserKernel,
+    snapshots = typeof indexedDB === 'object' ? pageSnapshots() : null } = {}) {
     let self = null;
-    const pool = new KernelPool({ makeKernel: () => createKernel(self.workerUrl, { loadTimeoutMs }), max: 1, spare,
+    const pool = new KernelPool({ makeKernel: () => createKernel(self.workerUrl, { loadTimeoutMs, snapshots }), max: 1, spare,
       log: (m) => console.warn(`kernel: ${m}`) });
     super({ pool, id: 'page', cancelGraceMs });
     self = this;
