@@ -5,7 +5,8 @@
 //
 // Output:
 //   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
-//                                                     boot.js inlined, modulepreload links for its chunks
+//                                                     first-worker.js and boot.js inlined, modulepreload
+//                                                     links for boot.js's chunks
 //   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js and
 //                                                     docx-preview load only when a preview needs them)
 //   build/www/assets/chunks/*-[hash].js               their shared chunks, named by content (served immutable)
@@ -126,10 +127,18 @@ const bootCode = fs.readFileSync(path.resolve(root, bootOut[0]), 'utf8').trim().
 if (/<\/script|<!--/i.test(bootCode) || /["']\.\.?\//.test(bootCode)) throw new Error('build: boot.js cannot be inlined as it is');
 const preload = bootOut[1].imports.filter((i) => i.kind === 'import-statement')
   .map((i) => `<link rel="modulepreload" href="/assets/${path.relative(assets, path.resolve(root, i.path))}">\n`).join('');
+// Before them, the page's first script (classic, so it runs as the parser reaches it): the strict
+// kernel worker made at once when it is the answer (app/first-worker.js).
+const first = await esbuild.build({
+  ...common, format: 'iife', write: false, minify: true, legalComments: 'none',
+  stdin: { contents: "import { prestart } from './ui-adapter/app/first-worker.js'; prestart();", resolveDir: root },
+});
+const firstCode = first.outputFiles[0].text.trim();
+if (/<\/script|<!--/i.test(firstCode)) throw new Error('build: first-worker.js cannot be inlined as it is');
 const BOOT_TAG = /<script type="module" async src="\/assets\/boot\.js"( data-page="\w+")><\/script>/;
 for (const f of ['index.html', 'chat.html', 'admin.html']) {
   const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
-  fs.writeFileSync(path.join(www, f), html.replace(BOOT_TAG, (_, page) => `${preload}<script type="module" async${page}>${bootCode}</script>`));
+  fs.writeFileSync(path.join(www, f), html.replace(BOOT_TAG, (_, page) => `<script>${firstCode}</script>\n${preload}<script type="module" async${page}>${bootCode}</script>`));
 }
 const n = fs.readdirSync(assets).length;
 console.log(`build: web app -> ${path.relative(root, www)} (${n} entries in assets/), worker from ${path.relative(root, workerEntry)}`);

@@ -222,8 +222,8 @@ export class KernelCore {
       if (!py) py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
     } finally { restoreFetch(); }
     if (snapshot.startsWith('refused')) this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
-    // The image is taken here, before anything of ours is in the runtime; sent once it is hashed.
-    const made = making ? this.makeSnapshot(py, msg.id) : Promise.resolve(false);
+    // The image is taken here, before anything of ours is in the runtime.
+    const made = making && this.makeSnapshot(py, msg.id);
     this.py = py;
     this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
@@ -259,7 +259,7 @@ export class KernelCore {
       packages: { has: deployment.has || [], lacks: deployment.lacks || [] },
       lockdown: this.lockdownReport.slice(),
     };
-    if (await made) snapshot = 'made';
+    if (made) snapshot = 'made';
     this.info.snapshot = snapshot;
     return this.info;
   }
@@ -279,13 +279,12 @@ export class KernelCore {
     return { bytes: s.bytes };
   }
 
-  // The runtime's memory image (Pyodide loaded with _makeSnapshot), hashed and posted as a
-  // `snapshot` event.  → Promise<boolean>: sent.  Never fails the load.
-  async makeSnapshot(py, ref) {
+  // The runtime's memory image (Pyodide loaded with _makeSnapshot), posted as a `snapshot` event
+  // (the page hashes it when it keeps it).  → whether it was sent.  Never fails the load.
+  makeSnapshot(py, ref) {
     try {
       const bytes = py.makeMemorySnapshot();
-      const sha256 = await sha256Hex(bytes);
-      this.post(event(EVENT.SNAPSHOT, { ref, key: this.host.snapshotKey, sha256, bytes }));
+      this.post(event(EVENT.SNAPSHOT, { ref, key: this.host.snapshotKey, bytes }));
       return true;
     } catch (e) {
       this.post(event(EVENT.LOG, { ref, level: 'warn', message: `memory snapshot not made: ${e && e.message || e}` }));

@@ -78,7 +78,7 @@
 //   display   {ref: run_id, index, data: Bundle}   display(obj) in the run (index from 0, ≤ 20).
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
-//   snapshot  {ref: init id, key, sha256, bytes}   the memory image init's makeSnapshot asked for,
+//   snapshot  {ref: init id, key, bytes}   the memory image init's makeSnapshot asked for,
 //             taken as loadPyodide returned: before the kernel, the lock-down or any user code.
 //
 // SNAPSHOTS (browsers): Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /

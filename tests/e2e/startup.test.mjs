@@ -10,8 +10,11 @@
 // an ETag) and asks again only for the two files that change in place (the lock file,
 // deployment.json: a 304 as a rule); boot.js is inlined in the page, its content-hashed chunks are
 // immutable and the worker script has a strong ETag, so a repeat visit asks the server for no
-// chunk and gets a 304 for the worker script.  No timing is asserted (bench/startup does the measuring); the
-// download is slowed with CDP network emulation only so that the bar has several steps to check.
+// chunk and gets a 304 for the worker script; a first visit keeps a memory snapshot of the runtime
+// and a repeat visit restores from it (the page's first inline script made its worker, adopted)
+// with every escape probe still blocked, while another build's, a corrupt or an unrestorable image
+// means a normal load.  No timing is asserted (bench/startup does the measuring); the download is
+// slowed with CDP network emulation only so that the bar has several steps to check.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -324,6 +327,12 @@ test('a repeat visit restores Python from the memory snapshot the first visit ke
     // A repeat visit: restored, Python right, every escape probe still blocked, the image unchanged.
     let v = await visit();
     assert.ok(v.atReady.includes(RESTORED), `restored before ready: ${JSON.stringify(v.atReady)}`);
+    // The worker the page's first inline script made is the kernel's (adopted, not a third one):
+    // with the spare, two kernel workers.
+    const kernels = () => v.page.workers().filter((w) => w.url().endsWith('/kernel-worker.js')).length;
+    for (const until = Date.now() + 60_000; kernels() < 2 && Date.now() < until;) await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal(kernels(), 2, 'the kernel and its spare');
     await python(v.page);
     // A package loads into a restored runtime (through the guarded fetch, from /pyodide/).
     await setCode(v.page, 'import openpyxl\nwb = openpyxl.Workbook()\nwb.active["A1"] = 7\nwb.save("/mnt/output/r.xlsx")\n' +

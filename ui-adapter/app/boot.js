@@ -18,13 +18,10 @@
 import { KernelSupervisor } from '../src/kernel.js';
 import { loadSettings, serverConfig, pypiAllowed, pypiState, workerUrl } from './settings.js';
 import { runtimeProgress } from './progress.js';
+import { VERDICT, strictWorker } from './first-worker.js';
 
 // The page bundles boot.js may load (build.mjs's entries), by the name on its script tag.
 const PAGES = Object.freeze({ app: '/assets/app.js', chat: '/assets/chat.js' });
-// What /v1/config last said about PyPI on this origin (pypiState: 'available', 'unavailable',
-// 'disabled'), or null.
-const VERDICT = 'cerea.boot.pypi';
-const lastVerdict = () => { try { return localStorage.getItem(VERDICT); } catch { return null; } };
 // An async script may run before the parser reached the end of the page.
 const parsed = document.readyState === 'loading'
   ? new Promise((r) => document.addEventListener('DOMContentLoaded', r, { once: true })) : Promise.resolve();
@@ -36,7 +33,7 @@ const parsed = document.readyState === 'loading'
  * does not load)}.
  */
 export function startPageKernel(settings = loadSettings()) {
-  const strict = !settings.pypi || ['unavailable', 'disabled'].includes(lastVerdict());
+  const strict = strictWorker(settings);
   const supervisor = new KernelSupervisor({ workerUrl: workerUrl(!strict), pypi: !strict, spare: true });
   parsed.then(() => { const el = document.getElementById('runtime'); if (el) runtimeProgress(el, supervisor); });
   const config = serverConfig().then((cfg) => {

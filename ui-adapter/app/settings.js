@@ -20,9 +20,15 @@ export function loadSettings() {
 export function saveSettings(s) { localStorage.setItem(KEY, JSON.stringify(s)); }
 
 let configP = null;
+const EARLY_CONFIG = '__cereaConfig';
+const askConfig = () => fetch('/v1/config', { credentials: 'omit', cache: 'no-store' });
+/** Asks for /v1/config now, for serverConfig() to take (the page's first inline script calls it). */
+export function prefetchConfig() { globalThis[EARLY_CONFIG] ||= askConfig(); }
 /** GET /v1/config (public): {pypi_disabled, pypi_available, packages, limits, …}; defaults when absent. */
 export function serverConfig() {
-  configP ||= fetch('/v1/config', { credentials: 'omit', cache: 'no-store' })
+  const early = globalThis[EARLY_CONFIG];
+  delete globalThis[EARLY_CONFIG];
+  configP ||= (early || askConfig())
     .then((r) => (r.ok ? r.json() : {})).catch(() => ({}))
     .then((c) => ({ pypi_disabled: false, ...c }));
   return configP;

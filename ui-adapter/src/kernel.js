@@ -12,6 +12,7 @@ import { KernelClient } from '../../worker/kernel-client.js';
 import { KernelPool } from '../../worker/pool.js';
 import { KernelSupervisor as Supervisor } from '../../worker/supervisor.js';
 import { pageSnapshots } from './snapshot.js';
+import { adoptWorker } from './early-worker.js';
 
 export { NOTE, PHONE, noteCode } from '../../worker/notes.js';
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
@@ -23,12 +24,12 @@ export function initUrls(origin = globalThis.location.origin) {
 }
 
 let workers = 0;
-// A kernel worker, made at once; its init goes once the page's snapshot store answered (the worker
-// loads its script meanwhile).
+// A kernel worker, made at once (or the one made before the page's modules ran, early-worker.js); its
+// init goes once the page's snapshot store answered (the worker loads its script meanwhile).
 function browserKernel(url, { loadTimeoutMs, snapshots }) {
   const name = `kernel-${++workers}`;
   const fields = snapshots ? snapshots.initFields() : Promise.resolve({});
-  const client = new KernelClient({ createWorker: () => new Worker(url, { type: 'module', name }),
+  const client = new KernelClient({ createWorker: () => adoptWorker(url) || new Worker(url, { type: 'module', name }),
     init: fields.then((f) => ({ ...initUrls(), ...f })), loadTimeoutMs });
   if (snapshots) snapshots.watch(client, fields);
   return client;

@@ -94,7 +94,7 @@ export class SnapshotStore {
         const off = client.onEvent((e) => {
           if (e.event !== EVENT.SNAPSHOT) return;
           off();
-          if (client.state === 'loading' && e.key === this.key && e.bytes instanceof Uint8Array) this.save(e.sha256, e.bytes);
+          if (client.state === 'loading' && e.key === this.key && e.bytes instanceof Uint8Array) this.save(e.bytes);
         });
         client.ready.finally(off).catch(() => {});
       }
@@ -106,11 +106,15 @@ export class SnapshotStore {
     });
   }
 
-  save(sha256, bytes) {
+  // Hashed here, off the kernel's start (the worker checks the hash before it restores).
+  save(bytes) {
     const blob = new Blob([bytes]);
-    this.kept = Promise.resolve({ sha256, blob });
-    this.tx('readwrite', (s) => request(s.put({ key: this.key, sha256, blob, size: bytes.length, saved: Date.now() }, ID)))
-      .catch((e) => this.log.warn(`kernel: memory snapshot not kept (${e.message})`));
+    this.kept = crypto.subtle.digest('SHA-256', bytes).then((d) => {
+      const sha256 = Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
+      this.tx('readwrite', (s) => request(s.put({ key: this.key, sha256, blob, size: bytes.length, saved: Date.now() }, ID)))
+        .catch((e) => this.log.warn(`kernel: memory snapshot not kept (${e.message})`));
+      return { sha256, blob };
+    }, (e) => { this.log.warn(`kernel: memory snapshot not kept (${e.message})`); return null; });
   }
 
   // A kept image the worker would not or could not restore: forgotten, and the next kernel makes one.
