@@ -72,6 +72,10 @@ function downloadMessage(loaded, total) {
   return `downloading the Python runtime (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
 }
 
+// The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
+// image is taken (nothing of ours: the kernel itself is imported after every load or restore).
+const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
+
 async function sha256Hex(bytes) {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
@@ -283,6 +287,7 @@ export class KernelCore {
   // (the page hashes it when it keeps it).  → whether it was sent.  Never fails the load.
   makeSnapshot(py, ref) {
     try {
+      py.runPython(SNAPSHOT_IMPORTS);
       const bytes = py.makeMemorySnapshot();
       this.post(event(EVENT.SNAPSHOT, { ref, key: this.host.snapshotKey, bytes }));
       return true;

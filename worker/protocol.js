@@ -79,7 +79,8 @@
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
 //   snapshot  {ref: init id, key, bytes}   the memory image init's makeSnapshot asked for,
-//             taken as loadPyodide returned: before the kernel, the lock-down or any user code.
+//             taken as loadPyodide returned (and standard-library modules the kernel uses were
+//             imported): before the kernel, the lock-down or any user code.
 //
 // SNAPSHOTS (browsers): Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
 // _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has run
