@@ -9,8 +9,9 @@
 // loading (before any user code could run in it).
 //
 //   store.initFields() → Promise<init fields for one kernel>: {snapshot: {key, sha256, bytes}}
-//                        when an image of this build is kept, else {makeSnapshot: key} for the
-//                        page's first kernel, else {}
+//                        when an image of this build is kept, else {makeSnapshot: key} once,
+//                        for a kernel after the page's first (the spare, loaded once the first
+//                        is ready: the first visit's start never waits for an image), else {}
 //   store.watch(client, fields)   keeps the image that kernel sends, drops a kept image the
 //                        worker refused or could not restore (the next kernel makes a new one),
 //                        and says so on the console.
@@ -36,6 +37,7 @@ export class SnapshotStore {
     this.log = log;
     this.kept = null;    // Promise of {sha256, blob} | null: the image kernels restore
     this.asked = false;  // a kernel of this page was asked to make one
+    this.kernels = 0;    // kernels that asked for their init fields
     this.db = null;
   }
 
@@ -74,6 +76,7 @@ export class SnapshotStore {
 
   async initFields() {
     if (!this.storage) return {};
+    const first = this.kernels++ === 0;
     const rec = await this.read();
     if (rec) {
       try { return { snapshot: { key: this.key, sha256: rec.sha256, bytes: new Uint8Array(await rec.blob.arrayBuffer()) } }; } catch (e) {
@@ -82,7 +85,7 @@ export class SnapshotStore {
         return {};
       }
     }
-    if (this.asked) return {};
+    if (this.asked || first) return {};
     this.asked = true;
     return { makeSnapshot: this.key };
   }
