@@ -194,6 +194,14 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
     store_run_free(rec);
     return 1;
   }
+  if (run == NULL && rc == 0 && (run = orch__map_get(&o->runs, run_id)) != NULL) {
+    /* nodes: the run went live with its chat just now (taken over from a node that died): the
+     * caller reads the live run, not the stored record of the attempt the dead node had out */
+    store_run_free(rec);
+    memset(rec, 0, sizeof(*rec));
+    memcpy(rec->id, run->rec.id, sizeof(rec->id));
+    memcpy(rec->chat_id, run->rec.chat_id, sizeof(rec->chat_id));
+  }
   if (rc != 0 || !orch__auth_allows_chat(&a, c)) {
     store_run_free(rec);
     if (a.kind == ORCH_CRED_PAGE && c != NULL && strcmp(a.chat_id, c->id) == 0)
