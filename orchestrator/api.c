@@ -103,6 +103,21 @@ static int deny_not_backend(struct orch *o, struct tp_req *req, const struct orc
   return 1;
 }
 
+int orch__host_elsewhere(const struct orch *o, const struct orch_auth *a, const char *chat_id) {
+  return a->kind == ORCH_CRED_HOST && o->nodes != NULL && orch__map_get(&o->chats, chat_id) == NULL;
+}
+
+int orch__api_host_elsewhere(struct orch *o, struct tp_req *req, const struct orch_auth *a,
+                             const char *chat_id) {
+  if (!orch__host_elsewhere(o, a, chat_id))
+    return 0;
+  orch__api_error(req, 409, "conflict",
+                  "chat %s is not held by this node: its kernel hosts reach only this node's "
+                  "chats",
+                  chat_id);
+  return 1;
+}
+
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
@@ -126,6 +141,8 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
     orch__api_error(req, 403, "forbidden", "this page token belongs to another chat");
     return NULL;
   }
+  if (orch__valid_id(chat_id) && orch__api_host_elsewhere(o, req, &a, chat_id))
+    return NULL;
   struct orch_chat *c = NULL;
   int rc = orch__valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
   if (rc == SBX_EAGAIN) { /* another node serves it (nodes.c) */
@@ -179,6 +196,10 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
   }
   if (rc != 0) {
     orch__api_error(req, 500, "internal", "cannot load run: %s", sbx_strerror(rc));
+    return 1;
+  }
+  if (orch__api_host_elsewhere(o, req, &a, rec->chat_id)) {
+    store_run_free(rec);
     return 1;
   }
   struct orch_chat *c = NULL;

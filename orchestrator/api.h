@@ -52,6 +52,14 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
  * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
+/* With nodes, the hosts' key reaches only the chats this node holds (in its memory: hosts.c gives
+ * its hosts no other).  1 when a is that key and chat_id is not one of them: the call must neither
+ * take the chat's lease here nor be forwarded (the key is this node's own, so the owner would
+ * refuse it).  orch__api_host_elsewhere also answers it: 409, which a host takes as "this attempt
+ * or chat is not yours any more" (hosts.c detaches such a chat at its next tick). */
+int orch__host_elsewhere(const struct orch *o, const struct orch_auth *a, const char *chat_id);
+int orch__api_host_elsewhere(struct orch *o, struct tp_req *req, const struct orch_auth *a,
+                             const char *chat_id);
 /* Who besides the backend may make a chat's call (orch__api_chat's `who`). */
 enum orch_api_who {
   ORCH_API_BACKEND = 0, /* the API key only */

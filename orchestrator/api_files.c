@@ -95,7 +95,7 @@ static struct orch_chat *could_reach(struct orch *o, struct tp_req *req, int *el
   struct orch_chat *c = NULL;
   *elsewhere = 0;
   if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
-      !orch__valid_id(chat_id))
+      !orch__valid_id(chat_id) || orch__host_elsewhere(o, &a, chat_id))
     return NULL;
   int rc = orch__chat_get(o, chat_id, &c);
   *elsewhere = rc == SBX_EAGAIN;
@@ -314,6 +314,10 @@ static void on_download(struct tp_req *req, void *ud) {
   struct store_file f;
   if (!orch__valid_id(id) || store_file_get(o->st, id, &f) != 0) {
     orch__api_error(req, 404, "not_found", "no file %s", id ? id : "");
+    return;
+  }
+  if (orch__api_host_elsewhere(o, req, &a, f.chat_id)) {
+    store_file_free(&f);
     return;
   }
   struct orch_chat *c = NULL;

@@ -126,7 +126,9 @@ static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req, int *
     return NULL;
   const char *id = tp_req_param(req, "run");
   struct orch_run *run = orch__valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
-  *elsewhere = run == NULL && o->nodes != NULL; /* perhaps another node's run (nodes.c) */
+  /* perhaps another node's run (nodes.c); never for the hosts' key, which reaches this node's
+   * chats only */
+  *elsewhere = run == NULL && o->nodes != NULL && a.kind != ORCH_CRED_HOST;
   if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
     return NULL;
   if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows_chat(&a, run->chat))
