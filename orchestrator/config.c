@@ -388,9 +388,6 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL,
                          "CEREA_NODE_URL: every node needs the same CEREA_API_KEY (a generated "
                          "key is one node's own: the others would refuse it)");
-  if (c->node_url && c->exec_mode == ORCH_EXEC_SERVER)
-    return sbx_error_set(err, SBX_EINVAL,
-                         "CEREA_NODE_URL: server execution mode runs on one node only for now");
   return 0;
 }
 

@@ -6,10 +6,18 @@
  * listens on (SOCK = /tmp/cerea-hosts-XXXXXX/hosts.sock, a folder of the hosts' own uid, when the
  * orchestrator runs as root and starts them as nobody; else DATA/hosts/hosts.sock).  The orchestrator talks to a host's
  * process only through its stdin, one command a line: `key K` (the credential), `attach CHAT`;
- * `detach CHAT` (idle chats); the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`,
- * the same across its restarts: a restarted host re-attaching a chat without Last-Event-ID makes
- * the run the dead one held a new attempt at once (api_events.c), which is the restart policy for
- * a dead host's runs — the run is re-dispatched from scratch and nothing is lost.
+ * `detach CHAT` (idle chats); the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`
+ * (with nodes `host-<node>-<slot>`), the same across its restarts: a restarted host re-attaching a
+ * chat without Last-Event-ID makes the run the dead one held a new attempt at once (api_events.c),
+ * which is the restart policy for a dead host's runs — the run is re-dispatched from scratch and
+ * nothing is lost.
+ *
+ * With nodes (CEREA_NODE_URL) each node runs hosts of its own for the chats it holds: the chats
+ * in a node's memory are exactly those whose lease it holds (nodes.c), and only those are given
+ * to its hosts; one that leaves (idle, its lease let go) is detached at once, and its hosts' key
+ * reaches no other chat (api.c: never a lease taken, never a call forwarded).  A node that dies
+ * takes its hosts with it; the node that takes a chat over runs its unfinished runs on its own
+ * hosts, as new attempts, the chat's files fetched from the shared store.
  *
  * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"; docs/server-mode.md has the
  * table of layers and what each stops): every host runs as (uid 65534 outside its namespace too
@@ -130,7 +138,7 @@ struct host {
   struct orch_hosts *hs;
   int slot;
   enum host_state state; /* written by host_set_state only */
-  char page_id[24];
+  char page_id[32];
   uv_process_t proc;
   uv_pipe_t in, out;
   uv_timer_t timer; /* backoff while exited; SIGKILL deadline while closing */
@@ -913,7 +921,13 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
     h->hs = hs;
     h->slot = i;
     h->backoff_ms = BACKOFF_MIN_MS;
-    snprintf(h->page_id, sizeof(h->page_id), "host-%d", i);
+    /* with nodes, "host-<node id's first 8 hex>-<slot>": the chat's page list, its runs'
+     * page_id and /v1/admin/pages tell which node's host ran what */
+    const char *node_id = orch__node_id(o);
+    if (node_id)
+      snprintf(h->page_id, sizeof(h->page_id), "host-%.8s-%d", node_id, i);
+    else
+      snprintf(h->page_id, sizeof(h->page_id), "host-%d", i);
     uv_timer_init(o->loop, &h->timer);
     h->timer.data = h;
     hs->open_timers++;
@@ -952,7 +966,9 @@ static void detach(struct orch_hosts *hs, struct assignment *a) {
 /* Chats assigned but without live runs give their slot up: after chat_idle_ms, or after
  * HOST_LINGER_MS when `waiting` chats want one (the longest idle first, one per wanted slot).
  * Their stream, kernel and file bytes go; the host remembers the chat had a kernel, so its next
- * run says restarted.  Bounds what a host holds when many chats come and go. */
+ * run says restarted.  Bounds what a host holds when many chats come and go.  A chat that left
+ * this node's memory (idle, its host's page gone; with nodes its lease let go, so another node
+ * may hold it next) is detached at once: its host's calls for it would be refused (api.c). */
 static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   uint64_t now = sbx_now_mono_ms();
   size_t i = 0;
@@ -961,7 +977,9 @@ static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   while (orch__map_next(&hs->assign, &i, &k, &v)) {
     struct assignment *a = v;
     struct orch_chat *c = orch__map_get(&hs->o->chats, a->chat_id);
-    if (c != NULL && !SBX_LIST_EMPTY(&c->runs))
+    if (c == NULL)
+      detach(hs, a);
+    else if (!SBX_LIST_EMPTY(&c->runs))
       a->idle_since_ms = 0;
     else if (a->idle_since_ms == 0)
       a->idle_since_ms = now;

@@ -747,6 +747,7 @@ struct orch_nodes;
 int orch__nodes_start(struct orch *o, struct sbx_error *err);
 void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
 void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
+const char *orch__node_id(const struct orch *o); /* this node's id; NULL when not a node */
 /* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EAGAIN another
  * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
  * store's error. */

@@ -269,6 +269,8 @@ void orch__nodes_close(struct orch *o) {
   o->nodes = NULL;
 }
 
+const char *orch__node_id(const struct orch *o) { return o->nodes ? o->nodes->id : NULL; }
+
 void orch__node_tell(struct orch *o, const char *what) {
   if (o->nodes && store_notify(o->st, what, NULL, NULL) != 0)
     sbx_log(SBX_LOG_WARN, "nodes", "the other nodes were not told (%s)", what);

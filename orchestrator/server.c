@@ -250,9 +250,10 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
       goto fail_tp;
     }
   }
-  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
-    goto fail_tp;
+  /* nodes first: a node's hosts are named after it (hosts.c) */
   if ((rc = orch__routes_nodes(o, err)) != 0)
+    goto fail_tp;
+  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
     goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
