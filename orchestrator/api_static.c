@@ -23,8 +23,6 @@
 #include "api.h"
 #include "transport.h"
 
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -65,50 +63,13 @@ static int rel_path_ok(const char *p) {
 /* The kernel worker script's validator: a strong ETag over the file (size, mtime in ns) and the
  * headers its answer carries -- the CSP names the host and, on /worker-pypi/, the PyPI hosts -- so
  * a repeat visit gets a 304, and a new build or a changed policy (CHAT_PYODIDE_PYPI_DISABLED) the
- * new script with its new CSP.  → 0, `etag` (40 bytes) set to "\"<32 hex>\"". */
-static int worker_etag(const struct stat *st, const char *headers, char *etag) {
-  unsigned char md[SHA256_DIGEST_LENGTH];
-  char stamp[64];
-  snprintf(stamp, sizeof(stamp), "%lld.%lld.%ld;", (long long)st->st_size,
-           (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec);
-  EVP_MD_CTX *c = EVP_MD_CTX_new();
-  int ok = c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) &&
-           EVP_DigestUpdate(c, stamp, strlen(stamp)) &&
-           EVP_DigestUpdate(c, headers, strlen(headers)) && EVP_DigestFinal_ex(c, md, NULL);
-  EVP_MD_CTX_free(c);
-  if (!ok)
-    return -1;
-  etag[0] = '"';
-  for (int i = 0; i < 16; i++)
-    snprintf(etag + 1 + 2 * i, 3, "%02x", md[i]);
-  memcpy(etag + 33, "\"", 2);
-  return 0;
-}
-
-/* Does If-None-Match name `etag` (a list of tags, weak or strong: the weak comparison of RFC 9110
- * 13.1.2; `*` matches)? */
-static int etag_matches(const char *inm, const char *etag) {
-  if (inm == NULL)
-    return 0;
-  size_t el = strlen(etag);
-  for (const char *p = inm; *p;) {
-    while (*p == ' ' || *p == '\t' || *p == ',')
-      p++;
-    if (*p == '*')
-      return 1;
-    if (p[0] == 'W' && p[1] == '/')
-      p += 2;
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
-      len--;
-    if (len == el && memcmp(p, etag, el) == 0)
-      return 1;
-    if (!end)
-      break;
-    p = end + 1;
-  }
-  return 0;
+ * new script with its new CSP.  `etag` (35 bytes) gets "\"<32 hex>\"". */
+static void worker_etag(const struct stat *st, const char *headers, char *etag) {
+  char text[1600], hex[65];
+  int n = snprintf(text, sizeof(text), "%lld.%lld.%ld;%s", (long long)st->st_size,
+                   (long long)st->st_mtim.tv_sec, (long)st->st_mtim.tv_nsec, headers);
+  store_sha256_hex(text, n < 0 ? 0 : SBX_MIN((size_t)n, sizeof(text) - 1), hex);
+  snprintf(etag, 35, "\"%.32s\"", hex);
 }
 
 static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
@@ -135,13 +96,13 @@ static void serve_worker(struct tp_req *req, struct orch *o, int pypi) {
                    SUBRESOURCE);
   struct stat st;
   char etag[40];
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || n < 0 || (size_t)n >= sizeof(headers) - 64 ||
-      worker_etag(&st, headers, etag) != 0) {
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || n < 0 || (size_t)n >= sizeof(headers) - 64) {
     orch__api_error(req, 404, "not_found", "no such file");
     return;
   }
+  worker_etag(&st, headers, etag);
   snprintf(headers + n, sizeof(headers) - (size_t)n, "ETag: %s\r\n", etag);
-  if (etag_matches(tp_req_header(req, "if-none-match"), etag)) {
+  if (tp_etag_listed(tp_req_header(req, "if-none-match"), etag)) {
     tp_respond(req, 304, headers, NULL, 0);
     return;
   }

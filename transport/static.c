@@ -217,8 +217,7 @@ static int accepts(const char *ae, const char *coding) {
   return 0;
 }
 
-/* Is `etag` in the If-None-Match list (weak comparison)? */
-static int etag_listed(const char *inm, const char *etag) {
+int tp_etag_listed(const char *inm, const char *etag) {
   if (inm == NULL)
     return 0;
   const char *e = etag[0] == 'W' ? etag + 2 : etag;
@@ -340,7 +339,7 @@ void tp__static_serve(struct tp_req *r, const struct tp_mount *m) {
   }
 #undef H_ADD
   h[hl] = '\0';
-  if (etag_listed(tp_req_header(r, "If-None-Match"), etag)) {
+  if (tp_etag_listed(tp_req_header(r, "If-None-Match"), etag)) {
     tp_respond(r, 304, h, NULL, 0);
     return;
   }

@@ -197,6 +197,9 @@ int tp_stream_write(struct tp_req *r, const void *data, size_t len);
 int tp_stream_end(struct tp_req *r);
 void tp_stream_on_drain(struct tp_req *r, tp_drain_cb cb, void *ud);
 
+/* Is `etag` in the If-None-Match list `inm` (NULL: no)?  The weak comparison of RFC 9110
+ * 13.1.2; `*` matches.  tp_respond_file uses it; a handler with its own validator may too. */
+int tp_etag_listed(const char *inm, const char *etag);
 /* Sends a file from disk as the answer (streamed, Range honoured when `allow_range`).  The
  * orchestrator uses it for blobs.  The file is opened through the server's file cache (one
  * descriptor shared by every answer of the same file, revalidated within a second), and read no
