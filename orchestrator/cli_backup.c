@@ -14,18 +14,19 @@
 #include "store.h"
 
 static void usage(FILE *f) {
-  fputs("usage: cerea-sandbox backup DEST [--data DIR]     a consistent copy while the server runs\n"
-        "       cerea-sandbox restore SRC [--data DIR]     into a new or empty DIR, no server on it\n"
-        "  DIR: the server's data directory (default: CEREA_DATA_DIR, else ./var)\n"
-        "  DEST must be a new or empty folder; SRC is checked whole (manifest.sha256) first\n",
-        f);
+  fputs(
+      "usage: cerea-sandbox backup DEST [--data DIR]     a consistent copy while the server runs\n"
+      "       cerea-sandbox restore SRC [--data DIR]     into a new or empty DIR, no server on it\n"
+      "  DIR: the server's data directory (default: CEREA_DATA_DIR, else ./var)\n"
+      "  DEST must be a new or empty folder; SRC is checked whole (manifest.sha256) first\n",
+      f);
 }
 
 /* argv[2] the folder, then --data DIR: 0, or the exit code (help: 0 printed, usage: 2). */
 static int parse(int argc, char **argv, const char **folder, const char **data) {
   *folder = NULL;
-  *data = getenv("CEREA_DATA_DIR") && *getenv("CEREA_DATA_DIR") ? getenv("CEREA_DATA_DIR")
-                                                                 : "./var";
+  *data =
+      getenv("CEREA_DATA_DIR") && *getenv("CEREA_DATA_DIR") ? getenv("CEREA_DATA_DIR") : "./var";
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
       usage(stdout);

@@ -42,11 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MANIFEST      "manifest.sha256"
-#define INFO          "backup.info"
-#define FORMAT        1
-#define MANIFEST_MAX  (64u << 20) /* bytes: ~700k blobs; past it the manifest is not ours */
-#define BUSY_RETRIES  200         /* x 25 ms: the backup step waiting on the server's writer */
+#define MANIFEST     "manifest.sha256"
+#define INFO         "backup.info"
+#define FORMAT       1
+#define MANIFEST_MAX (64u << 20) /* bytes: ~700k blobs; past it the manifest is not ours */
+#define BUSY_RETRIES 200         /* x 25 ms: the backup step waiting on the server's writer */
 
 static const char *const KEY_FILES[] = {"api_key", "chat_key_secret"};
 
@@ -130,8 +130,7 @@ static int hash_copy(const char *src, const char *dst, char hex[65], uint64_t *s
   char buf[1 << 16];
   uint64_t total = 0;
   if (in < 0) {
-    rc = sbx_error_set(err, errno == ENOENT ? SBX_ENOENT : SBX_EIO, "%s: %s", src,
-                       strerror(errno));
+    rc = sbx_error_set(err, errno == ENOENT ? SBX_ENOENT : SBX_EIO, "%s: %s", src, strerror(errno));
     goto out;
   }
   if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
@@ -243,12 +242,11 @@ static int manifest_read(const char *src, struct manifest *m, struct sbx_error *
   FILE *f = path ? fopen(path, "re") : NULL;
   int rc = 0;
   if (f == NULL) {
-    rc = path == NULL ? sbx_error_set(err, SBX_ENOMEM, "out of memory")
-         : errno == ENOENT
-             ? sbx_error_set(err, SBX_ECORRUPT,
-                             "%s has no %s: not a backup, or one that did not finish", src,
-                             MANIFEST)
-             : sbx_error_set(err, SBX_EIO, "%s: %s", path, strerror(errno));
+    rc = path == NULL      ? sbx_error_set(err, SBX_ENOMEM, "out of memory")
+         : errno == ENOENT ? sbx_error_set(err, SBX_ECORRUPT,
+                                           "%s has no %s: not a backup, or one that did not finish",
+                                           src, MANIFEST)
+                           : sbx_error_set(err, SBX_EIO, "%s: %s", path, strerror(errno));
     sbx_free(path);
     return rc;
   }
@@ -379,7 +377,7 @@ static int copy_present_blobs(const char *data, const char *dest, struct sbx_err
   DIR *d = top ? opendir(top) : NULL;
   int rc = 0;
   if (d == NULL) {
-    rc = top == NULL ? sbx_error_set(err, SBX_ENOMEM, "out of memory")
+    rc = top == NULL       ? sbx_error_set(err, SBX_ENOMEM, "out of memory")
          : errno == ENOENT ? 0
                            : sbx_error_set(err, SBX_EIO, "%s: %s", top, strerror(errno));
     sbx_free(top);
@@ -450,8 +448,8 @@ static int snapshot_db(const char *data, const char *dest, int *version, struct 
   }
   int fin = sqlite3_backup_finish(b);
   if (r != SQLITE_DONE || fin != SQLITE_OK) {
-    rc = sbx_error_set(err, r == SQLITE_BUSY ? SBX_EBUSY : SBX_EDB, "backup of %s: %s",
-                       src_path, sqlite3_errstr(r != SQLITE_DONE ? r : fin));
+    rc = sbx_error_set(err, r == SQLITE_BUSY ? SBX_EBUSY : SBX_EDB, "backup of %s: %s", src_path,
+                       sqlite3_errstr(r != SQLITE_DONE ? r : fin));
     goto out;
   }
   /* The copy takes the source's WAL mode with its pages: a backup is one self-contained file. */
@@ -708,11 +706,10 @@ static int check_info(const char *tmp, struct sbx_error *err) {
   if (f != NULL)
     fclose(f);
   sbx_free(path);
-  return format == FORMAT
-             ? 0
-             : sbx_error_set(err, SBX_ECORRUPT,
-                             "%s says format %d: this program restores format %d", INFO, format,
-                             FORMAT);
+  return format == FORMAT ? 0
+                          : sbx_error_set(err, SBX_ECORRUPT,
+                                          "%s says format %d: this program restores format %d",
+                                          INFO, format, FORMAT);
 }
 
 /* SBX_EBUSY when a server holds DATA's lock (store_open's flock on cerea.lock). */
