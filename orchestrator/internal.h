@@ -213,6 +213,9 @@ void orch__page_init(struct orch_page *p, const char *id);
 int orch__page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);
 int orch__page_presence(struct orch_page *p, int visible, uint64_t *visible_counter);
 int orch__page_drop(struct orch_page *p, uint64_t grace_ms);
+/* The page said it is going away (a reload, a closed tab, a chat switch): its grace ends now, so
+ * the next tick makes it GONE.  From an attached state or GRACE; SBX_ESTATE otherwise. */
+int orch__page_leave(struct orch_page *p);
 /* GRACE past its deadline -> GONE (1); otherwise 0. */
 int orch__page_tick(struct orch_page *p);
 /* A sign of life: remembered; a SILENT page is VISIBLE again (1: it changed state), else 0. */
@@ -519,6 +522,9 @@ int orch__run_reload(struct orch *o, struct store_run *rec);
 void orch__run_free(struct orch_run *run);
 /* Housekeeping tick: run deadlines, page grace, page silence. */
 void orch__chat_tick(struct orch_chat *c);
+/* Page p of chat c said it is leaving (its stream already detached from it): it is gone now, and
+ * what it ran is paused (re-dispatched at once to another visible page).  Frees p. */
+void orch__chat_page_leave(struct orch_chat *c, struct orch_page *p);
 /* A sign of life of page p of chat c (NULL: none): a silent page is visible again and its run
  * goes out as a new attempt. */
 void orch__page_sign_of_life(struct orch_chat *c, struct orch_page *p);
