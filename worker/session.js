@@ -197,7 +197,8 @@ export class PageSession extends Emitter {
   leave(why) {
     if (this.fsm.is('new') || this.left) return;
     this.left = why;
-    this.client.json('POST', `/v1/chats/${enc(this.chatId)}/presence`, { page_id: this.pageId, leaving: true }, { keepalive: true })
+    const body = { page_id: this.pageId, leaving: true };
+    Promise.resolve().then(() => this.client.json('POST', `/v1/chats/${enc(this.chatId)}/presence`, body, { keepalive: true }))
       .catch((e) => this.log(`presence (leaving, ${why}): ${e.message}`));
   }
 
