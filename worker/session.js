@@ -198,8 +198,10 @@ export class PageSession extends Emitter {
     if (this.fsm.is('new') || this.left) return;
     this.left = why;
     const body = { page_id: this.pageId, leaving: true };
-    Promise.resolve().then(() => this.client.json('POST', `/v1/chats/${enc(this.chatId)}/presence`, body, { keepalive: true }))
-      .catch((e) => this.log(`presence (leaving, ${why}): ${e.message}`));
+    const said = (e) => this.log(`presence (leaving, ${why}): ${e.message}`);
+    try {   // sent now, inside pagehide: a microtask later may be too late for an unloading page
+      this.client.json('POST', `/v1/chats/${enc(this.chatId)}/presence`, body, { keepalive: true }).catch(said);
+    } catch (e) { said(e); }
   }
 
   /** Close the stream; attempts not finished are dropped (nothing more is posted for them). */
