@@ -194,3 +194,28 @@ test('a restore refuses a backup that was cut short, changed, added to or never 
   assert.equal(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, /restored .* blobs/);
 });
+
+test('a backup killed half-way (SIGKILL) leaves no manifest: the restore refuses it as unfinished, and a new backup goes elsewhere', async () => {
+  // Enough content that the copy takes a while: 120 files of 256 KiB.
+  const chat = await newChat(srv);
+  for (let i = 0; i < 120; i++) assert.equal((await upload(srv, chat, `big-${i}.bin`, randomBytes(256 * 1024))).status, 201);
+  const dest = join(work, 'killed');
+  const p = spawn(BIN, ['backup', dest, '--data', srv.dataDir], { stdio: 'ignore' });
+  // Kill it once it has started copying blobs, before it could have finished.
+  for (let i = 0; i < 200 && !(existsSync(join(dest, 'blobs')) && readdirSync(join(dest, 'blobs')).length > 3); i++) await sleep(5);
+  process.kill(p.pid, 'SIGKILL');
+  await new Promise((r) => p.on('exit', r));
+  assert.ok(existsSync(dest), 'the backup had begun');
+  assert.ok(!existsSync(join(dest, 'manifest.sha256')), 'killed before its last step: no manifest');
+  const r = await cli(['restore', dest, '--data', join(work, 'from-killed')]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /not a backup, or one that did not finish/);
+  assert.ok(!existsSync(join(work, 'from-killed')));
+  const again = await cli(['backup', dest, '--data', srv.dataDir]);
+  assert.equal(again.code, 1, 'the half-made folder is not overwritten');
+  assert.match(again.stderr, /is not empty/);
+  // The server it ran beside did not notice.
+  assert.equal((await call(srv, 'GET', `/v1/chats/${chat.id}/files`)).json.files.length, 120);
+  const fresh = await cli(['backup', join(work, 'after-kill'), '--data', srv.dataDir]);
+  assert.equal(fresh.code, 0, fresh.stderr);
+});
