@@ -352,7 +352,9 @@ void orch__map_del(struct orch_map *m, const char *key);
 int orch__map_next(const struct orch_map *m, size_t *i, const char **key, void **val);
 
 /* ---- metrics (metrics.c) ---------------------------------------------------------------------- */
-#define ORCH_DUR_BUCKETS 12
+#define ORCH_DUR_BUCKETS      12
+#define ORCH_HISTORY_SAMPLES  181  /* 15 minutes of intervals, a sample at each end */
+#define ORCH_HISTORY_EVERY_MS 5000
 struct orch_metrics {
   uint64_t runs_created, runs_by_status[8], runs_dispatched, attempts_redispatched;
   uint64_t dur_buckets[ORCH_DUR_BUCKETS + 1]; /* cumulative counts filled at render */
@@ -364,9 +366,23 @@ struct orch_metrics {
   uint64_t uploads_refused_busy, output_files_over_quota;
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
+  /* The last minutes, for the admin page's charts: one sample every ORCH_HISTORY_EVERY_MS of the
+   * counters above (cumulative) and of two gauges, in a ring. */
+  struct orch_metrics_sample {
+    int64_t at_ms; /* wall clock */
+    uint64_t ended, buckets[ORCH_DUR_BUCKETS + 1];
+    uint32_t pages, runs_live;
+  } hist[ORCH_HISTORY_SAMPLES];
+  size_t hist_n, hist_next;
 };
 void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st,
                                int64_t duration_ms);
+/* Takes the next history sample (the cron calls it every ORCH_HISTORY_EVERY_MS). */
+void orch__metrics_sample(struct orch *o);
+/* The history as the admin page draws it: {interval_s, samples: [{at, runs_per_s, p50_s, p95_s,
+ * pages, runs_live}]}, oldest first, one per interval between two samples (p50_s/p95_s null for
+ * an interval in which no run ended).  New reference. */
+json_t *orch__metrics_history_json(const struct orch *o);
 
 /* ---- runtime settings (config.c) ------------------------------------------------------------
  * The settings the server reads while it runs: from the configuration at start; those an operator
