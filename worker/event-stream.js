@@ -94,6 +94,8 @@ export class EventStream {
    * @param {string|(() => string)} o.path   the stream's path (a function: built at each connect)
    * @param {(ev: {type: string, data: string, id: string|null}) => void} o.onEvent
    * @param {(state: string, info?: object) => void} [o.onState]
+   * @param {number} [o.initialBackoffMs=250]   the first reconnect's wait, doubled up to maxBackoffMs
+   * @param {number} [o.maxBackoffMs=5000]
    */
   constructor({ connect, path, onEvent, onState = () => {}, initialBackoffMs = 250, maxBackoffMs = 5000 }) {
     this.connect = connect;

@@ -100,6 +100,14 @@ function contentKey(f) {
 }
 
 export class KernelSupervisor extends Emitter {
+  /**
+   * @param {object} o
+   * @param {import('./pool.js').KernelPool} o.pool   where kernels come from (and the spare)
+   * @param {string} [o.id='chat']
+   * @param {number} [o.cancelGraceMs=1000]    how long an interrupt may take before the kernel is replaced
+   * @param {Function|null} [o.lost]           called when the kernel is lost for good
+   * @param {(msg: string) => void} [o.log]
+   */
   constructor({ pool, id = 'chat', cancelGraceMs = 1000, lost = null, log = () => {} } = {}) {
     super();
     if (!pool) throw new TypeError('KernelSupervisor: pool is required');

@@ -134,6 +134,7 @@ export function pageClient(api) {
       const r = await api.send('PUT', path, bytes);
       return { status: r.status, data: r.json };
     },
+    /** @param {string} path @param {{signal?: AbortSignal, onProgress?: (got: number, total: number) => void}} [o] */
     async download(path, { signal, onProgress } = {}) {
       const res = await api.raw(path, { signal });
       if (!res.ok || !res.body) return { status: res.status, bytes: res.ok ? new Uint8Array(await res.arrayBuffer()) : null };
