@@ -42,6 +42,27 @@ test('every route the server has is in the document', () => {
   assert.deepEqual(missing, [], 'routes the document does not describe');
 });
 
+test('every error code in the source is in the document', () => {
+  const files = [];
+  const walk = (d) => { for (const f of readdirSync(d)) { const p = join(d, f); if (statSync(p).isDirectory()) walk(p); else if (f.endsWith('.c')) files.push(p); } };
+  walk(join(ROOT, 'orchestrator'));
+  walk(join(ROOT, 'transport'));
+  const codes = new Set();
+  for (const f of files) {
+    const src = readFileSync(f, 'utf8');
+    // The first string literal of each error answer's arguments is its code...
+    for (const m of src.matchAll(/(?:orch__api_error|api_error_v|tp_respond_error(?:_h)?)\s*\(([^;]*?)\)\s*;/gs)) {
+      const lit = /"([a-z][a-z0-9_]*)"/.exec(m[1]);
+      if (lit) codes.add(lit[1]);
+    }
+    // ...and the transport's refusal table gives {status, flags, code, message}.
+    for (const m of src.matchAll(/\{\s*\d{3},\s*\d+,\s*"([a-z_]+)"/g)) codes.add(m[1]);
+  }
+  const known = new Set(doc.components.schemas.ErrorCode.enum);
+  assert.ok(codes.size > 20, `read ${codes.size} codes`);
+  assert.deepEqual([...codes].filter((c) => !known.has(c)).sort(), [], 'codes the document does not list');
+});
+
 test('the checker refuses an answer outside the document', () => {
   const ok = { method: 'GET', path: '/v1/chats', status: 200, contentType: 'application/json', json: { chats: [] } };
   checkResponse(ok);
@@ -50,5 +71,6 @@ test('the checker refuses an answer outside the document', () => {
   assert.throws(() => checkResponse({ ...ok, contentType: 'text/html' }), /content type text\/html/);
   assert.throws(() => checkResponse({ ...ok, path: '/v1/nowhere', status: 200 }), /not in docs\/openapi.yaml/);
   assert.throws(() => checkResponse({ ...ok, status: 500, json: { oops: 1 } }), /does not match/);
+  assert.throws(() => checkResponse({ ...ok, status: 400, json: { error: { code: 'made_up', message: 'x' } } }), /does not match/);
   checkResponse({ ...ok, path: '/v1/nowhere', status: 404, json: { error: { code: 'not_found', message: 'no such path' } } });
 });
