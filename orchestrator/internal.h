@@ -454,6 +454,7 @@ struct orch {
   struct orch_metrics m;
   struct orch_hosts *hosts; /* server execution mode (hosts.c); NULL otherwise */
   struct orch_nodes *nodes; /* CEREA_NODE_URL: several nodes on one store (nodes.c); or NULL */
+  const struct orch_leases *leases; /* the chats' leases, nodes.c's hook (chat.c); or NULL */
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;
@@ -466,6 +467,18 @@ void orch__chats_init(struct orch *o);
 void orch__chats_free(struct orch *o);
 /* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
+/* The chats' leases: a hook the nodes wing (nodes/nodes.c) registers in o->leases when the
+ * server is one node of several (CEREA_NODE_URL).  NULL when it is the only one: every chat is
+ * its own.  So the core loads and drops chats without calling nodes by name.
+ *   take     before a chat is loaded: 0 held (taken now, or already), SBX_EAGAIN another node
+ *            holds it, SBX_EBUSY this node does not serve yet, or the store's error;
+ *   loaded   a chat just loaded (one taken over brings its unfinished runs);
+ *   release  a chat left memory (or could not be loaded after all): its lease goes. */
+struct orch_leases {
+  int (*take)(struct orch *o, const char *chat_id);
+  void (*loaded)(struct orch *o, struct orch_chat *c);
+  void (*release)(struct orch *o, const char *chat_id);
+};
 /* Frees a chat that nothing references any more (with its kept file list). */
 void orch__chat_free(struct orch_chat *c);
 struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash,

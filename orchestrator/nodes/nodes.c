@@ -218,6 +218,9 @@ static void on_notify(const char *payload, void *ud) {
     orch__runtime_load(ns->o);
 }
 
+/* What the core calls around a chat's life in memory (struct orch_leases, internal.h). */
+static const struct orch_leases leases = {orch__node_take, orch__node_loaded, orch__node_release};
+
 int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   const struct orch_config *cfg = o->cfg;
   if (cfg->node_url == NULL)
@@ -243,6 +246,7 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   ns->timer->data = ns;
   uv_timer_start(ns->timer, on_tick, NODES_TICK_MS, NODES_TICK_MS);
   o->nodes = ns;
+  o->leases = &leases;
   return 0;
 }
 
@@ -267,6 +271,7 @@ void orch__nodes_close(struct orch *o) {
     sbx_log(SBX_LOG_WARN, "nodes", "leases not released (they expire): %s", err.msg);
   sbx_free(ns);
   o->nodes = NULL;
+  o->leases = NULL;
 }
 
 const char *orch__node_id(const struct orch *o) { return o->nodes ? o->nodes->id : NULL; }
