@@ -3,7 +3,7 @@
 // Python in Pyodide kernels, one worker thread per chat (worker/supervisor.js, one KernelSupervisor
 // per chat, all over one KernelPool: at most --kernels live kernels, the least recently used idle
 // one evicted, one pre-loaded spare shared by every chat).  The orchestrator spawns and supervises
-// these in `server` mode (orchestrator/hosts.c); operators and tests can also start one by hand.
+// these in `server` mode (orchestrator/hosts/hosts.c); operators and tests can also start one by hand.
 //
 //   node [sandbox flags] worker/headless-host.js --orchestrator unix:/path|http://127.0.0.1:PORT
 //        [--page-id ID] [--kernels N] [--chat CHAT]... [--control stdin]
