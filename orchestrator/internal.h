@@ -7,7 +7,9 @@
  * of HTTP: it holds no request and calls no handler; who waits for a run's end registers a callback
  * (orch__run_on_end), who hears a chat's events is a listener (orch__chat_listen).  The handlers
  * (api_*.c, with api.h, which the domain never includes) read requests, call the domain and
- * answer.
+ * answer.  They are one of the wings, the folders beside this header, each above the next: cli/,
+ * http/, hosts/, nodes/, assistant/, tools/.  A wing calls the core and the wings below it, never
+ * the other way; where the core must reach a wing, the wing registers a hook (struct orch_leases).
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
