@@ -1,6 +1,7 @@
-/* api.h -- what the HTTP side of the orchestrator shares: the handlers' helpers (api.c: error
- * answers, body reading, credential and chat checks, waiters), every api_*.c file's routes, the
- * forwarding of another node's chat (api_nodes.c, over proxy.c's client on the loop).
+/* api.h -- what the HTTP side of the orchestrator shares: the answers (api_reply.h, which it
+ * includes), the handlers' helpers (api.c: body reading, credential and chat checks, waiters),
+ * every api_*.c file's routes, the forwarding of another node's chat (api_nodes.c, over proxy.c's
+ * client on the loop).
  *
  * Layers: the api_*.c files, server.c (which mounts the routes) and proxy.c include it; the
  * domain (chat.c, run.c, page.c, turn.c, tools.c, assistant.c, nodes.c, ...) never does: it holds
@@ -11,20 +12,7 @@
 #ifndef ORCH_API_H
 #define ORCH_API_H
 
-#include "internal.h"
-
-struct tp_req;
-
-/* api_reply.c: the answers */
-void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
-void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len);
-void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* 503 `unavailable` with Retry-After: retry_s (at least 1): what frees itself soon. */
-void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* A plain Host header value (host[:port], no path or spaces). */
-int orch__host_ok(const char *h);
+#include "api_reply.h"
 
 /* api.c: bodies, fields, access checks, waiters */
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
