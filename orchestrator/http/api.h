@@ -3,7 +3,7 @@
  * every api_*.c file's routes, the forwarding of another node's chat (api_nodes.c, over proxy.c's
  * client on the loop).
  *
- * Layers: the api_*.c files, server.c (which mounts the routes) and proxy.c include it; the
+ * Layers: the api_*.c files and server.c (which mounts the routes) include it; the
  * domain (chat.c, run.c, page.c, turn.c, tools.c, assistant.c, nodes.c, ...) never does: it holds
  * no request and answers nothing.
  *
@@ -13,6 +13,7 @@
 #define ORCH_API_H
 
 #include "api_reply.h"
+#include "proxy.h"
 
 /* api.c: bodies, fields, access checks, waiters */
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
@@ -119,21 +120,5 @@ void orch__api_nodes_stop(struct orch *o);
  * 503; *stage, when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
                         struct store_blob_stage **stage);
-
-/* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
-struct orch_proxy;
-int orch__proxy_new(struct orch *o, struct orch_proxy **out, struct sbx_error *err);
-void orch__proxy_free(struct orch_proxy *px); /* ends every transfer; answers what it held */
-/* Forwards req to base_url (the same target), node_id naming this node; retry_ms: the
- * Retry-After of a 503 when the other node does not answer.  *stage (may be NULL) is a streamed
- * body, taken.  0: req is the proxy's (held) until it answered; else nothing was done. */
-int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
-                        const char *chat_id, const char *node_id, uint64_t retry_ms,
-                        struct store_blob_stage **stage);
-/* GET url within timeout_ms: cb(ud, HTTP status or 0, curl's error, up to 4 KiB of the body). */
-typedef void (*orch_proxy_get_cb)(void *ud, int status, const char *error, const char *body,
-                                  size_t len);
-int orch__proxy_get(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
-                    orch_proxy_get_cb cb, void *ud);
 
 #endif
