@@ -1,6 +1,6 @@
 /* api.h -- what the HTTP side of the orchestrator shares: the answers (api_reply.h, which it
  * includes), the handlers' helpers (api.c: body reading, credential and chat checks, waiters),
- * every api_*.c file's routes, the forwarding of another node's chat (api_nodes.c, over proxy.c's
+ * every api_*.c file's routes, the forwarding of another node's chat (api.c, over proxy.c's
  * client on the loop).
  *
  * Layers: the api_*.c files and server.c (which mounts the routes) include it; the
@@ -116,8 +116,8 @@ void orch__routes_admin(struct orch *o);
 int orch__routes_nodes(struct orch *o, struct sbx_error *err);
 void orch__api_nodes_stop(struct orch *o);
 
-/* api_nodes.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or
- * 503; *stage, when given, is the streamed body (taken). */
+/* api.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or 503;
+ * *stage, when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
                         struct store_blob_stage **stage);
 

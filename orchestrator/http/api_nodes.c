@@ -1,12 +1,8 @@
-/* api_nodes.c -- the HTTP side of nodes (nodes.c keeps the leases): GET /v1/node, the check at
- * start that CEREA_NODE_URL reaches this node, and forwarding a request for a chat another node
- * holds to it (proxy.c, libcurl on the loop; why not a redirect: docs/scale.md).
+/* api_nodes.c -- the HTTP side of nodes (nodes.c keeps the leases): GET /v1/node, and the check
+ * at start that CEREA_NODE_URL reaches this node (over proxy.c, libcurl on the loop).
  *
- * Forwarding: a request that was forwarded already (X-Cerea-Node) is not forwarded again but
- * answered 503, and so is one whose owner is this node's own URL under an older id (its previous
- * life, dead: its leases expire within CEREA_LEASE_MS; Retry-After says when).
- *
- * What it does not do: take or renew leases (nodes.c), or HTTP itself (proxy.c, the transport).
+ * What it does not do: take or renew leases (nodes.c), forward a request for a chat another node
+ * holds (api.c's orch__node_forward), or HTTP itself (proxy.c, the transport).
  */
 #include "api.h"
 #include "nodes.h"
@@ -15,35 +11,6 @@
 #include <string.h>
 
 #define NODES_CHECK_MS 5000 /* the start's check of CEREA_NODE_URL */
-
-void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
-                        struct store_blob_stage **stage) {
-  struct orch_nodes *ns = o->nodes;
-  if (ns == NULL || !ns->ready) {
-    orch__api_error(req, 503, "unavailable", "this node is starting; try again");
-    return;
-  }
-  if (strcmp(ns->refused_chat, chat_id) != 0) { /* not the chat last refused: look again */
-    struct orch_chat *c;
-    if (orch__chat_get(o, chat_id, &c) != SBX_EAGAIN) {
-      orch__api_error(req, 503, "unavailable", "chat %s changed nodes; try again", chat_id);
-      return;
-    }
-  }
-  const char *from = tp_req_header(req, "x-cerea-node");
-  if (from != NULL || strcmp(ns->refused_url, ns->url) == 0) {
-    /* forwarded here already by a node that thinks this one holds the chat, or held by this
-     * node's previous life: the lease has to expire first */
-    orch__api_unavailable(req, (ns->refused_left_ms + 999) / 1000,
-                          "chat %s is held by a node that does not answer; its lease expires "
-                          "first",
-                          chat_id);
-    return;
-  }
-  if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,
-                          stage) != 0)
-    orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
-}
 
 static void on_checked(void *ud, int status, const char *error, const char *body, size_t len) {
   struct orch_nodes *ns = ud;

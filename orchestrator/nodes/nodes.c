@@ -26,7 +26,7 @@
  * chat's lease is still this node's at the epoch it took (the store's fence, in the write's own
  * transaction), and a refused one stops the node the same way (on_fenced).
  *
- * Requests for a chat another node holds are forwarded to it by api_nodes.c (with proxy.c); a
+ * Requests for a chat another node holds are forwarded to it by api.c (with proxy.c); a
  * refused take leaves who holds the chat in refused_* for it.
  *
  * Notifications (LISTEN/NOTIFY, no content): "files" after a retention sweep removed files on any
@@ -36,8 +36,8 @@
  * (files and settings).  Runs need none: a run is created by the node serving its chat,
  * requests for it being forwarded there.
  *
- * What it does not do: HTTP (api_nodes.c: GET /v1/node, the URL check, forwarding), keep leases
- * (the store), or serve chats (chat.c).
+ * What it does not do: HTTP (api_nodes.c: GET /v1/node, the URL check; api.c: forwarding), keep
+ * leases (the store), or serve chats (chat.c).
  */
 #include "nodes.h"
 #include "assistant.h"
