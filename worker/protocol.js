@@ -159,6 +159,9 @@ export const INPUT = Object.freeze({ NONE: 0, ANSWER: 1, EOF: 2 });
 // The Python modules of kernel/, loaded in this order from `kernelURL` at init.
 export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'outputs_diff',
   'figures', 'imports', 'lockdown', 'values', 'waits', 'execute', 'runner']);
+// The `kernelURL` of modules bundled into the worker script itself (the browser's kernel worker,
+// ui-adapter/src/kernel-worker.js): the page sends it, the worker reads them from its bundle.
+export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
 
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }
