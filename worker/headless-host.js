@@ -16,7 +16,7 @@
 // and the host writes "ready" on stdout once its spare kernel is loaded.  EOF on stdin (the
 // orchestrator went away) ends the host.
 //
-// Sandbox (DESIGN.md, NOTES.md "Node is not a sandbox"): the host refuses to start unless it runs
+// Sandbox (docs/server-mode.md, "The sandbox"): the host refuses to start unless it runs
 // with --disallow-code-generation-from-strings, Node's permission model (no child processes, no
 // fs writes, reads limited to the runtime and our sources), as a uid other than root with no
 // capability, no_new_privs and a seccomp filter, and inside a network namespace (no interface but

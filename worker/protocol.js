@@ -45,7 +45,7 @@
 //            something no interrupt reaches, e.g. a JS promise: only a replacement stops it).
 //   dispose  {}   Forgets the namespace and files; the worker stays loaded.  Safe twice.  ok → {}
 //
-// RunResult (maps onto DESIGN.md's POST /v1/runs/{run}/result body; the page session adds
+// RunResult (maps onto docs/api.md's POST /v1/runs/{run}/result body; the page session adds
 // `attempt`, the supervisor `restarted`/`remounted` when it replaced the kernel):
 //   {status: 'ok'|'error'|'cancelled' (worker) | 'timeout'|'crashed' (set by the supervisor),
 //    stdout, stderr, stdout_truncated, stderr_truncated,
