@@ -9,7 +9,7 @@
 #ifndef ORCH_LLM_H
 #define ORCH_LLM_H
 
-#include "internal.h"
+#include "../internal.h"
 
 #define ORCH_ANSWER_BYTES    (256u * 1024u)    /* an answer's text; past it the rest is dropped */
 #define ORCH_LLM_EVENT_BYTES (2u * ORCH_MIB)   /* one SSE line or event from the model */

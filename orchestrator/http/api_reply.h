@@ -7,7 +7,7 @@
 #ifndef ORCH_API_REPLY_H
 #define ORCH_API_REPLY_H
 
-#include "internal.h"
+#include "../internal.h"
 
 struct tp_req;
 

@@ -7,7 +7,7 @@
 #ifndef ORCH_PROXY_H
 #define ORCH_PROXY_H
 
-#include "internal.h"
+#include "../internal.h"
 
 struct tp_req;
 

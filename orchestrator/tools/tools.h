@@ -12,7 +12,7 @@
 #ifndef ORCH_TOOLS_H
 #define ORCH_TOOLS_H
 
-#include "internal.h"
+#include "../internal.h"
 
 enum orch_tool {
   ORCH_TOOL_RUN_PYTHON = 0,
