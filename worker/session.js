@@ -1,5 +1,5 @@
 // session.js -- PageSession: one chat attached to the orchestrator by a kernel host, exactly as the
-// page protocol says (DESIGN.md, docs/api.md "The page protocol"), for the browser page and the
+// page protocol says (docs/api.md "The page protocol"), for the browser page and the
 // headless host alike:
 //   - the event stream (event-stream.js) with the bearer credential, the page id kept across
 //     reconnects, `Last-Event-ID` on every reconnect, `visible=` from the host's visibility;

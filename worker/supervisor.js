@@ -1,5 +1,5 @@
 // supervisor.js -- KernelSupervisor: the life of one chat's kernel, the same for the browser page
-// and the headless host (DESIGN.md "The kernel's life"), over kernels lent by a KernelPool
+// and the headless host (docs/ui-adapter.md), over kernels lent by a KernelPool
 // (pool.js) and driven through KernelClient (kernel-client.js):
 //   - the chat's files: in-memory copies (shared memory where it can be had) that every fresh
 //     kernel gets again without a download; each kernel is sent only what it lacks;

@@ -13,9 +13,9 @@ import { KernelPool } from '../../worker/pool.js';
 import { KernelSupervisor as Supervisor } from '../../worker/supervisor.js';
 import { pageSnapshots } from './snapshot.js';
 import { adoptWorker } from './early-worker.js';
+import { BUNDLED_KERNEL_URL } from '../../worker/protocol.js';
 
 export { NOTE, PHONE, noteCode } from '../../worker/notes.js';
-export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
 
 export function initUrls(origin = globalThis.location.origin) {
   const base = `${origin}/pyodide/`;
