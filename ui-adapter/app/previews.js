@@ -27,7 +27,7 @@ export const LIMITS = {
   text: { bytes: 100_000 },
   table: { bytes: 2 * 1048576, rows: 200, cols: 50 },                  // .csv / .tsv, parsed here
   xlsx: { bytes: 32 * 1048576, xmlBytes: 48 * 1048576, sheets: 20, rows: 200, cols: 50, ms: 20_000 },
-  docx: { bytes: 32 * 1048576, xmlBytes: 24 * 1048576, elements: 250_000, ms: 20_000 },
+  docx: { bytes: 32 * 1048576, xmlBytes: 24 * 1048576, elements: 100_000, ms: 20_000 },
   frame: { minHeight: 40, maxHeight: 800 },
 };
 
