@@ -137,6 +137,9 @@ test('a javascript: hyperlink in a .docx runs nothing on a click; data: links ar
   assert.deepEqual(hrefs.map(([t]) => t).sort(), ['a real link', 'click me', 'data link']);
   assert.deepEqual(hrefs.filter(([, h]) => h !== null).map(([t, h]) => `${t}=${h}`), ['a real link=https://example.invalid/x'],
     'only the http(s) link keeps its address');
+  // A card that re-renders moves its artifacts: the frame loads its document again and is sent the bytes again.
+  await page.locator(sel).evaluate((el) => { const p = el.parentNode; p.append(el); });
+  await page.frameLocator(`${sel} iframe`).getByText('a real link').waitFor({ timeout: 20_000 });
 });
 
 test('a .docx of two million paragraphs leaves the page answering and says it is too large', async (t) => {

@@ -317,7 +317,7 @@ async function renderWorkbook(container, name, bytes, note) {
 
 /**
  * The Word preview: docx-preview run inside a sandboxed frame (app/docx-frame.js), which gets the
- * bytes once it says it is ready.  `frame.done` resolves to 'rendered', or to the sentence to show
+ * bytes when it says it is ready.  `frame.done` resolves to 'rendered', or to the sentence to show
  * instead (over a limit, failed, or no answer within LIMITS.docx.ms).
  */
 function docxFrame(bytes, title) {
@@ -327,14 +327,13 @@ function docxFrame(bytes, title) {
   frame.setAttribute('referrerpolicy', 'no-referrer');
   frame.setAttribute('title', `${title} (sandboxed)`);
   frame.className = 'preview-html preview-docx';
-  let sent = false;
   frame.done = new Promise((resolve) => {
     const timer = setTimeout(() => resolve(PREVIEW_TEXT.tooSlow(L.ms / 1000)), L.ms);
     const end = (v) => { clearTimeout(timer); resolve(v); };
     onFrameMessage(frame, (d) => {
       if (d.cerea === 'height') sizeTo(frame, d.height);
-      else if (d.cerea === 'ready' && !sent) {
-        sent = true;
+      else if (d.cerea === 'ready') {
+        // Each document the frame loads asks (a frame moved in the page loads its document again).
         const copy = bytes.slice();
         frame.contentWindow.postMessage({ cerea: 'docx', bytes: copy.buffer, limits: { xmlBytes: L.xmlBytes, elements: L.elements } }, '*', [copy.buffer]);
       } else if (d.cerea === 'rendered') end('rendered');
