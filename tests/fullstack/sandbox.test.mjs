@@ -13,8 +13,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { mkdirSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
-import { BWRAP, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
+import { chmodSync, cpSync, readdirSync, statSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { BWRAP, ROOT, cmdline, descendants, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
 
 const dirs = [];
 after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
@@ -64,7 +65,7 @@ try:
     out['fork'] = 'ok'
 except OSError as e:
     out['fork'] = errno.errorcode.get(e.errno, str(e.errno))
-json.dump(out, open(sys.argv[1], 'w'))
+print('probe: ' + json.dumps(out), file=sys.stderr, flush=True)
 print('ready', flush=True)
 sys.stdin.read()
 `;
@@ -72,21 +73,30 @@ sys.stdin.read()
 test('the host process (from Python inside the real sandbox): uid 65534 in its own user namespace, no capability, seccomp, no_new_privs; the calls of an escape fail', async (t) => {
   if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
   if (process.arch !== 'x64') { t.skip(`the probe names x86_64 system call numbers; this is ${process.arch}`); return; }
-  const dataDir = tempDir('fs-sbx');
-  dirs.push(dataDir);
-  mkdirSync(`${dataDir}/hosts`, { recursive: true });
-  writeFileSync(`${dataDir}/hosts/probe.py`, PROBE);
-  // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made, then says ready.
-  writeFileSync(`${dataDir}/hosts/probe-node.sh`, `#!/bin/sh\nexec /usr/bin/python3 ${dataDir}/hosts/probe.py ${dataDir}/hosts/probe.json 2> ${dataDir}/hosts/probe.err\n`, { mode: 0o755 });
-  const srv = await startStack({ dataDir, env: { CEREA_NODE: `${dataDir}/hosts/probe-node.sh` } });
+  // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made (its folder is
+  // bound read-only, as an install of node outside /usr is), prints what it found on stderr (the
+  // server's log), then says ready.
+  const probeDir = tempDir('fs-probe');
+  dirs.push(probeDir);
+  chmodSync(probeDir, 0o755);   // a root server's hosts run as nobody, who must reach it
+  writeFileSync(`${probeDir}/probe.py`, PROBE, { mode: 0o644 });
+  writeFileSync(`${probeDir}/probe-node.sh`, `#!/bin/sh\nexec /usr/bin/python3 ${probeDir}/probe.py\n`, { mode: 0o755 });
+  const srv = await startStack({ env: { CEREA_NODE: `${probeDir}/probe-node.sh` } });
+  dirs.push(srv.dataDir);
   try {
-    for (let i = 0; i < 200 && !existsSync(`${dataDir}/hosts/probe.json`); i++) await sleep(50);
-    const err = existsSync(`${dataDir}/hosts/probe.err`) ? readFileSync(`${dataDir}/hosts/probe.err`, 'utf8') : '';
-    assert.ok(existsSync(`${dataDir}/hosts/probe.json`), `the probe wrote nothing: ${err}\n${srv.log.slice(-2000)}`);
-    const p = JSON.parse(readFileSync(`${dataDir}/hosts/probe.json`, 'utf8'));
+    for (let i = 0; i < 200 && !/probe: \{/.test(srv.log); i++) await sleep(50);
+    const found = /probe: (\{.*\})/.exec(srv.log);
+    assert.ok(found, `the probe printed nothing:\n${srv.log.slice(-2000)}`);
+    const p = JSON.parse(found[1]);
     t.diagnostic(JSON.stringify(p));
     assert.deepEqual(p.status.Uid, ['65534', '65534', '65534', '65534']);
     assert.deepEqual(p.status.Gid, ['65534', '65534', '65534', '65534']);
+    // outside (its status seen from here): nobody when the server is root, never root; else the
+    // server's own uid
+    const outside = process.getuid() === 0 ? '65534' : String(process.getuid());
+    const probe = descendants(srv.pid).find((pid) => cmdline(pid).some((a) => a.endsWith('/probe.py')));
+    assert.ok(probe, 'the probe process');
+    assert.deepEqual(status(probe).Uid.split(/\s+/), [outside, outside, outside, outside], 'uid outside its namespace');
     for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.deepEqual(p.status[set], ['0000000000000000'], set);
     assert.deepEqual(p.status.NoNewPrivs, ['1']);
     assert.deepEqual(p.status.Seccomp, ['2']);
@@ -131,8 +141,6 @@ test('the real Node host, seen from outside: a root orchestrator starts it as ui
   const s = await stack(t);
   if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
   if (process.getuid() !== 0) { t.skip(`the tests run as uid ${process.getuid()}, not root: hosts run as that uid outside`); return; }
-  const warned = /kernel hosts run as root outside their user namespace: (.*)/.exec(s.log);
-  if (warned) { t.skip(`this checkout is not reachable by uid 65534: ${warned[1]}`); return; }
   const [pid] = hostNodePids(s);
   assert.ok(pid, 'the host node process');
   const st = status(pid);
@@ -144,6 +152,48 @@ test('the real Node host, seen from outside: a root orchestrator starts it as ui
   const c = await newChat(s);
   const r = await run(s, c, 'print(6 * 7)');
   assert.equal(r.stdout.trim(), '42', JSON.stringify(r));
+});
+
+// A checkout nobody may read: in a `mktemp -d` folder (0700, what CI's clone is), its files 0600
+// and its folders 0700 (a clone made with umask 077), the server pointed at that tree's files
+// (CEREA_STATIC_DIR=CLONE/build/www, so ROOT=CLONE).  The real host still runs as uid 65534
+// inside its namespace and, under a root server, outside it (never root), from the copy the
+// orchestrator made; the folder of the copy goes when the server stops.
+test('a checkout nobody may read (0700 folder, 0600 files): the real host runs as uid 65534 inside and outside, and Python runs', async (t) => {
+  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  const clone = tempDir('fs-clone');
+  dirs.push(clone);
+  for (const part of ['package.json', 'worker', 'kernel']) cpSync(join(ROOT, part), join(clone, part), { recursive: true });
+  cpSync(join(ROOT, 'build', 'www', 'pyodide'), join(clone, 'build', 'www', 'pyodide'), { recursive: true });
+  const lock = (p) => {
+    const st = statSync(p);
+    chmodSync(p, st.isDirectory() ? 0o700 : 0o600);
+    if (st.isDirectory()) for (const e of readdirSync(p)) lock(join(p, e));
+  };
+  lock(clone);
+  assert.equal(statSync(clone).mode & 0o777, 0o700);
+  assert.equal(statSync(join(clone, 'worker', 'headless-host.js')).mode & 0o777, 0o600);
+  const s = await startStack({ env: { CEREA_STATIC_DIR: join(clone, 'build', 'www'), CEREA_HOST_KERNELS: '1' } });
+  dirs.push(s.dataDir);
+  let base = null;
+  try {
+    await hostReady(s);
+    const c = await newChat(s);
+    const r = await run(s, c, 'print(6 * 7)');
+    assert.equal(r.status, 'ok', `${JSON.stringify(r)}\n${s.log.slice(-2000)}`);
+    assert.equal(r.stdout.trim(), '42');
+    const [pid] = hostNodePids(s);
+    assert.ok(pid, 'the host node process');
+    const outside = process.getuid() === 0 ? '65534' : String(process.getuid());
+    assert.deepEqual(status(pid).Uid.split(/\s+/), [outside, outside, outside, outside], 'uid outside the namespace');
+    assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/).join(' '), `65534 ${outside} 1`, 'uid 65534 inside');
+    assert.ok(cmdline(pid).includes('/cerea/worker/headless-host.js'), cmdline(pid).join(' '));
+    base = /^unix:(\/tmp\/cerea-hosts-[^/]+)\/sock\/hosts\.sock$/.exec(cmdline(pid).find((a) => a.startsWith('unix:')))?.[1] ?? null;
+    if (process.getuid() === 0) assert.ok(base, `a root server's hosts have their socket in /tmp: ${cmdline(pid).join(' ')}`);
+    assert.match(s.log, new RegExp(`host 0 started \\(pid \\d+, sandboxed, uid ${outside} outside its namespace\\)`));
+    assert.doesNotMatch(s.log, /as root|refusing/);
+  } finally { await s.stop(); }
+  if (base) assert.equal(existsSync(base), false, `${base} (the copy for the hosts) is removed when the server stops`);
 });
 
 // Probes from Python in the real kernel; every line must say refused.
