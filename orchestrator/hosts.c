@@ -111,7 +111,7 @@
 #define LOADING_HOLD_MAX_MS                                                                        \
   180000                     /* a dispatched run waits this long at most for a loading kernel */
 #define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
-#define JS_HEAP_MB       256 /* --max-old-space-size: every isolate's JavaScript heap */
+#define JS_HEAP_MB       256 /* each isolate's JS heap: --max-old-space-size, kernels' resourceLimits */
 #define SANDBOX_UID      "65534" /* the host's uid and gid inside its user namespace */
 #define HOST_OUTSIDE_UID 65534   /* ... and outside it, when the orchestrator runs as root */
 #define SECCOMP_FD       3       /* where the filter reaches bwrap */
@@ -547,7 +547,7 @@ static void host_spawn(struct host *h) {
   struct orch_hosts *hs = h->hs;
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
       script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
-      seccomp_fd[16], env_mem[48];
+      seccomp_fd[16], env_mem[48], env_heap[48];
   /* Sandboxed, the host sees our sources and the runtime at APP_DIR (bound from app_src and
    * pyodide_src); trusted, where they are. */
   const char *app = hs->trusted ? hs->root : APP_DIR;
@@ -560,6 +560,7 @@ static void host_spawn(struct host *h) {
   snprintf(orch_arg, sizeof(orch_arg), "unix:%s", hs->sock_path);
   snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", py);
   snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
+  snprintf(env_heap, sizeof(env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
   snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
   snprintf(
       data_limit, sizeof(data_limit), "--data=%llu",
@@ -692,9 +693,13 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path,        env_py,
-                 env_mem,         hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
-                 "NODE_OPTIONS=", NULL};
+  char *env[] = {env_path,
+                 env_py,
+                 env_mem,
+                 env_heap,
+                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+                 "NODE_OPTIONS=",
+                 NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);

@@ -108,10 +108,12 @@ test('the host process (from Python inside the real sandbox): uid 65534 in its o
 
 // One real server for the rest: a real Node host with real Pyodide.
 const KERNEL_MB = 256;
+const HOST_MB = 3 * (KERNEL_MB + 256) + 512;   // its RLIMIT_DATA: (kernels + 1) x (kernel + JS heap) + 512
 let srv = null;
 async function stack(t) {
   if (srv) return srv;
-  srv = await startStack({ env: { CEREA_KERNEL_MEMORY_MB: String(KERNEL_MB), CEREA_HOST_KERNELS: '2' } });
+  // A time limit no load on the machine reaches: the memory tests' runs end by memory, not time.
+  srv = await startStack({ env: { CEREA_KERNEL_MEMORY_MB: String(KERNEL_MB), CEREA_HOST_KERNELS: '2', CODE_TIME_LIMIT_S: '120' } });
   await hostReady(srv);
   return srv;
 }
@@ -134,7 +136,7 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
   assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/)[0], '65534', 'uid 65534 inside');
   // (kernels + 1) x (kernel limit + 256 MiB of JS heap) + 512 MiB for the rest of the host.
   const limit = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max data size'));
-  assert.equal(limit.split(/\s{2,}/)[1], String((3 * (KERNEL_MB + 256) + 512) * 1048576), limit);
+  assert.equal(limit.split(/\s{2,}/)[1], String(HOST_MB * 1048576), limit);
 });
 
 test('the real Node host, seen from outside: a root orchestrator starts it as uid 65534, so an escape from its namespace is nobody, not root', async (t) => {
@@ -265,8 +267,12 @@ test('memory: a run that leaves its kernel over the limit ends crashed with the 
   const up = await upload(s, c, 'keep.txt', Buffer.from('still here'));
   assert.ok([200, 201].includes(up.status), `upload: ${up.status}`);
   const chunk = Math.floor(KERNEL_MB / 3);
-  const r = await run(s, c, ['import js', 'x = 1', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
-    'keep = [a, js.structuredClone(a), js.structuredClone(a), js.structuredClone(a)]', "print('kept', len(keep))"].join('\n'));
+  // A message's copy is made where it arrives, past every constructor: only the run's end sees it.
+  const r = await run(s, c, ['import js, asyncio', 'x = 1', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
+    'ch = js.MessageChannel.new()', 'got = []', 'ch.port2.onmessage = lambda e: got.append(e.data)',
+    'for _ in range(3):\n    ch.port1.postMessage(a)',
+    'for _ in range(100):\n    if len(got) == 3:\n        break\n    await asyncio.sleep(0.05)',
+    'ch.port2.close()', 'keep = [a, *got]', "print('kept', len(keep))"].join('\n'));
   assert.equal(r.status, 'crashed', JSON.stringify(r));
   assert.equal(r.error.message, `the sandbox ran out of memory (limit ${KERNEL_MB} MiB) and was restarted`);
   assert.equal(r.stdout, 'kept 4\n');
@@ -278,4 +284,37 @@ test('memory: a run that leaves its kernel over the limit ends crashed with the 
   const heap = await run(s, c, `b = bytearray(${KERNEL_MB + 32} * 1024 * 1024)`);
   assert.equal(heap.status, 'error');
   assert.equal(heap.error.type, 'MemoryError');
+});
+
+// 900 KB pieces, each under what the guard once looked at (1 MiB), enough to pass the whole host's
+// RLIMIT_DATA, not only the kernel's cap: files in the kernel's in-memory /tmp, then arrays kept
+// from Python.  The run's kernel stops at its cap (a full disk, a refused array), and the host
+// process and the other chat on it (its namespace) live on.
+test('memory: one chat past its kernel\'s cap in 900 KB pieces (files in /tmp, arrays kept) stops alone; the host and the other chat\'s namespace live on', async (t) => {
+  const s = await stack(t);
+  const other = await newChat(s);
+  assert.equal((await run(s, other, 'x = 41')).status, 'ok');
+  const [host] = hostNodePids(s);
+  assert.ok(host, 'the host node process');
+  const hog = await newChat(s);
+  const pieces = Math.ceil((HOST_MB * 1.25 * 1048576) / 900_000);
+  const files = await run(s, hog, ['n = 0', 'try:', `    for i in range(${pieces}):`,
+    "        open(f'/tmp/f{i}', 'wb').write(b'x' * 900_000)", '        n += 1',
+    'except OSError as e:', "    print('files stopped', n, e.strerror)"].join('\n'));
+  assert.equal(files.status, 'ok', JSON.stringify(files));
+  const f = /^files stopped (\d+) No space left on device$/m.exec(files.stdout);
+  assert.ok(f && Number(f[1]) * 900_000 < KERNEL_MB * 1048576, files.stdout);
+  const arrays = await run(s, hog, ['import js, os', "for name in os.listdir('/tmp'):\n    os.remove('/tmp/' + name)",
+    'keep = []', 'try:', `    for i in range(${pieces}):`, '        keep.append(js.Uint8Array.new(900_000))',
+    'except Exception as e:', "    print('arrays stopped', len(keep), type(e).__name__)"].join('\n'));
+  assert.equal(arrays.status, 'ok', JSON.stringify(arrays));
+  const a = /^arrays stopped (\d+) JsException$/m.exec(arrays.stdout);
+  assert.ok(a && Number(a[1]) * 900_000 < KERNEL_MB * 1048576, arrays.stdout);
+  const answer = await run(s, other, 'print(x + 1)');
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  assert.equal(answer.stdout.trim(), '42');
+  assert.equal(answer.restarted, false);
+  assert.deepEqual(hostNodePids(s), [host], 'the same host process');
+  const st = status(host);
+  t.diagnostic(`files stopped at ${f[1]}, arrays at ${a[1]} pieces of 900 KB; host VmHWM ${st.VmHWM}, VmRSS ${st.VmRSS}, limit ${HOST_MB} MiB`);
 });
