@@ -43,6 +43,8 @@ export const NODE_GLOBALS = Object.freeze([
   // bytes held where the memory guard cannot count them (Node's blob store), or made in bulk
   // from little (a decompression bomb)
   'Blob', 'File', 'CompressionStream', 'DecompressionStream',
+  // a kernel started after another set --expose-gc (below) has it in its scope
+  'gc',
 ]);
 // Kept on purpose: setTimeout/setImmediate/MessageChannel (Pyodide's event loop schedules with
 // them), performance, crypto.getRandomValues, TextEncoder/Decoder, WebAssembly.
