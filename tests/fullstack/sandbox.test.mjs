@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { chmodSync, cpSync, readdirSync, statSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BWRAP, ROOT, cmdline, descendants, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
+import { BWRAP, NO_BWRAP, ROOT, cmdline, descendants, needTool, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
 
 const dirs = [];
 after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
@@ -71,7 +71,7 @@ sys.stdin.read()
 `;
 
 test('the host process (from Python inside the real sandbox): uid 65534 in its own user namespace, no capability, seccomp, no_new_privs; the calls of an escape fail', async (t) => {
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   if (process.arch !== 'x64') { t.skip(`the probe names x86_64 system call numbers; this is ${process.arch}`); return; }
   // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made (its folder is
   // bound read-only, as an install of node outside /usr is), prints what it found on stderr (the
@@ -106,6 +106,25 @@ test('the host process (from Python inside the real sandbox): uid 65534 in its o
   } finally { await srv.stop(); }
 });
 
+test('a test that needs a tool setup installs skips with the reason, and fails with it when CI is set', (t) => {
+  const skipped = [];
+  const fake = { skip: (why) => skipped.push(why) };
+  const saved = process.env.CI;
+  try {
+    delete process.env.CI;
+    assert.equal(needTool(fake, 'no bwrap here'), false);
+    process.env.CI = 'false';
+    assert.equal(needTool(fake, 'no bwrap here'), false);
+    assert.deepEqual(skipped, ['no bwrap here', 'no bwrap here']);
+    process.env.CI = 'true';
+    assert.throws(() => needTool(fake, 'no bwrap here'), /^AssertionError.*no bwrap here \(CI is set: setup installs it/);
+    assert.equal(needTool(fake, false), true);
+    assert.equal(skipped.length, 2);
+  } finally {
+    if (saved === undefined) delete process.env.CI; else process.env.CI = saved;
+  }
+});
+
 // One real server for the rest: a real Node host with real Pyodide.
 const KERNEL_MB = 256;
 const HOST_MB = 3 * (KERNEL_MB + 256) + 512;   // its RLIMIT_DATA: (kernels + 1) x (kernel + JS heap) + 512
@@ -124,7 +143,7 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
   const c = await newChat(s);
   const r = await run(s, c, 'print(6 * 7)');
   assert.equal(r.status, 'ok', JSON.stringify(r));
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   const [pid] = hostNodePids(s);
   assert.ok(pid, 'the host node process');
   const st = status(pid);
@@ -141,7 +160,7 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
 
 test('the real Node host, seen from outside: a root orchestrator starts it as uid 65534, so an escape from its namespace is nobody, not root', async (t) => {
   const s = await stack(t);
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   if (process.getuid() !== 0) { t.skip(`the tests run as uid ${process.getuid()}, not root: hosts run as that uid outside`); return; }
   const [pid] = hostNodePids(s);
   assert.ok(pid, 'the host node process');
@@ -162,7 +181,7 @@ test('the real Node host, seen from outside: a root orchestrator starts it as ui
 // inside its namespace and, under a root server, outside it (never root), from the copy the
 // orchestrator made; the folder of the copy goes when the server stops.
 test('a checkout nobody may read (0700 folder, 0600 files): the real host runs as uid 65534 inside and outside, and Python runs', async (t) => {
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   const clone = tempDir('fs-clone');
   dirs.push(clone);
   for (const part of ['package.json', 'worker', 'kernel']) cpSync(join(ROOT, part), join(clone, part), { recursive: true });
