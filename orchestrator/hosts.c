@@ -41,9 +41,11 @@
  * hidden).  Without bubblewrap the mode refuses to start unless CEREA_SERVER_TRUSTED=1 says the
  * code is trusted; the host itself checks its sandbox again and refuses to run without it
  * (exit 3).  Memory: each kernel is bounded by CEREA_KERNEL_MEMORY_MB (its Python heap and the
- * JavaScript buffers it holds, enforced in worker/host/sandbox-worker.js; its JavaScript heap by
- * --max-old-space-size, which applies to every isolate of the process), and the whole host
- * process by RLIMIT_DATA = (kernels + 1) x (CEREA_KERNEL_MEMORY_MB + JS_HEAP_MB) + HOST_BASE_MB.
+ * JavaScript buffers it holds, its in-memory files among them, enforced in
+ * worker/host/sandbox-worker.js; its JavaScript heap by its worker's resourceLimits,
+ * CEREA_KERNEL_JS_HEAP_MB = JS_HEAP_MB, and the main thread's by --max-old-space-size), and the
+ * whole host process by RLIMIT_DATA = (kernels + 1) x (CEREA_KERNEL_MEMORY_MB + JS_HEAP_MB) +
+ * HOST_BASE_MB.
  *
  * Capacity: a host takes at most CEREA_HOST_KERNELS chats at a time (one kernel slot each); a
  * chat with live runs and no host waits in the orchestrator's queue (its head run paused, held
