@@ -146,9 +146,12 @@ void orch__tool_abandon(struct orch_tool_call *tc);
 /* ---- MCP (mcp.c) ---------------------------------------------------------------------------- */
 
 #define ORCH_MCP_BODY_MAX (12u * ORCH_MIB) /* 413 beyond (transport) */
-#define ORCH_MCP_SESSIONS_MAX                                                                      \
-  4096                                                 /* past it the least recently used idle
-                                                          one goes; all busy: 503 */
+/* Sessions are budgeted per credential: the API key may hold ORCH_MCP_SESSIONS_MAX, each chat
+ * key ORCH_MCP_CHAT_KEY_SESSIONS and every chat key together ORCH_MCP_SESSIONS_MAX.  Past its
+ * budget a credential's own least recently used idle session goes (past the chat keys' total,
+ * one of the chat key holding the most); none idle: 503. */
+#define ORCH_MCP_SESSIONS_MAX      4096
+#define ORCH_MCP_CHAT_KEY_SESSIONS 64
 #define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
 #define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
 #define ORCH_MCP_N_VERSIONS      2

@@ -13,7 +13,7 @@
 
 /* ---- a test double of the tools' execution ----------------------------------------------- */
 
-#define FAKE_MAX 32
+#define FAKE_MAX 80
 static struct {
   int n_started, n_abandoned;
   const struct orch_tool_ops *ops[FAKE_MAX];
@@ -371,6 +371,74 @@ START_TEST(test_session_cap) {
 }
 END_TEST
 
+/* A ping of session sid as cred: its HTTP status. */
+static int ping_status(const char *sid, const struct orch_tool_scope *scope, const char *cred) {
+  struct orch_mcp_reply r;
+  post(sid, NULL, scope, cred, 1, &r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+  int status = r.status;
+  orch__mcp_reply_free(&r);
+  return status;
+}
+
+START_TEST(test_session_cap_per_credential) {
+  /* One chat key floods initialize: it ends its own sessions only; the API key's and another
+   * chat key's stay. */
+  struct orch_tool_scope other = scope_chat;
+  other.chat_id[0] = 'f';
+  char api[65], mine[65], first_flood[65], sid[65];
+  init_session("2025-11-25", &scope_all, "api", api);
+  init_session("2025-11-25", &other, "chat-other", mine);
+  init_session("2025-11-25", &scope_chat, "chat-flood", first_flood);
+  for (int i = 0; i < 4200; i++)
+    init_session("2025-11-25", &scope_chat, "chat-flood", sid);
+  ck_assert_uint_eq(orch__mcp_sessions(m), 2 + ORCH_MCP_CHAT_KEY_SESSIONS);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+  ck_assert_int_eq(ping_status(mine, &other, "chat-other"), 200);
+  ck_assert_int_eq(ping_status(first_flood, &scope_chat, "chat-flood"), 404); /* its own went */
+  ck_assert_int_eq(ping_status(sid, &scope_chat, "chat-flood"), 200);
+  /* Every session of a chat key busy: the next initialize is refused (503), nothing else ends. */
+  struct orch_mcp_reply r;
+  for (int i = 0; i < ORCH_MCP_CHAT_KEY_SESSIONS; i++) {
+    init_session("2025-11-25", &other, "chat-busy", sid);
+    post(sid, NULL, &other, "chat-busy", 1, &r,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"run_python\",\"arguments\":{\"code\":\"wait\"}}}");
+    ck_assert_ptr_nonnull(r.call);
+    orch__mcp_call_attach(r.call, &rec_sink, NULL);
+    orch__mcp_reply_free(&r);
+  }
+  post(NULL, NULL, &other, "chat-busy", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+       "\"2025-11-25\"}}");
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_int_eq(error_code(&r), ORCH_RPC_BUSY);
+  orch__mcp_reply_free(&r);
+  ck_assert_int_eq(fake.n_abandoned, 0);
+  ck_assert_int_eq(ping_status(mine, &other, "chat-other"), 200);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+}
+END_TEST
+
+START_TEST(test_session_cap_chat_keys_total) {
+  /* Many chat keys fill the chat keys' total: a newcomer's session ends one of a key holding the
+   * most, never the API key's. */
+  char api[65], sid[65], cred[32];
+  init_session("2025-11-25", &scope_all, "api", api);
+  int keys = ORCH_MCP_SESSIONS_MAX / ORCH_MCP_CHAT_KEY_SESSIONS;
+  for (int k = 0; k < keys; k++) {
+    snprintf(cred, sizeof(cred), "chat-%d", k);
+    for (int i = 0; i < ORCH_MCP_CHAT_KEY_SESSIONS; i++)
+      init_session("2025-11-25", &scope_chat, cred, sid);
+  }
+  ck_assert_uint_eq(orch__mcp_sessions(m), 1 + ORCH_MCP_SESSIONS_MAX);
+  char late[65];
+  init_session("2025-11-25", &scope_chat, "chat-late", late);
+  ck_assert_uint_eq(orch__mcp_sessions(m), 1 + ORCH_MCP_SESSIONS_MAX);
+  ck_assert_int_eq(ping_status(late, &scope_chat, "chat-late"), 200);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+}
+END_TEST
+
 START_TEST(test_call_pending) {
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
@@ -724,6 +792,8 @@ int main(void) {
   tcase_add_test(tc, test_versions);
   tcase_add_test(tc, test_sessions);
   tcase_add_test(tc, test_session_cap);
+  tcase_add_test(tc, test_session_cap_per_credential);
+  tcase_add_test(tc, test_session_cap_chat_keys_total);
   tcase_add_test(tc, test_call_pending);
   tcase_add_test(tc, test_cancel);
   tcase_add_test(tc, test_gone_and_free);
