@@ -640,6 +640,15 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
                 "tools/call: params.arguments must be an object");
     return;
   }
+  /* The token is copied into every notification of the call: its size is bounded. */
+  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  if (json_is_string(tok) && json_string_length(tok) > ORCH_MCP_PROGRESS_TOKEN_MAX) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tools/call: params._meta.progressToken is %zu bytes; at most %d (a string or "
+                "an integer)",
+                json_string_length(tok), ORCH_MCP_PROGRESS_TOKEN_MAX);
+    return;
+  }
   if (s->n_calls >= ORCH_MCP_CALLS_MAX) {
     reply_error(out, 200, id, ORCH_RPC_BUSY,
                 "%d tool calls are in flight in this session already; wait for one to end",
@@ -665,7 +674,6 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   c->m = m;
   c->s = s;
   c->id = json_incref((json_t *)id);
-  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;

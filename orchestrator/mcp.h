@@ -154,6 +154,7 @@ void orch__tool_abandon(struct orch_tool_call *tc);
 #define ORCH_MCP_CHAT_KEY_SESSIONS 64
 #define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
 #define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
+#define ORCH_MCP_PROGRESS_TOKEN_MAX 256 /* bytes of a string progressToken; longer: -32602 */
 #define ORCH_MCP_N_VERSIONS      2
 /* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];

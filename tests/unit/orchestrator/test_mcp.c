@@ -604,6 +604,40 @@ START_TEST(test_calls_cap) {
 }
 END_TEST
 
+START_TEST(test_progress_token_bound) {
+  /* A progressToken is copied into every notification: past ORCH_MCP_PROGRESS_TOKEN_MAX bytes
+   * the call is refused (-32602) and nothing starts; at the bound it is taken. */
+  char sid[65], tok[ORCH_MCP_PROGRESS_TOKEN_MAX + 2];
+  init_session("2025-11-25", &scope_all, "cred", sid);
+  for (int len = ORCH_MCP_PROGRESS_TOKEN_MAX + 1; len >= ORCH_MCP_PROGRESS_TOKEN_MAX; len--) {
+    memset(tok, 'a', (size_t)len);
+    tok[len] = '\0';
+    struct orch_mcp_reply r;
+    post(sid, NULL, &scope_all, "cred", 1, &r,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+         "{\"progressToken\":\"%s\"}}}",
+         CHAT, tok);
+    if (len > ORCH_MCP_PROGRESS_TOKEN_MAX) {
+      ck_assert_ptr_null(r.call);
+      ck_assert_int_eq(r.status, 200);
+      ck_assert_int_eq(error_code(&r), ORCH_RPC_INVALID_PARAMS);
+      ck_assert_ptr_nonnull(strstr(r.body, "progressToken is 257 bytes; at most 256"));
+      ck_assert_int_eq(fake.n_started, 0);
+    } else {
+      ck_assert_ptr_nonnull(r.call);
+      ck_assert_int_eq(r.stream, 1);
+      orch__mcp_call_attach(r.call, &rec_sink, NULL);
+      fake_progress(0, "running");
+      ck_assert_int_eq(rec.n_sent, 1);
+      ck_assert_ptr_nonnull(strstr(rec.sent[0], tok));
+      fake_finish(0, "done");
+    }
+    orch__mcp_reply_free(&r);
+  }
+}
+END_TEST
+
 START_TEST(test_bad_args_by_version) {
   char v1[65], v2[65];
   init_session("2025-06-18", &scope_chat, "k", v1);
@@ -798,6 +832,7 @@ int main(void) {
   tcase_add_test(tc, test_cancel);
   tcase_add_test(tc, test_gone_and_free);
   tcase_add_test(tc, test_calls_cap);
+  tcase_add_test(tc, test_progress_token_bound);
   tcase_add_test(tc, test_bad_args_by_version);
   tcase_add_test(tc, test_tools_list);
   tcase_add_test(tc, test_nodes_sessions);
