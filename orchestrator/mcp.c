@@ -588,6 +588,10 @@ static void on_progress(void *ud, const struct orch_tool_progress *p) {
     json_object_set(run, "prompt", text);
     break;
   case ORCH_TOOL_PROGRESS_STATE:
+    if (p->keepalive) {
+      json_object_set_new(run, "keepalive", json_true());
+      json_object_set_new(run, "elapsed_s", json_integer((json_int_t)(p->elapsed_ms / 1000)));
+    }
     break;
   }
   json_decref(text);
@@ -675,6 +679,8 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   c->s = s;
   c->id = json_incref((json_t *)id);
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
+  if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
+    a.keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;

@@ -68,6 +68,10 @@ struct orch_tool_args {
   int timeout_s; /* 0: the time limit */
   const char *name, *text, *base64;
   const char *turn_id; /* run_python: the turn its run belongs to (NULL: none; not an argument) */
+  /* How the caller waits (not arguments; 0: not at all): with a progress callback, the state
+   * again after keepalive_ms without a report (a keepalive); and past handoff_ms the call
+   * answers that the run is still going (its id, the tools that wait for it) and lets it run. */
+  uint64_t keepalive_ms, handoff_ms;
 };
 /* Checks a tool's arguments against its schema and the caller's scope: 0, or SBX_EINVAL with the
  * reason in why (worded for the model: "code: required, a string of Python source").  args NULL
@@ -119,6 +123,8 @@ struct orch_tool_progress {
   const char *text; /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
   size_t text_len;
   int index; /* DISPLAY: 0-based */
+  int keepalive;       /* STATE: sent because nothing was reported for the keepalive interval */
+  uint64_t elapsed_ms; /* STATE, keepalive: since the call began */
 };
 struct orch_tool_call;
 struct orch_tool_ops {
@@ -155,6 +161,10 @@ void orch__tool_abandon(struct orch_tool_call *tc);
 #define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
 #define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
 #define ORCH_MCP_PROGRESS_TOKEN_MAX 256 /* bytes of a string progressToken; longer: -32602 */
+/* A call that streams progress hears of its run at least this often: the state again (with the
+ * time so far) when nothing else was sent, so a quiet run never outlasts a client's timeout that
+ * progress resets (the spec's 15 s is met with room for a loaded machine). */
+#define ORCH_MCP_KEEPALIVE_MS 10000
 #define ORCH_MCP_N_VERSIONS      2
 /* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];

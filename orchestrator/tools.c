@@ -695,6 +695,11 @@ struct orch_tool_call {
   struct orch_watch *watch;   /* WAITING with a progress callback: its run's events, until `end` */
   char last_state[24];        /* the state last reported ("" before the first) */
   int last_attempt;
+  uint64_t started_ms, reported_ms; /* the call's start; its last progress report */
+  uint64_t keepalive_ms, handoff_ms; /* from the arguments (0: none) */
+  uint64_t wait_max_ms;              /* what one wait_for_run waits at most (its words) */
+  uv_timer_t timer;                  /* WAITING: the next keepalive or the hand-off */
+  int has_timer;                     /* initialized: the call is freed in its close callback */
   unsigned char *content; /* STORING: add_file's bytes, until the store's callback */
   char *asked_name;
 };
@@ -721,7 +726,10 @@ static void set_state_(struct orch_tool_call *tc, enum call_state to, const char
   }
 }
 
-/* The call is over: its registration and watch go, then the call itself. */
+static void on_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
+
+/* The call is over: its registration, watch and timer go, then the call itself (in the timer's
+ * close callback when it has one). */
 static void call_close(struct orch_tool_call *tc) {
   if (tc->settle)
     orch__settle_cancel(tc->settle);
@@ -733,7 +741,15 @@ static void call_close(struct orch_tool_call *tc) {
   json_decref(tc->args_json);
   sbx_free(tc->content);
   sbx_free(tc->asked_name);
-  sbx_free(tc);
+  tc->args_json = NULL;
+  tc->content = NULL;
+  tc->asked_name = NULL;
+  if (tc->has_timer) {
+    uv_timer_stop(&tc->timer);
+    uv_close((uv_handle_t *)&tc->timer, on_timer_closed);
+  } else {
+    sbx_free(tc);
+  }
 }
 
 static void deliver(struct orch_tool_call *tc, json_t *result) {
@@ -902,6 +918,29 @@ static void report_state(struct orch_tool_call *tc) {
   tc->last_attempt = tc->run->attempts;
   struct orch_tool_progress p = {
       .run_id = tc->run_id, .state = state, .attempt = tc->run->attempts, .message = msg};
+  tc->reported_ms = sbx_now_mono_ms();
+  tc->ops.progress(tc->ud, &p);
+}
+
+/* Nothing reported for the keepalive interval: the state again, with the time so far, so a
+ * client whose timeout progress resets keeps waiting through a quiet run. */
+static void report_keepalive(struct orch_tool_call *tc) {
+  char state[24], msg[300], words[400];
+  describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
+  if (*state == '\0') /* storing its result: still `running`, as the run object says */
+    snprintf(state, sizeof(state), "%s", tc->last_state[0] ? tc->last_state : "running");
+  uint64_t now = sbx_now_mono_ms(), elapsed = now - tc->started_ms;
+  snprintf(words, sizeof(words), "%s%s%llu s since the call began.", msg, *msg ? " " : "",
+           (unsigned long long)(elapsed / 1000));
+  snprintf(tc->last_state, sizeof(tc->last_state), "%s", state);
+  tc->last_attempt = tc->run->attempts;
+  struct orch_tool_progress p = {.run_id = tc->run_id,
+                                 .state = state,
+                                 .attempt = tc->run->attempts,
+                                 .message = words,
+                                 .keepalive = 1,
+                                 .elapsed_ms = elapsed};
+  tc->reported_ms = now;
   tc->ops.progress(tc->ud, &p);
 }
 
@@ -936,6 +975,7 @@ static void report_live(struct orch_tool_call *tc, const struct orch_run_event *
   }
   char *text = sbx_buf_steal(&msg, NULL);
   p.message = text ? text : "";
+  tc->reported_ms = sbx_now_mono_ms();
   tc->ops.progress(tc->ud, &p);
   sbx_free(text);
 }
@@ -956,6 +996,57 @@ static void on_run_event(void *ud, const struct orch_run_event *ev) {
     tc->watch = NULL;
     break;
   }
+}
+
+/* A result that says the run goes on (new): its id, its state, and the tools that wait for it
+ * or stop it; the run object as it is now. */
+static json_t *still_running_result(struct orch_tool_call *tc) {
+  char state[24], msg[300], text[1400];
+  describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
+  unsigned long long elapsed = (sbx_now_mono_ms() - tc->started_ms) / 1000;
+  snprintf(text, sizeof(text),
+           "The run %s is still going after %llu s (state %s%s%s), and it keeps going: this "
+           "answer only ends the wait. Call wait_for_run with {\"run_id\": \"%s\"} to wait for "
+           "its result (up to %llu s a call; call it again while it says the run is still "
+           "going), or cancel_run with {\"run_id\": \"%s\"} to stop it.",
+           tc->run_id, elapsed, *state ? state : "running", *msg ? ": " : "", msg, tc->run_id,
+           (unsigned long long)(tc->wait_max_ms / 1000), tc->run_id);
+  json_t *run = orch__run_json(tc->o, &tc->run->rec);
+  return json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                   "structuredContent", run ? run : json_object(), "isError", 0);
+}
+
+static void on_tick(uv_timer_t *t);
+
+/* The next keepalive or the hand-off, whichever comes first (nothing when neither is asked). */
+static void arm_timer(struct orch_tool_call *tc) {
+  if (tc->keepalive_ms == 0 && tc->handoff_ms == 0)
+    return;
+  if (!tc->has_timer) {
+    uv_timer_init(tc->o->loop, &tc->timer);
+    tc->timer.data = tc;
+    tc->has_timer = 1;
+  }
+  uint64_t due = UINT64_MAX, now = sbx_now_mono_ms();
+  if (tc->keepalive_ms)
+    due = tc->reported_ms + tc->keepalive_ms;
+  if (tc->handoff_ms)
+    due = SBX_MIN(due, tc->started_ms + tc->handoff_ms);
+  uv_timer_start(&tc->timer, on_tick, due > now ? due - now : 0, 0);
+}
+
+static void on_tick(uv_timer_t *t) {
+  struct orch_tool_call *tc = t->data;
+  if (tc->state != CALL_WAITING)
+    return;
+  uint64_t now = sbx_now_mono_ms();
+  if (tc->handoff_ms && now >= tc->started_ms + tc->handoff_ms) {
+    deliver(tc, still_running_result(tc)); /* the run goes on: only our wait ends */
+    return;
+  }
+  if (tc->keepalive_ms && now + 5 >= tc->reported_ms + tc->keepalive_ms)
+    report_keepalive(tc);
+  arm_timer(tc);
 }
 
 static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc,
@@ -1015,6 +1106,7 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
   /* Without a watch (no progress wanted, or no memory for one) the result still comes. */
   if (tc->ops.progress)
     tc->watch = orch__run_watch(run, -1, on_run_event, tc); /* the run as it is now, first */
+  arm_timer(tc);
 }
 
 static void on_file_stored(int rc, const struct sbx_error *err, const struct store_file_added *res,
@@ -1056,7 +1148,8 @@ static unsigned char *base64_decode(const char *s, size_t *len) {
   return out;
 }
 
-static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t, json_t *args_json,
+static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t,
+                                       const struct orch_tool_args *args, json_t *args_json,
                                        const char *base_url, const struct orch_tool_ops *ops,
                                        void *ud) {
   struct orch_tool_call *tc = sbx_calloc(1, sizeof(*tc));
@@ -1066,6 +1159,10 @@ static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t, json_t 
   tc->o = o;
   tc->ops = *ops;
   tc->ud = ud;
+  tc->started_ms = tc->reported_ms = sbx_now_mono_ms();
+  tc->keepalive_ms = ops->progress ? args->keepalive_ms : 0;
+  tc->handoff_ms = args->handoff_ms;
+  tc->wait_max_ms = args->handoff_ms;
   tc->args_json = json_incref(args_json);
   snprintf(tc->base_url, sizeof(tc->base_url), "%s", base_url ? base_url : "");
   return tc;
@@ -1102,7 +1199,7 @@ int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_ar
     store_file_list_free(files, n);
     return *now ? 0 : SBX_ENOMEM;
   }
-  struct orch_tool_call *tc = call_new(o, t, args_json, base_url, ops, ud);
+  struct orch_tool_call *tc = call_new(o, t, args, args_json, base_url, ops, ud);
   if (tc == NULL)
     return SBX_ENOMEM;
   if (t == ORCH_TOOL_ADD_FILE) {

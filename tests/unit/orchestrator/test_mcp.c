@@ -20,6 +20,7 @@ static struct {
   void *ud[FAKE_MAX];
   int live[FAKE_MAX];
   char code[FAKE_MAX][64];
+  uint64_t keepalive_ms[FAKE_MAX], handoff_ms[FAKE_MAX];
 } fake;
 static char fake_calls[FAKE_MAX]; /* their addresses stand for struct orch_tool_call */
 
@@ -56,6 +57,8 @@ static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a
   fake.ud[i] = call_ud;
   fake.live[i] = 1;
   snprintf(fake.code[i], sizeof(fake.code[i]), "%s", a->code);
+  fake.keepalive_ms[i] = a->keepalive_ms;
+  fake.handoff_ms[i] = a->handoff_ms;
   *out = (struct orch_tool_call *)&fake_calls[i];
   return 0;
 }
@@ -638,6 +641,50 @@ START_TEST(test_progress_token_bound) {
 }
 END_TEST
 
+START_TEST(test_keepalive) {
+  /* A call that streams asks the tool for keepalives; a keepalive says so in _meta, with the
+   * time so far.  A call with no stream asks for none. */
+  char sid[65];
+  init_session("2025-11-25", &scope_all, "cred", sid);
+  struct orch_mcp_reply r;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+       "{\"progressToken\":\"k\"}}}",
+       CHAT);
+  ck_assert_int_eq(r.stream, 1);
+  ck_assert_uint_eq(fake.keepalive_ms[0], ORCH_MCP_KEEPALIVE_MS);
+  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  orch__mcp_reply_free(&r);
+  struct orch_tool_progress p = {.run_id = "r1",
+                                 .state = "running",
+                                 .attempt = 1,
+                                 .message = "Running. 20 s since the call began.",
+                                 .keepalive = 1,
+                                 .elapsed_ms = 20400};
+  fake.ops[0]->progress(fake.ud[0], &p);
+  ck_assert_int_eq(rec.n_sent, 1);
+  json_t *n = json_loads(rec.sent[0], 0, NULL);
+  json_t *meta = json_object_get(
+      json_object_get(json_object_get(n, "params"), "_meta"), "cerea-sandbox/run");
+  ck_assert(json_is_true(json_object_get(meta, "keepalive")));
+  ck_assert_int_eq(json_integer_value(json_object_get(meta, "elapsed_s")), 20);
+  ck_assert_str_eq(json_string_value(json_object_get(meta, "state")), "running");
+  json_decref(n);
+  fake_finish(0, "done");
+  post(sid, NULL, &scope_all, "cred", 0, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+       "{\"progressToken\":\"k\"}}}",
+       CHAT);
+  ck_assert_int_eq(r.stream, 0);
+  ck_assert_uint_eq(fake.keepalive_ms[1], 0);
+  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  orch__mcp_reply_free(&r);
+  fake_finish(1, "done");
+}
+END_TEST
+
 START_TEST(test_bad_args_by_version) {
   char v1[65], v2[65];
   init_session("2025-06-18", &scope_chat, "k", v1);
@@ -833,6 +880,7 @@ int main(void) {
   tcase_add_test(tc, test_gone_and_free);
   tcase_add_test(tc, test_calls_cap);
   tcase_add_test(tc, test_progress_token_bound);
+  tcase_add_test(tc, test_keepalive);
   tcase_add_test(tc, test_bad_args_by_version);
   tcase_add_test(tc, test_tools_list);
   tcase_add_test(tc, test_nodes_sessions);
