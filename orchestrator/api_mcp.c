@@ -38,6 +38,8 @@
 #include "mcp.h"
 #include "transport.h"
 
+#include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -62,6 +64,75 @@ static int foreign_origin(struct tp_req *req) {
   return rest == NULL || host == NULL || strcasecmp(rest, host) != 0;
 }
 
+/* "HOST[:PORT]" split: the name (brackets kept for IPv6) into name, the port (-1: none; -2: not
+ * a port).  0, or -1 when it is not of that shape. */
+static int split_host(const char *h, char *name, size_t cap, int *port) {
+  const char *end = h[0] == '[' ? strchr(h, ']') : strchr(h, ':');
+  size_t n = end ? (size_t)(end - h) + (h[0] == '[') : strlen(h);
+  if (n == 0 || n >= cap)
+    return -1;
+  memcpy(name, h, n);
+  name[n] = '\0';
+  const char *rest = h + n;
+  *port = -1;
+  if (*rest == ':') {
+    char *e = NULL;
+    long p = strtol(rest + 1, &e, 10);
+    *port = rest[1] != '\0' && *e == '\0' && p > 0 && p < 65536 ? (int)p : -2;
+  } else if (*rest != '\0') {
+    return -1;
+  }
+  return 0;
+}
+
+/* The host of an http(s):// URL matches name (and its port, when both say one). */
+static int url_host_is(const char *url, const char *name, int port) {
+  const char *h = url == NULL                         ? NULL
+                  : strncasecmp(url, "http://", 7) == 0  ? url + 7
+                  : strncasecmp(url, "https://", 8) == 0 ? url + 8
+                                                         : NULL;
+  char un[256], hb[256];
+  int up;
+  if (h == NULL)
+    return 0;
+  snprintf(hb, sizeof(hb), "%.*s", (int)strcspn(h, "/"), h);
+  if (split_host(hb, un, sizeof(un), &up) != 0 || strcasecmp(un, name) != 0)
+    return 0;
+  return port < 0 || up < 0 || up == port;
+}
+
+/* A Host this server answers to, so that a page whose name was rebound to this address (DNS
+ * rebinding: its requests carry its own name) is refused: an IP literal (a page at an IP is that
+ * IP's own origin; a wildcard listener is reached by any of them) or localhost, on one of our
+ * listening ports; or the host of CEREA_PUBLIC_URL or CEREA_NODE_URL.  No port: the scheme's
+ * default, as a proxy in front sends it. */
+static int host_ours(struct orch *o, const char *host) {
+  char name[256];
+  int port;
+  if (host == NULL || split_host(host, name, sizeof(name), &port) != 0 || port == -2)
+    return 0;
+  if (url_host_is(o->cfg->public_url, name, port) || url_host_is(o->cfg->node_url, name, port))
+    return 1;
+  unsigned char addr[16];
+  char inner[256];
+  snprintf(inner, sizeof(inner), "%.*s", (int)(strlen(name) - 2), name + 1);
+  int ip = inet_pton(AF_INET, name, addr) == 1 ||
+           (name[0] == '[' && inet_pton(AF_INET6, inner, addr) == 1);
+  if (!ip && strcasecmp(name, "localhost") != 0)
+    return 0;
+  if (port < 0)
+    return 1;
+  for (size_t i = 0; i < o->cfg->n_listen; i++) {
+    const char *l = o->cfg->listen[i], *colon = strrchr(l, ':');
+    if (strncmp(l, "unix:", 5) == 0 || colon == NULL)
+      continue;
+    int lp = atoi(colon + 1);
+    if ((lp == 0 ? orch_port(o) : lp) == port)
+      return 1;
+  }
+  return o->cfg->n_listen == 0 && orch_port(o) == port;
+}
+
 /* Answers a refusal of the MCP endpoint: the JSON-RPC error shape, with our code for the status. */
 static void mcp_refuse(struct tp_req *req, int status, int code, const char *msg) {
   size_t len = 0;
@@ -78,6 +149,18 @@ static void mcp_refuse(struct tp_req *req, int status, int code, const char *msg
  * nonzero when it may not call tools. */
 static int tool_caller(struct orch *o, struct tp_req *req, int mcp, struct orch_tool_scope *scope,
                        char cred_hash[65]) {
+  const char *host = tp_req_header(req, "host");
+  if (host == NULL)
+    host = tp_req_header(req, ":authority");
+  if (mcp && !host_ours(o, host)) {
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "the Host %.200s is not one this server answers to (its listening addresses, "
+             "localhost, or CEREA_PUBLIC_URL's host)",
+             host ? host : "(none)");
+    mcp_refuse(req, 403, ORCH_RPC_FORBIDDEN, msg);
+    return 1;
+  }
   if (foreign_origin(req)) {
     const char *msg = "requests from another origin are refused (Origin is not this server)";
     if (mcp)

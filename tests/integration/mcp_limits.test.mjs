@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { startServer, call, newChat, tempDir } from './lib.mjs';
 import { mcpClient, rpc, initialize } from './mcp_lib.mjs';
 
@@ -79,4 +80,58 @@ test('an oversized progressToken (11 MiB) is refused with -32602 at once and sta
   assert.match(seen, new RegExp(`"progressToken":"${'k'.repeat(256)}"`));
   ac.abort();
   await reader.cancel().catch(() => {});
+});
+
+// One POST of an initialize to s's /mcp with these headers (Host included, which fetch does not
+// let a caller set): {status, json}.
+function postAs(s, headers) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25' } });
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/mcp', agent: false,
+      headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': Buffer.byteLength(body), ...headers } }, (res) => {
+      let text = '';
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => { let json = null; try { json = JSON.parse(text); } catch { /* not JSON */ } resolve({ status: res.statusCode, json, text }); });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('DNS rebinding: a Host that is not this server\'s (or an Origin of another site) is refused with 403 -32003; its listening address, localhost and the loopback literals are served', async () => {
+  const p = srv.port;
+  for (const host of [`127.0.0.1:${p}`, `localhost:${p}`, `LOCALHOST:${p}`, `[::1]:${p}`, '127.0.0.1', 'localhost']) {
+    const r = await postAs(srv, { host });
+    assert.equal(r.status, 200, `${host}: ${r.text}`);
+    assert.equal(r.json.result.protocolVersion, '2025-11-25');
+  }
+  for (const host of [`evil.example:${p}`, 'evil.example', `localhost:${p + 1}`, `127.0.0.1:${p + 1}`, `localhost.evil.example:${p}`, `localhost:x`]) {
+    const r = await postAs(srv, { host });
+    assert.equal(r.status, 403, `${host}: ${r.text}`);
+    assert.equal(r.json.jsonrpc, '2.0');
+    assert.equal(r.json.error.code, -32003, host);
+    assert.match(r.json.error.message, /is not one this server answers to/);
+  }
+  // The rebound page: its name in Host and in Origin.
+  const rebound = await postAs(srv, { host: `rebind.example:${p}`, origin: `http://rebind.example:${p}` });
+  assert.equal(rebound.status, 403);
+  // Our Host, another site's Origin.
+  const evil = await postAs(srv, { host: `127.0.0.1:${p}`, origin: 'http://evil.example' });
+  assert.equal(evil.status, 403);
+  assert.equal(evil.json.error.code, -32003);
+  assert.match(evil.json.error.message, /another origin/);
+  assert.equal((await postAs(srv, { host: `localhost:${p}`, origin: `http://localhost:${p}` })).status, 200, 'our own origin');
+});
+
+test('CEREA_PUBLIC_URL names the host a proxy in front sends: served, with its Origin; other names still refused', async () => {
+  const own = await startServer({ env: { CEREA_PUBLIC_URL: 'https://Sandbox.Example.com' } });
+  try {
+    assert.equal((await postAs(own, { host: 'sandbox.example.com' })).status, 200);
+    assert.equal((await postAs(own, { host: 'sandbox.example.com:443', origin: 'https://sandbox.example.com:443' })).status, 200);
+    assert.equal((await postAs(own, { host: 'sandbox.example.com', origin: 'https://evil.example' })).status, 403);
+    assert.equal((await postAs(own, { host: 'other.example.com' })).status, 403);
+    assert.equal((await postAs(own, { host: `127.0.0.1:${own.port}` })).status, 200, 'its listening address too');
+  } finally { await own.stop(); }
+  // A malformed value stops the server with one line.
+  await assert.rejects(startServer({ env: { CEREA_PUBLIC_URL: 'sandbox.example.com' } }), /CEREA_PUBLIC_URL=sandbox\.example\.com: expected http:\/\/HOST\[:PORT\]/);
 });
