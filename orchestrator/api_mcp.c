@@ -204,7 +204,7 @@ static void tools_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   orch__tool_env(ud, env, keep);
 }
 
-static int tools_start(void *ud, enum orch_tool t, const struct orch_tool_args *args,
+static int tools_start(void *ud, enum orch_tool t, struct orch_tool_args *args,
                        json_t *args_json, const char *base, const struct orch_tool_ops *ops,
                        void *call_ud, struct orch_tool_call **out, json_t **now, char *why,
                        size_t cap) {
@@ -473,10 +473,11 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     goto out;
   int t = orch__tool_find(name);
   if (t < 0) {
-    orch__api_error(req, 404, "not_found",
-                    "no tool %.200s (the tools: run_python, list_files, "
-                    "add_file)",
-                    name);
+    char names[200] = "";
+    for (int i = 0; i < ORCH_TOOL__COUNT; i++)
+      snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+               orch__tool_name(i));
+    orch__api_error(req, 404, "not_found", "no tool %.200s (the tools: %s)", name, names);
     goto out;
   }
   /* OpenAI's tool calls carry their arguments as a JSON string. */
@@ -498,8 +499,8 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     refused(req, why);
     goto out;
   }
-  struct orch_chat *oc = NULL;
-  if (orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: the chat's node answers */
+  struct orch_chat *oc = NULL; /* (wait_for_run, cancel_run: their run says the chat) */
+  if (a.chat_id && orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: its node answers */
     orch__node_forward(o, req, a.chat_id, NULL);
     goto out;
   }
@@ -514,7 +515,9 @@ static void on_tools_call(struct tp_req *req, void *ud) {
   rc = orch__tool_start(o, t, &a, args, base, &http_ops, h, &h->tc, &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
     sbx_free(h);
-    if (rc == SBX_EINVAL)
+    if (rc == SBX_EAGAIN && a.chat_id) /* nodes: the run's chat is another node's */
+      orch__node_forward(o, req, a.chat_id, NULL);
+    else if (rc == SBX_EINVAL)
       refused(req, why);
     else if (rc != 0)
       orch__api_error(req, 500, "internal", "the call could not start: %s", sbx_strerror(rc));

@@ -665,6 +665,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   struct orch_tool_args a;
   char why[600];
   int rc = orch__tool_check(t, args, &s->scope, env.time_limit_s, &a, why, sizeof(why));
+  int handoff_s = env.handoff_s;
   json_decref(keep);
   if (rc != 0) {
     reply_bad_args(out, version, id, name, why);
@@ -681,6 +682,8 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
   if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
     a.keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
+  else if (t == ORCH_TOOL_RUN_PYTHON && handoff_s > 0) /* nothing to reset a client's timeout */
+    a.handoff_ms = (uint64_t)handoff_s * 1000;
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;

@@ -23,6 +23,8 @@ enum orch_tool {
   ORCH_TOOL_RUN_PYTHON = 0,
   ORCH_TOOL_LIST_FILES,
   ORCH_TOOL_ADD_FILE,
+  ORCH_TOOL_WAIT_FOR_RUN, /* a run an earlier call handed back still going */
+  ORCH_TOOL_CANCEL_RUN,
   ORCH_TOOL__COUNT
 };
 
@@ -44,6 +46,7 @@ struct orch_tool_env {
   int input_wait_s;       /* how long input() waits for an answer (0: not said) */
   int pypi;               /* pure-Python installs from PyPI are available */
   const char *python;     /* "3.14.2", or NULL when unknown */
+  int handoff_s;          /* CEREA_MCP_HANDOFF_S: a call past it hands back the run's id */
   const json_t *packages; /* borrowed: [{name, version}] served packages that load by themselves
                              on import, or NULL when the deployment does not say */
 };
@@ -67,6 +70,11 @@ struct orch_tool_args {
   const char *code;
   int timeout_s; /* 0: the time limit */
   const char *name, *text, *base64;
+  const char *run_id; /* wait_for_run, cancel_run */
+  int wait_s;         /* wait_for_run: -1 when not given (the most, handoff_s) */
+  /* wait_for_run, cancel_run: the run's chat, found by orch__tool_start (chat_id then points
+   * here; the chat another node serves when it answers SBX_EAGAIN) */
+  char run_chat[STORE_ID_LEN + 1];
   const char *turn_id; /* run_python: the turn its run belongs to (NULL: none; not an argument) */
   /* How the caller waits (not arguments; 0: not at all): with a progress callback, the state
    * again after keepalive_ms without a report (a keepalive); and past handoff_ms the call
@@ -142,7 +150,7 @@ struct orch_tool_ops {
  * orch__tool_abandon first.  SBX_EINVAL: a bad argument found only now (no such chat), the
  * reason in why.  SBX_EAGAIN: another node serves the chat (nodes.c), nothing started: the call
  * is that node's to carry out.  SBX_ENOMEM. */
-int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_args *args,
+int orch__tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
                      json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
                      void *ud, struct orch_tool_call **out, json_t **now, char *why, size_t cap);
 /* The caller stops waiting: a run the call started is cancelled (unless the server is closing,
@@ -173,7 +181,7 @@ extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
 struct orch_mcp_tools {
   void *ud;
   void (*env)(void *ud, struct orch_tool_env *env, json_t **keep);
-  int (*start)(void *ud, enum orch_tool t, const struct orch_tool_args *args, json_t *args_json,
+  int (*start)(void *ud, enum orch_tool t, struct orch_tool_args *args, json_t *args_json,
                const char *base_url, const struct orch_tool_ops *ops, void *call_ud,
                struct orch_tool_call **out, json_t **now, char *why, size_t cap);
   void (*abandon)(void *ud, struct orch_tool_call *tc);

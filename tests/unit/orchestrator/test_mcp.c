@@ -29,12 +29,13 @@ static void fake_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   memset(env, 0, sizeof(*env));
   env->time_limit_s = 60;
   env->paused_wait_ms = 120000;
+  env->handoff_s = 50;
   *keep = NULL;
 }
 
 /* run_python goes on (code "now" answers at once, "nochat" is a bad argument found late,
  * "elsewhere" a chat another node serves); list_files answers at once. */
-static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a, json_t *args_json,
+static int fake_start(void *ud, enum orch_tool t, struct orch_tool_args *a, json_t *args_json,
                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   (void)ud, (void)args_json, (void)base;
@@ -643,7 +644,7 @@ END_TEST
 
 START_TEST(test_keepalive) {
   /* A call that streams asks the tool for keepalives; a keepalive says so in _meta, with the
-   * time so far.  A call with no stream asks for none. */
+   * time so far.  A call with no stream asks for none, but for the hand-off. */
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
   struct orch_mcp_reply r;
@@ -654,6 +655,7 @@ START_TEST(test_keepalive) {
        CHAT);
   ck_assert_int_eq(r.stream, 1);
   ck_assert_uint_eq(fake.keepalive_ms[0], ORCH_MCP_KEEPALIVE_MS);
+  ck_assert_uint_eq(fake.handoff_ms[0], 0); /* progress resets the client's timeout */
   orch__mcp_call_attach(r.call, &rec_sink, NULL);
   orch__mcp_reply_free(&r);
   struct orch_tool_progress p = {.run_id = "r1",
@@ -679,6 +681,7 @@ START_TEST(test_keepalive) {
        CHAT);
   ck_assert_int_eq(r.stream, 0);
   ck_assert_uint_eq(fake.keepalive_ms[1], 0);
+  ck_assert_uint_eq(fake.handoff_ms[1], 50000); /* nothing does: the run is handed back */
   orch__mcp_call_attach(r.call, &rec_sink, NULL);
   orch__mcp_reply_free(&r);
   fake_finish(1, "done");
