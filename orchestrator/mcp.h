@@ -47,6 +47,8 @@ struct orch_tool_env {
   int pypi;               /* pure-Python installs from PyPI are available */
   const char *python;     /* "3.14.2", or NULL when unknown */
   int handoff_s;          /* CEREA_MCP_HANDOFF_S: a call past it hands back the run's id */
+  unsigned offered;       /* the tools the caller is offered (ORCH_TOOL_BIT), so the words name
+                             no other; 0: every tool (MCP, /v1/tools) */
   const json_t *packages; /* borrowed: [{name, version}] served packages that load by themselves
                              on import, or NULL when the deployment does not say */
 };
@@ -54,8 +56,10 @@ struct orch_tool_env {
  * what env borrows: json_decref it after use. */
 void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep);
 
+#define ORCH_TOOL_BIT(t) (1u << (t))
+
 enum orch_tool_style { ORCH_TOOLS_MCP, ORCH_TOOLS_OPENAI };
-/* Every tool (new reference): MCP tool objects {name, title, description, inputSchema,
+/* Every tool offered (env->offered; new reference): MCP tool objects {name, title, description, inputSchema,
  * annotations}, or OpenAI function definitions {type: "function", function: {name, description,
  * parameters}}, with the same words and schemas.  A chat key's scope leaves chat_id out. */
 json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool_scope *scope,

@@ -79,6 +79,24 @@ static void names_of(struct sbx_buf *b, const json_t *list) {
   }
 }
 
+static int offered(const struct orch_tool_env *env, enum orch_tool t) {
+  return env->offered == 0 || (env->offered & ORCH_TOOL_BIT(t)) != 0;
+}
+
+/* A served package of that name (the deployment's list; none when it does not say). */
+static int serves(const struct orch_tool_env *env, const char *name) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(env->packages, "has"), i, v) {
+    const char *n = json_string_value(json_object_get(v, "name"));
+    if (n && strcmp(n, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* The words are built from what this deployment serves and what the caller is offered: a
+ * model is never told of a package it lacks or a tool it cannot call. */
 static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env) {
   int browser = env->exec_mode == ORCH_EXEC_BROWSER;
   sbx_buf_appendf(b,
@@ -95,14 +113,25 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
                     "background the run waits (up to %llu s) and starts again when the page is "
                     "back; with no page it ends abandoned.\n",
                     (unsigned long long)(env->paused_wait_ms / 1000));
+  int list = offered(env, ORCH_TOOL_LIST_FILES), add = offered(env, ORCH_TOOL_ADD_FILE);
+  sbx_buf_appendf(b, "- Files: the chat's files are at /mnt/data/<name>%s%s%s%s. To give the user a "
+                     "file, save it under /mnt/output/ (for example /mnt/output/report.xlsx); "
+                     "files written anywhere else are scratch. Files a run saved are at "
+                     "/mnt/data/<name> in later runs.\n",
+                  list || add ? " (" : "", list ? "list_files shows them" : "",
+                  list && add ? ", " : "", add ? "add_file adds one)" : list ? ")" : "");
+  if (serves(env, "matplotlib"))
+    sbx_buf_appendf(b, "- Charts: plt.show() saves each open figure as /mnt/output/figure-<n>.png; "
+                       "figures still open at the end are saved too; savefig under /mnt/output "
+                       "chooses the name.\n");
+  if (offered(env, ORCH_TOOL_WAIT_FOR_RUN) && env->handoff_s > 0)
+    sbx_buf_appendf(b,
+                    "- Long runs: a call that waits more than %d s without progress "
+                    "notifications returns with the run still going and its run_id; wait_for_run "
+                    "gets its result%s.\n",
+                    env->handoff_s, offered(env, ORCH_TOOL_CANCEL_RUN) ? ", cancel_run stops it" : "");
   sbx_buf_appendf(
       b,
-      "- Files: the chat's files are at /mnt/data/<name> (list_files shows them, add_file adds "
-      "one). To give the user a file, save it under /mnt/output/ (for example "
-      "/mnt/output/report.xlsx); files written anywhere else are scratch. Files a run saved are "
-      "at /mnt/data/<name> in later runs.\n"
-      "- Charts: plt.show() saves each open figure as /mnt/output/figure-<n>.png; figures still "
-      "open at the end are saved too; savefig under /mnt/output chooses the name.\n"
       "- State: variables and imports persist between runs of the same chat until the sandbox "
       "restarts. Runs of one chat go one at a time, in order.\n"
       "- Time limit: %d s per run (timeout_s can lower it). Past it the sandbox restarts: "
@@ -240,6 +269,8 @@ json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool
                          enum orch_tool_style style) {
   json_t *list = json_array();
   for (int t = 0; t < ORCH_TOOL__COUNT; t++) {
+    if (!offered(env, t))
+      continue;
     struct sbx_buf words;
     sbx_buf_init(&words, 64 * 1024);
     tool_words(&words, t, env);

@@ -98,6 +98,62 @@ START_TEST(test_definitions) {
 }
 END_TEST
 
+/* Every tool a description of the list names is in the list. */
+static void names_only_offered(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    const char *d = desc_of(list, (int)i, 0);
+    for (int t = 0; t < ORCH_TOOL__COUNT; t++) {
+      if (strstr(d, orch__tool_name(t)) == NULL)
+        continue;
+      int listed = 0;
+      for (size_t k = 0; k < json_array_size(list); k++)
+        listed |= strcmp(json_string_value(json_object_get(json_array_get(list, k), "name")),
+                         orch__tool_name(t)) == 0;
+      ck_assert_msg(listed, "tool %zu names %s, which is not offered", i, orch__tool_name(t));
+    }
+  }
+}
+
+START_TEST(test_words_from_deployment) {
+  /* Charts only where matplotlib is served; the tools named only where they are offered. */
+  json_t *pk;
+  struct orch_tool_env env = env_with(&pk);
+  env.handoff_s = 50;
+  struct orch_tool_scope all = {""};
+  json_t *mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  const char *run = desc_of(mcp, 0, 0);
+  ck_assert_ptr_null(strstr(run, "plt.show"));
+  ck_assert_ptr_null(strstr(run, "Charts"));
+  ck_assert_ptr_nonnull(strstr(run, "(list_files shows them, add_file adds one)"));
+  ck_assert_ptr_nonnull(strstr(run, "more than 50 s without progress notifications returns with "
+                                    "the run still going and its run_id; wait_for_run gets its "
+                                    "result, cancel_run stops it."));
+  names_only_offered(mcp);
+  json_decref(mcp);
+  json_array_append_new(json_object_get(pk, "has"),
+                        json_pack("{s:s, s:s}", "name", "matplotlib", "version", "3.8.4"));
+  mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  ck_assert_ptr_nonnull(strstr(desc_of(mcp, 0, 0), "- Charts: plt.show() saves each open figure"));
+  json_decref(mcp);
+  /* The built-in assistant is offered run_python alone: no other tool is named. */
+  env.offered = ORCH_TOOL_BIT(ORCH_TOOL_RUN_PYTHON);
+  json_t *oai = orch__tools_json(&env, &all, ORCH_TOOLS_OPENAI);
+  ck_assert_uint_eq(json_array_size(oai), 1);
+  run = desc_of(oai, 0, 1);
+  for (int t = 1; t < ORCH_TOOL__COUNT; t++)
+    ck_assert_msg(strstr(run, orch__tool_name(t)) == NULL, "names %s", orch__tool_name(t));
+  ck_assert_ptr_nonnull(strstr(run, "the chat's files are at /mnt/data/<name>. To give"));
+  json_decref(oai);
+  env.offered = ORCH_TOOL_BIT(ORCH_TOOL_RUN_PYTHON) | ORCH_TOOL_BIT(ORCH_TOOL_LIST_FILES);
+  mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  ck_assert_uint_eq(json_array_size(mcp), 2);
+  ck_assert_ptr_nonnull(strstr(desc_of(mcp, 0, 0), "(list_files shows them)"));
+  names_only_offered(mcp);
+  json_decref(mcp);
+  json_decref(pk);
+}
+END_TEST
+
 START_TEST(test_check_args) {
   struct orch_tool_scope all = {""}, one;
   strcpy(one.chat_id, CHAT);
@@ -391,6 +447,7 @@ int main(void) {
   Suite *s = suite_create("tools");
   TCase *tc = tcase_create("tools");
   tcase_add_test(tc, test_definitions);
+  tcase_add_test(tc, test_words_from_deployment);
   tcase_add_test(tc, test_check_args);
   tcase_add_test(tc, test_run_text);
   tcase_add_test(tc, test_run_files);
