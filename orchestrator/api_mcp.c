@@ -87,7 +87,7 @@ static int split_host(const char *h, char *name, size_t cap, int *port) {
 
 /* The host of an http(s):// URL matches name (and its port, when both say one). */
 static int url_host_is(const char *url, const char *name, int port) {
-  const char *h = url == NULL                         ? NULL
+  const char *h = url == NULL                            ? NULL
                   : strncasecmp(url, "http://", 7) == 0  ? url + 7
                   : strncasecmp(url, "https://", 8) == 0 ? url + 8
                                                          : NULL;
@@ -204,10 +204,9 @@ static void tools_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   orch__tool_env(ud, env, keep);
 }
 
-static int tools_start(void *ud, enum orch_tool t, struct orch_tool_args *args,
-                       json_t *args_json, const char *base, const struct orch_tool_ops *ops,
-                       void *call_ud, struct orch_tool_call **out, json_t **now, char *why,
-                       size_t cap) {
+static int tools_start(void *ud, enum orch_tool t, struct orch_tool_args *args, json_t *args_json,
+                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
+                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   return orch__tool_start(ud, t, args, args_json, base, ops, call_ud, out, now, why, cap);
 }
 

@@ -77,9 +77,9 @@ struct orch_mcp {
   struct orch_mcp_tools tools;
   struct orch_map sessions; /* id -> session (the key lives in the session) */
   struct sbx_list lru;
-  struct orch_map creds;     /* credential hash -> struct mcp_cred with sessions */
-  size_t chat_key_sessions;  /* of every chat key together (at most ORCH_MCP_SESSIONS_MAX) */
-  struct orch_map ended; /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
+  struct orch_map creds;    /* credential hash -> struct mcp_cred with sessions */
+  size_t chat_key_sessions; /* of every chat key together (at most ORCH_MCP_SESSIONS_MAX) */
+  struct orch_map ended;    /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
   struct sbx_list ended_fifo;
 };
 

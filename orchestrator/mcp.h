@@ -134,7 +134,7 @@ struct orch_tool_progress {
   size_t offset;                     /* OUTPUT: characters of the stream before text */
   const char *text; /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
   size_t text_len;
-  int index; /* DISPLAY: 0-based */
+  int index;           /* DISPLAY: 0-based */
   int keepalive;       /* STATE: sent because nothing was reported for the keepalive interval */
   uint64_t elapsed_ms; /* STATE, keepalive: since the call began */
 };
@@ -168,16 +168,16 @@ void orch__tool_abandon(struct orch_tool_call *tc);
  * key ORCH_MCP_CHAT_KEY_SESSIONS and every chat key together ORCH_MCP_SESSIONS_MAX.  Past its
  * budget a credential's own least recently used idle session goes (past the chat keys' total,
  * one of the chat key holding the most); none idle: 503. */
-#define ORCH_MCP_SESSIONS_MAX      4096
-#define ORCH_MCP_CHAT_KEY_SESSIONS 64
-#define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
-#define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
+#define ORCH_MCP_SESSIONS_MAX       4096
+#define ORCH_MCP_CHAT_KEY_SESSIONS  64
+#define ORCH_MCP_SESSION_IDLE_MS    (24ull * 3600 * 1000) /* a session unused this long ends */
+#define ORCH_MCP_CALLS_MAX          16                    /* tool calls in flight per session */
 #define ORCH_MCP_PROGRESS_TOKEN_MAX 256 /* bytes of a string progressToken; longer: -32602 */
 /* A call that streams progress hears of its run at least this often: the state again (with the
  * time so far) when nothing else was sent, so a quiet run never outlasts a client's timeout that
  * progress resets (the spec's 15 s is met with room for a loaded machine). */
 #define ORCH_MCP_KEEPALIVE_MS 10000
-#define ORCH_MCP_N_VERSIONS      2
+#define ORCH_MCP_N_VERSIONS   2
 /* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
 

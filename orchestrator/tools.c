@@ -114,12 +114,16 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
                     "back; with no page it ends abandoned.\n",
                     (unsigned long long)(env->paused_wait_ms / 1000));
   int list = offered(env, ORCH_TOOL_LIST_FILES), add = offered(env, ORCH_TOOL_ADD_FILE);
-  sbx_buf_appendf(b, "- Files: the chat's files are at /mnt/data/<name>%s%s%s%s. To give the user a "
-                     "file, save it under /mnt/output/ (for example /mnt/output/report.xlsx); "
-                     "files written anywhere else are scratch. Files a run saved are at "
-                     "/mnt/data/<name> in later runs.\n",
+  sbx_buf_appendf(b,
+                  "- Files: the chat's files are at /mnt/data/<name>%s%s%s%s. To give the user a "
+                  "file, save it under /mnt/output/ (for example /mnt/output/report.xlsx); "
+                  "files written anywhere else are scratch. Files a run saved are at "
+                  "/mnt/data/<name> in later runs.\n",
                   list || add ? " (" : "", list ? "list_files shows them" : "",
-                  list && add ? ", " : "", add ? "add_file adds one)" : list ? ")" : "");
+                  list && add ? ", " : "",
+                  add    ? "add_file adds one)"
+                  : list ? ")"
+                         : "");
   if (serves(env, "matplotlib"))
     sbx_buf_appendf(b, "- Charts: plt.show() saves each open figure as /mnt/output/figure-<n>.png; "
                        "figures still open at the end are saved too; savefig under /mnt/output "
@@ -129,7 +133,8 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
                     "- Long runs: a call that waits more than %d s without progress "
                     "notifications returns with the run still going and its run_id; wait_for_run "
                     "gets its result%s.\n",
-                    env->handoff_s, offered(env, ORCH_TOOL_CANCEL_RUN) ? ", cancel_run stops it" : "");
+                    env->handoff_s,
+                    offered(env, ORCH_TOOL_CANCEL_RUN) ? ", cancel_run stops it" : "");
   sbx_buf_appendf(
       b,
       "- State: variables and imports persist between runs of the same chat until the sandbox "
@@ -197,11 +202,10 @@ static void tool_words(struct sbx_buf *b, enum orch_tool t, const struct orch_to
                     env->handoff_s);
     break;
   case ORCH_TOOL_CANCEL_RUN:
-    sbx_buf_appendf(b,
-                    "Stops a run that is still going (its run_id, from run_python or "
-                    "wait_for_run) and returns its result once it has ended (status cancelled; "
-                    "what it printed so far is kept). A run that had already ended is left as "
-                    "it was.");
+    sbx_buf_appendf(b, "Stops a run that is still going (its run_id, from run_python or "
+                       "wait_for_run) and returns its result once it has ended (status cancelled; "
+                       "what it printed so far is kept). A run that had already ended is left as "
+                       "it was.");
     break;
   default:
     break;
@@ -785,12 +789,12 @@ struct orch_tool_call {
   struct orch_watch *watch;   /* WAITING with a progress callback: its run's events, until `end` */
   char last_state[24];        /* the state last reported ("" before the first) */
   int last_attempt;
-  uint64_t started_ms, reported_ms; /* the call's start; its last progress report */
+  uint64_t started_ms, reported_ms;  /* the call's start; its last progress report */
   uint64_t keepalive_ms, handoff_ms; /* from the arguments (0: none) */
   uint64_t wait_max_ms;              /* what one wait_for_run waits at most (its words) */
   uv_timer_t timer;                  /* WAITING: the next keepalive or the hand-off */
   int has_timer;                     /* initialized: the call is freed in its close callback */
-  unsigned char *content; /* STORING: add_file's bytes, until the store's callback */
+  unsigned char *content;            /* STORING: add_file's bytes, until the store's callback */
   char *asked_name;
 };
 
@@ -1094,12 +1098,13 @@ static json_t *still_running_result(struct orch_tool_call *tc) {
   char state[24], msg[300], text[1400];
   describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
   int64_t since = tc->run->rec.created_at, wall = sbx_now_wall_ms();
-  unsigned long long elapsed = since > 0 && wall > since ? (unsigned long long)(wall - since) / 1000
-                                                         : (sbx_now_mono_ms() - tc->started_ms) /
-                                                               1000;
+  unsigned long long elapsed = since > 0 && wall > since
+                                   ? (unsigned long long)(wall - since) / 1000
+                                   : (sbx_now_mono_ms() - tc->started_ms) / 1000;
   snprintf(text, sizeof(text),
            "The run %s is still going, %llu s after it was made (state %s%s%s), and it keeps "
-           "going: this answer only ends the wait. Call wait_for_run with {\"run_id\": \"%s\"} to wait for "
+           "going: this answer only ends the wait. Call wait_for_run with {\"run_id\": \"%s\"} to "
+           "wait for "
            "its result (up to %llu s a call; call it again while it says the run is still "
            "going), or cancel_run with {\"run_id\": \"%s\"} to stop it.",
            tc->run_id, elapsed, *state ? state : "running", *msg ? ": " : "", msg, tc->run_id,
@@ -1283,9 +1288,9 @@ static json_t *prefixed(json_t *result, const char *line) {
  * a chat key's; NULL: any).  Ended: its result at once.  Live: waited for (cancel_run cancels it
  * first) up to wait_s or the hand-off, then "still going". */
 static int run_tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
-                          json_t *args_json, const char *base_url,
-                          const struct orch_tool_ops *ops, void *ud, struct orch_tool_call **out,
-                          json_t **now, char *why, size_t cap) {
+                          json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
+                          void *ud, struct orch_tool_call **out, json_t **now, char *why,
+                          size_t cap) {
   struct orch_run *run = orch__map_get(&o->runs, args->run_id);
   struct store_run rec;
   int have_rec = 0, rc = 0;

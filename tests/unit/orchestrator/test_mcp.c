@@ -667,8 +667,8 @@ START_TEST(test_keepalive) {
   fake.ops[0]->progress(fake.ud[0], &p);
   ck_assert_int_eq(rec.n_sent, 1);
   json_t *n = json_loads(rec.sent[0], 0, NULL);
-  json_t *meta = json_object_get(
-      json_object_get(json_object_get(n, "params"), "_meta"), "cerea-sandbox/run");
+  json_t *meta =
+      json_object_get(json_object_get(json_object_get(n, "params"), "_meta"), "cerea-sandbox/run");
   ck_assert(json_is_true(json_object_get(meta, "keepalive")));
   ck_assert_int_eq(json_integer_value(json_object_get(meta, "elapsed_s")), 20);
   ck_assert_str_eq(json_string_value(json_object_get(meta, "state")), "running");
