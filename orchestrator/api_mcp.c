@@ -68,6 +68,8 @@ static int foreign_origin(struct tp_req *req) {
  * a port).  0, or -1 when it is not of that shape. */
 static int split_host(const char *h, char *name, size_t cap, int *port) {
   const char *end = h[0] == '[' ? strchr(h, ']') : strchr(h, ':');
+  if (h[0] == '[' && end == NULL)
+    return -1;
   size_t n = end ? (size_t)(end - h) + (h[0] == '[') : strlen(h);
   if (n == 0 || n >= cap)
     return -1;
@@ -103,34 +105,21 @@ static int url_host_is(const char *url, const char *name, int port) {
 
 /* A Host this server answers to, so that a page whose name was rebound to this address (DNS
  * rebinding: its requests carry its own name) is refused: an IP literal (a page at an IP is that
- * IP's own origin; a wildcard listener is reached by any of them) or localhost, on one of our
- * listening ports; or the host of CEREA_PUBLIC_URL or CEREA_NODE_URL.  No port: the scheme's
- * default, as a proxy in front sends it. */
+ * IP's own origin; a wildcard listener is reached by any of them), localhost, or the host of
+ * CEREA_PUBLIC_URL or CEREA_NODE_URL.  The name is what tells a rebound page; the port is not
+ * checked (it tells none: a page elsewhere on this machine has its own Origin, refused below),
+ * and a request another node forwards keeps the Host its client used there. */
 static int host_ours(struct orch *o, const char *host) {
-  char name[256];
+  char name[256], inner[256];
+  unsigned char addr[16];
   int port;
   if (host == NULL || split_host(host, name, sizeof(name), &port) != 0 || port == -2)
     return 0;
-  if (url_host_is(o->cfg->public_url, name, port) || url_host_is(o->cfg->node_url, name, port))
+  if (url_host_is(o->cfg->public_url, name, -1) || url_host_is(o->cfg->node_url, name, -1))
     return 1;
-  unsigned char addr[16];
-  char inner[256];
-  snprintf(inner, sizeof(inner), "%.*s", (int)(strlen(name) - 2), name + 1);
-  int ip = inet_pton(AF_INET, name, addr) == 1 ||
-           (name[0] == '[' && inet_pton(AF_INET6, inner, addr) == 1);
-  if (!ip && strcasecmp(name, "localhost") != 0)
-    return 0;
-  if (port < 0)
-    return 1;
-  for (size_t i = 0; i < o->cfg->n_listen; i++) {
-    const char *l = o->cfg->listen[i], *colon = strrchr(l, ':');
-    if (strncmp(l, "unix:", 5) == 0 || colon == NULL)
-      continue;
-    int lp = atoi(colon + 1);
-    if ((lp == 0 ? orch_port(o) : lp) == port)
-      return 1;
-  }
-  return o->cfg->n_listen == 0 && orch_port(o) == port;
+  snprintf(inner, sizeof(inner), "%.*s", (int)strlen(name) - 2, name + 1);
+  return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
+         (name[0] == '[' && inet_pton(AF_INET6, inner, addr) == 1);
 }
 
 /* Answers a refusal of the MCP endpoint: the JSON-RPC error shape, with our code for the status. */
@@ -155,8 +144,8 @@ static int tool_caller(struct orch *o, struct tp_req *req, int mcp, struct orch_
   if (mcp && !host_ours(o, host)) {
     char msg[400];
     snprintf(msg, sizeof(msg),
-             "the Host %.200s is not one this server answers to (its listening addresses, "
-             "localhost, or CEREA_PUBLIC_URL's host)",
+             "the Host %.200s is not one this server answers to (an IP address, localhost, "
+             "or CEREA_PUBLIC_URL's host)",
              host ? host : "(none)");
     mcp_refuse(req, 403, ORCH_RPC_FORBIDDEN, msg);
     return 1;
