@@ -523,12 +523,14 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
     reply_error(out, 500, id, ORCH_RPC_INTERNAL, "out of memory");
     return;
   }
-  char instructions[600];
+  char instructions[900];
   snprintf(instructions, sizeof(instructions),
            "Cerea sandbox: run_python runs Python in a chat's sandbox (in browser mode, in the "
            "user's own browser tab, so the chat's page must be open); list_files and add_file "
            "handle the chat's files under /mnt/data. Files saved under /mnt/output come back "
-           "with the result.%s%s%s",
+           "with the result. A run_python call that would wait long without progress "
+           "notifications returns with the run still going and its run_id: wait_for_run gets "
+           "its result, cancel_run stops it.%s%s%s",
            rq->scope->chat_id[0] ? " This connection reaches chat " : "", rq->scope->chat_id,
            rq->scope->chat_id[0] ? " only: leave chat_id out." : "");
   json_t *result = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
