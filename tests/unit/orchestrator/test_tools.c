@@ -196,6 +196,24 @@ START_TEST(test_check_args) {
       {ORCH_TOOL_ADD_FILE, 1, "{\"name\":\"a\",\"text\":\"x\",\"base64\":\"eA==\"}", 0,
        "text or as base64"},
       {ORCH_TOOL_ADD_FILE, 1, "{\"name\":\"a\",\"text\":7}", 0, "text: must be a string"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"0123456789abcdef0123456789abcdef\"}", 1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 1, "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":0}",
+       1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0,
+       "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":"
+       "500}",
+       1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{}", 0, "run_id: required"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":7}", 0, "run_id: must be a string"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"nope\"}", 0, "run_id: no run nope"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":-1}",
+       0, "wait_s: whole seconds from 0"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0,
+       "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":"
+       "\"5\"}",
+       0, "wait_s"},
+      {ORCH_TOOL_CANCEL_RUN, 1, "{\"run_id\":\"0123456789abcdef0123456789abcdef\"}", 1, NULL},
+      {ORCH_TOOL_CANCEL_RUN, 1, "{}", 0, "run_id: required"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
     json_t *args = cases[i].args ? json_loads(cases[i].args, JSON_DECODE_ANY, NULL) : NULL;
@@ -207,8 +225,12 @@ START_TEST(test_check_args) {
     ck_assert_msg((rc == 0) == cases[i].ok, "%s: rc %d (%s)", cases[i].args, rc, why);
     if (!cases[i].ok)
       ck_assert_msg(strstr(why, cases[i].why) != NULL, "%s: %s", cases[i].args, why);
+    else if (cases[i].tool >= ORCH_TOOL_WAIT_FOR_RUN && !cases[i].scoped)
+      ck_assert_ptr_null(a.chat_id); /* the run says its chat (orch__tool_start) */
     else
       ck_assert_str_eq(a.chat_id, CHAT);
+    if (cases[i].ok && cases[i].tool >= ORCH_TOOL_WAIT_FOR_RUN)
+      ck_assert_str_eq(a.run_id, "0123456789abcdef0123456789abcdef");
     json_decref(args);
   }
   /* Sizes: code and add_file content have their own caps. */
