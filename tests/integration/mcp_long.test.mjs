@@ -46,7 +46,7 @@ test('keepalive: a quiet call (12 s waiting for the page, then 25 s running sile
   for (const [t, p] of keep) {
     const m = runOf(p);
     assert.equal(m.run_id, ev.data.run_id);
-    assert.ok(Math.abs(m.elapsed_s * 1000 - t) < 3000, `elapsed_s ${m.elapsed_s} at ${t} ms`);
+    assert.ok(Math.abs(m.elapsed_s * 1000 - t) < 5000, `elapsed_s ${m.elapsed_s} at ${t} ms`);
     assert.match(p.message, new RegExp(`${m.elapsed_s} s since the call began\\.$`));
   }
   assert.deepEqual(seen.map(([, p]) => p.progress), seen.map((_, i) => i + 1), 'progress increases');
