@@ -75,6 +75,14 @@ static const struct vcase vcases[] = {
     {"CEREA_LLM_TURN_S", "1", 1, NULL},
     {"CEREA_LLM_TURN_S", "10m", 0, "whole seconds"},
     {"CEREA_LLM_STALL_S", "3601", 0, "from 1 to 3600"},
+    {"CEREA_PUBLIC_URL", "https://sandbox.example.com", 1, NULL},
+    {"CEREA_PUBLIC_URL", "http://[::1]:8080", 1, NULL},
+    {"CEREA_PUBLIC_URL", "sandbox.example.com", 0, "http://HOST[:PORT]"},
+    {"CEREA_PUBLIC_URL", "https://sandbox.example.com/mcp", 0, "no path"},
+    {"CEREA_PUBLIC_URL", "https://", 0, "CEREA_PUBLIC_URL"},
+    {"CEREA_MCP_HANDOFF_S", "5", 1, NULL},
+    {"CEREA_MCP_HANDOFF_S", "4", 0, "from 5 to 280"},
+    {"CEREA_MCP_HANDOFF_S", "281", 0, "from 5 to 280"},
 };
 
 START_TEST(test_values) {
