@@ -10,7 +10,13 @@
  * stream that broke off or ended before its answer did.
  *
  * The key lives in one header line of the connector and goes nowhere else: not in a log line, an
- * error, an event.
+ * error, an event.  What the model (or a proxy in front of it) says about a failure may echo it
+ * ("Invalid API key provided: Bearer sk-…"): every error's words are scrubbed here, on their way
+ * out of the connector, of the key and of anything shaped like a bearer credential
+ * (orch__llm_scrub), so no answer, event, page or stored row can hold one.
+ *
+ * `data: [DONE]` ends the answer there and then: the transfer is stopped at once, whether or not
+ * the server closes its end (some keep the connection open after it).
  *
  * What it does not do: build the conversation or run tools (assistant.c), or retry.
  */
@@ -20,6 +26,7 @@
 #include <openssl/crypto.h>
 
 #include <string.h>
+#include <strings.h>
 
 /* ---- SSE ------------------------------------------------------------------------------------- */
 
@@ -224,6 +231,82 @@ out:
   return rc;
 }
 
+/* ---- credentials out of the model's words ---------------------------------------------------- */
+
+#define REDACTED "[redacted]"
+
+static int token_char(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
+}
+
+/* Bytes of the token starting at s (at most n). */
+static size_t token_len(const char *s, size_t n) {
+  size_t k = 0;
+  while (k < n && token_char((unsigned char)s[k]))
+    k++;
+  while (k > 0 && s[k - 1] == '.')
+    k--; /* the end of a sentence, not of the token */
+  return k;
+}
+
+void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap) {
+  if (cap == 0)
+    return;
+  size_t n = strlen(in), kl = key ? strlen(key) : 0, o = 0;
+  if (kl < ORCH_LLM_KEY_MIN)
+    kl = 0;
+#define PUT(p, len)                                                                                \
+  do {                                                                                             \
+    size_t len_ = SBX_MIN((size_t)(len), cap - 1 - o);                                             \
+    memcpy(out + o, (p), len_);                                                                    \
+    o += len_;                                                                                     \
+  } while (0)
+  for (size_t i = 0; i < n && o < cap - 1;) {
+    const char *s = in + i;
+    size_t left = n - i;
+    int starts = i == 0 || !token_char((unsigned char)in[i - 1]);
+    if (kl && left >= kl && memcmp(s, key, kl) == 0) { /* the key itself, wherever it stands */
+      PUT(REDACTED, sizeof REDACTED - 1);
+      i += kl;
+      continue;
+    }
+    if (starts && left > 7 && strncasecmp(s, "bearer", 6) == 0 && (s[6] == ' ' || s[6] == '\t')) {
+      size_t sp = 6;
+      while (sp < left && (s[sp] == ' ' || s[sp] == '\t'))
+        sp++;
+      size_t tl = token_len(s + sp, left - sp);
+      if (tl >= ORCH_LLM_BEARER_MIN) { /* "Bearer <token>": the word kept, the token not */
+        PUT(s, sp);
+        PUT(REDACTED, sizeof REDACTED - 1);
+        i += sp + tl;
+        continue;
+      }
+    }
+    if (starts && left > 3 && s[0] == 's' && s[1] == 'k' && (s[2] == '-' || s[2] == '_')) {
+      size_t tl = token_len(s, left); /* sk-…, sk-proj-…, sk_live_…: an API key's shape */
+      if (tl >= 3 + ORCH_LLM_SK_MIN) {
+        PUT(REDACTED, sizeof REDACTED - 1);
+        i += tl;
+        continue;
+      }
+    }
+    PUT(s, 1);
+    i++;
+  }
+#undef PUT
+  if (o == cap - 1 && o > 0) { /* perhaps cut: not inside a character */
+    size_t lead = o - 1;
+    while (lead > 0 && ((unsigned char)out[lead] & 0xC0) == 0x80)
+      lead--;
+    unsigned char c = (unsigned char)out[lead];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (o - lead < need)
+      o = lead;
+  }
+  out[o] = 0;
+}
+
 /* ---- the connector --------------------------------------------------------------------------- */
 
 #define ERR_BODY_BYTES 8192
@@ -233,6 +316,7 @@ struct orch_llm {
   char *endpoint; /* <url>/chat/completions */
   char *model;
   char *auth; /* "Authorization: Bearer <key>", or NULL */
+  char *key;  /* the key alone, for scrubbing the model's words (orch__llm_scrub), or NULL */
   char *ca_file;
   int max_tokens;
   uint64_t stall_ms;
@@ -284,6 +368,8 @@ static int on_event(void *ud, const char *data, size_t len) {
     return SBX_EPROTO;
   if (r->a.error[0])
     return SBX_EPROTO; /* the model said it failed: nothing after it counts */
+  if (r->a.done)
+    return SBX_ECANCELED; /* the answer is complete: the transfer stops, open or not */
   if (dlen && r->cbs.text) {
     r->in_cb++;
     r->cbs.text(r->ud, delta, dlen);
@@ -372,7 +458,12 @@ static void on_done(void *ud, enum tp_http_end end, int status, const char *why)
     e = ORCH_LLM_MODEL_ERROR;
     snprintf(words, sizeof words, "the model's answer broke off: %s", why);
   }
-  r->cbs.end(r->ud, e, &r->a, words);
+  char clean[sizeof words];
+  orch__llm_scrub(r->l->key, words, clean, sizeof clean);
+  char raw[sizeof r->a.error];
+  memcpy(raw, r->a.error, sizeof raw);
+  orch__llm_scrub(r->l->key, raw, r->a.error, sizeof r->a.error);
+  r->cbs.end(r->ud, e, &r->a, clean);
   req_free(r);
 }
 
@@ -450,12 +541,13 @@ int orch__llm_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch_ll
     if (sbx_buf_appendf(&b, "Authorization: Bearer %s", cfg->llm_api_key) == 0)
       l->auth = sbx_buf_steal(&b, NULL);
     sbx_buf_free(&b);
+    l->key = sbx_strdup(cfg->llm_api_key);
   }
   l->model = sbx_strdup(cfg->llm_model);
   l->ca_file = cfg->llm_ca_file ? sbx_strdup(cfg->llm_ca_file) : NULL;
   l->max_tokens = cfg->llm_max_tokens;
   l->stall_ms = (uint64_t)cfg->llm_stall_s * 1000;
-  if (l->endpoint == NULL || l->model == NULL || (cfg->llm_api_key && l->auth == NULL) ||
+  if (l->endpoint == NULL || l->model == NULL || (cfg->llm_api_key && (l->auth == NULL || l->key == NULL)) ||
       (cfg->llm_ca_file && l->ca_file == NULL)) {
     orch__llm_free(l);
     return sbx_error_set(err, SBX_ENOMEM, "assistant: out of memory");
@@ -479,7 +571,10 @@ void orch__llm_free(struct orch_llm *l) {
   tp_http_client_free(l->hc); /* cancels the transfers: no callback */
   if (l->auth)                /* the key is not left in freed memory */
     OPENSSL_cleanse(l->auth, strlen(l->auth));
+  if (l->key)
+    OPENSSL_cleanse(l->key, strlen(l->key));
   sbx_free(l->auth);
+  sbx_free(l->key);
   sbx_free(l->endpoint);
   sbx_free(l->model);
   sbx_free(l->ca_file);

@@ -209,6 +209,42 @@ START_TEST(chunks_errors_and_bounds) {
 }
 END_TEST
 
+/* The model's words with credentials in them: each case's input and what is left of it. */
+START_TEST(scrub_cases) {
+  static const char *key = "k3y-0nly-0perator-kn0ws-1234";
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"model overloaded, try later", "model overloaded, try later"},
+      {"Invalid API key provided: Bearer sk-abcdefghijklmnop1234",
+       "Invalid API key provided: Bearer [redacted]"},
+      {"Incorrect API key provided: sk-proj-ABCDEFGHIJKLMNOPQRST.",
+       "Incorrect API key provided: [redacted]."},
+      {"authorization: bearer eyJhbGciOi.J9xx failed", "authorization: bearer [redacted] failed"},
+      {"key k3y-0nly-0perator-kn0ws-1234 refused", "key [redacted] refused"},
+      {"x k3y-0nly-0perator-kn0ws-1234k3y-0nly-0perator-kn0ws-1234", "x [redacted][redacted]"},
+      {"Bearer short", "Bearer short"},          /* too short for a token: a word */
+      {"ask-me-anything-about-it-please", "ask-me-anything-about-it-please"}, /* not a word start */
+      {"sk-short", "sk-short"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
+    char out[256];
+    orch__llm_scrub(key, cases[i].in, out, sizeof out);
+    ck_assert_msg(strcmp(out, cases[i].out) == 0, "case %zu: \"%s\" -> \"%s\"", i, cases[i].in,
+                  out);
+  }
+  char out[256]; /* no key configured: the shapes still go */
+  orch__llm_scrub(NULL, "Bearer abcdefgh12345678", out, sizeof out);
+  ck_assert_str_eq(out, "Bearer [redacted]");
+  char small[12]; /* cut to the room, never past it, never inside a character */
+  orch__llm_scrub(key, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", small, sizeof small);
+  ck_assert_uint_eq(strlen(small), 10);
+  orch__llm_scrub(key, "abc k3y-0nly-0perator-kn0ws-1234", small, sizeof small);
+  ck_assert_str_eq(small, "abc [redact");
+}
+END_TEST
+
 START_TEST(end_codes) {
   ck_assert_str_eq(orch__llm_end_code(ORCH_LLM_OK), "");
   ck_assert_str_eq(orch__llm_end_code(ORCH_LLM_MODEL_ERROR), "model_error");
@@ -224,6 +260,7 @@ int main(void) {
   tcase_add_test(tc, sse_bound);
   tcase_add_test(tc, chunks_text_and_tool_calls);
   tcase_add_test(tc, chunks_errors_and_bounds);
+  tcase_add_test(tc, scrub_cases);
   tcase_add_test(tc, end_codes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
