@@ -591,12 +591,12 @@ static void on_started(int rc, const struct sbx_error *err, void *ud) {
   if (--t->pending > 0)
     return;
   if (t->failed) {
-    t->ask_cb(t->ask_ud, t->failed, &t->fail_err, NULL, NULL);
+    t->ask_cb(t->ask_ud, t->failed, &t->fail_err, NULL, NULL, NULL);
     asst_set_state(t, ASST_ENDED);
     asst_free(t);
     return;
   }
-  t->ask_cb(t->ask_ud, 0, NULL, t->msg_id, t->turn_id);
+  t->ask_cb(t->ask_ud, 0, NULL, t->user_id, t->msg_id, t->turn_id);
   json_t *user = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:n, s:[], s:I, s:I}", "message_id",
                            t->user_id, "chat_id", t->c->id, "turn_id", t->turn_id, "role", "user",
                            "text", t->user_text, "state", "done", "error", "run_ids", "created_at",
@@ -649,10 +649,11 @@ static void system_prompt(struct orch *o, struct orch_chat *c, struct sbx_buf *b
 static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
   struct store_message *v = NULL;
   size_t n = 0;
-  int rc = store_message_list(o->st, c->id, 100000, &v, &n);
+  int more;
+  int rc = store_message_page(o->st, c->id, NULL, NULL, ORCH_CONVERSATION_MAX, 1, &v, &n, &more);
   if (rc != 0)
     return rc;
-  for (size_t i = n > ORCH_CONVERSATION_MAX ? n - ORCH_CONVERSATION_MAX : 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++) {
     const struct store_message *m = &v[i];
     if (strcmp(m->role, "user") == 0) {
       json_array_append_new(convo, json_pack("{s:s, s:s}", "role", "user", "content", m->text));

@@ -26,6 +26,8 @@
 #define ORCH_DELTA_MS          50                /* live text deltas: at most this often ... */
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
+#define ORCH_MESSAGES_PAGE_DEFAULT 100 /* GET /v1/chats/{chat}/messages: a page's messages ... */
+#define ORCH_MESSAGES_PAGE_MAX     500 /* ... and at most (?limit=) */
 
 /* The error of an answer that was streaming when its server stopped (marked at the next start). */
 #define ORCH_INTERRUPTED_JSON                                                                      \
@@ -75,6 +77,18 @@ void orch__llm_answer_free(struct orch_llm_answer *a);
 int orch__llm_chunk(struct orch_llm_answer *a, const char *data, size_t len, const char **delta,
                     size_t *delta_len, char *why, size_t cap);
 
+/* ---- the model's words, scrubbed (llm.c) -------------------------------------------------------
+ * in, copied to out (cap bytes, NUL-terminated, cut at a character) with every credential the
+ * model or a proxy might echo replaced by "[redacted]": the configured key wherever it stands
+ * (one of at least ORCH_LLM_KEY_MIN bytes), the token after "Bearer " (ORCH_LLM_BEARER_MIN
+ * token characters or more, any case), and an API key's shape: a word starting sk- or sk_ with
+ * ORCH_LLM_SK_MIN or more token characters after it.  Token characters: A-Z a-z 0-9 - _ . ~ + / =.
+ * in and out may not overlap. */
+#define ORCH_LLM_KEY_MIN    4
+#define ORCH_LLM_BEARER_MIN 8
+#define ORCH_LLM_SK_MIN     16
+void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap);
+
 /* ---- the connector (llm.c) -------------------------------------------------------------------- */
 /* How a request ended, as the chat shows it. */
 enum orch_llm_end {
@@ -116,9 +130,10 @@ struct orch_ask {
   size_t n_files;
 };
 /* The ask is durable (rc 0: the user message, the assistant message and the turn are stored,
- * the model asked) or not (rc, err). */
+ * the model asked) or not (rc, err).  message_id: the user's message; answer_id: the
+ * assistant's. */
 typedef void (*orch_ask_cb)(void *ud, int rc, const struct sbx_error *err, const char *message_id,
-                            const char *turn_id);
+                            const char *answer_id, const char *turn_id);
 /* Opens a conversation turn in chat c: SBX_ENOENT without a model, SBX_EBUSY when the chat has
  * one open (one at a time), SBX_ENOMEM; else 0 and cb follows (never from inside this call). */
 int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *ask, orch_ask_cb cb,

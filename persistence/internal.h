@@ -135,6 +135,21 @@
     "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                   \
     "LIMIT ?2",                                                                                     \
     ST_SAME)                                                                                        \
+  /* a page of a chat's messages: the newest, those before or after one (?3), newest first or  */ \
+  /* oldest first as the page runs from its cursor; the calls only when ?4 is 1                 */ \
+  X(MESSAGE_NEWEST,                                                                                 \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid DESC "         \
+    "LIMIT ?2",                                                                                     \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_BEFORE,                                                                                 \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 AND rowid < (SELECT rowid "   \
+    "FROM messages WHERE id = ?3 AND chat_id = ?1) ORDER BY rowid DESC LIMIT ?2",                   \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_AFTER,                                                                                  \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 AND rowid > (SELECT rowid "   \
+    "FROM messages WHERE id = ?3 AND chat_id = ?1) ORDER BY rowid LIMIT ?2",                        \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_OF_CHAT, "SELECT 1 FROM messages WHERE id = ?1 AND chat_id = ?2", ST_SAME)              \
   X(MESSAGE_INTERRUPT_TURNS,                                                                        \
     "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "        \
     "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                    \
@@ -307,6 +322,9 @@
 #define ST_MESSAGE_COLS                                                                            \
   "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, calls_json, created_at, "    \
   "updated_at"
+#define ST_MESSAGE_PAGE_COLS                                                                       \
+  "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, "                            \
+  "CASE WHEN ?4 = 1 THEN calls_json END, created_at, updated_at"
 
 enum st_stmt_id {
 #define ST_STMT_ENUM(name, sql, pg) ST_##name,

@@ -1,6 +1,6 @@
 /* messages.c -- a chat's conversation: a message's write (insert, or update of its state, text,
- * error, runs and calls, through the writer) and the chat's messages in creation order (read
- * connection).
+ * error, runs and calls, through the writer) and the chat's messages in creation order, whole or
+ * a page of them from a cursor (read connection).
  * What it does not do: decide anything about turns or answers, or look inside the JSON text. */
 #include "internal.h"
 
@@ -125,6 +125,52 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
   int r = st__rows(s, "message list", sizeof **out, message_row, message_list_free, &v, n);
   *out = v;
   return r;
+}
+
+int store_message_page(struct store *st, const char *chat_id, const char *before_id,
+                       const char *after_id, size_t limit, int with_calls,
+                       struct store_message **out, size_t *n, int *more) {
+  *out = NULL;
+  *n = 0;
+  *more = 0;
+  if (chat_id == NULL || limit == 0 || limit > STORE_MESSAGE_PAGE_MAX || (before_id && after_id))
+    return SBX_EINVAL;
+  const char *cursor = before_id ? before_id : after_id;
+  struct st_stmt *s = st__q(&st->r, before_id  ? ST_MESSAGE_BEFORE
+                                    : after_id ? ST_MESSAGE_AFTER
+                                               : ST_MESSAGE_NEWEST);
+  st__bind_text(s, 1, chat_id);
+  st__bind_int64(s, 2, (int64_t)limit + 1); /* one more: whether the page has a far side */
+  st__bind_text(s, 3, cursor);
+  st__bind_int64(s, 4, with_calls ? 1 : 0);
+  void *vv;
+  size_t got;
+  int rc = st__rows(s, "message page", sizeof **out, message_row, message_list_free, &vv, &got);
+  if (rc != 0)
+    return rc;
+  struct store_message *v = vv;
+  if (got == 0 && cursor) { /* an empty page, or a cursor that names nothing here */
+    struct st_stmt *k = st__q(&st->r, ST_MESSAGE_OF_CHAT);
+    st__bind_text(k, 1, cursor);
+    st__bind_text(k, 2, chat_id);
+    rc = st__step_one(k, "message of chat", NULL);
+    if (rc <= 0)
+      return rc < 0 ? rc : SBX_ENOENT;
+  }
+  if (got > limit) {
+    store_message_free(&v[limit]);
+    got = limit;
+    *more = 1;
+  }
+  if (!after_id) /* read newest first: turned to creation order */
+    for (size_t i = 0; i < got / 2; i++) {
+      struct store_message tmp = v[i];
+      v[i] = v[got - 1 - i];
+      v[got - 1 - i] = tmp;
+    }
+  *out = v;
+  *n = got;
+  return 0;
 }
 
 void store_message_free(struct store_message *m) {

@@ -283,6 +283,16 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
  * store_message_list_free).  SBX_EINVAL, SBX_ENOMEM, SBX_EDB. */
 int store_message_list(struct store *st, const char *chat_id, size_t limit,
                        struct store_message **out, size_t *n);
+/* A page of the chat's messages, in creation order: the newest limit (before_id and after_id
+ * NULL), the limit just before message before_id, or just after message after_id (not both).
+ * *more: whether messages are left past the page on its far side (older for the newest page and
+ * a before page, newer for an after page).  calls_json is read only with with_calls (it can be
+ * large: every tool call's arguments and result).  limit 1..STORE_MESSAGE_PAGE_MAX; *out owned.
+ * SBX_EINVAL, SBX_ENOENT (the cursor is no message of this chat), SBX_ENOMEM, SBX_EDB. */
+#define STORE_MESSAGE_PAGE_MAX 100000
+int store_message_page(struct store *st, const char *chat_id, const char *before_id,
+                       const char *after_id, size_t limit, int with_calls,
+                       struct store_message **out, size_t *n, int *more);
 /* At start: every message still `streaming` (its server stopped mid-answer) becomes `error` with
  * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,

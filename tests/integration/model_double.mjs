@@ -9,6 +9,10 @@
 //         {code, id?, text?}          a run_python tool call (arguments streamed in two pieces)
 //         {status, body}              an HTTP error with that body
 //         {stall: true}               the head and one chunk, then silence until the test ends
+//         {streamError: message}      the head and one chunk, then `data: {"error": {message}}`
+//         keepOpen: true (with text)  after `data: [DONE]` the connection stays open (as some
+//                                     servers do) until the orchestrator closes it
+// A request's `bytes` is the length of its body as it came.
 import { createServer } from 'node:http';
 
 const chunk = (delta, finish = null) =>
@@ -27,7 +31,7 @@ export async function startModelDouble() {
   const server = createServer(async (req, res) => {
     let body = '';
     for await (const c of req) body += c;
-    const rec = { method: req.method, url: req.url, headers: req.headers, body: JSON.parse(body || 'null'), at: Date.now(), hr: performance.now() };
+    const rec = { method: req.method, url: req.url, headers: req.headers, bytes: Buffer.byteLength(body), body: JSON.parse(body || 'null'), at: Date.now(), hr: performance.now() };
     d.requests.push(rec);
     d.waiters = d.waiters.filter((w) => !w());
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
@@ -44,6 +48,10 @@ export async function startModelDouble() {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(chunk({ role: 'assistant', content: '' }));
     if (step.stall) return; /* nothing more: the orchestrator's stall bound ends it */
+    if (step.streamError !== undefined) {
+      res.end(`data: ${JSON.stringify({ error: { message: step.streamError, type: 'invalid_request_error' } })}\n\n`);
+      return;
+    }
     if (step.code !== undefined) {
       if (step.text) res.write(chunk({ content: step.text }));
       const args = JSON.stringify({ code: step.code });
@@ -60,7 +68,8 @@ export async function startModelDouble() {
       }
       res.write(chunk({}, 'stop'));
     }
-    res.end('data: [DONE]\n\n');
+    if (step.keepOpen) res.write('data: [DONE]\n\n');
+    else res.end('data: [DONE]\n\n');
     rec.endHr = performance.now(); /* the answer's last byte handed to the socket */
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
