@@ -644,51 +644,178 @@ static void system_prompt(struct orch *o, struct orch_chat *c, struct sbx_buf *b
   store_file_list_free(files, n);
 }
 
-/* The chat's earlier conversation, as the model reads it: the newest ORCH_CONVERSATION_MAX
- * messages, each assistant answer as its rounds (text, tool calls, their results). */
-static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
-  struct store_message *v = NULL;
+/* ---- the earlier conversation, within its budget --------------------------------------------
+ * What is replayed to the model of the chat's earlier turns (docs/api.md "The assistant"): each
+ * tool call's argument strings and each tool result over ORCH_REPLAY_ITEM_CHARS characters keep
+ * their first and last ORCH_REPLAY_KEEP_CHARS with a line saying how many were left out between
+ * (the arguments stay JSON: the strings inside are shortened); and the earlier messages are
+ * taken newest first while their total stays within ORCH_REPLAY_BYTES and ORCH_CONVERSATION_MAX
+ * messages (the oldest go first, whole; the replay starts at a user message).  The turn in
+ * progress is sent whole: its calls and results are what the model works from. */
+
+static size_t chars_in(const char *s, size_t len) {
   size_t n = 0;
-  int more;
-  int rc = store_message_page(o->st, c->id, NULL, NULL, ORCH_CONVERSATION_MAX, 1, &v, &n, &more);
-  if (rc != 0)
-    return rc;
-  for (size_t i = 0; i < n; i++) {
-    const struct store_message *m = &v[i];
-    if (strcmp(m->role, "user") == 0) {
-      json_array_append_new(convo, json_pack("{s:s, s:s}", "role", "user", "content", m->text));
+  for (size_t i = 0; i < len; n++)
+    i += orch__utf8_next(s + i, len - i, NULL);
+  return n;
+}
+
+/* Byte offset of the character at index chars of s (len bytes). */
+static size_t char_offset(const char *s, size_t len, size_t chars) {
+  size_t i = 0;
+  while (i < len && chars-- > 0)
+    i += orch__utf8_next(s + i, len - i, NULL);
+  return i;
+}
+
+/* s (len bytes) as replayed: whole, or its two ends around the "left out" line (new string). */
+static json_t *replay_text(const char *s, size_t len) {
+  size_t n = chars_in(s, len);
+  if (n <= ORCH_REPLAY_ITEM_CHARS)
+    return json_stringn(s, len);
+  size_t head = char_offset(s, len, ORCH_REPLAY_KEEP_CHARS);
+  size_t tail = char_offset(s, len, n - ORCH_REPLAY_KEEP_CHARS);
+  struct sbx_buf b;
+  sbx_buf_init(&b, 16u * ORCH_REPLAY_KEEP_CHARS + 256);
+  sbx_buf_appendf(&b, "%.*s\n[… %zu characters left out …]\n%.*s", (int)head, s,
+                  n - 2 * ORCH_REPLAY_KEEP_CHARS, (int)(len - tail), s + tail);
+  json_t *j = json_stringn(b.data ? b.data : "", b.len);
+  sbx_buf_free(&b);
+  return j;
+}
+
+/* Every string inside j (an object or an array) shortened as replay_text does. */
+static void shorten_strings(json_t *j) {
+  if (json_is_object(j)) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) {
+      if (json_is_string(v))
+        json_object_set_new(j, k, replay_text(json_string_value(v), json_string_length(v)));
+      else
+        shorten_strings(v);
+    }
+  } else if (json_is_array(j)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(j, i, v) {
+      if (json_is_string(v))
+        json_array_set_new(j, i, replay_text(json_string_value(v), json_string_length(v)));
+      else
+        shorten_strings(v);
+    }
+  }
+}
+
+/* A tool call's arguments (JSON text in a string) as replayed: still JSON, its long strings
+ * shortened; arguments that are not JSON, or stay long, shortened as text. */
+static json_t *replay_args(const json_t *args) {
+  const char *s = json_string_value(args);
+  size_t len = json_string_length(args);
+  if (s == NULL)
+    return json_string("");
+  if (len <= ORCH_REPLAY_ITEM_CHARS) /* bytes >= characters */
+    return json_stringn(s, len);
+  json_t *j = json_loadb(s, len, 0, NULL);
+  size_t tl = 0;
+  char *text = NULL;
+  if (j) {
+    shorten_strings(j);
+    text = orch__json_dump(j, &tl);
+    json_decref(j);
+  }
+  json_t *out = text && tl <= 4u * ORCH_REPLAY_ITEM_CHARS ? json_stringn(text, tl)
+                                                          : replay_text(s, len);
+  sbx_free(text);
+  return out;
+}
+
+/* One earlier message as the model reads it, appended to items: a user message; an answer as
+ * its rounds (text, tool calls, their results), shortened. */
+static void replay_message(const struct store_message *m, json_t *items) {
+  if (strcmp(m->role, "user") == 0) {
+    json_array_append_new(items, json_pack("{s:s, s:s}", "role", "user", "content", m->text));
+    return;
+  }
+  json_t *rounds = m->calls_json ? json_loads(m->calls_json, 0, NULL) : NULL;
+  size_t r;
+  json_t *round;
+  json_array_foreach(rounds, r, round) {
+    json_t *calls = json_object_get(round, "calls"), *content = json_object_get(round, "content");
+    if (json_array_size(calls) == 0) {
+      if (json_string_length(content))
+        json_array_append_new(items,
+                              json_pack("{s:s, s:O}", "role", "assistant", "content", content));
       continue;
     }
-    json_t *rounds = m->calls_json ? json_loads(m->calls_json, 0, NULL) : NULL;
-    size_t r;
-    json_t *round;
-    json_array_foreach(rounds, r, round) {
-      json_t *calls = json_object_get(round, "calls"), *content = json_object_get(round, "content");
-      if (json_array_size(calls) == 0) {
-        if (json_string_length(content))
-          json_array_append_new(convo,
-                                json_pack("{s:s, s:O}", "role", "assistant", "content", content));
-        continue;
-      }
-      json_array_append_new(convo, assistant_calls(content, calls));
-      size_t k;
-      json_t *call;
-      json_array_foreach(calls, k, call) {
-        json_t *res = json_object_get(call, "result");
-        json_array_append_new(convo, json_pack("{s:s, s:O, s:s}", "role", "tool", "tool_call_id",
-                                               json_object_get(call, "id"), "content",
-                                               json_is_string(res)
-                                                   ? json_string_value(res)
-                                                   : "Not run: the turn ended before it ran."));
-      }
+    json_t *short_calls = json_array();
+    size_t k;
+    json_t *call;
+    json_array_foreach(calls, k, call) {
+      json_array_append_new(short_calls,
+                            json_pack("{s:O, s:O, s:o}", "id", json_object_get(call, "id"), "name",
+                                      json_object_get(call, "name"), "arguments",
+                                      replay_args(json_object_get(call, "arguments"))));
     }
-    if (rounds == NULL && m->text[0]) /* an answer without rounds: its text */
-      json_array_append_new(convo,
-                            json_pack("{s:s, s:s}", "role", "assistant", "content", m->text));
-    json_decref(rounds);
+    json_array_append_new(items, assistant_calls(content, short_calls));
+    json_decref(short_calls);
+    json_array_foreach(calls, k, call) {
+      json_t *res = json_object_get(call, "result");
+      json_array_append_new(
+          items, json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id",
+                           json_object_get(call, "id"), "content",
+                           json_is_string(res)
+                               ? replay_text(json_string_value(res), json_string_length(res))
+                               : json_string("Not run: the turn ended before it ran.")));
+    }
   }
-  store_message_list_free(v, n);
-  return 0;
+  if (rounds == NULL && m->text[0]) /* an answer without rounds: its text */
+    json_array_append_new(items, json_pack("{s:s, s:s}", "role", "assistant", "content", m->text));
+  json_decref(rounds);
+}
+
+/* The chat's earlier conversation, as the model reads it, appended to convo (the rule above).
+ * Read a page at a time, newest first, so no more of the chat is read than is replayed. */
+static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
+  json_t *kept = json_array(); /* newest first: [{user, items}] */
+  store_id before = "";
+  size_t bytes = 0, count = 0;
+  int full = 0, more = 0, rc = 0;
+  do {
+    struct store_message *v = NULL;
+    size_t n = 0;
+    rc = store_message_page(o->st, c->id, before[0] ? before : NULL, NULL, ORCH_REPLAY_PAGE, 1,
+                            &v, &n, &more);
+    if (rc != 0)
+      break;
+    for (size_t i = n; i-- > 0 && !full;) {
+      json_t *items = json_array();
+      replay_message(&v[i], items);
+      size_t len = 0;
+      char *text = orch__json_dump(items, &len);
+      sbx_free(text);
+      if (count == ORCH_CONVERSATION_MAX || bytes + len > ORCH_REPLAY_BYTES) {
+        json_decref(items);
+        full = 1;
+        break;
+      }
+      bytes += len;
+      count++;
+      json_array_append_new(kept, json_pack("{s:b, s:o}", "user",
+                                            strcmp(v[i].role, "user") == 0, "items", items));
+    }
+    if (n)
+      snprintf(before, sizeof before, "%s", v[0].id);
+    store_message_list_free(v, n);
+  } while (more && !full);
+  /* the oldest kept is a user message: an answer whose question was left out goes too */
+  while (json_array_size(kept) &&
+         !json_is_true(json_object_get(json_array_get(kept, json_array_size(kept) - 1), "user")))
+    json_array_remove(kept, json_array_size(kept) - 1);
+  for (size_t i = json_array_size(kept); rc == 0 && i-- > 0;)
+    json_array_extend(convo, json_object_get(json_array_get(kept, i), "items"));
+  json_decref(kept);
+  return rc;
 }
 
 /* The user's message as the model reads it: its text, then each attachment and where code

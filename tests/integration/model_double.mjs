@@ -7,6 +7,7 @@
 //
 // Steps:  {text, pieces?, delayMs?}   the answer's text, streamed in `pieces` chunks
 //         {code, id?, text?}          a run_python tool call (arguments streamed in two pieces)
+//         {calls: [code, ...]}        several run_python calls in one response
 //         {status, body}              an HTTP error with that body
 //         {stall: true}               the head and one chunk, then silence until the test ends
 //         {streamError: message}      the head and one chunk, then `data: {"error": {message}}`
@@ -52,7 +53,14 @@ export async function startModelDouble() {
       res.end(`data: ${JSON.stringify({ error: { message: step.streamError, type: 'invalid_request_error' } })}\n\n`);
       return;
     }
-    if (step.code !== undefined) {
+    if (step.calls) {
+      step.calls.forEach((code, index) => {
+        const args = JSON.stringify({ code });
+        const id = `call_${d.requests.length}_${index}`;
+        res.write(chunk({ tool_calls: [{ index, id, type: 'function', function: { name: 'run_python', arguments: args } }] }));
+      });
+      res.write(chunk({}, 'tool_calls'));
+    } else if (step.code !== undefined) {
       if (step.text) res.write(chunk({ content: step.text }));
       const args = JSON.stringify({ code: step.code });
       const half = Math.floor(args.length / 2);
