@@ -996,6 +996,13 @@ void orch__asst_free_all(struct orch *o) {
   }
 }
 
+int orch__asst_run_orphaned(struct orch *o, const struct store_run *rec) {
+  if (rec->origin == NULL || strcmp(rec->origin, "tool") != 0 || !rec->turn_id[0] ||
+      orch__map_get(&o->asst, rec->turn_id) != NULL)
+    return 0;
+  return store_message_turn_answered(o->st, rec->chat_id, rec->turn_id) == 1;
+}
+
 /* Answers that were streaming when the server stopped: error `interrupted`, their turns finished
  * (the chat takes the next message). */
 void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud) {

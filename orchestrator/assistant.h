@@ -40,6 +40,15 @@
   "written; ask again.\"}"
 /* The outcome of marking answers left streaming (store_message_interrupt*), logged. */
 void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
+/* Whether an unfinished run being reloaded (a start, a node taking its chat over) is a tool run
+ * of a conversation turn that no turn here answers any more: its turn ended with its server
+ * (`interrupted`), so nobody waits for its result and it must not run again (chat.c abandons
+ * it).  1 or 0. */
+int orch__asst_run_orphaned(struct orch *o, const struct store_run *rec);
+/* The error message of such a run. */
+#define ORCH_ORPHANED_RUN_MSG                                                                      \
+  "The server restarted while the assistant's turn was running this code; that turn was ended "    \
+  "(interrupted), so the code was not run again. Ask again to run it."
 
 /* ---- SSE, as the model sends it (llm.c) -------------------------------------------------------
  * The WHATWG event-stream rules: lines end with LF, CRLF or CR; `data:` lines (one leading space

@@ -150,6 +150,8 @@
     "FROM messages WHERE id = ?3 AND chat_id = ?1) ORDER BY rowid LIMIT ?2",                        \
     ST_SAME)                                                                                        \
   X(MESSAGE_OF_CHAT, "SELECT 1 FROM messages WHERE id = ?1 AND chat_id = ?2", ST_SAME)              \
+  X(MESSAGE_TURN_ANSWERED,                                                                          \
+    "SELECT 1 FROM messages WHERE chat_id = ?1 AND turn_id = ?2 AND role = 'assistant'", ST_SAME)   \
   X(MESSAGE_INTERRUPT_TURNS,                                                                        \
     "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "        \
     "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                    \

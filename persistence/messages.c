@@ -173,6 +173,16 @@ int store_message_page(struct store *st, const char *chat_id, const char *before
   return 0;
 }
 
+int store_message_turn_answered(struct store *st, const char *chat_id, const char *turn_id) {
+  if (chat_id == NULL || turn_id == NULL || !turn_id[0])
+    return 0;
+  struct st_stmt *s = st__q(&st->r, ST_MESSAGE_TURN_ANSWERED);
+  st__bind_text(s, 1, chat_id);
+  st__bind_text(s, 2, turn_id);
+  int rc = st__step_one(s, "turn answered", NULL);
+  return rc == ST_ROW ? 1 : rc;
+}
+
 void store_message_free(struct store_message *m) {
   if (m == NULL)
     return;

@@ -293,6 +293,9 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
 int store_message_page(struct store *st, const char *chat_id, const char *before_id,
                        const char *after_id, size_t limit, int with_calls,
                        struct store_message **out, size_t *n, int *more);
+/* Whether the chat's turn turn_id is a conversation turn (it has an assistant message): 1, 0, or
+ * an error (SBX_EDB). */
+int store_message_turn_answered(struct store *st, const char *chat_id, const char *turn_id);
 /* At start: every message still `streaming` (its server stopped mid-answer) becomes `error` with
  * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,

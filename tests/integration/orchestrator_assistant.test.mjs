@@ -570,6 +570,50 @@ test('a server killed mid-answer: after its restart the answer says interrupted 
   }
 });
 
+test('a server killed while the model\'s tool run is held by the page: after its restart that run ends abandoned, never runs again; other runs still go', async () => {
+  const m2 = await startModelDouble();
+  let s2 = await startServer({ env: env(m2) });
+  try {
+    const chat = await newChat(s2);
+    const page = await openPage(chat, 'tab', s2);
+    m2.script.push({ code: 'print("a side effect")' });
+    const r = await ask(chat, 'do it', chat.token, s2);
+    assert.equal(r.status, 201);
+    const tool = (await page.nextRun(10000)).data;
+    assert.equal(tool.origin, 'tool');
+    assert.equal((await page.started(tool)).status, 200);
+    // the user's own run, queued behind it: it is no tool run of the turn and must still run
+    const mine = await call(s2, 'POST', `/v1/chats/${chat.id}/runs`, { token: chat.token, body: { code: 'print("mine")', origin: 'user' } });
+    assert.equal(mine.status, 201, mine.buf.toString());
+    page.close();
+    await s2.stop('SIGKILL');
+    s2 = await startServer({ dataDir: s2.dataDir, env: env(m2) });
+    const p2 = await openPage(chat, 'tab2', s2);
+    const next = (await p2.nextRun(15000)).data;
+    assert.equal(next.run_id, mine.json.run_id, `the next run dispatched is the user's, not the tool run again (got ${next.origin} attempt ${next.attempt})`);
+    await p2.started(next);
+    await p2.result(next, { stdout: 'mine\n' });
+    const got = await call(s2, 'GET', `/v1/runs/${tool.run_id}?wait_s=10`, { token: chat.token });
+    assert.equal(got.json.state, 'done');
+    assert.equal(got.json.status, 'abandoned');
+    assert.equal(got.json.attempts, 1, 'never dispatched again');
+    assert.equal(got.json.error.type, 'Abandoned');
+    assert.match(got.json.error.message, /restarted.*not run again/);
+    await sleep(1500);
+    assert.ok(!p2.events.some((e) => e.event === 'run' && e.data.run_id === tool.run_id), 'no dispatch of the tool run after the restart');
+    const list = await messages(chat, s2);
+    assert.equal(list.at(-1).message_id, r.json.answer_id);
+    assert.equal(list.at(-1).error.code, 'interrupted');
+    assert.deepEqual(list.at(-1).run_ids, [tool.run_id]);
+    m2.script.push({ text: 'back' });
+    assert.equal((await ask(chat, 'again', chat.token, s2)).status, 201, 'the chat takes the next message');
+    p2.close();
+  } finally {
+    await s2.stop();
+    await m2.close();
+  }
+});
+
 test('without a model: /v1/config says null and a message is refused 503 no_model', async () => {
   const s2 = await startServer();
   try {

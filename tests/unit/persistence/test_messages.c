@@ -160,6 +160,15 @@ START_TEST(test_page) {
   ck_assert_int_eq(store_message_page(t.st, "c1", NULL, NULL, 1, 1, &v, &n, &more), 0);
   ck_assert_str_eq(v[0].calls_json, "[1]");
   store_message_list_free(v, n);
+  /* a conversation turn: one with an assistant message */
+  ck_assert_int_eq(store_message_turn_answered(t.st, "c1", "t1"), 0);
+  struct store_message ans = {.id = "a1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
+                              .state = "streaming", .text = ""};
+  put(&t, &ans, 0);
+  ck_assert_int_eq(store_message_turn_answered(t.st, "c1", "t1"), 1);
+  ck_assert_int_eq(store_message_turn_answered(t.st, "c2", "t1"), 0);
+  ck_assert_int_eq(store_message_turn_answered(t.st, "c1", "t9"), 0);
+  ck_assert_int_eq(store_message_turn_answered(t.st, "c1", ""), 0);
   /* a cursor of another chat, or of none: SBX_ENOENT */
   ck_assert_int_eq(store_message_page(t.st, "c1", "o1", NULL, 3, 0, &v, &n, &more), SBX_ENOENT);
   ck_assert_int_eq(store_message_page(t.st, "c1", NULL, "zz", 3, 0, &v, &n, &more), SBX_ENOENT);
