@@ -102,6 +102,11 @@ int orch__llm_chunk(struct orch_llm_answer *a, const char *data, size_t len, con
 #define ORCH_LLM_BEARER_MIN 8
 #define ORCH_LLM_SK_MIN     16
 void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap);
+/* The answer's text b as it streams: the key (of at least ORCH_LLM_KEY_MIN bytes) wherever it
+ * stands from byte `from` on is replaced by "[redacted]" (a key shorter than that word: masked
+ * with '*'), in place.  Returns how much of b may be shown: all of it when `all` (the answer
+ * ended), else up to the longest end of b that the key starts with (held for what follows). */
+size_t orch__llm_release(const char *key, struct sbx_buf *b, size_t from, int all);
 
 /* ---- the connector (llm.c) -------------------------------------------------------------------- */
 /* How a request ended, as the chat shows it. */

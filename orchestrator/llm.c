@@ -13,7 +13,9 @@
  * error, an event.  What the model (or a proxy in front of it) says about a failure may echo it
  * ("Invalid API key provided: Bearer sk-…"): every error's words are scrubbed here, on their way
  * out of the connector, of the key and of anything shaped like a bearer credential
- * (orch__llm_scrub), so no answer, event, page or stored row can hold one.
+ * (orch__llm_scrub), so no answer, event, page or stored row can hold one.  The answer's text is
+ * taken out of the key alone (orch__llm_release: a text may rightly show a token's shape), the
+ * end of it that could be the key's start held back until what follows decides.
  *
  * `data: [DONE]` ends the answer there and then: the transfer is stopped at once, whether or not
  * the server closes its end (some keep the connection open after it).
@@ -307,6 +309,34 @@ void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap) {
   out[o] = 0;
 }
 
+size_t orch__llm_release(const char *key, struct sbx_buf *b, size_t from, int all) {
+  size_t kl = key ? strlen(key) : 0;
+  if (kl < ORCH_LLM_KEY_MIN)
+    return b->len;
+  size_t rl = kl >= sizeof REDACTED - 1 ? sizeof REDACTED - 1 : kl;
+  for (size_t i = from; i + kl <= b->len;) {
+    if (memcmp(b->data + i, key, kl) != 0) {
+      i++;
+      continue;
+    }
+    if (rl == kl && kl < sizeof REDACTED - 1)
+      memset(b->data + i, '*', kl); /* a key shorter than the word: masked in its place */
+    else {
+      memcpy(b->data + i, REDACTED, rl);
+      memmove(b->data + i + rl, b->data + i + kl, b->len - i - kl);
+      b->len -= kl - rl;
+    }
+    i += rl;
+  }
+  if (all)
+    return b->len;
+  /* the longest end of the text that the key starts with waits for what follows it */
+  for (size_t k = SBX_MIN(kl - 1, b->len - from); k > 0; k--)
+    if (memcmp(b->data + b->len - k, key, k) == 0)
+      return b->len - k;
+  return b->len;
+}
+
 /* ---- the connector --------------------------------------------------------------------------- */
 
 #define ERR_BODY_BYTES 8192
@@ -331,6 +361,7 @@ struct orch_llm_req {
   void *ud;
   struct orch_sse sse;
   struct orch_llm_answer a;
+  size_t shown; /* bytes of a.content given to the text callback (orch__llm_release) */
   int status;
   struct sbx_buf err_body; /* an HTTP error's body, the start of it */
   char why[1024];          /* a malformed stream: what was wrong */
@@ -359,6 +390,20 @@ static int on_head(void *ud, int status, const char *content_type) {
   return 0;
 }
 
+/* The answer's new text to the caller, the key taken out of it (all: the answer ended, nothing
+ * waits for what follows).  Nonzero when the caller stopped the request meanwhile. */
+static int release_text(struct orch_llm_req *r, int all) {
+  size_t safe = orch__llm_release(r->l->key, &r->a.content, r->shown, all);
+  if (safe > r->shown && r->cbs.text) {
+    r->in_cb++;
+    r->cbs.text(r->ud, r->a.content.data + r->shown, safe - r->shown);
+    r->in_cb--;
+  }
+  if (safe > r->shown)
+    r->shown = safe;
+  return r->cancelled;
+}
+
 /* One SSE event of the stream: a chunk taken in, its new text to the caller. */
 static int on_event(void *ud, const char *data, size_t len) {
   struct orch_llm_req *r = ud;
@@ -370,11 +415,8 @@ static int on_event(void *ud, const char *data, size_t len) {
     return SBX_EPROTO; /* the model said it failed: nothing after it counts */
   if (r->a.done)
     return SBX_ECANCELED; /* the answer is complete: the transfer stops, open or not */
-  if (dlen && r->cbs.text) {
-    r->in_cb++;
-    r->cbs.text(r->ud, delta, dlen);
-    r->in_cb--;
-  }
+  if (dlen)
+    release_text(r, 0);
   return r->cancelled ? SBX_ECANCELED : 0;
 }
 
@@ -457,6 +499,10 @@ static void on_done(void *ud, enum tp_http_end end, int status, const char *why)
   } else {
     e = ORCH_LLM_MODEL_ERROR;
     snprintf(words, sizeof words, "the model's answer broke off: %s", why);
+  }
+  if (release_text(r, 1)) { /* the text held back for a key that did not come */
+    req_free(r);
+    return;
   }
   char clean[sizeof words];
   orch__llm_scrub(r->l->key, words, clean, sizeof clean);

@@ -462,6 +462,15 @@ test('the key echoed by the model (an HTTP error, an error in the stream) is scr
   const f2 = await ended(page, r2.json.answer_id);
   assert.equal(f2.data.error.code, 'model_error');
   assert.match(f2.data.error.message, /Incorrect API key provided: \[redacted\]; the proxy's is Bearer \[redacted\] \(key \[redacted\]\)/);
+  // the answer's own text, the key split across its pieces: taken out of it (a token's shape stays)
+  model.script.push({ text: `Your key is ${LLM_KEY}, and sk-example-shape-1234567890 is a shape.`, pieces: 7, delayMs: 20 });
+  const r3 = await ask(chat, 'what is my key?');
+  const f3 = await ended(page, r3.json.answer_id);
+  assert.equal(f3.data.state, 'done');
+  assert.equal(f3.data.text, 'Your key is [redacted], and sk-example-shape-1234567890 is a shape.');
+  const deltas = page.events.filter((e) => e.event === 'message' && e.id === null && e.data.message_id === r3.json.answer_id && e.data.delta);
+  assert.ok(deltas.length > 1, 'it streamed');
+  assert.equal(deltas.map((e) => e.data.delta.text).join(''), f3.data.text);
   const list = await call(srv, 'GET', `/v1/chats/${chat.id}/messages`, { token: chat.token });
   const listed = list.buf.toString();
   assert.match(listed, /redacted/);
