@@ -83,6 +83,7 @@ struct orch_asst {
   json_t *tools;                /* [run_python as an OpenAI function] */
   json_t *rounds; /* each response: {content, calls: [{id, name, arguments, result}]} */
   json_t *run_ids;
+  json_t *marks; /* where its tool runs joined: [{at: characters of text before it, run_id}] */
   int tool_calls; /* run so far */
   int no_tools;   /* the next request goes without tools */
   struct orch_llm_req *req;
@@ -130,6 +131,7 @@ static void asst_free(struct orch_asst *t) {
   json_decref(t->tools);
   json_decref(t->rounds);
   json_decref(t->run_ids);
+  json_decref(t->marks);
   json_decref(t->tool_args);
   json_decref(t->user_text);
   sbx_free(t);
@@ -145,6 +147,32 @@ static json_t *error_json(const char *code, const char *msg) {
   return code && code[0] ? json_pack("{s:s, s:s}", "code", code, "message", msg) : json_null();
 }
 
+/* The message's parts: its text cut where each tool run joined it ([{type: "text", text},
+ * {type: "run", run_id}, ...] in order; empty text left out).  marks: [{at, run_id}] (at: the
+ * characters of text before the run), or NULL: the text alone. */
+static json_t *parts_json(const char *text, size_t len, const json_t *marks) {
+  json_t *parts = json_array();
+  size_t pos = 0, chars = 0, i;
+  json_t *mk;
+  json_array_foreach(marks, i, mk) {
+    const char *run_id = json_string_value(json_object_get(mk, "run_id"));
+    json_int_t at = json_integer_value(json_object_get(mk, "at"));
+    if (run_id == NULL)
+      continue;
+    size_t start = pos;
+    while (pos < len && (json_int_t)chars < at)
+      pos += orch__utf8_next(text + pos, len - pos, NULL), chars++;
+    if (pos > start)
+      json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text", text + start,
+                                             pos - start));
+    json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "run", "run_id", run_id));
+  }
+  if (pos < len)
+    json_array_append_new(parts,
+                          json_pack("{s:s, s:s%}", "type", "text", "text", text + pos, len - pos));
+  return parts;
+}
+
 /* The assistant's message of t as it is now (state: "streaming" or its ending's). */
 static json_t *live_json(struct orch_asst *t, const char *state) {
   json_t *j = json_object();
@@ -158,6 +186,8 @@ static json_t *live_json(struct orch_asst *t, const char *state) {
                       strcmp(state, "streaming") == 0 ? json_null()
                                                       : error_json(t->err_code, t->err_msg));
   json_object_set_new(j, "run_ids", json_deep_copy(t->run_ids));
+  json_object_set_new(j, "parts",
+                      parts_json(t->text.data ? t->text.data : "", t->text.len, t->marks));
   json_object_set_new(j, "created_at", json_integer(t->created_at));
   json_object_set_new(j, "updated_at", json_integer(sbx_now_wall_ms()));
   return j;
@@ -171,10 +201,14 @@ json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   const char *ej = stale ? ORCH_INTERRUPTED_JSON : m->error_json;
   json_t *err = ej ? json_loads(ej, 0, NULL) : NULL;
   json_t *ids = json_loads(m->run_ids_json ? m->run_ids_json : "[]", 0, NULL);
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "message_id", m->id,
-                   "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text",
-                   m->text ? m->text : "", "state", stale ? "error" : m->state, "error",
-                   err ? err : json_null(), "run_ids", ids ? ids : json_array(), "created_at",
+  json_t *marks = m->parts_json ? json_loads(m->parts_json, 0, NULL) : NULL;
+  const char *text = m->text ? m->text : "";
+  json_t *parts = parts_json(text, strlen(text), marks);
+  json_decref(marks);
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "message_id", m->id,
+                   "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text", text,
+                   "state", stale ? "error" : m->state, "error", err ? err : json_null(),
+                   "run_ids", ids ? ids : json_array(), "parts", parts, "created_at",
                    (json_int_t)m->created_at, "updated_at", (json_int_t)m->updated_at);
 }
 
@@ -223,6 +257,7 @@ static void emit_message(struct orch_asst *t, json_t *msg) {
 static int put_message(struct orch_asst *t, const char *state, store_done_cb cb) {
   char *ids = orch__json_dump(t->run_ids, NULL);
   char *calls = orch__json_dump(t->rounds, NULL);
+  char *marks = orch__json_dump(t->marks, NULL);
   json_t *ej = error_json(t->err_code, t->err_msg);
   char *err = json_is_null(ej) ? NULL : orch__json_dump(ej, NULL);
   json_decref(ej);
@@ -231,15 +266,17 @@ static int put_message(struct orch_asst *t, const char *state, store_done_cb cb)
                             .error_json = strcmp(state, "streaming") == 0 ? NULL : err,
                             .run_ids_json = ids,
                             .calls_json = calls,
+                            .parts_json = marks,
                             .created_at = t->created_at,
                             .updated_at = sbx_now_wall_ms()};
   snprintf(m.id, sizeof m.id, "%s", t->msg_id);
   snprintf(m.chat_id, sizeof m.chat_id, "%s", t->c->id);
   snprintf(m.turn_id, sizeof m.turn_id, "%s", t->turn_id);
   snprintf(m.state, sizeof m.state, "%s", state);
-  int rc = ids && calls ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
+  int rc = ids && calls && marks ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
   sbx_free(ids);
   sbx_free(calls);
+  sbx_free(marks);
   sbx_free(err);
   return rc;
 }
@@ -260,6 +297,8 @@ static void join_run(struct orch_asst *t, const char *run_id) {
       return;
   }
   json_array_append_new(t->run_ids, json_string(run_id));
+  json_array_append_new(t->marks, json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id",
+                                            run_id));
   if (t->state < ASST_ENDING) {
     put_message(t, "streaming", on_put_logged);
     emit_message(t, live_json(t, "streaming"));
@@ -597,9 +636,10 @@ static void on_started(int rc, const struct sbx_error *err, void *ud) {
     return;
   }
   t->ask_cb(t->ask_ud, 0, NULL, t->user_id, t->msg_id, t->turn_id);
-  json_t *user = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:n, s:[], s:I, s:I}", "message_id",
-                           t->user_id, "chat_id", t->c->id, "turn_id", t->turn_id, "role", "user",
-                           "text", t->user_text, "state", "done", "error", "run_ids", "created_at",
+  json_t *user = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:n, s:[], s:[{s:s, s:O}], s:I, s:I}",
+                           "message_id", t->user_id, "chat_id", t->c->id, "turn_id", t->turn_id,
+                           "role", "user", "text", t->user_text, "state", "done", "error",
+                           "run_ids", "parts", "type", "text", "text", t->user_text, "created_at",
                            (json_int_t)t->created_at, "updated_at", (json_int_t)t->created_at);
   json_decref(t->user_text);
   t->user_text = NULL;
@@ -908,6 +948,7 @@ int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *a
   store_new_id(t->msg_id);
   t->rounds = json_array();
   t->run_ids = json_array();
+  t->marks = json_array();
   t->convo = json_array();
   t->tools = run_python_tool(o, c);
   t->user_text = json_string(ask->text);

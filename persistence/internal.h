@@ -41,7 +41,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    9
+#define ST_SCHEMA_VERSION    10
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -126,10 +126,10 @@
     ST_SAME)                                                                                        \
   X(MESSAGE_PUT,                                                                                    \
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
-    "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                      \
+    "?8, ?9, ?10, ?11, ?12) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                 \
     "text = excluded.text, error_json = excluded.error_json, "                                      \
     "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                      \
-    "updated_at = excluded.updated_at",                                                             \
+    "updated_at = excluded.updated_at, parts_json = excluded.parts_json",                           \
     ST_SAME)                                                                                        \
   X(MESSAGE_LIST,                                                                                   \
     "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                   \
@@ -323,10 +323,10 @@
   "started_at, finished_at, value_json, displays_json"
 #define ST_MESSAGE_COLS                                                                            \
   "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, calls_json, created_at, "    \
-  "updated_at"
+  "updated_at, parts_json"
 #define ST_MESSAGE_PAGE_COLS                                                                       \
   "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, "                            \
-  "CASE WHEN ?4 = 1 THEN calls_json END, created_at, updated_at"
+  "CASE WHEN ?4 = 1 THEN calls_json END, created_at, updated_at, parts_json"
 
 enum st_stmt_id {
 #define ST_STMT_ENUM(name, sql, pg) ST_##name,

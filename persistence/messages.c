@@ -6,15 +6,18 @@
 
 #include <string.h>
 
-enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALLS, M__STRINGS };
+/* the text columns in ST_MESSAGE_COLS order (parts_json, the last column, bound as ?12) */
+enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALLS, M_PARTS,
+       M__STRINGS };
 
 static int message_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
   struct st_stmt *s = st__q(&st->w, ST_MESSAGE_PUT);
-  for (int i = 0; i < M__STRINGS; i++) /* the columns in ST_MESSAGE_COLS order */
+  for (int i = 0; i < M_PARTS; i++)
     st__bind_text(s, i + 1, op->s[i]);
   st__bind_int64(s, 10, op->i[0]);
   st__bind_int64(s, 11, op->i[1]);
+  st__bind_text(s, 12, op->s[M_PARTS]);
   int rc = st__step_done(s, "message put", err);
   if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[M_CHAT]);
@@ -28,7 +31,7 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
                                m->turn_id,    m->role,
                                m->state,      m->text ? m->text : "",
                                m->error_json, m->run_ids_json ? m->run_ids_json : "[]",
-                               m->calls_json};
+                               m->calls_json, m->parts_json};
   struct st_simple *op = st__simple_new(message_put_exec, cb, ud);
   if (op == NULL)
     return SBX_ENOMEM;
@@ -100,6 +103,7 @@ static int message_from_row(struct st_stmt *s, struct store_message *m) {
   m->calls_json = st__col_dup(s, 8, &oom);
   m->created_at = st__col_int64(s, 9);
   m->updated_at = st__col_int64(s, 10);
+  m->parts_json = st__col_dup(s, 11, &oom);
   if (!oom && m->text == NULL && (m->text = sbx_strdup("")) == NULL)
     oom = 1;
   if (oom) {
@@ -190,7 +194,8 @@ void store_message_free(struct store_message *m) {
   sbx_free(m->error_json);
   sbx_free(m->run_ids_json);
   sbx_free(m->calls_json);
-  m->text = m->error_json = m->run_ids_json = m->calls_json = NULL;
+  sbx_free(m->parts_json);
+  m->text = m->error_json = m->run_ids_json = m->calls_json = m->parts_json = NULL;
 }
 
 void store_message_list_free(struct store_message *v, size_t n) {

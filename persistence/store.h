@@ -267,7 +267,7 @@ void store_turn_free(struct store_turn *t);
  * are the orchestrator's names ("user" | "assistant"; "streaming", "done", ...); error_json,
  * run_ids_json and calls_json are JSON text the orchestrator writes and reads (the store does not
  * look inside).  A put inserts, or updates the message of that id (state, text, error, run ids,
- * calls, updated_at); its chat, turn, role and creation time never change. */
+ * calls, parts, updated_at); its chat, turn, role and creation time never change. */
 struct store_message {
   store_id id, chat_id, turn_id;
   char role[16], state[16];
@@ -275,6 +275,7 @@ struct store_message {
   char *error_json;   /* NULL: none */
   char *run_ids_json; /* "[...]"; NULL on a put: "[]" */
   char *calls_json;   /* the tool calls it made and their results; NULL: none */
+  char *parts_json;   /* where in its text its tool runs happened; NULL: not recorded */
   int64_t created_at, updated_at;
 };
 /* SBX_EINVAL (no id, chat, role or state), SBX_ENOMEM; via cb: SBX_ENOENT (no such chat). */

@@ -91,6 +91,9 @@ test('a plain answer streams to the page, is stored, and the model was asked as 
   assert.equal(text, 'Hello there, how can I help?');
   const list = await messages(chat);
   assert.deepEqual(list.map((m) => [m.role, m.state, m.text]), [['user', 'done', 'hello'], ['assistant', 'done', 'Hello there, how can I help?']]);
+  assert.deepEqual(list.map((m) => m.parts), [[{ type: 'text', text: 'hello' }], [{ type: 'text', text: 'Hello there, how can I help?' }]]);
+  assert.deepEqual(user.data.parts, [{ type: 'text', text: 'hello' }]);
+  assert.deepEqual(fin.data.parts, [{ type: 'text', text: 'Hello there, how can I help?' }]);
   assert.equal(list[0].message_id, uid);
   assert.equal(list[1].message_id, mid);
   assert.equal(list[0].turn_id, tid);
@@ -122,6 +125,11 @@ test('a tool call runs in the page as a tool run of the turn; its result reaches
   assert.equal(run.code, 'print(6 * 7)');
   assert.equal(run.origin, 'tool');
   assert.deepEqual(fin.data.run_ids, [run.run_id]);
+  // where the run happened in the text: between the two responses
+  const parts = [{ type: 'text', text: 'Let me compute that.' }, { type: 'run', run_id: run.run_id }, { type: 'text', text: '\n\nIt is 42.' }];
+  assert.deepEqual(fin.data.parts, parts);
+  const stored = (await messages(chat)).find((m) => m.message_id === r.json.answer_id);
+  assert.deepEqual(stored.parts, parts, 'the same after a reload');
   const got = await call(srv, 'GET', `/v1/runs/${run.run_id}`);
   assert.equal(got.json.turn_id, r.json.turn_id);
   // the second request carries the call and its result text
@@ -135,6 +143,7 @@ test('a tool call runs in the page as a tool run of the turn; its result reaches
   // a run event joined the message while it streamed
   const joined = page.events.find((e) => e.event === 'message' && e.id !== null && e.data.state === 'streaming' && e.data.run_ids.length === 1);
   assert.ok(joined, 'a durable message event when the run joined');
+  assert.deepEqual(joined.data.parts, parts.slice(0, 2), 'the run after the text so far');
   // the next turn sends the earlier call and its result back to the model
   model.script.push({ text: 'Still 42.' });
   const r2 = await ask(chat, 'and again?');

@@ -51,6 +51,7 @@ START_TEST(test_put_update_list) {
   a.error_json = "{\"code\":\"model_error\"}";
   a.run_ids_json = "[\"r1\",\"r2\"]";
   a.calls_json = "[{\"id\":\"call_1\"}]";
+  a.parts_json = "[{\"at\":3,\"run_id\":\"r1\"}]";
   a.created_at = 99;
   a.updated_at = 20;
   put(&t, &a, 0);
@@ -71,6 +72,8 @@ START_TEST(test_put_update_list) {
   ck_assert_str_eq(v[1].error_json, "{\"code\":\"model_error\"}");
   ck_assert_str_eq(v[1].run_ids_json, "[\"r1\",\"r2\"]");
   ck_assert_str_eq(v[1].calls_json, "[{\"id\":\"call_1\"}]");
+  ck_assert_str_eq(v[1].parts_json, "[{\"at\":3,\"run_id\":\"r1\"}]");
+  ck_assert_ptr_null(v[0].parts_json);
   ck_assert_str_eq(v[1].turn_id, "t1");
   ck_assert_int_eq(v[1].created_at, 11);
   ck_assert_int_eq(v[1].updated_at, 20);
