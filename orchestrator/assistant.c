@@ -83,7 +83,7 @@ struct orch_asst {
   json_t *tools;                /* [run_python as an OpenAI function] */
   json_t *rounds; /* each response: {content, calls: [{id, name, arguments, result}]} */
   json_t *run_ids;
-  json_t *marks; /* where its tool runs joined: [{at: characters of text before it, run_id}] */
+  json_t *marks;  /* where its tool runs joined: [{at: characters of text before it, run_id}] */
   int tool_calls; /* run so far */
   int no_tools;   /* the next request goes without tools */
   struct orch_llm_req *req;
@@ -163,8 +163,8 @@ static json_t *parts_json(const char *text, size_t len, const json_t *marks) {
     while (pos < len && (json_int_t)chars < at)
       pos += orch__utf8_next(text + pos, len - pos, NULL), chars++;
     if (pos > start)
-      json_array_append_new(parts, json_pack("{s:s, s:s%}", "type", "text", "text", text + start,
-                                             pos - start));
+      json_array_append_new(
+          parts, json_pack("{s:s, s:s%}", "type", "text", "text", text + start, pos - start));
     json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "run", "run_id", run_id));
   }
   if (pos < len)
@@ -207,8 +207,8 @@ json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   json_decref(marks);
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "message_id", m->id,
                    "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text", text,
-                   "state", stale ? "error" : m->state, "error", err ? err : json_null(),
-                   "run_ids", ids ? ids : json_array(), "parts", parts, "created_at",
+                   "state", stale ? "error" : m->state, "error", err ? err : json_null(), "run_ids",
+                   ids ? ids : json_array(), "parts", parts, "created_at",
                    (json_int_t)m->created_at, "updated_at", (json_int_t)m->updated_at);
 }
 
@@ -297,8 +297,8 @@ static void join_run(struct orch_asst *t, const char *run_id) {
       return;
   }
   json_array_append_new(t->run_ids, json_string(run_id));
-  json_array_append_new(t->marks, json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id",
-                                            run_id));
+  json_array_append_new(t->marks,
+                        json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id", run_id));
   if (t->state < ASST_ENDING) {
     put_message(t, "streaming", on_put_logged);
     emit_message(t, live_json(t, "streaming"));
@@ -764,8 +764,8 @@ static json_t *replay_args(const json_t *args) {
     text = orch__json_dump(j, &tl);
     json_decref(j);
   }
-  json_t *out = text && tl <= 4u * ORCH_REPLAY_ITEM_CHARS ? json_stringn(text, tl)
-                                                          : replay_text(s, len);
+  json_t *out =
+      text && tl <= 4u * ORCH_REPLAY_ITEM_CHARS ? json_stringn(text, tl) : replay_text(s, len);
   sbx_free(text);
   return out;
 }
@@ -824,8 +824,8 @@ static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
   do {
     struct store_message *v = NULL;
     size_t n = 0;
-    rc = store_message_page(o->st, c->id, before[0] ? before : NULL, NULL, ORCH_REPLAY_PAGE, 1,
-                            &v, &n, &more);
+    rc = store_message_page(o->st, c->id, before[0] ? before : NULL, NULL, ORCH_REPLAY_PAGE, 1, &v,
+                            &n, &more);
     if (rc != 0)
       break;
     for (size_t i = n; i-- > 0 && !full;) {
@@ -841,8 +841,8 @@ static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
       }
       bytes += len;
       count++;
-      json_array_append_new(kept, json_pack("{s:b, s:o}", "user",
-                                            strcmp(v[i].role, "user") == 0, "items", items));
+      json_array_append_new(
+          kept, json_pack("{s:b, s:o}", "user", strcmp(v[i].role, "user") == 0, "items", items));
     }
     if (n)
       snprintf(before, sizeof before, "%s", v[0].id);

@@ -23,16 +23,18 @@
 #define ORCH_LLM_ARGS_BYTES    (ORCH_MIB + 4096) /* one tool call's arguments (code <= 1 MiB) */
 #define ORCH_LLM_ERROR_CHARS   500               /* of the model's own error text, shown */
 #define ORCH_CONVERSATION_MAX  200               /* earlier messages sent to the model, newest */
-/* What is replayed of earlier turns (assistant.c's rule, docs/api.md "The assistant"): */
-#define ORCH_REPLAY_BYTES      (1024u * 1024u) /* the earlier conversation at most (JSON bytes) */
-#define ORCH_REPLAY_ITEM_CHARS 4000 /* a tool argument string or result past this is shortened */
-#define ORCH_REPLAY_KEEP_CHARS 1500 /* ... to this many characters at each end */
-#define ORCH_REPLAY_PAGE       25   /* earlier messages read at a time */
 #define ORCH_DELTA_MS          50                /* live text deltas: at most this often ... */
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
-#define ORCH_MESSAGES_PAGE_DEFAULT 100 /* GET /v1/chats/{chat}/messages: a page's messages ... */
-#define ORCH_MESSAGES_PAGE_MAX     500 /* ... and at most (?limit=) */
+
+/* What is replayed of earlier turns (assistant.c's rule, docs/api.md "The assistant"). */
+#define ORCH_REPLAY_BYTES      (1024u * 1024u) /* the earlier conversation, JSON bytes at most */
+#define ORCH_REPLAY_ITEM_CHARS 4000 /* a tool argument string or result past this: shortened */
+#define ORCH_REPLAY_KEEP_CHARS 1500 /* ... to this many characters at each end */
+#define ORCH_REPLAY_PAGE       25   /* earlier messages read at a time */
+/* GET /v1/chats/{chat}/messages: a page's messages by default, and at most (?limit=). */
+#define ORCH_MESSAGES_PAGE_DEFAULT 100
+#define ORCH_MESSAGES_PAGE_MAX     500
 
 /* The error of an answer that was streaming when its server stopped (marked at the next start). */
 #define ORCH_INTERRUPTED_JSON                                                                      \

@@ -593,7 +593,8 @@ int orch__llm_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch_ll
   l->ca_file = cfg->llm_ca_file ? sbx_strdup(cfg->llm_ca_file) : NULL;
   l->max_tokens = cfg->llm_max_tokens;
   l->stall_ms = (uint64_t)cfg->llm_stall_s * 1000;
-  if (l->endpoint == NULL || l->model == NULL || (cfg->llm_api_key && (l->auth == NULL || l->key == NULL)) ||
+  if (l->endpoint == NULL || l->model == NULL ||
+      (cfg->llm_api_key && (l->auth == NULL || l->key == NULL)) ||
       (cfg->llm_ca_file && l->ca_file == NULL)) {
     orch__llm_free(l);
     return sbx_error_set(err, SBX_ENOMEM, "assistant: out of memory");

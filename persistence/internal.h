@@ -135,8 +135,7 @@
     "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                   \
     "LIMIT ?2",                                                                                     \
     ST_SAME)                                                                                        \
-  /* a page of a chat's messages: the newest, those before or after one (?3), newest first or  */ \
-  /* oldest first as the page runs from its cursor; the calls only when ?4 is 1                 */ \
+  /* a page of a chat's messages from a cursor (?3), calls_json only when ?4 is 1 */                \
   X(MESSAGE_NEWEST,                                                                                 \
     "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid DESC "         \
     "LIMIT ?2",                                                                                     \

@@ -7,8 +7,19 @@
 #include <string.h>
 
 /* the text columns in ST_MESSAGE_COLS order (parts_json, the last column, bound as ?12) */
-enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALLS, M_PARTS,
-       M__STRINGS };
+enum {
+  M_ID,
+  M_CHAT,
+  M_TURN,
+  M_ROLE,
+  M_STATE,
+  M_TEXT,
+  M_ERROR,
+  M_RUN_IDS,
+  M_CALLS,
+  M_PARTS,
+  M__STRINGS
+};
 
 static int message_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;

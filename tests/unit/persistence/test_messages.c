@@ -114,8 +114,12 @@ START_TEST(test_page) {
     snprintf(m.id, sizeof m.id, "%s", ids[i]);
     put(&t, &m, 0);
     if (i == 3) {
-      struct store_message o = {.id = "o1", .chat_id = "c2", .turn_id = "t2", .role = "user",
-                                .state = "done", .text = "y"};
+      struct store_message o = {.id = "o1",
+                                .chat_id = "c2",
+                                .turn_id = "t2",
+                                .role = "user",
+                                .state = "done",
+                                .text = "y"};
       put(&t, &o, 0);
     }
   }
@@ -125,7 +129,7 @@ START_TEST(test_page) {
     const char *want;
     int more;
   } cases[] = {
-      {NULL, NULL, 3, "m6 m3 m4", 1},           /* the newest page */
+      {NULL, NULL, 3, "m6 m3 m4", 1},             /* the newest page */
       {NULL, NULL, 7, "m7 m2 m5 m1 m6 m3 m4", 0}, /* all of it: nothing older */
       {NULL, NULL, 100, "m7 m2 m5 m1 m6 m3 m4", 0},
       {"m6", NULL, 3, "m2 m5 m1", 1},
@@ -139,10 +143,9 @@ START_TEST(test_page) {
     struct store_message *v = NULL;
     size_t n = 0;
     int more = -1;
-    ck_assert_int_eq(
-        store_message_page(t.st, "c1", cases[i].before, cases[i].after, cases[i].limit, i % 2, &v,
-                           &n, &more),
-        0);
+    ck_assert_int_eq(store_message_page(t.st, "c1", cases[i].before, cases[i].after, cases[i].limit,
+                                        i % 2, &v, &n, &more),
+                     0);
     char got[256];
     page_ids(v, n, got, sizeof got);
     ck_assert_msg(strcmp(got, cases[i].want) == 0, "case %zu: \"%s\"", i, got);
@@ -153,8 +156,13 @@ START_TEST(test_page) {
   size_t n = 0;
   int more;
   /* the calls are read only when asked for */
-  struct store_message m4 = {.id = "m4", .chat_id = "c1", .turn_id = "t1", .role = "user",
-                             .state = "done", .text = "x", .calls_json = "[1]"};
+  struct store_message m4 = {.id = "m4",
+                             .chat_id = "c1",
+                             .turn_id = "t1",
+                             .role = "user",
+                             .state = "done",
+                             .text = "x",
+                             .calls_json = "[1]"};
   put(&t, &m4, 0);
   ck_assert_int_eq(store_message_page(t.st, "c1", NULL, NULL, 1, 0, &v, &n, &more), 0);
   ck_assert_uint_eq(n, 1);
@@ -165,8 +173,12 @@ START_TEST(test_page) {
   store_message_list_free(v, n);
   /* a conversation turn: one with an assistant message */
   ck_assert_int_eq(store_message_turn_answered(t.st, "c1", "t1"), 0);
-  struct store_message ans = {.id = "a1", .chat_id = "c1", .turn_id = "t1", .role = "assistant",
-                              .state = "streaming", .text = ""};
+  struct store_message ans = {.id = "a1",
+                              .chat_id = "c1",
+                              .turn_id = "t1",
+                              .role = "assistant",
+                              .state = "streaming",
+                              .text = ""};
   put(&t, &ans, 0);
   ck_assert_int_eq(store_message_turn_answered(t.st, "c1", "t1"), 1);
   ck_assert_int_eq(store_message_turn_answered(t.st, "c2", "t1"), 0);
