@@ -662,7 +662,7 @@ struct st_listen;
 void st__listen_close(struct store *st); /* store_close: the listen connection and its handles */
 
 /* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
-#define ST_PG_SCHEMA_VERSION 4
+#define ST_PG_SCHEMA_VERSION 5
 #define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
 /* Writes per group at most with PostgreSQL: each write's savepoint is a subtransaction, and past
  * 64 of them a transaction overflows the server's per-session cache of them (PGPROC's subxids),
