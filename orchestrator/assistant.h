@@ -99,7 +99,8 @@ int orch__llm_chunk(struct orch_llm_answer *a, const char *data, size_t len, con
  * (one of at least ORCH_LLM_KEY_MIN bytes), the token after "Bearer " (ORCH_LLM_BEARER_MIN
  * token characters or more, any case), and an API key's shape: a word starting sk- or sk_ with
  * ORCH_LLM_SK_MIN or more token characters after it.  Token characters: A-Z a-z 0-9 - _ . ~ + / =.
- * in and out may not overlap. */
+ * The start of the key (ORCH_LLM_KEY_MIN bytes or more) at the very end of in goes too: words cut
+ * to their bound may end inside it.  in and out may not overlap. */
 #define ORCH_LLM_KEY_MIN    4
 #define ORCH_LLM_BEARER_MIN 8
 #define ORCH_LLM_SK_MIN     16

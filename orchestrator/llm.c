@@ -273,6 +273,10 @@ void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap) {
       i += kl;
       continue;
     }
+    if (kl && left < kl && left >= ORCH_LLM_KEY_MIN && memcmp(s, key, left) == 0) {
+      PUT(REDACTED, sizeof REDACTED - 1); /* the words were cut inside the key: its start */
+      break;
+    }
     if (starts && left > 7 && strncasecmp(s, "bearer", 6) == 0 && (s[6] == ' ' || s[6] == '\t')) {
       size_t sp = 6;
       while (sp < left && (s[sp] == ' ' || s[sp] == '\t'))

@@ -223,7 +223,9 @@ START_TEST(scrub_cases) {
       {"authorization: bearer eyJhbGciOi.J9xx failed", "authorization: bearer [redacted] failed"},
       {"key k3y-0nly-0perator-kn0ws-1234 refused", "key [redacted] refused"},
       {"x k3y-0nly-0perator-kn0ws-1234k3y-0nly-0perator-kn0ws-1234", "x [redacted][redacted]"},
-      {"Bearer short", "Bearer short"}, /* too short for a token: a word */
+      {"cut inside the key: k3y-0nly-0per", "cut inside the key: [redacted]"},
+      {"k3y is a word", "k3y is a word"}, /* under ORCH_LLM_KEY_MIN of the key: a word */
+      {"Bearer short", "Bearer short"},   /* too short for a token: a word */
       {"ask-me-anything-about-it-please", "ask-me-anything-about-it-please"}, /* not a word start */
       {"sk-short", "sk-short"},
       {"", ""},
