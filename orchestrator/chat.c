@@ -11,8 +11,8 @@
  * transition a step of page.c.  What it does not do: know of HTTP (who waits for a run's end
  * registers a callback, orch__run_on_end), or take what pages report (report.c).
  */
-#include "internal.h"
 
+#include "internal.h"
 #include <string.h>
 
 /* What a pump did to the head run of a chat. */
@@ -122,6 +122,19 @@ struct orch_run *orch__run_new(struct orch *o, struct orch_chat *c, const char *
   return run;
 }
 
+static void set_error(struct orch_run *run, const char *type, const char *message);
+
+/* A reloaded tool run whose conversation turn ended with its server: it ends `abandoned` instead
+ * of being dispatched again for nobody (its side effects would happen twice). */
+static void abandon_orphan(struct orch *o, struct orch_run *run, const char *why) {
+  orch__run_finish(run, ORCH_RUN_STATUS_ABANDONED);
+  orch__live_keep(run); /* what its attempt printed before the server stopped */
+  set_error(run, "Abandoned", why);
+  sbx_log(SBX_LOG_INFO, "chat", "run %s: its turn %s was interrupted; abandoned, not run again",
+          run->id, run->rec.turn_id);
+  orch__run_settle(o, run);
+}
+
 int orch__run_reload(struct orch *o, struct store_run *rec) {
   struct orch_chat *c;
   if (orch__chat_get(o, rec->chat_id, &c) != 0)
@@ -141,6 +154,9 @@ int orch__run_reload(struct orch *o, struct store_run *rec) {
   run->chat = c;
   sbx_list_insert_tail(&c->runs, &run->chat_link);
   sync_rec(run);
+  const char *why = o->run_orphaned ? o->run_orphaned(o, &run->rec) : NULL;
+  if (why != NULL)
+    abandon_orphan(o, run, why);
   return 0;
 }
 

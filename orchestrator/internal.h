@@ -9,7 +9,8 @@
  * (api_*.c, with api.h, which the domain never includes) read requests, call the domain and
  * answer.  They are one of the wings, the folders beside this header, each above the next: cli/,
  * http/, hosts/, nodes/, assistant/, tools/.  A wing calls the core and the wings below it, never
- * the other way; where the core must reach a wing, the wing registers a hook (struct orch_leases).
+ * the other way; where the core must reach a wing, the wing registers a hook (struct orch_leases,
+ * orch.run_orphaned).
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
@@ -476,6 +477,10 @@ struct orch {
   struct orch_hosts *hosts; /* server execution mode (hosts.c); NULL otherwise */
   struct orch_nodes *nodes; /* CEREA_NODE_URL: several nodes on one store (nodes.c); or NULL */
   const struct orch_leases *leases; /* the chats' leases, nodes.c's hook (chat.c); or NULL */
+  /* assistant/'s hook (chat.c, as a run is reloaded): why a reloaded run must not run again (a
+   * tool run of a conversation turn that ended with its server: nobody waits for it), as the
+   * message of its `Abandoned` error; NULL when it may run.  NULL: every reloaded run runs. */
+  const char *(*run_orphaned)(struct orch *o, const struct store_run *rec);
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;

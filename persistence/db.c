@@ -364,6 +364,9 @@ static const char *const migrations[] = {
     " updated_at INTEGER NOT NULL);"
     "CREATE INDEX messages_chat ON messages(chat_id);"
     "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
+    /* 10: where in an answer's text its tool runs happened, as the orchestrator's JSON text;
+     * messages stored before read NULL (their runs placed nowhere) */
+    "ALTER TABLE messages ADD COLUMN parts_json TEXT;",
 };
 
 static int lite_exec(void *conn, const char *sql, struct sbx_error *err) {

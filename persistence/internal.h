@@ -41,7 +41,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    9
+#define ST_SCHEMA_VERSION    10
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -126,15 +126,31 @@
     ST_SAME)                                                                                        \
   X(MESSAGE_PUT,                                                                                    \
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
-    "?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                      \
+    "?8, ?9, ?10, ?11, ?12) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                 \
     "text = excluded.text, error_json = excluded.error_json, "                                      \
     "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                      \
-    "updated_at = excluded.updated_at",                                                             \
+    "updated_at = excluded.updated_at, parts_json = excluded.parts_json",                           \
     ST_SAME)                                                                                        \
   X(MESSAGE_LIST,                                                                                   \
     "SELECT " ST_MESSAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid "                   \
     "LIMIT ?2",                                                                                     \
     ST_SAME)                                                                                        \
+  /* a page of a chat's messages from a cursor (?3), calls_json only when ?4 is 1 */                \
+  X(MESSAGE_NEWEST,                                                                                 \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 ORDER BY rowid DESC "         \
+    "LIMIT ?2",                                                                                     \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_BEFORE,                                                                                 \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 AND rowid < (SELECT rowid "   \
+    "FROM messages WHERE id = ?3 AND chat_id = ?1) ORDER BY rowid DESC LIMIT ?2",                   \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_AFTER,                                                                                  \
+    "SELECT " ST_MESSAGE_PAGE_COLS " FROM messages WHERE chat_id = ?1 AND rowid > (SELECT rowid "   \
+    "FROM messages WHERE id = ?3 AND chat_id = ?1) ORDER BY rowid LIMIT ?2",                        \
+    ST_SAME)                                                                                        \
+  X(MESSAGE_OF_CHAT, "SELECT 1 FROM messages WHERE id = ?1 AND chat_id = ?2", ST_SAME)              \
+  X(MESSAGE_TURN_ANSWERED,                                                                          \
+    "SELECT 1 FROM messages WHERE chat_id = ?1 AND turn_id = ?2 AND role = 'assistant'", ST_SAME)   \
   X(MESSAGE_INTERRUPT_TURNS,                                                                        \
     "UPDATE turns SET state = 1, finished_at = ?2, answer = (SELECT m.text FROM messages m "        \
     "WHERE m.turn_id = turns.id AND m.state = 'streaming' LIMIT 1) WHERE id IN "                    \
@@ -306,7 +322,10 @@
   "started_at, finished_at, value_json, displays_json"
 #define ST_MESSAGE_COLS                                                                            \
   "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, calls_json, created_at, "    \
-  "updated_at"
+  "updated_at, parts_json"
+#define ST_MESSAGE_PAGE_COLS                                                                       \
+  "id, chat_id, turn_id, role, state, text, error_json, run_ids_json, "                            \
+  "CASE WHEN ?4 = 1 THEN calls_json END, created_at, updated_at, parts_json"
 
 enum st_stmt_id {
 #define ST_STMT_ENUM(name, sql, pg) ST_##name,
@@ -643,7 +662,7 @@ struct st_listen;
 void st__listen_close(struct store *st); /* store_close: the listen connection and its handles */
 
 /* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
-#define ST_PG_SCHEMA_VERSION 4
+#define ST_PG_SCHEMA_VERSION 5
 #define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
 /* Writes per group at most with PostgreSQL: each write's savepoint is a subtransaction, and past
  * 64 of them a transaction overflows the server's per-session cache of them (PGPROC's subxids),

@@ -1,20 +1,34 @@
 /* messages.c -- a chat's conversation: a message's write (insert, or update of its state, text,
- * error, runs and calls, through the writer) and the chat's messages in creation order (read
- * connection).
+ * error, runs and calls, through the writer) and the chat's messages in creation order, whole or
+ * a page of them from a cursor (read connection).
  * What it does not do: decide anything about turns or answers, or look inside the JSON text. */
 #include "internal.h"
 
 #include <string.h>
 
-enum { M_ID, M_CHAT, M_TURN, M_ROLE, M_STATE, M_TEXT, M_ERROR, M_RUN_IDS, M_CALLS, M__STRINGS };
+/* the text columns in ST_MESSAGE_COLS order (parts_json, the last column, bound as ?12) */
+enum {
+  M_ID,
+  M_CHAT,
+  M_TURN,
+  M_ROLE,
+  M_STATE,
+  M_TEXT,
+  M_ERROR,
+  M_RUN_IDS,
+  M_CALLS,
+  M_PARTS,
+  M__STRINGS
+};
 
 static int message_put_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
   struct st_simple *op = (struct st_simple *)w;
   struct st_stmt *s = st__q(&st->w, ST_MESSAGE_PUT);
-  for (int i = 0; i < M__STRINGS; i++) /* the columns in ST_MESSAGE_COLS order */
+  for (int i = 0; i < M_PARTS; i++)
     st__bind_text(s, i + 1, op->s[i]);
   st__bind_int64(s, 10, op->i[0]);
   st__bind_int64(s, 11, op->i[1]);
+  st__bind_text(s, 12, op->s[M_PARTS]);
   int rc = st__step_done(s, "message put", err);
   if (rc == SBX_ECONFLICT) /* the only constraint that can fail here is the chat's foreign key */
     rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->s[M_CHAT]);
@@ -28,7 +42,7 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
                                m->turn_id,    m->role,
                                m->state,      m->text ? m->text : "",
                                m->error_json, m->run_ids_json ? m->run_ids_json : "[]",
-                               m->calls_json};
+                               m->calls_json, m->parts_json};
   struct st_simple *op = st__simple_new(message_put_exec, cb, ud);
   if (op == NULL)
     return SBX_ENOMEM;
@@ -100,6 +114,7 @@ static int message_from_row(struct st_stmt *s, struct store_message *m) {
   m->calls_json = st__col_dup(s, 8, &oom);
   m->created_at = st__col_int64(s, 9);
   m->updated_at = st__col_int64(s, 10);
+  m->parts_json = st__col_dup(s, 11, &oom);
   if (!oom && m->text == NULL && (m->text = sbx_strdup("")) == NULL)
     oom = 1;
   if (oom) {
@@ -127,6 +142,62 @@ int store_message_list(struct store *st, const char *chat_id, size_t limit,
   return r;
 }
 
+int store_message_page(struct store *st, const char *chat_id, const char *before_id,
+                       const char *after_id, size_t limit, int with_calls,
+                       struct store_message **out, size_t *n, int *more) {
+  *out = NULL;
+  *n = 0;
+  *more = 0;
+  if (chat_id == NULL || limit == 0 || limit > STORE_MESSAGE_PAGE_MAX || (before_id && after_id))
+    return SBX_EINVAL;
+  const char *cursor = before_id ? before_id : after_id;
+  struct st_stmt *s = st__q(&st->r, before_id  ? ST_MESSAGE_BEFORE
+                                    : after_id ? ST_MESSAGE_AFTER
+                                               : ST_MESSAGE_NEWEST);
+  st__bind_text(s, 1, chat_id);
+  st__bind_int64(s, 2, (int64_t)limit + 1); /* one more: whether the page has a far side */
+  st__bind_text(s, 3, cursor);
+  st__bind_int64(s, 4, with_calls ? 1 : 0);
+  void *vv;
+  size_t got;
+  int rc = st__rows(s, "message page", sizeof **out, message_row, message_list_free, &vv, &got);
+  if (rc != 0)
+    return rc;
+  struct store_message *v = vv;
+  if (got == 0 && cursor) { /* an empty page, or a cursor that names nothing here */
+    struct st_stmt *k = st__q(&st->r, ST_MESSAGE_OF_CHAT);
+    st__bind_text(k, 1, cursor);
+    st__bind_text(k, 2, chat_id);
+    rc = st__step_one(k, "message of chat", NULL);
+    if (rc <= 0)
+      return rc < 0 ? rc : SBX_ENOENT;
+  }
+  if (got > limit) {
+    store_message_free(&v[limit]);
+    got = limit;
+    *more = 1;
+  }
+  if (!after_id) /* read newest first: turned to creation order */
+    for (size_t i = 0; i < got / 2; i++) {
+      struct store_message tmp = v[i];
+      v[i] = v[got - 1 - i];
+      v[got - 1 - i] = tmp;
+    }
+  *out = v;
+  *n = got;
+  return 0;
+}
+
+int store_message_turn_answered(struct store *st, const char *chat_id, const char *turn_id) {
+  if (chat_id == NULL || turn_id == NULL || !turn_id[0])
+    return 0;
+  struct st_stmt *s = st__q(&st->r, ST_MESSAGE_TURN_ANSWERED);
+  st__bind_text(s, 1, chat_id);
+  st__bind_text(s, 2, turn_id);
+  int rc = st__step_one(s, "turn answered", NULL);
+  return rc == ST_ROW ? 1 : rc;
+}
+
 void store_message_free(struct store_message *m) {
   if (m == NULL)
     return;
@@ -134,7 +205,8 @@ void store_message_free(struct store_message *m) {
   sbx_free(m->error_json);
   sbx_free(m->run_ids_json);
   sbx_free(m->calls_json);
-  m->text = m->error_json = m->run_ids_json = m->calls_json = NULL;
+  sbx_free(m->parts_json);
+  m->text = m->error_json = m->run_ids_json = m->calls_json = m->parts_json = NULL;
 }
 
 void store_message_list_free(struct store_message *v, size_t n) {

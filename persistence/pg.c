@@ -670,6 +670,8 @@ static const char *const pg_migrations[] = {
     " updated_at BIGINT NOT NULL);"
     "CREATE INDEX messages_chat ON messages(chat_id, rid);"
     "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
+    /* 5: SQLite's schema 10: where in an answer's text its tool runs happened */
+    "ALTER TABLE messages ADD COLUMN parts_json TEXT;",
 };
 
 /* The advisory lock of the schema the connection works in (a key from its name). */

@@ -267,7 +267,7 @@ void store_turn_free(struct store_turn *t);
  * are the orchestrator's names ("user" | "assistant"; "streaming", "done", ...); error_json,
  * run_ids_json and calls_json are JSON text the orchestrator writes and reads (the store does not
  * look inside).  A put inserts, or updates the message of that id (state, text, error, run ids,
- * calls, updated_at); its chat, turn, role and creation time never change. */
+ * calls, parts, updated_at); its chat, turn, role and creation time never change. */
 struct store_message {
   store_id id, chat_id, turn_id;
   char role[16], state[16];
@@ -275,6 +275,7 @@ struct store_message {
   char *error_json;   /* NULL: none */
   char *run_ids_json; /* "[...]"; NULL on a put: "[]" */
   char *calls_json;   /* the tool calls it made and their results; NULL: none */
+  char *parts_json;   /* where in its text its tool runs happened; NULL: not recorded */
   int64_t created_at, updated_at;
 };
 /* SBX_EINVAL (no id, chat, role or state), SBX_ENOMEM; via cb: SBX_ENOENT (no such chat). */
@@ -283,6 +284,19 @@ int store_message_put(struct store *st, const struct store_message *m, store_don
  * store_message_list_free).  SBX_EINVAL, SBX_ENOMEM, SBX_EDB. */
 int store_message_list(struct store *st, const char *chat_id, size_t limit,
                        struct store_message **out, size_t *n);
+/* A page of the chat's messages, in creation order: the newest limit (before_id and after_id
+ * NULL), the limit just before message before_id, or just after message after_id (not both).
+ * *more: whether messages are left past the page on its far side (older for the newest page and
+ * a before page, newer for an after page).  calls_json is read only with with_calls (it can be
+ * large: every tool call's arguments and result).  limit 1..STORE_MESSAGE_PAGE_MAX; *out owned.
+ * SBX_EINVAL, SBX_ENOENT (the cursor is no message of this chat), SBX_ENOMEM, SBX_EDB. */
+#define STORE_MESSAGE_PAGE_MAX 100000
+int store_message_page(struct store *st, const char *chat_id, const char *before_id,
+                       const char *after_id, size_t limit, int with_calls,
+                       struct store_message **out, size_t *n, int *more);
+/* Whether the chat's turn turn_id is a conversation turn (it has an assistant message): 1, 0, or
+ * an error (SBX_EDB). */
+int store_message_turn_answered(struct store *st, const char *chat_id, const char *turn_id);
 /* At start: every message still `streaming` (its server stopped mid-answer) becomes `error` with
  * error_json, its turn finished with the text it had.  SBX_ENOMEM. */
 int store_message_interrupt(struct store *st, const char *error_json, int64_t now, store_done_cb cb,

@@ -46,7 +46,7 @@ for (let t = 0; t < TURNS; t++) {
   await page.result(run, { stdout: `${t}\n` });
   await model.waitRequests(n0 + 2);
   lat.push(model.requests[n0 + 1].hr - model.requests[n0].endHr);
-  await page.next((e) => e.event === 'message' && e.id !== null && e.data.message_id === r.json.message_id && e.data.state !== 'streaming', 10000);
+  await page.next((e) => e.event === 'message' && e.id !== null && e.data.message_id === r.json.answer_id && e.data.state !== 'streaming', 10000);
   page.events.length = 0;
 }
 page.close();

@@ -83,6 +83,7 @@ struct orch_asst {
   json_t *tools;                /* [run_python as an OpenAI function] */
   json_t *rounds; /* each response: {content, calls: [{id, name, arguments, result}]} */
   json_t *run_ids;
+  json_t *marks;  /* where its tool runs joined: [{at: characters of text before it, run_id}] */
   int tool_calls; /* run so far */
   int no_tools;   /* the next request goes without tools */
   struct orch_llm_req *req;
@@ -130,6 +131,7 @@ static void asst_free(struct orch_asst *t) {
   json_decref(t->tools);
   json_decref(t->rounds);
   json_decref(t->run_ids);
+  json_decref(t->marks);
   json_decref(t->tool_args);
   json_decref(t->user_text);
   sbx_free(t);
@@ -145,6 +147,32 @@ static json_t *error_json(const char *code, const char *msg) {
   return code && code[0] ? json_pack("{s:s, s:s}", "code", code, "message", msg) : json_null();
 }
 
+/* The message's parts: its text cut where each tool run joined it ([{type: "text", text},
+ * {type: "run", run_id}, ...] in order; empty text left out).  marks: [{at, run_id}] (at: the
+ * characters of text before the run), or NULL: the text alone. */
+static json_t *parts_json(const char *text, size_t len, const json_t *marks) {
+  json_t *parts = json_array();
+  size_t pos = 0, chars = 0, i;
+  json_t *mk;
+  json_array_foreach(marks, i, mk) {
+    const char *run_id = json_string_value(json_object_get(mk, "run_id"));
+    json_int_t at = json_integer_value(json_object_get(mk, "at"));
+    if (run_id == NULL)
+      continue;
+    size_t start = pos;
+    while (pos < len && (json_int_t)chars < at)
+      pos += orch__utf8_next(text + pos, len - pos, NULL), chars++;
+    if (pos > start)
+      json_array_append_new(
+          parts, json_pack("{s:s, s:s%}", "type", "text", "text", text + start, pos - start));
+    json_array_append_new(parts, json_pack("{s:s, s:s}", "type", "run", "run_id", run_id));
+  }
+  if (pos < len)
+    json_array_append_new(parts,
+                          json_pack("{s:s, s:s%}", "type", "text", "text", text + pos, len - pos));
+  return parts;
+}
+
 /* The assistant's message of t as it is now (state: "streaming" or its ending's). */
 static json_t *live_json(struct orch_asst *t, const char *state) {
   json_t *j = json_object();
@@ -158,6 +186,8 @@ static json_t *live_json(struct orch_asst *t, const char *state) {
                       strcmp(state, "streaming") == 0 ? json_null()
                                                       : error_json(t->err_code, t->err_msg));
   json_object_set_new(j, "run_ids", json_deep_copy(t->run_ids));
+  json_object_set_new(j, "parts",
+                      parts_json(t->text.data ? t->text.data : "", t->text.len, t->marks));
   json_object_set_new(j, "created_at", json_integer(t->created_at));
   json_object_set_new(j, "updated_at", json_integer(sbx_now_wall_ms()));
   return j;
@@ -171,10 +201,14 @@ json_t *orch__message_json(struct orch *o, const struct store_message *m) {
   const char *ej = stale ? ORCH_INTERRUPTED_JSON : m->error_json;
   json_t *err = ej ? json_loads(ej, 0, NULL) : NULL;
   json_t *ids = json_loads(m->run_ids_json ? m->run_ids_json : "[]", 0, NULL);
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:I, s:I}", "message_id", m->id,
-                   "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text",
-                   m->text ? m->text : "", "state", stale ? "error" : m->state, "error",
-                   err ? err : json_null(), "run_ids", ids ? ids : json_array(), "created_at",
+  json_t *marks = m->parts_json ? json_loads(m->parts_json, 0, NULL) : NULL;
+  const char *text = m->text ? m->text : "";
+  json_t *parts = parts_json(text, strlen(text), marks);
+  json_decref(marks);
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:I, s:I}", "message_id", m->id,
+                   "chat_id", m->chat_id, "turn_id", m->turn_id, "role", m->role, "text", text,
+                   "state", stale ? "error" : m->state, "error", err ? err : json_null(), "run_ids",
+                   ids ? ids : json_array(), "parts", parts, "created_at",
                    (json_int_t)m->created_at, "updated_at", (json_int_t)m->updated_at);
 }
 
@@ -223,6 +257,7 @@ static void emit_message(struct orch_asst *t, json_t *msg) {
 static int put_message(struct orch_asst *t, const char *state, store_done_cb cb) {
   char *ids = orch__json_dump(t->run_ids, NULL);
   char *calls = orch__json_dump(t->rounds, NULL);
+  char *marks = orch__json_dump(t->marks, NULL);
   json_t *ej = error_json(t->err_code, t->err_msg);
   char *err = json_is_null(ej) ? NULL : orch__json_dump(ej, NULL);
   json_decref(ej);
@@ -231,15 +266,17 @@ static int put_message(struct orch_asst *t, const char *state, store_done_cb cb)
                             .error_json = strcmp(state, "streaming") == 0 ? NULL : err,
                             .run_ids_json = ids,
                             .calls_json = calls,
+                            .parts_json = marks,
                             .created_at = t->created_at,
                             .updated_at = sbx_now_wall_ms()};
   snprintf(m.id, sizeof m.id, "%s", t->msg_id);
   snprintf(m.chat_id, sizeof m.chat_id, "%s", t->c->id);
   snprintf(m.turn_id, sizeof m.turn_id, "%s", t->turn_id);
   snprintf(m.state, sizeof m.state, "%s", state);
-  int rc = ids && calls ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
+  int rc = ids && calls && marks ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
   sbx_free(ids);
   sbx_free(calls);
+  sbx_free(marks);
   sbx_free(err);
   return rc;
 }
@@ -260,6 +297,8 @@ static void join_run(struct orch_asst *t, const char *run_id) {
       return;
   }
   json_array_append_new(t->run_ids, json_string(run_id));
+  json_array_append_new(t->marks,
+                        json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id", run_id));
   if (t->state < ASST_ENDING) {
     put_message(t, "streaming", on_put_logged);
     emit_message(t, live_json(t, "streaming"));
@@ -591,15 +630,16 @@ static void on_started(int rc, const struct sbx_error *err, void *ud) {
   if (--t->pending > 0)
     return;
   if (t->failed) {
-    t->ask_cb(t->ask_ud, t->failed, &t->fail_err, NULL, NULL);
+    t->ask_cb(t->ask_ud, t->failed, &t->fail_err, NULL, NULL, NULL);
     asst_set_state(t, ASST_ENDED);
     asst_free(t);
     return;
   }
-  t->ask_cb(t->ask_ud, 0, NULL, t->msg_id, t->turn_id);
-  json_t *user = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:n, s:[], s:I, s:I}", "message_id",
-                           t->user_id, "chat_id", t->c->id, "turn_id", t->turn_id, "role", "user",
-                           "text", t->user_text, "state", "done", "error", "run_ids", "created_at",
+  t->ask_cb(t->ask_ud, 0, NULL, t->user_id, t->msg_id, t->turn_id);
+  json_t *user = json_pack("{s:s, s:s, s:s, s:s, s:O, s:s, s:n, s:[], s:[{s:s, s:O}], s:I, s:I}",
+                           "message_id", t->user_id, "chat_id", t->c->id, "turn_id", t->turn_id,
+                           "role", "user", "text", t->user_text, "state", "done", "error",
+                           "run_ids", "parts", "type", "text", "text", t->user_text, "created_at",
                            (json_int_t)t->created_at, "updated_at", (json_int_t)t->created_at);
   json_decref(t->user_text);
   t->user_text = NULL;
@@ -644,50 +684,178 @@ static void system_prompt(struct orch *o, struct orch_chat *c, struct sbx_buf *b
   store_file_list_free(files, n);
 }
 
-/* The chat's earlier conversation, as the model reads it: the newest ORCH_CONVERSATION_MAX
- * messages, each assistant answer as its rounds (text, tool calls, their results). */
-static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
-  struct store_message *v = NULL;
+/* ---- the earlier conversation, within its budget --------------------------------------------
+ * What is replayed to the model of the chat's earlier turns (docs/api.md "The assistant"): each
+ * tool call's argument strings and each tool result over ORCH_REPLAY_ITEM_CHARS characters keep
+ * their first and last ORCH_REPLAY_KEEP_CHARS with a line saying how many were left out between
+ * (the arguments stay JSON: the strings inside are shortened); and the earlier messages are
+ * taken newest first while their total stays within ORCH_REPLAY_BYTES and ORCH_CONVERSATION_MAX
+ * messages (the oldest go first, whole; the replay starts at a user message).  The turn in
+ * progress is sent whole: its calls and results are what the model works from. */
+
+static size_t chars_in(const char *s, size_t len) {
   size_t n = 0;
-  int rc = store_message_list(o->st, c->id, 100000, &v, &n);
-  if (rc != 0)
-    return rc;
-  for (size_t i = n > ORCH_CONVERSATION_MAX ? n - ORCH_CONVERSATION_MAX : 0; i < n; i++) {
-    const struct store_message *m = &v[i];
-    if (strcmp(m->role, "user") == 0) {
-      json_array_append_new(convo, json_pack("{s:s, s:s}", "role", "user", "content", m->text));
+  for (size_t i = 0; i < len; n++)
+    i += orch__utf8_next(s + i, len - i, NULL);
+  return n;
+}
+
+/* Byte offset of the character at index chars of s (len bytes). */
+static size_t char_offset(const char *s, size_t len, size_t chars) {
+  size_t i = 0;
+  while (i < len && chars-- > 0)
+    i += orch__utf8_next(s + i, len - i, NULL);
+  return i;
+}
+
+/* s (len bytes) as replayed: whole, or its two ends around the "left out" line (new string). */
+static json_t *replay_text(const char *s, size_t len) {
+  size_t n = chars_in(s, len);
+  if (n <= ORCH_REPLAY_ITEM_CHARS)
+    return json_stringn(s, len);
+  size_t head = char_offset(s, len, ORCH_REPLAY_KEEP_CHARS);
+  size_t tail = char_offset(s, len, n - ORCH_REPLAY_KEEP_CHARS);
+  struct sbx_buf b;
+  sbx_buf_init(&b, 16u * ORCH_REPLAY_KEEP_CHARS + 256);
+  sbx_buf_appendf(&b, "%.*s\n[… %zu characters left out …]\n%.*s", (int)head, s,
+                  n - 2 * ORCH_REPLAY_KEEP_CHARS, (int)(len - tail), s + tail);
+  json_t *j = json_stringn(b.data ? b.data : "", b.len);
+  sbx_buf_free(&b);
+  return j;
+}
+
+/* Every string inside j (an object or an array) shortened as replay_text does. */
+static void shorten_strings(json_t *j) {
+  if (json_is_object(j)) {
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v) {
+      if (json_is_string(v))
+        json_object_set_new(j, k, replay_text(json_string_value(v), json_string_length(v)));
+      else
+        shorten_strings(v);
+    }
+  } else if (json_is_array(j)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(j, i, v) {
+      if (json_is_string(v))
+        json_array_set_new(j, i, replay_text(json_string_value(v), json_string_length(v)));
+      else
+        shorten_strings(v);
+    }
+  }
+}
+
+/* A tool call's arguments (JSON text in a string) as replayed: still JSON, its long strings
+ * shortened; arguments that are not JSON, or stay long, shortened as text. */
+static json_t *replay_args(const json_t *args) {
+  const char *s = json_string_value(args);
+  size_t len = json_string_length(args);
+  if (s == NULL)
+    return json_string("");
+  if (len <= ORCH_REPLAY_ITEM_CHARS) /* bytes >= characters */
+    return json_stringn(s, len);
+  json_t *j = json_loadb(s, len, 0, NULL);
+  size_t tl = 0;
+  char *text = NULL;
+  if (j) {
+    shorten_strings(j);
+    text = orch__json_dump(j, &tl);
+    json_decref(j);
+  }
+  json_t *out =
+      text && tl <= 4u * ORCH_REPLAY_ITEM_CHARS ? json_stringn(text, tl) : replay_text(s, len);
+  sbx_free(text);
+  return out;
+}
+
+/* One earlier message as the model reads it, appended to items: a user message; an answer as
+ * its rounds (text, tool calls, their results), shortened. */
+static void replay_message(const struct store_message *m, json_t *items) {
+  if (strcmp(m->role, "user") == 0) {
+    json_array_append_new(items, json_pack("{s:s, s:s}", "role", "user", "content", m->text));
+    return;
+  }
+  json_t *rounds = m->calls_json ? json_loads(m->calls_json, 0, NULL) : NULL;
+  size_t r;
+  json_t *round;
+  json_array_foreach(rounds, r, round) {
+    json_t *calls = json_object_get(round, "calls"), *content = json_object_get(round, "content");
+    if (json_array_size(calls) == 0) {
+      if (json_string_length(content))
+        json_array_append_new(items,
+                              json_pack("{s:s, s:O}", "role", "assistant", "content", content));
       continue;
     }
-    json_t *rounds = m->calls_json ? json_loads(m->calls_json, 0, NULL) : NULL;
-    size_t r;
-    json_t *round;
-    json_array_foreach(rounds, r, round) {
-      json_t *calls = json_object_get(round, "calls"), *content = json_object_get(round, "content");
-      if (json_array_size(calls) == 0) {
-        if (json_string_length(content))
-          json_array_append_new(convo,
-                                json_pack("{s:s, s:O}", "role", "assistant", "content", content));
-        continue;
-      }
-      json_array_append_new(convo, assistant_calls(content, calls));
-      size_t k;
-      json_t *call;
-      json_array_foreach(calls, k, call) {
-        json_t *res = json_object_get(call, "result");
-        json_array_append_new(convo, json_pack("{s:s, s:O, s:s}", "role", "tool", "tool_call_id",
-                                               json_object_get(call, "id"), "content",
-                                               json_is_string(res)
-                                                   ? json_string_value(res)
-                                                   : "Not run: the turn ended before it ran."));
-      }
+    json_t *short_calls = json_array();
+    size_t k;
+    json_t *call;
+    json_array_foreach(calls, k, call) {
+      json_array_append_new(short_calls,
+                            json_pack("{s:O, s:O, s:o}", "id", json_object_get(call, "id"), "name",
+                                      json_object_get(call, "name"), "arguments",
+                                      replay_args(json_object_get(call, "arguments"))));
     }
-    if (rounds == NULL && m->text[0]) /* an answer without rounds: its text */
-      json_array_append_new(convo,
-                            json_pack("{s:s, s:s}", "role", "assistant", "content", m->text));
-    json_decref(rounds);
+    json_array_append_new(items, assistant_calls(content, short_calls));
+    json_decref(short_calls);
+    json_array_foreach(calls, k, call) {
+      json_t *res = json_object_get(call, "result");
+      json_array_append_new(
+          items, json_pack("{s:s, s:O, s:o}", "role", "tool", "tool_call_id",
+                           json_object_get(call, "id"), "content",
+                           json_is_string(res)
+                               ? replay_text(json_string_value(res), json_string_length(res))
+                               : json_string("Not run: the turn ended before it ran.")));
+    }
   }
-  store_message_list_free(v, n);
-  return 0;
+  if (rounds == NULL && m->text[0]) /* an answer without rounds: its text */
+    json_array_append_new(items, json_pack("{s:s, s:s}", "role", "assistant", "content", m->text));
+  json_decref(rounds);
+}
+
+/* The chat's earlier conversation, as the model reads it, appended to convo (the rule above).
+ * Read a page at a time, newest first, so no more of the chat is read than is replayed. */
+static int earlier(struct orch *o, struct orch_chat *c, json_t *convo) {
+  json_t *kept = json_array(); /* newest first: [{user, items}] */
+  store_id before = "";
+  size_t bytes = 0, count = 0;
+  int full = 0, more = 0, rc = 0;
+  do {
+    struct store_message *v = NULL;
+    size_t n = 0;
+    rc = store_message_page(o->st, c->id, before[0] ? before : NULL, NULL, ORCH_REPLAY_PAGE, 1, &v,
+                            &n, &more);
+    if (rc != 0)
+      break;
+    for (size_t i = n; i-- > 0 && !full;) {
+      json_t *items = json_array();
+      replay_message(&v[i], items);
+      size_t len = 0;
+      char *text = orch__json_dump(items, &len);
+      sbx_free(text);
+      if (count == ORCH_CONVERSATION_MAX || bytes + len > ORCH_REPLAY_BYTES) {
+        json_decref(items);
+        full = 1;
+        break;
+      }
+      bytes += len;
+      count++;
+      json_array_append_new(
+          kept, json_pack("{s:b, s:o}", "user", strcmp(v[i].role, "user") == 0, "items", items));
+    }
+    if (n)
+      snprintf(before, sizeof before, "%s", v[0].id);
+    store_message_list_free(v, n);
+  } while (more && !full);
+  /* the oldest kept is a user message: an answer whose question was left out goes too */
+  while (json_array_size(kept) &&
+         !json_is_true(json_object_get(json_array_get(kept, json_array_size(kept) - 1), "user")))
+    json_array_remove(kept, json_array_size(kept) - 1);
+  for (size_t i = json_array_size(kept); rc == 0 && i-- > 0;)
+    json_array_extend(convo, json_object_get(json_array_get(kept, i), "items"));
+  json_decref(kept);
+  return rc;
 }
 
 /* The user's message as the model reads it: its text, then each attachment and where code
@@ -781,6 +949,7 @@ int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *a
   store_new_id(t->msg_id);
   t->rounds = json_array();
   t->run_ids = json_array();
+  t->marks = json_array();
   t->convo = json_array();
   t->tools = run_python_tool(o, c);
   t->user_text = json_string(ask->text);
@@ -867,6 +1036,15 @@ void orch__asst_free_all(struct orch *o) {
       asst_set_state(t, t->state == ASST_STARTING ? ASST_ENDED : ASST_ENDING);
     asst_free(t);
   }
+}
+
+const char *orch__asst_run_orphaned(struct orch *o, const struct store_run *rec) {
+  if (rec->origin == NULL || strcmp(rec->origin, "tool") != 0 || !rec->turn_id[0] ||
+      orch__map_get(&o->asst, rec->turn_id) != NULL)
+    return NULL;
+  return store_message_turn_answered(o->st, rec->chat_id, rec->turn_id) == 1
+             ? ORCH_ORPHANED_RUN_MSG
+             : NULL;
 }
 
 /* Answers that were streaming when the server stopped: error `interrupted`, their turns finished

@@ -20,6 +20,14 @@
 #define ORCH_DELTA_MS          50                /* live text deltas: at most this often ... */
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
+/* What is replayed of earlier turns (assistant.c's rule, docs/api.md "The assistant"). */
+#define ORCH_REPLAY_BYTES      (1024u * 1024u) /* the earlier conversation, JSON bytes at most */
+#define ORCH_REPLAY_ITEM_CHARS 4000 /* a tool argument string or result past this: shortened */
+#define ORCH_REPLAY_KEEP_CHARS 1500 /* ... to this many characters at each end */
+#define ORCH_REPLAY_PAGE       25   /* earlier messages read at a time */
+/* GET /v1/chats/{chat}/messages: a page's messages by default, and at most (?limit=). */
+#define ORCH_MESSAGES_PAGE_DEFAULT 100
+#define ORCH_MESSAGES_PAGE_MAX     500
 
 /* The error of an answer that was streaming when its server stopped (marked at the next start). */
 #define ORCH_INTERRUPTED_JSON                                                                      \
@@ -27,6 +35,15 @@
   "written; ask again.\"}"
 /* The outcome of marking answers left streaming (store_message_interrupt*), logged. */
 void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
+/* Whether an unfinished run being reloaded (a start, a node taking its chat over) is a tool run
+ * of a conversation turn that no turn here answers any more: its turn ended with its server
+ * (`interrupted`), so nobody waits for its result and it must not run again (chat.c abandons
+ * it, with the message returned; NULL: it runs).  The core's hook orch.run_orphaned. */
+const char *orch__asst_run_orphaned(struct orch *o, const struct store_run *rec);
+/* The error message of such a run. */
+#define ORCH_ORPHANED_RUN_MSG                                                                      \
+  "The server restarted while the assistant's turn was running this code; that turn was ended "    \
+  "(interrupted), so the code was not run again. Ask again to run it."
 
 /* ---- the conversation (assistant.c) ----------------------------------------------------------- */
 struct orch_asst; /* a chat's conversation turn in progress (chat->asst) */
@@ -38,9 +55,10 @@ struct orch_ask {
   size_t n_files;
 };
 /* The ask is durable (rc 0: the user message, the assistant message and the turn are stored,
- * the model asked) or not (rc, err). */
+ * the model asked) or not (rc, err).  message_id: the user's message; answer_id: the
+ * assistant's. */
 typedef void (*orch_ask_cb)(void *ud, int rc, const struct sbx_error *err, const char *message_id,
-                            const char *turn_id);
+                            const char *answer_id, const char *turn_id);
 /* Opens a conversation turn in chat c: SBX_ENOENT without a model, SBX_EBUSY when the chat has
  * one open (one at a time), SBX_ENOMEM; else 0 and cb follows (never from inside this call). */
 int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *ask, orch_ask_cb cb,

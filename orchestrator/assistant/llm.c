@@ -10,7 +10,15 @@
  * stream that broke off or ended before its answer did.
  *
  * The key lives in one header line of the connector and goes nowhere else: not in a log line, an
- * error, an event.
+ * error, an event.  What the model (or a proxy in front of it) says about a failure may echo it
+ * ("Invalid API key provided: Bearer sk-…"): every error's words are scrubbed here, on their way
+ * out of the connector, of the key and of anything shaped like a bearer credential
+ * (orch__llm_scrub), so no answer, event, page or stored row can hold one.  The answer's text is
+ * taken out of the key alone (orch__llm_release: a text may rightly show a token's shape), the
+ * end of it that could be the key's start held back until what follows decides.
+ *
+ * `data: [DONE]` ends the answer there and then: the transfer is stopped at once, whether or not
+ * the server closes its end (some keep the connection open after it).
  *
  * What it does not do: build the conversation or run tools (assistant.c), or retry.
  */
@@ -20,6 +28,7 @@
 #include <openssl/crypto.h>
 
 #include <string.h>
+#include <strings.h>
 
 /* ---- SSE ------------------------------------------------------------------------------------- */
 
@@ -224,6 +233,114 @@ out:
   return rc;
 }
 
+/* ---- credentials out of the model's words ---------------------------------------------------- */
+
+#define REDACTED "[redacted]"
+
+static int token_char(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~' || c == '+' || c == '/' || c == '=';
+}
+
+/* Bytes of the token starting at s (at most n). */
+static size_t token_len(const char *s, size_t n) {
+  size_t k = 0;
+  while (k < n && token_char((unsigned char)s[k]))
+    k++;
+  while (k > 0 && s[k - 1] == '.')
+    k--; /* the end of a sentence, not of the token */
+  return k;
+}
+
+void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap) {
+  if (cap == 0)
+    return;
+  size_t n = strlen(in), kl = key ? strlen(key) : 0, o = 0;
+  if (kl < ORCH_LLM_KEY_MIN)
+    kl = 0;
+#define PUT(p, len)                                                                                \
+  do {                                                                                             \
+    size_t len_ = SBX_MIN((size_t)(len), cap - 1 - o);                                             \
+    memcpy(out + o, (p), len_);                                                                    \
+    o += len_;                                                                                     \
+  } while (0)
+  for (size_t i = 0; i < n && o < cap - 1;) {
+    const char *s = in + i;
+    size_t left = n - i;
+    int starts = i == 0 || !token_char((unsigned char)in[i - 1]);
+    if (kl && left >= kl && memcmp(s, key, kl) == 0) { /* the key itself, wherever it stands */
+      PUT(REDACTED, sizeof REDACTED - 1);
+      i += kl;
+      continue;
+    }
+    if (kl && left < kl && left >= ORCH_LLM_KEY_MIN && memcmp(s, key, left) == 0) {
+      PUT(REDACTED, sizeof REDACTED - 1); /* the words were cut inside the key: its start */
+      break;
+    }
+    if (starts && left > 7 && strncasecmp(s, "bearer", 6) == 0 && (s[6] == ' ' || s[6] == '\t')) {
+      size_t sp = 6;
+      while (sp < left && (s[sp] == ' ' || s[sp] == '\t'))
+        sp++;
+      size_t tl = token_len(s + sp, left - sp);
+      if (tl >= ORCH_LLM_BEARER_MIN) { /* "Bearer <token>": the word kept, the token not */
+        PUT(s, sp);
+        PUT(REDACTED, sizeof REDACTED - 1);
+        i += sp + tl;
+        continue;
+      }
+    }
+    if (starts && left > 3 && s[0] == 's' && s[1] == 'k' && (s[2] == '-' || s[2] == '_')) {
+      size_t tl = token_len(s, left); /* sk-…, sk-proj-…, sk_live_…: an API key's shape */
+      if (tl >= 3 + ORCH_LLM_SK_MIN) {
+        PUT(REDACTED, sizeof REDACTED - 1);
+        i += tl;
+        continue;
+      }
+    }
+    PUT(s, 1);
+    i++;
+  }
+#undef PUT
+  if (o == cap - 1 && o > 0) { /* perhaps cut: not inside a character */
+    size_t lead = o - 1;
+    while (lead > 0 && ((unsigned char)out[lead] & 0xC0) == 0x80)
+      lead--;
+    unsigned char c = (unsigned char)out[lead];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (o - lead < need)
+      o = lead;
+  }
+  out[o] = 0;
+}
+
+size_t orch__llm_release(const char *key, struct sbx_buf *b, size_t from, int all) {
+  size_t kl = key ? strlen(key) : 0;
+  if (kl < ORCH_LLM_KEY_MIN)
+    return b->len;
+  size_t rl = kl >= sizeof REDACTED - 1 ? sizeof REDACTED - 1 : kl;
+  for (size_t i = from; i + kl <= b->len;) {
+    if (memcmp(b->data + i, key, kl) != 0) {
+      i++;
+      continue;
+    }
+    if (rl == kl && kl < sizeof REDACTED - 1)
+      memset(b->data + i, '*', kl); /* a key shorter than the word: masked in its place */
+    else {
+      memcpy(b->data + i, REDACTED, rl);
+      memmove(b->data + i + rl, b->data + i + kl, b->len - i - kl);
+      b->len -= kl - rl;
+    }
+    i += rl;
+  }
+  if (all)
+    return b->len;
+  /* the longest end of the text that the key starts with waits for what follows it */
+  for (size_t k = SBX_MIN(kl - 1, b->len - from); k > 0; k--)
+    if (memcmp(b->data + b->len - k, key, k) == 0)
+      return b->len - k;
+  return b->len;
+}
+
 /* ---- the connector --------------------------------------------------------------------------- */
 
 #define ERR_BODY_BYTES 8192
@@ -233,6 +350,7 @@ struct orch_llm {
   char *endpoint; /* <url>/chat/completions */
   char *model;
   char *auth; /* "Authorization: Bearer <key>", or NULL */
+  char *key;  /* the key alone, for scrubbing the model's words (orch__llm_scrub), or NULL */
   char *ca_file;
   int max_tokens;
   uint64_t stall_ms;
@@ -247,6 +365,7 @@ struct orch_llm_req {
   void *ud;
   struct orch_sse sse;
   struct orch_llm_answer a;
+  size_t shown; /* bytes of a.content given to the text callback (orch__llm_release) */
   int status;
   struct sbx_buf err_body; /* an HTTP error's body, the start of it */
   char why[1024];          /* a malformed stream: what was wrong */
@@ -275,6 +394,20 @@ static int on_head(void *ud, int status, const char *content_type) {
   return 0;
 }
 
+/* The answer's new text to the caller, the key taken out of it (all: the answer ended, nothing
+ * waits for what follows).  Nonzero when the caller stopped the request meanwhile. */
+static int release_text(struct orch_llm_req *r, int all) {
+  size_t safe = orch__llm_release(r->l->key, &r->a.content, r->shown, all);
+  if (safe > r->shown && r->cbs.text) {
+    r->in_cb++;
+    r->cbs.text(r->ud, r->a.content.data + r->shown, safe - r->shown);
+    r->in_cb--;
+  }
+  if (safe > r->shown)
+    r->shown = safe;
+  return r->cancelled;
+}
+
 /* One SSE event of the stream: a chunk taken in, its new text to the caller. */
 static int on_event(void *ud, const char *data, size_t len) {
   struct orch_llm_req *r = ud;
@@ -284,11 +417,10 @@ static int on_event(void *ud, const char *data, size_t len) {
     return SBX_EPROTO;
   if (r->a.error[0])
     return SBX_EPROTO; /* the model said it failed: nothing after it counts */
-  if (dlen && r->cbs.text) {
-    r->in_cb++;
-    r->cbs.text(r->ud, delta, dlen);
-    r->in_cb--;
-  }
+  if (r->a.done)
+    return SBX_ECANCELED; /* the answer is complete: the transfer stops, open or not */
+  if (dlen)
+    release_text(r, 0);
   return r->cancelled ? SBX_ECANCELED : 0;
 }
 
@@ -372,7 +504,16 @@ static void on_done(void *ud, enum tp_http_end end, int status, const char *why)
     e = ORCH_LLM_MODEL_ERROR;
     snprintf(words, sizeof words, "the model's answer broke off: %s", why);
   }
-  r->cbs.end(r->ud, e, &r->a, words);
+  if (release_text(r, 1)) { /* the text held back for a key that did not come */
+    req_free(r);
+    return;
+  }
+  char clean[sizeof words];
+  orch__llm_scrub(r->l->key, words, clean, sizeof clean);
+  char raw[sizeof r->a.error];
+  memcpy(raw, r->a.error, sizeof raw);
+  orch__llm_scrub(r->l->key, raw, r->a.error, sizeof r->a.error);
+  r->cbs.end(r->ud, e, &r->a, clean);
   req_free(r);
 }
 
@@ -450,12 +591,14 @@ int orch__llm_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch_ll
     if (sbx_buf_appendf(&b, "Authorization: Bearer %s", cfg->llm_api_key) == 0)
       l->auth = sbx_buf_steal(&b, NULL);
     sbx_buf_free(&b);
+    l->key = sbx_strdup(cfg->llm_api_key);
   }
   l->model = sbx_strdup(cfg->llm_model);
   l->ca_file = cfg->llm_ca_file ? sbx_strdup(cfg->llm_ca_file) : NULL;
   l->max_tokens = cfg->llm_max_tokens;
   l->stall_ms = (uint64_t)cfg->llm_stall_s * 1000;
-  if (l->endpoint == NULL || l->model == NULL || (cfg->llm_api_key && l->auth == NULL) ||
+  if (l->endpoint == NULL || l->model == NULL ||
+      (cfg->llm_api_key && (l->auth == NULL || l->key == NULL)) ||
       (cfg->llm_ca_file && l->ca_file == NULL)) {
     orch__llm_free(l);
     return sbx_error_set(err, SBX_ENOMEM, "assistant: out of memory");
@@ -479,7 +622,10 @@ void orch__llm_free(struct orch_llm *l) {
   tp_http_client_free(l->hc); /* cancels the transfers: no callback */
   if (l->auth)                /* the key is not left in freed memory */
     OPENSSL_cleanse(l->auth, strlen(l->auth));
+  if (l->key)
+    OPENSSL_cleanse(l->key, strlen(l->key));
   sbx_free(l->auth);
+  sbx_free(l->key);
   sbx_free(l->endpoint);
   sbx_free(l->model);
   sbx_free(l->ca_file);

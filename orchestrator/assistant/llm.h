@@ -58,6 +58,24 @@ void orch__llm_answer_free(struct orch_llm_answer *a);
 int orch__llm_chunk(struct orch_llm_answer *a, const char *data, size_t len, const char **delta,
                     size_t *delta_len, char *why, size_t cap);
 
+/* ---- the model's words, scrubbed (llm.c) -------------------------------------------------------
+ * in, copied to out (cap bytes, NUL-terminated, cut at a character) with every credential the
+ * model or a proxy might echo replaced by "[redacted]": the configured key wherever it stands
+ * (one of at least ORCH_LLM_KEY_MIN bytes), the token after "Bearer " (ORCH_LLM_BEARER_MIN
+ * token characters or more, any case), and an API key's shape: a word starting sk- or sk_ with
+ * ORCH_LLM_SK_MIN or more token characters after it.  Token characters: A-Z a-z 0-9 - _ . ~ + / =.
+ * The start of the key (ORCH_LLM_KEY_MIN bytes or more) at the very end of in goes too: words cut
+ * to their bound may end inside it.  in and out may not overlap. */
+#define ORCH_LLM_KEY_MIN    4
+#define ORCH_LLM_BEARER_MIN 8
+#define ORCH_LLM_SK_MIN     16
+void orch__llm_scrub(const char *key, const char *in, char *out, size_t cap);
+/* The answer's text b as it streams: the key (of at least ORCH_LLM_KEY_MIN bytes) wherever it
+ * stands from byte `from` on is replaced by "[redacted]" (a key shorter than that word: masked
+ * with '*'), in place.  Returns how much of b may be shown: all of it when `all` (the answer
+ * ended), else up to the longest end of b that the key starts with (held for what follows). */
+size_t orch__llm_release(const char *key, struct sbx_buf *b, size_t from, int all);
+
 /* ---- the connector (llm.c) -------------------------------------------------------------------- */
 /* How a request ended, as the chat shows it. */
 enum orch_llm_end {

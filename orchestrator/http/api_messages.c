@@ -1,12 +1,15 @@
 /* api_messages.c -- the conversation's HTTP side.
  *
- * POST /v1/chats/{chat}/messages {text, file_ids?} (backend or page token) -> 201 {message_id,
- *   turn_id} once the user's message, the assistant's message and the turn are durable; the model
+ * POST /v1/chats/{chat}/messages {text, file_ids?} (backend or page token) -> 201 {message_id (the
+ *   posted message), answer_id (the assistant's), turn_id} once the user's message, the assistant's message and the turn are durable; the model
  *   is asked then (assistant.c).  400 invalid_field (text empty, over ORCH_MSG_TEXT_MAX
  *   characters; file_ids not strings, over ORCH_MSG_FILES_MAX, or naming a file not of this
  *   chat), 409 turn_open (the chat's turn is still being answered), 503 no_model.
- * GET /v1/chats/{chat}/messages (backend or page token) -> {messages: [message, ...]} in creation
- *   order.
+ * GET /v1/chats/{chat}/messages[?limit=N][&before=ID|&after=ID] (backend or page token) ->
+ *   {messages: [message, ...], has_more} in creation order: a page of at most limit (default
+ *   ORCH_MESSAGES_PAGE_DEFAULT, 1..ORCH_MESSAGES_PAGE_MAX): the newest, or those just before or
+ *   after message ID; has_more: messages are left beyond its far end.  400 invalid_field for a
+ *   bad limit, a malformed cursor, both cursors, or a cursor that is no message of the chat.
  * POST /v1/turns/{turn}/cancel (backend or the turn's chat's page token) -> 200 {turn_id, state:
  *   "finished", message_id, message_state: "stopped"} once the stopped answer is durable; a turn
  *   the backend opened (POST /v1/chats/{chat}/turns) has its live runs cancelled and stays open
@@ -19,18 +22,22 @@
 #include "assistant.h"
 #include "transport.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- POST messages --------------------------------------------------------------------------- */
 
 static void on_asked(void *ud, int rc, const struct sbx_error *err, const char *message_id,
-                     const char *turn_id) {
+                     const char *answer_id, const char *turn_id) {
   struct tp_req *req = ud;
   if (rc != 0)
     orch__api_error(req, 500, "storage", "the message was not stored: %s",
                     err && err->msg[0] ? err->msg : sbx_strerror(rc));
   else
-    orch__api_json(req, 201, json_pack("{s:s, s:s}", "message_id", message_id, "turn_id", turn_id));
+    orch__api_json(req, 201,
+                   json_pack("{s:s, s:s, s:s}", "message_id", message_id, "answer_id", answer_id,
+                             "turn_id", turn_id));
   tp_req_release(req);
 }
 
@@ -129,14 +136,50 @@ out:
 
 /* ---- GET messages ---------------------------------------------------------------------------- */
 
+/* A cursor parameter (?before=, ?after=): absent (*id NULL), a message id, or refused (1). */
+static int cursor_param(struct tp_req *req, const char *name, const char **id) {
+  *id = tp_req_query(req, name);
+  if (*id == NULL)
+    return 0;
+  if (!orch__valid_id(*id)) {
+    orch__api_error(req, 400, "invalid_field", "%s: a message id of this chat", name);
+    return 1;
+  }
+  return 0;
+}
+
 static void on_list_messages(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
   if (c == NULL)
     return;
+  long limit = ORCH_MESSAGES_PAGE_DEFAULT;
+  const char *q = tp_req_query(req, "limit"), *before, *after;
+  if (q) {
+    char *end = NULL;
+    errno = 0;
+    limit = strtol(q, &end, 10);
+    if (*q == '\0' || *end != '\0' || errno || limit < 1 || limit > ORCH_MESSAGES_PAGE_MAX) {
+      orch__api_error(req, 400, "invalid_field", "limit: a whole number from 1 to %d",
+                      ORCH_MESSAGES_PAGE_MAX);
+      return;
+    }
+  }
+  if (cursor_param(req, "before", &before) || cursor_param(req, "after", &after))
+    return;
+  if (before && after) {
+    orch__api_error(req, 400, "invalid_field", "before and after: one cursor at a time");
+    return;
+  }
   struct store_message *v = NULL;
   size_t n = 0;
-  int rc = store_message_list(o->st, c->id, 100000, &v, &n);
+  int more = 0;
+  int rc = store_message_page(o->st, c->id, before, after, (size_t)limit, 0, &v, &n, &more);
+  if (rc == SBX_ENOENT) {
+    orch__api_error(req, 400, "invalid_field", "%s: no message %s in this chat",
+                    before ? "before" : "after", before ? before : after);
+    return;
+  }
   if (rc != 0) {
     orch__api_error(req, 500, "internal", "messages not read: %s", sbx_strerror(rc));
     return;
@@ -145,7 +188,7 @@ static void on_list_messages(struct tp_req *req, void *ud) {
   for (size_t i = 0; i < n; i++)
     json_array_append_new(list, orch__message_json(o, &v[i]));
   store_message_list_free(v, n);
-  orch__api_json(req, 200, json_pack("{s:o}", "messages", list));
+  orch__api_json(req, 200, json_pack("{s:o, s:b}", "messages", list, "has_more", more));
 }
 
 /* ---- cancel a turn --------------------------------------------------------------------------- */

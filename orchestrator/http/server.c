@@ -200,6 +200,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
     goto fail;
   orch__runtime_load(o);
+  o->run_orphaned = orch__asst_run_orphaned; /* before any run is reloaded */
   /* nodes: a chat's runs are reloaded by the node that takes its lease (nodes.c) */
   if (cfg->node_url == NULL && (rc = reload_runs(o, err)) != 0)
     goto fail;

@@ -7,7 +7,10 @@
  * Checked after every event: the answer's text is valid UTF-8 (json_stringn takes it) within
  * ORCH_ANSWER_BYTES, each delta lies inside it and ends it, the calls stay within ORCH_LLM_CALLS
  * and their arguments within ORCH_LLM_ARGS_BYTES, ids and names are terminated; an error object's
- * message is at most ORCH_LLM_ERROR_CHARS characters.  LeakSanitizer checks nothing is left.
+ * message is at most ORCH_LLM_ERROR_CHARS characters.  The credentials' scrubbing as the connector
+ * does it: the error's words through orch__llm_scrub (within their room, terminated, UTF-8, the
+ * key gone), and the text as it streams through orch__llm_release on a copy (the key never in
+ * what may be shown, what is shown never taken back).  LeakSanitizer checks nothing is left.
  *
  * What it does not do: HTTP (transport/http_client.c is tested over real sockets) or the turn.
  */
@@ -19,10 +22,38 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 
+#define KEY "sk-fuzz-0123456789abcdef"
+
 struct ctx {
   struct orch_llm_answer a;
+  struct sbx_buf text; /* the answer's text as the connector releases it */
+  size_t shown;
   int failed;
 };
+
+static int utf8_ok(const char *s, size_t n) {
+  json_t *j = json_stringn(s, n);
+  json_decref(j);
+  return j != NULL;
+}
+
+static void check_scrub(struct ctx *c, const char *delta, size_t dlen) {
+  char out[ORCH_LLM_ERROR_CHARS * 4 + 1];
+  orch__llm_scrub(KEY, c->a.error, out, sizeof out);
+  size_t ol = strlen(out);
+  if (ol >= sizeof out || strstr(out, KEY) ||
+      (utf8_ok(c->a.error, strlen(c->a.error)) && !utf8_ok(out, ol)))
+    abort();
+  if (dlen == 0)
+    return;
+  if (sbx_buf_append(&c->text, delta, dlen) != 0)
+    return;
+  size_t safe = orch__llm_release(KEY, &c->text, c->shown, 0);
+  if (safe < c->shown || safe > c->text.len ||
+      (safe && memmem(c->text.data, safe, KEY, strlen(KEY))))
+    abort();
+  c->shown = safe;
+}
 
 static void check(const struct orch_llm_answer *a, const char *delta, size_t dlen) {
   if (a->content.len > ORCH_ANSWER_BYTES || a->n_calls > ORCH_LLM_CALLS)
@@ -56,6 +87,7 @@ static int on_event(void *ud, const char *d, size_t len) {
     return SBX_EPROTO;
   }
   check(&c->a, delta, dlen);
+  check_scrub(c, delta, dlen);
   return c->a.error[0] ? SBX_EPROTO : 0;
 }
 
@@ -66,12 +98,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   struct ctx c;
   struct orch_sse p;
   orch__llm_answer_init(&c.a);
+  sbx_buf_init(&c.text, ORCH_ANSWER_BYTES);
+  c.shown = 0;
   orch__sse_init(&p);
   int rc = 0;
   for (size_t i = 1; i < n && rc == 0; i += step)
     rc = orch__sse_feed(&p, (const char *)data + i, SBX_MIN(step, n - i), on_event, &c);
   if (rc == 0)
     orch__sse_end(&p, on_event, &c);
+  size_t all = orch__llm_release(KEY, &c.text, c.shown, 1);
+  if (all != c.text.len || (all && memmem(c.text.data, c.text.len, KEY, strlen(KEY))))
+    abort();
+  sbx_buf_free(&c.text);
   orch__sse_free(&p);
   orch__llm_answer_free(&c.a);
   return 0;

@@ -8,8 +8,13 @@
 // Steps:  {text, pieces?, delayMs?}   the answer's text, streamed in `pieces` chunks
 //         {code, id?, text?}          a run_python tool call (arguments streamed in two pieces)
 //         {code, name, args?}         a call of the tool `name` (arguments: args, else {code})
+//         {calls: [code, ...]}        several run_python calls in one response
 //         {status, body}              an HTTP error with that body
 //         {stall: true}               the head and one chunk, then silence until the test ends
+//         {streamError: message}      the head and one chunk, then `data: {"error": {message}}`
+//         keepOpen: true (with text)  after `data: [DONE]` the connection stays open (as some
+//                                     servers do) until the orchestrator closes it
+// A request's `bytes` is the length of its body as it came.
 import { createServer } from 'node:http';
 
 const chunk = (delta, finish = null) =>
@@ -28,7 +33,7 @@ export async function startModelDouble() {
   const server = createServer(async (req, res) => {
     let body = '';
     for await (const c of req) body += c;
-    const rec = { method: req.method, url: req.url, headers: req.headers, body: JSON.parse(body || 'null'), at: Date.now(), hr: performance.now() };
+    const rec = { method: req.method, url: req.url, headers: req.headers, bytes: Buffer.byteLength(body), body: JSON.parse(body || 'null'), at: Date.now(), hr: performance.now() };
     d.requests.push(rec);
     d.waiters = d.waiters.filter((w) => !w());
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
@@ -45,7 +50,18 @@ export async function startModelDouble() {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(chunk({ role: 'assistant', content: '' }));
     if (step.stall) return; /* nothing more: the orchestrator's stall bound ends it */
-    if (step.code !== undefined) {
+    if (step.streamError !== undefined) {
+      res.end(`data: ${JSON.stringify({ error: { message: step.streamError, type: 'invalid_request_error' } })}\n\n`);
+      return;
+    }
+    if (step.calls) {
+      step.calls.forEach((code, index) => {
+        const args = JSON.stringify({ code });
+        const id = `call_${d.requests.length}_${index}`;
+        res.write(chunk({ tool_calls: [{ index, id, type: 'function', function: { name: 'run_python', arguments: args } }] }));
+      });
+      res.write(chunk({}, 'tool_calls'));
+    } else if (step.code !== undefined) {
       if (step.text) res.write(chunk({ content: step.text }));
       const args = JSON.stringify(step.args ?? { code: step.code });
       const half = Math.floor(args.length / 2);
@@ -61,7 +77,8 @@ export async function startModelDouble() {
       }
       res.write(chunk({}, 'stop'));
     }
-    res.end('data: [DONE]\n\n');
+    if (step.keepOpen) res.write('data: [DONE]\n\n');
+    else res.end('data: [DONE]\n\n');
     rec.endHr = performance.now(); /* the answer's last byte handed to the socket */
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));

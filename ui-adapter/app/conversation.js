@@ -13,9 +13,12 @@ import { h } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 
 // What a model error means for the person at the page (the codes of docs/api.md "Messages").
+// The server's words for model_error and model_unreachable are whole sentences that already say
+// what failed ("The model answered HTTP 500: …", "The model could not be reached: …"): shown as
+// they are, said once.
 export const MODEL_ERROR = {
-  model_error: (m) => `The model answered with an error: ${m}`,
-  model_unreachable: (m) => `The model could not be reached: ${m}`,
+  model_error: (m) => m || 'The model answered with an error.',
+  model_unreachable: (m) => m || 'The model could not be reached.',
   model_stalled: (m) => `The model stopped sending its answer part-way: ${m}`,
   turn_time_limit: () => 'The answer took longer than this deployment allows for one turn, so it was ended here.',
   tool_call_limit: () => 'The assistant asked to run code more times than one turn allows; it was asked to answer without running more.',

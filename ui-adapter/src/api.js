@@ -102,7 +102,7 @@ export class Api {
   config() { return this.call('GET', '/v1/config'); }
   /** The chat's conversation (page token or API key): `{messages: [message objects]}` in order. */
   messages(chatId) { return this.call('GET', `/v1/chats/${enc(chatId)}/messages`); }
-  /** Asks the assistant (page token or API key) -> `{message_id, turn_id}` (201). */
+  /** Asks the assistant (page token or API key) -> `{message_id, answer_id, turn_id}` (201): the posted message, the answer, the turn. */
   postMessage(chatId, text, fileIds) {
     return this.call('POST', `/v1/chats/${enc(chatId)}/messages`, fileIds?.length ? { text, file_ids: fileIds } : { text });
   }

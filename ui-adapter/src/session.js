@@ -29,6 +29,8 @@ import { MessageList } from './messages.js';
 import { Presence } from './presence.js';
 import { WakeLock } from './wakelock.js';
 
+const MESSAGES_PAGE = 500;   // GET /v1/chats/{chat}/messages: the largest page (docs/api.md); the newest
+
 // What a new attempt starts without: the live parts of a run's view.
 const LIVE_RESET = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, displays: [], value: null,
   input: null, input_ms: 0, started_at: null, running_here: false };
@@ -231,21 +233,21 @@ export class ChatSession extends Emitter {
   answerInput(runId, text) { return this.api.call('POST', `/v1/runs/${encodeURIComponent(runId)}/input`, { text }); }
 
   /**
-   * Reads the conversation (`GET /v1/chats/{chat}/messages`) into `messages`; events that came
-   * meanwhile are kept (the merge converges).  Resolves the list, or null when this server has no
-   * messages API (404: an unknown chat is told by the page's other calls), and throws ApiError on
-   * other refusals.
+   * Reads the conversation (`GET /v1/chats/{chat}/messages`: its newest page, the most one page
+   * holds) into `messages`; events that came meanwhile are kept (the merge converges).  Resolves
+   * the list, or null when this server has no messages API (404: an unknown chat is told by the
+   * page's other calls), and throws ApiError on other refusals.
    */
   async loadMessages() {
     const messages = this.messages;
-    const r = await this.api.send('GET', `/v1/chats/${encodeURIComponent(this.chatId)}/messages`);
+    const r = await this.api.send('GET', `/v1/chats/${encodeURIComponent(this.chatId)}/messages?limit=${MESSAGES_PAGE}`);
     if (r.status === 404) return null;
     if (!r.ok) throw new ApiError(r.status, r.json?.error?.code || `http_${r.status}`, r.json?.error?.message || r.text.slice(0, 200));
     messages.load(r.json?.messages);
     return messages.list();
   }
 
-  /** Asks the assistant: `POST /v1/chats/{chat}/messages` -> {message_id, turn_id}; ApiError on refusal. */
+  /** Asks the assistant: `POST /v1/chats/{chat}/messages` -> {message_id, answer_id, turn_id}; ApiError on refusal. */
   sendMessage(text, fileIds) { return this.api.postMessage(this.chatId, text, fileIds); }
 
   /** Stops a turn being answered: `POST /v1/turns/{turn}/cancel`. */

@@ -185,13 +185,14 @@ static void teardown(void) {
 }
 
 static void on_asked(void *ud, int rc, const struct sbx_error *err, const char *mid,
-                     const char *tid) {
+                     const char *aid, const char *tid) {
   (void)ud;
   (void)err;
   w.asked = 1;
   w.ask_rc = rc;
   if (rc == 0) {
-    snprintf(w.msg_id, sizeof w.msg_id, "%s", mid);
+    ck_assert_str_ne(mid, aid); /* the posted message, then the answer */
+    snprintf(w.msg_id, sizeof w.msg_id, "%s", aid);
     snprintf(w.turn_id, sizeof w.turn_id, "%s", tid);
   }
 }

@@ -209,6 +209,79 @@ START_TEST(chunks_errors_and_bounds) {
 }
 END_TEST
 
+/* The model's words with credentials in them: each case's input and what is left of it. */
+START_TEST(scrub_cases) {
+  static const char *key = "k3y-0nly-0perator-kn0ws-1234";
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+      {"model overloaded, try later", "model overloaded, try later"},
+      {"Invalid API key provided: Bearer sk-abcdefghijklmnop1234",
+       "Invalid API key provided: Bearer [redacted]"},
+      {"Incorrect API key provided: sk-proj-ABCDEFGHIJKLMNOPQRST.",
+       "Incorrect API key provided: [redacted]."},
+      {"authorization: bearer eyJhbGciOi.J9xx failed", "authorization: bearer [redacted] failed"},
+      {"key k3y-0nly-0perator-kn0ws-1234 refused", "key [redacted] refused"},
+      {"x k3y-0nly-0perator-kn0ws-1234k3y-0nly-0perator-kn0ws-1234", "x [redacted][redacted]"},
+      {"cut inside the key: k3y-0nly-0per", "cut inside the key: [redacted]"},
+      {"k3y is a word", "k3y is a word"}, /* under ORCH_LLM_KEY_MIN of the key: a word */
+      {"Bearer short", "Bearer short"},   /* too short for a token: a word */
+      {"ask-me-anything-about-it-please", "ask-me-anything-about-it-please"}, /* not a word start */
+      {"sk-short", "sk-short"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
+    char out[256];
+    orch__llm_scrub(key, cases[i].in, out, sizeof out);
+    ck_assert_msg(strcmp(out, cases[i].out) == 0, "case %zu: \"%s\" -> \"%s\"", i, cases[i].in,
+                  out);
+  }
+  char out[256]; /* no key configured: the shapes still go */
+  orch__llm_scrub(NULL, "Bearer abcdefgh12345678", out, sizeof out);
+  ck_assert_str_eq(out, "Bearer [redacted]");
+  char small[12]; /* cut to the room, never past it, never inside a character */
+  orch__llm_scrub(key, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", small, sizeof small);
+  ck_assert_uint_eq(strlen(small), 10);
+  orch__llm_scrub(key, "abc k3y-0nly-0perator-kn0ws-1234", small, sizeof small);
+  ck_assert_str_eq(small, "abc [redact");
+}
+END_TEST
+
+/* The answer's text as it streams in pieces: the key never shown, not even across pieces; the
+ * rest shown as it comes, only a possible start of the key held. */
+START_TEST(release_text) {
+  static const char *key = "sk-secret-key-0123456789";
+  static const char *pieces[] = {"Your key is sk-sec", "ret-key-01", "23456789 and s", "k-not it",
+                                 " s"};
+  struct sbx_buf b, shown;
+  sbx_buf_init(&b, 4096);
+  sbx_buf_init(&shown, 4096);
+  size_t at = 0;
+  const size_t want_at[] = {12, 12, 27, 36, 37}; /* held: "sk-sec", "sk-sec…01", "s", -, "s" */
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(pieces); i++) {
+    ck_assert_int_eq(sbx_buf_append(&b, pieces[i], strlen(pieces[i])), 0);
+    size_t safe = orch__llm_release(key, &b, at, 0);
+    ck_assert_uint_ge(safe, at);
+    sbx_buf_append(&shown, b.data + at, safe - at);
+    ck_assert_msg(safe == want_at[i], "piece %zu: %zu shown", i, safe);
+    at = safe;
+  }
+  size_t safe = orch__llm_release(key, &b, at, 1); /* the end: the rest */
+  sbx_buf_append(&shown, b.data + at, safe - at);
+  sbx_buf_append(&shown, "", 1);
+  ck_assert_str_eq(shown.data, "Your key is [redacted] and sk-not it s");
+  ck_assert_uint_eq(b.len, strlen(shown.data));
+  /* a short key is masked in its place; no key: all shown at once */
+  b.len = 0;
+  sbx_buf_append(&b, "a abcd b", 8);
+  ck_assert_uint_eq(orch__llm_release("abcd", &b, 0, 0), 8);
+  ck_assert_int_eq(memcmp(b.data, "a **** b", 8), 0);
+  ck_assert_uint_eq(orch__llm_release(NULL, &b, 0, 0), 8);
+  sbx_buf_free(&b);
+  sbx_buf_free(&shown);
+}
+END_TEST
+
 START_TEST(end_codes) {
   ck_assert_str_eq(orch__llm_end_code(ORCH_LLM_OK), "");
   ck_assert_str_eq(orch__llm_end_code(ORCH_LLM_MODEL_ERROR), "model_error");
@@ -224,6 +297,8 @@ int main(void) {
   tcase_add_test(tc, sse_bound);
   tcase_add_test(tc, chunks_text_and_tool_calls);
   tcase_add_test(tc, chunks_errors_and_bounds);
+  tcase_add_test(tc, scrub_cases);
+  tcase_add_test(tc, release_text);
   tcase_add_test(tc, end_codes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
