@@ -48,7 +48,9 @@ const NOTES = {
   notReadBack: ['file_not_read_back', (name, why) => `${name} could not be read back: ${why}`, / could not be read back: /],
 
   // Output, values, input and packages (the kernel core, the supervisor).
-  cut: ['output_cut', (stream, chars) => `${stream} was cut at ${n(chars)} characters`, /^(stdout|stderr) was cut at [\d,]+ characters$/],
+  cut: ['output_cut', (stream, chars) => `${stream} was cut to ${n(chars)} characters: its start and its end are kept, the middle left out`, /^(stdout|stderr) was cut to [\d,]+ characters: its start and its end are kept/],
+  // The line a long stream keeps in place of its middle (output.js), on a line of its own.
+  outputGap: ['output_gap', (k) => `\n[… ${plural(k, 'character')} left out …]\n`, /^\n\[… [\d,]+ characters? left out …\]\n$/],
   textOnly: ['bundle_text_only', (what, kib, run) => `${what}: shown as text only: its rich forms take ${n(kib)} KiB, ${run
     ? "more than the 1,024 KiB a run's values and displays may take together"
     : 'more than the 256 KiB a bundle may'}.`, /: shown as text only: its rich forms take /],
