@@ -24,10 +24,11 @@
 // applies the Python-side refusals).  No user code runs before lock-down finished.  A load
 // timeout bounds the whole start (Pyodide hangs rather than failing when wasm is refused).
 //
-// Output: Pyodide's stdout/stderr go to two OutputSinks (output.js: keep the first characters up
-// to the cap, count the rest, hand the kept text on as `output` events while the run goes; Python
-// block-buffers and flushes at the controller's flush signal, so a sink is called once per 64 KiB
-// or per flush).  The control buffer (control.js: interrupts, flush signals, input() answers) is
+// Output: Pyodide's stdout/stderr go to two OutputSinks (output.js: keep a stream's start and
+// end within the cap, hand the kept text on as `output` events while the run goes; Python
+// block-buffers and flushes at the controller's flush signal, at an explicit flush, or by time
+// from its write path without shared memory, so a sink is called once per 64 KiB or per flush);
+// from a Pyodide fatal error on, nothing written is kept (its stack dump is not the run's).  The control buffer (control.js: interrupts, flush signals, input() answers) is
 // read through Atomics.exchange (a plain Int32Array loses ~4 % of signals: Pyodide reads then
 // clears it non-atomically), and only inside the window Python opens around user code
 // (cerea_host.arm/disarm), so a late signal cannot break result collection.  The `cerea_host`
