@@ -487,6 +487,7 @@ export class KernelCore {
     if (se.truncated) notes.push(NOTE.cut('stderr', limits.out_chars));
     notes.push(...this.runNotes, ...res.notes);
     if (res.displays_dropped) notes.push(NOTE.displaysDropped(res.displays_dropped, limits.displays));
+    if (res.clear_output) notes.push(NOTE.clearOutputIgnored());
     for (const t of res.text_only || []) notes.push(NOTE.textOnly(t.what, t.kib, t.run));
     const files = [];
     for (const f of res.files) {

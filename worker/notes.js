@@ -55,6 +55,7 @@ const NOTES = {
     ? "more than the 1,024 KiB a run's values and displays may take together"
     : 'more than the 256 KiB a bundle may'}.`, /: shown as text only: its rich forms take /],
   displaysDropped: ['displays_dropped', (k, limit) => `${plural(k, 'display')} left out: at most ${n(limit)} per run.`, /^[\d,]+ displays? left out: at most [\d,]+ per run\.$/],
+  clearOutputIgnored: ['clear_output', () => "clear_output() changes nothing here: a run's output and displays are kept as they came.", /^clear_output\(\) changes nothing here/],
   inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer here (this page is not cross-origin isolated, so the sandbox cannot block on shared memory): it raised EOFError at once.', /^input\(\) cannot wait for an answer here/],
   inputTimedOut: ['input_timeout', (waitS) => `input() had no answer within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer within /],
   inputUnanswered: ['input_unanswered', (waitS) => `input() had no answer from the kernel host within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer from the kernel host/],

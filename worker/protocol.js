@@ -159,7 +159,7 @@ export const INPUT = Object.freeze({ NONE: 0, ANSWER: 1, EOF: 2 });
 
 // The Python modules of kernel/, loaded in this order from `kernelURL` at init.
 export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'outputs_diff',
-  'figures', 'imports', 'lockdown', 'values', 'waits', 'execute', 'runner']);
+  'figures', 'imports', 'lockdown', 'values', 'ipython', 'waits', 'execute', 'runner']);
 
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }
