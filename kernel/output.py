@@ -2,11 +2,11 @@
 
 sys.stdout and sys.stderr become block-buffered text streams over file descriptors 1 and 2 (64 KiB
 buffers), so a loop of 1e5 prints costs about what writing to a StringIO costs: the worker's write
-handler (worker/output.js, OutputSink) is called once per full buffer, not once per line, keeps
-what the run keeps of the stream (its start and its end, within the cap), and hands the kept text
-on as the run goes.
+handler (worker/output.js, OutputSink) is called once per full buffer or flush, not once per line,
+keeps what the run keeps of the stream (its start and its end, within the cap), and hands what each
+call brings on at once.
 
-When the text is handed on:
+When Python's buffers are flushed, and so the text handed on:
   - an explicit flush (``print(..., flush=True)``, ``sys.stdout.flush()``): at once, so a line
     flushed just before the kernel dies is not lost with it;
   - with a flush signal (the page shares memory with the worker): while a run executes, the
@@ -38,19 +38,10 @@ _streams = {}
 _next = [0.0]                   # without a flush signal: when a write flushes (time.monotonic)
 
 
-class Stream(io.TextIOWrapper):
-    """Our sys.stdout / sys.stderr: an explicit flush hands the text on at once."""
-
-    def flush(self):
-        io.TextIOWrapper.flush(self)
-        host = _host()
-        if host is not None:
-            host.tick(True)
-
-
-class TimedStream(Stream):
+class TimedStream(io.TextIOWrapper):
     """Without a flush signal: a write flushes both streams when the last hand-over is BATCH_S
-    old, and the worker hands the text on."""
+    old, and the worker hands the text on.  (A Python-level write costs about as much again as a
+    print: only this case pays it.)"""
 
     def write(self, s):
         n = io.TextIOWrapper.write(self, s)
@@ -62,8 +53,9 @@ class TimedStream(Stream):
 def _make(fd, timed):
     raw = io.FileIO(fd, "w", closefd=False)
     buf = io.BufferedWriter(raw, buffer_size=BUFFER)
-    return (TimedStream if timed else Stream)(buf, encoding="utf-8", errors="backslashreplace",
-                                              line_buffering=False, write_through=False)
+    cls = TimedStream if timed else io.TextIOWrapper
+    return cls(buf, encoding="utf-8", errors="backslashreplace", line_buffering=False,
+               write_through=False)
 
 
 def _host():
@@ -105,7 +97,7 @@ def _flush_ours():
     for s in (_streams.get("stdout"), _streams.get("stderr")):
         try:
             if s is not None and not s.closed:
-                io.TextIOWrapper.flush(s)
+                s.flush()
         except Exception:   # RuntimeError: reentrant (a write of this stream is in progress)
             pass
 
@@ -114,9 +106,11 @@ def flush_live(now=False):
     """Flush our streams and let the worker hand their text on: now (an input() prompt, a
     display), or when its batch is due (a flush signal, a sleep: the worker then wakes the sleep
     for it)."""
+    host = _host()
+    if host is not None and not now:
+        host.hold()   # the flush below is batched by the worker, not handed on by itself
     _flush_ours()
     _next[0] = time.monotonic() + BATCH_S
-    host = _host()
     if host is not None:
         host.tick(bool(now))
 
@@ -124,14 +118,9 @@ def flush_live(now=False):
 def flush():
     """Flush whatever the run wrote, including a trailing partial line.  A stream the user code
     closed or replaced is flushed through ours anyway; errors here never hide the run's result."""
-    ours = [_streams.get("stdout"), _streams.get("stderr")]
-    for s in [sys.stdout, sys.stderr] + ours:
+    for s in (sys.stdout, sys.stderr, _streams.get("stdout"), _streams.get("stderr")):
         try:
-            if s is None or s.closed:
-                continue
-            if any(s is o for o in ours):
-                io.TextIOWrapper.flush(s)   # the worker hands it on at the run's end
-            else:
+            if s is not None and not s.closed:
                 s.flush()
         except Exception:
             pass

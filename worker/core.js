@@ -517,8 +517,11 @@ export class KernelCore {
         }
       },
       disarm() { core.armed = false; },
-      // Output flushed by Python: hand it on now (a flush signal, a prompt), or when due.
-      tick(now) { core.tickOutput(!!now); },
+      // Python flushes for a flush signal or a sleep: what it writes waits for the batch, which
+      // tick() then hands on now (a prompt, a display) or when due.  Any other write of Python's
+      // (an explicit flush, a full buffer) is handed on at once.
+      hold() { core.out.held = core.err.held = true; },
+      tick(now) { core.out.held = core.err.held = false; core.tickOutput(!!now); },
       can_wait() { return !!core.control && core.control.canWait; },
       sleep(ms) { return core.sleep(Number(ms)); },
       ask(prompt) { return core.ask(String(prompt)); },

@@ -1,7 +1,7 @@
 // output.js -- OutputSink: the kernel worker's end of one output stream (stdout or stderr) of a
 // run.  Pyodide calls write(bytes) with what Python flushed (kernel/output.py block-buffers, so
-// that is once per 64 KiB, per flush signal or timed flush, per explicit flush, or before a sleep
-// or an input()).  What a run keeps of a stream, within its cap of C characters (Unicode code
+// that is once per 64 KiB, per flush signal (~50 ms) or timed flush, per explicit flush, or before
+// a sleep or an input()).  What a run keeps of a stream, within its cap of C characters (Unicode code
 // points; C = LIMITS.out_chars):
 //   - a stream of at most C characters, all of it;
 //   - a longer one, its start and its end: the first H = floor(C / 2) characters, the gap line
@@ -9,9 +9,8 @@
 //     last T characters, T = C − H − the gap line's length, k = the characters in between; so
 //     exactly C in all.
 // It hands the kept text on in chunks, onChunk({offset, text, truncated}), `offset` the kept
-// characters before `text`: the first H characters as they come (when OUTPUT_BATCH.chars are
-// pending or OUTPUT_BATCH.ms passed since the last chunk, checked at each write, flush signal and
-// sleep, and whenever the kernel says the moment has come: flush()), and everything after them
+// characters before `text`: the first H characters as they come (at each write, that is each
+// flush of Python's: kernel/output.py says when those are), and everything after them
 // only at the run's end (end()): the rest of a stream that stayed within C, or the gap line and
 // the end.  So the chunks of a run, joined, are exactly what take() returns at its end (the live
 // stream and the result never disagree) and the cap holds mid-stream.  `truncated` turns true on
@@ -68,14 +67,19 @@ export class OutputSink {
     this.sent = 0;            // code points handed on
     this.ended = null;        // end(): what follows the head, as kept
     this.told = false;        // the last chunk carried truncated: true
+    this.held = false;        // writes wait for the batch (core.js sets it around a batched flush)
     this.lastAt = performance.now();
   }
 
   get truncated() { return this.chars > this.capChars; }
 
+  // Python writes when it flushes (a full 64 KiB buffer, the flush signal, an explicit flush, a
+  // timed flush, a sleep): what it brings is handed on at once, so Python's flushes are the
+  // batches and a flush reaches the controller before whatever comes next.
+  // (held: the kernel flushes for a flush signal or a sleep and then says when the batch is due.)
   write(bytes) {
     this.add(this.decoder.decode(bytes, { stream: true }));
-    this.due();
+    if (this.held) this.due(); else this.flush();
     return bytes.length;
   }
 
