@@ -3,7 +3,7 @@
 // Python in Pyodide kernels, one worker thread per chat (worker/supervisor.js, one KernelSupervisor
 // per chat, all over one KernelPool: at most --kernels live kernels, the least recently used idle
 // one evicted, one pre-loaded spare shared by every chat).  The orchestrator spawns and supervises
-// these in `server` mode (orchestrator/hosts.c); operators and tests can also start one by hand.
+// these in `server` mode (orchestrator/hosts/hosts.c); operators and tests can also start one by hand.
 //
 //   node [sandbox flags] worker/headless-host.js --orchestrator unix:/path|http://127.0.0.1:PORT
 //        [--page-id ID] [--kernels N] [--chat CHAT]... [--control stdin]
@@ -16,7 +16,7 @@
 // and the host writes "ready" on stdout once its spare kernel is loaded.  EOF on stdin (the
 // orchestrator went away) ends the host.
 //
-// Sandbox (DESIGN.md, NOTES.md "Node is not a sandbox"): the host refuses to start unless it runs
+// Sandbox (docs/server-mode.md, "The sandbox"): the host refuses to start unless it runs
 // with --disallow-code-generation-from-strings, Node's permission model (no child processes, no
 // fs writes, reads limited to the runtime and our sources), as a uid other than root with no
 // capability, no_new_privs and a seccomp filter, and inside a network namespace (no interface but
@@ -95,8 +95,13 @@ export async function main(argv = process.argv.slice(2)) {
   if (problems.length) log(`running TRUSTED code without a full sandbox: ${problems.join('; ')}`);
 
   const client = new OrchClient(opts.orchestrator, process.env.CEREA_HOST_CREDENTIAL || null);
-  // The kernels run in host/sandbox-worker.js (Node's globals removed once the kernel loaded).
-  const pool = newNodePool({ entry: 'sandbox', loadTimeoutMs: 120000 }, { max: opts.kernels, spare: true, log });
+  // The kernels run in host/sandbox-worker.js (Node's globals removed once the kernel loaded),
+  // each with a JavaScript heap of its own bounded: a kernel over it is ended alone
+  // (ERR_WORKER_OUT_OF_MEMORY, reported crashed), never the host.
+  const heapMb = Math.max(64, parseInt(process.env.CEREA_KERNEL_JS_HEAP_MB || '', 10) || 256);
+  const resourceLimits = { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 32 };
+  const pool = newNodePool({ entry: 'sandbox', loadTimeoutMs: 120000, workerOptions: { resourceLimits } },
+    { max: opts.kernels, spare: true, log });
   const chats = new Map();     // chat id → {session, supervisor}
   const dropped = new Set();   // chats detached after their kernel existed: their next run says restarted
   const attach = (id) => {

@@ -67,7 +67,9 @@ const ERROR_TEXT = {
   outOfMemory: (limitMb) => `the sandbox ran out of memory (${limitMb ? `limit ${limitMb} MiB` : 'its JavaScript heap'}) and was restarted`,
 };
 
+/** @type {Readonly<Record<string, (...args: any[]) => string>>} each sentence by its name */
 export const NOTE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [, say]]) => [name, say])));
+/** @type {Readonly<Record<string, string>>} each sentence's stable code by its name */
 export const NOTE_CODE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [code]]) => [name, code])));
 
 // The code of a note's text (as a result or run object carries it), or null for a note not worded
@@ -86,18 +88,26 @@ export const ERROR = Object.freeze({
   outOfMemory: (limitMb) => ({ type: 'MemoryError', message: ERROR_TEXT.outOfMemory(limitMb), traceback: '' }),
 });
 
+// Why a run's attempt > 1 came, as the page that runs it knows (worker/session.js `rerun`).
+const RERUN_WHY = {
+  hidden: 'this page went to the background, and code runs only while the page is open and in front.',
+  silent: 'this page stopped answering the server (a phone can freeze a page in the background).',
+  lost: 'the server lost track of this page (its connection dropped).',
+};
+
 // What a run's card says on a phone, and after the page came back (the run started again).
 export const PHONE = Object.freeze({
   keepOpen: () => 'Keep this page open and in front: the code runs on this device, and it stops while the page is in the background or the screen is off.',
-  rerun: (attempt, why) => `This run started again from the beginning (attempt ${attempt}): ${why === 'hidden'
-    ? 'this page went to the background, and code runs only while the page is open and in front.'
-    : why === 'silent'
-      ? 'this page stopped answering the server (a phone can freeze a page in the background).'
-      : 'the server lost track of this page (its connection dropped).'}`,
+  rerun: (attempt, why) => (why === 'reloaded'
+    ? `The page was reloaded while this ran: it is running again from the start — attempt ${attempt}.`
+    : why === 'switched'
+      ? `This page went to another chat while this ran: it is running again from the start — attempt ${attempt}.`
+      : `This run started again from the beginning (attempt ${attempt}): ${RERUN_WHY[why] || RERUN_WHY.lost}`),
 });
 
 // The runtime's loading labels, by the stage the kernel core reports.
 const STAGE = { runtime: 'Loading the Python runtime…', kernel: 'Loading the kernel…', lockdown: 'Locking the sandbox down…', packages: 'Loading packages…' };
+/** @param {{stage?: string, message?: string}} [p] */
 export function progressLabel({ stage, message } = {}) {
   if (message) return `${message[0].toUpperCase()}${message.slice(1)}${message.endsWith('…') ? '' : '…'}`;
   return STAGE[stage] || 'Loading…';

@@ -8,7 +8,7 @@
 // one artifact (the card shows "v2", "v3"…).  A value or display shows its richest part: HTML only
 // inside a sandboxed frame with the artifacts' CSP (previews.js), SVG and PNG as images (an image
 // runs no script), else its text.
-// It renders a run view (DESIGN.md's run object plus the live parts ui-adapter/src/session.js
+// It renders a run view (docs/api.md's run object plus the live parts ui-adapter/src/session.js
 // adds); it does not fetch runs or talk to the kernel: `getBytes(file)` and `onInput(text)` are
 // supplied by the page.
 import { h, fmtBytes, fmtMs, isPhone } from './dom.js';
@@ -107,7 +107,9 @@ export class RunCard {
     this.el.dataset.status = st;
     this.el.dataset.runId = r.run_id || '';
     if (waiting) this.el.dataset.input = 'waiting'; else delete this.el.dataset.input;
-    const running = !done && st === 'running' && !!r.started_at;
+    // The time used against the limit, only for a run this page executes: a run the server says is
+    // running elsewhere (a page that went away, another device) shows no clock of its own.
+    const running = !done && st === 'running' && !!r.started_at && !!r.running_here;
     this.clock(running);
     const hasFiles = (r.files || []).length > 0;
     const head = h('header', { class: 'card-head' },
