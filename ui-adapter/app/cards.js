@@ -92,7 +92,8 @@ export class RunCard {
           try { await this.onInput(field.value); status.textContent = ''; }
           catch (err) { status.textContent = `Not sent: ${err.message}`; send.disabled = false; field.disabled = false; }
         } },
-      h('label', { class: 'input-prompt' }, r.input.prompt ? `input(): ${r.input.prompt}` : 'input() waits for an answer:'), field, send, status);
+      // The prompt itself is in the output above (input() prints it, as Python does): not again.
+      h('label', { class: 'input-prompt' }, 'input() waits for an answer:'), field, send, status);
       queueMicrotask(() => field.focus());
     }
     return this._inputForm;

@@ -111,7 +111,8 @@ if (!session && chatId && loadSettings().apiKey) {
     if (state === 'failed') { showBrokenLink(status); return; }
     $('stream-state').textContent = STREAM[state] || state; $('stream-state').dataset.state = state;
   });
-  session.on('kernel', ({ state }) => { $('kernel-state').textContent = `Python: ${state}`; $('kernel-state').dataset.state = state; });
+  // The runtime's own line (progress.js) says "Python ready": the badge speaks only of the rest.
+  session.on('kernel', ({ state }) => { $('kernel-state').textContent = state === 'ready' || state === 'idle' ? '' : `Python: ${state}`; $('kernel-state').dataset.state = state; });
 
   session.on('files', ({ files }) => {
     $('chips').replaceChildren(...files.map((f) => {
