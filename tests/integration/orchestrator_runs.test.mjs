@@ -61,3 +61,96 @@ test('a run kept after a restart of the server still has its code', async () => 
   assert.equal(list.json.runs[0].code, CODE);
   await call(srv, 'POST', `/v1/runs/${id}/cancel`);
 });
+
+// A page whose kernel "dies" mid-run the way a crashed kernel host does: its stream drops and the
+// host, restarted, attaches the chat again under the same page id without Last-Event-ID.
+const crashAndReattach = async (p, chat, pageId) => {
+  p.close();
+  await sleep(50);
+  return openPage(chat, pageId);
+};
+
+test('attempts that keep losing their page mid-run: crashed after CODE_MAX_ATTEMPTS, not sent again', async () => {
+  const chat = await newChat(srv);
+  let p = await openPage(chat, 'host-0');
+  const r = await createRun(chat, { code: 'blow_up_the_host()' });
+  const id = r.json.run_id;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const e = await p.nextRun(10000);
+    assert.equal(e.data.attempt, attempt);
+    assert.equal((await p.started(e.data)).status, 200);
+    await p.output(e.data, { chunks: [{ stream: 'stdout', text: `attempt ${attempt} printed\n`, offset: 0 }] });
+    p = await crashAndReattach(p, chat, 'host-0');
+  }
+  const g = await getRun(id, 10);
+  assert.equal(g.json.state, 'done');
+  assert.equal(g.json.status, 'crashed');
+  assert.equal(g.json.attempts, 3);
+  assert.equal(g.json.error.type, 'KernelCrashed');
+  assert.match(g.json.error.message, /3 of its attempts were lost .*CODE_MAX_ATTEMPTS=3/);
+  assert.equal(g.json.stdout, 'attempt 3 printed\n', 'what the last attempt printed is kept');
+  await sleep(500);
+  assert.ok(!p.events.some((e) => e.event === 'run' && e.data.run_id === id && e.data.attempt > 3), 'no fourth attempt');
+  // The chat goes on: the next run is dispatched to the same page.
+  const next = await createRun(chat);
+  const e = await p.nextRun(10000);
+  assert.equal(e.data.run_id, next.json.run_id);
+  await p.started(e.data);
+  assert.equal((await p.result(e.data)).json.status, 'ok');
+  p.close();
+});
+
+test('a page gone past its grace mid-run counts as a lost attempt; an attempt not yet started does not', async () => {
+  const chat = await newChat(srv);
+  let p = await openPage(chat, 'tab-a');
+  const r = await createRun(chat);
+  const id = r.json.run_id;
+  // Dispatched, never started, lost twice: not counted (no code ran).
+  for (let i = 0; i < 2; i++) {
+    await p.nextRun(10000);
+    p = await crashAndReattach(p, chat, 'tab-a');
+  }
+  // Started, then the page is gone past PAGE_GRACE_MS (another page takes the run): three times.
+  for (let i = 0; i < 3; i++) {
+    const e = await p.nextRun(10000);
+    assert.equal(e.data.attempt, 3 + i);
+    await p.started(e.data);
+    p.close();
+    await sleep(2000); // past the 800 ms grace: gone
+    const g = await getRun(id);
+    if (i < 2) {
+      assert.equal(g.json.state, 'paused');
+      p = await openPage(chat, `tab-b${i}`);
+    } else {
+      assert.equal(g.json.status, 'crashed');
+      assert.equal(g.json.attempts, 5);
+    }
+  }
+});
+
+test('a page that goes to the background and comes back is not counted, however often', async () => {
+  const chat = await newChat(srv);
+  const p = await openPage(chat, 'phone');
+  const r = await createRun(chat);
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    const e = await p.nextRun(10000);
+    assert.equal(e.data.attempt, attempt);
+    await p.started(e.data);
+    if (attempt < 5) {
+      await p.presence(false, 'busy');
+      assert.equal((await getRun(r.json.run_id)).json.state, 'paused');
+      await p.presence(true, 'ready');
+    } else {
+      assert.equal((await p.result(e.data, { stdout: 'done\n' })).json.status, 'ok');
+    }
+  }
+  const g = await getRun(r.json.run_id);
+  assert.equal(g.json.status, 'ok');
+  assert.equal(g.json.attempts, 5);
+  p.close();
+});
+
+test('CODE_MAX_ATTEMPTS is checked at start', async () => {
+  const bad = startServer({ dataDir: tempDir('runs-bad'), env: { CODE_MAX_ATTEMPTS: 'many' } });
+  await assert.rejects(bad, /CODE_MAX_ATTEMPTS=many: expected whole attempts/);
+});
