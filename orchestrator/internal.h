@@ -364,7 +364,7 @@ struct orch_metrics {
   uint64_t events_sent, events_replayed, results_accepted, results_refused;
   uint64_t live_events_sent, output_calls, inputs_given;
   uint64_t pages_silent, paused_by_silence;
-  uint64_t uploads_refused_busy, output_files_over_quota;
+  uint64_t uploads_refused_busy, output_files_over_quota, uploads_refused_quota;
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
 };

@@ -115,6 +115,11 @@
     "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                              \
     "source = 3",                                                                                   \
     ST_SAME)                                                                                        \
+  /* a chat's other files (attachment, knowledge, tool): what CHAT_ATTACHMENT_QUOTA_MB bounds */    \
+  X(CHAT_ADDED_BYTES,                                                                               \
+    "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                              \
+    "source <> 3",                                                                                  \
+    ST_SAME)                                                                                        \
   X(TURN_PUT,                                                                                       \
     "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                       \
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "         \
