@@ -8,7 +8,8 @@
  * uploaded or added by a tool) is bounded per chat by CHAT_ATTACHMENT_QUOTA_MB, checked by the
  * store inside the write's transaction (two uploads at once cannot both pass it); a refused file
  * leaves nothing behind (its stage is dropped) and its caller hears SBX_EFULL with a sentence
- * saying why.  Run outputs have their own quota (report.c).
+ * saying why.  Run outputs have their own quota (report.c).  Every file added here expires after
+ * the retention period (ARTIFACT_RETENTION_DAYS), as outputs do: the sweep removes it then.
  *
  * What it does not do: read request bodies or answer (api_files.c streams an upload into a stage;
  * tools.c brings the content of an add_file call in memory), or store a run's output files
@@ -85,6 +86,8 @@ int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in
   in->mounted = reason == NULL;
   in->left_out_reason = reason;
   in->quota = in->source == STORE_SRC_OUTPUT ? 0 : o->rt.attachment_quota_bytes;
+  if (in->expires_at == 0) /* kept for the retention period, as run outputs are */
+    in->expires_at = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
   int rc = stage ? store_file_add_staged(o->st, in, stage, on_added, ctx)
                  : store_file_add(o->st, in, on_added, ctx);
   if (rc != 0)

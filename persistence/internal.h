@@ -280,9 +280,9 @@
   /* PostgreSQL types ?1 by its first use (an integer): cast */                                     \
   X(RETENTION_APPLY,                                                                                \
     "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "                          \
-    "ELSE 0 END WHERE source = 3",                                                                  \
+    "ELSE 0 END",                                                                                   \
     "UPDATE files SET expires_at = CASE WHEN $1::bigint > 0 THEN created_at + $1::bigint "          \
-    "ELSE 0 END WHERE source = 3")
+    "ELSE 0 END")
 
 /* The lease's epoch goes up by one when another node takes it; the log keeps one row per epoch
  * (taken at, held until), the renewals moving its end. */

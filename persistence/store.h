@@ -450,7 +450,8 @@ int store_setting_get(struct store *st, const char *key, char **out);
  * is in (0, now_ms], then blobs nothing references any more (their files unlinked after commit).
  * cb (store_sweep_cb, declared with the event log) gets how many were removed. */
 int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb cb, void *ud);
-/* Sets a new expiry for every kept artifact from its creation time (retention setting changed). */
+/* Sets a new expiry for every kept file, run outputs and added files alike, from its creation
+ * time (retention setting changed; retention_ms 0: kept for ever). */
 int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb cb, void *ud);
 
 /* ---- statistics ------------------------------------------------------------------------------ */

@@ -2,6 +2,7 @@
 // (CHAT_ATTACHMENT_QUOTA_MB, here 1 MiB): uploads of every non-output source and add_file through
 // a chat key are refused past it with 413 over_quota in the API's error shape, nothing of the
 // refused file kept and nothing else lost; under it they are accepted; the quota is per chat.
+// They expire after the retention period (ARTIFACT_RETENTION_DAYS), as run outputs do.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, call, newChat, upload, tempDir } from './lib.mjs';
@@ -57,4 +58,19 @@ test('add_file through a chat key goes through the same quota', async () => {
   assert.equal(refused.json.isError, true);
   assert.match(JSON.stringify(refused.json.content), /The file was not added: this chat's files take 0\.7 MB of the 1 MB/);
   assert.deepEqual((await files(chat)).map((f) => f.name), ['notes.txt']);
+});
+
+test('what users add expires after the retention period, as run outputs do, and follows its changes', async () => {
+  const chat = await newChat(srv);
+  const t0 = Date.now();
+  const up = await upload(srv, chat, 'kept.csv', 'a,b\n1,2\n', { token: chat.token });
+  assert.equal(up.status, 201);
+  const day = 86400000;
+  assert.ok(up.json.expires_at >= t0 + 30 * day && up.json.expires_at <= Date.now() + 30 * day, `expires_at ${up.json.expires_at}`);
+  const put = await call(srv, 'PUT', '/v1/admin/settings', { body: { retention_days: 7 } });
+  assert.equal(put.status, 200, put.buf.toString());
+  const [f] = (await files(chat)).filter((x) => x.name === 'kept.csv');
+  assert.equal(f.expires_at, f.created_at + 7 * day, 're-dated with the retention change');
+  const later = await upload(srv, chat, 'later.txt', 'x', { token: chat.token });
+  assert.ok(later.json.expires_at <= Date.now() + 7 * day && later.json.expires_at >= later.json.created_at + 7 * day - 1000);
 });
