@@ -74,6 +74,14 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
   orch__api_json(req, 200, j);
 }
 
+/* The last minutes of runs per second, run duration p50/p95 and live pages, for the charts. */
+static void on_admin_history(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  if (admin_only(o, req))
+    return;
+  orch__api_json(req, 200, orch__metrics_history_json(o));
+}
+
 static void on_admin_pages(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   if (admin_only(o, req))
@@ -217,6 +225,7 @@ out:
 
 void orch__routes_admin(struct orch *o) {
   tp_route(o->tp, "GET", "/v1/admin/runs", 0, on_admin_runs, o);
+  tp_route(o->tp, "GET", "/v1/admin/history", 0, on_admin_history, o);
   tp_route(o->tp, "GET", "/v1/admin/pages", 0, on_admin_pages, o);
   tp_route(o->tp, "GET", "/v1/admin/settings", 0, on_get_settings, o);
   tp_route(o->tp, "PUT", "/v1/admin/settings", 64 * 1024, on_put_settings, o);

@@ -149,6 +149,14 @@ static void detach(struct stream *s, int page_dropped) {
   }
 }
 
+/* Ends a stream from this side: its page no longer listens, the response is ended, s is freed. */
+static void end_stream(struct stream *s) {
+  detach(s, 0);
+  tp_stream_end(s->req);
+  tp_req_release(s->req);
+  sbx_free(s);
+}
+
 static void on_stream_closed(struct tp_req *req, void *ud) {
   struct stream *s = ud;
   detach(s, 1);
@@ -227,11 +235,7 @@ static void on_events(struct tp_req *req, void *ud) {
     sbx_list_insert_tail(&c->pages, &p->chat_link);
   } else if (p->events != NULL) {
     /* The same page opened a second stream: the newer one wins. */
-    struct stream *old = SBX_CONTAINER_OF(p->events, struct stream, l);
-    detach(old, 0);
-    tp_stream_end(old->req);
-    tp_req_release(old->req);
-    sbx_free(old);
+    end_stream(SBX_CONTAINER_OF(p->events, struct stream, l));
   }
   s->req = req;
   s->chat = c;
@@ -258,6 +262,23 @@ static void on_events(struct tp_req *req, void *ud) {
   send_held(s); /* what the live run printed so far (a re-dispatch above starts it empty) */
 }
 
+/* `leaving: true`: the page is going away (a reload, a closed tab, a chat switch; sent from its
+ * pagehide with a keepalive request).  Its stream, if still open, is ended and the page is gone
+ * at once instead of after PAGE_GRACE_MS, so the run it held goes to another visible page of the
+ * chat now.  A page already gone answers the same. */
+static void page_leaving(struct tp_req *req, struct orch_chat *c, const char *pid) {
+  struct orch_page *p = orch__chat_page(c, pid);
+  if (p != NULL) {
+    if (p->events != NULL)
+      end_stream(SBX_CONTAINER_OF(p->events, struct stream, l));
+    orch__chat_page_leave(c, p); /* frees p */
+  }
+  json_t *j = json_object();
+  json_object_set_new(j, "page_id", json_string(pid));
+  json_object_set_new(j, "state", json_string("gone"));
+  orch__api_json(req, 200, j);
+}
+
 static void on_presence(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PAGE, 0);
@@ -267,9 +288,9 @@ static void on_presence(struct tp_req *req, void *ud) {
   if (body == NULL)
     return;
   const char *pid = NULL, *kernel = NULL;
-  int visible = 0;
+  int visible = 0, leaving = 0;
   struct orch_field f[] = {ORCH_FIELD("page_id", "s", &pid), ORCH_FIELD("visible", "b", &visible),
-                           ORCH_FIELD("kernel", "s", &kernel)};
+                           ORCH_FIELD("kernel", "s", &kernel), ORCH_FIELD("leaving", "b", &leaving)};
   enum orch_kernel_state k = ORCH_KERNEL_UNKNOWN;
   struct orch_page *p;
   if (orch__api_unpack(req, body, NULL, f, SBX_ARRAY_SIZE(f)) != 0) {
@@ -281,6 +302,8 @@ static void on_presence(struct tp_req *req, void *ud) {
                     ORCH_PAGE_ID_MAX);
   else if (kernel && orch__kernel_state_parse(kernel, &k) != 0)
     orch__api_error(req, 400, "invalid_field", "kernel: one of loading, ready, busy, dead");
+  else if (leaving)
+    page_leaving(req, c, pid);
   else if ((p = orch__chat_page(c, pid)) == NULL)
     orch__api_error(req, 409, "not_attached", "page %s has no event stream on this chat", pid);
   else {

@@ -693,7 +693,8 @@ static void check_silence(struct orch_chat *c) {
   orch__chat_page_changed(c, p);
 }
 
-void orch__chat_tick(struct orch_chat *c) {
+/* Pages whose grace is over are gone: what they ran is paused. */
+static void reap_pages(struct orch_chat *c) {
   struct sbx_list *it, *tmp;
   SBX_LIST_FOREACH_SAFE(it, tmp, &c->pages) {
     struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
@@ -703,6 +704,24 @@ void orch__chat_tick(struct orch_chat *c) {
       sbx_free(p);
     }
   }
+}
+
+void orch__chat_page_leave(struct orch_chat *c, struct orch_page *p) {
+  struct orch_run *run = head_run(c);
+  /* A page that says it goes away did not crash: its run is paused first, so its going is not
+   * counted as a lost attempt (orch__chat_run_lost). */
+  if (run && orch__run_on_page(run) && strcmp(run->page_id, p->id) == 0 &&
+      orch__run_pause(run, c->o->rt.paused_wait_ms) == 0) {
+    c->o->m.pauses++;
+    orch__run_persist(c->o, run);
+  }
+  if (orch__page_leave(p) == 0)
+    reap_pages(c);
+}
+
+void orch__chat_tick(struct orch_chat *c) {
+  struct sbx_list *it, *tmp;
+  reap_pages(c);
   check_silence(c);
   SBX_LIST_FOREACH_SAFE(it, tmp, &c->runs) {
     struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);

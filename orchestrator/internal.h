@@ -219,6 +219,9 @@ void orch__page_init(struct orch_page *p, const char *id);
 int orch__page_attach(struct orch_page *p, int visible, uint64_t *visible_counter);
 int orch__page_presence(struct orch_page *p, int visible, uint64_t *visible_counter);
 int orch__page_drop(struct orch_page *p, uint64_t grace_ms);
+/* The page said it is going away (a reload, a closed tab, a chat switch): its grace ends now, so
+ * the next tick makes it GONE.  From an attached state or GRACE; SBX_ESTATE otherwise. */
+int orch__page_leave(struct orch_page *p);
 /* GRACE past its deadline -> GONE (1); otherwise 0. */
 int orch__page_tick(struct orch_page *p);
 /* A sign of life: remembered; a SILENT page is VISIBLE again (1: it changed state), else 0. */
@@ -355,7 +358,9 @@ void orch__map_del(struct orch_map *m, const char *key);
 int orch__map_next(const struct orch_map *m, size_t *i, const char **key, void **val);
 
 /* ---- metrics (metrics.c) ---------------------------------------------------------------------- */
-#define ORCH_DUR_BUCKETS 12
+#define ORCH_DUR_BUCKETS      12
+#define ORCH_HISTORY_SAMPLES  181  /* 15 minutes of intervals, a sample at each end */
+#define ORCH_HISTORY_EVERY_MS 5000
 struct orch_metrics {
   uint64_t runs_created, runs_by_status[8], runs_dispatched, attempts_redispatched;
   uint64_t dur_buckets[ORCH_DUR_BUCKETS + 1]; /* cumulative counts filled at render */
@@ -367,9 +372,23 @@ struct orch_metrics {
   uint64_t uploads_refused_busy, output_files_over_quota, uploads_refused_quota;
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
+  /* The last minutes, for the admin page's charts: one sample every ORCH_HISTORY_EVERY_MS of the
+   * counters above (cumulative) and of two gauges, in a ring. */
+  struct orch_metrics_sample {
+    int64_t at_ms; /* wall clock */
+    uint64_t ended, buckets[ORCH_DUR_BUCKETS + 1];
+    uint32_t pages, runs_live;
+  } hist[ORCH_HISTORY_SAMPLES];
+  size_t hist_n, hist_next;
 };
 void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st,
                                int64_t duration_ms);
+/* Takes the next history sample (the cron calls it every ORCH_HISTORY_EVERY_MS). */
+void orch__metrics_sample(struct orch *o);
+/* The history as the admin page draws it: {interval_s, samples: [{at, runs_per_s, p50_s, p95_s,
+ * pages, runs_live}]}, oldest first, one per interval between two samples (p50_s/p95_s null for
+ * an interval in which no run ended).  New reference. */
+json_t *orch__metrics_history_json(const struct orch *o);
 
 /* ---- runtime settings (config.c) ------------------------------------------------------------
  * The settings the server reads while it runs: from the configuration at start; those an operator
@@ -531,6 +550,9 @@ int orch__run_reload(struct orch *o, struct store_run *rec);
 void orch__run_free(struct orch_run *run);
 /* Housekeeping tick: run deadlines, page grace, page silence. */
 void orch__chat_tick(struct orch_chat *c);
+/* Page p of chat c said it is leaving (its stream already detached from it): it is gone now, and
+ * what it ran is paused (re-dispatched at once to another visible page).  Frees p. */
+void orch__chat_page_leave(struct orch_chat *c, struct orch_page *p);
 /* A sign of life of page p of chat c (NULL: none): a silent page is visible again and its run
  * goes out as a new attempt. */
 void orch__page_sign_of_life(struct orch_chat *c, struct orch_page *p);

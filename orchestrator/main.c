@@ -22,7 +22,8 @@ static void usage(FILE *f) {
   fputs(
       "usage: cerea-sandbox serve [--listen ADDR:PORT|unix:PATH]... [--data DIR]\n"
       "                           [--tls-cert FILE --tls-key FILE] [--static DIR] [--config FILE]\n"
-      "  defaults: --listen 127.0.0.1:8080 --data ./var; settings: docs/configuration.md\n",
+      "  defaults: --listen 127.0.0.1:8080 --data ./var; settings: docs/configuration.md\n"
+      "usage: cerea-sandbox backup DEST [--data DIR] | restore SRC [--data DIR]\n",
       f);
   orch_cli_usage(f);
 }
@@ -152,6 +153,10 @@ int main(int argc, char **argv) {
     return orch_cli_run(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "status") == 0)
     return orch_cli_status(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "backup") == 0)
+    return orch_cli_backup(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "restore") == 0)
+    return orch_cli_restore(argc, argv);
   if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     usage(stdout);
     return 0;

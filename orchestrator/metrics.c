@@ -1,10 +1,15 @@
 /* metrics.c -- the orchestrator's Prometheus metrics: runs by status, a run-duration histogram,
  * queue depth, attached pages, bytes stored, events.  Counters are plain fields of struct
  * orch_metrics bumped where things happen; gauges are computed at render time from the live
- * objects.  What it does not do: keep history, or know the transport (GET /metrics, api_health.c,
- * appends the transport's own).
+ * objects.  And the last fifteen minutes of a few of them, sampled every five seconds, for the
+ * admin page's charts (runs per second, run duration p50/p95 from the histogram's buckets, live
+ * pages and runs).  What it does not do: keep anything across a restart (Prometheus scrapes
+ * /metrics for that), or know the transport (GET /metrics, api_health.c, appends the transport's
+ * own).
  */
 #include "internal.h"
+
+#include <string.h>
 
 static const double dur_bounds_s[ORCH_DUR_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                       0.5,   1,    2.5,   5,    15,  60};
@@ -22,6 +27,92 @@ void orch__metrics_observe_run(struct orch_metrics *m, enum orch_run_status st,
   m->dur_buckets[b]++;
   m->dur_sum_s += s;
   m->dur_count++;
+}
+
+/* The live objects' gauges: runs by state, pages by state, event streams. */
+struct live_counts {
+  uint64_t by_state[ORCH_RUN__COUNT], pages_visible, pages_hidden, pages_grace, pages_silent,
+      streams;
+};
+
+static void count_live(const struct orch *o, struct live_counts *lc) {
+  memset(lc, 0, sizeof(*lc));
+  size_t i = 0;
+  const char *k;
+  void *v;
+  while (orch__map_next(&o->runs, &i, &k, &v))
+    lc->by_state[((struct orch_run *)v)->state]++;
+  i = 0;
+  while (orch__map_next(&o->chats, &i, &k, &v)) {
+    struct orch_chat *c = v;
+    struct sbx_list *it;
+    SBX_LIST_FOREACH(it, &c->pages) {
+      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
+      lc->pages_visible += p->state == ORCH_PAGE_VISIBLE;
+      lc->pages_hidden += p->state == ORCH_PAGE_HIDDEN;
+      lc->pages_grace += p->state == ORCH_PAGE_GRACE;
+      lc->pages_silent += p->state == ORCH_PAGE_SILENT;
+    }
+    SBX_LIST_FOREACH(it, &c->listeners) lc->streams++; /* each listener is an event stream */
+  }
+}
+
+void orch__metrics_sample(struct orch *o) {
+  struct orch_metrics *m = &o->m;
+  struct live_counts lc;
+  count_live(o, &lc);
+  struct orch_metrics_sample *s = &m->hist[m->hist_next];
+  s->at_ms = sbx_now_wall_ms();
+  s->ended = 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(m->runs_by_status); i++)
+    s->ended += m->runs_by_status[i];
+  memcpy(s->buckets, m->dur_buckets, sizeof(s->buckets));
+  s->pages = (uint32_t)(lc.pages_visible + lc.pages_hidden + lc.pages_silent);
+  s->runs_live = 0;
+  for (int st = 0; st < ORCH_RUN_DONE; st++)
+    s->runs_live += (uint32_t)lc.by_state[st];
+  m->hist_next = (m->hist_next + 1) % ORCH_HISTORY_SAMPLES;
+  if (m->hist_n < ORCH_HISTORY_SAMPLES)
+    m->hist_n++;
+}
+
+/* The q-quantile of the runs that ended between two samples, from their buckets' counts, as
+ * Prometheus's histogram_quantile does: linear within the bucket it falls in (the last bucket,
+ * past the highest bound, answers that bound).  -1 when none ended. */
+static double quantile(const uint64_t *from, const uint64_t *to, double q) {
+  uint64_t d[ORCH_DUR_BUCKETS + 1], total = 0;
+  for (int b = 0; b <= ORCH_DUR_BUCKETS; b++)
+    total += d[b] = to[b] - from[b];
+  if (total == 0)
+    return -1;
+  double rank = q * (double)total, cum = 0;
+  for (int b = 0; b < ORCH_DUR_BUCKETS; b++) {
+    if (cum + (double)d[b] >= rank) {
+      double lo = b ? dur_bounds_s[b - 1] : 0, hi = dur_bounds_s[b];
+      return d[b] ? lo + (hi - lo) * (rank - cum) / (double)d[b] : lo;
+    }
+    cum += (double)d[b];
+  }
+  return dur_bounds_s[ORCH_DUR_BUCKETS - 1];
+}
+
+json_t *orch__metrics_history_json(const struct orch *o) {
+  const struct orch_metrics *m = &o->m;
+  json_t *samples = json_array();
+  size_t first = (m->hist_next + ORCH_HISTORY_SAMPLES - m->hist_n) % ORCH_HISTORY_SAMPLES;
+  for (size_t n = 1; n < m->hist_n; n++) {
+    const struct orch_metrics_sample *a = &m->hist[(first + n - 1) % ORCH_HISTORY_SAMPLES],
+                                     *b = &m->hist[(first + n) % ORCH_HISTORY_SAMPLES];
+    double dt = (double)(b->at_ms - a->at_ms) / 1000.0;
+    double p50 = quantile(a->buckets, b->buckets, 0.5), p95 = quantile(a->buckets, b->buckets, 0.95);
+    json_array_append_new(
+        samples, json_pack("{s:I, s:f, s:o, s:o, s:i, s:i}", "at", (json_int_t)b->at_ms,
+                           "runs_per_s", dt > 0 ? (double)(b->ended - a->ended) / dt : 0.0, "p50_s",
+                           p50 < 0 ? json_null() : json_real(p50), "p95_s",
+                           p95 < 0 ? json_null() : json_real(p95), "pages", (int)b->pages,
+                           "runs_live", (int)b->runs_live));
+  }
+  return json_pack("{s:i, s:o}", "interval_s", ORCH_HISTORY_EVERY_MS / 1000, "samples", samples);
 }
 
 int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
@@ -51,26 +142,9 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       "cerea_run_duration_seconds_sum %.6f\ncerea_run_duration_seconds_count %llu\n",
       (unsigned long long)cum, m->dur_sum_s, (unsigned long long)m->dur_count);
   /* gauges from live objects */
-  uint64_t by_state[ORCH_RUN__COUNT] = {0}, pages_visible = 0, pages_hidden = 0, pages_grace = 0,
-           pages_silent = 0, streams = 0;
-  size_t i = 0;
-  const char *k;
-  void *v;
-  while (orch__map_next(&o->runs, &i, &k, &v))
-    by_state[((struct orch_run *)v)->state]++;
-  i = 0;
-  while (orch__map_next(&o->chats, &i, &k, &v)) {
-    struct orch_chat *c = v;
-    struct sbx_list *it;
-    SBX_LIST_FOREACH(it, &c->pages) {
-      struct orch_page *p = SBX_CONTAINER_OF(it, struct orch_page, chat_link);
-      pages_visible += p->state == ORCH_PAGE_VISIBLE;
-      pages_hidden += p->state == ORCH_PAGE_HIDDEN;
-      pages_grace += p->state == ORCH_PAGE_GRACE;
-      pages_silent += p->state == ORCH_PAGE_SILENT;
-    }
-    SBX_LIST_FOREACH(it, &c->listeners) streams++; /* each listener is an event stream */
-  }
+  struct live_counts lc;
+  count_live(o, &lc);
+  const uint64_t *by_state = lc.by_state;
   rc |= sbx_buf_appendf(out, "# HELP cerea_runs_live Runs not done, by state (queue depth).\n"
                              "# TYPE cerea_runs_live gauge\n");
   for (int s = 0; s < ORCH_RUN_DONE; s++)
@@ -86,9 +160,9 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
                         "cerea_pages{state=\"visible\"} %llu\ncerea_pages{state=\"hidden\"} %llu\n"
                         "cerea_pages{state=\"grace\"} %llu\ncerea_pages{state=\"silent\"} %llu\n"
                         "# TYPE cerea_event_streams gauge\ncerea_event_streams %llu\n",
-                        (unsigned long long)pages_visible, (unsigned long long)pages_hidden,
-                        (unsigned long long)pages_grace, (unsigned long long)pages_silent,
-                        (unsigned long long)streams);
+                        (unsigned long long)lc.pages_visible, (unsigned long long)lc.pages_hidden,
+                        (unsigned long long)lc.pages_grace, (unsigned long long)lc.pages_silent,
+                        (unsigned long long)lc.streams);
   rc |= sbx_buf_appendf(
       out,
       "# HELP cerea_pages_silent_total Pages that held a run and showed no sign of life for "

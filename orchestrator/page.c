@@ -30,7 +30,7 @@
  *                               ▼                                   ▼
  *                              GRACE ◀──────────────────────────────┘
  *                               │  └─▶ VISIBLE/HIDDEN: attach (the same page id, within the grace)
- *                               │ PAGE_GRACE_MS over
+ *                               │ PAGE_GRACE_MS over, or at once when the page said it is leaving
  *                               ▼
  *                              GONE (final; the object is freed)
  *
@@ -40,7 +40,8 @@
  *   VISIBLE                  SILENT           orch__page_check_silent (holding a run, silent too long)
  *   SILENT                   VISIBLE          orch__page_alive (any page call), orch__page_presence(visible)
  *   SILENT                   HIDDEN           orch__page_presence(hidden)
- *   VISIBLE, HIDDEN, SILENT  GRACE            orch__page_drop
+ *   VISIBLE, HIDDEN, SILENT  GRACE            orch__page_drop, orch__page_leave (deadline: now)
+ *   GRACE                    GRACE            orch__page_leave (its deadline brought to now)
  *   GRACE                    GONE             orch__page_tick (deadline passed)
  *   VISIBLE, HIDDEN, SILENT  VISIBLE/HIDDEN   orch__page_attach (a second stream replaces the first)
  */
@@ -62,7 +63,8 @@ static const uint32_t from[ORCH_PAGE__COUNT] = {
     [ORCH_PAGE_HIDDEN] = B(ORCH_PAGE_NEW) | B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_SILENT) |
                          B(ORCH_PAGE_GRACE) | B(ORCH_PAGE_HIDDEN),
     [ORCH_PAGE_SILENT] = B(ORCH_PAGE_VISIBLE),
-    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_SILENT),
+    [ORCH_PAGE_GRACE] = B(ORCH_PAGE_VISIBLE) | B(ORCH_PAGE_HIDDEN) | B(ORCH_PAGE_SILENT) |
+                        B(ORCH_PAGE_GRACE),
     [ORCH_PAGE_GONE] = B(ORCH_PAGE_GRACE),
 };
 #undef B
@@ -181,6 +183,18 @@ int orch__page_drop(struct orch_page *p, uint64_t grace_ms) {
   if (rc != 0)
     return rc;
   p->grace_deadline_ms = sbx_now_mono_ms() + grace_ms;
+  page_check(p);
+  return 0;
+}
+
+int orch__page_leave(struct orch_page *p) {
+  if (!attached(p) && p->state != ORCH_PAGE_GRACE)
+    return SBX_ESTATE;
+  int rc = page_set_state(p, ORCH_PAGE_GRACE);
+  if (rc != 0)
+    return rc;
+  uint64_t now = sbx_now_mono_ms();
+  p->grace_deadline_ms = now ? now : 1; /* 0 means "no deadline" (GRACE's invariant) */
   page_check(p);
   return 0;
 }

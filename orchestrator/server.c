@@ -11,7 +11,8 @@
  *  - event log: one bounded trim step (store_event_trim) every ORCH_SWEEP_EVERY_MS, on every tick
  *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
  *    keeping its newest ORCH_TRIM_KEEP (a page in its grace period never misses one);
- *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use).
+ *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use);
+ *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts.
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
@@ -38,7 +39,7 @@
 #define ORCH_EVICT_EVERY_MS  10000
 #define ORCH_CHAT_IDLE_MS    (5 * 60 * 1000) /* an idle chat leaves memory (the store keeps it) */
 
-static uint64_t last_sweep_ms, last_evict_ms, last_trim_ms;
+static uint64_t last_sweep_ms, last_evict_ms, last_trim_ms, last_sample_ms;
 static int trim_pending, trim_more; /* a step queued; the last one came back full */
 
 static void on_trim(int rc, const struct sbx_error *err, size_t removed, void *ud) {
@@ -72,6 +73,10 @@ static void on_cron(uv_timer_t *t) {
     orch__chat_tick(v);
   orch__hosts_tick(o->hosts);
   uint64_t now = sbx_now_mono_ms();
+  if (now - last_sample_ms >= ORCH_HISTORY_EVERY_MS) {
+    last_sample_ms = now;
+    orch__metrics_sample(o);
+  }
   if (now - last_evict_ms >= ORCH_EVICT_EVERY_MS) {
     last_evict_ms = now;
     orch__chats_evict(o, ORCH_CHAT_IDLE_MS);

@@ -486,4 +486,32 @@ struct store_health {
 /* A consistent copy, from any thread.  0, or SBX_EINVAL for a NULL argument. */
 int store_health(struct store *st, struct store_health *out);
 
+/* ---- backup and restore (backup.c; outside a running store: no loop, no writer) ------------- */
+
+struct store_backup_stats {
+  int schema_version; /* of the database copied */
+  size_t blobs;       /* blob files in the backup */
+  uint64_t blob_bytes, db_bytes;
+};
+/* A consistent copy of DATA (its SQLite store) into dest, which must be absent or an empty
+ * folder, while a server may be writing to DATA: SQLite's online backup of cerea.db, the blobs it
+ * references, the keys, backup.info and last manifest.sha256 (`<sha256>  <path>` lines).  On
+ * failure dest is left as it was (what was written into it removed).
+ * Errors: SBX_EEXIST (dest not empty), SBX_EPERM (dest not writable), SBX_ENOENT (no cerea.db in
+ * DATA: a PostgreSQL store is dumped with pg_dump; or a blob the database names is missing),
+ * SBX_ECORRUPT (a blob whose content does not hash to its name, a database failing
+ * integrity_check), SBX_EBUSY, SBX_EDB, SBX_EIO, SBX_EFULL, SBX_ENOMEM. */
+int store_backup(const char *data_dir, const char *dest, struct store_backup_stats *stats,
+                 struct sbx_error *err);
+/* Restores a backup made by store_backup into data_dir, which must be absent or an empty folder
+ * that no server holds.  Everything is checked before the target appears: the manifest's lines,
+ * no file of the backup left out of it, each file's sha256 as it is copied, backup.info's format,
+ * integrity_check; the copy is made beside the target and renamed into place.  On failure nothing
+ * is left behind.
+ * Errors: SBX_EBUSY (a server has data_dir open), SBX_EEXIST (not empty), SBX_ECORRUPT (not a
+ * backup, unfinished, tampered or cut short: the message says which file), SBX_EPERM, SBX_EIO,
+ * SBX_EFULL, SBX_ENOMEM. */
+int store_restore(const char *src, const char *data_dir, struct store_backup_stats *stats,
+                  struct sbx_error *err);
+
 #endif

@@ -83,14 +83,21 @@ export const ERROR = Object.freeze({
   outOfMemory: (limitMb) => ({ type: 'MemoryError', message: ERROR_TEXT.outOfMemory(limitMb), traceback: '' }),
 });
 
+// Why a run's attempt > 1 came, as the page that runs it knows (worker/session.js `rerun`).
+const RERUN_WHY = {
+  hidden: 'this page went to the background, and code runs only while the page is open and in front.',
+  silent: 'this page stopped answering the server (a phone can freeze a page in the background).',
+  lost: 'the server lost track of this page (its connection dropped).',
+};
+
 // What a run's card says on a phone, and after the page came back (the run started again).
 export const PHONE = Object.freeze({
   keepOpen: () => 'Keep this page open and in front: the code runs on this device, and it stops while the page is in the background or the screen is off.',
-  rerun: (attempt, why) => `This run started again from the beginning (attempt ${attempt}): ${why === 'hidden'
-    ? 'this page went to the background, and code runs only while the page is open and in front.'
-    : why === 'silent'
-      ? 'this page stopped answering the server (a phone can freeze a page in the background).'
-      : 'the server lost track of this page (its connection dropped).'}`,
+  rerun: (attempt, why) => (why === 'reloaded'
+    ? `The page was reloaded while this ran: it is running again from the start — attempt ${attempt}.`
+    : why === 'switched'
+      ? `This page went to another chat while this ran: it is running again from the start — attempt ${attempt}.`
+      : `This run started again from the beginning (attempt ${attempt}): ${RERUN_WHY[why] || RERUN_WHY.lost}`),
 });
 
 // The runtime's loading labels, by the stage the kernel core reports.

@@ -123,9 +123,12 @@ export class PageSession extends Emitter {
    * @param {object} o.client            see above
    * @param {import('./supervisor.js').KernelSupervisor} o.supervisor
    * @param {boolean} [o.visible=true]   the host's visibility when it attaches
+   * @param {Map<string, string>} [o.earlier]  run_id → why this host let go of it before it
+   *   attached ('reloaded', 'switched'): the reason an attempt > 1 of that run came, which this
+   *   session could not have seen itself
    */
   constructor({ chatId, pageId, client, supervisor, visible = true, fileDeadlineMs = 5000, verifyFiles = true,
-    initialBackoffMs = 250, maxBackoffMs = 5000, presenceDelayMs = 100, log = () => {} }) {
+    initialBackoffMs = 250, maxBackoffMs = 5000, presenceDelayMs = 100, earlier = new Map(), log = () => {} }) {
     super();
     this.chatId = chatId;
     this.pageId = pageId;
@@ -147,6 +150,7 @@ export class PageSession extends Emitter {
     this.hiddenSeq = 0;         // visibility → hidden, counted
     this.frozenSeq = 0;         // heartbeat ticks far past due (this page was frozen), counted
     this.history = new Map();   // run_id → {hidden, frozen} when its last attempt came (why a re-run came)
+    this.earlier = earlier;
     this.stats = { runs: 0, heartbeats: 0 };
     this.stream = new EventStream({
       connect: (o) => client.connect(o), initialBackoffMs, maxBackoffMs,
@@ -180,9 +184,30 @@ export class PageSession extends Emitter {
     this.stream.start();
   }
 
+  /** The runs this host holds now (executing or waiting here), by id. */
+  heldRunIds() {
+    return [...(this.current?.live ? [this.current.run_id] : []), ...this.queue.filter((a) => a.live).map((a) => a.run_id)];
+  }
+
+  /**
+   * This host is going away (a reload or a closed tab: pagehide; a chat switch: detach): say so at
+   * once with a keepalive request, whatever the stream's state, so the orchestrator gives the run
+   * it held to another page now instead of after its grace.  Fire and forget.
+   */
+  leave(why) {
+    if (this.fsm.is('new') || this.left) return;
+    this.left = why;
+    const body = { page_id: this.pageId, leaving: true };
+    const said = (e) => this.log(`presence (leaving, ${why}): ${e.message}`);
+    try {   // sent now, inside pagehide: a microtask later may be too late for an unloading page
+      this.client.json('POST', `/v1/chats/${enc(this.chatId)}/presence`, body, { keepalive: true }).catch(said);
+    } catch (e) { said(e); }
+  }
+
   /** Close the stream; attempts not finished are dropped (nothing more is posted for them). */
   detach() {
     if (this.fsm.is('detached')) return;
+    this.leave('detached');
     this.fsm.set('detached');
     this.stream.stop();
     clearTimeout(this.presenceTimer);
@@ -292,7 +317,7 @@ export class PageSession extends Emitter {
     // it was frozen (its timers stopped), or neither (the server lost its stream or its place).
     const seen = this.history.get(job.run_id);
     const rerun = job.attempt > 1 ? (seen && this.hiddenSeq > seen.hidden ? 'hidden' : seen && this.frozenSeq > seen.frozen ? 'silent'
-      : !seen ? null : 'lost') : null;
+      : !seen ? this.earlier.get(job.run_id) ?? null : 'lost') : null;
     this.history.delete(job.run_id);
     this.history.set(job.run_id, { hidden: this.hiddenSeq, frozen: this.frozenSeq });
     if (this.history.size > MAX_SEEN) this.history.delete(this.history.keys().next().value);

@@ -16,7 +16,7 @@ pkgs=(
   brotli gzip
   nghttp2-client nghttp2-server wrk valgrind
   clang libclang-rt-dev python3-h2
-  bubblewrap libseccomp-dev util-linux
+  bubblewrap libseccomp-dev util-linux systemd
   chromium
   python3 python3-openpyxl python3-et-xmlfile python3-xlsxwriter python3-pypdf
 )

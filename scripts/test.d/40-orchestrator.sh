@@ -11,4 +11,5 @@ if [ -z "${CEREA_BIN:-}" ]; then
   export CEREA_BIN="$ROOT/build/cerea-sandbox"
 fi
 node --test --test-concurrency=1 --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/mcp*.test.mjs \
-  tests/integration/cli.test.mjs
+  tests/integration/cli.test.mjs tests/integration/deploy.test.mjs tests/integration/backup.test.mjs \
+  tests/integration/upgrade.test.mjs

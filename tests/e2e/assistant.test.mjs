@@ -54,7 +54,7 @@ async function openChat(chat, { ctx = browser.ctx, origin = orch.origin, kernel 
 }
 
 async function ask(page, text) {
-  await page.locator('#ask:not([hidden]) #ask-text:not([disabled])').waitFor({ timeout: 10_000 });
+  await page.locator('#ask:not([hidden]) #ask-send:not([disabled])').waitFor({ timeout: 10_000 });
   await page.fill('#ask-text', text);
   await page.press('#ask-text', 'Enter');
 }
@@ -73,7 +73,7 @@ async function finish(page, errors, name) {
   await page.close();
 }
 
-test('a plain answer streams in as sanitized markdown under the question; the composer is disabled meanwhile', async (t) => {
+test('a plain answer streams in as sanitized markdown under the question; Send waits meanwhile', async (t) => {
   if (!need(t)) return;
   model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 60 }));
   const chat = await newChat();
@@ -82,7 +82,8 @@ test('a plain answer streams in as sanitized markdown under the question; the co
   await page.locator('.msg[data-role=user]').waitFor();
   assert.equal(await page.locator('.msg[data-role=user] .msg-text').textContent(), 'Say something\nin two lines', 'Shift-less Enter sent; the text as typed');
   await page.locator('.msg[data-role=assistant][data-state=streaming]').waitFor({ timeout: 20_000 });
-  assert.equal(await page.locator('#ask-text').isDisabled(), true, 'no second question while the turn is open');
+  assert.equal(await page.inputValue('#ask-text'), '', 'the sent message left the box');
+  assert.equal(await page.locator('#ask-send').isDisabled(), true, 'no second question while the turn is open');
   assert.equal(await page.locator('#ask-stop').isVisible(), true);
   await assistantDone(page);
   const msg = page.locator('.msg[data-role=assistant]');
@@ -95,7 +96,6 @@ test('a plain answer streams in as sanitized markdown under the question; the co
   assert.equal(await page.evaluate(() => window.pwned), undefined);
   assert.equal(await page.locator('#ask-text').isDisabled(), false);
   assert.equal(await page.locator('#ask-stop').isVisible(), false);
-  assert.equal(await page.inputValue('#ask-text'), '');
   // What reached the model.
   const req = model.requests[0];
   assert.equal(req.auth, `Bearer ${KEY}`);
@@ -150,6 +150,14 @@ test('an answer\'s two python blocks auto-run in order and show in order, below 
   const runs = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1).run_ids;
   assert.equal(runs.length, 2);
   assert.deepEqual(await page.evaluate(() => [...document.querySelectorAll('.msg')[3].querySelectorAll('.run-card')].map((c) => c.dataset.runId)), runs, 'in run_ids order');
+  // The answer's code blocks in syntax colours: the same text, in spans of the highlighter's classes.
+  const blocks = await page.$$eval('.msg[data-role=assistant] .msg-text pre > code', (els) => els.map((c) => ({
+    text: c.textContent, keyword: [...c.querySelectorAll('.tok-keyword')].map((x) => x.textContent),
+    strings: [...c.querySelectorAll('.tok-string')].map((x) => x.textContent), tags: [...new Set([...c.querySelectorAll('*')].map((x) => x.tagName))] })));
+  assert.equal(blocks[0].text, 'import time\ntime.sleep(0.3)\nprint("one")\n');
+  assert.deepEqual(blocks[0].keyword, ['import']);
+  assert.deepEqual(blocks[1].strings, ['"two"']);
+  assert.deepEqual([...new Set(blocks.flatMap((b) => b.tags))], ['SPAN'], 'colouring adds spans only');
   await finish(page, errors, 'assistant-two-blocks');
 });
 
@@ -174,7 +182,7 @@ test('a second tab sees the same conversation live, and again after a reload', a
   await ask(page, 'Tell me slowly');
   await other.locator('.msg[data-role=user]').waitFor({ timeout: 20_000 });
   await other.locator('.msg[data-role=assistant][data-state=streaming]').waitFor({ timeout: 20_000 });
-  assert.equal(await other.locator('#ask-text').isDisabled(), true, 'the other tab cannot open a second turn');
+  assert.equal(await other.locator('#ask-send').isDisabled(), true, 'the other tab cannot open a second turn');
   const states = await grew;
   const partial = states.filter((s) => s.startsWith('streaming:') && Number(s.split(':')[1]) > 0 && Number(s.split(':')[1]) < text.length);
   assert.ok(partial.length >= 2, `the other tab saw the answer grow: ${states.join(' ')}`);
@@ -205,19 +213,30 @@ test('a model error is shown in the chat as such, and the next question can be a
   await page.close();
 });
 
-test('Stop ends an answer that stalls: the text so far stays, the message says it stopped', async (t) => {
+test('Stop ends an answer that stalls: the text so far stays, the message says it stopped; the next message can be drafted meanwhile', async (t) => {
   if (!need(t)) return;
   model.script(() => ({ stallAfter: 'I was about to' }));
   const chat = await newChat();
   const { page } = await openChat(chat, { kernel: false });
   await ask(page, 'Start and stall');
   await page.locator('.msg[data-role=assistant] .msg-text', { hasText: 'I was about to' }).waitFor({ timeout: 20_000 });
+  // The box takes a draft while the answer is open; Send waits, and Enter says why.
+  assert.equal(await page.locator('#ask-send').isDisabled(), true, 'no second question while the turn is open');
+  await page.locator('#ask-text').focus();
+  await page.keyboard.type('a draft');
+  assert.equal(await page.inputValue('#ask-text'), 'a draft', 'typing works while the answer is open');
+  await page.keyboard.press('Enter');
+  assert.match(await page.locator('#ask-status').textContent(), /still being written: your message stays here/);
+  assert.equal(await page.inputValue('#ask-text'), 'a draft', 'Enter while the answer is open keeps the draft');
+  assert.equal(await page.locator('.msg[data-role=user]').count(), 1, 'the draft was not sent');
   await page.click('#ask-stop');
   const msg = page.locator('.msg[data-role=assistant][data-state=stopped]');
   await msg.waitFor({ timeout: 10_000 });
   assert.equal((await msg.locator('.msg-text').textContent()).trim(), 'I was about to');
   assert.match(await msg.locator('[data-testid=message-status]').textContent(), /Stopped/);
-  assert.equal(await page.locator('#ask-text').isDisabled(), false);
+  await page.locator('#ask-send:not([disabled])').waitFor({ timeout: 10_000 });
+  assert.equal(await page.locator('#ask-status').textContent(), '', 'the waiting note goes once Send works again');
+  assert.equal(await page.inputValue('#ask-text'), 'a draft', 'the draft is still there to send');
   await page.close();
 });
 

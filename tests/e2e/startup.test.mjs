@@ -159,11 +159,13 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
     assert.equal(await firstHeld, false, 'a first visit waits for /v1/config before it makes the worker');
     assert.equal(await verdict(firstPage), 'unavailable', 'the server\'s word on PyPI kept for the next visit');
     // Chromium writes compiled code a little after compiling (once the hot functions are
-    // optimized), and writes it again as the spare kernel tiers up: wait (up to 60 s) until the
-    // cache holds the runtime and has not changed for 3 s, then close the browser.  Closed while
-    // an entry is being written, the next visit finds no usable entry.
-    const deadline = Date.now() + 60_000;
-    for (let last = -1, still = 0; still < 3 && Date.now() < deadline;) {
+    // optimized), and writes it again as the spare kernel tiers up: wait (up to 90 s) until the
+    // cache holds the runtime and has not changed for 8 s, then close the browser.  Closed while
+    // an entry is being written, the next visit finds no usable entry; on a loaded machine the
+    // tier-up, and so the next write, can come more than 3 s after the last (seen: 1 run in 2 at
+    // a load average of 17 failed with 3 s).
+    const deadline = Date.now() + 90_000;
+    for (let last = -1, still = 0; still < 8 && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 1000));
       const n = dirBytes(wasmCache(profile));
       still = n >= 512 * 1024 && n === last ? still + 1 : 0;

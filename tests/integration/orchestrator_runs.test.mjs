@@ -154,3 +154,25 @@ test('CODE_MAX_ATTEMPTS is checked at start', async () => {
   const bad = startServer({ dataDir: tempDir('runs-bad'), env: { CODE_MAX_ATTEMPTS: 'many' } });
   await assert.rejects(bad, /CODE_MAX_ATTEMPTS=many: expected whole attempts/);
 });
+
+test('a page that says it leaves mid-run (a reload, a closed tab) is not counted, however often', async () => {
+  const chat = await newChat(srv);
+  const r = await createRun(chat);
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    const p = await openPage(chat, `tab-${attempt}`);
+    const e = await p.nextRun(10000);
+    assert.equal(e.data.attempt, attempt);
+    await p.started(e.data);
+    if (attempt < 4) {
+      const left = await call(srv, 'POST', `/v1/chats/${chat.id}/presence`, { token: chat.token, body: { page_id: p.pageId, leaving: true } });
+      assert.equal(left.status, 200);
+      assert.equal((await getRun(r.json.run_id)).json.state, 'paused');
+    } else {
+      assert.equal((await p.result(e.data, { stdout: 'done\n' })).json.status, 'ok');
+    }
+    p.close();
+  }
+  const g = await getRun(r.json.run_id);
+  assert.equal(g.json.status, 'ok');
+  assert.equal(g.json.attempts, 4);
+});

@@ -107,7 +107,9 @@ export class RunCard {
     this.el.dataset.status = st;
     this.el.dataset.runId = r.run_id || '';
     if (waiting) this.el.dataset.input = 'waiting'; else delete this.el.dataset.input;
-    const running = !done && st === 'running' && !!r.started_at;
+    // The time used against the limit, only for a run this page executes: a run the server says is
+    // running elsewhere (a page that went away, another device) shows no clock of its own.
+    const running = !done && st === 'running' && !!r.started_at && !!r.running_here;
     this.clock(running);
     const hasFiles = (r.files || []).length > 0;
     const head = h('header', { class: 'card-head' },

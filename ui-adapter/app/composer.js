@@ -1,7 +1,9 @@
 // composer.js -- the chat page's message box: Enter sends (Shift+Enter is a new line; Enter while an
-// input method composes is the method's), the box and Send are disabled while a turn is open (one
-// turn at a time per chat: this tab's or another's; from the send until its answer shows), Stop ends the open turn (POST
-// /v1/turns/{turn}/cancel), and a refused message stays in the box with the reason in plain words.
+// input method composes is the method's).  While a turn is open (one turn at a time per chat: this
+// tab's or another's; from the send until its answer shows) the box stays editable, so the next
+// message can be drafted, and Send waits: it is disabled, and Enter says why, until the answer is
+// done.  Stop ends the open turn (POST /v1/turns/{turn}/cancel), and a refused message stays in
+// the box with the reason in plain words.
 // It does not draw the conversation (conversation.js) and decides nothing about the turn: the
 // orchestrator does.
 import { codePoints } from '../../worker/output.js';
@@ -10,6 +12,7 @@ export const MAX_TEXT = 32_000;   // characters a message may have (POST /v1/cha
 
 const REFUSED = {
   turn_open: 'An answer is still being written in this chat (perhaps in another tab): wait for it, or stop it.',
+  drafting: 'The answer is still being written: your message stays here, and Send works again once it is done (or Stop it).',
   no_model: 'No model is configured on this deployment, so there is no assistant to ask.',
 };
 
@@ -28,18 +31,21 @@ export function wireComposer({ form, text, send, stop, status, session }) {
     const open = session.messages.open();
     if (awaiting && session.messages.list().some((m) => m.turn_id === awaiting.turn && m.role === 'assistant')) { clearTimeout(awaiting.timer); awaiting = null; }
     const busy = sending || !!open || !!awaiting;
-    text.disabled = busy;
+    text.readOnly = sending; // only while the POST is out: its success empties the box
     send.disabled = busy;
+    send.title = busy && !sending ? 'Waits for the answer being written (or Stop it)' : '';
+    if (!busy && status.dataset.state === 'waiting') say('');
     stop.hidden = !open;
     form.dataset.state = open ? 'open' : sending ? 'sending' : 'idle';
-    if (!busy && document.activeElement === document.body) text.focus();
+    if (document.activeElement === document.body) text.focus();
   };
   session.on('message', sync);
   session.on('switched', sync);
 
   async function submit() {
     const q = text.value.trim();
-    if (!q || sending || session.messages.open()) return;
+    if (!q || sending) return;
+    if (session.messages.open() || awaiting) { say(REFUSED.drafting); status.dataset.state = 'waiting'; return; }
     const n = codePoints(q);
     if (n > MAX_TEXT) { say(`This message has ${n.toLocaleString('en')} characters; at most ${MAX_TEXT.toLocaleString('en')} can be sent.`, true); return; }
     sending = true; sync(); say('');

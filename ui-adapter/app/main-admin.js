@@ -6,8 +6,10 @@
 // (Administration → Storage) through PUT /v1/admin/settings.  Refreshes every 2 s while visible.
 // GET /v1/admin/runs lists finished runs without their origin or restart: those come from each
 // run's own object (GET /v1/runs/{run}), fetched once per run (a finished run does not change).
-// It changes nothing else.
+// Charts of the last minutes of activity (charts.js) from GET /v1/admin/history.  It changes
+// nothing else.
 import { Api } from '../src/api.js';
+import { drawHistory } from './charts.js';
 import { h, fmtBytes, fmtMs } from './dom.js';
 import { loadSettings, saveSettings, serverConfig, pypiState } from './settings.js';
 
@@ -44,8 +46,8 @@ async function fillFinished(recent) {
 
 async function refresh() {
   try {
-    const [runs, pages, settings, metrics] = await Promise.all([api.adminRuns(), api.adminPages(), api.adminSettings(),
-      api.raw('/metrics').then((r) => (r.ok ? r.text() : ''))]);
+    const [runs, pages, settings, metrics, history] = await Promise.all([api.adminRuns(), api.adminPages(), api.adminSettings(),
+      api.raw('/metrics').then((r) => (r.ok ? r.text() : '')), api.adminHistory().catch(() => null)]);
     $('admin-status').textContent = `Connected · updated ${new Date().toLocaleTimeString()}`;
     $('admin-status').dataset.state = 'ok';
     rows($('pages').tBodies[0], pages.pages || [], (p) => [short(p.chat_id), short(p.page_id), p.state, p.kernel, p.active ? 'yes' : '']);
@@ -68,6 +70,10 @@ async function refresh() {
       (restarts != null ? ` · ${plural(restarts, 'kernel restart')}` : '') + (pauses != null ? ` · ${plural(pauses, 'pause')}` : '');
     $('storage-used').textContent = bytes != null ? `Storage used: ${fmtBytes(bytes)} in the blob store.` : 'Storage used: not reported.';
     if (document.activeElement !== $('retention')) $('retention').value = settings.retention_days;
+    const n = history?.samples?.length || 0;
+    $('activity-note').textContent = history ? (n ? `${n} intervals of ${history.interval_s} s, newest ${new Date(history.samples.at(-1).at).toLocaleTimeString()}.`
+      : `No interval yet: the server samples every ${history.interval_s} s.`) : 'The server does not report its history.';
+    drawHistory($('charts'), history).catch((e) => { $('activity-note').textContent = `Charts not drawn: ${e.message}`; });
     return 'ok';
   } catch (e) {
     const refused = e.status === 401 || e.status === 403;

@@ -88,7 +88,7 @@ async function run() {
   const show = (patch) => { view = { ...view, ...patch }; if (running === card) card.update(view); };
   const mine = (fn) => (e) => { if (e.run_id === runId) fn(e); };
   const offs = [
-    supervisor.on('executing', mine(() => show({ started_at: Date.now() }))),
+    supervisor.on('executing', mine(() => show({ started_at: Date.now(), running_here: true }))),
     supervisor.on('output', mine((e) => show({ [e.stream]: view[e.stream] + e.text, [`${e.stream}_truncated`]: e.truncated }))),
     supervisor.on('display', mine((e) => show({ displays: [...view.displays, e.data] }))),
     supervisor.on('input_request', mine((e) => show({ input: { prompt: e.prompt, since: Date.now() } }))),

@@ -5,9 +5,14 @@
 // link, never fetched), links open in a new tab without a referrer.  Both libraries are bundled
 // (npm, pinned); nothing is fetched at run time.
 //
-// It renders text only: code blocks stay text (the run cards under the answer show the runs).
+// Python code blocks get syntax colours after sanitizing: the block's text is parsed with the Lezer
+// Python grammar the editor already bundles and rebuilt as text nodes in <span class="tok-…">
+// (classHighlighter's names), so colouring adds no markup the answer itself could inject.
+// Other code blocks stay plain text.
 import { Marked } from 'marked';
 import DOMPurify from 'dompurify';
+import { parser as pythonParser } from '@lezer/python';
+import { highlightCode, classHighlighter } from '@lezer/highlight';
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 
@@ -32,8 +37,29 @@ purify.addHook('uponSanitizeElement', (node, data) => {
 const CONFIG = { USE_PROFILES: { html: true }, FORBID_TAGS: ['style', 'form', 'input', 'button', 'textarea', 'select', 'iframe', 'object', 'embed'],
   FORBID_ATTR: ['style'], ALLOW_DATA_ATTR: false };
 
-/** Markdown text → a sanitized DocumentFragment. */
+const PYTHON_BLOCK = /(^|\s)language-(python|py|python3)(\s|$)/;
+const HIGHLIGHT_MAX = 100_000; // characters: a longer block stays plain (parsing it would stall the page)
+
+/** Colours a <code> element's Python text in place, from its own text content. */
+export function highlightPython(code) {
+  const src = code.textContent;
+  if (src.length > HIGHLIGHT_MAX) return;
+  const doc = code.ownerDocument, out = doc.createDocumentFragment();
+  highlightCode(src, pythonParser.parse(src), classHighlighter, (piece, classes) => {
+    if (!classes) { out.append(piece); return; }
+    const span = doc.createElement('span');
+    span.className = classes;
+    span.textContent = piece;
+    out.append(span);
+  }, () => out.append('\n'));
+  code.replaceChildren(out);
+  code.classList.add('highlighted');
+}
+
+/** Markdown text → a sanitized DocumentFragment, its Python blocks coloured. */
 export function renderMarkdown(text) {
   const html = marked.parse(text || '');
-  return purify.sanitize(html, { ...CONFIG, RETURN_DOM_FRAGMENT: true });
+  const frag = purify.sanitize(html, { ...CONFIG, RETURN_DOM_FRAGMENT: true });
+  for (const code of frag.querySelectorAll('pre > code')) if (PYTHON_BLOCK.test(code.className)) highlightPython(code);
+  return frag;
 }

@@ -115,6 +115,7 @@ export class Api {
   pageLink(chatId) { return this.call('POST', `/v1/chats/${enc(chatId)}/page_link`, {}); }
   adminRuns() { return this.call('GET', '/v1/admin/runs'); }
   adminPages() { return this.call('GET', '/v1/admin/pages'); }
+  adminHistory() { return this.call('GET', '/v1/admin/history'); }
   adminSettings() { return this.call('GET', '/v1/admin/settings'); }
   putAdminSettings(body) { return this.call('PUT', '/v1/admin/settings', body); }
 }

@@ -6,9 +6,13 @@
 // waiting and gets the run back when it returns.  It posts nothing itself and decides nothing
 // about runs.
 export class Presence {
-  /** @param {{onChange: (visible: boolean, why: string) => void, doc?: Document, win?: Window}} o */
-  constructor({ onChange, doc = globalThis.document, win = globalThis.window }) {
+  /**
+   * @param {{onChange: (visible: boolean, why: string) => void, onLeave?: () => void, doc?: Document, win?: Window}} o
+   *   onLeave: pagehide, the page is going away (a reload, a closed tab, a navigation)
+   */
+  constructor({ onChange, onLeave = () => {}, doc = globalThis.document, win = globalThis.window }) {
     this.onChange = onChange;
+    this.onLeave = onLeave;
     this.doc = doc; this.win = win;
     this._h = [];
   }
@@ -23,7 +27,7 @@ export class Presence {
       on(this.doc, 'resume', () => this.onChange(this.visible, 'resume'));
     }
     if (this.win) {
-      on(this.win, 'pagehide', () => this.onChange(false, 'pagehide'));
+      on(this.win, 'pagehide', () => { this.onChange(false, 'pagehide'); this.onLeave(); });
       on(this.win, 'pageshow', () => this.onChange(this.visible, 'pageshow'));
     }
   }

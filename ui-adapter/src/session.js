@@ -13,7 +13,11 @@
 //   - answering input(): POST /v1/runs/{run}/input (the card's field);
 //   - the conversation (messages.js's MessageList): the chat stream's `message` events and the list
 //     `GET /v1/chats/{chat}/messages` answers, merged; asking (POST …/messages) and stopping a turn;
-//   - switching the page to another chat (a fresh interpreter, the old chat's files gone).
+//   - switching the page to another chat (a fresh interpreter, the old chat's files gone);
+//   - leaving: on pagehide (a reload, a closed tab) and on a chat switch the page session says at
+//     once that this page is going (its run goes to the next page without waiting out the
+//     server's grace), and the runs it held are noted in sessionStorage (ids only: no token), so
+//     the page that loads next in this tab can say why they run again.
 //
 // It does not render anything, create chats or runs for the assistant, or decide policy (pausing,
 // retries, which files are mounted, what the model is asked): the orchestrator does.
@@ -27,7 +31,24 @@ import { WakeLock } from './wakelock.js';
 
 // What a new attempt starts without: the live parts of a run's view.
 const LIVE_RESET = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, displays: [], value: null,
-  input: null, input_ms: 0, started_at: null };
+  input: null, input_ms: 0, started_at: null, running_here: false };
+
+// sessionStorage (this tab only, across its reloads): the runs the page held when it went away.
+const LEFT_KEY = 'cerea-sandbox.left';
+const LEFT_FRESH_MS = 10 * 60_000;
+
+/** The runs this tab's previous page held when it was reloaded: run_id → 'reloaded' (read once). */
+function takeLeftRuns(chatId, storage = globalThis.sessionStorage) {
+  const earlier = new Map();
+  try {
+    const left = JSON.parse(storage?.getItem(LEFT_KEY) || 'null');
+    storage?.removeItem(LEFT_KEY);
+    if (left && left.chat_id === chatId && Date.now() - left.at < LEFT_FRESH_MS && Array.isArray(left.runs)) {
+      for (const id of left.runs.slice(0, 100)) if (typeof id === 'string') earlier.set(id, 'reloaded');
+    }
+  } catch { /* no storage (a sandboxed embedding), or not ours: no reasons to give */ }
+  return earlier;
+}
 
 export function newPageId() {
   return (globalThis.crypto?.randomUUID?.() || `p-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`);
@@ -50,14 +71,15 @@ export class ChatSession extends Emitter {
     this.supervisor = supervisor;
     this.fileDeadlineMs = fileDeadlineMs;
     this.wakeLock = new WakeLock();
-    this.presence = new Presence({ onChange: (visible, why) => this.page.setVisible(visible, why) });
+    this.presence = new Presence({ onChange: (visible, why) => this.page.setVisible(visible, why), onLeave: () => this.leaving() });
     this.runs = new Map();   // run_id -> latest view model (for UIs)
     this.messages = null;    // MessageList of the chat bound
-    this.bind(chatId, token);
+    this.leftChats = new Map(); // chat_id → the run ids this page held when it switched away from it
+    this.bind(chatId, token, takeLeftRuns(chatId));
   }
 
   // A PageSession for this chat; its events become this page's view models.
-  bind(chatId, token) {
+  bind(chatId, token, earlier = new Map()) {
     this.chatId = chatId;
     this.token = token;
     this.api = new Api({ base: this.base, token });
@@ -65,7 +87,7 @@ export class ChatSession extends Emitter {
     this.messages = messages;
     messages.on('message', (v) => { if (this.messages === messages) this.emit('message', v); });
     const page = new PageSession({ chatId, pageId: this.pageId, client: pageClient(this.api), supervisor: this.supervisor,
-      visible: this.presence.visible, fileDeadlineMs: this.fileDeadlineMs,
+      visible: this.presence.visible, fileDeadlineMs: this.fileDeadlineMs, earlier,
       log: (m) => console.warn(`ui-adapter: ${m}`) });
     this.page = page;
     const mine = (fn) => (ev) => { if (this.page === page) fn(ev); };
@@ -83,7 +105,7 @@ export class ChatSession extends Emitter {
     page.on('end', mine(() => this.wakeLock.release()));
     page.on('preparing', mine(({ run_id: runId }) => this.view(runId, { state: 'preparing' })));
     page.on('download', mine((p) => this.emit('download', p)));
-    page.on('running', mine(({ run_id: runId }) => this.view(runId, { state: 'running', started_at: Date.now() })));
+    page.on('running', mine(({ run_id: runId }) => this.view(runId, { state: 'running', started_at: Date.now(), running_here: true })));
     page.on('output', mine((e) => this.liveOutput(e)));
     page.on('display', mine((e) => this.liveDisplay(e)));
     page.on('input_request', mine((e) => this.inputRequested(e)));
@@ -129,14 +151,30 @@ export class ChatSession extends Emitter {
     this.page.detach();
   }
 
+  /** pagehide: this page is going away (a reload, a closed tab, a navigation). */
+  leaving() {
+    try {
+      const runs = this.page.heldRunIds();
+      if (runs.length) globalThis.sessionStorage?.setItem(LEFT_KEY, JSON.stringify({ chat_id: this.chatId, runs, at: Date.now() }));
+    } catch { /* no storage: the next page says less */ }
+    this.page.leave('pagehide');
+  }
+
   /**
    * Switch this page to another chat: a fresh interpreter, the old chat's files removed (files
    * named in `keep`, e.g. knowledge files the user mounted, stay), then attach to the new chat.
    */
   async switchChat(chatId, token, { keep = [] } = {}) {
+    // The runs this page held in the chat it leaves: if it comes back to that chat and they run
+    // again here, they say why.
+    const held = this.page.heldRunIds();
+    if (held.length) this.leftChats.set(this.chatId, held);
+    if (this.leftChats.size > 20) this.leftChats.delete(this.leftChats.keys().next().value);
     this.detach();
     this.runs.clear();
-    this.bind(chatId, token);
+    const back = new Map((this.leftChats.get(chatId) || []).map((id) => [id, 'switched']));
+    this.leftChats.delete(chatId);
+    this.bind(chatId, token, back);
     this.attach();
     await this.supervisor.reset(keep);
     this.emit('switched', { chatId });
