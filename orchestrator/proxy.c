@@ -42,9 +42,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define PX_HEAD_MAX   (16u * 1024) /* the owner's response head, at most */
-#define PX_CONNECT_MS 3000
-#define PX_GET_BODY   4096 /* an internal GET's body, at most */
+#define PX_HEAD_MAX       (16u * 1024) /* the owner's response head, at most */
+#define PX_CONNECT_MS     3000
+#define PX_GET_BODY       4096 /* an internal GET's body, at most */
 #define PX_PROBE_EVERY_MS 1500 /* while a forward waits for its head: the owner asked this often */
 
 struct orch_proxy {
@@ -84,7 +84,7 @@ struct px_xfer {
   struct sbx_buf body;
   /* a forward: the owner's liveness while its head has not begun (probe_owner) */
   char *base_url;
-  uv_timer_t *probe_timer; /* freed in its close callback */
+  uv_timer_t *probe_timer;  /* freed in its close callback */
   struct px_xfer *probe;    /* the GET /v1/node out now, or NULL */
   struct px_xfer *probe_of; /* on that GET: the forward it checks for (NULL once it left) */
 };
@@ -385,7 +385,7 @@ static void on_probe(void *ud, int status, const char *error, const char *body, 
   x->probe = NULL;
   p->probe_of = NULL;
   if (x->status != 0)
-    return; /* its head began meanwhile */
+    return;          /* its head began meanwhile */
   if (status != 0) { /* it answers (whatever it says): the call may rightly take long */
     uv_timer_start(x->probe_timer, on_probe_timer, PX_PROBE_EVERY_MS, 0);
     return;

@@ -81,8 +81,9 @@
  * Last-Event-ID: a kernel host restarted after a crash, a tab reloaded) is counted in `lost`; the
  * max_lost-th ends the run crashed instead of sending it out again, so code that crashes its host
  * cannot loop forever.  A page that said it went to the background (presence hidden) or that it
- * leaves (chat.c pauses its run before it is gone), one that fell silent (a phone freezes a background page's script without a word) and an attempt that had
- * not started are re-dispatched without being counted: none of them is a sign the code crashed.
+ * leaves (chat.c pauses its run before it is gone), one that fell silent (a phone freezes a
+ * background page's script without a word) and an attempt that had not started are re-dispatched
+ * without being counted: none of them is a sign the code crashed.
  */
 #include "internal.h"
 

@@ -351,9 +351,9 @@ START_TEST(test_added_quota) {
   } adds[] = {
       {CHAT, "a.txt", STORE_SRC_ATTACHMENT, "0123456789", 0, 1},
       {CHAT, "b.txt", STORE_SRC_ATTACHMENT, "abcdefghij", SBX_EFULL, 0}, /* 20 > 15 */
-      {CHAT, "a.txt", STORE_SRC_ATTACHMENT, "0123456789", 0, 0},        /* the same: kept */
-      {CHAT, "t.txt", STORE_SRC_TOOL, "12345", 0, 1},                   /* 15: at the quota */
-      {CHAT, "t.txt", STORE_SRC_TOOL, "67890", SBX_EFULL, 0},           /* a new version */
+      {CHAT, "a.txt", STORE_SRC_ATTACHMENT, "0123456789", 0, 0},         /* the same: kept */
+      {CHAT, "t.txt", STORE_SRC_TOOL, "12345", 0, 1},                    /* 15: at the quota */
+      {CHAT, "t.txt", STORE_SRC_TOOL, "67890", SBX_EFULL, 0},            /* a new version */
       {CHAT, "k.md", STORE_SRC_KNOWLEDGE, "x", SBX_EFULL, 0},
       {CHAT, "o.bin", STORE_SRC_OUTPUT, "outputs are not counted", 0, 1},
       {"c2", "a.txt", STORE_SRC_ATTACHMENT, "abcdefghij", 0, 1}, /* another chat's own quota */
