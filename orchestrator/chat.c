@@ -470,7 +470,7 @@ int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) 
   if (c == NULL) {
     struct store_chat sc;
     int rc = store_chat_get(o->st, chat_id, &sc);
-    if (rc == 0 && (rc = orch__node_take(o, chat_id)) != 0) /* nodes: its lease first */
+    if (rc == 0 && o->leases && (rc = o->leases->take(o, chat_id)) != 0) /* its lease first */
       store_chat_free(&sc);
     if (rc != 0)
       return rc;
@@ -479,10 +479,12 @@ int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) 
     c = orch__chat_add(o, sc.id, sc.token_hash, seq);
     store_chat_free(&sc);
     if (c == NULL) {
-      orch__node_release(o, chat_id);
+      if (o->leases)
+        o->leases->release(o, chat_id);
       return SBX_ENOMEM;
     }
-    orch__node_loaded(o, c); /* nodes: a chat taken over brings its unfinished runs */
+    if (o->leases)
+      o->leases->loaded(o, c); /* a chat taken over brings its unfinished runs */
   }
   c->used_ms = sbx_now_mono_ms();
   *out = c;
@@ -500,7 +502,8 @@ size_t orch__chats_evict(struct orch *o, uint64_t idle_ms) {
         !SBX_LIST_EMPTY(&c->runs) || !SBX_LIST_EMPTY(&c->pages) || !SBX_LIST_EMPTY(&c->listeners))
       continue;
     orch__map_del(&o->chats, c->id); /* a tombstone: the iteration goes on */
-    orch__node_release(o, c->id);    /* nodes: its lease goes with it */
+    if (o->leases)
+      o->leases->release(o, c->id); /* its lease goes with it */
     orch__chat_free(c);
     n++;
   }

@@ -7,7 +7,9 @@
  * of HTTP: it holds no request and calls no handler; who waits for a run's end registers a callback
  * (orch__run_on_end), who hears a chat's events is a listener (orch__chat_listen).  The handlers
  * (api_*.c, with api.h, which the domain never includes) read requests, call the domain and
- * answer.
+ * answer.  They are one of the wings, the folders beside this header, each above the next: cli/,
+ * http/, hosts/, nodes/, assistant/, tools/.  A wing calls the core and the wings below it, never
+ * the other way; where the core must reach a wing, the wing registers a hook (struct orch_leases).
  *
  * Ownership: struct orch owns every chat (hash map by id, loaded on first use and kept); a chat
  * owns its live runs (queue in creation order), its pages and its event listeners.  A done run is
@@ -481,6 +483,7 @@ struct orch {
   struct orch_metrics m;
   struct orch_hosts *hosts; /* server execution mode (hosts.c); NULL otherwise */
   struct orch_nodes *nodes; /* CEREA_NODE_URL: several nodes on one store (nodes.c); or NULL */
+  const struct orch_leases *leases; /* the chats' leases, nodes.c's hook (chat.c); or NULL */
   int closing;
   orch_closed_cb close_cb;
   void *close_ud;
@@ -493,6 +496,18 @@ void orch__chats_init(struct orch *o);
 void orch__chats_free(struct orch *o);
 /* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
+/* The chats' leases: a hook the nodes wing (nodes/nodes.c) registers in o->leases when the
+ * server is one node of several (CEREA_NODE_URL).  NULL when it is the only one: every chat is
+ * its own.  So the core loads and drops chats without calling nodes by name.
+ *   take     before a chat is loaded: 0 held (taken now, or already), SBX_EAGAIN another node
+ *            holds it, SBX_EBUSY this node does not serve yet, or the store's error;
+ *   loaded   a chat just loaded (one taken over brings its unfinished runs);
+ *   release  a chat left memory (or could not be loaded after all): its lease goes. */
+struct orch_leases {
+  int (*take)(struct orch *o, const char *chat_id);
+  void (*loaded)(struct orch *o, struct orch_chat *c);
+  void (*release)(struct orch *o, const char *chat_id);
+};
 /* Frees a chat that nothing references any more (with its kept file list). */
 void orch__chat_free(struct orch_chat *c);
 struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash,

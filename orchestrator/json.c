@@ -1,4 +1,4 @@
-/* json.c -- the JSON shapes of the API, over jansson: the run object (the fields DESIGN lists,
+/* json.c -- the JSON shapes of the API, over jansson: the run object (the fields docs/api.md lists,
  * value and displays included), the file object and the `run` event a page is dispatched; and the
  * one walker of the UTF-8 text jansson hands us; what an id looks like (orch__valid_id).
  * References: functions named *_json return a NEW reference.

@@ -13,12 +13,14 @@
 //   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
 //   build/www/assets/preview/{tailwind,react,mermaid}.js   libraries an HTML artifact preview may load
 //   build/www/worker/kernel-worker.js                 the kernel Web Worker (module worker)
+//   build/www/openapi.json                            docs/openapi.yaml as JSON (GET /v1/openapi.json)
 // It does not copy the Pyodide runtime (scripts/sync_pyodide.mjs does, into build/www/pyodide/).
 import * as esbuild from 'esbuild';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const www = path.join(root, 'build', 'www');
@@ -71,6 +73,7 @@ fs.copyFileSync(nm('pdfjs-dist/build/pdf.worker.min.mjs'), path.join(assets, 'pd
 // 3. Libraries an HTML artifact preview may use, as classic scripts that set globals the way their
 //    CDN builds do (inlined into the sandboxed frame by the preview code, see app/previews.js).
 fs.copyFileSync(nm('@tailwindcss/browser/dist/index.global.js'), path.join(assets, 'preview/tailwind.js'));
+fs.writeFileSync(path.join(www, 'openapi.json'), JSON.stringify(YAML.parse(fs.readFileSync(path.join(root, 'docs', 'openapi.yaml'), 'utf8'))));
 fs.copyFileSync(nm('mermaid/dist/mermaid.min.js'), path.join(assets, 'preview/mermaid.js'));
 await esbuild.build({
   ...common, format: 'iife', minify: true,

@@ -1,7 +1,7 @@
 // event-stream.js -- a chat's event stream (text/event-stream) read and kept open, for the page and
 // the headless host alike.  EventStream runs the reconnect loop: when a connection drops it
 // connects again to the same path (the same page id) with `Last-Event-ID` set to the last `id:`
-// seen, so the orchestrator resumes where it stopped and no event is lost (DESIGN.md: a reconnect
+// seen, so the orchestrator resumes where it stopped and no event is lost (docs/api.md: a reconnect
 // inside PAGE_GRACE_MS carries on as if nothing happened).  Backoff from `initialBackoffMs`
 // doubling to `maxBackoffMs`, reset by a successful connect; a `retry:` field sets it.  A
 // 401/403/404 is final (the credential no longer reaches the chat).  SseParser turns the text of
@@ -94,6 +94,8 @@ export class EventStream {
    * @param {string|(() => string)} o.path   the stream's path (a function: built at each connect)
    * @param {(ev: {type: string, data: string, id: string|null}) => void} o.onEvent
    * @param {(state: string, info?: object) => void} [o.onState]
+   * @param {number} [o.initialBackoffMs=250]   the first reconnect's wait, doubled up to maxBackoffMs
+   * @param {number} [o.maxBackoffMs=5000]
    */
   constructor({ connect, path, onEvent, onState = () => {}, initialBackoffMs = 250, maxBackoffMs = 5000 }) {
     this.connect = connect;

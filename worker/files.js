@@ -1,7 +1,7 @@
 // files.js -- FileCache: a host's in-memory copies of one chat's mounted files, for the page and the
 // headless host alike.  A run's manifest lists {name, file_id, version, sha256, size, url}; the
 // cache downloads what it does not hold yet, all downloads of one run sharing ONE deadline (5 s by
-// default, DESIGN.md: "each run waits at most 5 s for files"), and hands back the bytes of every
+// default), and hands back the bytes of every
 // file it has.  A download still going at the deadline is aborted and reported skipped; it is tried
 // again on the next run.  Because the bytes stay here (in shared memory where it can be had, so a
 // kernel takes them without a copy on this thread), remounting into a fresh kernel after a restart

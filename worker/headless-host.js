@@ -3,7 +3,7 @@
 // Python in Pyodide kernels, one worker thread per chat (worker/supervisor.js, one KernelSupervisor
 // per chat, all over one KernelPool: at most --kernels live kernels, the least recently used idle
 // one evicted, one pre-loaded spare shared by every chat).  The orchestrator spawns and supervises
-// these in `server` mode (orchestrator/hosts.c); operators and tests can also start one by hand.
+// these in `server` mode (orchestrator/hosts/hosts.c); operators and tests can also start one by hand.
 //
 //   node [sandbox flags] worker/headless-host.js --orchestrator unix:/path|http://127.0.0.1:PORT
 //        [--page-id ID] [--kernels N] [--chat CHAT]... [--control stdin]
@@ -16,7 +16,7 @@
 // and the host writes "ready" on stdout once its spare kernel is loaded.  EOF on stdin (the
 // orchestrator went away) ends the host.
 //
-// Sandbox (DESIGN.md, NOTES.md "Node is not a sandbox"): the host refuses to start unless it runs
+// Sandbox (docs/server-mode.md, "The sandbox"): the host refuses to start unless it runs
 // with --disallow-code-generation-from-strings, Node's permission model (no child processes, no
 // fs writes, reads limited to the runtime and our sources), as a uid other than root with no
 // capability, no_new_privs and a seccomp filter, and inside a network namespace (no interface but

@@ -65,6 +65,14 @@ const LIFE = machine('kernel client', {
 let clients = 0;
 
 export class KernelClient {
+  /**
+   * @param {object} o
+   * @param {() => Worker} o.createWorker   makes the kernel's worker
+   * @param {object} [o.init]               the init command's fields (protocol.js CMD.INIT)
+   * @param {number} [o.loadTimeoutMs=60000]
+   * @param {object} [o.interrupts]         the shared control buffer, where the page has one
+   * @param {number} [o.flushMs]            how often a flush is signalled while user code runs
+   */
   constructor({ createWorker, init, loadTimeoutMs = 60000, interrupts, flushMs = OUTPUT_BATCH.ms } = {}) {
     if (typeof createWorker !== 'function') throw new TypeError('KernelClient: createWorker is required');
     this.fsm = new Fsm(LIFE, 'loading', { id: `k${++clients}` });
@@ -156,6 +164,7 @@ export class KernelClient {
     const { id, type, ...rest } = r; return rest;
   }
 
+  /** @param {{run_id: string, code: string, pypi?: boolean, limits?: object, files?: object[], complete?: boolean}} job */
   async run({ run_id, code, pypi = false, limits, files, complete } = {}) {
     await this.ready;
     if (this.control) this.control.clear();   // no stale signal or answer reaches this run

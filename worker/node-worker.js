@@ -4,7 +4,7 @@
 //
 // Not a sandbox by itself: Node built-ins stay reachable from Python through the js bridge
 // (Pyodide needs them to load packages from disk).  A headless host that runs untrusted code
-// must add what DESIGN.md lists: --disallow-code-generation-from-strings, Node's permission model,
+// must add (docs/server-mode.md): --disallow-code-generation-from-strings, Node's permission model,
 // and a network namespace (bubblewrap).  Those belong to the host, not to this file.
 import { parentPort } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';

@@ -64,7 +64,9 @@ const ERROR_TEXT = {
   outOfMemory: (limitMb) => `the sandbox ran out of memory (${limitMb ? `limit ${limitMb} MiB` : 'its JavaScript heap'}) and was restarted`,
 };
 
+/** @type {Readonly<Record<string, (...args: any[]) => string>>} each sentence by its name */
 export const NOTE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [, say]]) => [name, say])));
+/** @type {Readonly<Record<string, string>>} each sentence's stable code by its name */
 export const NOTE_CODE = Object.freeze(Object.fromEntries(Object.entries(NOTES).map(([name, [code]]) => [name, code])));
 
 // The code of a note's text (as a result or run object carries it), or null for a note not worded
@@ -102,6 +104,7 @@ export const PHONE = Object.freeze({
 
 // The runtime's loading labels, by the stage the kernel core reports.
 const STAGE = { runtime: 'Loading the Python runtime…', kernel: 'Loading the kernel…', lockdown: 'Locking the sandbox down…', packages: 'Loading packages…' };
+/** @param {{stage?: string, message?: string}} [p] */
 export function progressLabel({ stage, message } = {}) {
   if (message) return `${message[0].toUpperCase()}${message.slice(1)}${message.endsWith('…') ? '' : '…'}`;
   return STAGE[stage] || 'Loading…';

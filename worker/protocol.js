@@ -45,7 +45,7 @@
 //            something no interrupt reaches, e.g. a JS promise: only a replacement stops it).
 //   dispose  {}   Forgets the namespace and files; the worker stays loaded.  Safe twice.  ok → {}
 //
-// RunResult (maps onto DESIGN.md's POST /v1/runs/{run}/result body; the page session adds
+// RunResult (maps onto docs/api.md's POST /v1/runs/{run}/result body; the page session adds
 // `attempt`, the supervisor `restarted`/`remounted` when it replaced the kernel):
 //   {status: 'ok'|'error'|'cancelled' (worker) | 'timeout'|'crashed' (set by the supervisor),
 //    stdout, stderr, stdout_truncated, stderr_truncated,
@@ -159,6 +159,9 @@ export const INPUT = Object.freeze({ NONE: 0, ANSWER: 1, EOF: 2 });
 // The Python modules of kernel/, loaded in this order from `kernelURL` at init.
 export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'outputs_diff',
   'figures', 'imports', 'lockdown', 'values', 'waits', 'execute', 'runner']);
+// The `kernelURL` of modules bundled into the worker script itself (the browser's kernel worker,
+// ui-adapter/src/kernel-worker.js): the page sends it, the worker reads them from its bundle.
+export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
 
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }

@@ -1,5 +1,5 @@
 // session.js -- PageSession: one chat attached to the orchestrator by a kernel host, exactly as the
-// page protocol says (DESIGN.md, docs/api.md "The page protocol"), for the browser page and the
+// page protocol says (docs/api.md "The page protocol"), for the browser page and the
 // headless host alike:
 //   - the event stream (event-stream.js) with the bearer credential, the page id kept across
 //     reconnects, `Last-Event-ID` on every reconnect, `visible=` from the host's visibility;
@@ -123,6 +123,12 @@ export class PageSession extends Emitter {
    * @param {object} o.client            see above
    * @param {import('./supervisor.js').KernelSupervisor} o.supervisor
    * @param {boolean} [o.visible=true]   the host's visibility when it attaches
+   * @param {number} [o.fileDeadlineMs=5000]   how long a run waits for its files in all
+   * @param {boolean} [o.verifyFiles=true]     check each download's sha256
+   * @param {number} [o.initialBackoffMs=250]  the event stream's reconnect waits
+   * @param {number} [o.maxBackoffMs=5000]
+   * @param {number} [o.presenceDelayMs=100]   presence reports within this are sent as one
+   * @param {(msg: string) => void} [o.log]
    * @param {Map<string, string>} [o.earlier]  run_id → why this host let go of it before it
    *   attached ('reloaded', 'switched'): the reason an attempt > 1 of that run came, which this
    *   session could not have seen itself

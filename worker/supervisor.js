@@ -1,5 +1,5 @@
 // supervisor.js -- KernelSupervisor: the life of one chat's kernel, the same for the browser page
-// and the headless host (DESIGN.md "The kernel's life"), over kernels lent by a KernelPool
+// and the headless host (docs/ui-adapter.md), over kernels lent by a KernelPool
 // (pool.js) and driven through KernelClient (kernel-client.js):
 //   - the chat's files: in-memory copies (shared memory where it can be had) that every fresh
 //     kernel gets again without a download; each kernel is sent only what it lacks;
@@ -100,6 +100,14 @@ function contentKey(f) {
 }
 
 export class KernelSupervisor extends Emitter {
+  /**
+   * @param {object} o
+   * @param {import('./pool.js').KernelPool} o.pool   where kernels come from (and the spare)
+   * @param {string} [o.id='chat']
+   * @param {number} [o.cancelGraceMs=1000]    how long an interrupt may take before the kernel is replaced
+   * @param {Function|null} [o.lost]           called when the kernel is lost for good
+   * @param {(msg: string) => void} [o.log]
+   */
   constructor({ pool, id = 'chat', cancelGraceMs = 1000, lost = null, log = () => {} } = {}) {
     super();
     if (!pool) throw new TypeError('KernelSupervisor: pool is required');

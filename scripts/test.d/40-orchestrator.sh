@@ -12,4 +12,4 @@ if [ -z "${CEREA_BIN:-}" ]; then
 fi
 node --test --test-concurrency=1 --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/mcp*.test.mjs \
   tests/integration/cli.test.mjs tests/integration/deploy.test.mjs tests/integration/backup.test.mjs \
-  tests/integration/upgrade.test.mjs
+  tests/integration/upgrade.test.mjs tests/integration/openapi.test.mjs

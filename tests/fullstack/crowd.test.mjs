@@ -1,6 +1,6 @@
 // crowd.test.mjs -- server mode under a crowd (issue 21 item 8), small enough for CI: one host with
 // two kernel slots, 20 new chats posting 3 runs each at once.  Hosts take chats only within their
-// slots (orchestrator/hosts.c); the rest wait in the orchestrator's queue, paused and held there
+// slots (orchestrator/hosts/hosts.c); the rest wait in the orchestrator's queue, paused and held there
 // (CODE_PAUSED_WAIT_MS is cut to 4 s so that a run waiting for a slot longer than that would be
 // abandoned if it were not held), so the host never starts more than its kernels + 1 Pyodide loads
 // and no run is left to the watchdog.  Every run must end ok.  The full-size figures (200 chats x

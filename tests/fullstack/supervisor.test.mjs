@@ -1,4 +1,4 @@
-// supervisor.test.mjs -- orchestrator/hosts.c's supervision, with stand-in hosts (CEREA_NODE points
+// supervisor.test.mjs -- orchestrator/hosts/hosts.c's supervision, with stand-in hosts (CEREA_NODE points
 // at a small shell script instead of node; no Pyodide): the command line and credential a host
 // gets, restart with backoff when one exits, chats spread over N hosts, no zombies, and every host
 // killed by handle when the orchestrator stops.  The script lives in DATA/hosts/, the one

@@ -1,5 +1,6 @@
 // lib.mjs -- what the orchestrator integration tests share: start the real binary on 127.0.0.1
-// with a free port and its own data dir (tracked and stopped by pid), call the API, read event
+// with a free port and its own data dir (tracked and stopped by pid), call the API (each answer
+// checked against docs/openapi.yaml: openapi.mjs), read event
 // streams (an SSE reader over fetch that carries the bearer token), and act as a scripted page
 // (its event stream plus the page's reports, output and heartbeat).
 import { spawn, execFileSync } from 'node:child_process';
@@ -7,6 +8,7 @@ import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkResponse } from './openapi.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = process.env.CEREA_BIN || join(ROOT, 'build', 'cerea-sandbox');
@@ -86,6 +88,8 @@ export async function call(srv, method, path, { token, body, raw, headers = {} }
   const buf = Buffer.from(await res.arrayBuffer());
   let json = null;
   try { json = JSON.parse(buf.toString('utf8')); } catch { /* not JSON */ }
+  // Every answer held to docs/openapi.yaml (openapi.mjs): a mismatch fails the test that got it.
+  checkResponse({ method, path, status: res.status, contentType: res.headers.get('content-type'), json, buf });
   return { status: res.status, json, buf, headers: res.headers };
 }
 

@@ -8,7 +8,7 @@
 // one artifact (the card shows "v2", "v3"…).  A value or display shows its richest part: HTML only
 // inside a sandboxed frame with the artifacts' CSP (previews.js), SVG and PNG as images (an image
 // runs no script), else its text.
-// It renders a run view (DESIGN.md's run object plus the live parts ui-adapter/src/session.js
+// It renders a run view (docs/api.md's run object plus the live parts ui-adapter/src/session.js
 // adds); it does not fetch runs or talk to the kernel: `getBytes(file)` and `onInput(text)` are
 // supplied by the page.
 import { h, fmtBytes, fmtMs, isPhone } from './dom.js';

@@ -1,4 +1,4 @@
-// api.js -- a thin client of the orchestrator's HTTP API v1 (DESIGN.md) for pages and for the
+// api.js -- a thin client of the orchestrator's HTTP API v1 (docs/api.md) for pages and for the
 // reference app.  It holds one bearer credential (a chat's page token, or the operator's API key)
 // and sends it in the Authorization header, never as a cookie and never in a URL the page itself
 // is loaded from.  It turns the API's `{"error": {code, message}}` replies into ApiError.
@@ -134,6 +134,7 @@ export function pageClient(api) {
       const r = await api.send('PUT', path, bytes);
       return { status: r.status, data: r.json };
     },
+    /** @param {string} path @param {{signal?: AbortSignal, onProgress?: (got: number, total: number) => void}} [o] */
     async download(path, { signal, onProgress } = {}) {
       const res = await api.raw(path, { signal });
       if (!res.ok || !res.body) return { status: res.status, bytes: res.ok ? new Uint8Array(await res.arrayBuffer()) : null };

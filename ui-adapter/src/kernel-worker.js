@@ -12,8 +12,7 @@
 import { KernelCore } from '../../worker/core.js';
 import KERNEL_SOURCES from 'cerea:kernel-sources';
 import RUNTIME_BYTES from 'cerea:runtime-bytes';
-
-export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
+import { BUNDLED_KERNEL_URL } from '../../worker/protocol.js';
 
 const scope = self;
 const realFetch = scope.fetch.bind(scope);

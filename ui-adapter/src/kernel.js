@@ -13,9 +13,9 @@ import { KernelPool } from '../../worker/pool.js';
 import { KernelSupervisor as Supervisor } from '../../worker/supervisor.js';
 import { pageSnapshots } from './snapshot.js';
 import { adoptWorker } from './early-worker.js';
+import { BUNDLED_KERNEL_URL } from '../../worker/protocol.js';
 
 export { NOTE, PHONE, noteCode } from '../../worker/notes.js';
-export const BUNDLED_KERNEL_URL = 'bundled:kernel/'; // see kernel-worker.js
 
 export function initUrls(origin = globalThis.location.origin) {
   const base = `${origin}/pyodide/`;
@@ -45,7 +45,7 @@ export class KernelSupervisor extends Supervisor {
    * @param {boolean} [o.spare=true]    keep one pre-loaded spare kernel
    * @param {number} [o.cancelGraceMs]  how long an interrupt may take before the kernel is replaced
    * @param {number} [o.loadTimeoutMs]  a kernel not ready by then is dead (Pyodide hangs, not fails, under a bad CSP)
-   * @param {SnapshotStore|null} [o.snapshots]  where kernels find and keep the runtime's memory
+   * @param {import('./snapshot.js').SnapshotStore|null} [o.snapshots]  where kernels find and keep the runtime's memory
    *                                    snapshot (src/snapshot.js; the page's one store by default)
    * @param {(url: string, opts: {loadTimeoutMs, snapshots}) => KernelClient} [o.createKernel]  for tests
    */

@@ -17,7 +17,7 @@
 //     bounded by the process's --max-old-space-size (hosts.c), the host by its RLIMIT_DATA.
 //
 // What it is not: a sandbox by itself.  What holds is the process around it (headless-host.js,
-// orchestrator/hosts.c and docs/server-mode.md's table): V8 code generation from strings disabled,
+// orchestrator/hosts/hosts.c and docs/server-mode.md's table): V8 code generation from strings disabled,
 // Node's permission model, and bubblewrap (user, network, pid namespaces; no capability; seccomp).
 import { parentPort } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';

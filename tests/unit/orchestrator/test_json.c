@@ -1,7 +1,7 @@
-/* test_json.c -- the API's JSON shapes (json.c): the run object has exactly DESIGN's fields (its
- * code included) with the right nulls and defaults; stored JSON parts come back as JSON, bad ones
- * as defaults; the file object gives a path and code note only when mounted (and the note only
- * with execution on); the `run` event's payload; the UTF-8 walker. */
+/* test_json.c -- the API's JSON shapes (json.c): the run object has exactly docs/api.md's fields
+ * (its code included) with the right nulls and defaults; stored JSON parts come back as JSON, bad
+ * ones as defaults; the file object gives a path and code note only when mounted (and the note
+ * only with execution on); the `run` event's payload; the UTF-8 walker. */
 #include "internal.h"
 
 #include <check.h>

@@ -1,8 +1,9 @@
-/* api.h -- what the HTTP side of the orchestrator shares: the handlers' helpers (api.c: error
- * answers, body reading, credential and chat checks, waiters), every api_*.c file's routes, the
- * forwarding of another node's chat (api_nodes.c, over proxy.c's client on the loop).
+/* api.h -- what the HTTP side of the orchestrator shares: the answers (api_reply.h, which it
+ * includes), the handlers' helpers (api.c: body reading, credential and chat checks, waiters),
+ * every api_*.c file's routes, the forwarding of another node's chat (api.c, over proxy.c's
+ * client on the loop).
  *
- * Layers: the api_*.c files, server.c (which mounts the routes) and proxy.c include it; the
+ * Layers: the api_*.c files and server.c (which mounts the routes) include it; the
  * domain (chat.c, run.c, page.c, turn.c, tools.c, assistant.c, nodes.c, ...) never does: it holds
  * no request and answers nothing.
  *
@@ -11,20 +12,8 @@
 #ifndef ORCH_API_H
 #define ORCH_API_H
 
-#include "internal.h"
-
-struct tp_req;
-
-/* api_reply.c: the answers */
-void orch__api_json(struct tp_req *req, int status, json_t *body); /* steals body */
-void orch__api_text(struct tp_req *req, int status, const char *json_text, size_t len);
-void orch__api_error(struct tp_req *req, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* 503 `unavailable` with Retry-After: retry_s (at least 1): what frees itself soon. */
-void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* A plain Host header value (host[:port], no path or spaces). */
-int orch__host_ok(const char *h);
+#include "api_reply.h"
+#include "proxy.h"
 
 /* api.c: bodies, fields, access checks, waiters */
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
@@ -127,25 +116,9 @@ void orch__routes_admin(struct orch *o);
 int orch__routes_nodes(struct orch *o, struct sbx_error *err);
 void orch__api_nodes_stop(struct orch *o);
 
-/* api_nodes.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or
- * 503; *stage, when given, is the streamed body (taken). */
+/* api.c: answers req by forwarding it to the node holding chat_id's lease (proxy.c), or 503;
+ * *stage, when given, is the streamed body (taken). */
 void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
                         struct store_blob_stage **stage);
-
-/* proxy.c: an HTTP client on the loop (libcurl) for nodes.c. */
-struct orch_proxy;
-int orch__proxy_new(struct orch *o, struct orch_proxy **out, struct sbx_error *err);
-void orch__proxy_free(struct orch_proxy *px); /* ends every transfer; answers what it held */
-/* Forwards req to base_url (the same target), node_id naming this node; retry_ms: the
- * Retry-After of a 503 when the other node does not answer.  *stage (may be NULL) is a streamed
- * body, taken.  0: req is the proxy's (held) until it answered; else nothing was done. */
-int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
-                        const char *chat_id, const char *node_id, uint64_t retry_ms,
-                        struct store_blob_stage **stage);
-/* GET url within timeout_ms: cb(ud, HTTP status or 0, curl's error, up to 4 KiB of the body). */
-typedef void (*orch_proxy_get_cb)(void *ud, int status, const char *error, const char *body,
-                                  size_t len);
-int orch__proxy_get(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
-                    orch_proxy_get_cb cb, void *ud);
 
 #endif

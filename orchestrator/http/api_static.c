@@ -9,6 +9,7 @@
  *                                         (+ the PyPI hosts on /worker-pypi/ unless
  *                                         CHAT_PYODIDE_PYPI_DISABLED); no-cache with a strong
  *                                         ETag over the file and these headers (a 304)
+ *   /v1/openapi.json -> openapi.json (docs/openapi.yaml as JSON, made by ui-adapter/build.mjs);
  *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html, each with
  *   COOP same-origin + COEP require-corp (SharedArrayBuffer for interrupts).  A missing html file
  *   gets a small built-in page instead of an error.
@@ -199,6 +200,19 @@ static void on_not_found(struct tp_req *req, void *ud) {
   sbx_buf_free(&b);
 }
 
+/* GET /v1/openapi.json: docs/openapi.yaml as JSON, made by setup's app build into the static tree. */
+static void on_openapi(struct tp_req *req, void *ud) {
+  struct orch *o = ud;
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/openapi.json", o->static_dir);
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+      tp_respond_file(req, path, "application/json",
+                      "Cache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n", 0) != 0)
+    orch__api_error(req, 404, "not_found",
+                    "no openapi.json in the static tree (run bash scripts/setup.sh)");
+}
+
 static void on_index(struct tp_req *req, void *ud) { serve_app(req, ud, "index.html"); }
 static void on_chat_page(struct tp_req *req, void *ud) { serve_app(req, ud, "chat.html"); }
 static void on_admin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "admin.html"); }
@@ -220,5 +234,6 @@ void orch__routes_static(struct orch *o) {
   tp_route(o->tp, "GET", "/playground", 0, on_index, o);
   tp_route(o->tp, "GET", "/chat/{chat}", 0, on_chat_page, o);
   tp_route(o->tp, "GET", "/admin", 0, on_admin_page, o);
+  tp_route(o->tp, "GET", "/v1/openapi.json", 0, on_openapi, o);
   tp_not_found(o->tp, on_not_found, o);
 }

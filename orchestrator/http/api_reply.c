@@ -5,7 +5,7 @@
  *
  * What it does not do: decide the status (the handlers and api.c's access checks do).
  */
-#include "api.h"
+#include "api_reply.h"
 #include "transport.h"
 
 #include <stdarg.h>

@@ -14,7 +14,7 @@
  *
  * What it does not do: build the conversation or run tools (assistant.c), or retry.
  */
-#include "assistant.h"
+#include "llm.h"
 #include "http_client.h"
 
 #include <openssl/crypto.h>

@@ -26,7 +26,7 @@
  * chat's lease is still this node's at the epoch it took (the store's fence, in the write's own
  * transaction), and a refused one stops the node the same way (on_fenced).
  *
- * Requests for a chat another node holds are forwarded to it by api_nodes.c (with proxy.c); a
+ * Requests for a chat another node holds are forwarded to it by api.c (with proxy.c); a
  * refused take leaves who holds the chat in refused_* for it.
  *
  * Notifications (LISTEN/NOTIFY, no content): "files" after a retention sweep removed files on any
@@ -36,8 +36,8 @@
  * (files and settings).  Runs need none: a run is created by the node serving its chat,
  * requests for it being forwarded there.
  *
- * What it does not do: HTTP (api_nodes.c: GET /v1/node, the URL check, forwarding), keep leases
- * (the store), or serve chats (chat.c).
+ * What it does not do: HTTP (api_nodes.c: GET /v1/node, the URL check; api.c: forwarding), keep
+ * leases (the store), or serve chats (chat.c).
  */
 #include "nodes.h"
 #include "assistant.h"
@@ -218,6 +218,9 @@ static void on_notify(const char *payload, void *ud) {
     orch__runtime_load(ns->o);
 }
 
+/* What the core calls around a chat's life in memory (struct orch_leases, internal.h). */
+static const struct orch_leases leases = {orch__node_take, orch__node_loaded, orch__node_release};
+
 int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   const struct orch_config *cfg = o->cfg;
   if (cfg->node_url == NULL)
@@ -243,6 +246,7 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err) {
   ns->timer->data = ns;
   uv_timer_start(ns->timer, on_tick, NODES_TICK_MS, NODES_TICK_MS);
   o->nodes = ns;
+  o->leases = &leases;
   return 0;
 }
 
@@ -267,6 +271,7 @@ void orch__nodes_close(struct orch *o) {
     sbx_log(SBX_LOG_WARN, "nodes", "leases not released (they expire): %s", err.msg);
   sbx_free(ns);
   o->nodes = NULL;
+  o->leases = NULL;
 }
 
 const char *orch__node_id(const struct orch *o) { return o->nodes ? o->nodes->id : NULL; }

@@ -30,8 +30,8 @@
  *
  * What it does not do: decide where a request goes (nodes.c), or look inside the answers.
  */
-#include "api.h"
-#include "internal.h"
+#include "api_reply.h"
+#include "proxy.h"
 #include "transport.h"
 
 #include <curl/curl.h>

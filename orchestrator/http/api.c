@@ -1,6 +1,6 @@
 /* api.c -- helpers every API handler uses: JSON bodies and their fields (json_unpack_ex), the access checks
- * that decide 401 / 403 / 404, and the answers that wait for a run's end (a wait_s, a result's
- * answer, an immediate cancel).
+ * that decide 401 / 403 / 404 (or forward the request to the node that holds its chat), and the
+ * answers that wait for a run's end (a wait_s, a result's answer, an immediate cancel).
  *
  * Access rules: no credential or a malformed one -> 401.  The API key reaches everything.  A page
  * token reaches only its chat: on a chat's own URL another chat's token gets 403; on a run or file
@@ -8,6 +8,7 @@
  * decide what a handler does with the object.
  */
 #include "api.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <string.h>
@@ -122,6 +123,39 @@ int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what)
   struct orch_auth a;
   read_auth(o, req, 0, &a);
   return deny_not_backend(o, req, &a, what);
+}
+
+/* Forwarding (why not a redirect: docs/scale.md): a request that was forwarded already
+ * (X-Cerea-Node) is not forwarded again but answered 503, and so is one whose owner is this node's
+ * own URL under an older id (its previous life, dead: its leases expire within CEREA_LEASE_MS;
+ * Retry-After says when). */
+void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
+                        struct store_blob_stage **stage) {
+  struct orch_nodes *ns = o->nodes;
+  if (ns == NULL || !ns->ready) {
+    orch__api_error(req, 503, "unavailable", "this node is starting; try again");
+    return;
+  }
+  if (strcmp(ns->refused_chat, chat_id) != 0) { /* not the chat last refused: look again */
+    struct orch_chat *c;
+    if (orch__chat_get(o, chat_id, &c) != SBX_EAGAIN) {
+      orch__api_error(req, 503, "unavailable", "chat %s changed nodes; try again", chat_id);
+      return;
+    }
+  }
+  const char *from = tp_req_header(req, "x-cerea-node");
+  if (from != NULL || strcmp(ns->refused_url, ns->url) == 0) {
+    /* forwarded here already by a node that thinks this one holds the chat, or held by this
+     * node's previous life: the lease has to expire first */
+    orch__api_unavailable(req, (ns->refused_left_ms + 999) / 1000,
+                          "chat %s is held by a node that does not answer; its lease expires "
+                          "first",
+                          chat_id);
+    return;
+  }
+  if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,
+                          stage) != 0)
+    orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
 }
 
 struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,

@@ -38,7 +38,7 @@
  * What it does not do: JSON-RPC or HTTP (mcp.c, api_mcp.c), or decide anything about runs and
  * files (chat.c, files.c, manifest.c do; a tool run is an ordinary run).
  */
-#include "mcp.h"
+#include "tools.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* nodes.h -- what nodes.c (a node's leases, renewals, takeover: the domain) and api_nodes.c (its
- * HTTP side: GET /v1/node, the check of CEREA_NODE_URL, forwarding with proxy.c) share.  Internal
- * to the orchestrator, like internal.h (which it includes). */
+/* nodes.h -- what nodes.c (a node's leases, renewals, takeover: the domain) and its HTTP side
+ * (api_nodes.c: GET /v1/node, the check of CEREA_NODE_URL; api.c: forwarding with proxy.c)
+ * share.  Internal to the orchestrator, like internal.h (which it includes). */
 #ifndef ORCH_NODES_H
 #define ORCH_NODES_H
 
@@ -11,7 +11,7 @@ struct orch_nodes {
   store_id id;
   char url[256];
   uint64_t lease_ms, margin_ms;
-  struct orch_proxy *px; /* api_nodes.c's (forwarding, the URL check); never used here */
+  struct orch_proxy *px; /* the HTTP side's (forwarding, the URL check); never used here */
   uv_timer_t *timer;     /* freed in its close callback */
   uint64_t renewed_at;   /* mono ms: the last renewal that succeeded was sent then */
   uint64_t next_renew;

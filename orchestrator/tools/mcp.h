@@ -1,0 +1,126 @@
+/* mcp.h -- what the orchestrator's tool surface shares: the tools an assistant calls (tools.h,
+ * which it includes), the Model Context Protocol over them (mcp.c: JSON-RPC 2.0 and the MCP
+ * methods, sessions, cancellation, progress; no HTTP, so it can be fuzzed), and the HTTP side
+ * (api_mcp.c: POST/DELETE /mcp, GET /v1/tools, POST /v1/tools/call, chat keys).
+ *
+ * Internal to the orchestrator, like internal.h (which it includes); a header of its own so the
+ * three files and their tests share these names without every other file seeing them.
+ *
+ * Ownership: a tool call (struct orch_tool_call) belongs to tools.c from its start until its
+ * result is handed over (ops->done) or its caller abandons it; an MCP call (struct orch_mcp_call)
+ * belongs to mcp.c from tools/call until its response is handed to the sink (sink->end) or the
+ * HTTP side reports it gone.  Neither calls back from inside the function that started it.
+ */
+#ifndef ORCH_MCP_H
+#define ORCH_MCP_H
+
+#include "tools.h"
+
+/* ---- MCP (mcp.c) ---------------------------------------------------------------------------- */
+
+#define ORCH_MCP_BODY_MAX (12u * ORCH_MIB) /* 413 beyond (transport) */
+#define ORCH_MCP_SESSIONS_MAX                                                                      \
+  4096                                                 /* past it the least recently used idle
+                                                          one goes; all busy: 503 */
+#define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
+#define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
+#define ORCH_MCP_N_VERSIONS      2
+/* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
+extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
+
+/* How tools/call is carried out: tools.c's execution (api_mcp.c), or a test double. */
+struct orch_mcp_tools {
+  void *ud;
+  void (*env)(void *ud, struct orch_tool_env *env, json_t **keep);
+  int (*start)(void *ud, enum orch_tool t, const struct orch_tool_args *args, json_t *args_json,
+               const char *base_url, const struct orch_tool_ops *ops, void *call_ud,
+               struct orch_tool_call **out, json_t **now, char *why, size_t cap);
+  void (*abandon)(void *ud, struct orch_tool_call *tc);
+  /* Several nodes (both NULL with one): the secret every node shares, which makes session ids
+   * any node checks (an HMAC over the id's own bytes and its credential), and how the other
+   * nodes hear what concerns a session they may be running calls of (a cancel, the session's
+   * end): `what` is "mcp-cancel <session> <request>" or "mcp-end <session>", ids only (the
+   * request id as an HMAC of its JSON), for orch__mcp_notified on every node. */
+  const unsigned char *secret;
+  void (*tell)(void *ud, const char *what);
+};
+
+struct orch_mcp;
+struct orch_mcp_call;
+struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools); /* copied; NULL: no memory */
+/* What another node told (orch_mcp_tools.tell's text): a call of ours it cancelled, a session it
+ * ended (ended here too, its calls abandoned, its sinks ended with no response; its id refused
+ * from then on).  Anything else is ignored. */
+void orch__mcp_notified(struct orch_mcp *m, const char *what);
+/* Ends every session (their calls abandoned, their sinks told nothing) and frees m. */
+void orch__mcp_free(struct orch_mcp *m);
+size_t orch__mcp_sessions(const struct orch_mcp *m);
+
+/* One POST of the MCP endpoint, as the HTTP side read it (borrowed for the call). */
+struct orch_mcp_request {
+  const char *body;
+  size_t len;
+  const char *session_id; /* Mcp-Session-Id, or NULL */
+  const char *version;    /* MCP-Protocol-Version, or NULL */
+  const struct orch_tool_scope *scope;
+  const char *cred_hash; /* sha256 hex of the credential: a session answers to its own only */
+  int sse_ok;            /* the client accepts text/event-stream */
+  const char *base_url;  /* for the result's links */
+};
+/* What to answer. */
+struct orch_mcp_reply {
+  int status; /* 200, 202, 400, 404, 503 */
+  char *body; /* JSON text (sbx-owned), or NULL: no body */
+  size_t len;
+  char session_id[65];        /* "": none; else send Mcp-Session-Id (initialize) */
+  struct orch_mcp_call *call; /* a tools/call that goes on (body NULL): the HTTP side holds the
+                                 request and attaches a sink at once (orch__mcp_call_attach) */
+  int stream;                 /* with call: answer as an SSE stream (progress asked, accepted) */
+  /* a tools/call for a chat another node serves (tools.start said SBX_EAGAIN; body NULL, call
+   * NULL): the HTTP side forwards the request to that node, which carries it out */
+  char forward_chat[STORE_ID_LEN + 1];
+};
+/* Classifies one message (a request, a notification, a response; a batch or anything else is
+ * refused) and answers what can be answered now: initialize (a new session), ping, tools/list,
+ * tools/call (checked, started), notifications (202).  0, or SBX_ENOMEM (nothing changed). */
+int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
+                     struct orch_mcp_reply *out);
+void orch__mcp_reply_free(struct orch_mcp_reply *r);
+/* DELETE: ends the session (its calls abandoned, their sinks ended with no response).  200 when
+ * it ended, 404 when there was none for this credential, 400 without a session id. */
+int orch__mcp_end_session(struct orch_mcp *m, const char *session_id, const char *cred_hash);
+
+/* Where a pending call's messages go (the HTTP side). */
+struct orch_mcp_sink {
+  /* A notification (progress) for the client; text borrowed. */
+  void (*send)(void *ud, const char *text, size_t len);
+  /* The last message: the response, or text NULL when none is due (cancelled by the client, or
+   * its session ended; in JSON mode answer_cancelled says what the HTTP answer may carry).  The
+   * call is freed after the callback returns. */
+  void (*end)(void *ud, const char *text, size_t len);
+};
+void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud);
+/* The HTTP side went away (client gone, server closing): the tool call is abandoned and the MCP
+ * call freed; no sink callback follows. */
+void orch__mcp_call_gone(struct orch_mcp_call *c);
+/* A JSON-RPC error response for id (NULL: null) as JSON text (sbx-owned), for answers the HTTP
+ * side makes itself (401, 403, a cancelled call in JSON mode). */
+char *orch__mcp_error_text(const json_t *id, int code, const char *message, size_t *len);
+
+/* JSON-RPC error codes: the spec's, and ours (-32000 - HTTP status, for refusals by HTTP). */
+enum {
+  ORCH_RPC_PARSE_ERROR = -32700,
+  ORCH_RPC_INVALID_REQUEST = -32600,
+  ORCH_RPC_METHOD_NOT_FOUND = -32601,
+  ORCH_RPC_INVALID_PARAMS = -32602,
+  ORCH_RPC_INTERNAL = -32603,
+  ORCH_RPC_CANCELLED = -32800, /* the answer a cancelled call's held JSON request gets */
+  ORCH_RPC_BUSY = -32000,
+  ORCH_RPC_UNAUTHORIZED = -32001,
+  ORCH_RPC_FORBIDDEN = -32003,
+  ORCH_RPC_NO_SESSION = -32004,
+};
+
+void orch__routes_mcp(struct orch *o);
+
+#endif
