@@ -61,6 +61,7 @@ int orch_config_defaults(struct orch_config *c) {
   c->llm_max_tokens = 4096;
   c->llm_turn_s = 600;
   c->llm_stall_s = 60;
+  c->mcp_handoff_s = 50;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -72,6 +73,7 @@ void orch_config_free(struct orch_config *c) {
   sbx_free(c->data_dir);
   sbx_free(c->database_url);
   sbx_free(c->node_url);
+  sbx_free(c->public_url);
   sbx_free(c->tls_cert);
   sbx_free(c->tls_key);
   sbx_free(c->api_key);
@@ -181,6 +183,7 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
       {"CEREA_LLM_STALL_S", offsetof(struct orch_config, llm_stall_s), 1, 3600, "seconds"},
       {"CODE_MAX_ATTEMPTS", offsetof(struct orch_config, max_attempts), 0, 100,
        "attempts (0: no bound)"},
+      {"CEREA_MCP_HANDOFF_S", offsetof(struct orch_config, mcp_handoff_s), 5, 280, "seconds"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
     if (strcmp(key, ints[i].key) != 0)
@@ -222,6 +225,19 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
                            "reach this one; no trailing slash, at most 200 bytes)",
                            v);
     return set_str(&c->node_url, v) == 0 ? 0 : SBX_ENOMEM;
+  }
+  if (strcmp(key, "CEREA_PUBLIC_URL") == 0) {
+    size_t n_url = strlen(v);
+    const char *host = strncmp(v, "http://", 7) == 0    ? v + 7
+                       : strncmp(v, "https://", 8) == 0 ? v + 8
+                                                        : NULL;
+    if (host == NULL || *host == '\0' || *host == '/' || n_url > 200 || strchr(host, '/'))
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_PUBLIC_URL=%s: expected http://HOST[:PORT] or "
+                           "https://HOST[:PORT] (how clients reach this server; no path, at "
+                           "most 200 bytes)",
+                           v);
+    return set_str(&c->public_url, v) == 0 ? 0 : SBX_ENOMEM;
   }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
     if (parse_bool(v, &c->pypi_disabled) != 0)
@@ -305,6 +321,7 @@ static const char *known_keys[] = {
     "CEREA_DATA_DIR",
     "CEREA_DATABASE_URL",
     "CEREA_NODE_URL",
+    "CEREA_PUBLIC_URL",
     "CEREA_LEASE_MS",
     "CEREA_TLS_CERT",
     "CEREA_TLS_KEY",
@@ -318,6 +335,7 @@ static const char *known_keys[] = {
     "CEREA_LLM_MAX_TOKENS",
     "CEREA_LLM_TURN_S",
     "CEREA_LLM_STALL_S",
+    "CEREA_MCP_HANDOFF_S",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {

@@ -49,6 +49,7 @@ struct orch_config {
   char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */
   char *database_url;       /* CEREA_DATABASE_URL: postgresql://...; NULL: SQLite in data_dir */
   char *node_url;           /* CEREA_NODE_URL: this node's URL for the others; NULL: no nodes */
+  char *public_url;         /* CEREA_PUBLIC_URL: http(s)://HOST[:PORT] clients use; NULL: none */
   uint64_t lease_ms;        /* CEREA_LEASE_MS: a chat's lease, 1000..600000, default 10000 */
   char *tls_cert, *tls_key; /* CEREA_TLS_CERT / CEREA_TLS_KEY / --tls-cert / --tls-key */
   char *api_key;            /* CEREA_API_KEY; NULL: read or generated in the data dir */
@@ -62,6 +63,8 @@ struct orch_config {
   int llm_max_tokens;     /* CEREA_LLM_MAX_TOKENS: max_tokens of each request, default 4096 */
   int llm_turn_s;         /* CEREA_LLM_TURN_S: a turn's wall time, default 600 */
   int llm_stall_s;        /* CEREA_LLM_STALL_S: no byte from the model this long ends it, 60 */
+  int mcp_handoff_s;      /* CEREA_MCP_HANDOFF_S: an MCP call without progress answers with the
+                             run's id past this, 5..280, default 50 */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */

@@ -7,11 +7,15 @@
 //   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
 //                                                     first-worker.js and boot.js inlined, modulepreload
 //                                                     links for boot.js's chunks
-//   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js and
-//                                                     docx-preview load only when a preview needs them)
+//   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js loads
+//                                                     only when a preview needs it)
 //   build/www/assets/chunks/*-[hash].js               their shared chunks, named by content (served immutable)
 //   build/www/assets/pdf.worker.mjs                   pdf.js's own worker
 //   build/www/assets/preview/{tailwind,react,mermaid}.js   libraries an HTML artifact preview may load
+//   build/www/assets/preview/docx.js                  the Word preview (docx-preview), run inside its
+//                                                     sandboxed frame, never in the page
+//   build/www/assets/sheet-worker.js                  the .xlsx preview's parser (read-excel-file), a
+//                                                     module Worker
 //   build/www/worker/kernel-worker.js                 the kernel Web Worker (module worker)
 //   build/www/openapi.json                            docs/openapi.yaml as JSON (GET /v1/openapi.json)
 // It does not copy the Pyodide runtime (scripts/sync_pyodide.mjs does, into build/www/pyodide/).
@@ -82,6 +86,12 @@ await esbuild.build({
     "globalThis.ReactDOM = Object.assign({}, ReactDOM, ReactDOMClient);", resolveDir: root },
   outfile: path.join(assets, 'preview/react.js'),
 });
+// The Word preview runs inside its sandboxed frame (app/docx-frame.js says why), inlined there.
+await esbuild.build({ ...common, format: 'iife', minify: true, entryPoints: [path.join(root, 'ui-adapter/app/docx-frame.js')],
+  outfile: path.join(assets, 'preview/docx.js') });
+// The .xlsx parser, a module Worker of the page (app/sheet-worker.js).
+await esbuild.build({ ...common, entryPoints: [path.join(root, 'ui-adapter/app/sheet-worker.js')],
+  outfile: path.join(assets, 'sheet-worker.js'), splitting: false });
 
 // 4. The kernel worker: the browser's one entry (ui-adapter/src/kernel-worker.js over
 //    worker/core.js); kernel Python sources are bundled as text so the worker needs no fetch

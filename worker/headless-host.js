@@ -95,8 +95,13 @@ export async function main(argv = process.argv.slice(2)) {
   if (problems.length) log(`running TRUSTED code without a full sandbox: ${problems.join('; ')}`);
 
   const client = new OrchClient(opts.orchestrator, process.env.CEREA_HOST_CREDENTIAL || null);
-  // The kernels run in host/sandbox-worker.js (Node's globals removed once the kernel loaded).
-  const pool = newNodePool({ entry: 'sandbox', loadTimeoutMs: 120000 }, { max: opts.kernels, spare: true, log });
+  // The kernels run in host/sandbox-worker.js (Node's globals removed once the kernel loaded),
+  // each with a JavaScript heap of its own bounded: a kernel over it is ended alone
+  // (ERR_WORKER_OUT_OF_MEMORY, reported crashed), never the host.
+  const heapMb = Math.max(64, parseInt(process.env.CEREA_KERNEL_JS_HEAP_MB || '', 10) || 256);
+  const resourceLimits = { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 32 };
+  const pool = newNodePool({ entry: 'sandbox', loadTimeoutMs: 120000, workerOptions: { resourceLimits } },
+    { max: opts.kernels, spare: true, log });
   const chats = new Map();     // chat id → {session, supervisor}
   const dropped = new Set();   // chats detached after their kernel existed: their next run says restarted
   const attach = (id) => {

@@ -718,6 +718,7 @@ static json_t *run_python_tool(struct orch *o, struct orch_chat *c) {
   struct orch_tool_env env;
   json_t *keep = NULL;
   orch__tool_env(o, &env, &keep);
+  env.offered = ORCH_TOOL_BIT(ORCH_TOOL_RUN_PYTHON); /* its words name no tool it lacks */
   struct orch_tool_scope scope;
   snprintf(scope.chat_id, sizeof scope.chat_id, "%s", c->id);
   json_t *all = orch__tools_json(&env, &scope, ORCH_TOOLS_OPENAI), *out = json_array();

@@ -3,8 +3,8 @@
  *
  * A host is a page without a screen: it attaches each chat it is given exactly as a browser page
  * does (event stream, presence, started / files / result), over a Unix socket the orchestrator
- * listens on (SOCK = /tmp/cerea-hosts-XXXXXX/hosts.sock, a folder of the hosts' own uid, when the
- * orchestrator runs as root and starts them as nobody; else DATA/hosts/hosts.sock).  The orchestrator talks to a host's
+ * listens on (SOCK = /tmp/cerea-hosts-XXXXXX/sock/hosts.sock, a folder of the hosts' own uid, when
+ * the orchestrator runs as root and starts them as nobody; else DATA/hosts/hosts.sock).  The orchestrator talks to a host's
  * process only through its stdin, one command a line: `key K` (the credential), `attach CHAT`;
  * `detach CHAT` (idle chats); the host answers on stdout (`ready`, `attached CHAT`).  The host's page id is `host-<slot>`
  * (with nodes `host-<node>-<slot>`), the same across its restarts: a restarted host re-attaching a
@@ -21,27 +21,31 @@
  *
  * Sandbox (DESIGN.md "Headless host"; NOTES.md "Node is not a sandbox"; docs/server-mode.md has the
  * table of layers and what each stops): every host runs as (uid 65534 outside its namespace too
- * when the orchestrator is root: see may_run_as_nobody)
+ * when the orchestrator is root, never root: see prepare_nobody)
  *   prlimit --data=HOST_MB --                       (RLIMIT_DATA: the host process's memory bound)
  *   bwrap --unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL
  *         --unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try
  *         --die-with-parent --new-session --seccomp 3 (the filter built below, on fd 3)
  *         --ro-bind /usr /usr (+ /bin /lib /lib64 /sbin symlinks, /etc/ld.so.cache) --dev --proc
- *         --tmpfs /tmp --ro-bind ROOT/{package.json,worker,kernel} PYODIDE (read-only)
+ *         --tmpfs /tmp --ro-bind {package.json,worker,kernel} and the runtime at /cerea/...
+ *         (read-only; from the checkout, or from the copy a root orchestrator made)
  *         [--ro-bind NODE_BIN_DIR when not under /usr] --bind SOCK's folder (writable)
  *     node --disallow-code-generation-from-strings --experimental-permission --allow-worker
- *          --allow-fs-read=ROOT/worker --allow-fs-read=ROOT/kernel --allow-fs-read=PYODIDE
- *          --allow-fs-read=/proc/self/status --max-old-space-size=JS_HEAP_MB
- *          ROOT/worker/headless-host.js --orchestrator unix:SOCK ...
+ *          --allow-fs-read=/cerea/worker --allow-fs-read=/cerea/kernel
+ *          --allow-fs-read=/cerea/pyodide --allow-fs-read=/proc/self/status
+ *          --max-old-space-size=JS_HEAP_MB
+ *          /cerea/worker/headless-host.js --orchestrator unix:SOCK ...
  * (uid 65534 with no capabilities in a user namespace of its own, which may not make more; a
  * seccomp filter allowing what Node needs; no network but the socket, no child processes, no fs
  * writes, reads limited to the runtime and our sources; the data dir other than the socket is
  * hidden).  Without bubblewrap the mode refuses to start unless CEREA_SERVER_TRUSTED=1 says the
  * code is trusted; the host itself checks its sandbox again and refuses to run without it
  * (exit 3).  Memory: each kernel is bounded by CEREA_KERNEL_MEMORY_MB (its Python heap and the
- * JavaScript buffers it holds, enforced in worker/host/sandbox-worker.js; its JavaScript heap by
- * --max-old-space-size, which applies to every isolate of the process), and the whole host
- * process by RLIMIT_DATA = (kernels + 1) x (CEREA_KERNEL_MEMORY_MB + JS_HEAP_MB) + HOST_BASE_MB.
+ * JavaScript buffers it holds, its in-memory files among them, enforced in
+ * worker/host/sandbox-worker.js; its JavaScript heap by its worker's resourceLimits,
+ * CEREA_KERNEL_JS_HEAP_MB = JS_HEAP_MB, and the main thread's by --max-old-space-size), and the
+ * whole host process by RLIMIT_DATA = (kernels + 1) x (CEREA_KERNEL_MEMORY_MB + JS_HEAP_MB) +
+ * HOST_BASE_MB.
  *
  * Capacity: a host takes at most CEREA_HOST_KERNELS chats at a time (one kernel slot each); a
  * chat with live runs and no host waits in the orchestrator's queue (its head run paused, held
@@ -80,8 +84,10 @@
 #include "internal.h"
 #include "transport.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <linux/netlink.h>
@@ -90,6 +96,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -106,10 +113,13 @@
 #define LOADING_HOLD_MAX_MS                                                                        \
   180000                     /* a dispatched run waits this long at most for a loading kernel */
 #define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
-#define JS_HEAP_MB       256 /* --max-old-space-size: every isolate's JavaScript heap */
+#define JS_HEAP_MB       256 /* each isolate's JS heap: --max-old-space-size, kernels' resourceLimits */
 #define SANDBOX_UID      "65534" /* the host's uid and gid inside its user namespace */
 #define HOST_OUTSIDE_UID 65534   /* ... and outside it, when the orchestrator runs as root */
 #define SECCOMP_FD       3       /* where the filter reaches bwrap */
+/* Where the sandbox sees our sources and the runtime, whichever folder they come from. */
+#define APP_DIR    "/cerea"
+#define PYODIDE_IN APP_DIR "/pyodide"
 
 enum host_state {
   HOST_IDLE = 0,
@@ -159,14 +169,17 @@ struct orch_hosts {
   int kernel_mb; /* CEREA_KERNEL_MEMORY_MB */
   int trusted;
   int outside_uid; /* the uid (and gid) prlimit and bwrap run as: HOST_OUTSIDE_UID when we are
-                      root and it can reach what a host needs (sock_dir is then its own), else 0 */
+                      root (then sock_dir is its own, under base_dir), else 0: our own uid */
   int closing;
   int open_timers;
   uint64_t chat_idle_ms; /* an assigned chat idle this long is detached from its host */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
-  char prlimit[PATH_MAX];     /* util-linux prlimit: sets the host's RLIMIT_DATA, then execs */
-  char node_prefix[PATH_MAX]; /* the folder of the node binary, bound when not under /usr */
-  unsigned char *filter;      /* the seccomp program (struct sock_filter[]), built at start */
+  char *base_dir; /* root only: /tmp/cerea-hosts-XXXXXX, with sock/ and runtime/ (see below) */
+  int base_lock;  /* base_dir open and flock()ed while we live: a later start sweeps it if not */
+  char *app_src, *pyodide_src; /* what the sandbox's APP_DIR and PYODIDE_IN are bound from */
+  char prlimit[PATH_MAX];      /* util-linux prlimit: sets the host's RLIMIT_DATA, then execs */
+  char node_prefix[PATH_MAX];  /* the folder of the node binary, bound when not under /usr */
+  unsigned char *filter;       /* the seccomp program (struct sock_filter[]), built at start */
   size_t filter_len;
   struct orch_map assign; /* chat id -> struct assignment (owns its key: chats may leave memory) */
 };
@@ -371,6 +384,8 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
+static void remove_base(const char *base);
+
 static void hosts_free(struct orch_hosts *hs) {
   size_t i = 0;
   const char *k;
@@ -379,10 +394,13 @@ static void hosts_free(struct orch_hosts *hs) {
     sbx_free(v);
   orch__map_free(&hs->assign);
   sbx_free(hs->h);
-  if (hs->outside_uid != 0 && hs->sock_path != NULL) {
-    unlink(hs->sock_path); /* the folder is ours alone (mkdtemp) */
-    rmdir(hs->sock_dir);
-  }
+  if (hs->base_dir != NULL)
+    remove_base(hs->base_dir); /* the folder is ours alone (mkdtemp, and its lock) */
+  if (hs->base_lock >= 0)
+    close(hs->base_lock);
+  sbx_free(hs->base_dir);
+  sbx_free(hs->app_src);
+  sbx_free(hs->pyodide_src);
   sbx_free(hs->sock_dir);
   sbx_free(hs->sock_path);
   sbx_free(hs->data_dir);
@@ -531,15 +549,20 @@ static void host_spawn(struct host *h) {
   struct orch_hosts *hs = h->hs;
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
       script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
-      seccomp_fd[16], env_mem[48];
+      seccomp_fd[16], env_mem[48], env_heap[48];
+  /* Sandboxed, the host sees our sources and the runtime at APP_DIR (bound from app_src and
+   * pyodide_src); trusted, where they are. */
+  const char *app = hs->trusted ? hs->root : APP_DIR;
+  const char *py = hs->trusted ? hs->pyodide : PYODIDE_IN;
   snprintf(kernels, sizeof(kernels), "%d", hs->kernels);
-  snprintf(fs_worker, sizeof(fs_worker), "--allow-fs-read=%s/worker", hs->root);
-  snprintf(fs_kernel, sizeof(fs_kernel), "--allow-fs-read=%s/kernel", hs->root);
-  snprintf(fs_py, sizeof(fs_py), "--allow-fs-read=%s", hs->pyodide);
-  snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
+  snprintf(fs_worker, sizeof(fs_worker), "--allow-fs-read=%s/worker", app);
+  snprintf(fs_kernel, sizeof(fs_kernel), "--allow-fs-read=%s/kernel", app);
+  snprintf(fs_py, sizeof(fs_py), "--allow-fs-read=%s", py);
+  snprintf(script, sizeof(script), "%s/worker/headless-host.js", app);
   snprintf(orch_arg, sizeof(orch_arg), "unix:%s", hs->sock_path);
-  snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", hs->pyodide);
+  snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", py);
   snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
+  snprintf(env_heap, sizeof(env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
   snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
   snprintf(
       data_limit, sizeof(data_limit), "--data=%llu",
@@ -554,9 +577,9 @@ static void host_spawn(struct host *h) {
   argv[a++] = data_limit;
   argv[a++] = "--";
   char pkg[PATH_MAX + 16], worker_dir[PATH_MAX + 8], kernel_dir[PATH_MAX + 8];
-  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->root);
-  snprintf(worker_dir, sizeof(worker_dir), "%s/worker", hs->root);
-  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->root);
+  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->app_src);
+  snprintf(worker_dir, sizeof(worker_dir), "%s/worker", hs->app_src);
+  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->app_src);
   int sfd = -1;
   if (!hs->trusted) {
     if ((sfd = filter_fd(hs)) < 0) {
@@ -617,16 +640,16 @@ static void host_spawn(struct host *h) {
                         "/tmp",
                         "--ro-bind",
                         pkg,
-                        pkg,
+                        APP_DIR "/package.json",
                         "--ro-bind",
                         worker_dir,
-                        worker_dir,
+                        APP_DIR "/worker",
                         "--ro-bind",
                         kernel_dir,
-                        kernel_dir,
+                        APP_DIR "/kernel",
                         "--ro-bind",
-                        hs->pyodide,
-                        hs->pyodide,
+                        hs->pyodide_src,
+                        PYODIDE_IN,
                         "--chdir",
                         "/"};
     for (size_t i = 0; i < SBX_ARRAY_SIZE(bw); i++)
@@ -643,7 +666,8 @@ static void host_spawn(struct host *h) {
     argv[a++] = "--";
   }
   /* /proc/self/status is readable so that the host can check its own sandbox (uid, capabilities,
-   * seccomp, no_new_privs) before it runs anything. */
+   * seccomp, no_new_privs) before it runs anything.  (Its uid outside cannot be checked from
+   * inside: --disable-userns nests its namespace in bwrap's, where it maps to 0.) */
   const char *nd[] = {hs->node,
                       "--disallow-code-generation-from-strings",
                       "--experimental-permission",
@@ -671,9 +695,13 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path,        env_py,
-                 env_mem,         hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
-                 "NODE_OPTIONS=", NULL};
+  char *env[] = {env_path,
+                 env_py,
+                 env_mem,
+                 env_heap,
+                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+                 "NODE_OPTIONS=",
+                 NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);
@@ -692,7 +720,7 @@ static void host_spawn(struct host *h) {
   opt.file = argv[0];
   opt.args = argv;
   opt.env = env;
-  opt.cwd = hs->root;
+  opt.cwd = hs->trusted ? hs->root : "/"; /* a nobody's process has no business in the checkout */
   opt.exit_cb = on_host_exit;
   opt.stdio_count = hs->trusted ? 3 : SECCOMP_FD + 1;
   if (hs->outside_uid != 0) {
@@ -730,15 +758,130 @@ static void host_spawn(struct host *h) {
 }
 
 /* ---- the uid a host runs as outside its namespace ----------------------------------------
- * A user namespace maps the host's uid 65534 to the uid of whoever started bwrap: when the
- * orchestrator runs as root, a host that got out of its namespace (a kernel bug) would be root,
- * and a file it made in the socket's folder would be root's.  So a root orchestrator starts
- * prlimit and bwrap as HOST_OUTSIDE_UID (nobody) instead, with the socket in a folder of that
- * uid's own in /tmp (the data directory is not searchable by others).  bwrap resolves what it
- * binds by path as that uid, so the sources, the runtime, node and bwrap must be reachable by
- * others: a child that became that uid checks once at start.  When one is not (a checkout under
- * /root, or made with umask 077), hosts keep running as root outside their namespace, the socket
- * stays in DATA/hosts, and the log says which path to open up. */
+ * A user namespace maps the host's uid 65534 to the uid of whoever started bwrap: were that root,
+ * a host that got out of its namespace (a kernel bug) would be root, and a file it made in the
+ * socket's folder root's.  So a root orchestrator always starts prlimit and bwrap as
+ * HOST_OUTSIDE_UID (nobody, no supplementary group), never as root.
+ *
+ * bwrap resolves what it binds by path as that uid (a bind from an open descriptor too: it takes
+ * the descriptor's path), so a checkout nobody may not read (a clone in a `mktemp -d` folder, a
+ * home directory, files made with umask 077) cannot be bound from where it is.  So the
+ * orchestrator copies what a host runs (package.json, worker/, kernel/ and the runtime without its
+ * .br/.gz copies for browsers: ~14 MB) at start, as root, into a folder of root's that everyone
+ * may read, and the sandbox sees the copy read-only at APP_DIR:
+ *
+ *   /tmp/cerea-hosts-XXXXXX/  root, 0711, flock()ed by the orchestrator while it lives
+ *     owner                   made once the lock is held (a folder with it is a server's)
+ *     sock/                   nobody's, 0700: hosts.sock
+ *     runtime/                root's, folders 0755 and files 0644: the copy
+ *
+ * The copy also fixes what hosts run for the server's life: a rebuild of the checkout while it
+ * serves never reaches a host restarted later with half of it.  The folder goes at exit; one left
+ * by an orchestrator that was killed is swept by the next start (its lock is free).  When nobody
+ * still cannot start a host (node, bwrap or prlimit out of its reach), server mode refuses to
+ * start, saying which path. */
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  (void)st;
+  (void)type;
+  (void)ftw;
+  remove(path);
+  return 0;
+}
+
+/* base's own files only: sock/ is nobody's, so what a host may have left in it is not walked
+ * (unlinking its socket and removing the folder when empty is all root does there). */
+static void remove_base(const char *base) {
+  char p[PATH_MAX];
+  snprintf(p, sizeof(p), "%s/sock/hosts.sock", base);
+  unlink(p);
+  snprintf(p, sizeof(p), "%s/sock", base);
+  rmdir(p);
+  snprintf(p, sizeof(p), "%s/runtime", base);
+  nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  snprintf(p, sizeof(p), "%s/owner", base);
+  unlink(p);
+  rmdir(base);
+}
+
+/* Folders of servers that were killed: root's, with an owner file, and nobody holds their lock. */
+static void sweep_stale(void) {
+  DIR *d = opendir("/tmp");
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, "cerea-hosts-", 12) != 0)
+      continue;
+    char dir[PATH_MAX], owner[PATH_MAX + 8];
+    snprintf(dir, sizeof(dir), "/tmp/%s", e->d_name);
+    snprintf(owner, sizeof(owner), "%s/owner", dir);
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || lstat(owner, &st) != 0)
+      continue;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      remove_base(dir);
+      sbx_log(SBX_LOG_INFO, "hosts", "removed %s, left by a server that was killed", dir);
+    }
+    close(fd);
+  }
+  closedir(d);
+}
+
+/* The tree walk's state (nftw takes no argument; the start runs once, on the loop's thread). */
+static struct {
+  uv_loop_t *loop;
+  const char *to;
+  size_t from_len;
+  int skip_compressed;
+  char failed[PATH_MAX];
+} copying;
+
+static int copy_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  char to[PATH_MAX];
+  snprintf(copying.failed, sizeof(copying.failed), "%s", path);
+  if (snprintf(to, sizeof(to), "%s%s", copying.to, path + copying.from_len) >= (int)sizeof(to)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  /* chmod after: the modes must not depend on our umask or on the checkout's */
+  if (type == FTW_D)
+    return (mkdir(to, 0755) == 0 || errno == EEXIST) && chmod(to, 0755) == 0 ? 0 : -1;
+  if (type != FTW_F) {
+    errno = type == FTW_DNR ? EACCES : ENOENT;
+    return -1;
+  }
+  size_t n = strlen(path);
+  if (copying.skip_compressed && n > 3 &&
+      (strcmp(path + n - 3, ".br") == 0 || strcmp(path + n - 3, ".gz") == 0))
+    return 0; /* the runtime's compressed copies are served to browsers; Node reads the files */
+  uv_fs_t req;
+  int rc = uv_fs_copyfile(copying.loop, &req, path, to, UV_FS_COPYFILE_FICLONE, NULL);
+  uv_fs_req_cleanup(&req);
+  if (rc < 0) {
+    errno = -rc;
+    return -1;
+  }
+  return chmod(to, 0644);
+}
+
+static int copy_tree(struct orch_hosts *hs, const char *from, const char *to, int skip_compressed,
+                     struct sbx_error *err) {
+  copying.loop = hs->o->loop;
+  copying.to = to;
+  copying.from_len = strlen(from);
+  copying.skip_compressed = skip_compressed;
+  copying.failed[0] = '\0';
+  if (nftw(from, copy_one, 16, 0) == 0)
+    return 0;
+  return sbx_error_set(err, SBX_EIO, "server mode: cannot copy %s for the kernel hosts: %s",
+                       copying.failed[0] ? copying.failed : from, strerror(errno));
+}
 
 /* 0 when uid may use each path as mode says, else the index + 1 of the first it may not. */
 static int refused_to(int uid, const char *const *path, const int *mode, int n) {
@@ -759,25 +902,77 @@ static int refused_to(int uid, const char *const *path, const int *mode, int n) 
   return WIFEXITED(status) ? WEXITSTATUS(status) : n + 1;
 }
 
-static int may_run_as_nobody(struct orch_hosts *hs) {
-  char script[PATH_MAX + 32], pkg[PATH_MAX + 16], host_dir[PATH_MAX + 16], kernel_dir[PATH_MAX + 8],
-      wasm[PATH_MAX + 32];
-  snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
-  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->root);
-  snprintf(host_dir, sizeof(host_dir), "%s/worker/host", hs->root);
-  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->root);
-  snprintf(wasm, sizeof(wasm), "%s/pyodide.asm.wasm", hs->pyodide);
-  const char *path[] = {pkg,  script,   host_dir,  kernel_dir, hs->pyodide,
-                        wasm, hs->node, hs->bwrap, hs->prlimit};
-  const int mode[] = {R_OK, R_OK, R_OK | X_OK, R_OK | X_OK, R_OK | X_OK, R_OK, X_OK, X_OK, X_OK};
+/* The folder, its copy and the socket's folder for hosts run as nobody; then a child that became
+ * nobody checks it reaches every program and file a host needs. */
+static int prepare_nobody(struct orch_hosts *hs, struct sbx_error *err) {
+  sweep_stale();
+  char tmpl[] = "/tmp/cerea-hosts-XXXXXX";
+  if (mkdtemp(tmpl) == NULL)
+    return sbx_error_set(err, SBX_EIO,
+                         "server mode: cannot make a folder for the kernel hosts in "
+                         "/tmp: %s",
+                         strerror(errno));
+  hs->base_dir = sbx_strdup(tmpl);
+  hs->sock_dir = join(tmpl, "sock");
+  hs->app_src = join(tmpl, "runtime");
+  hs->pyodide_src = hs->app_src ? join(hs->app_src, "pyodide") : NULL;
+  if (!hs->base_dir || !hs->sock_dir || !hs->app_src || !hs->pyodide_src)
+    return SBX_ENOMEM;
+  char p[PATH_MAX + 32];
+  snprintf(p, sizeof(p), "%s/owner", tmpl);
+  int fd = -1;
+  if ((hs->base_lock = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+      flock(hs->base_lock, LOCK_EX) != 0 || chmod(tmpl, 0711) != 0 ||
+      (fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)) < 0 ||
+      mkdir(hs->sock_dir, 0700) != 0 || chown(hs->sock_dir, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) ||
+      mkdir(hs->app_src, 0755) != 0 || chmod(hs->app_src, 0755) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return sbx_error_set(err, SBX_EIO, "server mode: cannot prepare %s for the kernel hosts: %s",
+                         tmpl, strerror(e));
+  }
+  close(fd);
+  const char *part[] = {"package.json", "worker", "kernel"};
+  char from[PATH_MAX + 16], to[PATH_MAX + 16];
+  int rc = 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(part) && rc == 0; i++) {
+    snprintf(from, sizeof(from), "%s/%s", hs->root, part[i]);
+    snprintf(to, sizeof(to), "%s/%s", hs->app_src, part[i]);
+    rc = copy_tree(hs, from, to, 0, err);
+  }
+  if (rc == 0)
+    rc = copy_tree(hs, hs->pyodide, hs->pyodide_src, 1, err);
+  if (rc != 0)
+    return rc;
+
+  char script[PATH_MAX + 32], host_dir[PATH_MAX + 16], kernel_dir[PATH_MAX + 8];
+  snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->app_src);
+  snprintf(host_dir, sizeof(host_dir), "%s/worker/host", hs->app_src);
+  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->app_src);
+  int node_elsewhere = strncmp(hs->node_prefix, "/usr/", 5) != 0;
+  const char *path[] = {script,          host_dir,     kernel_dir,
+                        hs->pyodide_src, hs->sock_dir, hs->node,
+                        hs->bwrap,       hs->prlimit,  node_elsewhere ? hs->node_prefix : hs->node};
+  const int mode[] = {R_OK,
+                      R_OK | X_OK,
+                      R_OK | X_OK,
+                      R_OK | X_OK,
+                      R_OK | W_OK | X_OK,
+                      X_OK,
+                      X_OK,
+                      X_OK,
+                      node_elsewhere ? R_OK | X_OK : X_OK};
   int n = (int)SBX_ARRAY_SIZE(path);
   int bad = refused_to(HOST_OUTSIDE_UID, path, mode, n);
   if (bad != 0)
-    sbx_log(SBX_LOG_WARN, "hosts",
-            "kernel hosts run as root outside their user namespace: uid %d may not reach %s (make "
-            "it and its parent folders readable and searchable by others to run them as that uid)",
-            HOST_OUTSIDE_UID, bad <= n ? path[bad - 1] : "its files (the probe failed)");
-  return bad == 0;
+    return sbx_error_set(
+        err, SBX_EPERM,
+        "server mode refuses to start kernel hosts as root: they run as uid %d, which may not "
+        "reach %s (make it and its parent folders readable and searchable by others, or run the "
+        "server as another user)",
+        HOST_OUTSIDE_UID, bad <= n ? path[bad - 1] : "its files (the probe failed)");
+  return 0;
 }
 
 /* ---- public -------------------------------------------------------------------------------- */
@@ -818,6 +1013,7 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   if (hs == NULL)
     return SBX_ENOMEM;
   hs->o = o;
+  hs->base_lock = -1;
   hs->n = n;
   hs->kernels = kernels;
   hs->kernel_mb = kernel_mb;
@@ -859,26 +1055,8 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
       *slash = '\0';
   }
   hs->bwrap = sbx_strdup(bwrap_real);
-  if (!trusted && geteuid() == 0 && hs->root && hs->pyodide && hs->node && hs->bwrap &&
-      may_run_as_nobody(hs)) {
-    char tmpl[] = "/tmp/cerea-hosts-XXXXXX";
-    if (mkdtemp(tmpl) != NULL && chown(tmpl, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) == 0) {
-      hs->sock_dir = sbx_strdup(tmpl);
-      hs->outside_uid = HOST_OUTSIDE_UID;
-    } else {
-      sbx_log(SBX_LOG_WARN, "hosts",
-              "kernel hosts run as root outside their user namespace: no folder for their socket "
-              "in /tmp: %s",
-              strerror(errno));
-      rmdir(tmpl);
-    }
-  }
-  if (hs->sock_dir == NULL)
-    hs->sock_dir = join(real_data, "hosts");
-  hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
   hs->h = sbx_calloc((size_t)n, sizeof(*hs->h));
-  if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->sock_dir || !hs->sock_path || !hs->node ||
-      !hs->bwrap || !hs->h) {
+  if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->node || !hs->bwrap || !hs->h) {
     rc = SBX_ENOMEM;
     goto fail;
   }
@@ -889,6 +1067,22 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   if (access(script, R_OK) != 0) {
     rc = sbx_error_set(err, SBX_ENOENT,
                        "server mode: %s not found (set CEREA_ROOT to the checkout)", script);
+    goto fail;
+  }
+  /* As root the hosts run as nobody from a copy (prepare_nobody); else as our own uid, bound
+   * from the checkout, with the socket in DATA/hosts. */
+  if (!trusted && geteuid() == 0) {
+    if ((rc = prepare_nobody(hs, err)) != 0)
+      goto fail;
+    hs->outside_uid = HOST_OUTSIDE_UID;
+  } else {
+    hs->sock_dir = join(real_data, "hosts");
+    hs->app_src = sbx_strdup(hs->root);
+    hs->pyodide_src = sbx_strdup(hs->pyodide);
+  }
+  hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
+  if (!hs->sock_path || !hs->app_src || !hs->pyodide_src) {
+    rc = SBX_ENOMEM;
     goto fail;
   }
   if (strlen(hs->sock_path) >= 100) {

@@ -38,6 +38,8 @@
 #include "mcp.h"
 #include "transport.h"
 
+#include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -62,6 +64,64 @@ static int foreign_origin(struct tp_req *req) {
   return rest == NULL || host == NULL || strcasecmp(rest, host) != 0;
 }
 
+/* "HOST[:PORT]" split: the name (brackets kept for IPv6) into name, the port (-1: none; -2: not
+ * a port).  0, or -1 when it is not of that shape. */
+static int split_host(const char *h, char *name, size_t cap, int *port) {
+  const char *end = h[0] == '[' ? strchr(h, ']') : strchr(h, ':');
+  if (h[0] == '[' && end == NULL)
+    return -1;
+  size_t n = end ? (size_t)(end - h) + (h[0] == '[') : strlen(h);
+  if (n == 0 || n >= cap)
+    return -1;
+  memcpy(name, h, n);
+  name[n] = '\0';
+  const char *rest = h + n;
+  *port = -1;
+  if (*rest == ':') {
+    char *e = NULL;
+    long p = strtol(rest + 1, &e, 10);
+    *port = rest[1] != '\0' && *e == '\0' && p > 0 && p < 65536 ? (int)p : -2;
+  } else if (*rest != '\0') {
+    return -1;
+  }
+  return 0;
+}
+
+/* The host of an http(s):// URL matches name (and its port, when both say one). */
+static int url_host_is(const char *url, const char *name, int port) {
+  const char *h = url == NULL                            ? NULL
+                  : strncasecmp(url, "http://", 7) == 0  ? url + 7
+                  : strncasecmp(url, "https://", 8) == 0 ? url + 8
+                                                         : NULL;
+  char un[256], hb[256];
+  int up;
+  if (h == NULL)
+    return 0;
+  snprintf(hb, sizeof(hb), "%.*s", (int)strcspn(h, "/"), h);
+  if (split_host(hb, un, sizeof(un), &up) != 0 || strcasecmp(un, name) != 0)
+    return 0;
+  return port < 0 || up < 0 || up == port;
+}
+
+/* A Host this server answers to, so that a page whose name was rebound to this address (DNS
+ * rebinding: its requests carry its own name) is refused: an IP literal (a page at an IP is that
+ * IP's own origin; a wildcard listener is reached by any of them), localhost, or the host of
+ * CEREA_PUBLIC_URL or CEREA_NODE_URL.  The name is what tells a rebound page; the port is not
+ * checked (it tells none: a page elsewhere on this machine has its own Origin, refused below),
+ * and a request another node forwards keeps the Host its client used there. */
+static int host_ours(struct orch *o, const char *host) {
+  char name[256], inner[256];
+  unsigned char addr[16];
+  int port;
+  if (host == NULL || split_host(host, name, sizeof(name), &port) != 0 || port == -2)
+    return 0;
+  if (url_host_is(o->cfg->public_url, name, -1) || url_host_is(o->cfg->node_url, name, -1))
+    return 1;
+  snprintf(inner, sizeof(inner), "%.*s", (int)strlen(name) - 2, name + 1);
+  return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, addr) == 1 ||
+         (name[0] == '[' && inet_pton(AF_INET6, inner, addr) == 1);
+}
+
 /* Answers a refusal of the MCP endpoint: the JSON-RPC error shape, with our code for the status. */
 static void mcp_refuse(struct tp_req *req, int status, int code, const char *msg) {
   size_t len = 0;
@@ -78,6 +138,18 @@ static void mcp_refuse(struct tp_req *req, int status, int code, const char *msg
  * nonzero when it may not call tools. */
 static int tool_caller(struct orch *o, struct tp_req *req, int mcp, struct orch_tool_scope *scope,
                        char cred_hash[65]) {
+  const char *host = tp_req_header(req, "host");
+  if (host == NULL)
+    host = tp_req_header(req, ":authority");
+  if (mcp && !host_ours(o, host)) {
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "the Host %.200s is not one this server answers to (an IP address, localhost, "
+             "or CEREA_PUBLIC_URL's host)",
+             host ? host : "(none)");
+    mcp_refuse(req, 403, ORCH_RPC_FORBIDDEN, msg);
+    return 1;
+  }
   if (foreign_origin(req)) {
     const char *msg = "requests from another origin are refused (Origin is not this server)";
     if (mcp)
@@ -121,10 +193,9 @@ static void tools_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   orch__tool_env(ud, env, keep);
 }
 
-static int tools_start(void *ud, enum orch_tool t, const struct orch_tool_args *args,
-                       json_t *args_json, const char *base, const struct orch_tool_ops *ops,
-                       void *call_ud, struct orch_tool_call **out, json_t **now, char *why,
-                       size_t cap) {
+static int tools_start(void *ud, enum orch_tool t, struct orch_tool_args *args, json_t *args_json,
+                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
+                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   return orch__tool_start(ud, t, args, args_json, base, ops, call_ud, out, now, why, cap);
 }
 
@@ -390,10 +461,11 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     goto out;
   int t = orch__tool_find(name);
   if (t < 0) {
-    orch__api_error(req, 404, "not_found",
-                    "no tool %.200s (the tools: run_python, list_files, "
-                    "add_file)",
-                    name);
+    char names[200] = "";
+    for (int i = 0; i < ORCH_TOOL__COUNT; i++)
+      snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+               orch__tool_name(i));
+    orch__api_error(req, 404, "not_found", "no tool %.200s (the tools: %s)", name, names);
     goto out;
   }
   /* OpenAI's tool calls carry their arguments as a JSON string. */
@@ -415,8 +487,8 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     refused(req, why);
     goto out;
   }
-  struct orch_chat *oc = NULL;
-  if (orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: the chat's node answers */
+  struct orch_chat *oc = NULL; /* (wait_for_run, cancel_run: their run says the chat) */
+  if (a.chat_id && orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: its node answers */
     orch__node_forward(o, req, a.chat_id, NULL);
     goto out;
   }
@@ -431,7 +503,9 @@ static void on_tools_call(struct tp_req *req, void *ud) {
   rc = orch__tool_start(o, t, &a, args, base, &http_ops, h, &h->tc, &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
     sbx_free(h);
-    if (rc == SBX_EINVAL)
+    if (rc == SBX_EAGAIN && a.chat_id) /* nodes: the run's chat is another node's */
+      orch__node_forward(o, req, a.chat_id, NULL);
+    else if (rc == SBX_EINVAL)
       refused(req, why);
     else if (rc != 0)
       orch__api_error(req, 500, "internal", "the call could not start: %s", sbx_strerror(rc));

@@ -29,6 +29,12 @@
 
 static const char ISOLATION[] = "Cross-Origin-Opener-Policy: same-origin\r\n"
                                 "Cross-Origin-Embedder-Policy: require-corp\r\n";
+/* The app's pages may talk to this origin only: a script that got into a page (a preview that
+ * escaped, a library's bug) cannot send what it read anywhere else, nor load plugins or move the
+ * base URL.  Scripts and styles stay as they are (boot.js is inlined; the preview frames, srcdoc
+ * documents, inherit this and add their own stricter policy). */
+static const char APP_CSP[] =
+    "Content-Security-Policy: connect-src 'self'; object-src 'none'; base-uri 'none'\r\n";
 static const char SUBRESOURCE[] = "Cross-Origin-Resource-Policy: same-origin\r\n"
                                   "Cross-Origin-Embedder-Policy: require-corp\r\n"
                                   "X-Content-Type-Options: nosniff\r\n";
@@ -132,8 +138,8 @@ static void serve_app(struct tp_req *req, struct orch *o, const char *file) {
   snprintf(path, sizeof(path), "%s/%s", o->static_dir, file);
   snprintf(headers, sizeof(headers),
            "%sCache-Control: no-cache\r\nX-Content-Type-Options: nosniff\r\n"
-           "Referrer-Policy: no-referrer\r\n",
-           ISOLATION);
+           "Referrer-Policy: no-referrer\r\n%s",
+           ISOLATION, APP_CSP);
   struct stat st;
   if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
       tp_respond_file(req, path, "text/html; charset=utf-8", headers, 0) == 0)

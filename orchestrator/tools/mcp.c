@@ -9,15 +9,17 @@
  * it is accepted and dropped).  A batch (an array: MCP 2025-06-18 removed them) and anything else
  * is an invalid request.  Answers: a request's JSON-RPC response (200, errors included), 202 for
  * a notification or a response, 400 for what is not JSON-RPC, a missing session id or an
- * unsupported MCP-Protocol-Version, 404 for an unknown or ended session, 503 when every session
- * slot is busy.
+ * unsupported MCP-Protocol-Version, 404 for an unknown or ended session, 503 when no session of
+ * the credential can make room for a new one.
  *
  * Sessions: initialize makes one (its id is 32 random bytes in hex), negotiates the version (the
  * client's when we speak it, else our newest) and binds it to the credential that made it (a
  * request of another credential gets 404, as for none).  Later requests name it in
  * Mcp-Session-Id.  Sessions live in memory: a restart ends them all and clients start again with
- * initialize, as the spec tells them on a 404.  One unused for ORCH_MCP_SESSION_IDLE_MS ends; past
- * ORCH_MCP_SESSIONS_MAX the least recently used one with nothing in flight ends; DELETE ends one.
+ * initialize, as the spec tells them on a 404.  One unused for ORCH_MCP_SESSION_IDLE_MS ends;
+ * DELETE ends one.  Each credential has a budget of its own (mcp.h): past it, the least recently
+ * used of its own sessions with nothing in flight ends, so one chat key that floods initialize
+ * ends its own sessions, never the API key's or another chat key's.
  *
  * Several nodes (tools.secret set): a session is good on every node.  Its id is signed (15 random
  * bytes and the version's index, then an HMAC of them and of the credential's hash under the
@@ -49,14 +51,25 @@
 const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025-06-18"};
 #define V_2025_06_18 1 /* its index */
 
+/* The sessions of one credential: each credential has a budget of its own, so what one does
+ * with its sessions (a flood of initializes) ends only its own. */
+struct mcp_cred {
+  char hash[65];
+  int every_chat;      /* the API key (budget ORCH_MCP_SESSIONS_MAX); else a chat key */
+  size_t n;            /* its sessions */
+  struct sbx_list lru; /* struct orch_mcp_session.cred_lru, least recently used first */
+};
+
 struct orch_mcp_session {
   char id[65];
   int version; /* index in orch__mcp_versions */
   struct orch_tool_scope scope;
   char cred_hash[65];
+  struct mcp_cred *cred;
   uint64_t used_ms;
-  struct sbx_list lru;   /* in m->lru, least recently used first */
-  struct sbx_list calls; /* struct orch_mcp_call in flight */
+  struct sbx_list lru;      /* in m->lru, least recently used first */
+  struct sbx_list cred_lru; /* in cred->lru, likewise */
+  struct sbx_list calls;    /* struct orch_mcp_call in flight */
   size_t n_calls;
 };
 
@@ -64,7 +77,9 @@ struct orch_mcp {
   struct orch_mcp_tools tools;
   struct orch_map sessions; /* id -> session (the key lives in the session) */
   struct sbx_list lru;
-  struct orch_map ended; /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
+  struct orch_map creds;    /* credential hash -> struct mcp_cred with sessions */
+  size_t chat_key_sessions; /* of every chat key together (at most ORCH_MCP_SESSIONS_MAX) */
+  struct orch_map ended;    /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
   struct sbx_list ended_fifo;
 };
 
@@ -138,6 +153,7 @@ struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools) {
   m->tools = *tools;
   orch__map_init(&m->sessions);
   SBX_LIST_INIT(&m->lru);
+  orch__map_init(&m->creds);
   orch__map_init(&m->ended);
   SBX_LIST_INIT(&m->ended_fifo);
   return m;
@@ -166,11 +182,25 @@ static void call_drop(struct orch_mcp_call *c, int tell_sink) {
     sink->end(ud, NULL, 0);
 }
 
+/* A credential record with no session left goes. */
+static void cred_unused(struct orch_mcp *m, struct mcp_cred *cr) {
+  if (cr->n == 0) {
+    orch__map_del(&m->creds, cr->hash);
+    sbx_free(cr);
+  }
+}
+
 static void session_end(struct orch_mcp *m, struct orch_mcp_session *s, int tell_sinks) {
   while (!SBX_LIST_EMPTY(&s->calls))
     call_drop(SBX_CONTAINER_OF(s->calls.next, struct orch_mcp_call, link), tell_sinks);
   orch__map_del(&m->sessions, s->id);
   sbx_list_remove(&s->lru);
+  sbx_list_remove(&s->cred_lru);
+  struct mcp_cred *cr = s->cred;
+  if (!cr->every_chat)
+    m->chat_key_sessions--;
+  cr->n--;
+  cred_unused(m, cr);
   sbx_free(s);
 }
 
@@ -180,6 +210,7 @@ void orch__mcp_free(struct orch_mcp *m) {
   while (!SBX_LIST_EMPTY(&m->lru))
     session_end(m, SBX_CONTAINER_OF(m->lru.next, struct orch_mcp_session, lru), 0);
   orch__map_free(&m->sessions);
+  orch__map_free(&m->creds);
   while (!SBX_LIST_EMPTY(&m->ended_fifo)) {
     struct mcp_ended *e = SBX_CONTAINER_OF(m->ended_fifo.next, struct mcp_ended, link);
     sbx_list_remove(&e->link);
@@ -206,6 +237,8 @@ static void touch(struct orch_mcp *m, struct orch_mcp_session *s) {
   s->used_ms = sbx_now_mono_ms();
   sbx_list_remove(&s->lru);
   sbx_list_insert_tail(&m->lru, &s->lru);
+  sbx_list_remove(&s->cred_lru);
+  sbx_list_insert_tail(&s->cred->lru, &s->cred_lru);
 }
 
 /* ---- session ids any node checks (several nodes) ----------------------------------------- */
@@ -300,28 +333,84 @@ static int request_tag(const struct orch_mcp *m, const json_t *id, char out[SESS
   return rc;
 }
 
-/* A new session (id NULL: a new id; else one a node made and signed), making room when full;
- * NULL when every session is busy or out of memory. */
-static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orch_mcp_request *rq,
-                                            int version, const char *id) {
-  if (m->sessions.len >= ORCH_MCP_SESSIONS_MAX) {
-    struct sbx_list *it;
-    struct orch_mcp_session *idle = NULL;
-    SBX_LIST_FOREACH(it, &m->lru) {
-      struct orch_mcp_session *s = SBX_CONTAINER_OF(it, struct orch_mcp_session, lru);
-      if (s->n_calls == 0) {
-        idle = s;
-        break;
+/* The least recently used session of cr with no call in flight, or NULL. */
+static struct orch_mcp_session *oldest_idle(struct mcp_cred *cr) {
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &cr->lru) {
+    struct orch_mcp_session *s = SBX_CONTAINER_OF(it, struct orch_mcp_session, cred_lru);
+    if (s->n_calls == 0)
+      return s;
+  }
+  return NULL;
+}
+
+/* Room for one more session of cr, or 0 when there is none (SBX_EBUSY: every session that could
+ * make room has a call in flight).  Past its own budget a credential's least recently used idle
+ * session ends; past the chat keys' total, one of the chat key holding the most sessions (so a
+ * flood ends the flooder's own first). */
+static int make_room(struct orch_mcp *m, struct mcp_cred *cr) {
+  size_t budget = cr->every_chat ? ORCH_MCP_SESSIONS_MAX : ORCH_MCP_CHAT_KEY_SESSIONS;
+  struct orch_mcp_session *victim = NULL;
+  if (cr->n >= budget) {
+    if ((victim = oldest_idle(cr)) == NULL)
+      return SBX_EBUSY;
+  } else if (!cr->every_chat && m->chat_key_sessions >= ORCH_MCP_SESSIONS_MAX) {
+    size_t i = 0, most = 0;
+    const char *k;
+    void *v;
+    while (orch__map_next(&m->creds, &i, &k, &v)) {
+      struct mcp_cred *o = v;
+      struct orch_mcp_session *idle;
+      if (!o->every_chat && o->n > most && (idle = oldest_idle(o)) != NULL) {
+        most = o->n;
+        victim = idle;
       }
     }
-    if (idle == NULL)
-      return NULL;
-    session_end(m, idle, 1);
+    if (victim == NULL)
+      return SBX_EBUSY;
+  }
+  if (victim)
+    session_end(m, victim, 1);
+  return 0;
+}
+
+/* The credential's record, made on its first session (NULL: no memory). */
+static struct mcp_cred *cred_of(struct orch_mcp *m, const struct orch_mcp_request *rq) {
+  const char *hash = rq->cred_hash ? rq->cred_hash : "";
+  struct mcp_cred *cr = orch__map_get(&m->creds, hash);
+  if (cr != NULL)
+    return cr;
+  if ((cr = sbx_calloc(1, sizeof(*cr))) == NULL)
+    return NULL;
+  snprintf(cr->hash, sizeof(cr->hash), "%s", hash);
+  cr->every_chat = rq->scope->chat_id[0] == '\0';
+  SBX_LIST_INIT(&cr->lru);
+  if (orch__map_put(&m->creds, cr->hash, cr) != 0) {
+    sbx_free(cr);
+    return NULL;
+  }
+  return cr;
+}
+
+/* A new session (id NULL: a new id; else one a node made and signed), making room in its
+ * credential's budget when full; NULL when no session of that credential can make room
+ * (*busy set) or out of memory. */
+static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orch_mcp_request *rq,
+                                            int version, const char *id, int *busy) {
+  *busy = 0;
+  struct mcp_cred *cr = cred_of(m, rq);
+  if (cr == NULL)
+    return NULL;
+  if (make_room(m, cr) != 0) {
+    *busy = 1;
+    cred_unused(m, cr);
+    return NULL;
   }
   struct orch_mcp_session *s = sbx_calloc(1, sizeof(*s));
   if (s == NULL || (id ? snprintf(s->id, sizeof(s->id), "%s", id) < 0
                        : session_id_new(m, version, rq->cred_hash, s->id) != 0)) {
     sbx_free(s);
+    cred_unused(m, cr);
     return NULL;
   }
   s->version = version;
@@ -329,10 +418,16 @@ static struct orch_mcp_session *session_new(struct orch_mcp *m, const struct orc
   snprintf(s->cred_hash, sizeof(s->cred_hash), "%s", rq->cred_hash ? rq->cred_hash : "");
   SBX_LIST_INIT(&s->calls);
   SBX_LIST_INIT(&s->lru);
+  SBX_LIST_INIT(&s->cred_lru);
   if (orch__map_put(&m->sessions, s->id, s) != 0) {
     sbx_free(s);
+    cred_unused(m, cr);
     return NULL;
   }
+  s->cred = cr;
+  cr->n++;
+  if (!cr->every_chat)
+    m->chat_key_sessions++;
   touch(m, s);
   return s;
 }
@@ -345,8 +440,9 @@ static struct orch_mcp_session *session_get(struct orch_mcp *m, const char *id,
                                             const struct orch_mcp_request *rq) {
   struct orch_mcp_session *s = id && strlen(id) == 64 ? orch__map_get(&m->sessions, id) : NULL;
   int version;
+  int busy;
   if (s == NULL && rq != NULL && session_id_good(m, id, cred_hash, &version))
-    return session_new(m, rq, version, id);
+    return session_new(m, rq, version, id, &busy);
   if (s == NULL || strcmp(s->cred_hash, cred_hash ? cred_hash : "") != 0)
     return NULL;
   return s;
@@ -414,20 +510,27 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
     return;
   }
   int v = version_index(asked);
-  struct orch_mcp_session *s = session_new(m, rq, v < 0 ? 0 : v, NULL);
-  if (s == NULL) {
+  int busy;
+  struct orch_mcp_session *s = session_new(m, rq, v < 0 ? 0 : v, NULL, &busy);
+  if (s == NULL && busy) {
     reply_error(out, 503, id, ORCH_RPC_BUSY,
-                "every MCP session slot is busy (%d sessions with calls in flight); try again "
-                "later",
-                ORCH_MCP_SESSIONS_MAX);
+                "no MCP session slot is free for this credential: its %d sessions all have "
+                "calls in flight; end one (DELETE /mcp) or try again later",
+                rq->scope->chat_id[0] ? ORCH_MCP_CHAT_KEY_SESSIONS : ORCH_MCP_SESSIONS_MAX);
     return;
   }
-  char instructions[600];
+  if (s == NULL) {
+    reply_error(out, 500, id, ORCH_RPC_INTERNAL, "out of memory");
+    return;
+  }
+  char instructions[900];
   snprintf(instructions, sizeof(instructions),
            "Cerea sandbox: run_python runs Python in a chat's sandbox (in browser mode, in the "
            "user's own browser tab, so the chat's page must be open); list_files and add_file "
            "handle the chat's files under /mnt/data. Files saved under /mnt/output come back "
-           "with the result.%s%s%s",
+           "with the result. A run_python call that would wait long without progress "
+           "notifications returns with the run still going and its run_id: wait_for_run gets "
+           "its result, cancel_run stops it.%s%s%s",
            rq->scope->chat_id[0] ? " This connection reaches chat " : "", rq->scope->chat_id,
            rq->scope->chat_id[0] ? " only: leave chat_id out." : "");
   json_t *result = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
@@ -487,6 +590,10 @@ static void on_progress(void *ud, const struct orch_tool_progress *p) {
     json_object_set(run, "prompt", text);
     break;
   case ORCH_TOOL_PROGRESS_STATE:
+    if (p->keepalive) {
+      json_object_set_new(run, "keepalive", json_true());
+      json_object_set_new(run, "elapsed_s", json_integer((json_int_t)(p->elapsed_ms / 1000)));
+    }
     break;
   }
   json_decref(text);
@@ -539,6 +646,15 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
                 "tools/call: params.arguments must be an object");
     return;
   }
+  /* The token is copied into every notification of the call: its size is bounded. */
+  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  if (json_is_string(tok) && json_string_length(tok) > ORCH_MCP_PROGRESS_TOKEN_MAX) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tools/call: params._meta.progressToken is %zu bytes; at most %d (a string or "
+                "an integer)",
+                json_string_length(tok), ORCH_MCP_PROGRESS_TOKEN_MAX);
+    return;
+  }
   if (s->n_calls >= ORCH_MCP_CALLS_MAX) {
     reply_error(out, 200, id, ORCH_RPC_BUSY,
                 "%d tool calls are in flight in this session already; wait for one to end",
@@ -551,6 +667,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   struct orch_tool_args a;
   char why[600];
   int rc = orch__tool_check(t, args, &s->scope, env.time_limit_s, &a, why, sizeof(why));
+  int handoff_s = env.handoff_s;
   json_decref(keep);
   if (rc != 0) {
     reply_bad_args(out, version, id, name, why);
@@ -564,8 +681,11 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   c->m = m;
   c->s = s;
   c->id = json_incref((json_t *)id);
-  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
+  if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
+    a.keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
+  else if (t == ORCH_TOOL_RUN_PYTHON && handoff_s > 0) /* nothing to reset a client's timeout */
+    a.handoff_ms = (uint64_t)handoff_s * 1000;
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;

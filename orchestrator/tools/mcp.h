@@ -19,11 +19,19 @@
 /* ---- MCP (mcp.c) ---------------------------------------------------------------------------- */
 
 #define ORCH_MCP_BODY_MAX (12u * ORCH_MIB) /* 413 beyond (transport) */
-#define ORCH_MCP_SESSIONS_MAX                                                                      \
-  4096                                                 /* past it the least recently used idle
-                                                          one goes; all busy: 503 */
-#define ORCH_MCP_SESSION_IDLE_MS (24ull * 3600 * 1000) /* a session unused this long ends */
-#define ORCH_MCP_CALLS_MAX       16                    /* tool calls in flight per session */
+/* Sessions are budgeted per credential: the API key may hold ORCH_MCP_SESSIONS_MAX, each chat
+ * key ORCH_MCP_CHAT_KEY_SESSIONS and every chat key together ORCH_MCP_SESSIONS_MAX.  Past its
+ * budget a credential's own least recently used idle session goes (past the chat keys' total,
+ * one of the chat key holding the most); none idle: 503. */
+#define ORCH_MCP_SESSIONS_MAX       4096
+#define ORCH_MCP_CHAT_KEY_SESSIONS  64
+#define ORCH_MCP_SESSION_IDLE_MS    (24ull * 3600 * 1000) /* a session unused this long ends */
+#define ORCH_MCP_CALLS_MAX          16                    /* tool calls in flight per session */
+#define ORCH_MCP_PROGRESS_TOKEN_MAX 256 /* bytes of a string progressToken; longer: -32602 */
+/* A call that streams progress hears of its run at least this often: the state again (with the
+ * time so far) when nothing else was sent, so a quiet run never outlasts a client's timeout that
+ * progress resets (the spec's 15 s is met with room for a loaded machine). */
+#define ORCH_MCP_KEEPALIVE_MS 10000
 #define ORCH_MCP_N_VERSIONS      2
 /* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
@@ -32,7 +40,7 @@ extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
 struct orch_mcp_tools {
   void *ud;
   void (*env)(void *ud, struct orch_tool_env *env, json_t **keep);
-  int (*start)(void *ud, enum orch_tool t, const struct orch_tool_args *args, json_t *args_json,
+  int (*start)(void *ud, enum orch_tool t, struct orch_tool_args *args, json_t *args_json,
                const char *base_url, const struct orch_tool_ops *ops, void *call_ud,
                struct orch_tool_call **out, json_t **now, char *why, size_t cap);
   void (*abandon)(void *ud, struct orch_tool_call *tc);

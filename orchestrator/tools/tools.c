@@ -55,6 +55,8 @@ static const struct {
     [ORCH_TOOL_RUN_PYTHON] = {"run_python", "Run Python", 0, 0},
     [ORCH_TOOL_LIST_FILES] = {"list_files", "List the chat's files", 1, 1},
     [ORCH_TOOL_ADD_FILE] = {"add_file", "Add a file to the chat", 0, 1},
+    [ORCH_TOOL_WAIT_FOR_RUN] = {"wait_for_run", "Wait for a run", 1, 1},
+    [ORCH_TOOL_CANCEL_RUN] = {"cancel_run", "Cancel a run", 0, 1},
 };
 
 int orch__tool_find(const char *name) {
@@ -77,6 +79,24 @@ static void names_of(struct sbx_buf *b, const json_t *list) {
   }
 }
 
+static int offered(const struct orch_tool_env *env, enum orch_tool t) {
+  return env->offered == 0 || (env->offered & ORCH_TOOL_BIT(t)) != 0;
+}
+
+/* A served package of that name (the deployment's list; none when it does not say). */
+static int serves(const struct orch_tool_env *env, const char *name) {
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(env->packages, "has"), i, v) {
+    const char *n = json_string_value(json_object_get(v, "name"));
+    if (n && strcmp(n, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* The words are built from what this deployment serves and what the caller is offered: a
+ * model is never told of a package it lacks or a tool it cannot call. */
 static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env) {
   int browser = env->exec_mode == ORCH_EXEC_BROWSER;
   sbx_buf_appendf(b,
@@ -93,14 +113,30 @@ static void run_python_words(struct sbx_buf *b, const struct orch_tool_env *env)
                     "background the run waits (up to %llu s) and starts again when the page is "
                     "back; with no page it ends abandoned.\n",
                     (unsigned long long)(env->paused_wait_ms / 1000));
+  int list = offered(env, ORCH_TOOL_LIST_FILES), add = offered(env, ORCH_TOOL_ADD_FILE);
+  sbx_buf_appendf(b,
+                  "- Files: the chat's files are at /mnt/data/<name>%s%s%s%s. To give the user a "
+                  "file, save it under /mnt/output/ (for example /mnt/output/report.xlsx); "
+                  "files written anywhere else are scratch. Files a run saved are at "
+                  "/mnt/data/<name> in later runs.\n",
+                  list || add ? " (" : "", list ? "list_files shows them" : "",
+                  list && add ? ", " : "",
+                  add    ? "add_file adds one)"
+                  : list ? ")"
+                         : "");
+  if (serves(env, "matplotlib"))
+    sbx_buf_appendf(b, "- Charts: plt.show() saves each open figure as /mnt/output/figure-<n>.png; "
+                       "figures still open at the end are saved too; savefig under /mnt/output "
+                       "chooses the name.\n");
+  if (offered(env, ORCH_TOOL_WAIT_FOR_RUN) && env->handoff_s > 0)
+    sbx_buf_appendf(b,
+                    "- Long runs: a call that waits more than %d s without progress "
+                    "notifications returns with the run still going and its run_id; wait_for_run "
+                    "gets its result%s.\n",
+                    env->handoff_s,
+                    offered(env, ORCH_TOOL_CANCEL_RUN) ? ", cancel_run stops it" : "");
   sbx_buf_appendf(
       b,
-      "- Files: the chat's files are at /mnt/data/<name> (list_files shows them, add_file adds "
-      "one). To give the user a file, save it under /mnt/output/ (for example "
-      "/mnt/output/report.xlsx); files written anywhere else are scratch. Files a run saved are "
-      "at /mnt/data/<name> in later runs.\n"
-      "- Charts: plt.show() saves each open figure as /mnt/output/figure-<n>.png; figures still "
-      "open at the end are saved too; savefig under /mnt/output chooses the name.\n"
       "- State: variables and imports persist between runs of the same chat until the sandbox "
       "restarts. Runs of one chat go one at a time, in order.\n"
       "- Time limit: %d s per run (timeout_s can lower it). Past it the sandbox restarts: "
@@ -157,6 +193,20 @@ static void tool_words(struct sbx_buf *b, enum orch_tool t, const struct orch_to
                     "(2).pdf\"), and the result says which.",
                     ORCH_TOOL_FILE_MAX / ORCH_MIB);
     break;
+  case ORCH_TOOL_WAIT_FOR_RUN:
+    sbx_buf_appendf(b,
+                    "Waits for a run that a run_python call handed back still going (its "
+                    "run_id), up to wait_s seconds (at most %d), and returns its result as "
+                    "run_python does once it has ended, or says it is still going: then call "
+                    "wait_for_run again.",
+                    env->handoff_s);
+    break;
+  case ORCH_TOOL_CANCEL_RUN:
+    sbx_buf_appendf(b, "Stops a run that is still going (its run_id, from run_python or "
+                       "wait_for_run) and returns its result once it has ended (status cancelled; "
+                       "what it printed so far is kept). A run that had already ended is left as "
+                       "it was.");
+    break;
   default:
     break;
   }
@@ -177,7 +227,22 @@ static json_t *tool_schema(enum orch_tool t, const struct orch_tool_env *env,
                                        "notebook); print anything else you need."));
     json_array_append_new(req, json_string("code"));
   }
-  if (scope->chat_id[0] == '\0') {
+  int by_run = t == ORCH_TOOL_WAIT_FOR_RUN || t == ORCH_TOOL_CANCEL_RUN;
+  if (by_run) {
+    json_object_set_new(props, "run_id",
+                        prop("string", "The run's id (run_id in the run_python result)."));
+    json_array_append_new(req, json_string("run_id"));
+  }
+  if (t == ORCH_TOOL_WAIT_FOR_RUN) {
+    char d[160];
+    snprintf(d, sizeof(d), "Seconds to wait at most, 0 to %d (default %d).", env->handoff_s,
+             env->handoff_s);
+    json_t *p = prop("integer", d);
+    json_object_set_new(p, "minimum", json_integer(0));
+    json_object_set_new(p, "maximum", json_integer(env->handoff_s));
+    json_object_set_new(props, "wait_s", p);
+  }
+  if (scope->chat_id[0] == '\0' && !by_run) {
     json_object_set_new(props, "chat_id",
                         prop("string", "The chat whose sandbox and files to use (its id)."));
     json_array_append_new(req, json_string("chat_id"));
@@ -208,6 +273,8 @@ json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool
                          enum orch_tool_style style) {
   json_t *list = json_array();
   for (int t = 0; t < ORCH_TOOL__COUNT; t++) {
+    if (!offered(env, t))
+      continue;
     struct sbx_buf words;
     sbx_buf_init(&words, 64 * 1024);
     tool_words(&words, t, env);
@@ -256,6 +323,33 @@ int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_too
   }
   if (arg_str(args, "chat_id", &out->chat_id, why, cap) != 0)
     return SBX_EINVAL;
+  out->wait_s = -1;
+  if (t == ORCH_TOOL_WAIT_FOR_RUN || t == ORCH_TOOL_CANCEL_RUN) { /* the run says its chat */
+    out->chat_id = scope->chat_id[0] ? scope->chat_id : NULL;
+    if (arg_str(args, "run_id", &out->run_id, why, cap) != 0)
+      return SBX_EINVAL;
+    if (out->run_id == NULL) {
+      snprintf(why, cap, "run_id: required, the id of the run (run_id in the run_python result)");
+      return SBX_EINVAL;
+    }
+    if (!orch__valid_id(out->run_id)) {
+      snprintf(why, cap, "run_id: no run %.*s (a run id is %d hex digits)", 80, out->run_id,
+               STORE_ID_LEN);
+      return SBX_EINVAL;
+    }
+    const json_t *v = json_object_get(args, "wait_s");
+    if (t == ORCH_TOOL_WAIT_FOR_RUN && v != NULL && !json_is_null(v)) {
+      double d = json_is_integer(v) ? (double)json_integer_value(v)
+                 : json_is_real(v)  ? json_real_value(v)
+                                    : -1;
+      if (!(d >= 0 && d <= 86400 && d == (double)(int)d)) {
+        snprintf(why, cap, "wait_s: whole seconds from 0");
+        return SBX_EINVAL;
+      }
+      out->wait_s = (int)d; /* past the most a wait may take: that most (orch__tool_start) */
+    }
+    return 0;
+  }
   if (scope->chat_id[0] && out->chat_id && strcmp(out->chat_id, scope->chat_id) != 0) {
     snprintf(why, cap, "chat_id: this connection reaches chat %s only; leave chat_id out",
              scope->chat_id);
@@ -695,7 +789,12 @@ struct orch_tool_call {
   struct orch_watch *watch;   /* WAITING with a progress callback: its run's events, until `end` */
   char last_state[24];        /* the state last reported ("" before the first) */
   int last_attempt;
-  unsigned char *content; /* STORING: add_file's bytes, until the store's callback */
+  uint64_t started_ms, reported_ms;  /* the call's start; its last progress report */
+  uint64_t keepalive_ms, handoff_ms; /* from the arguments (0: none) */
+  uint64_t wait_max_ms;              /* what one wait_for_run waits at most (its words) */
+  uv_timer_t timer;                  /* WAITING: the next keepalive or the hand-off */
+  int has_timer;                     /* initialized: the call is freed in its close callback */
+  unsigned char *content;            /* STORING: add_file's bytes, until the store's callback */
   char *asked_name;
 };
 
@@ -721,7 +820,10 @@ static void set_state_(struct orch_tool_call *tc, enum call_state to, const char
   }
 }
 
-/* The call is over: its registration and watch go, then the call itself. */
+static void on_timer_closed(uv_handle_t *h) { sbx_free(h->data); }
+
+/* The call is over: its registration, watch and timer go, then the call itself (in the timer's
+ * close callback when it has one). */
 static void call_close(struct orch_tool_call *tc) {
   if (tc->settle)
     orch__settle_cancel(tc->settle);
@@ -733,7 +835,15 @@ static void call_close(struct orch_tool_call *tc) {
   json_decref(tc->args_json);
   sbx_free(tc->content);
   sbx_free(tc->asked_name);
-  sbx_free(tc);
+  tc->args_json = NULL;
+  tc->content = NULL;
+  tc->asked_name = NULL;
+  if (tc->has_timer) {
+    uv_timer_stop(&tc->timer);
+    uv_close((uv_handle_t *)&tc->timer, on_timer_closed);
+  } else {
+    sbx_free(tc);
+  }
 }
 
 static void deliver(struct orch_tool_call *tc, json_t *result) {
@@ -902,6 +1012,29 @@ static void report_state(struct orch_tool_call *tc) {
   tc->last_attempt = tc->run->attempts;
   struct orch_tool_progress p = {
       .run_id = tc->run_id, .state = state, .attempt = tc->run->attempts, .message = msg};
+  tc->reported_ms = sbx_now_mono_ms();
+  tc->ops.progress(tc->ud, &p);
+}
+
+/* Nothing reported for the keepalive interval: the state again, with the time so far, so a
+ * client whose timeout progress resets keeps waiting through a quiet run. */
+static void report_keepalive(struct orch_tool_call *tc) {
+  char state[24], msg[300], words[400];
+  describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
+  if (*state == '\0') /* storing its result: still `running`, as the run object says */
+    snprintf(state, sizeof(state), "%s", tc->last_state[0] ? tc->last_state : "running");
+  uint64_t now = sbx_now_mono_ms(), elapsed = now - tc->started_ms;
+  snprintf(words, sizeof(words), "%s%s%llu s since the call began.", msg, *msg ? " " : "",
+           (unsigned long long)(elapsed / 1000));
+  snprintf(tc->last_state, sizeof(tc->last_state), "%s", state);
+  tc->last_attempt = tc->run->attempts;
+  struct orch_tool_progress p = {.run_id = tc->run_id,
+                                 .state = state,
+                                 .attempt = tc->run->attempts,
+                                 .message = words,
+                                 .keepalive = 1,
+                                 .elapsed_ms = elapsed};
+  tc->reported_ms = now;
   tc->ops.progress(tc->ud, &p);
 }
 
@@ -936,6 +1069,7 @@ static void report_live(struct orch_tool_call *tc, const struct orch_run_event *
   }
   char *text = sbx_buf_steal(&msg, NULL);
   p.message = text ? text : "";
+  tc->reported_ms = sbx_now_mono_ms();
   tc->ops.progress(tc->ud, &p);
   sbx_free(text);
 }
@@ -958,6 +1092,61 @@ static void on_run_event(void *ud, const struct orch_run_event *ev) {
   }
 }
 
+/* A result that says the run goes on (new): its id, its state, and the tools that wait for it
+ * or stop it; the run object as it is now. */
+static json_t *still_running_result(struct orch_tool_call *tc) {
+  char state[24], msg[300], text[1400];
+  describe(tc->o, tc->run, state, sizeof(state), msg, sizeof(msg));
+  int64_t since = tc->run->rec.created_at, wall = sbx_now_wall_ms();
+  unsigned long long elapsed = since > 0 && wall > since
+                                   ? (unsigned long long)(wall - since) / 1000
+                                   : (sbx_now_mono_ms() - tc->started_ms) / 1000;
+  snprintf(text, sizeof(text),
+           "The run %s is still going, %llu s after it was made (state %s%s%s), and it keeps "
+           "going: this answer only ends the wait. Call wait_for_run with {\"run_id\": \"%s\"} to "
+           "wait for "
+           "its result (up to %llu s a call; call it again while it says the run is still "
+           "going), or cancel_run with {\"run_id\": \"%s\"} to stop it.",
+           tc->run_id, elapsed, *state ? state : "running", *msg ? ": " : "", msg, tc->run_id,
+           (unsigned long long)(tc->wait_max_ms / 1000), tc->run_id);
+  json_t *run = orch__run_json(tc->o, &tc->run->rec);
+  return json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+                   "structuredContent", run ? run : json_object(), "isError", 0);
+}
+
+static void on_tick(uv_timer_t *t);
+
+/* The next keepalive or the hand-off, whichever comes first (nothing when neither is asked). */
+static void arm_timer(struct orch_tool_call *tc) {
+  if (tc->keepalive_ms == 0 && tc->handoff_ms == 0)
+    return;
+  if (!tc->has_timer) {
+    uv_timer_init(tc->o->loop, &tc->timer);
+    tc->timer.data = tc;
+    tc->has_timer = 1;
+  }
+  uint64_t due = UINT64_MAX, now = sbx_now_mono_ms();
+  if (tc->keepalive_ms)
+    due = tc->reported_ms + tc->keepalive_ms;
+  if (tc->handoff_ms)
+    due = SBX_MIN(due, tc->started_ms + tc->handoff_ms);
+  uv_timer_start(&tc->timer, on_tick, due > now ? due - now : 0, 0);
+}
+
+static void on_tick(uv_timer_t *t) {
+  struct orch_tool_call *tc = t->data;
+  if (tc->state != CALL_WAITING)
+    return;
+  uint64_t now = sbx_now_mono_ms();
+  if (tc->handoff_ms && now >= tc->started_ms + tc->handoff_ms) {
+    deliver(tc, still_running_result(tc)); /* the run goes on: only our wait ends */
+    return;
+  }
+  if (tc->keepalive_ms && now + 5 >= tc->reported_ms + tc->keepalive_ms)
+    report_keepalive(tc);
+  arm_timer(tc);
+}
+
 static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc,
                    const struct sbx_error *err) {
   struct orch_tool_call *tc = ud;
@@ -971,6 +1160,19 @@ static void on_end(void *ud, struct orch *o, struct orch_run *run, int rc,
     return;
   }
   deliver(tc, run_result(o, &run->rec, run->files_recorded, tc->base_url));
+}
+
+/* CREATING -> WAITING on a live run: its end, its events (with a progress callback; without a
+ * watch, for want of memory, the result still comes) and the timer.  SBX_ENOMEM: nothing done. */
+static int watch_run(struct orch_tool_call *tc, struct orch_run *run) {
+  if ((tc->settle = orch__run_on_end(run, on_end, tc)) == NULL)
+    return SBX_ENOMEM;
+  tc->run = run;
+  set_state(tc, CALL_WAITING);
+  if (tc->ops.progress)
+    tc->watch = orch__run_watch(run, -1, on_run_event, tc); /* the run as it is now, first */
+  arm_timer(tc);
+  return 0;
 }
 
 static void on_created(void *ud, int rc, const struct sbx_error *err, struct orch_run *run) {
@@ -1004,17 +1206,9 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
     deliver(tc, run_result(o, &run->rec, 0, tc->base_url));
     return;
   }
-  tc->run = run;
-  if ((tc->settle = orch__run_on_end(run, on_end, tc)) == NULL) {
-    tc->run = NULL;
+  if (watch_run(tc, run) != 0)
     deliver(tc, orch__tool_error_result("The run started, but the server is out of memory to "
                                         "wait for it."));
-    return;
-  }
-  set_state(tc, CALL_WAITING);
-  /* Without a watch (no progress wanted, or no memory for one) the result still comes. */
-  if (tc->ops.progress)
-    tc->watch = orch__run_watch(run, -1, on_run_event, tc); /* the run as it is now, first */
 }
 
 static void on_file_stored(int rc, const struct sbx_error *err, const struct store_file_added *res,
@@ -1056,7 +1250,8 @@ static unsigned char *base64_decode(const char *s, size_t *len) {
   return out;
 }
 
-static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t, json_t *args_json,
+static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t,
+                                       const struct orch_tool_args *args, json_t *args_json,
                                        const char *base_url, const struct orch_tool_ops *ops,
                                        void *ud) {
   struct orch_tool_call *tc = sbx_calloc(1, sizeof(*tc));
@@ -1066,16 +1261,110 @@ static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t, json_t 
   tc->o = o;
   tc->ops = *ops;
   tc->ud = ud;
+  tc->started_ms = tc->reported_ms = sbx_now_mono_ms();
+  tc->keepalive_ms = ops->progress ? args->keepalive_ms : 0;
+  tc->handoff_ms = args->handoff_ms;
+  tc->wait_max_ms = (uint64_t)o->cfg->mcp_handoff_s * 1000;
   tc->args_json = json_incref(args_json);
   snprintf(tc->base_url, sizeof(tc->base_url), "%s", base_url ? base_url : "");
   return tc;
 }
 
-int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_args *args,
+/* A result with a line before its text (new; steals result). */
+static json_t *prefixed(json_t *result, const char *line) {
+  json_t *item = json_array_get(json_object_get(result, "content"), 0);
+  const char *text = json_string_value(json_object_get(item, "text"));
+  if (text == NULL)
+    return result;
+  struct sbx_buf b;
+  sbx_buf_init(&b, 2u << 20);
+  sbx_buf_appendf(&b, "%s\n\n%s", line, text);
+  json_object_set_new(item, "text", json_stringn(b.data ? b.data : "", b.len));
+  sbx_buf_free(&b);
+  return result;
+}
+
+/* wait_for_run and cancel_run: the run by its id, in a chat the caller reaches (args->chat_id:
+ * a chat key's; NULL: any).  Ended: its result at once.  Live: waited for (cancel_run cancels it
+ * first) up to wait_s or the hand-off, then "still going". */
+static int run_tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
+                          json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
+                          void *ud, struct orch_tool_call **out, json_t **now, char *why,
+                          size_t cap) {
+  struct orch_run *run = orch__map_get(&o->runs, args->run_id);
+  struct store_run rec;
+  int have_rec = 0, rc = 0;
+  if (run != NULL) {
+    snprintf(args->run_chat, sizeof(args->run_chat), "%s", run->rec.chat_id);
+  } else if ((rc = store_run_get(o->st, args->run_id, &rec)) == 0) {
+    have_rec = 1;
+    snprintf(args->run_chat, sizeof(args->run_chat), "%s", rec.chat_id);
+  } else if (rc != SBX_ENOENT) {
+    snprintf(why, cap, "The run %s cannot be read now: %s", args->run_id, sbx_strerror(rc));
+    *now = orch__tool_error_result(why);
+    return *now ? 0 : SBX_ENOMEM;
+  }
+  if (rc == SBX_ENOENT || (args->chat_id && strcmp(args->run_chat, args->chat_id) != 0)) {
+    if (args->chat_id)
+      snprintf(why, cap, "run_id: no run %s in chat %s (this connection reaches that chat only)",
+               args->run_id, args->chat_id);
+    else
+      snprintf(why, cap, "run_id: no run %s", args->run_id);
+    if (have_rec)
+      store_run_free(&rec);
+    return SBX_EINVAL;
+  }
+  args->chat_id = args->run_chat;
+  struct orch_chat *c = NULL;
+  if ((rc = orch__chat_get(o, args->run_chat, &c)) != 0) {
+    if (have_rec)
+      store_run_free(&rec);
+    if (rc == SBX_EAGAIN) { /* nodes: the chat's node answers */
+      snprintf(why, cap, "the chat is served by another node");
+      return rc;
+    }
+    snprintf(why, cap, "the run's chat cannot be loaded now: %s", sbx_strerror(rc));
+    *now = orch__tool_error_result(why);
+    return *now ? 0 : SBX_ENOMEM;
+  }
+  if (run == NULL) /* maybe live now, its chat loaded (a node that took it over) */
+    run = orch__map_get(&o->runs, args->run_id);
+  if (run == NULL || run->state == ORCH_RUN_DONE) {
+    *now = run ? run_result(o, &run->rec, run->files_recorded, base_url)
+               : run_result(o, &rec, 1, base_url);
+    if (*now && t == ORCH_TOOL_CANCEL_RUN)
+      *now = prefixed(*now, "The run had already ended: nothing was cancelled.");
+    if (have_rec)
+      store_run_free(&rec);
+    return *now ? 0 : SBX_ENOMEM;
+  }
+  if (have_rec)
+    store_run_free(&rec);
+  struct orch_tool_call *tc = call_new(o, t, args, args_json, base_url, ops, ud);
+  if (tc == NULL)
+    return SBX_ENOMEM;
+  snprintf(tc->run_id, sizeof(tc->run_id), "%s", run->id);
+  uint64_t most = (uint64_t)o->cfg->mcp_handoff_s * 1000;
+  tc->handoff_ms = args->wait_s < 0 ? most : SBX_MIN(most, (uint64_t)args->wait_s * 1000);
+  if (tc->handoff_ms == 0)
+    tc->handoff_ms = 1; /* wait_s 0: just look (answered from the timer, never from here) */
+  if (watch_run(tc, run) != 0) {
+    call_close(tc);
+    return SBX_ENOMEM;
+  }
+  if (t == ORCH_TOOL_CANCEL_RUN && !o->closing)
+    orch__run_cancel(o, run, NULL, NULL); /* its end comes to on_end (never from inside) */
+  *out = tc;
+  return 0;
+}
+
+int orch__tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
                      json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
                      void *ud, struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   *out = NULL;
   *now = NULL;
+  if (t == ORCH_TOOL_WAIT_FOR_RUN || t == ORCH_TOOL_CANCEL_RUN)
+    return run_tool_start(o, t, args, args_json, base_url, ops, ud, out, now, why, cap);
   struct orch_chat *c = NULL;
   int rc = orch__chat_get(o, args->chat_id, &c);
   if (rc == SBX_ENOENT) {
@@ -1102,7 +1391,7 @@ int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_ar
     store_file_list_free(files, n);
     return *now ? 0 : SBX_ENOMEM;
   }
-  struct orch_tool_call *tc = call_new(o, t, args_json, base_url, ops, ud);
+  struct orch_tool_call *tc = call_new(o, t, args, args_json, base_url, ops, ud);
   if (tc == NULL)
     return SBX_ENOMEM;
   if (t == ORCH_TOOL_ADD_FILE) {
@@ -1187,6 +1476,7 @@ void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep) {
       .input_wait_s = o->rt.input_wait_s,
       .pypi = !o->cfg->pypi_disabled && micropip,
       .python = json_string_value(json_object_get(*keep, "python")),
+      .handoff_s = o->cfg->mcp_handoff_s,
       .packages = json_is_object(*keep) ? *keep : NULL,
   };
 }

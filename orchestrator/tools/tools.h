@@ -18,6 +18,8 @@ enum orch_tool {
   ORCH_TOOL_RUN_PYTHON = 0,
   ORCH_TOOL_LIST_FILES,
   ORCH_TOOL_ADD_FILE,
+  ORCH_TOOL_WAIT_FOR_RUN, /* a run an earlier call handed back still going */
+  ORCH_TOOL_CANCEL_RUN,
   ORCH_TOOL__COUNT
 };
 
@@ -39,6 +41,9 @@ struct orch_tool_env {
   int input_wait_s;       /* how long input() waits for an answer (0: not said) */
   int pypi;               /* pure-Python installs from PyPI are available */
   const char *python;     /* "3.14.2", or NULL when unknown */
+  int handoff_s;          /* CEREA_MCP_HANDOFF_S: a call past it hands back the run's id */
+  unsigned offered;       /* the tools the caller is offered (ORCH_TOOL_BIT), so the words name
+                             no other; 0: every tool (MCP, /v1/tools) */
   const json_t *packages; /* borrowed: [{name, version}] served packages that load by themselves
                              on import, or NULL when the deployment does not say */
 };
@@ -46,8 +51,10 @@ struct orch_tool_env {
  * what env borrows: json_decref it after use. */
 void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep);
 
+#define ORCH_TOOL_BIT(t) (1u << (t))
+
 enum orch_tool_style { ORCH_TOOLS_MCP, ORCH_TOOLS_OPENAI };
-/* Every tool (new reference): MCP tool objects {name, title, description, inputSchema,
+/* Every tool offered (env->offered; new reference): MCP tool objects {name, title, description, inputSchema,
  * annotations}, or OpenAI function definitions {type: "function", function: {name, description,
  * parameters}}, with the same words and schemas.  A chat key's scope leaves chat_id out. */
 json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool_scope *scope,
@@ -62,7 +69,16 @@ struct orch_tool_args {
   const char *code;
   int timeout_s; /* 0: the time limit */
   const char *name, *text, *base64;
+  const char *run_id; /* wait_for_run, cancel_run */
+  int wait_s;         /* wait_for_run: -1 when not given (the most, handoff_s) */
+  /* wait_for_run, cancel_run: the run's chat, found by orch__tool_start (chat_id then points
+   * here; the chat another node serves when it answers SBX_EAGAIN) */
+  char run_chat[STORE_ID_LEN + 1];
   const char *turn_id; /* run_python: the turn its run belongs to (NULL: none; not an argument) */
+  /* How the caller waits (not arguments; 0: not at all): with a progress callback, the state
+   * again after keepalive_ms without a report (a keepalive); and past handoff_ms the call
+   * answers that the run is still going (its id, the tools that wait for it) and lets it run. */
+  uint64_t keepalive_ms, handoff_ms;
 };
 /* Checks a tool's arguments against its schema and the caller's scope: 0, or SBX_EINVAL with the
  * reason in why (worded for the model: "code: required, a string of Python source").  args NULL
@@ -113,7 +129,9 @@ struct orch_tool_progress {
   size_t offset;                     /* OUTPUT: characters of the stream before text */
   const char *text; /* OUTPUT, DISPLAY, INPUT (UTF-8, text_len bytes, not terminated) */
   size_t text_len;
-  int index; /* DISPLAY: 0-based */
+  int index;           /* DISPLAY: 0-based */
+  int keepalive;       /* STATE: sent because nothing was reported for the keepalive interval */
+  uint64_t elapsed_ms; /* STATE, keepalive: since the call began */
 };
 struct orch_tool_call;
 struct orch_tool_ops {
@@ -131,7 +149,7 @@ struct orch_tool_ops {
  * orch__tool_abandon first.  SBX_EINVAL: a bad argument found only now (no such chat), the
  * reason in why.  SBX_EAGAIN: another node serves the chat (nodes.c), nothing started: the call
  * is that node's to carry out.  SBX_ENOMEM. */
-int orch__tool_start(struct orch *o, enum orch_tool t, const struct orch_tool_args *args,
+int orch__tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
                      json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,
                      void *ud, struct orch_tool_call **out, json_t **now, char *why, size_t cap);
 /* The caller stops waiting: a run the call started is cancelled (unless the server is closing,

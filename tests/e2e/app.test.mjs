@@ -114,8 +114,9 @@ test('create a chat in the app, attach a file, type and run code, see output and
   const pdfCanvas = card.locator('.artifact[data-name="hello.pdf"] canvas.preview-pdf-page');
   await pdfCanvas.waitFor({ timeout: 20_000 });
   assert.ok(await pdfCanvas.evaluate((c) => c.width > 100 && c.height > 50));
-  const docx = card.locator('.artifact[data-name="report.docx"] .preview-docx');
-  await docx.getByText('Hello Word preview').waitFor({ timeout: 20_000 });
+  const docx = card.locator('.artifact[data-name="report.docx"] iframe.preview-docx');
+  assert.equal(await docx.getAttribute('sandbox', { timeout: 20_000 }), 'allow-scripts', 'Word renders in a sandboxed frame');
+  await docx.contentFrame().getByText('Hello Word preview').waitFor({ timeout: 20_000 });
   const frameEl = card.locator('.artifact[data-name="page.html"] iframe.preview-html');
   await frameEl.waitFor();
   assert.equal(await frameEl.getAttribute('sandbox'), 'allow-scripts');

@@ -2,6 +2,7 @@
 // mode (real SQLite files in a temp data dir, real headless hosts under bubblewrap and Node's
 // permission model, real Pyodide), started on 127.0.0.1 with a free port and stopped by pid; the
 // processes it spawned found through /proc by parent pid (never by name).
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -10,15 +11,30 @@ import { startServer, call, newChat, upload, sleep, tempDir, ROOT } from '../int
 export { call, newChat, upload, sleep, tempDir, ROOT };
 
 // bubblewrap usable here (root or user namespaces)?  Without it the hosts run TRUSTED and the
-// tests that prove the sandbox skip with that reason.
+// tests that prove the sandbox skip with that reason (fail, in CI: needTool).
 export const BWRAP = (() => {
   const r = spawnSync('bwrap', ['--unshare-net', '--die-with-parent', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', 'true'], { stdio: 'ignore' });
   return r.status === 0;
 })();
 
+export const NO_BWRAP = 'bubblewrap cannot create namespaces on this machine: hosts run trusted';
+
+// In CI (CI set, as CI services set it) setup has installed every tool, so one found missing is a
+// broken setup: a test that would skip for it fails instead, saying why.
+export const inCI = () => !!process.env.CI && !/^(0|false|no)$/i.test(process.env.CI);
+export function needTool(t, missing) {
+  if (!missing) return true;
+  if (inCI()) assert.fail(`${missing} (CI is set: setup installs it, so this fails instead of skipping)`);
+  t.skip(missing);
+  return false;
+}
+
 export const sha256 = (b) => createHash('sha256').update(b).digest('hex');
 
 export async function startStack({ dataDir, env = {} } = {}) {
+  // Without bubblewrap the hosts run trusted, which proves no sandbox: not in CI.
+  if (!BWRAP && inCI() && env.CEREA_SERVER_TRUSTED !== '1')
+    assert.fail(`${NO_BWRAP} (CI is set: setup installs it, so the full-stack tests fail instead of running unsandboxed)`);
   const srv = await startServer({
     dataDir,
     env: {

@@ -13,8 +13,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { mkdirSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
-import { BWRAP, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
+import { chmodSync, cpSync, readdirSync, statSync, writeFileSync, readFileSync, readlinkSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { BWRAP, NO_BWRAP, ROOT, cmdline, descendants, needTool, startStack, hostReady, newChat, run, upload, sleep, tempDir, hostNodePids } from './lib.mjs';
 
 const dirs = [];
 after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
@@ -64,29 +65,38 @@ try:
     out['fork'] = 'ok'
 except OSError as e:
     out['fork'] = errno.errorcode.get(e.errno, str(e.errno))
-json.dump(out, open(sys.argv[1], 'w'))
+print('probe: ' + json.dumps(out), file=sys.stderr, flush=True)
 print('ready', flush=True)
 sys.stdin.read()
 `;
 
 test('the host process (from Python inside the real sandbox): uid 65534 in its own user namespace, no capability, seccomp, no_new_privs; the calls of an escape fail', async (t) => {
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   if (process.arch !== 'x64') { t.skip(`the probe names x86_64 system call numbers; this is ${process.arch}`); return; }
-  const dataDir = tempDir('fs-sbx');
-  dirs.push(dataDir);
-  mkdirSync(`${dataDir}/hosts`, { recursive: true });
-  writeFileSync(`${dataDir}/hosts/probe.py`, PROBE);
-  // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made, then says ready.
-  writeFileSync(`${dataDir}/hosts/probe-node.sh`, `#!/bin/sh\nexec /usr/bin/python3 ${dataDir}/hosts/probe.py ${dataDir}/hosts/probe.json 2> ${dataDir}/hosts/probe.err\n`, { mode: 0o755 });
-  const srv = await startStack({ dataDir, env: { CEREA_NODE: `${dataDir}/hosts/probe-node.sh` } });
+  // A stand-in for node (CEREA_NODE): runs the probe in the sandbox hosts.c made (its folder is
+  // bound read-only, as an install of node outside /usr is), prints what it found on stderr (the
+  // server's log), then says ready.
+  const probeDir = tempDir('fs-probe');
+  dirs.push(probeDir);
+  chmodSync(probeDir, 0o755);   // a root server's hosts run as nobody, who must reach it
+  writeFileSync(`${probeDir}/probe.py`, PROBE, { mode: 0o644 });
+  writeFileSync(`${probeDir}/probe-node.sh`, `#!/bin/sh\nexec /usr/bin/python3 ${probeDir}/probe.py\n`, { mode: 0o755 });
+  const srv = await startStack({ env: { CEREA_NODE: `${probeDir}/probe-node.sh` } });
+  dirs.push(srv.dataDir);
   try {
-    for (let i = 0; i < 200 && !existsSync(`${dataDir}/hosts/probe.json`); i++) await sleep(50);
-    const err = existsSync(`${dataDir}/hosts/probe.err`) ? readFileSync(`${dataDir}/hosts/probe.err`, 'utf8') : '';
-    assert.ok(existsSync(`${dataDir}/hosts/probe.json`), `the probe wrote nothing: ${err}\n${srv.log.slice(-2000)}`);
-    const p = JSON.parse(readFileSync(`${dataDir}/hosts/probe.json`, 'utf8'));
+    for (let i = 0; i < 200 && !/probe: \{/.test(srv.log); i++) await sleep(50);
+    const found = /probe: (\{.*\})/.exec(srv.log);
+    assert.ok(found, `the probe printed nothing:\n${srv.log.slice(-2000)}`);
+    const p = JSON.parse(found[1]);
     t.diagnostic(JSON.stringify(p));
     assert.deepEqual(p.status.Uid, ['65534', '65534', '65534', '65534']);
     assert.deepEqual(p.status.Gid, ['65534', '65534', '65534', '65534']);
+    // outside (its status seen from here): nobody when the server is root, never root; else the
+    // server's own uid
+    const outside = process.getuid() === 0 ? '65534' : String(process.getuid());
+    const probe = descendants(srv.pid).find((pid) => cmdline(pid).some((a) => a.endsWith('/probe.py')));
+    assert.ok(probe, 'the probe process');
+    assert.deepEqual(status(probe).Uid.split(/\s+/), [outside, outside, outside, outside], 'uid outside its namespace');
     for (const set of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.deepEqual(p.status[set], ['0000000000000000'], set);
     assert.deepEqual(p.status.NoNewPrivs, ['1']);
     assert.deepEqual(p.status.Seccomp, ['2']);
@@ -96,12 +106,33 @@ test('the host process (from Python inside the real sandbox): uid 65534 in its o
   } finally { await srv.stop(); }
 });
 
+test('a test that needs a tool setup installs skips with the reason, and fails with it when CI is set', (t) => {
+  const skipped = [];
+  const fake = { skip: (why) => skipped.push(why) };
+  const saved = process.env.CI;
+  try {
+    delete process.env.CI;
+    assert.equal(needTool(fake, 'no bwrap here'), false);
+    process.env.CI = 'false';
+    assert.equal(needTool(fake, 'no bwrap here'), false);
+    assert.deepEqual(skipped, ['no bwrap here', 'no bwrap here']);
+    process.env.CI = 'true';
+    assert.throws(() => needTool(fake, 'no bwrap here'), /^AssertionError.*no bwrap here \(CI is set: setup installs it/);
+    assert.equal(needTool(fake, false), true);
+    assert.equal(skipped.length, 2);
+  } finally {
+    if (saved === undefined) delete process.env.CI; else process.env.CI = saved;
+  }
+});
+
 // One real server for the rest: a real Node host with real Pyodide.
 const KERNEL_MB = 256;
+const HOST_MB = 3 * (KERNEL_MB + 256) + 512;   // its RLIMIT_DATA: (kernels + 1) x (kernel + JS heap) + 512
 let srv = null;
 async function stack(t) {
   if (srv) return srv;
-  srv = await startStack({ env: { CEREA_KERNEL_MEMORY_MB: String(KERNEL_MB), CEREA_HOST_KERNELS: '2' } });
+  // A time limit no load on the machine reaches: the memory tests' runs end by memory, not time.
+  srv = await startStack({ env: { CEREA_KERNEL_MEMORY_MB: String(KERNEL_MB), CEREA_HOST_KERNELS: '2', CODE_TIME_LIMIT_S: '120' } });
   await hostReady(srv);
   return srv;
 }
@@ -112,7 +143,7 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
   const c = await newChat(s);
   const r = await run(s, c, 'print(6 * 7)');
   assert.equal(r.status, 'ok', JSON.stringify(r));
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   const [pid] = hostNodePids(s);
   assert.ok(pid, 'the host node process');
   const st = status(pid);
@@ -124,15 +155,13 @@ test('the real Node host, seen from outside: its own user and cgroup namespaces,
   assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/)[0], '65534', 'uid 65534 inside');
   // (kernels + 1) x (kernel limit + 256 MiB of JS heap) + 512 MiB for the rest of the host.
   const limit = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max data size'));
-  assert.equal(limit.split(/\s{2,}/)[1], String((3 * (KERNEL_MB + 256) + 512) * 1048576), limit);
+  assert.equal(limit.split(/\s{2,}/)[1], String(HOST_MB * 1048576), limit);
 });
 
 test('the real Node host, seen from outside: a root orchestrator starts it as uid 65534, so an escape from its namespace is nobody, not root', async (t) => {
   const s = await stack(t);
-  if (!BWRAP) { t.skip('bubblewrap cannot create namespaces on this machine: hosts run trusted'); return; }
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
   if (process.getuid() !== 0) { t.skip(`the tests run as uid ${process.getuid()}, not root: hosts run as that uid outside`); return; }
-  const warned = /kernel hosts run as root outside their user namespace: (.*)/.exec(s.log);
-  if (warned) { t.skip(`this checkout is not reachable by uid 65534: ${warned[1]}`); return; }
   const [pid] = hostNodePids(s);
   assert.ok(pid, 'the host node process');
   const st = status(pid);
@@ -144,6 +173,48 @@ test('the real Node host, seen from outside: a root orchestrator starts it as ui
   const c = await newChat(s);
   const r = await run(s, c, 'print(6 * 7)');
   assert.equal(r.stdout.trim(), '42', JSON.stringify(r));
+});
+
+// A checkout nobody may read: in a `mktemp -d` folder (0700, what CI's clone is), its files 0600
+// and its folders 0700 (a clone made with umask 077), the server pointed at that tree's files
+// (CEREA_STATIC_DIR=CLONE/build/www, so ROOT=CLONE).  The real host still runs as uid 65534
+// inside its namespace and, under a root server, outside it (never root), from the copy the
+// orchestrator made; the folder of the copy goes when the server stops.
+test('a checkout nobody may read (0700 folder, 0600 files): the real host runs as uid 65534 inside and outside, and Python runs', async (t) => {
+  if (!needTool(t, !BWRAP && NO_BWRAP)) return;
+  const clone = tempDir('fs-clone');
+  dirs.push(clone);
+  for (const part of ['package.json', 'worker', 'kernel']) cpSync(join(ROOT, part), join(clone, part), { recursive: true });
+  cpSync(join(ROOT, 'build', 'www', 'pyodide'), join(clone, 'build', 'www', 'pyodide'), { recursive: true });
+  const lock = (p) => {
+    const st = statSync(p);
+    chmodSync(p, st.isDirectory() ? 0o700 : 0o600);
+    if (st.isDirectory()) for (const e of readdirSync(p)) lock(join(p, e));
+  };
+  lock(clone);
+  assert.equal(statSync(clone).mode & 0o777, 0o700);
+  assert.equal(statSync(join(clone, 'worker', 'headless-host.js')).mode & 0o777, 0o600);
+  const s = await startStack({ env: { CEREA_STATIC_DIR: join(clone, 'build', 'www'), CEREA_HOST_KERNELS: '1' } });
+  dirs.push(s.dataDir);
+  let base = null;
+  try {
+    await hostReady(s);
+    const c = await newChat(s);
+    const r = await run(s, c, 'print(6 * 7)');
+    assert.equal(r.status, 'ok', `${JSON.stringify(r)}\n${s.log.slice(-2000)}`);
+    assert.equal(r.stdout.trim(), '42');
+    const [pid] = hostNodePids(s);
+    assert.ok(pid, 'the host node process');
+    const outside = process.getuid() === 0 ? '65534' : String(process.getuid());
+    assert.deepEqual(status(pid).Uid.split(/\s+/), [outside, outside, outside, outside], 'uid outside the namespace');
+    assert.equal(readFileSync(`/proc/${pid}/uid_map`, 'utf8').trim().split(/\s+/).join(' '), `65534 ${outside} 1`, 'uid 65534 inside');
+    assert.ok(cmdline(pid).includes('/cerea/worker/headless-host.js'), cmdline(pid).join(' '));
+    base = /^unix:(\/tmp\/cerea-hosts-[^/]+)\/sock\/hosts\.sock$/.exec(cmdline(pid).find((a) => a.startsWith('unix:')))?.[1] ?? null;
+    if (process.getuid() === 0) assert.ok(base, `a root server's hosts have their socket in /tmp: ${cmdline(pid).join(' ')}`);
+    assert.match(s.log, new RegExp(`host 0 started \\(pid \\d+, sandboxed, uid ${outside} outside its namespace\\)`));
+    assert.doesNotMatch(s.log, /as root|refusing/);
+  } finally { await s.stop(); }
+  if (base) assert.equal(existsSync(base), false, `${base} (the copy for the hosts) is removed when the server stops`);
 });
 
 // Probes from Python in the real kernel; every line must say refused.
@@ -215,8 +286,12 @@ test('memory: a run that leaves its kernel over the limit ends crashed with the 
   const up = await upload(s, c, 'keep.txt', Buffer.from('still here'));
   assert.ok([200, 201].includes(up.status), `upload: ${up.status}`);
   const chunk = Math.floor(KERNEL_MB / 3);
-  const r = await run(s, c, ['import js', 'x = 1', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
-    'keep = [a, js.structuredClone(a), js.structuredClone(a), js.structuredClone(a)]', "print('kept', len(keep))"].join('\n'));
+  // A message's copy is made where it arrives, past every constructor: only the run's end sees it.
+  const r = await run(s, c, ['import js, asyncio', 'x = 1', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
+    'ch = js.MessageChannel.new()', 'got = []', 'ch.port2.onmessage = lambda e: got.append(e.data)',
+    'for _ in range(3):\n    ch.port1.postMessage(a)',
+    'for _ in range(100):\n    if len(got) == 3:\n        break\n    await asyncio.sleep(0.05)',
+    'ch.port2.close()', 'keep = [a, *got]', "print('kept', len(keep))"].join('\n'));
   assert.equal(r.status, 'crashed', JSON.stringify(r));
   assert.equal(r.error.message, `the sandbox ran out of memory (limit ${KERNEL_MB} MiB) and was restarted`);
   assert.equal(r.stdout, 'kept 4\n');
@@ -228,4 +303,37 @@ test('memory: a run that leaves its kernel over the limit ends crashed with the 
   const heap = await run(s, c, `b = bytearray(${KERNEL_MB + 32} * 1024 * 1024)`);
   assert.equal(heap.status, 'error');
   assert.equal(heap.error.type, 'MemoryError');
+});
+
+// 900 KB pieces, each under what the guard once looked at (1 MiB), enough to pass the whole host's
+// RLIMIT_DATA, not only the kernel's cap: files in the kernel's in-memory /tmp, then arrays kept
+// from Python.  The run's kernel stops at its cap (a full disk, a refused array), and the host
+// process and the other chat on it (its namespace) live on.
+test('memory: one chat past its kernel\'s cap in 900 KB pieces (files in /tmp, arrays kept) stops alone; the host and the other chat\'s namespace live on', async (t) => {
+  const s = await stack(t);
+  const other = await newChat(s);
+  assert.equal((await run(s, other, 'x = 41')).status, 'ok');
+  const [host] = hostNodePids(s);
+  assert.ok(host, 'the host node process');
+  const hog = await newChat(s);
+  const pieces = Math.ceil((HOST_MB * 1.25 * 1048576) / 900_000);
+  const files = await run(s, hog, ['n = 0', 'try:', `    for i in range(${pieces}):`,
+    "        open(f'/tmp/f{i}', 'wb').write(b'x' * 900_000)", '        n += 1',
+    'except OSError as e:', "    print('files stopped', n, e.strerror)"].join('\n'));
+  assert.equal(files.status, 'ok', JSON.stringify(files));
+  const f = /^files stopped (\d+) No space left on device$/m.exec(files.stdout);
+  assert.ok(f && Number(f[1]) * 900_000 < KERNEL_MB * 1048576, files.stdout);
+  const arrays = await run(s, hog, ['import js, os', "for name in os.listdir('/tmp'):\n    os.remove('/tmp/' + name)",
+    'keep = []', 'try:', `    for i in range(${pieces}):`, '        keep.append(js.Uint8Array.new(900_000))',
+    'except Exception as e:', "    print('arrays stopped', len(keep), type(e).__name__)"].join('\n'));
+  assert.equal(arrays.status, 'ok', JSON.stringify(arrays));
+  const a = /^arrays stopped (\d+) JsException$/m.exec(arrays.stdout);
+  assert.ok(a && Number(a[1]) * 900_000 < KERNEL_MB * 1048576, arrays.stdout);
+  const answer = await run(s, other, 'print(x + 1)');
+  assert.equal(answer.status, 'ok', JSON.stringify(answer));
+  assert.equal(answer.stdout.trim(), '42');
+  assert.equal(answer.restarted, false);
+  assert.deepEqual(hostNodePids(s), [host], 'the same host process');
+  const st = status(host);
+  t.diagnostic(`files stopped at ${f[1]}, arrays at ${a[1]} pieces of 900 KB; host VmHWM ${st.VmHWM}, VmRSS ${st.VmRSS}, limit ${HOST_MB} MiB`);
 });

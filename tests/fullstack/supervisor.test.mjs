@@ -1,36 +1,48 @@
 // supervisor.test.mjs -- orchestrator/hosts/hosts.c's supervision, with stand-in hosts (CEREA_NODE points
 // at a small shell script instead of node; no Pyodide): the command line and credential a host
 // gets, restart with backoff when one exits, chats spread over N hosts, no zombies, and every host
-// killed by handle when the orchestrator stops.  The script lives in DATA/hosts/, the one
-// directory bound into the sandbox, so the same test runs sandboxed (bubblewrap) and trusted.
+// killed by handle when the orchestrator stops.  The script lives in a folder of its own that
+// everyone may read (a root server's hosts run as nobody; bubblewrap binds node's folder when it
+// is not under /usr) and writes what it sees to its stderr, the server's log, so the same test
+// runs sandboxed (bubblewrap) and trusted.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync, readFileSync, existsSync, readdirSync, rmSync } from 'node:fs';
-import { startStack, tempDir, newChat, call, sleep, descendants, BWRAP, ROOT } from './lib.mjs';
+import { chmodSync, writeFileSync, rmSync } from 'node:fs';
+import { startStack, tempDir, newChat, call, sleep, descendants, BWRAP } from './lib.mjs';
 
-// A stand-in host: logs its argv and every stdin line to DATA/hosts/host-<page id>.log, says
-// `ready`, and exits after EXIT_AFTER seconds when that is set (else runs until stdin closes).
+const dirs = [];
+after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+
+// A folder for a stand-in host, reachable by others.
+function hostDir() {
+  const dir = tempDir('fs-sup-host');
+  dirs.push(dir);
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+// A stand-in host: logs its argv and every stdin line on stderr as `fake-host <page id>: ...`,
+// says `ready`, and exits after EXIT_AFTER seconds when that is set (else runs until stdin closes).
 function fakeHost(dataDir, { exitAfter = '' } = {}) {
-  mkdirSync(`${dataDir}/hosts`, { recursive: true });
-  const path = `${dataDir}/hosts/fake-node.sh`;
+  const path = `${hostDir()}/fake-node.sh`;
   writeFileSync(path, `#!/bin/sh
-dir=$(dirname "$0")
 id=unknown
 prev=
 for a in "$@"; do [ "$prev" = "--page-id" ] && id=$a; prev=$a; done
-log="$dir/$id.log"
-echo "argv $*" >> "$log"
-echo "view root=$(ls / | tr '\\n' ,) db=$(test -e "$dir/../cerea.db" && echo yes || echo no) etc=$(ls /etc | tr '\\n' ,)" >> "$log"
+say() { echo "fake-host $id: $*" >&2; }
+say "argv $*"
+say "view root=$(ls / | tr '\n' ,) db=$(test -e "${dataDir}/cerea.db" && echo yes || echo no) etc=$(ls /etc | tr '\n' ,)"
 echo ready
 if [ -n "${exitAfter}" ]; then sleep ${exitAfter}; exit 7; fi
-while read -r line; do echo "stdin $line" >> "$log"; done
+while read -r line; do say "stdin $line"; done
 `, { mode: 0o755 });
   return path;
 }
 
-const dirs = [];
-after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
-const logOf = (dataDir, id) => (existsSync(`${dataDir}/hosts/${id}.log`) ? readFileSync(`${dataDir}/hosts/${id}.log`, 'utf8') : '');
+// What host `id` said, each line once, without the prefix (srv.log holds the server's stderr
+// twice over once it started: integration/lib.mjs appends it from two listeners).
+const logOf = (srv, id) => [...new Set(srv.log.split('\n').filter((l) => l.startsWith(`fake-host ${id}: `))
+  .map((l) => l.slice(`fake-host ${id}: `.length)))].join('\n');
 
 function zombies(pid) {
   return descendants(pid).filter((p) => {
@@ -48,10 +60,10 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
     const c1 = await newChat(srv), c2 = await newChat(srv);
     await call(srv, 'POST', `/v1/chats/${c1.id}/runs`, { body: { code: 'print(1)' } });
     await call(srv, 'POST', `/v1/chats/${c2.id}/runs`, { body: { code: 'print(2)' } });
-    for (let i = 0; i < 100 && !(logOf(dataDir, 'host-0') + logOf(dataDir, 'host-1')).includes(c2.id); i++) await sleep(50);
-    const h0 = logOf(dataDir, 'host-0'), h1 = logOf(dataDir, 'host-1');
+    for (let i = 0; i < 100 && !(logOf(srv, 'host-0') + logOf(srv, 'host-1')).includes(c2.id); i++) await sleep(50);
+    const h0 = logOf(srv, 'host-0'), h1 = logOf(srv, 'host-1');
     assert.match(h0, /^argv --disallow-code-generation-from-strings --experimental-permission --allow-worker --allow-fs-read=\S+\/worker --allow-fs-read=\S+\/kernel --allow-fs-read=\S+\/pyodide/m);
-    assert.match(h0, /--orchestrator unix:\S+\/hosts\/hosts\.sock --page-id host-0 --kernels 3 --control stdin/);
+    assert.match(h0, /--orchestrator unix:\S+\/(sock|hosts)\/hosts\.sock --page-id host-0 --kernels 3 --control stdin/);
     // The hosts' own key (page-level calls only, new at every start), on stdin: never the API key,
     // never in argv or the environment.
     const key = /^stdin key ([0-9a-f]{64})$/m.exec(h0);
@@ -78,11 +90,11 @@ test('hosts get the sandboxed command line and the credential on stdin; chats sp
     assert.equal(attached[0].length, 1, 'one chat per host: the least loaded ready host takes the next');
     if (BWRAP) {
       assert.match(srv.log, /host 0 started \(pid \d+, sandboxed, uid \d+ outside its namespace\)/);
-      // What the sandbox sees of the machine: /usr and its symlinks, /dev, /proc, /tmp, our tree;
-      // not the database beside the socket, not /root, /home or /etc beyond the loader cache.
+      // What the sandbox sees of the machine: /usr and its symlinks, /dev, /proc, /tmp, our tree at
+      // /cerea; not the database, not /root, /home or /etc beyond the loader cache.
       const view = /^view root=(\S*) db=(\w+) etc=(\S*)$/m.exec(h0);
       assert.ok(view, h0);
-      assert.deepEqual(view[1].split(',').filter(Boolean).filter((d) => !['bin', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr', ROOT.split('/')[1]].includes(d)), []);
+      assert.deepEqual(view[1].split(',').filter(Boolean).filter((d) => !['bin', 'cerea', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr'].includes(d)), []);
       assert.equal(view[2], 'no', 'the data dir (database, blobs, api_key) is not visible');
       assert.deepEqual(view[3].split(',').filter(Boolean), ['ld.so.cache']);
     }
@@ -115,15 +127,13 @@ test('a host that keeps exiting is restarted with backoff (not in a tight loop) 
 test('a host that exits refusing its sandbox (status 3) is reported as such', async () => {
   const dataDir = tempDir('fs-sup');
   dirs.push(dataDir);
-  mkdirSync(`${dataDir}/hosts`, { recursive: true });
-  const node = `${dataDir}/hosts/refuse.sh`;
+  const node = `${hostDir()}/refuse.sh`;
   writeFileSync(node, '#!/bin/sh\nexit 3\n', { mode: 0o755 });
   const srv = await startStack({ dataDir, env: { CEREA_NODE: node } });
   try {
     for (let i = 0; i < 60 && !/refused to run without its sandbox/.test(srv.log); i++) await sleep(50);
     assert.match(srv.log, /host 0 exited \(status 3, signal 0\) after \d+ ms: it refused to run without its sandbox/);
   } finally { await srv.stop(); }
-  assert.ok(readdirSync(`${dataDir}/hosts`).includes('refuse.sh'));
 });
 
 test('a chat idle past CEREA_HOST_CHAT_IDLE_S is detached from its host', async () => {
@@ -135,12 +145,12 @@ test('a chat idle past CEREA_HOST_CHAT_IDLE_S is detached from its host', async 
     for (let i = 0; i < 100 && !/ready/.test(srv.log); i++) await sleep(50);
     const c = await newChat(srv);
     const r = await call(srv, 'POST', `/v1/chats/${c.id}/runs`, { body: { code: 'print(1)' } });
-    for (let i = 0; i < 100 && !logOf(dataDir, 'host-0').includes(`attach ${c.id}`); i++) await sleep(50);
-    assert.match(logOf(dataDir, 'host-0'), new RegExp(`^stdin attach ${c.id}$`, 'm'));
+    for (let i = 0; i < 100 && !logOf(srv, 'host-0').includes(`attach ${c.id}`); i++) await sleep(50);
+    assert.match(logOf(srv, 'host-0'), new RegExp(`^stdin attach ${c.id}$`, 'm'));
     await sleep(1500);
-    assert.doesNotMatch(logOf(dataDir, 'host-0'), /detach/, 'not while the chat has a live run');
+    assert.doesNotMatch(logOf(srv, 'host-0'), /detach/, 'not while the chat has a live run');
     await call(srv, 'POST', `/v1/runs/${r.json.run_id}/cancel`, { body: {} });
-    for (let i = 0; i < 100 && !logOf(dataDir, 'host-0').includes('detach'); i++) await sleep(50);
-    assert.match(logOf(dataDir, 'host-0'), new RegExp(`^stdin detach ${c.id}$`, 'm'));
+    for (let i = 0; i < 100 && !logOf(srv, 'host-0').includes('detach'); i++) await sleep(50);
+    assert.match(logOf(srv, 'host-0'), new RegExp(`^stdin detach ${c.id}$`, 'm'));
   } finally { await srv.stop(); }
 });

@@ -49,7 +49,7 @@ static void fake_env(void *ud, struct orch_tool_env *env, json_t **keep) {
                                 .packages = *keep};
 }
 
-static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a, json_t *args_json,
+static int fake_start(void *ud, enum orch_tool t, struct orch_tool_args *a, json_t *args_json,
                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   (void)ud, (void)args_json, (void)base, (void)a;

@@ -62,7 +62,7 @@ test('initialize negotiates the version: 2025-11-25 and 2025-06-18 as asked, an 
   await c.close();
   const old = await mcpClient(srv, { version: '2025-06-18' });
   assert.equal(old.transport.protocolVersion, '2025-06-18', 'the SDK took the older version we answered');
-  assert.equal((await old.client.listTools()).tools.length, 3);
+  assert.equal((await old.client.listTools()).tools.length, 5);
   await old.close();
   for (const asked of ['2099-01-01', '2024-11-05', 'not a date']) {
     const r = await initialize(srv, asked);
@@ -200,10 +200,10 @@ test('oversized bodies are refused with 413 before they are read whole', async (
   await c.close();
 });
 
-test('tools/list: three tools with input schemas; the descriptions carry the deployment\'s limit and packages; GET /v1/tools says the same as OpenAI functions', async () => {
+test('tools/list: five tools with input schemas; the descriptions carry the deployment\'s limit and packages; GET /v1/tools says the same as OpenAI functions', async () => {
   const c = await mcpClient(srv);
   const { tools } = await c.client.listTools();
-  assert.deepEqual(tools.map((t) => t.name), ['run_python', 'list_files', 'add_file']);
+  assert.deepEqual(tools.map((t) => t.name), ['run_python', 'list_files', 'add_file', 'wait_for_run', 'cancel_run']);
   const run = tools[0];
   assert.equal(run.inputSchema.type, 'object');
   assert.deepEqual(run.inputSchema.required, ['code', 'chat_id']);
@@ -220,7 +220,7 @@ test('tools/list: three tools with input schemas; the descriptions carry the dep
   assert.deepEqual(tools[2].inputSchema.required, ['chat_id', 'name']);
   const http = await call(srv, 'GET', '/v1/tools');
   assert.equal(http.status, 200);
-  assert.deepEqual(http.json.tools.map((t) => t.type), ['function', 'function', 'function']);
+  assert.deepEqual(http.json.tools.map((t) => t.type), ['function', 'function', 'function', 'function', 'function']);
   assert.deepEqual(http.json.tools.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters })),
     tools.map((t) => ({ name: t.name, description: t.description, parameters: t.inputSchema })));
   // After an operator changes the time limit, the words follow.

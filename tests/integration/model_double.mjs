@@ -7,6 +7,7 @@
 //
 // Steps:  {text, pieces?, delayMs?}   the answer's text, streamed in `pieces` chunks
 //         {code, id?, text?}          a run_python tool call (arguments streamed in two pieces)
+//         {code, name, args?}         a call of the tool `name` (arguments: args, else {code})
 //         {status, body}              an HTTP error with that body
 //         {stall: true}               the head and one chunk, then silence until the test ends
 import { createServer } from 'node:http';
@@ -46,10 +47,10 @@ export async function startModelDouble() {
     if (step.stall) return; /* nothing more: the orchestrator's stall bound ends it */
     if (step.code !== undefined) {
       if (step.text) res.write(chunk({ content: step.text }));
-      const args = JSON.stringify({ code: step.code });
+      const args = JSON.stringify(step.args ?? { code: step.code });
       const half = Math.floor(args.length / 2);
       const id = step.id ?? `call_${d.requests.length}`;
-      res.write(chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name: 'run_python', arguments: args.slice(0, half) } }] }));
+      res.write(chunk({ tool_calls: [{ index: 0, id, type: 'function', function: { name: step.name ?? 'run_python', arguments: args.slice(0, half) } }] }));
       res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: args.slice(half) } }] }));
       res.write(chunk({}, 'tool_calls'));
     } else {

@@ -35,6 +35,8 @@ test('app pages are cross-origin isolated; worker scripts carry their CSP', asyn
     assert.equal(r.status, 200, p);
     assert.equal(r.headers.get('cross-origin-opener-policy'), 'same-origin');
     assert.equal(r.headers.get('cross-origin-embedder-policy'), 'require-corp');
+    // A script that got into the page can talk to this origin only.
+    assert.match(r.headers.get('content-security-policy') || '', /connect-src 'self'/, p);
   }
   const w = await call(srv, 'GET', '/worker/../../etc/passwd', { token: null });
   assert.notEqual(w.status, 200);

@@ -100,10 +100,32 @@ test('memory: the Python heap stops at the kernel\'s limit with MemoryError; JS 
   assert.equal(next.stdout, 'alive\n');
 });
 
+test('memory: pieces under 1 MiB add up: files in the in-memory /tmp stop with ENOSPC, arrays kept from Python and copies with RangeError; the kernel lives on', async () => {
+  const r = await run(k, ['import js, os',
+    probe('files', `for i in range(${MEMORY_MB * 2}):\n    open(f'/tmp/f{i}', 'wb').write(b'x' * 900_000)`),
+    'for f in os.listdir("/tmp"):\n    os.remove("/tmp/" + f)',
+    'keep = []',
+    probe('arrays', `for i in range(${MEMORY_MB * 2}):\n    keep.append(js.Uint8Array.new(900_000))`),
+    'keep = None',
+    'a = js.Uint8Array.new(900_000)',
+    'keep = []',
+    probe('clones', `for i in range(${MEMORY_MB * 2}):\n    keep.append(js.structuredClone(a))`),
+    'keep = None',
+  ].join('\n'));
+  assert.equal(r.status, 'ok', JSON.stringify(r.error));
+  assert.deepEqual(lines(r), ['files refused OSError', 'arrays refused JsException', 'clones refused JsException']);
+  const next = await run(k, 'print("alive")');
+  assert.equal(next.stdout, 'alive\n');
+});
+
 test('memory: a kernel a run left over its limit (copies the guard does not see, kept from Python) is reported crashed with the out-of-memory note', async () => {
   const chunk = Math.floor(MEMORY_MB / 3);
-  const r = await run(k, ['import js', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
-    'keep = [a, js.structuredClone(a), js.structuredClone(a), js.structuredClone(a)]', "print('kept', len(keep))"].join('\n'));
+  // A message's copy is made where it arrives, past every constructor: only the run's end sees it.
+  const r = await run(k, ['import js, asyncio', `a = js.Uint8Array.new(${chunk} * 1024 * 1024)`,
+    'ch = js.MessageChannel.new()', 'got = []', 'ch.port2.onmessage = lambda e: got.append(e.data)',
+    'for _ in range(3):\n    ch.port1.postMessage(a)',
+    'for _ in range(100):\n    if len(got) == 3:\n        break\n    await asyncio.sleep(0.05)',
+    'ch.port2.close()', 'keep = [a, *got]', "print('kept', len(keep))"].join('\n'));
   assert.equal(r.status, 'crashed', JSON.stringify(r));
   assert.equal(r.error.type, 'MemoryError');
   assert.equal(r.error.message, `the sandbox ran out of memory (limit ${MEMORY_MB} MiB) and was restarted`);

@@ -11,10 +11,12 @@
 //     worker can load node:net, node:tls, node:vm, a data: URL or anything else;
 //   - memory: each kernel is bounded by CEREA_KERNEL_MEMORY_MB (default 1024 MiB) — its Python
 //     heap cannot grow past it (WebAssembly.Memory.prototype.grow refuses: Python raises
-//     MemoryError), JavaScript buffers made from Python are refused past it (RangeError), and a
-//     run that leaves the kernel over it is reported `crashed` with "the sandbox ran out of memory
-//     (limit N MiB) and was restarted", so the host replaces the kernel.  The JavaScript heap is
-//     bounded by the process's --max-old-space-size (hosts.c), the host by its RLIMIT_DATA.
+//     MemoryError), JavaScript buffers made from Python are refused past it however small each is
+//     (RangeError), a file of the in-memory file system past it is a full disk (OSError ENOSPC),
+//     and a run that leaves the kernel over it is reported `crashed` with "the sandbox ran out of
+//     memory (limit N MiB) and was restarted", so the host replaces the kernel.  The JavaScript
+//     heap is bounded by the worker's resourceLimits (headless-host.js: a kernel over it is ended
+//     alone), the host by its RLIMIT_DATA.
 //
 // What it is not: a sandbox by itself.  What holds is the process around it (headless-host.js,
 // orchestrator/hosts/hosts.c and docs/server-mode.md's table): V8 code generation from strings disabled,
@@ -24,6 +26,8 @@ import { readFile } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { createRequire, register } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { KernelCore } from '../core.js';
 import { ERROR, NOTE } from '../notes.js';
@@ -36,6 +40,11 @@ export const NODE_GLOBALS = Object.freeze([
   'process', 'Buffer', 'global', 'require', 'module', 'exports', '__filename', '__dirname',
   'BroadcastChannel', 'Worker', 'navigator', 'WebSocket', 'EventSource', 'Request',
   'Response', 'Headers', 'FormData',
+  // bytes held where the memory guard cannot count them (Node's blob store), or made in bulk
+  // from little (a decompression bomb)
+  'Blob', 'File', 'CompressionStream', 'DecompressionStream',
+  // a kernel started after another set --expose-gc (below) has it in its scope
+  'gc',
 ]);
 // Kept on purpose: setTimeout/setImmediate/MessageChannel (Pyodide's event loop schedules with
 // them), performance, crypto.getRandomValues, TextEncoder/Decoder, WebAssembly.
@@ -67,9 +76,23 @@ const wasmBytes = () => {
   return n;
 };
 const inUse = () => memoryUsage().arrayBuffers + wasmBytes();
-const refuse = (what, bytes) => new RangeError(`${what} of ${Math.ceil(bytes / MIB)} MiB refused: the sandbox's memory limit (${KERNEL_MEMORY_MB} MiB) is reached`);
+// A full collection, run before a refusal: buffers a run let go of (files removed, arrays
+// dropped) count until V8 collects them, and the guard refuses before V8 feels any pressure.
+// (Taken from a context of its own at start: nothing in the kernel's scope can call it.)
+// (Twice: V8 frees the buffers a collection found dead while it sweeps, which the next one's
+// start finishes, and memoryUsage() counts them until then.)
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc');
+const collect = () => { gc(); gc(); };
+const over = (bytes) => {
+  if (inUse() + bytes + MIB <= LIMIT) return false;
+  collect();
+  return inUse() + bytes + MIB > LIMIT;
+};
+const refuse = (what, bytes) => new RangeError(`${what}${bytes > 0 ? ` of ${Math.ceil(bytes / MIB)} MiB` : ''} refused: the sandbox's memory limit (${KERNEL_MEMORY_MB} MiB) is reached`);
 
-// Installed before Pyodide loads: a memory may not grow past the kernel's limit.  Emscripten's
+// Installed before Pyodide loads: a memory may not grow past the kernel's limit (less the 1 MiB
+// the allocation guard may not have looked at yet).  Emscripten's
 // growMemory catches the error and malloc returns NULL, so Python raises MemoryError.
 {
   const proto = WebAssembly.Memory.prototype;
@@ -77,15 +100,16 @@ const refuse = (what, bytes) => new RangeError(`${what} of ${Math.ceil(bytes / M
   Object.defineProperty(proto, 'grow', {
     value: function grow_(pages) {
       const bytes = Number(pages) * 65536;
-      if (bytes > 0 && inUse() + bytes > LIMIT) throw refuse('a Python heap growth', bytes);
+      if (bytes > 0 && over(bytes)) throw refuse('a Python heap growth', bytes);
       return grow.call(this, pages);
     },
     writable: false, configurable: false,
   });
 }
 
-// Installed at lock-down: buffers of 1 MiB or more made through the global constructors (the ones
-// Python's js bridge reaches, and the species copies slice/map make) are refused past the limit.
+// Installed at lock-down: buffers made through the global constructors (the ones Python's js
+// bridge reaches, the species copies slice/map make, and MEMFS's file storage) are refused past
+// the limit, whatever their size (guard, below).
 const ALLOCATORS = ['ArrayBuffer', 'SharedArrayBuffer', 'Int8Array', 'Uint8Array', 'Uint8ClampedArray',
   'Int16Array', 'Uint16Array', 'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array',
   'BigInt64Array', 'BigUint64Array'];
@@ -97,8 +121,19 @@ function requested(C, args) {
     return (Number(a.length) || 0) * per;
   return 0;   // a view over an existing buffer allocates nothing
 }
+// Every allocation counts, however small: they add up until they make 1 MiB since the last
+// look, then the kernel's memory is measured (memoryUsage() costs microseconds: not for each
+// small one).  So pieces under 1 MiB (files in the in-memory /tmp, arrays kept from Python) stop
+// at the limit as one big buffer does; the 1 MiB not yet looked at is kept free below it.
+let unseen = 0;
+function guard(what, bytes) {
+  if (!(bytes > 0)) return;
+  unseen += bytes;
+  if (bytes < MIB && unseen < MIB) return;
+  unseen = 0;
+  if (over(bytes)) throw refuse(what, bytes);
+}
 function guardAllocations() {
-  const guard = (what, bytes) => { if (bytes >= MIB && inUse() + bytes > LIMIT) throw refuse(what, bytes); };
   for (const name of ALLOCATORS) {
     const C = globalThis[name];
     if (typeof C !== 'function') continue;
@@ -129,10 +164,42 @@ function guardAllocations() {
     },
   });
   Object.defineProperty(WebAssembly, 'Memory', { value: PM, writable: false, configurable: false });
+  // Copies made inside V8, past the constructors: the kernel is measured after each one.
+  const measured = (what, f) => function (...args) {
+    const r = f.apply(this, args);
+    if (over(0)) throw refuse(what, 0);
+    return r;
+  };
+  const clone = globalThis.structuredClone;
+  if (typeof clone === 'function')
+    Object.defineProperty(globalThis, 'structuredClone', { value: measured('a structuredClone', clone), writable: false, configurable: false });
+  const encode = TextEncoder.prototype.encode;
+  Object.defineProperty(TextEncoder.prototype, 'encode', { value: measured('a TextEncoder.encode', encode), writable: false, configurable: false });
+}
+
+// A file of the in-memory file system (/tmp, /home...) lives in JavaScript buffers the guard
+// counts; one refused there is a full disk to Python (OSError ENOSPC), not a JavaScript error
+// unwinding through the interpreter (which Pyodide takes as fatal).
+const ENOSPC = 51;   // Emscripten's errno numbers, not Linux's
+function guardFiles() {
+  const FS = core.py.FS;
+  const MEMFS = FS.filesystems.MEMFS;
+  const full = (f) => function (...args) {
+    try { return f.apply(this, args); } catch (e) {
+      if (e instanceof RangeError) throw new FS.ErrnoError(ENOSPC);
+      throw e;
+    }
+  };
+  for (const ops of new Set([MEMFS.stream_ops, MEMFS.ops_table && MEMFS.ops_table.file.stream]))
+    if (ops) for (const name of ['write', 'allocate', 'mmap']) if (typeof ops[name] === 'function') ops[name] = full(ops[name]);
+  for (const ops of new Set([MEMFS.node_ops, MEMFS.ops_table && MEMFS.ops_table.file.node]))
+    if (ops && typeof ops.setattr === 'function') ops.setattr = full(ops.setattr);
 }
 
 // A run that left the kernel over its limit: reported crashed, so the host replaces the kernel.
 function checkMemory(result) {
+  if (inUse() <= LIMIT) return;
+  collect();
   const used = inUse();
   if (used <= LIMIT) return;
   result.status = STATUS.CRASHED;
@@ -179,6 +246,7 @@ function lockDown() {
   });
   step('module loading', closeModuleLoading);
   step('memory', guardAllocations);
+  step('memory of files', guardFiles);
   removeNodeGlobals();
 }
 

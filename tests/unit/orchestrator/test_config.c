@@ -83,6 +83,14 @@ static const struct vcase vcases[] = {
     {"CODE_MAX_ATTEMPTS", "3x", 0, "CODE_MAX_ATTEMPTS=3x"},
     {"CHAT_ATTACHMENT_QUOTA_MB", "0", 1, NULL},
     {"CHAT_ATTACHMENT_QUOTA_MB", "-1", 0, "CHAT_ATTACHMENT_QUOTA_MB=-1"},
+    {"CEREA_PUBLIC_URL", "https://sandbox.example.com", 1, NULL},
+    {"CEREA_PUBLIC_URL", "http://[::1]:8080", 1, NULL},
+    {"CEREA_PUBLIC_URL", "sandbox.example.com", 0, "http://HOST[:PORT]"},
+    {"CEREA_PUBLIC_URL", "https://sandbox.example.com/mcp", 0, "no path"},
+    {"CEREA_PUBLIC_URL", "https://", 0, "CEREA_PUBLIC_URL"},
+    {"CEREA_MCP_HANDOFF_S", "5", 1, NULL},
+    {"CEREA_MCP_HANDOFF_S", "4", 0, "from 5 to 280"},
+    {"CEREA_MCP_HANDOFF_S", "281", 0, "from 5 to 280"},
 };
 
 START_TEST(test_values) {

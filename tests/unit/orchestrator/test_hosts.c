@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -179,21 +181,26 @@ START_TEST(test_refusals) {
 END_TEST
 
 /* Sandboxed (not trusted), with a stand-in bubblewrap that logs its arguments, the size of what
- * it reads on fd 3 and its uid: the command line carries every layer, the filter arrives as a BPF
- * program (a whole number of 8-byte instructions), and the memory bound goes first.  As root,
- * bwrap runs as uid 65534 with the socket in a folder of its own in /tmp when that uid can reach
- * what a host needs (case 0: bwrap and the runtime readable by others), else as root with the
- * socket in DATA/hosts (case 1: the runtime readable by root only). */
+ * it reads on fd 3, its memory bound, its uid and whether it may read what it is asked to bind:
+ * the command line carries every layer, the filter arrives as a BPF program (a whole number of
+ * 8-byte instructions), and the memory bound goes first.  As root, bwrap always runs as uid 65534
+ * with the socket in a folder of its own in /tmp and the sources and runtime bound read-only at
+ * /cerea from a copy it may read: case 0 with a runtime readable by others, case 1 with one
+ * readable by root only (a folder 0700, its files 0600: what a checkout in a `mktemp -d` folder or
+ * made with umask 077 is).  The folder is gone once the server closed. */
 START_TEST(test_sandboxed_command_line) {
   make_dirs("exit 0\n");
   unsetenv("CEREA_SERVER_TRUSTED");
   setenv("CEREA_NODE", "/bin/sh", 1); /* reachable by others; the stand-in bwrap runs no node */
-  char wasm[200], out_dir[200];
-  snprintf(wasm, sizeof(wasm), "%s/pyodide/pyodide.asm.wasm", static_dir);
+  char wasm[240], out_dir[200], py_dir[200];
+  snprintf(py_dir, sizeof(py_dir), "%s/pyodide", static_dir);
+  snprintf(wasm, sizeof(wasm), "%s/pyodide.asm.wasm", py_dir);
   FILE *w = fopen(wasm, "w");
   ck_assert_ptr_nonnull(w);
+  fputs("wasm", w);
   fclose(w);
   chmod(wasm, _i == 0 ? 0644 : 0600);
+  chmod(py_dir, _i == 0 ? 0755 : 0700);
   chmod(data_dir, 0711); /* the stand-in bwrap lives in it */
   chmod(static_dir, 0755);
   snprintf(out_dir, sizeof(out_dir), "%s/out", data_dir);
@@ -207,8 +214,12 @@ START_TEST(test_sandboxed_command_line) {
   fprintf(f,
           "#!/bin/sh\necho \"$*\" > '%s'\nwc -c <&3 >> '%s'\ngrep 'Max data size' "
           "/proc/self/limits >> '%s'\nid -u >> '%s'\n"
+          "r=readable\nwhile [ $# -gt 2 ]; do\n  if [ \"$1\" = --ro-bind ]; then\n"
+          "    [ -r \"$2\" ] || r=\"unreadable $2\"\n"
+          "    [ \"$3\" != /cerea/pyodide ] || [ -r \"$2/pyodide.asm.wasm\" ] || "
+          "r=\"unreadable $2/pyodide.asm.wasm\"\n  fi\n  shift\ndone\necho \"$r\" >> '%s'\n"
           "echo ready\nwhile read -r l; do :; done\n",
-          argv_log, argv_log, argv_log, argv_log);
+          argv_log, argv_log, argv_log, argv_log, argv_log);
   fclose(f);
   chmod(bwrap, 0755);
   setenv("CEREA_BWRAP", bwrap, 1);
@@ -216,39 +227,35 @@ START_TEST(test_sandboxed_command_line) {
   run_for(1500);
   f = fopen(argv_log, "r");
   ck_assert_msg(f != NULL, "the stand-in bubblewrap never ran");
-  char args[4096] = "", size[64] = "", limit[256] = "", uid[32] = "";
+  char args[4096] = "", size[64] = "", limit[256] = "", uid[32] = "", readable[400] = "";
   ck_assert_ptr_nonnull(fgets(args, sizeof(args), f));
   ck_assert_ptr_nonnull(fgets(size, sizeof(size), f));
   ck_assert_ptr_nonnull(fgets(limit, sizeof(limit), f));
   ck_assert_ptr_nonnull(fgets(uid, sizeof(uid), f));
+  ck_assert_ptr_nonnull(fgets(readable, sizeof(readable), f));
   fclose(f);
-  char sock_bind[256];
-  snprintf(sock_bind, sizeof(sock_bind), "--bind %s/hosts %s/hosts", data_dir, data_dir);
-  /* The checkout must be reachable by uid 65534 for case 0 (a clone in a mktemp -d folder is not):
-   * else the fallback is what is checked, and said. */
-  int reachable = 0;
-  if (geteuid() == 0 && _i == 0) {
-    pid_t pid = fork();
-    if (pid == 0)
-      _exit(setgid(65534) == 0 && setuid(65534) == 0 &&
-                    access(SBX_SOURCE_DIR "/worker/headless-host.js", R_OK) == 0
-                ? 0
-                : 1);
-    int st = 1;
-    waitpid(pid, &st, 0);
-    reachable = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    if (!reachable)
-      fprintf(stderr, "hosts: %s is not reachable by uid 65534: the fallback (uid 0) is checked\n",
-              SBX_SOURCE_DIR);
-  }
-  if (reachable) {
+  ck_assert_msg(strcmp(readable, "readable\n") == 0, "what bwrap binds: %s", readable);
+  if (geteuid() == 0) {
     ck_assert_int_eq(atoi(uid), 65534);
-    ck_assert_msg(strstr(args, "--bind /tmp/cerea-hosts-") != NULL, "socket folder: %s", args);
+    const char *base = strstr(args, "--bind /tmp/cerea-hosts-");
+    ck_assert_msg(base != NULL, "socket folder: %s", args);
+    char dir[64];
+    ck_assert_int_eq(sscanf(base, "--bind %63[^ ]", dir), 1);
+    ck_assert_msg(strlen(dir) > 5 && strcmp(dir + strlen(dir) - 5, "/sock") == 0, "%s", dir);
+    dir[strlen(dir) - 5] = '\0';
+    snprintf(cmd, sizeof(cmd), "--ro-bind %s/runtime/pyodide /cerea/pyodide", dir);
+    ck_assert_msg(strstr(args, cmd) != NULL, "missing %s in: %s", cmd, args);
+    snprintf(cmd, sizeof(cmd), "--ro-bind %s/runtime/worker /cerea/worker", dir);
+    ck_assert_msg(strstr(args, cmd) != NULL, "missing %s in: %s", cmd, args);
+    ck_assert_msg(access(dir, F_OK) != 0, "%s is left after the server closed", dir);
   } else {
-    if (geteuid() != 0)
-      fprintf(stderr, "hosts: not root: bwrap runs as our uid %s", uid);
+    fprintf(stderr, "hosts: not root: bwrap runs as our uid %s", uid);
     ck_assert_int_eq(atoi(uid), (int)geteuid());
+    char sock_bind[256];
+    snprintf(sock_bind, sizeof(sock_bind), "--bind %s/hosts %s/hosts", data_dir, data_dir);
     ck_assert_msg(strstr(args, sock_bind) != NULL, "socket folder: %s", args);
+    snprintf(cmd, sizeof(cmd), "--ro-bind %s /cerea/pyodide", py_dir);
+    ck_assert_msg(strstr(args, cmd) != NULL, "missing %s in: %s", cmd, args);
   }
   const char *want[] = {"--unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL",
                         "--unshare-net",
@@ -257,6 +264,9 @@ START_TEST(test_sandboxed_command_line) {
                         "--seccomp 3",
                         "--die-with-parent",
                         "--allow-fs-read=/proc/self/status",
+                        "--allow-fs-read=/cerea/worker",
+                        "--allow-fs-read=/cerea/pyodide",
+                        " /cerea/worker/headless-host.js --orchestrator unix:",
                         "--max-old-space-size=256",
                         "--disallow-code-generation-from-strings"};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -272,6 +282,80 @@ START_TEST(test_sandboxed_command_line) {
 }
 END_TEST
 
+/* As root, hosts never run as root: a node that uid 65534 may not run (in a folder of root's
+ * alone) makes server mode refuse to start with one line that names it, and nothing starts. */
+START_TEST(test_refuses_to_run_hosts_as_root) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "hosts: not root (uid %d): hosts run as this uid, nothing to refuse\n",
+            (int)geteuid());
+    return;
+  }
+  make_dirs("exit 0\n");
+  unsetenv("CEREA_SERVER_TRUSTED");
+  setenv("CEREA_NODE", script, 1); /* DATA/hosts is 0700 */
+  setenv("CEREA_BWRAP", "/bin/true", 1);
+  struct orch_config c;
+  config(&c);
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct orch *o = NULL;
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  int rc = orch_new(&loop, &c, &o, &err);
+  ck_assert_msg(rc == SBX_EPERM, "rc %d: %s", rc, err.msg);
+  char want[300];
+  snprintf(want, sizeof(want),
+           "server mode refuses to start kernel hosts as root: they run as uid 65534, which may "
+           "not reach %s",
+           script);
+  ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+  ck_assert_ptr_null(strchr(err.msg, '\n'));
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  ck_assert_int_eq(count_starts(), 0);
+  orch_config_free(&c);
+  unsetenv("CEREA_BWRAP");
+  remove_dirs();
+}
+END_TEST
+
+/* A folder a killed server left in /tmp (its lock free) goes at the next start; one whose server
+ * lives (its lock held) stays. */
+START_TEST(test_sweeps_what_a_killed_server_left) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "hosts: not root (uid %d): no copy in /tmp to sweep\n", (int)geteuid());
+    return;
+  }
+  char dead[] = "/tmp/cerea-hosts-XXXXXX", live[] = "/tmp/cerea-hosts-XXXXXX", p[80];
+  ck_assert_ptr_nonnull(mkdtemp(dead));
+  ck_assert_ptr_nonnull(mkdtemp(live));
+  const char *made[] = {dead, live};
+  for (int i = 0; i < 2; i++) {
+    snprintf(p, sizeof(p), "%s/owner", made[i]);
+    close(open(p, O_CREAT | O_WRONLY, 0600));
+    snprintf(p, sizeof(p), "%s/runtime", made[i]);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/runtime/worker", made[i]);
+    ck_assert_int_eq(mkdir(p, 0755), 0);
+  }
+  int lock = open(live, O_RDONLY | O_DIRECTORY);
+  ck_assert_int_eq(flock(lock, LOCK_EX), 0);
+  make_dirs("echo ready\nwhile read -r l; do :; done\n");
+  unsetenv("CEREA_SERVER_TRUSTED");
+  setenv("CEREA_NODE", "/bin/sh", 1);
+  setenv("CEREA_BWRAP", "/bin/true", 1);
+  run_for(300);
+  ck_assert_msg(access(dead, F_OK) != 0, "%s is left", dead);
+  ck_assert_msg(access(live, F_OK) == 0, "%s was removed while its server lives", live);
+  close(lock);
+  char cmd_rm[80];
+  snprintf(cmd_rm, sizeof(cmd_rm), "rm -rf '%s'", live);
+  ck_assert_int_eq(system(cmd_rm), 0);
+  unsetenv("CEREA_BWRAP");
+  remove_dirs();
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("hosts");
   TCase *tc = tcase_create("supervisor");
@@ -280,6 +364,8 @@ int main(void) {
   tcase_add_test(tc, test_restart_with_backoff_and_close);
   tcase_add_test(tc, test_close_kills_running_hosts);
   tcase_add_loop_test(tc, test_sandboxed_command_line, 0, 2);
+  tcase_add_test(tc, test_refuses_to_run_hosts_as_root);
+  tcase_add_test(tc, test_sweeps_what_a_killed_server_left);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

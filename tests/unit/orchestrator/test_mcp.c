@@ -13,13 +13,14 @@
 
 /* ---- a test double of the tools' execution ----------------------------------------------- */
 
-#define FAKE_MAX 32
+#define FAKE_MAX 80
 static struct {
   int n_started, n_abandoned;
   const struct orch_tool_ops *ops[FAKE_MAX];
   void *ud[FAKE_MAX];
   int live[FAKE_MAX];
   char code[FAKE_MAX][64];
+  uint64_t keepalive_ms[FAKE_MAX], handoff_ms[FAKE_MAX];
 } fake;
 static char fake_calls[FAKE_MAX]; /* their addresses stand for struct orch_tool_call */
 
@@ -28,12 +29,13 @@ static void fake_env(void *ud, struct orch_tool_env *env, json_t **keep) {
   memset(env, 0, sizeof(*env));
   env->time_limit_s = 60;
   env->paused_wait_ms = 120000;
+  env->handoff_s = 50;
   *keep = NULL;
 }
 
 /* run_python goes on (code "now" answers at once, "nochat" is a bad argument found late,
  * "elsewhere" a chat another node serves); list_files answers at once. */
-static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a, json_t *args_json,
+static int fake_start(void *ud, enum orch_tool t, struct orch_tool_args *a, json_t *args_json,
                       const char *base, const struct orch_tool_ops *ops, void *call_ud,
                       struct orch_tool_call **out, json_t **now, char *why, size_t cap) {
   (void)ud, (void)args_json, (void)base;
@@ -56,6 +58,8 @@ static int fake_start(void *ud, enum orch_tool t, const struct orch_tool_args *a
   fake.ud[i] = call_ud;
   fake.live[i] = 1;
   snprintf(fake.code[i], sizeof(fake.code[i]), "%s", a->code);
+  fake.keepalive_ms[i] = a->keepalive_ms;
+  fake.handoff_ms[i] = a->handoff_ms;
   *out = (struct orch_tool_call *)&fake_calls[i];
   return 0;
 }
@@ -371,6 +375,74 @@ START_TEST(test_session_cap) {
 }
 END_TEST
 
+/* A ping of session sid as cred: its HTTP status. */
+static int ping_status(const char *sid, const struct orch_tool_scope *scope, const char *cred) {
+  struct orch_mcp_reply r;
+  post(sid, NULL, scope, cred, 1, &r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}");
+  int status = r.status;
+  orch__mcp_reply_free(&r);
+  return status;
+}
+
+START_TEST(test_session_cap_per_credential) {
+  /* One chat key floods initialize: it ends its own sessions only; the API key's and another
+   * chat key's stay. */
+  struct orch_tool_scope other = scope_chat;
+  other.chat_id[0] = 'f';
+  char api[65], mine[65], first_flood[65], sid[65];
+  init_session("2025-11-25", &scope_all, "api", api);
+  init_session("2025-11-25", &other, "chat-other", mine);
+  init_session("2025-11-25", &scope_chat, "chat-flood", first_flood);
+  for (int i = 0; i < 4200; i++)
+    init_session("2025-11-25", &scope_chat, "chat-flood", sid);
+  ck_assert_uint_eq(orch__mcp_sessions(m), 2 + ORCH_MCP_CHAT_KEY_SESSIONS);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+  ck_assert_int_eq(ping_status(mine, &other, "chat-other"), 200);
+  ck_assert_int_eq(ping_status(first_flood, &scope_chat, "chat-flood"), 404); /* its own went */
+  ck_assert_int_eq(ping_status(sid, &scope_chat, "chat-flood"), 200);
+  /* Every session of a chat key busy: the next initialize is refused (503), nothing else ends. */
+  struct orch_mcp_reply r;
+  for (int i = 0; i < ORCH_MCP_CHAT_KEY_SESSIONS; i++) {
+    init_session("2025-11-25", &other, "chat-busy", sid);
+    post(sid, NULL, &other, "chat-busy", 1, &r,
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"run_python\",\"arguments\":{\"code\":\"wait\"}}}");
+    ck_assert_ptr_nonnull(r.call);
+    orch__mcp_call_attach(r.call, &rec_sink, NULL);
+    orch__mcp_reply_free(&r);
+  }
+  post(NULL, NULL, &other, "chat-busy", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+       "\"2025-11-25\"}}");
+  ck_assert_int_eq(r.status, 503);
+  ck_assert_int_eq(error_code(&r), ORCH_RPC_BUSY);
+  orch__mcp_reply_free(&r);
+  ck_assert_int_eq(fake.n_abandoned, 0);
+  ck_assert_int_eq(ping_status(mine, &other, "chat-other"), 200);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+}
+END_TEST
+
+START_TEST(test_session_cap_chat_keys_total) {
+  /* Many chat keys fill the chat keys' total: a newcomer's session ends one of a key holding the
+   * most, never the API key's. */
+  char api[65], sid[65], cred[32];
+  init_session("2025-11-25", &scope_all, "api", api);
+  int keys = ORCH_MCP_SESSIONS_MAX / ORCH_MCP_CHAT_KEY_SESSIONS;
+  for (int k = 0; k < keys; k++) {
+    snprintf(cred, sizeof(cred), "chat-%d", k);
+    for (int i = 0; i < ORCH_MCP_CHAT_KEY_SESSIONS; i++)
+      init_session("2025-11-25", &scope_chat, cred, sid);
+  }
+  ck_assert_uint_eq(orch__mcp_sessions(m), 1 + ORCH_MCP_SESSIONS_MAX);
+  char late[65];
+  init_session("2025-11-25", &scope_chat, "chat-late", late);
+  ck_assert_uint_eq(orch__mcp_sessions(m), 1 + ORCH_MCP_SESSIONS_MAX);
+  ck_assert_int_eq(ping_status(late, &scope_chat, "chat-late"), 200);
+  ck_assert_int_eq(ping_status(api, &scope_all, "api"), 200);
+}
+END_TEST
+
 START_TEST(test_call_pending) {
   char sid[65];
   init_session("2025-11-25", &scope_all, "cred", sid);
@@ -533,6 +605,86 @@ START_TEST(test_calls_cap) {
   ck_assert_ptr_null(r.call);
   ck_assert_int_eq(error_code(&r), ORCH_RPC_BUSY);
   orch__mcp_reply_free(&r);
+}
+END_TEST
+
+START_TEST(test_progress_token_bound) {
+  /* A progressToken is copied into every notification: past ORCH_MCP_PROGRESS_TOKEN_MAX bytes
+   * the call is refused (-32602) and nothing starts; at the bound it is taken. */
+  char sid[65], tok[ORCH_MCP_PROGRESS_TOKEN_MAX + 2];
+  init_session("2025-11-25", &scope_all, "cred", sid);
+  for (int len = ORCH_MCP_PROGRESS_TOKEN_MAX + 1; len >= ORCH_MCP_PROGRESS_TOKEN_MAX; len--) {
+    memset(tok, 'a', (size_t)len);
+    tok[len] = '\0';
+    struct orch_mcp_reply r;
+    post(sid, NULL, &scope_all, "cred", 1, &r,
+         "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+         "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+         "{\"progressToken\":\"%s\"}}}",
+         CHAT, tok);
+    if (len > ORCH_MCP_PROGRESS_TOKEN_MAX) {
+      ck_assert_ptr_null(r.call);
+      ck_assert_int_eq(r.status, 200);
+      ck_assert_int_eq(error_code(&r), ORCH_RPC_INVALID_PARAMS);
+      ck_assert_ptr_nonnull(strstr(r.body, "progressToken is 257 bytes; at most 256"));
+      ck_assert_int_eq(fake.n_started, 0);
+    } else {
+      ck_assert_ptr_nonnull(r.call);
+      ck_assert_int_eq(r.stream, 1);
+      orch__mcp_call_attach(r.call, &rec_sink, NULL);
+      fake_progress(0, "running");
+      ck_assert_int_eq(rec.n_sent, 1);
+      ck_assert_ptr_nonnull(strstr(rec.sent[0], tok));
+      fake_finish(0, "done");
+    }
+    orch__mcp_reply_free(&r);
+  }
+}
+END_TEST
+
+START_TEST(test_keepalive) {
+  /* A call that streams asks the tool for keepalives; a keepalive says so in _meta, with the
+   * time so far.  A call with no stream asks for none, but for the hand-off. */
+  char sid[65];
+  init_session("2025-11-25", &scope_all, "cred", sid);
+  struct orch_mcp_reply r;
+  post(sid, NULL, &scope_all, "cred", 1, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+       "{\"progressToken\":\"k\"}}}",
+       CHAT);
+  ck_assert_int_eq(r.stream, 1);
+  ck_assert_uint_eq(fake.keepalive_ms[0], ORCH_MCP_KEEPALIVE_MS);
+  ck_assert_uint_eq(fake.handoff_ms[0], 0); /* progress resets the client's timeout */
+  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  orch__mcp_reply_free(&r);
+  struct orch_tool_progress p = {.run_id = "r1",
+                                 .state = "running",
+                                 .attempt = 1,
+                                 .message = "Running. 20 s since the call began.",
+                                 .keepalive = 1,
+                                 .elapsed_ms = 20400};
+  fake.ops[0]->progress(fake.ud[0], &p);
+  ck_assert_int_eq(rec.n_sent, 1);
+  json_t *n = json_loads(rec.sent[0], 0, NULL);
+  json_t *meta =
+      json_object_get(json_object_get(json_object_get(n, "params"), "_meta"), "cerea-sandbox/run");
+  ck_assert(json_is_true(json_object_get(meta, "keepalive")));
+  ck_assert_int_eq(json_integer_value(json_object_get(meta, "elapsed_s")), 20);
+  ck_assert_str_eq(json_string_value(json_object_get(meta, "state")), "running");
+  json_decref(n);
+  fake_finish(0, "done");
+  post(sid, NULL, &scope_all, "cred", 0, &r,
+       "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+       "\"run_python\",\"arguments\":{\"chat_id\":\"%s\",\"code\":\"x\"},\"_meta\":"
+       "{\"progressToken\":\"k\"}}}",
+       CHAT);
+  ck_assert_int_eq(r.stream, 0);
+  ck_assert_uint_eq(fake.keepalive_ms[1], 0);
+  ck_assert_uint_eq(fake.handoff_ms[1], 50000); /* nothing does: the run is handed back */
+  orch__mcp_call_attach(r.call, &rec_sink, NULL);
+  orch__mcp_reply_free(&r);
+  fake_finish(1, "done");
 }
 END_TEST
 
@@ -724,10 +876,14 @@ int main(void) {
   tcase_add_test(tc, test_versions);
   tcase_add_test(tc, test_sessions);
   tcase_add_test(tc, test_session_cap);
+  tcase_add_test(tc, test_session_cap_per_credential);
+  tcase_add_test(tc, test_session_cap_chat_keys_total);
   tcase_add_test(tc, test_call_pending);
   tcase_add_test(tc, test_cancel);
   tcase_add_test(tc, test_gone_and_free);
   tcase_add_test(tc, test_calls_cap);
+  tcase_add_test(tc, test_progress_token_bound);
+  tcase_add_test(tc, test_keepalive);
   tcase_add_test(tc, test_bad_args_by_version);
   tcase_add_test(tc, test_tools_list);
   tcase_add_test(tc, test_nodes_sessions);

@@ -98,6 +98,62 @@ START_TEST(test_definitions) {
 }
 END_TEST
 
+/* Every tool a description of the list names is in the list. */
+static void names_only_offered(json_t *list) {
+  for (size_t i = 0; i < json_array_size(list); i++) {
+    const char *d = desc_of(list, (int)i, 0);
+    for (int t = 0; t < ORCH_TOOL__COUNT; t++) {
+      if (strstr(d, orch__tool_name(t)) == NULL)
+        continue;
+      int listed = 0;
+      for (size_t k = 0; k < json_array_size(list); k++)
+        listed |= strcmp(json_string_value(json_object_get(json_array_get(list, k), "name")),
+                         orch__tool_name(t)) == 0;
+      ck_assert_msg(listed, "tool %zu names %s, which is not offered", i, orch__tool_name(t));
+    }
+  }
+}
+
+START_TEST(test_words_from_deployment) {
+  /* Charts only where matplotlib is served; the tools named only where they are offered. */
+  json_t *pk;
+  struct orch_tool_env env = env_with(&pk);
+  env.handoff_s = 50;
+  struct orch_tool_scope all = {""};
+  json_t *mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  const char *run = desc_of(mcp, 0, 0);
+  ck_assert_ptr_null(strstr(run, "plt.show"));
+  ck_assert_ptr_null(strstr(run, "Charts"));
+  ck_assert_ptr_nonnull(strstr(run, "(list_files shows them, add_file adds one)"));
+  ck_assert_ptr_nonnull(strstr(run, "more than 50 s without progress notifications returns with "
+                                    "the run still going and its run_id; wait_for_run gets its "
+                                    "result, cancel_run stops it."));
+  names_only_offered(mcp);
+  json_decref(mcp);
+  json_array_append_new(json_object_get(pk, "has"),
+                        json_pack("{s:s, s:s}", "name", "matplotlib", "version", "3.8.4"));
+  mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  ck_assert_ptr_nonnull(strstr(desc_of(mcp, 0, 0), "- Charts: plt.show() saves each open figure"));
+  json_decref(mcp);
+  /* The built-in assistant is offered run_python alone: no other tool is named. */
+  env.offered = ORCH_TOOL_BIT(ORCH_TOOL_RUN_PYTHON);
+  json_t *oai = orch__tools_json(&env, &all, ORCH_TOOLS_OPENAI);
+  ck_assert_uint_eq(json_array_size(oai), 1);
+  run = desc_of(oai, 0, 1);
+  for (int t = 1; t < ORCH_TOOL__COUNT; t++)
+    ck_assert_msg(strstr(run, orch__tool_name(t)) == NULL, "names %s", orch__tool_name(t));
+  ck_assert_ptr_nonnull(strstr(run, "the chat's files are at /mnt/data/<name>. To give"));
+  json_decref(oai);
+  env.offered = ORCH_TOOL_BIT(ORCH_TOOL_RUN_PYTHON) | ORCH_TOOL_BIT(ORCH_TOOL_LIST_FILES);
+  mcp = orch__tools_json(&env, &all, ORCH_TOOLS_MCP);
+  ck_assert_uint_eq(json_array_size(mcp), 2);
+  ck_assert_ptr_nonnull(strstr(desc_of(mcp, 0, 0), "(list_files shows them)"));
+  names_only_offered(mcp);
+  json_decref(mcp);
+  json_decref(pk);
+}
+END_TEST
+
 START_TEST(test_check_args) {
   struct orch_tool_scope all = {""}, one;
   strcpy(one.chat_id, CHAT);
@@ -140,6 +196,24 @@ START_TEST(test_check_args) {
       {ORCH_TOOL_ADD_FILE, 1, "{\"name\":\"a\",\"text\":\"x\",\"base64\":\"eA==\"}", 0,
        "text or as base64"},
       {ORCH_TOOL_ADD_FILE, 1, "{\"name\":\"a\",\"text\":7}", 0, "text: must be a string"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"0123456789abcdef0123456789abcdef\"}", 1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 1, "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":0}",
+       1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0,
+       "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":"
+       "500}",
+       1, NULL},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{}", 0, "run_id: required"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":7}", 0, "run_id: must be a string"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"nope\"}", 0, "run_id: no run nope"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0, "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":-1}",
+       0, "wait_s: whole seconds from 0"},
+      {ORCH_TOOL_WAIT_FOR_RUN, 0,
+       "{\"run_id\":\"0123456789abcdef0123456789abcdef\",\"wait_s\":"
+       "\"5\"}",
+       0, "wait_s"},
+      {ORCH_TOOL_CANCEL_RUN, 1, "{\"run_id\":\"0123456789abcdef0123456789abcdef\"}", 1, NULL},
+      {ORCH_TOOL_CANCEL_RUN, 1, "{}", 0, "run_id: required"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(cases); i++) {
     json_t *args = cases[i].args ? json_loads(cases[i].args, JSON_DECODE_ANY, NULL) : NULL;
@@ -151,8 +225,12 @@ START_TEST(test_check_args) {
     ck_assert_msg((rc == 0) == cases[i].ok, "%s: rc %d (%s)", cases[i].args, rc, why);
     if (!cases[i].ok)
       ck_assert_msg(strstr(why, cases[i].why) != NULL, "%s: %s", cases[i].args, why);
+    else if (cases[i].tool >= ORCH_TOOL_WAIT_FOR_RUN && !cases[i].scoped)
+      ck_assert_ptr_null(a.chat_id); /* the run says its chat (orch__tool_start) */
     else
       ck_assert_str_eq(a.chat_id, CHAT);
+    if (cases[i].ok && cases[i].tool >= ORCH_TOOL_WAIT_FOR_RUN)
+      ck_assert_str_eq(a.run_id, "0123456789abcdef0123456789abcdef");
     json_decref(args);
   }
   /* Sizes: code and add_file content have their own caps. */
@@ -391,6 +469,7 @@ int main(void) {
   Suite *s = suite_create("tools");
   TCase *tc = tcase_create("tools");
   tcase_add_test(tc, test_definitions);
+  tcase_add_test(tc, test_words_from_deployment);
   tcase_add_test(tc, test_check_args);
   tcase_add_test(tc, test_run_text);
   tcase_add_test(tc, test_run_files);
