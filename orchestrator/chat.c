@@ -617,12 +617,39 @@ static void chat_pump(struct orch_chat *c) {
     announce(c->o, c, run, st);
 }
 
+int orch__chat_run_lost(struct orch_chat *c, struct orch_run *run) {
+  struct orch *o = c->o;
+  int rc = orch__run_lost(run, o->rt.max_attempts, o->rt.paused_wait_ms);
+  if (rc == 0) {
+    o->m.pauses++;
+    orch__run_persist(o, run);
+  }
+  if (rc != 1)
+    return 0;
+  char msg[400];
+  snprintf(msg, sizeof(msg),
+           "The run was not sent again: %d of its attempts were lost with their page or kernel "
+           "host while the code ran (it crashed, was killed or was closed mid-run; "
+           "CODE_MAX_ATTEMPTS=%d). The code may take the sandbox down, for instance by using too "
+           "much memory; change it before running it again.",
+           run->lost, o->rt.max_attempts);
+  sbx_log(SBX_LOG_WARN, "chat", "run %s of chat %s: %d attempts lost mid-run: ended crashed",
+          run->id, c->id, run->lost);
+  set_error(run, "KernelCrashed", msg);
+  orch__live_keep(run); /* what its last attempt printed */
+  orch__run_settle(o, run);
+  return 1;
+}
+
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p) {
   struct orch *o = c->o;
   struct orch_run *run = head_run(c);
   if (run && orch__run_on_page(run) && strcmp(run->page_id, p->id) == 0 &&
-      (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_SILENT ||
-       p->state == ORCH_PAGE_GONE)) {
+      p->state == ORCH_PAGE_GONE) {
+    if (orch__chat_run_lost(c, run))
+      return; /* ended: settling pumped the chat */
+  } else if (run && orch__run_on_page(run) && strcmp(run->page_id, p->id) == 0 &&
+             (p->state == ORCH_PAGE_HIDDEN || p->state == ORCH_PAGE_SILENT)) {
     if (orch__run_pause(run, o->rt.paused_wait_ms) == 0) {
       o->m.pauses++;
       orch__run_persist(o, run);
@@ -699,6 +726,14 @@ static void reap_pages(struct orch_chat *c) {
 }
 
 void orch__chat_page_leave(struct orch_chat *c, struct orch_page *p) {
+  struct orch_run *run = head_run(c);
+  /* A page that says it goes away did not crash: its run is paused first, so its going is not
+   * counted as a lost attempt (orch__chat_run_lost). */
+  if (run && orch__run_on_page(run) && strcmp(run->page_id, p->id) == 0 &&
+      orch__run_pause(run, c->o->rt.paused_wait_ms) == 0) {
+    c->o->m.pauses++;
+    orch__run_persist(c->o, run);
+  }
   if (orch__page_leave(p) == 0)
     reap_pages(c);
 }

@@ -55,6 +55,8 @@ int orch_config_defaults(struct orch_config *c) {
   c->page_heartbeat_ms = 2000;
   c->page_silent_ms = 6000;
   c->output_quota_mb = 500;
+  c->attachment_quota_mb = 500;
+  c->max_attempts = 3;
   c->llm_max_tool_calls = 8;
   c->llm_max_tokens = 4096;
   c->llm_turn_s = 600;
@@ -160,6 +162,14 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     c->output_quota_mb = (uint64_t)n;
     return 0;
   }
+  if (strcmp(key, "CHAT_ATTACHMENT_QUOTA_MB") == 0) {
+    if (parse_int(v, 0, 1024 * 1024, &n) != 0)
+      return sbx_error_set(
+          err, SBX_EINVAL,
+          "CHAT_ATTACHMENT_QUOTA_MB=%s: expected whole MB from 0 (no quota) to 1048576", v);
+    c->attachment_quota_mb = (uint64_t)n;
+    return 0;
+  }
   static const struct {
     const char *key;
     size_t offset;
@@ -171,6 +181,8 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
       {"CEREA_LLM_MAX_TOKENS", offsetof(struct orch_config, llm_max_tokens), 1, 1000000, "tokens"},
       {"CEREA_LLM_TURN_S", offsetof(struct orch_config, llm_turn_s), 1, 86400, "seconds"},
       {"CEREA_LLM_STALL_S", offsetof(struct orch_config, llm_stall_s), 1, 3600, "seconds"},
+      {"CODE_MAX_ATTEMPTS", offsetof(struct orch_config, max_attempts), 0, 100,
+       "attempts (0: no bound)"},
       {"CEREA_MCP_HANDOFF_S", offsetof(struct orch_config, mcp_handoff_s), 5, 280, "seconds"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
@@ -301,6 +313,8 @@ static const char *known_keys[] = {
     "PAGE_HEARTBEAT_MS",
     "PAGE_SILENT_MS",
     "CHAT_OUTPUT_QUOTA_MB",
+    "CHAT_ATTACHMENT_QUOTA_MB",
+    "CODE_MAX_ATTEMPTS",
     "CHAT_PYODIDE_PYPI_DISABLED",
     "ARTIFACT_RETENTION_DAYS",
     "CEREA_LISTEN",
@@ -431,6 +445,8 @@ void orch__rt_init(struct orch_runtime *rt, const struct orch_config *c) {
   rt->page_heartbeat_ms = c->page_heartbeat_ms;
   rt->page_silent_ms = c->page_silent_ms;
   rt->output_quota_bytes = c->output_quota_mb * ORCH_MIB;
+  rt->attachment_quota_bytes = c->attachment_quota_mb * ORCH_MIB;
+  rt->max_attempts = c->max_attempts;
 }
 
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v) {

@@ -4,6 +4,13 @@
  * other content -> "name (N).ext"; tool and output sources -> the next version), and, once a new
  * file is durable, the chat's `files` event so its pages fetch it before the next run.
  *
+ * Quota: what users add (every source but output: attachments, knowledge, tool files, whether
+ * uploaded or added by a tool) is bounded per chat by CHAT_ATTACHMENT_QUOTA_MB, checked by the
+ * store inside the write's transaction (two uploads at once cannot both pass it); a refused file
+ * leaves nothing behind (its stage is dropped) and its caller hears SBX_EFULL with a sentence
+ * saying why.  Run outputs have their own quota (report.c).  Every file added here expires after
+ * the retention period (ARTIFACT_RETENTION_DAYS), as outputs do: the sweep removes it then.
+ *
  * What it does not do: read request bodies or answer (api_files.c streams an upload into a stage;
  * tools.c brings the content of an add_file call in memory), or store a run's output files
  * (report.c, with the run's result).
@@ -16,9 +23,24 @@
 struct add_ctx {
   struct orch *o;
   char chat_id[STORE_ID_LEN + 1];
+  uint64_t size;
   store_file_cb cb;
   void *ud;
 };
+
+/* The refusal of a file past the chat's quota, in words a person (or a model) can act on. */
+static void over_quota(struct add_ctx *ctx, struct sbx_error *e) {
+  struct orch *o = ctx->o;
+  uint64_t used = 0;
+  store_chat_added_bytes(o->st, ctx->chat_id, &used); /* (a failed read says 0 MB) */
+  sbx_error_set(e, SBX_EFULL,
+                "this chat's files take %.1f MB of the %llu MB it may keep "
+                "(CHAT_ATTACHMENT_QUOTA_MB), and this file (%.1f MB) would pass that; nothing was "
+                "stored. Start a new chat for more files.",
+                (double)used / ORCH_MIB,
+                (unsigned long long)(o->rt.attachment_quota_bytes / ORCH_MIB),
+                (double)ctx->size / ORCH_MIB);
+}
 
 static void on_added(int rc, const struct sbx_error *err, const struct store_file_added *res,
                      void *ud) {
@@ -34,6 +56,12 @@ static void on_added(int rc, const struct sbx_error *err, const struct store_fil
         orch__event_emit(c, "files", ev);
     }
   }
+  struct sbx_error e;
+  if (rc == SBX_EFULL) {
+    o->m.uploads_refused_quota++;
+    over_quota(ctx, &e);
+    err = &e;
+  }
   ctx->cb(rc, err, res, ctx->ud);
   sbx_free(ctx);
 }
@@ -45,7 +73,7 @@ int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in
     store_blob_stage_abort(stage);
     return SBX_ENOMEM;
   }
-  *ctx = (struct add_ctx){.o = o, .cb = cb, .ud = ud};
+  *ctx = (struct add_ctx){.o = o, .size = size, .cb = cb, .ud = ud};
   snprintf(ctx->chat_id, sizeof(ctx->chat_id), "%s", c->id);
   struct store_file *files = NULL;
   size_t n = 0;
@@ -57,6 +85,9 @@ int orch__file_add(struct orch *o, struct orch_chat *c, struct store_file_in *in
   in->chat_id = c->id;
   in->mounted = reason == NULL;
   in->left_out_reason = reason;
+  in->quota = in->source == STORE_SRC_OUTPUT ? 0 : o->rt.attachment_quota_bytes;
+  if (in->expires_at == 0) /* kept for the retention period, as run outputs are */
+    in->expires_at = sbx_now_wall_ms() + (int64_t)o->rt.retention_days * 86400000LL;
   int rc = stage ? store_file_add_staged(o->st, in, stage, on_added, ctx)
                  : store_file_add(o->st, in, on_added, ctx);
   if (rc != 0)

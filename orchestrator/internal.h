@@ -128,6 +128,7 @@ struct orch_run {
   char last_page_id[ORCH_PAGE_ID_MAX + 1]; /* page of the latest attempt, kept through a pause */
   enum orch_run_state resume_state; /* FINISHING: the state it finishes from (and returns to) */
   char finishing_hash[65]; /* FINISHING: the result's hash (a resend gets the same answer) */
+  int lost;                /* started attempts lost with their page (orch__run_lost) */
 
   /* Server side (chat.c, api_*.c); unused by the pure state machine. */
   struct orch_chat *chat;
@@ -153,6 +154,11 @@ void orch__run_init(struct orch_run *run, const char *id, int timeout_s);
 int orch__run_dispatch(struct orch_run *run, const char *page_id, uint64_t watchdog_grace_ms);
 int orch__run_started(struct orch_run *run, int attempt, uint64_t watchdog_grace_ms);
 int orch__run_pause(struct orch_run *run, uint64_t wait_ms);
+/* The attempt's page was lost without a word (gone past its grace, or attached again without its
+ * place): PAUSED (0) for a new attempt, or DONE crashed (1) when the attempt had started and was
+ * the max_lost-th started attempt lost so (max_lost 0: no bound).  SBX_ESTATE when the run is not
+ * out on a page. */
+int orch__run_lost(struct orch_run *run, int max_lost, uint64_t wait_ms);
 /* RUNNING -> WAITING_INPUT for the current attempt (SBX_ECONFLICT for another; 0 when it waits
  * already): the watchdog stops, what it had left kept; input() is taken as over past
  * input_wait_ms + watchdog_grace_ms. */
@@ -366,7 +372,7 @@ struct orch_metrics {
   uint64_t events_sent, events_replayed, results_accepted, results_refused;
   uint64_t live_events_sent, output_calls, inputs_given;
   uint64_t pages_silent, paused_by_silence;
-  uint64_t uploads_refused_busy, output_files_over_quota;
+  uint64_t uploads_refused_busy, output_files_over_quota, uploads_refused_quota;
   uint64_t uploads, upload_bytes;
   uint64_t pauses, restarts;
   /* The last minutes, for the admin page's charts: one sample every ORCH_HISTORY_EVERY_MS of the
@@ -397,6 +403,8 @@ struct orch_runtime {
   int input_wait_s;                           /* CODE_INPUT_WAIT_S */
   uint64_t page_heartbeat_ms, page_silent_ms; /* PAGE_HEARTBEAT_MS, PAGE_SILENT_MS (0: off) */
   uint64_t output_quota_bytes;                /* CHAT_OUTPUT_QUOTA_MB in bytes (0: none) */
+  uint64_t attachment_quota_bytes;            /* CHAT_ATTACHMENT_QUOTA_MB in bytes (0: none) */
+  int max_attempts; /* CODE_MAX_ATTEMPTS: started attempts lost with their page (0: no bound) */
 };
 /* One setting an operator may change: its environment name, its admin API field, its range. */
 struct orch_rt_setting {
@@ -513,6 +521,10 @@ struct orch_page *orch__chat_page(struct orch_chat *c, const char *page_id);
 struct orch_page *orch__chat_active_page(struct orch_chat *c);
 /* A page's visibility or attachment changed: pause what it ran when it cannot run any more. */
 void orch__chat_page_changed(struct orch_chat *c, struct orch_page *p);
+/* The page holding run (out on a page) was lost without a word: the run is paused for a new
+ * attempt, or, the CODE_MAX_ATTEMPTS-th started attempt lost so, ended crashed and settled.
+ * Returns 1 when it ended (run may be freed by then: do not touch it), else 0. */
+int orch__chat_run_lost(struct orch_chat *c, struct orch_run *run);
 /* A live run: persist its record (fire and forget, logged on failure). */
 void orch__run_persist(struct orch *o, struct orch_run *run);
 /* Whoever waits for a run's end (api_runs.c's wait_s waiters; the answer to a cancel or a result):

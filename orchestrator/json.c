@@ -123,6 +123,7 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "run_id", json_string(r->id));
   json_object_set_new(j, "chat_id", json_string(r->chat_id));
   json_object_set_new(j, "turn_id", r->turn_id[0] ? json_string(r->turn_id) : json_null());
+  json_object_set_new(j, "code", str_or_null(r->code));
   json_object_set_new(j, "origin", str_or_null(r->origin));
   json_object_set_new(j, "state", str_or_null(r->state));
   json_object_set_new(j, "status", str_or_null(r->status));

@@ -182,11 +182,16 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       "# HELP cerea_output_files_over_quota_total Output files not kept: over "
       "CHAT_OUTPUT_QUOTA_MB.\n"
       "# TYPE cerea_output_files_over_quota_total counter\n"
-      "cerea_output_files_over_quota_total %llu\n",
+      "cerea_output_files_over_quota_total %llu\n"
+      "# HELP cerea_files_refused_quota_total Files users or tools added, refused: over "
+      "CHAT_ATTACHMENT_QUOTA_MB.\n"
+      "# TYPE cerea_files_refused_quota_total counter\n"
+      "cerea_files_refused_quota_total %llu\n",
       (unsigned long long)m->pages_silent, (unsigned long long)m->paused_by_silence,
       (unsigned long long)m->output_calls, (unsigned long long)m->live_events_sent,
       (unsigned long long)m->inputs_given, (unsigned long long)m->uploads_refused_busy,
-      (unsigned long long)m->output_files_over_quota);
+      (unsigned long long)m->output_files_over_quota,
+      (unsigned long long)m->uploads_refused_quota);
   rc |= sbx_buf_appendf(
       out,
       "# HELP cerea_bytes_stored Bytes in the blob store.\n"

@@ -40,6 +40,10 @@ struct orch_config {
                                     (0: never) */
   uint64_t output_quota_mb;      /* CHAT_OUTPUT_QUOTA_MB: stored output per chat, default 500
                                     (0: none) */
+  uint64_t attachment_quota_mb;  /* CHAT_ATTACHMENT_QUOTA_MB: files users add per chat, default
+                                    500 (0: none) */
+  int max_attempts;              /* CODE_MAX_ATTEMPTS: started attempts lost with their page or
+                                    host before the run ends crashed, 0..100, default 3 (0: none) */
   char *listen[ORCH_MAX_LISTEN]; /* CEREA_LISTEN / --listen (repeatable); default 127.0.0.1:8080 */
   size_t n_listen;
   char *data_dir;           /* CEREA_DATA_DIR / --data; default ./var */

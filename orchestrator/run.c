@@ -37,10 +37,15 @@
  *   DISPATCHED     PAUSED         orch__run_pause            its page went hidden, silent or gone
  *   DISPATCHED     FINISHING      orch__run_take_result      a result for the current attempt
  *   DISPATCHED     DONE           orch__run_finish           cancel grace, watchdog
+ *   DISPATCHED     PAUSED         orch__run_lost             its page was lost (gone, or attached
+ *                                                            again without its place)
  *   RUNNING        WAITING_INPUT  orch__run_wait_input       Python called input() (the page says so)
  *   RUNNING        PAUSED         orch__run_pause            its page went hidden, silent or gone
  *   RUNNING        FINISHING      orch__run_take_result      a result for the current attempt
  *   RUNNING        DONE           orch__run_finish           cancel grace, watchdog
+ *   RUNNING,       PAUSED, or     orch__run_lost             its page was lost mid-run: paused for a
+ *   WAITING_INPUT  DONE (crashed)                            new attempt, ended crashed when that
+ *                                                            was the max_lost-th such attempt
  *   WAITING_INPUT  RUNNING        orch__run_input_over       input given; the page says input() ended
  *                                                            (EOF); CODE_INPUT_WAIT_S plus the grace
  *                                                            passed without word (orch__run_tick);
@@ -70,6 +75,15 @@
  * capacity, not for a person, has its pause wait or its dispatch watchdog started again
  * (orch__run_hold: no transition).  A result whose attempt is not the current
  * one is refused (SBX_ECONFLICT -> 409): a re-dispatched run's stale result cannot win.
+ *
+ * Lost attempts: an attempt whose code was running (the page reported `started`) when its page
+ * vanished without a word (its stream dropped past the grace, or it attached again without
+ * Last-Event-ID: a kernel host restarted after a crash, a tab reloaded) is counted in `lost`; the
+ * max_lost-th ends the run crashed instead of sending it out again, so code that crashes its host
+ * cannot loop forever.  A page that said it went to the background (presence hidden) or that it
+ * leaves (chat.c pauses its run before it is gone), one that fell silent (a phone freezes a
+ * background page's script without a word) and an attempt that had not started are re-dispatched
+ * without being counted: none of them is a sign the code crashed.
  */
 #include "internal.h"
 
@@ -266,6 +280,16 @@ int orch__run_pause(struct orch_run *run, uint64_t wait_ms) {
   run->wait_deadline_ms = sbx_now_mono_ms() + wait_ms;
   run_check(run);
   return 0;
+}
+
+int orch__run_lost(struct orch_run *run, int max_lost, uint64_t wait_ms) {
+  if (!orch__run_on_page(run))
+    return SBX_ESTATE;
+  if (run->state != ORCH_RUN_DISPATCHED && ++run->lost >= max_lost && max_lost > 0) {
+    orch__run_finish(run, ORCH_RUN_STATUS_CRASHED);
+    return 1;
+  }
+  return orch__run_pause(run, wait_ms);
 }
 
 int orch__run_take_result(struct orch_run *run, int attempt, const char *hash) {

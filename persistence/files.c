@@ -66,6 +66,7 @@ struct file_op {
   enum store_source source;
   int mounted;
   int64_t expires_at;
+  uint64_t quota;
   const void *data; /* borrowed until cb */
   size_t size;
   /* store_file_add_staged: the stage's temp file (owned until st__blob_put_staged takes it; the
@@ -157,6 +158,18 @@ static int file_add_exec(struct store *st, struct st_write *w, struct sbx_error 
   if (final == NULL) {
     final = norm;
     norm = NULL;
+  }
+  if (op->quota && op->source != STORE_SRC_OUTPUT) {
+    int64_t used = 0;
+    s = st__q(&st->w, ST_CHAT_ADDED_BYTES);
+    st__bind_text(s, 1, op->chat_id);
+    if ((rc = st__step_int64(s, "chat added bytes", &used, err)) != 0)
+      goto out;
+    if ((uint64_t)used + op->size > op->quota) {
+      rc = sbx_error_set(err, SBX_EFULL, "quota: %lld bytes held, %zu more, %llu allowed",
+                         (long long)used, op->size, (unsigned long long)op->quota);
+      goto out;
+    }
   }
   if (op->staged)
     rc = st__blob_put_staged(st, w, sha, &op->staged_tmp, op->size, err);
@@ -266,6 +279,7 @@ static struct file_op *file_op_new(const struct store_file_in *in, store_file_cb
   op->source = in->source;
   op->mounted = in->mounted;
   op->expires_at = in->expires_at;
+  op->quota = in->quota;
   op->data = in->data ? in->data : "";
   op->size = in->size;
   if (dup_opt(in->chat_id, &op->chat_id) || dup_opt(in->name ? in->name : "", &op->name) ||
@@ -371,6 +385,18 @@ int store_file_list(struct store *st, const char *chat_id, int all_versions,
   struct st_stmt *s = st__q(&st->r, all_versions ? ST_FILE_LIST_ALL : ST_FILE_LIST_LATEST);
   st__bind_text(s, 1, chat_id);
   return st__file_rows(s, out, n);
+}
+
+int store_chat_added_bytes(struct store *st, const char *chat_id, uint64_t *out) {
+  *out = 0;
+  if (chat_id == NULL)
+    return SBX_EINVAL;
+  struct st_stmt *s = st__q(&st->r, ST_CHAT_ADDED_BYTES);
+  st__bind_text(s, 1, chat_id);
+  int64_t v = 0;
+  int rc = st__step_int64(s, "chat added bytes", &v, NULL);
+  *out = (uint64_t)v;
+  return rc;
 }
 
 int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out) {

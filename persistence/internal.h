@@ -115,6 +115,11 @@
     "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                              \
     "source = 3",                                                                                   \
     ST_SAME)                                                                                        \
+  /* a chat's other files (attachment, knowledge, tool): what CHAT_ATTACHMENT_QUOTA_MB bounds */    \
+  X(CHAT_ADDED_BYTES,                                                                               \
+    "SELECT COALESCE(SUM(size), 0) FROM files WHERE chat_id = ?1 AND "                              \
+    "source <> 3",                                                                                  \
+    ST_SAME)                                                                                        \
   X(TURN_PUT,                                                                                       \
     "INSERT INTO turns(id, chat_id, state, answer, created_at, finished_at) "                       \
     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "         \
@@ -291,9 +296,9 @@
   /* PostgreSQL types ?1 by its first use (an integer): cast */                                     \
   X(RETENTION_APPLY,                                                                                \
     "UPDATE files SET expires_at = CASE WHEN ?1 > 0 THEN created_at + ?1 "                          \
-    "ELSE 0 END WHERE source = 3",                                                                  \
+    "ELSE 0 END",                                                                                   \
     "UPDATE files SET expires_at = CASE WHEN $1::bigint > 0 THEN created_at + $1::bigint "          \
-    "ELSE 0 END WHERE source = 3")
+    "ELSE 0 END")
 
 /* The lease's epoch goes up by one when another node takes it; the log keeps one row per epoch
  * (taken at, held until), the renewals moving its end. */

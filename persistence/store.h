@@ -163,6 +163,9 @@ struct store_file_in {
   int64_t expires_at;
   const void *data; /* BORROWED until cb runs */
   size_t size;
+  /* Sources other than output: the bytes the chat's files of those sources may take with this
+   * one (store_chat_added_bytes), checked in the write's transaction (0: no bound). */
+  uint64_t quota;
 };
 /* Result of store_file_add, passed to its callback. */
 struct store_file_added {
@@ -172,7 +175,8 @@ struct store_file_added {
 typedef void (*store_file_cb)(int rc, const struct sbx_error *err,
                               const struct store_file_added *res, void *ud);
 /* Stores the blob (if new) and the file row, applying the naming rules.  Errors via cb (rc):
- * SBX_ENAME (bad name, detail says why), SBX_ENOENT (no such chat), SBX_EIO, SBX_EDB.  Returns
+ * SBX_ENAME (bad name, detail says why), SBX_ENOENT (no such chat), SBX_EFULL (a new file or
+ * version past in->quota; the same content again is not refused), SBX_EIO, SBX_EDB.  Returns
  * nonzero (and never calls cb) only when the write could not even be queued (SBX_ENOMEM). */
 int store_file_add(struct store *st, const struct store_file_in *in, store_file_cb cb, void *ud);
 
@@ -237,6 +241,10 @@ void store_file_list_free(struct store_file *v, size_t n);
  * same content stored twice counts twice).  0 for a chat with none, or no such chat.  One indexed
  * read (files_output, schema 7), however many other files the chat has.  SBX_EINVAL, SQLite's. */
 int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out);
+/* Bytes of the chat's files of every other source (attachment, knowledge, tool), every stored
+ * version (the same content under two names counts twice).  0 for none.  SBX_EINVAL, the
+ * database's. */
+int store_chat_added_bytes(struct store *st, const char *chat_id, uint64_t *out);
 /* Path of a blob on disk (for streaming with tp_respond_file); owned by caller.  With
  * PostgreSQL, a blob this process has no local copy of is fetched from the database first
  * (loop thread; one round trip per MiB): when that fails, the path names no file. */
@@ -456,7 +464,8 @@ int store_setting_get(struct store *st, const char *key, char **out);
  * is in (0, now_ms], then blobs nothing references any more (their files unlinked after commit).
  * cb (store_sweep_cb, declared with the event log) gets how many were removed. */
 int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb cb, void *ud);
-/* Sets a new expiry for every kept artifact from its creation time (retention setting changed). */
+/* Sets a new expiry for every kept file, run outputs and added files alike, from its creation
+ * time (retention setting changed; retention_ms 0: kept for ever). */
 int store_retention_apply(struct store *st, int64_t retention_ms, store_done_cb cb, void *ud);
 
 /* ---- statistics ------------------------------------------------------------------------------ */

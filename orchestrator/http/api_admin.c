@@ -36,6 +36,7 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
     json_object_set_new(j, "attempts", json_integer(r->attempts));
     json_object_set_new(j, "page_id", r->page_id[0] ? json_string(r->page_id) : json_null());
     json_object_set_new(j, "origin", json_string(r->rec.origin ? r->rec.origin : ""));
+    json_object_set_new(j, "code", json_string(r->rec.code ? r->rec.code : ""));
     json_object_set_new(j, "restarted", json_boolean(r->rec.restarted));
     json_object_set_new(j, "in_state_ms", json_integer((json_int_t)(now - r->state_since_ms)));
     json_object_set_new(j, "abandon_in_ms",
@@ -56,6 +57,7 @@ static void on_admin_runs(struct tp_req *req, void *ud) {
       json_object_set_new(j, "status", rv[x].status ? json_string(rv[x].status) : json_null());
       json_object_set_new(j, "attempts", json_integer(rv[x].attempts));
       json_object_set_new(j, "origin", json_string(rv[x].origin ? rv[x].origin : ""));
+      json_object_set_new(j, "code", json_string(rv[x].code ? rv[x].code : ""));
       json_object_set_new(j, "restarted", json_boolean(rv[x].restarted));
       json_object_set_new(j, "created_at", json_integer(rv[x].created_at));
       json_object_set_new(j, "duration_ms",

@@ -255,9 +255,8 @@ static void on_events(struct tp_req *req, void *ud) {
     struct orch_run *head = SBX_LIST_EMPTY(&c->runs)
                                 ? NULL
                                 : SBX_CONTAINER_OF(c->runs.next, struct orch_run, chat_link);
-    if (head && strcmp(head->page_id, p->id) == 0 && orch__run_on_page(head) &&
-        orch__run_pause(head, o->rt.paused_wait_ms) == 0)
-      orch__run_persist(o, head);
+    if (head && strcmp(head->page_id, p->id) == 0 && orch__run_on_page(head))
+      orch__chat_run_lost(c, head); /* paused, or ended crashed after CODE_MAX_ATTEMPTS */
   }
   orch__chat_page_changed(c, p);
   send_held(s); /* what the live run printed so far (a re-dispatch above starts it empty) */

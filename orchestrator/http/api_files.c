@@ -173,6 +173,8 @@ static void on_file_added(int rc, const struct sbx_error *err, const struct stor
                     err && err->msg[0] ? err->msg : "invalid file name");
   else if (rc == SBX_ENOENT)
     orch__api_error(ctx->req, 404, "not_found", "no such chat");
+  else if (rc == SBX_EFULL) /* files.c worded it */
+    orch__api_error(ctx->req, 413, "over_quota", "%s", err ? err->msg : "over the chat's quota");
   else if (rc != 0)
     orch__api_error(ctx->req, 500, "storage", "file not stored: %s",
                     err ? err->msg : sbx_strerror(rc));

@@ -88,6 +88,8 @@ static void on_config(struct tp_req *req, void *ud) {
   json_object_set_new(lim, "shown_bytes", json_integer(ORCH_SHOWN_BYTES));
   json_object_set_new(lim, "input_bytes", json_integer(ORCH_INPUT_BYTES));
   json_object_set_new(lim, "chat_output_bytes", json_integer((json_int_t)o->rt.output_quota_bytes));
+  json_object_set_new(lim, "chat_attachment_bytes",
+                      json_integer((json_int_t)o->rt.attachment_quota_bytes));
   json_object_set_new(j, "limits", lim);
   /* the model's name only: never its URL or key */
   json_object_set_new(j, "assistant", o->llm ? json_pack("{s:s}", "model", orch__llm_model(o->llm))

@@ -19,6 +19,15 @@
  * another node takes it over); a failure after the head ends the answer where it is (an event
  * stream's client reconnects with Last-Event-ID).  The client leaving ends the transfer.
  *
+ * An owner that is there but does not answer (stopped, wedged: its kernel still accepts the
+ * connection and takes the request) must not hold the client for as long as TCP would: a call
+ * may rightly wait long for its head (`wait_s` up to 600 s, a tool call), so there is no bound
+ * on the head itself; instead, while the head has not begun, the owner is asked `GET /v1/node`
+ * every PX_PROBE_EVERY_MS, and one that does not answer that within PX_PROBE_MS (half the lease,
+ * at least 1 s: a node that cannot answer that long is about to lose its leases anyway) ends the
+ * forward 503 with Retry-After.  So a stopped owner is answered for within about
+ * PX_PROBE_EVERY_MS + lease/2 (6.5 s by default), a live one waits as long as the call does.
+ *
  * What it does not do: decide where a request goes (nodes.c), or look inside the answers.
  */
 #include "api_reply.h"
@@ -33,9 +42,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define PX_HEAD_MAX   (16u * 1024) /* the owner's response head, at most */
-#define PX_CONNECT_MS 3000
-#define PX_GET_BODY   4096 /* an internal GET's body, at most */
+#define PX_HEAD_MAX       (16u * 1024) /* the owner's response head, at most */
+#define PX_CONNECT_MS     3000
+#define PX_GET_BODY       4096 /* an internal GET's body, at most */
+#define PX_PROBE_EVERY_MS 1500 /* while a forward waits for its head: the owner asked this often */
 
 struct orch_proxy {
   struct orch *o;
@@ -72,6 +82,11 @@ struct px_xfer {
   orch_proxy_get_cb get_cb;
   void *get_ud;
   struct sbx_buf body;
+  /* a forward: the owner's liveness while its head has not begun (probe_owner) */
+  char *base_url;
+  uv_timer_t *probe_timer;  /* freed in its close callback */
+  struct px_xfer *probe;    /* the GET /v1/node out now, or NULL */
+  struct px_xfer *probe_of; /* on that GET: the forward it checks for (NULL once it left) */
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -146,6 +161,15 @@ static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
 /* ---- transfers ------------------------------------------------------------------------------- */
 
 static void xfer_free(struct px_xfer *x) {
+  if (x->probe)
+    x->probe->probe_of = NULL; /* its answer comes for nobody */
+  if (x->probe_of)
+    x->probe_of->probe = NULL;
+  if (x->probe_timer) {
+    uv_timer_stop(x->probe_timer);
+    uv_close((uv_handle_t *)x->probe_timer, on_closed_free);
+  }
+  sbx_free(x->base_url);
   if (x->easy) {
     curl_multi_remove_handle(x->px->multi, x->easy);
     curl_easy_cleanup(x->easy);
@@ -342,6 +366,74 @@ static int xfer_start(struct px_xfer *x) {
   return curl_multi_add_handle(x->px->multi, x->easy) == CURLM_OK ? 0 : SBX_ENOMEM;
 }
 
+/* ---- the owner's liveness while a forward waits for its head ------------------------------- */
+
+static uint64_t probe_ms(const struct orch_proxy *px) {
+  return SBX_MAX(px->o->cfg->lease_ms / 2, 1000);
+}
+
+static void on_probe_timer(uv_timer_t *t);
+
+/* The owner's answer to GET /v1/node (from xfer_done, outside curl): alive, the forward waits on
+ * and is checked again later; silent, the forward ends 503 now. */
+static void on_probe(void *ud, int status, const char *error, const char *body, size_t len) {
+  (void)body;
+  (void)len;
+  struct px_xfer *p = ud, *x = p->probe_of;
+  if (x == NULL)
+    return; /* the forward ended meanwhile */
+  x->probe = NULL;
+  p->probe_of = NULL;
+  if (x->status != 0)
+    return;          /* its head began meanwhile */
+  if (status != 0) { /* it answers (whatever it says): the call may rightly take long */
+    uv_timer_start(x->probe_timer, on_probe_timer, PX_PROBE_EVERY_MS, 0);
+    return;
+  }
+  char why[300];
+  snprintf(why, sizeof why, "its node did not answer GET /v1/node within %llu ms: %s",
+           (unsigned long long)probe_ms(x->px), error);
+  sbx_log(SBX_LOG_WARN, "proxy", "forward for chat %s given up: %s", x->chat_id, why);
+  if (!x->gone)
+    answer_unavailable(x, why);
+  forget_client(x);
+  xfer_free(x); /* its transfer leaves the multi handle */
+}
+
+static void on_probe_timer(uv_timer_t *t) {
+  struct px_xfer *x = t->data, *p;
+  char url[2100];
+  if (x->status != 0 || x->probe != NULL)
+    return;
+  snprintf(url, sizeof url, "%s/v1/node", x->base_url);
+  if ((p = xfer_new(x->px, url)) == NULL) {
+    uv_timer_start(t, on_probe_timer, PX_PROBE_EVERY_MS, 0); /* out of memory: later */
+    return;
+  }
+  p->get_cb = on_probe;
+  p->get_ud = p;
+  p->probe_of = x;
+  curl_easy_setopt(p->easy, CURLOPT_TIMEOUT_MS, (long)probe_ms(x->px));
+  if (xfer_start(p) != 0) {
+    p->probe_of = NULL;
+    xfer_free(p);
+    uv_timer_start(t, on_probe_timer, PX_PROBE_EVERY_MS, 0);
+    return;
+  }
+  x->probe = p;
+}
+
+/* Starts checking on the owner of forward x, PX_PROBE_EVERY_MS from now. */
+static int probe_owner(struct px_xfer *x, const char *base_url) {
+  if ((x->base_url = sbx_strdup(base_url)) == NULL ||
+      (x->probe_timer = sbx_malloc(sizeof *x->probe_timer)) == NULL)
+    return SBX_ENOMEM;
+  uv_timer_init(x->px->o->loop, x->probe_timer);
+  x->probe_timer->data = x;
+  uv_timer_start(x->probe_timer, on_probe_timer, PX_PROBE_EVERY_MS, 0);
+  return 0;
+}
+
 int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
                         const char *chat_id, const char *node_id, uint64_t retry_ms,
                         struct store_blob_stage **stage) {
@@ -416,6 +508,10 @@ int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *b
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, body ? body : "");
     curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
     curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, method);
+  }
+  if (probe_owner(x, base_url) != 0) {
+    xfer_free(x);
+    return SBX_ENOMEM;
   }
   tp_req_hold(req);
   tp_req_on_close(req, on_client_gone, x);

@@ -21,6 +21,8 @@ START_TEST(test_defaults) {
   ck_assert_uint_eq(c.cancel_grace_ms, 5000);
   ck_assert_int_eq(c.pypi_disabled, 0);
   ck_assert_int_eq(c.retention_days, 30);
+  ck_assert_int_eq(c.max_attempts, 3);
+  ck_assert_uint_eq(c.attachment_quota_mb, 500);
   ck_assert_str_eq(c.data_dir, "./var");
   ck_assert_ptr_null(c.api_key);
   ck_assert_int_eq(orch_config_validate(&c, NULL), 0);
@@ -75,6 +77,12 @@ static const struct vcase vcases[] = {
     {"CEREA_LLM_TURN_S", "1", 1, NULL},
     {"CEREA_LLM_TURN_S", "10m", 0, "whole seconds"},
     {"CEREA_LLM_STALL_S", "3601", 0, "from 1 to 3600"},
+    {"CODE_MAX_ATTEMPTS", "0", 1, NULL},
+    {"CODE_MAX_ATTEMPTS", "100", 1, NULL},
+    {"CODE_MAX_ATTEMPTS", "101", 0, "from 0 to 100"},
+    {"CODE_MAX_ATTEMPTS", "3x", 0, "CODE_MAX_ATTEMPTS=3x"},
+    {"CHAT_ATTACHMENT_QUOTA_MB", "0", 1, NULL},
+    {"CHAT_ATTACHMENT_QUOTA_MB", "-1", 0, "CHAT_ATTACHMENT_QUOTA_MB=-1"},
     {"CEREA_PUBLIC_URL", "https://sandbox.example.com", 1, NULL},
     {"CEREA_PUBLIC_URL", "http://[::1]:8080", 1, NULL},
     {"CEREA_PUBLIC_URL", "sandbox.example.com", 0, "http://HOST[:PORT]"},

@@ -1,7 +1,7 @@
 /* test_json.c -- the API's JSON shapes (json.c): the run object has exactly docs/api.md's fields
- * with the right nulls and defaults; stored JSON parts come back as JSON, bad ones as defaults; the
- * file object gives a path and code note only when mounted (and the note only with execution on);
- * the `run` event's payload; the UTF-8 walker. */
+ * (its code included) with the right nulls and defaults; stored JSON parts come back as JSON, bad
+ * ones as defaults; the file object gives a path and code note only when mounted (and the note
+ * only with execution on); the `run` event's payload; the UTF-8 walker. */
 #include "internal.h"
 
 #include <check.h>
@@ -12,7 +12,7 @@ static const char *run_fields[] = {
     "status",      "stdout",      "stderr",         "stdout_truncated", "stderr_truncated",
     "error",       "files",       "files_unlisted", "figures_dropped",  "notes",
     "restarted",   "remounted",   "attempts",       "created_at",       "started_at",
-    "finished_at", "duration_ms", "value",          "displays"};
+    "finished_at", "duration_ms", "value",          "displays",         "code"};
 
 START_TEST(test_run_fields) {
   struct store_run r;
@@ -21,9 +21,11 @@ START_TEST(test_run_fields) {
   strcpy(r.chat_id, "c1");
   r.origin = "tool";
   r.state = "queued";
+  r.code = "print(1)";
   r.created_at = 1000;
   json_t *j = orch__run_json(NULL, &r);
   ck_assert_uint_eq(json_object_size(j), SBX_ARRAY_SIZE(run_fields));
+  ck_assert_str_eq(json_string_value(json_object_get(j, "code")), "print(1)");
   for (size_t i = 0; i < SBX_ARRAY_SIZE(run_fields); i++)
     ck_assert_msg(json_object_get(j, run_fields[i]) != NULL, "missing %s", run_fields[i]);
   ck_assert(json_is_null(json_object_get(j, "turn_id")));

@@ -2,7 +2,7 @@
  * forbidden transition of the table through the steps, each step's effect (attempts, deadlines),
  * stale attempts, finishing a result (and going back when its files were not stored), the pause
  * wait, the watchdog and the cancel grace, and input(): the watchdog stopped while the run waits
- * for input and re-armed with the time it had left, the input wait. */
+ * for input and re-armed with the time it had left, the input wait; lost attempts. */
 #include "internal.h"
 
 #include <check.h>
@@ -309,6 +309,36 @@ START_TEST(test_input_wait) {
 }
 END_TEST
 
+/* Lost attempts: only started ones count; the max_lost-th ends the run crashed; a state not on a
+ * page is refused; max_lost 0 bounds nothing. */
+START_TEST(test_lost_attempts) {
+  struct orch_run r;
+  reach(&r, ORCH_RUN_DISPATCHED);
+  ck_assert_int_eq(orch__run_lost(&r, 2, 1000), 0); /* never started: paused, not counted */
+  ck_assert_int_eq(r.state, ORCH_RUN_PAUSED);
+  ck_assert_int_eq(r.lost, 0);
+  ck_assert_int_eq(orch__run_lost(&r, 2, 1000), SBX_ESTATE);
+  for (int i = 1; i <= 2; i++) {
+    ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
+    ck_assert_int_eq(orch__run_started(&r, r.attempts, 1000), 0);
+    if (i == 2) /* waiting in input() is running code too */
+      ck_assert_int_eq(orch__run_wait_input(&r, r.attempts, 300000, 1000), 0);
+    ck_assert_int_eq(orch__run_lost(&r, 2, 1000), i == 2);
+    ck_assert_int_eq(r.lost, i);
+  }
+  ck_assert_int_eq(r.state, ORCH_RUN_DONE);
+  ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CRASHED);
+  ck_assert_int_eq(r.attempts, 3);
+  reach(&r, ORCH_RUN_RUNNING);
+  for (int i = 0; i < 5; i++) { /* no bound */
+    ck_assert_int_eq(orch__run_lost(&r, 0, 1000), 0);
+    ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
+    ck_assert_int_eq(orch__run_started(&r, r.attempts, 1000), 0);
+  }
+  ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
+}
+END_TEST
+
 START_TEST(test_names) {
   enum orch_run_status st;
   ck_assert_int_eq(orch__run_status_parse("abandoned", &st), 0);
@@ -333,6 +363,7 @@ int main(void) {
   tcase_add_test(tc, test_watchdog);
   tcase_add_test(tc, test_cancel);
   tcase_add_test(tc, test_input_wait);
+  tcase_add_test(tc, test_lost_attempts);
   tcase_add_test(tc, test_names);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

@@ -1,6 +1,7 @@
 /* test_files.c -- files.c: the naming rules against the stored set (same content, "name (N).ext"
- * with N from one query, 1,000 duplicates, versions of tool/output names), refusals through the
- * callback, reads, and fail-at-N allocation leaving the store consistent. */
+ * with N from one query, 1,000 duplicates, versions of tool/output names), the per-chat quota of
+ * added files, refusals through the callback, reads, and fail-at-N allocation leaving the store
+ * consistent. */
 #include "helpers.h"
 
 #define CHAT "c0000000000000000000000000000001"
@@ -332,6 +333,60 @@ START_TEST(test_output_bytes) {
 }
 END_TEST
 
+/* in->quota: a new file or version of a non-output source that would take the chat's files of
+ * those sources past it is refused (SBX_EFULL, no row, the other files kept); the same content
+ * again is not; outputs and other chats are not bounded by it; store_chat_added_bytes counts the
+ * chat's non-output files alone. */
+START_TEST(test_added_quota) {
+  struct tctx t;
+  struct added a;
+  t_open(&t);
+  t_chat(&t, CHAT);
+  t_chat(&t, "c2");
+  static const struct {
+    const char *chat, *name;
+    enum store_source src;
+    const char *data;
+    int rc, created;
+  } adds[] = {
+      {CHAT, "a.txt", STORE_SRC_ATTACHMENT, "0123456789", 0, 1},
+      {CHAT, "b.txt", STORE_SRC_ATTACHMENT, "abcdefghij", SBX_EFULL, 0}, /* 20 > 15 */
+      {CHAT, "a.txt", STORE_SRC_ATTACHMENT, "0123456789", 0, 0},         /* the same: kept */
+      {CHAT, "t.txt", STORE_SRC_TOOL, "12345", 0, 1},                    /* 15: at the quota */
+      {CHAT, "t.txt", STORE_SRC_TOOL, "67890", SBX_EFULL, 0},            /* a new version */
+      {CHAT, "k.md", STORE_SRC_KNOWLEDGE, "x", SBX_EFULL, 0},
+      {CHAT, "o.bin", STORE_SRC_OUTPUT, "outputs are not counted", 0, 1},
+      {"c2", "a.txt", STORE_SRC_ATTACHMENT, "abcdefghij", 0, 1}, /* another chat's own quota */
+  };
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(adds); i++) {
+    struct store_file_in in = {.chat_id = adds[i].chat,
+                               .name = adds[i].name,
+                               .source = adds[i].src,
+                               .data = adds[i].data,
+                               .size = strlen(adds[i].data),
+                               .quota = 15};
+    ck_assert_msg(t_add_in(&t, &in, &a) == adds[i].rc, "add %zu: rc %d (%s)", i, a.rc, a.msg);
+    if (adds[i].rc == 0)
+      ck_assert_int_eq(a.created, adds[i].created);
+    else
+      ck_assert_ptr_nonnull(strstr(a.msg, "quota"));
+    store_file_free(&a.f);
+  }
+  uint64_t b = 0;
+  ck_assert_int_eq(store_chat_added_bytes(t.st, CHAT, &b), 0);
+  ck_assert_uint_eq(b, 15);
+  ck_assert_int_eq(store_chat_added_bytes(t.st, "c2", &b), 0);
+  ck_assert_uint_eq(b, 10);
+  ck_assert_int_eq(store_chat_added_bytes(t.st, NULL, &b), SBX_EINVAL);
+  struct store_file *fv = NULL;
+  size_t n = 0;
+  ck_assert_int_eq(store_file_list(t.st, CHAT, 1, &fv, &n), 0);
+  ck_assert_uint_eq(n, 3); /* a.txt, t.txt, o.bin */
+  store_file_list_free(fv, n);
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_refusals_and_fields) {
   struct tctx t;
   struct added a;
@@ -439,6 +494,7 @@ int main(void) {
   tcase_add_test(tc, test_thousand_duplicates);
   tcase_add_test(tc, test_versions);
   tcase_add_test(tc, test_output_bytes);
+  tcase_add_test(tc, test_added_quota);
   tcase_add_test(tc, test_files_generation);
   tcase_add_test(tc, test_refusals_and_fields);
   tcase_add_test(tc, test_alloc_fail_at_n);

@@ -101,7 +101,7 @@ START_TEST(test_sweep_steps) {
   struct swept s;
   ck_assert_int_eq(store_sweep(t.st, 1000, 0, on_swept, &s), SBX_EINVAL);
 
-  /* retention change: expiry recomputed from creation time, outputs only */
+  /* retention change: expiry recomputed from creation time, for every file */
   ck_assert_int_eq(store_retention_apply(t.st, 1000, on_done, &d), 0);
   t_wait(&t);
   ck_assert_int_eq(d.rc, 0);
@@ -109,12 +109,15 @@ START_TEST(test_sweep_steps) {
   ck_assert_int_eq(f.expires_at, f.created_at + 1000);
   store_file_free(&f);
   ck_assert_int_eq(store_file_get(t.st, keep.id, &f), 0);
-  ck_assert_int_eq(f.expires_at, 0);
+  ck_assert_int_eq(f.expires_at, f.created_at + 1000); /* the attachment too */
   store_file_free(&f);
   ck_assert_int_eq(store_retention_apply(t.st, 0, on_done, &d), 0);
   t_wait(&t);
   ck_assert_int_eq(store_file_get(t.st, later.id, &f), 0);
   ck_assert_int_eq(f.expires_at, 0); /* 0: kept */
+  store_file_free(&f);
+  ck_assert_int_eq(store_file_get(t.st, keep.id, &f), 0);
+  ck_assert_int_eq(f.expires_at, 0);
   store_file_free(&f);
   store_file_free(&e1);
   store_file_free(&e2);
