@@ -548,7 +548,7 @@ static void drop_unlisted_blobs(const char *dest, struct manifest *m) {
       char rel[6 + 3 + 65];
       if (!is_hex(f->d_name, 64))
         continue;
-      snprintf(rel, sizeof rel, "blobs/%s/%s", e->d_name, f->d_name);
+      snprintf(rel, sizeof rel, "blobs/%.2s/%.64s", e->d_name, f->d_name); /* both checked hex above */
       if (manifest_find(m, rel) == NULL) {
         char *p = join(sub, f->d_name);
         if (p != NULL)
