@@ -11,7 +11,9 @@
 //   ENGINES                  the configurations: [{id, label, sab}] (sab: SharedArrayBuffer expected);
 //                            CEREA_ENGINES (ids, space- or comma-separated) keeps only those
 //   missing(id)              → null, or why this machine cannot run that engine (a binary lacking)
-//   open(id)                 → Promise<Page> (one browser, one page; one WebKit session at a time)
+//   open(id, {profile})      → Promise<Page> (one browser, one page; one WebKit session at a time).
+//                            profile: a directory to keep the browser's profile in (Chromium,
+//                            Firefox: a repeat visit is a new browser on it; the caller removes it)
 // Page (playwright's shapes, so helpers written for Chromium take any engine):
 //   goto(url)  reload()  evaluate(fn, arg) → its value (a promise is awaited)
 //   waitForFunction(fn, arg, {timeout, polling})  → its truthy value; polled from here every 100 ms
@@ -94,12 +96,12 @@ class PlaywrightPage extends Page {
 }
 
 class PuppeteerPage extends Page {
-  constructor(browser, page, dir) { super(); this.browser = browser; this.page = page; this.dir = dir; }
+  constructor(browser, page, dir, keep) { super(); this.browser = browser; this.page = page; this.dir = dir; this.keep = keep; }
   goto(url) { return this.page.goto(url); }
   reload() { return this.page.reload(); }
   evaluate(fn, arg) { return this.page.evaluate(fn, arg); }
   click(css) { return this.page.click(css); }
-  async close() { await this.browser.close().catch(() => {}); fs.rmSync(this.dir, { recursive: true, force: true }); }
+  async close() { await this.browser.close().catch(() => {}); if (!this.keep) fs.rmSync(this.dir, { recursive: true, force: true }); }
 }
 
 // selenium's executeScript runs a function body: the function is passed as text and awaited (a
@@ -113,18 +115,18 @@ class SeleniumPage extends Page {
   async close() { await this.driver.quit().catch(() => {}); await this.stop(); }
 }
 
-async function openChromium() {
-  const b = await launch();
+async function openChromium(profile) {
+  const b = await launch({ profile });
   return new PlaywrightPage(b, await b.ctx.newPage());
 }
 
-async function openFirefox() {
+async function openFirefox(profile) {
   const { default: puppeteer } = await import('puppeteer-core');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-firefox-'));
+  const dir = profile || fs.mkdtempSync(path.join(os.tmpdir(), 'cerea-e2e-firefox-'));
   const browser = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true, userDataDir: dir,
     extraPrefsFirefox: { 'browser.shell.checkDefaultBrowser': false, 'app.update.enabled': false, 'network.captive-portal-service.enabled': false } });
   const pages = await browser.pages();
-  return new PuppeteerPage(browser, pages[0] || await browser.newPage(), dir);
+  return new PuppeteerPage(browser, pages[0] || await browser.newPage(), dir, !!profile);
 }
 
 // A child process stopped by its pid.
@@ -177,9 +179,9 @@ async function openWebKit(sab) {
   } catch (e) { await stop(); throw e; }
 }
 
-export function open(id) {
-  if (id === 'chromium') return openChromium();
-  if (id === 'firefox') return openFirefox();
+export function open(id, { profile = null } = {}) {
+  if (id === 'chromium') return openChromium(profile);
+  if (id === 'firefox') return openFirefox(profile);
   if (id === 'webkit-sab') return openWebKit(true);
   if (id === 'webkit') return openWebKit(false);
   throw new Error(`unknown engine ${id}`);
