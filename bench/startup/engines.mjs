@@ -7,7 +7,8 @@
 //
 //   node bench/startup/engines.mjs [--rounds 3] [--engines "chromium firefox webkit-sab webkit"] [--settle-ms 3000]
 //
-// Warm: Chromium and Firefox, a new browser on the first visit's profile; WebKitGTK (its
+// Warm: Chromium and Firefox, a new browser on the first visit's profile (ours: once its spare
+// kernel loaded, which makes the memory snapshot a repeat visit restores); WebKitGTK (its
 // automation sessions keep no profile), the same page loaded again in the same browser.  "Python
 // ready" is read in the page from the navigation's start to the status line saying so (an
 // observer put in the page once it loaded, long before Python is ready; a visit whose status was
@@ -41,15 +42,25 @@ async function ready(page, url) {
   return page.waitForFunction(() => window.__ready, null, { timeout: 300_000, polling: 100 });
 }
 
-async function visits(engine, url, tmp) {
+// Ours keeps a memory snapshot for the repeat visit, made by its spare kernel once that loaded:
+// the first visit lasts until then (a person who stayed as long), and the repeat visit says
+// whether its kernel was restored from it.
+async function spareDone(page) {
+  await page.evaluate(() => { window.__spare = false; window.cereaSupervisor.whenSpareReady().then(() => { window.__spare = true; }); });
+  await page.waitForFunction(() => window.__spare, null, { timeout: 300_000, polling: 200 });
+}
+
+async function visits(engine, url, tmp, ours) {
   const profile = fs.mkdtempSync(path.join(tmp, `profile-${engine}-`));
   let page = await open(engine, { profile });
   try {
     const cold = await ready(page, url);
+    if (ours) await spareDone(page);
     await page.waitForTimeout(SETTLE_MS);   // the engine writes its compiled-code cache after compiling
     if (!engine.startsWith('webkit')) { await page.close(); page = await open(engine, { profile }); }
     const warm = await ready(page, url);
-    return { cold, warm };
+    const snapshot = ours ? await page.evaluate(() => window.cereaSupervisor.kernel?.info?.snapshot || null) : null;
+    return { cold, warm, snapshot };
   } finally { await page.close(); fs.rmSync(profile, { recursive: true, force: true }); }
 }
 
@@ -68,9 +79,9 @@ try {
     const res = all[engine] = { ours: { cold: [], warm: [] }, floor: { cold: [], warm: [] } };
     for (let round = 0; round < ROUNDS; round++) {
       for (const v of round % 2 ? ['floor', 'ours'] : ['ours', 'floor']) {
-        const r = await visits(engine, urls[v], tmp);
+        const r = await visits(engine, urls[v], tmp, v === 'ours');
         res[v].cold.push(r.cold); res[v].warm.push(r.warm);
-        console.log(`${engine} round ${round + 1} ${v.padEnd(5)}  cold ${fmt(r.cold)}  warm ${fmt(r.warm)}`);
+        console.log(`${engine} round ${round + 1} ${v.padEnd(5)}  cold ${fmt(r.cold)}  warm ${fmt(r.warm)}${r.snapshot ? `  (repeat visit's kernel: snapshot ${r.snapshot})` : ''}`);
       }
     }
     const m = (v, k) => median(res[v][k]);
