@@ -7,21 +7,25 @@
 // namespace kept with shared memory; without it the kernel is replaced at once and the card says
 // why and that variables are lost), input() (answered from the card; without shared memory
 // EOFError with its note), asyncio.run() (where the engine lacks JSPI it ends, never hangs), the
-// escape probes (escape-probes.mjs, run in the chat's kernel), and a page reload.  A missing engine is a printed skip on a
-// developer machine and a failure where CI is set.  The figures are printed at the end.
+// escape probes (escape-probes.mjs, run in the chat's kernel), the chat page's conversation (a
+// question asked in the page, the assistant's tool call run there) and a page reload.  A missing engine is a printed skip on a
+// developer machine and a failure where CI is set.  The assistant's model is a TEST DOUBLE
+// (model-double.mjs, a scripted OpenAI-compatible server: no model runs here).  The figures are printed at the end.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { orchestrator, backend } from '../harness.mjs';
 import { listenForProbe, probeCode, PROBE_REPORT } from '../escape-probes.mjs';
+import { startModelDouble, byRole } from '../model-double.mjs';
 import { ENGINES, missing, open } from './drivers.mjs';
 import { NOTE, noteCode } from '../../../worker/notes.js';
 
-let orch = null, api = null, orchSkip = null, sentinel = null, hits = [];
+let orch = null, api = null, orchSkip = null, sentinel = null, hits = [], model = null;
 const figures = [];
 
 before(async () => {
-  orch = await orchestrator();
+  model = await startModelDouble();
+  orch = await orchestrator({ env: { CEREA_LLM_URL: model.url, CEREA_LLM_MODEL: 'double-model', CEREA_LLM_API_KEY: 'sk-double-0123456789' } });
   if (orch.skip) { orchSkip = orch.skip; return; }
   api = backend(orch.origin, orch.apiKey);
   sentinel = http.createServer((req, res) => { hits.push(`${req.method} ${req.url}`); res.end('reached'); });
@@ -31,6 +35,7 @@ before(async () => {
 after(async () => {
   sentinel?.closeAllConnections?.(); sentinel?.close();
   if (orch && !orch.skip) await orch.stop();
+  await model?.close();
   for (const f of figures) console.log(`# engines: ${f}`);
 });
 
@@ -251,6 +256,22 @@ for (const engine of ENGINES) {
       assert.ok(Object.keys(results).length >= 15, JSON.stringify(results));
       assert.deepEqual(hits, [], 'the sentinel server saw no request');
       assert.deepEqual(await page.evaluate(() => window.bcGot), [], 'no BroadcastChannel message reached the page');
+    });
+
+    test('the conversation: a question asked in the page, the assistant\'s tool call run in the page, its answer shown', async (t) => {
+      if (!need(t)) return;
+      model.script((body, n) => (n === 0 ? { tool: { code: 'print(6 * 7)' } } : { text: 'The tool printed forty-two.' }));
+      await page.waitForSelector('#ask:not([hidden]) #ask-text:not([disabled])', { timeout: 30_000 });
+      await page.fill('#ask-text', 'What is six times seven?');
+      await page.click('#ask-send');
+      const shown = await page.waitForFunction(() => {
+        const a = [...document.querySelectorAll('.msg[data-role=assistant]')].at(-1);
+        return a && a.dataset.state === 'done' ? { text: a.querySelector('.msg-text').textContent.trim(),
+          runs: [...a.querySelectorAll('.run-card')].map((c) => `${c.dataset.status}:${(c.querySelector('[data-testid=stdout]')?.textContent || '').trim()}`),
+          asked: [...document.querySelectorAll('.msg[data-role=user] .msg-text')].at(-1)?.textContent.trim() } : null;
+      }, null, { timeout: 90_000 });
+      assert.deepEqual(shown, { text: 'The tool printed forty-two.', runs: ['ok:42'], asked: 'What is six times seven?' });
+      assert.match(JSON.stringify(byRole(model.requests[1], 'tool')), /42/, 'the run\'s output reached the model');
     });
 
     test('a page reload: the earlier cards come back and a new run works', async (t) => {
