@@ -17,7 +17,11 @@ MESSAGE = "network access is disabled in this sandbox"
 
 
 def _refuse(*_a, **_k):
-    raise PermissionError(errno.EACCES, MESSAGE)
+    # errno set for code that checks it, but not in the message: Emscripten's EACCES is 2, which
+    # people read as ENOENT ("[Errno 2] network access is disabled").
+    e = PermissionError(MESSAGE)
+    e.errno = errno.EACCES
+    raise e
 
 
 class _PatchOnImport:

@@ -1,7 +1,8 @@
 """runner -- the entry points worker/core.js calls, in the order of a run.
 
-    init(config)        once, after Pyodide loaded: lock-down patches, output streams, folders,
-                        the list of guide packages this deployment lacks.
+    init(config)        once, after Pyodide loaded: lock-down patches, output streams, the small
+                        IPython.display (ipython.py), folders, the list of guide packages this
+                        deployment lacks.
     prepare(code)       compile (a SyntaxError is returned here, before any package loads), scan
                         imports, say whether matplotlib is wanted.  The worker then loads packages.
     execute(options)    (async) figures and /mnt/output marked, matplotlib on Agg when the code
@@ -24,7 +25,7 @@ import os
 import sys
 import time
 
-from . import execute, figures, imports, lockdown, mounts, output, outputs_diff, values, waits
+from . import execute, figures, imports, ipython, lockdown, mounts, output, outputs_diff, values, waits
 
 _pending = {"code": None, "source": None, "matplotlib": False}
 _mpl = {"tried": False, "error": None}
@@ -53,6 +54,7 @@ def init(config_json):
     output.install()
     waits.install()
     execute.install()
+    ipython.install()
     mounts.ensure_dirs()
     imports.set_lacking(cfg.get("lacks"))
     if os.path.isdir("/home/pyodide"):
@@ -151,7 +153,7 @@ async def execute_run(options_json):
             notes.append("figures still open could not be saved: %s: %s" % (type(e).__name__, e))
             swept, dropped = list(figures._run["swept"]), figures._run["dropped"]
     output.flush()
-    shown, shown_dropped, text_only = values.end_run()
+    shown, shown_dropped, text_only, cleared = values.end_run()
     files, unlisted = [], 0
     try:
         files, unlisted, fnotes = outputs_diff.after_run(
@@ -164,7 +166,7 @@ async def execute_run(options_json):
     return json.dumps({"status": status, "error": error, "files": files,
                        "files_unlisted": unlisted, "figures_dropped": dropped, "notes": notes,
                        "value": value, "displays": shown, "displays_dropped": shown_dropped,
-                       "text_only": text_only,
+                       "text_only": text_only, "clear_output": cleared,
                        "timing": {"prepare_ms": round((t1 - t0) * 1000, 3),
                                   "exec_ms": round((t2 - t1) * 1000, 3),
                                   "collect_ms": round((t3 - t2) * 1000, 3)}})

@@ -2,9 +2,10 @@
 
 A value or a displayed object becomes a MIME bundle, Jupyter's way: ``text/plain`` (its repr, cut
 at the stream cap, 8,000 characters), and what its own methods offer — ``text/html`` from
-``_repr_html_``, ``image/png`` (base64) from ``_repr_png_``, ``image/svg+xml`` from ``_repr_svg_``
-(or the same keys from ``_repr_mimebundle_``) — plus ``application/json`` (the value itself) when
-it is plainly JSON: dicts with string keys, lists, strings, finite numbers, booleans and None,
+``_repr_html_``, ``text/markdown`` from ``_repr_markdown_``, ``image/png`` and ``image/jpeg``
+(base64) from ``_repr_png_`` and ``_repr_jpeg_``, ``image/svg+xml`` from ``_repr_svg_``,
+``application/json`` from ``_repr_json_`` (or the same keys from ``_repr_mimebundle_``) — plus
+``application/json`` (the value itself) when it is plainly JSON: dicts with string keys, lists, strings, finite numbers, booleans and None,
 whose JSON text fits the same cap as text/plain.  A ``_repr_*_`` that raises is left out with one
 line on stderr (the object's own fault, shown where the user looks).
 
@@ -26,9 +27,13 @@ from . import output
 
 BUNDLE_RICH = 256 << 10   # characters of one bundle's rich parts, as JSON text
 RUN_RICH = 1 << 20        # of a run's value and displays together
-_REPRS = (("text/html", "_repr_html_"), ("image/png", "_repr_png_"), ("image/svg+xml", "_repr_svg_"))
-_KEYS = ("text/plain", "text/html", "image/png", "image/svg+xml", "application/json")
-_run = {"limit": 20, "cap": 8000, "shown": [], "dropped": 0, "rich": 0, "text_only": []}
+_REPRS = (("text/html", "_repr_html_"), ("text/markdown", "_repr_markdown_"),
+          ("image/png", "_repr_png_"), ("image/jpeg", "_repr_jpeg_"),
+          ("image/svg+xml", "_repr_svg_"), ("application/json", "_repr_json_"))
+_TEXT = ("text/html", "text/markdown", "image/png", "image/jpeg", "image/svg+xml")
+_KEYS = ("text/plain",) + _TEXT + ("application/json",)
+_run = {"limit": 20, "cap": 8000, "shown": [], "dropped": 0, "rich": 0, "text_only": [],
+        "cleared": 0}
 
 
 def _host():
@@ -64,7 +69,7 @@ def _rich(key, data):
     """A bundle entry as text, or None when it is not usable."""
     if data is None:
         return None
-    if key == "image/png":
+    if key in ("image/png", "image/jpeg"):
         if isinstance(data, (bytes, bytearray, memoryview)):
             data = base64.b64encode(bytes(data)).decode("ascii")
         elif not isinstance(data, str):
@@ -90,7 +95,7 @@ def _bounded(out, label):
 def _clean(plain, offered, obj=None):
     """A bundle from a repr and the entries an object offered, each checked."""
     out = {"text/plain": str(plain)[:_run["cap"]]}
-    for key in ("text/html", "image/png", "image/svg+xml"):
+    for key in _TEXT:
         entry = _rich(key, offered.get(key))
         if entry is not None:
             out[key] = entry
@@ -138,14 +143,21 @@ def value(obj):
 
 
 def begin_run(limit, cap):
-    _run.update(limit=int(limit), cap=int(cap), shown=[], dropped=0, rich=0, text_only=[])
+    _run.update(limit=int(limit), cap=int(cap), shown=[], dropped=0, rich=0, text_only=[],
+                cleared=0)
 
 
 def end_run():
-    """(bundles shown, bundles dropped, [{what, kib, run}] shown as text only) of the run."""
-    out = _run["shown"], _run["dropped"], _run["text_only"]
-    _run.update(shown=[], dropped=0, rich=0, text_only=[])
+    """(bundles shown, bundles dropped, [{what, kib, run}] shown as text only, clear_output
+    calls) of the run."""
+    out = _run["shown"], _run["dropped"], _run["text_only"], _run["cleared"]
+    _run.update(shown=[], dropped=0, rich=0, text_only=[], cleared=0)
     return out
+
+
+def clear_asked():
+    """IPython's clear_output(): a run's output stays as printed; counted for the run's note."""
+    _run["cleared"] += 1
 
 
 def display(*objs, raw=False, **_ignored):

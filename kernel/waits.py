@@ -61,6 +61,7 @@ def sleep(secs):
     s = _seconds(secs)
     host = _host()
     if host is None or not host.can_wait():
+        output.flush_live(True)   # no wait to wake for it: what came before goes out first
         return _orig["time.sleep"](s)
     output.flush_live()
     if host.sleep(s * 1000.0):   # woken by an interrupt (the worker took the signal)

@@ -625,6 +625,10 @@ void orch__live_held(const struct orch_run *run, size_t *out, size_t *err, size_
 /* An ending the orchestrator decided: the run's record keeps the held output (stdout, stderr and
  * their cut flags), displays and notes of its latest attempt. */
 void orch__live_keep(struct orch_run *run);
+/* The result of `attempt` is taken: what its stdout and stderr (NUL-terminated, as kept) add to
+ * the held text of each stream is published as `output` before the end, so a run's `output`
+ * events joined are its stdout and stderr (the tail the page's last batch did not carry). */
+void orch__live_result(struct orch_run *run, int attempt, const char *out, const char *err);
 /* The run's end is settled (rc 0: durable): `end` to every watcher, whose watch is then over. */
 void orch__live_end(struct orch *o, struct orch_run *run, int rc);
 

@@ -16,9 +16,12 @@
  * first catches up: after a seq it saw, the events the run's log still holds after it (the log
  * covers the latest attempt); without one, or past what the log holds, the run as it is now (its
  * state, then its held output as one `output` per stream from offset 0, its displays, a pending
- * input_request), each with the latest seq.  The output, display and input_request events also go
- * to the chat's listeners (its pages' event streams) as live events: no seq, not in the durable
- * log; a page that attaches meanwhile is sent the held output the same way (orch__live_snapshot).
+ * input_request), each with the latest seq.  A result's stdout and stderr past what the page
+ * streamed are published as the last `output` events before `end` (orch__live_result): a run's
+ * `output` events, joined, are its result's text.  The output, display and input_request events
+ * also go to the chat's listeners (its pages' event streams) as live events: no seq, not in the
+ * durable log; a page that attaches meanwhile is sent the held output the same way
+ * (orch__live_snapshot).
  *
  * What it does not do: decide whether a page may report (report.c checks the attempt), move the
  * run's state (run.c), or know of HTTP (api_live.c writes the run stream).
@@ -354,6 +357,34 @@ void orch__live_keep(struct orch_run *run) {
     sbx_free(r->notes_json);
     r->notes_json = orch__json_dump(l->notes, NULL);
   }
+}
+
+void orch__live_result(struct orch_run *run, int attempt, const char *out, const char *err) {
+  struct orch_live *l = &run->live;
+  if (l->attempt != attempt)
+    return;
+  const char *texts[2] = {out, err};
+  struct orch_chunk c[2];
+  size_t n = 0;
+  for (int s = 0; s < 2; s++) {
+    const struct orch_held *h = &l->out[s];
+    size_t len = texts[s] ? strlen(texts[s]) : 0;
+    if (len <= h->text.len)
+      continue;
+    if (h->text.len > 0 && memcmp(texts[s], h->text.data, h->text.len) != 0) {
+      /* the page streamed one text and reported another: the result stands, the events do not
+       * add up to it */
+      sbx_log(SBX_LOG_WARN, "live", "run %s: the result's %s does not continue its streamed text",
+              run->id, stream_names[s]);
+      continue;
+    }
+    c[n++] = (struct orch_chunk){.stream = (enum orch_stream)s,
+                                 .offset = h->chars,
+                                 .text = texts[s] + h->text.len,
+                                 .len = len - h->text.len};
+  }
+  if (n > 0)
+    orch__live_chunks(run, c, n);
 }
 
 void orch__live_end(struct orch *o, struct orch_run *run, int rc) {

@@ -413,6 +413,7 @@ int orch__run_submit_result(struct orch *o, struct orch_run *run, const struct o
     job_free(j);
     return rc;
   }
+  orch__live_result(run, res->attempt, j->out, j->err);
   if (n == 0)
     commit(j);
   else

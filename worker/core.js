@@ -24,10 +24,11 @@
 // applies the Python-side refusals).  No user code runs before lock-down finished.  A load
 // timeout bounds the whole start (Pyodide hangs rather than failing when wasm is refused).
 //
-// Output: Pyodide's stdout/stderr go to two OutputSinks (output.js: keep the first characters up
-// to the cap, count the rest, hand the kept text on as `output` events while the run goes; Python
-// block-buffers and flushes at the controller's flush signal, so a sink is called once per 64 KiB
-// or per flush).  The control buffer (control.js: interrupts, flush signals, input() answers) is
+// Output: Pyodide's stdout/stderr go to two OutputSinks (output.js: keep a stream's start and
+// end within the cap, hand the kept text on as `output` events while the run goes; Python
+// block-buffers and flushes at the controller's flush signal, at an explicit flush, or by time
+// from its write path without shared memory, so a sink is called once per 64 KiB or per flush);
+// from a Pyodide fatal error on, nothing written is kept (its stack dump is not the run's).  The control buffer (control.js: interrupts, flush signals, input() answers) is
 // read through Atomics.exchange (a plain Int32Array loses ~4 % of signals: Pyodide reads then
 // clears it non-atomically), and only inside the window Python opens around user code
 // (cerea_host.arm/disarm), so a late signal cannot break result collection.  The `cerea_host`
@@ -98,6 +99,7 @@ export class KernelCore {
     this.out = new OutputSink(LIMITS.out_chars, (c) => this.onChunk('stdout', c));
     this.err = new OutputSink(LIMITS.out_chars, (c) => this.onChunk('stderr', c));
     this.tickTimer = null;
+    this.fatal = false;           // Pyodide failed fatally: its report is not the run's output
     this.control = null;          // ControlBuffer over the controller's SharedArrayBuffer
     this.armed = false;
     this.runNotes = [];           // notes the run's waits add (input() unavailable)
@@ -236,8 +238,15 @@ export class KernelCore {
     const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, texts[i]]));
 
     this.progress(msg.id, 'kernel', 'loading the kernel');
-    py.setStdout({ write: (b) => this.out.write(b), isatty: false });
-    py.setStderr({ write: (b) => this.err.write(b), isatty: false });
+    // Pyodide's fatal-error handler dumps the Python stack to fd 1 before it gives up: that is the
+    // kernel's crash report, not the run's output, so nothing written from then on is kept.
+    const core = this, api = py._api;
+    if (api && typeof api.fatal_error === 'function') {
+      const fatal = api.fatal_error;
+      api.fatal_error = function (e) { core.fatal = true; return fatal.call(this, e); };
+    } else this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: "Pyodide's fatal_error is not where it was: a crash report may reach stdout" }));
+    py.setStdout({ write: (b) => (this.fatal ? b.length : this.out.write(b)), isatty: false });
+    py.setStderr({ write: (b) => (this.fatal ? b.length : this.err.write(b)), isatty: false });
     // No stdin: input() fails at once instead of blocking the worker (Node) or calling prompt().
     py.setStdin({ error: true });
     const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
@@ -245,7 +254,6 @@ export class KernelCore {
     for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
     py.registerJsModule('cerea_host', this.hostModule());
     if (this.control) {
-      const core = this;
       py.setInterruptBuffer({ get 0() { return core.control.take(core.armed); }, set 0(_v) {}, length: 1 });
     }
     py.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport cerea_kernel.runner`);
@@ -479,6 +487,7 @@ export class KernelCore {
     if (se.truncated) notes.push(NOTE.cut('stderr', limits.out_chars));
     notes.push(...this.runNotes, ...res.notes);
     if (res.displays_dropped) notes.push(NOTE.displaysDropped(res.displays_dropped, limits.displays));
+    if (res.clear_output) notes.push(NOTE.clearOutputIgnored());
     for (const t of res.text_only || []) notes.push(NOTE.textOnly(t.what, t.kib, t.run));
     const files = [];
     for (const f of res.files) {

@@ -88,12 +88,22 @@ export class KernelClient {
     const onDeath = (why) => { this.settleAll(this.exitReason || STATUS.CRASHED, why); try { this.worker.terminate(); } catch { /* gone */ } };
     if (typeof this.worker.on === 'function') {
       this.worker.on('message', onMsg);
-      this.worker.on('error', (e) => { if (e && e.code === 'ERR_WORKER_OUT_OF_MEMORY') this.oom = true; onDeath(`worker error: ${e && e.message || e}`); });
-      this.worker.on('exit', (code) => onDeath(`worker exited (${code})`));
+      // A Node worker's uncaught error comes on another channel than its messages, and can
+      // overtake the output it posted just before it died: the run is settled at 'exit', which
+      // Node emits once the worker's messages are delivered (or a second later, if it never comes).
+      let died = null;
+      this.worker.on('error', (e) => {
+        if (e && e.code === 'ERR_WORKER_OUT_OF_MEMORY') this.oom = true;
+        if (died) return;
+        died = `worker error: ${e && e.message || e}`;
+        setTimeout(() => onDeath(died), 1000).unref?.();
+      });
+      this.worker.on('exit', (code) => onDeath(died || `worker exited (${code})`));
     } else {
       this.worker.addEventListener('message', (e) => onMsg(e.data));
       // Handled here: the page never reports it as its own unhandled error.
-      this.worker.addEventListener('error', (e) => { if (e && e.preventDefault) e.preventDefault(); onDeath(`worker error: ${e && e.message || 'unknown'}`); });
+      // (Its error event and its messages are separate tasks too: the messages first.)
+      this.worker.addEventListener('error', (e) => { if (e && e.preventDefault) e.preventDefault(); const why = `worker error: ${e && e.message || 'unknown'}`; setTimeout(() => onDeath(why), 100); });
     }
     // The worker bounds its own load; this timer (a little later) also catches a worker whose
     // thread is stuck and cannot even run its timer.

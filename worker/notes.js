@@ -49,11 +49,14 @@ const NOTES = {
   notReadBack: ['file_not_read_back', (name, why) => `${name} could not be read back: ${why}`, / could not be read back: /],
 
   // Output, values, input and packages (the kernel core, the supervisor).
-  cut: ['output_cut', (stream, chars) => `${stream} was cut at ${n(chars)} characters`, /^(stdout|stderr) was cut at [\d,]+ characters$/],
+  cut: ['output_cut', (stream, chars) => `${stream} was cut to ${n(chars)} characters: its start and its end are kept, the middle left out`, /^(stdout|stderr) was cut to [\d,]+ characters: its start and its end are kept/],
+  // The line a long stream keeps in place of its middle (output.js), on a line of its own.
+  outputGap: ['output_gap', (k) => `\n[… ${plural(k, 'character')} left out …]\n`, /^\n\[… [\d,]+ characters? left out …\]\n$/],
   textOnly: ['bundle_text_only', (what, kib, run) => `${what}: shown as text only: its rich forms take ${n(kib)} KiB, ${run
     ? "more than the 1,024 KiB a run's values and displays may take together"
     : 'more than the 256 KiB a bundle may'}.`, /: shown as text only: its rich forms take /],
   displaysDropped: ['displays_dropped', (k, limit) => `${plural(k, 'display')} left out: at most ${n(limit)} per run.`, /^[\d,]+ displays? left out: at most [\d,]+ per run\.$/],
+  clearOutputIgnored: ['clear_output', () => "clear_output() changes nothing here: a run's output and displays are kept as they came.", /^clear_output\(\) changes nothing here/],
   inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer in this browser (it gives the page no shared memory, SharedArrayBuffer, to wait on): it raised EOFError at once.', /^input\(\) cannot wait for an answer/],
   inputTimedOut: ['input_timeout', (waitS) => `input() had no answer within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer within /],
   inputUnanswered: ['input_unanswered', (waitS) => `input() had no answer from the kernel host within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer from the kernel host/],

@@ -1,17 +1,26 @@
 // output.js -- OutputSink: the kernel worker's end of one output stream (stdout or stderr) of a
 // run.  Pyodide calls write(bytes) with what Python flushed (kernel/output.py block-buffers, so
-// that is once per 64 KiB, per flush signal, or before a sleep or an input()); the sink keeps the
-// first `capChars` characters (Unicode code points) of the run, counts what it drops, and hands the
-// kept text on in chunks as it comes: onChunk({offset, text, truncated}) when OUTPUT_BATCH.chars
-// are pending or OUTPUT_BATCH.ms passed since the last chunk (checked at each write, flush signal
-// and sleep), and whenever the kernel says the moment has come (flush(): an input() prompt, a
-// display, the run's end).  So the
-// chunks of a run, joined, are exactly what take() returns at its end: the live stream and the
-// result never disagree, and the cap holds mid-stream.
+// that is once per 64 KiB, per flush signal or timed flush, per explicit flush, or before a sleep
+// or an input()).  What a run keeps of a stream, within its cap of C characters (Unicode code
+// points; C = LIMITS.out_chars):
+//   - a stream of at most C characters, all of it;
+//   - a longer one, its start and its end: the first H = floor(C / 2) characters, the gap line
+//     NOTE.outputGap(k) (notes.js: "[… k characters left out …]" on a line of its own), and the
+//     last T characters, T = C − H − the gap line's length, k = the characters in between; so
+//     exactly C in all.
+// It hands the kept text on in chunks, onChunk({offset, text, truncated}), `offset` the kept
+// characters before `text`: the first H characters as they come (when OUTPUT_BATCH.chars are
+// pending or OUTPUT_BATCH.ms passed since the last chunk, checked at each write, flush signal and
+// sleep, and whenever the kernel says the moment has come: flush()), and everything after them
+// only at the run's end (end()): the rest of a stream that stayed within C, or the gap line and
+// the end.  So the chunks of a run, joined, are exactly what take() returns at its end (the live
+// stream and the result never disagree) and the cap holds mid-stream.  `truncated` turns true on
+// the first chunk after the stream passed C (an empty chunk says so if no text is due).
 //
 // It does not decide when Python flushes (kernel/output.py and the controller's flush signal do)
 // nor post anything itself (core.js gives onChunk).
 import { LIMITS, OUTPUT_BATCH } from './protocol.js';
+import { NOTE } from './notes.js';
 
 // Code points of a string (a surrogate pair is one character).
 export function codePoints(s) {
@@ -20,11 +29,18 @@ export function codePoints(s) {
   return n;
 }
 
-// The first n code points of s.
-function headPoints(s, n) {
+// The index in s after its first n code points.
+function headIndex(s, n) {
   let i = 0;
   for (let k = 0; k < n && i < s.length; k++) i += (s.charCodeAt(i) & 0xFC00) === 0xD800 ? 2 : 1;
-  return s.slice(0, i);
+  return i;
+}
+
+// The last n code points of s.
+function tailPoints(s, n) {
+  let i = s.length;
+  for (let k = 0; k < n && i > 0; k++) i -= i >= 2 && (s.charCodeAt(i - 1) & 0xFC00) === 0xDC00 && (s.charCodeAt(i - 2) & 0xFC00) === 0xD800 ? 2 : 1;
+  return s.slice(i);
 }
 
 export class OutputSink {
@@ -36,47 +52,51 @@ export class OutputSink {
     this.setCap(capChars);
   }
 
-  setCap(capChars) { this.capChars = capChars; this.reset(); }
+  setCap(capChars) {
+    this.capChars = capChars;
+    this.headChars = Math.floor(capChars / 2);
+    this.reset();
+  }
 
   reset() {
     this.decoder = new TextDecoder('utf-8', { fatal: false });
-    this.kept = [];           // the text kept so far, in pieces
-    this.chars = 0;           // code points kept
+    this.head = '';           // the first headChars characters
+    this.headCount = 0;
+    this.rest = '';           // after the head: all of it while the stream is within the cap, then its end
+    this.chars = 0;           // characters written in all
     this.pending = '';        // kept, not yet handed on
     this.sent = 0;            // code points handed on
-    this.dropped = 0;         // bytes past the cap
+    this.ended = null;        // end(): what follows the head, as kept
     this.told = false;        // the last chunk carried truncated: true
     this.lastAt = performance.now();
   }
 
-  get truncated() { return this.dropped > 0; }
-  get full() { return this.chars >= this.capChars; }
+  get truncated() { return this.chars > this.capChars; }
 
   write(bytes) {
-    const n = bytes.length;
-    if (this.full) { this.dropped += n; this.due(); return n; }
-    // A character is at most 4 bytes: never decode more than the room left can keep.
-    const room = this.capChars - this.chars;
-    const take = Math.min(n, room * 4 + 4);
-    this.keep(this.decoder.decode(take === n ? bytes : bytes.subarray(0, take), { stream: take === n }));
-    if (take < n) this.dropped += n - take;
+    this.add(this.decoder.decode(bytes, { stream: true }));
     this.due();
-    return n;
+    return bytes.length;
   }
 
-  keep(text) {
-    if (!text) return;
-    let cp = codePoints(text);
-    const room = this.capChars - this.chars;
-    if (cp > room) {
-      text = headPoints(text, room);
-      cp = room;
-      this.dropped += 1;   // at least one character did not fit
+  add(text) {
+    if (!text || this.ended !== null) return;
+    const cp = codePoints(text);
+    this.chars += cp;
+    if (this.headCount < this.headChars) {
+      const room = this.headChars - this.headCount;
+      const i = cp <= room ? text.length : headIndex(text, room);
+      const h = text.slice(0, i);
+      this.head += h;
+      this.pending += h;
+      this.headCount += Math.min(cp, room);
+      text = text.slice(i);
     }
     if (!text) return;
-    this.kept.push(text);
-    this.pending += text;
-    this.chars += cp;
+    this.rest += text;
+    // Past the cap only the end is wanted: trimmed now and then, never below what the end needs.
+    const keep = this.capChars - this.headChars;
+    if (this.truncated && this.rest.length > 4 * keep + 4096) this.rest = tailPoints(this.rest, keep);
   }
 
   // A chunk now if the batch is due: by size, or by age (minAge: a flush signal, which comes
@@ -85,7 +105,7 @@ export class OutputSink {
     if (this.pending.length >= this.batchChars || performance.now() - this.lastAt >= minAge) this.flush();
   }
 
-  // True when something waits to be handed on (text, or the news that the cap was reached).
+  // True when something waits to be handed on (text, or the news that the cap was passed).
   get waiting() { return this.pending.length > 0 || (this.truncated && !this.told); }
 
   // When the next chunk is due by age (performance.now() time), or Infinity with nothing waiting.
@@ -95,23 +115,42 @@ export class OutputSink {
   flush() {
     if (!this.waiting) return;
     const chunk = { offset: this.sent, text: this.pending, truncated: this.truncated };
-    this.sent = this.chars;
+    this.sent += codePoints(this.pending);
     this.pending = '';
     this.told = chunk.truncated;
     this.lastAt = performance.now();
     if (this.onChunk) this.onChunk(chunk);
   }
 
-  // The run's end: the decoder's last partial character kept (when it fits), the last chunk out.
+  // The run's end: the decoder's last partial character, what follows the head (all of it, or
+  // the gap line and the end), the last chunk out.  Safe twice.
   end() {
-    this.keep(this.decoder.decode());
+    if (this.ended === null) {
+      this.add(this.decoder.decode());
+      let rest = this.rest;
+      if (this.truncated) {
+        // The gap line's length depends on the count it gives, which depends on the end's length.
+        const room = this.capChars - this.headChars;
+        let gap = NOTE.outputGap(this.chars - this.headChars), tail;
+        for (;;) {   // converges: a shorter line leaves a longer end and so a smaller count
+          tail = Math.max(0, room - codePoints(gap));
+          const next = NOTE.outputGap(this.chars - this.headChars - tail);
+          if (next === gap) break;
+          gap = next;
+        }
+        rest = gap + tailPoints(this.rest, tail);
+      }
+      this.ended = rest;
+      this.rest = '';
+      this.pending += rest;
+    }
     this.flush();
   }
 
   // {text, truncated}: every chunk of the run joined; the sink is reset for the next run.
   take() {
     this.end();
-    const out = { text: this.kept.join(''), truncated: this.truncated };
+    const out = { text: this.head + this.ended, truncated: this.truncated };
     this.reset();
     return out;
   }

@@ -70,11 +70,12 @@
 //   log       {ref, level, message}   worker diagnostics (never user output).
 //   output    {ref: run_id, stream: 'stdout'|'stderr', offset, text, truncated}  what Python wrote,
 //             batched (a chunk when OUTPUT_BATCH.chars are pending or OUTPUT_BATCH.ms passed since
-//             the last, and at each flush signal, sleep, input() and the run's end): `offset` is
-//             the characters (Unicode code points) of the stream before `text`; the chunks of a
-//             run are the first out_chars characters of the stream, in order, and `truncated`
-//             turns true once anything past the cap was dropped.  The result's stdout/stderr are
-//             those chunks joined.
+//             the last, and at each flush signal, explicit flush, sleep, input() and the run's
+//             end): `offset` is the characters (Unicode code points) of the stream before
+//             `text`; the chunks of a run are what it keeps of the stream (all of it within
+//             out_chars, else its start, a gap line and its end: output.js), in order, and
+//             `truncated` turns true once the stream passed the cap.  The result's
+//             stdout/stderr are those chunks joined.
 //   display   {ref: run_id, index, data: Bundle}   display(obj) in the run (index from 0, ≤ 20).
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
@@ -158,7 +159,7 @@ export const INPUT = Object.freeze({ NONE: 0, ANSWER: 1, EOF: 2 });
 
 // The Python modules of kernel/, loaded in this order from `kernelURL` at init.
 export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'outputs_diff',
-  'figures', 'imports', 'lockdown', 'values', 'waits', 'execute', 'runner']);
+  'figures', 'imports', 'lockdown', 'values', 'ipython', 'waits', 'execute', 'runner']);
 
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }

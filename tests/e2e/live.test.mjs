@@ -215,3 +215,32 @@ test('playground: input() answered from the card\'s field; the wait shown, the a
   assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), []);
   await page.close();
 });
+
+// A page that is not cross-origin isolated (WebKitGTK's default, an embedding webview, a proxy that
+// strips COOP/COEP): the chat page's document is served here without its COOP/COEP headers, so
+// the page and its worker have no SharedArrayBuffer and no flush signal reaches Python.
+test('without shared memory (COOP/COEP stripped): `early`, then a 3 s sleep — the card shows early >= 2 s before the end', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const page = await browser.ctx.newPage();
+  await page.route('**/*', async (route) => {
+    if (route.request().resourceType() !== 'document') return route.continue();
+    const res = await route.fetch();
+    const headers = { ...res.headers() };
+    delete headers['cross-origin-opener-policy'];
+    delete headers['cross-origin-embedder-policy'];
+    return route.fulfill({ response: res, headers });
+  });
+  try {
+    await page.goto(`${orch.origin}/chat/${chat.chat_id}#token=${chat.page_token}`);
+    assert.equal(await page.evaluate(() => crossOriginIsolated || typeof SharedArrayBuffer === 'function'), false, 'the page has no shared memory');
+    await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+    await page.waitForFunction(() => window.cereaSupervisor.state === 'ready', null, { timeout: 90_000 });
+    const runId = await createRun(chat, 'import time\nprint("early")\ntime.sleep(3)\nprint("late")');
+    const seen = await watchCard(page, runId, 'early');
+    assert.ok(seen.first !== null, 'early was on the card');
+    assert.ok(seen.end - seen.first >= 2000, `early at ${Math.round(seen.first)} ms, end at ${Math.round(seen.end)} ms`);
+    const run = await api('GET', `/v1/runs/${runId}`);
+    assert.equal(run.json.stdout, 'early\nlate\n');
+  } finally { await page.close(); }
+});

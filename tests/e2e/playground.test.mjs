@@ -177,7 +177,8 @@ test('cards show a SyntaxError, and the truncation note when output passes 8,000
   await setCode(page, 'print("é" * 9000)\nimport sys\nprint("x" * 9000, file=sys.stderr)');
   r = await runAndWait(page);
   assert.equal(r.status, 'ok');
-  assert.equal(r.stdout.trim().length, 8000, 'capped at 8,000 characters, not bytes');
+  assert.equal([...r.stdout].length, 8000, 'capped at 8,000 characters, not bytes');
+  assert.match(r.stdout, /^é{4000}\n\[… [\d,]+ characters left out …\]\né+\n$/, 'its start and its end, the middle left out');
   assert.match(r.text, /Output truncated at 8,000 characters/);
   assert.match(r.text, /Error output truncated at 8,000 characters/);
   assert.equal((r.text.match(/truncated|was cut/gi) || []).length, 2, `each cut stream is said once: ${r.text.slice(-400)}`);

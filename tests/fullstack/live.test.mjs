@@ -191,3 +191,33 @@ test('server mode: the value and displays are stored with the run', async () => 
   assert.deepEqual(r.value, { 'text/plain': '42', 'application/json': 42 });
   assert.deepEqual(r.displays, [{ 'text/plain': "{'a': 1}", 'application/json': { a: 1 } }]);
 });
+
+test('server mode: the run stream carries every printed character as output before end — a fast run, a long one, a flush then a crash', async () => {
+  const s = await stack();
+  const chat = await newChat(s);
+  const cases = [
+    { name: 'fast', code: 'for i in range(1000): print(i)' },
+    { name: 'past the cap', code: 'for i in range(20000): print("line", i)\nprint("the result line")' },
+    { name: 'flush then crash', code: 'import os\nprint("flushed", flush=True)\nos.abort()' },
+  ];
+  for (const c of cases) {
+    const created = await call(s, 'POST', `/v1/chats/${chat.id}/runs`, { body: { code: c.code } });
+    const events = await runEvents(s, created.json.run_id);
+    const end = events.at(-1);
+    assert.equal(end.type, 'end', c.name);
+    const joined = events.filter((e) => e.type === 'output' && e.data.stream === 'stdout').map((e) => e.data.text).join('');
+    assert.equal(joined, end.data.stdout, `${c.name}: the output events joined are the result's stdout`);
+    if (c.name === 'fast') assert.equal(end.data.stdout, Array.from({ length: 1000 }, (_, i) => `${i}\n`).join(''));
+    if (c.name === 'past the cap') {
+      assert.equal(end.data.stdout_truncated, true);
+      assert.equal([...end.data.stdout].length, 8000);
+      assert.ok(end.data.stdout.startsWith('line 0\nline 1\n'), 'its start');
+      assert.match(end.data.stdout, /\n\[… [\d,]+ characters left out …\]\n/);
+      assert.ok(end.data.stdout.endsWith('line 19999\nthe result line\n'), 'its end: the result line is kept');
+    }
+    if (c.name === 'flush then crash') {
+      assert.equal(end.data.status, 'crashed');
+      assert.equal(end.data.stdout, 'flushed\n', 'the line kept, no crash report');
+    }
+  }
+});

@@ -171,6 +171,47 @@ test('the caps hold mid-stream: 8,000 characters held and published per stream, 
   p.close(); watcher.close();
 });
 
+test('every printed character reaches the run stream as output before end: a fast run, a slow one, one past the cap, a crashed one', async () => {
+  const chat = await newChat(srv);
+  const p = await openPage(chat);
+  p.heartbeat(500);
+  const lines = (n, w = '') => Array.from({ length: n }, (_, i) => `${w}${i}\n`).join('');
+  const head = '☃'.repeat(4000);
+  const pastCap = `${head}\n… 100,000 characters left out …\n${'é'.repeat(3960)}`;
+  const cases = [
+    // a fast run: the page streamed nothing, its result carries everything
+    { name: 'fast', chunks: [], result: { stdout: lines(1000), stderr: 'warned\n' } },
+    // a slow run: streamed in part, the last batch not sent before the result
+    { name: 'slow', chunks: [[out(0, 'line 0\n')], [out(7, 'line 1\n')]], result: { stdout: 'line 0\nline 1\nline 2\n' } },
+    // past the cap: the head streamed, the marker and the tail only in the result
+    { name: 'past the cap', chunks: [[out(0, head)]], result: { stdout: pastCap, stdout_truncated: true } },
+    // a crash: what the page received before the kernel died, none of it streamed
+    { name: 'crashed', chunks: [], result: { status: 'crashed', stdout: 'before the crash\n',
+      error: { type: 'KernelCrashed', message: 'The sandbox stopped (worker error).', traceback: '' } } },
+  ];
+  for (const c of cases) {
+    const runId = (await createRun(chat)).json.run_id;
+    const stream = runEvents(srv, runId);
+    await stream.opened;
+    const run = (await p.nextRun()).data;
+    assert.equal((await p.started(run)).status, 200);
+    for (const chunks of c.chunks) assert.equal((await p.output(run, { chunks })).status, 200);
+    assert.equal((await p.result(run, c.result)).status, 200, c.name);
+    const end = await stream.next('end');
+    await stream.ended;
+    assert.equal(end.data.stdout, c.result.stdout, c.name);
+    assert.equal(stream.text('stdout'), end.data.stdout, `${c.name}: the output events joined are the result's stdout`);
+    assert.equal(stream.text('stderr'), end.data.stderr, `${c.name}: stderr`);
+    const last = stream.events.findLastIndex((e) => e.event === 'output');
+    assert.ok(last >= 0 && last < stream.events.length - 1 && stream.events.at(-1).event === 'end', `${c.name}: output before end`);
+    // the chat's page got the same text live
+    for (let t0 = Date.now(); p.text('stdout', runId) !== end.data.stdout && Date.now() - t0 < 3000;) await sleep(50);
+    assert.equal(p.text('stdout', runId), end.data.stdout, `${c.name}: the chat stream`);
+    stream.close();
+  }
+  p.close();
+});
+
 test('a chunk for a stale attempt is refused (409 stale_attempt); so is one for an ended run', async () => {
   const chat = await newChat(srv);
   const p = await openPage(chat, 'phone');

@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { newNodeKernel, run } from './helpers.mjs';
+import { NOTE } from '../../worker/notes.js';
 
 let k;
 before(async () => { k = newNodeKernel(); await k.ready; });
@@ -64,15 +65,20 @@ test('top-level await is allowed', async () => {
   assert.equal(r.stdout, "['a', 'b']\n");
 });
 
-test('Output: 8,000 characters per stream — flag set, note in notes, not in the stream', async () => {
+test('Output: 8,000 characters per stream, its start and its end — flag set, note in notes, one gap line in the stream', async () => {
   const r = await run(k, 'import sys\nfor i in range(3000): print("é" * 9)\nsys.stderr.write("x" * 8000)\nprint("tail", end="")');
   assert.equal(r.stdout_truncated, true);
   assert.equal([...r.stdout].length, 8000);
-  assert.ok(r.stdout.startsWith('éééééé'));
+  const [head, rest] = r.stdout.split(/\n\[… [\d,]+ characters left out …\]\n/);
+  assert.equal([...head].length, 4000, 'the first 4,000 characters');
+  assert.equal(head, `${'é'.repeat(9)}\n`.repeat(400));
+  assert.ok(rest.endsWith(`${'é'.repeat(9)}\ntail`), 'the end is kept: the last line printed');
+  const gap = r.stdout.slice(head.length, r.stdout.length - rest.length);
+  assert.equal(gap, NOTE.outputGap(30004 - 4000 - [...rest].length));
   assert.doesNotMatch(r.stdout, /cut|truncat/);
   assert.equal(r.stderr.length, 8000, 'exactly at the cap is not truncated');
   assert.equal(r.stderr_truncated, false);
-  assert.ok(r.notes.some((n) => /stdout was cut at 8,000 characters/.test(n)));
+  assert.ok(r.notes.some((n) => /stdout was cut to 8,000 characters/.test(n)));
   assert.ok(!r.notes.some((n) => /stderr/.test(n)));
 });
 
@@ -153,7 +159,7 @@ test('run limits from the event may lower the caps, never raise them', async () 
   const low = await run(k, 'print("x" * 500)', { limits: { out_chars: 100 } });
   assert.equal(low.stdout.length, 100);
   assert.equal(low.stdout_truncated, true);
-  assert.ok(low.notes.some((n) => /cut at 100 characters/.test(n)));
+  assert.ok(low.notes.some((n) => /cut to 100 characters/.test(n)));
   const high = await run(k, 'print("y" * 9000)', { limits: { out_chars: 1e6 } });
   assert.equal(high.stdout.length, 8000);
   assert.equal(high.stdout_truncated, true);

@@ -47,13 +47,30 @@ test('streaming without Python\'s cooperation: output before a CPU loop arrives 
   assert.ok(ms - outputs[0].at >= 1500, `first chunk ${Math.round(outputs[0].at)} ms, end ${Math.round(ms)} ms`);
 });
 
-test('batched: 6,000 prints flushed one by one over ~1 s arrive in a few dozen chunks, never one message per print', async () => {
-  const code = 'import time\nfor i in range(6000):\n    print(".", end="", flush=True)\n    if i % 60 == 0:\n        time.sleep(0.01)';
+test('batched: 6,000 prints over ~1 s arrive in a few dozen chunks, never one message per print', async () => {
+  const code = 'import time\nfor i in range(6000):\n    print(".", end="")\n    if i % 60 == 0:\n        time.sleep(0.01)';
   const { result, outputs, ms } = await live(code);
   assert.equal(result.status, 'ok');
   assert.equal(result.stdout, '.'.repeat(6000));
   assert.ok(outputs.length >= 3 && outputs.length <= ms / 25 + 3, `${outputs.length} chunks in ${Math.round(ms)} ms`);
   assert.equal(joined(outputs, 'stdout'), result.stdout);
+});
+
+test('an explicit flush hands the text on at once: flush=True before a long computation arrives while it runs', async () => {
+  const code = 'import time\nprint("flushed", flush=True)\nt = time.time()\nwhile time.time() - t < 2:\n    pass\nprint("after")';
+  const { result, outputs, ms } = await live(code);
+  assert.equal(result.stdout, 'flushed\nafter\n');
+  assert.equal(outputs[0].text, 'flushed\n');
+  assert.ok(ms - outputs[0].at >= 1500, `first chunk ${Math.round(outputs[0].at)} ms, end ${Math.round(ms)} ms`);
+});
+
+test('a crash right after print(..., flush=True) keeps the line, and none of the kernel\'s crash report lands in stdout', async () => {
+  await sup.whenSpareReady();
+  const { result, outputs } = await live('import os\nprint("flushed", flush=True)\nos.abort()');
+  assert.equal(result.status, 'crashed');
+  assert.equal(result.stdout, 'flushed\n');
+  assert.equal(result.stderr, '');
+  assert.equal(joined(outputs, 'stdout'), 'flushed\n');
 });
 
 test('caps hold mid-stream: never more than 8,000 characters streamed per stream, in code points; the last chunk says truncated', async () => {
@@ -256,4 +273,37 @@ test('without shared memory: Stop during time.sleep replaces the kernel at once 
     assert.deepEqual(r.notes.map(noteCode), ['cancel_no_interrupt']);
     assert.equal((await bare.run({ runId: 'after', code: 'print(globals().get("kept"))' })).stdout, 'None\n');
   } finally { bare.dispose(); bare.pool.dispose(); }
+});
+
+// A kernel without the shared control buffer: no flush signal reaches Python while it runs.
+async function liveOn(k, code) {
+  const runId = `nosab-${++seq}`;
+  const t0 = performance.now();
+  const outputs = [];
+  const off = k.onEvent((e) => { if (e.event === 'output' && e.ref === runId) outputs.push({ at: performance.now() - t0, ...e }); });
+  try {
+    const result = await k.run({ run_id: runId, code });
+    return { result, outputs, ms: performance.now() - t0 };
+  } finally { off(); }
+}
+
+test('without shared memory, output still streams: before a sleep, after an explicit flush, and from the write path by time', async () => {
+  const k = newNodeKernel({ interrupts: false });
+  try {
+    await k.ready;
+    // issue 28: `early`, then a 3 s sleep
+    let r = await liveOn(k, 'import time\nprint("early")\ntime.sleep(3)\nprint("late")');
+    assert.equal(r.result.stdout, 'early\nlate\n');
+    assert.equal(joined(r.outputs.filter((e) => e.at <= r.ms - 2000), 'stdout'), 'early\n', `chunks at ${r.outputs.map((e) => Math.round(e.at))} ms, end ${Math.round(r.ms)} ms`);
+    assert.equal(joined(r.outputs, 'stdout'), r.result.stdout);
+    // a flush, then a long computation that writes nothing
+    r = await liveOn(k, 'import time\nprint("flushed", flush=True)\nt = time.time()\nwhile time.time() - t < 2:\n    pass');
+    assert.equal(joined(r.outputs.filter((e) => e.at <= r.ms - 1500), 'stdout'), 'flushed\n', `chunks at ${r.outputs.map((e) => Math.round(e.at))} ms, end ${Math.round(r.ms)} ms`);
+    // a computation that prints a line every ~0.4 s: the lines come while it runs, batched by time
+    r = await liveOn(k, 'import time\nt = time.time()\nn = 0\nwhile time.time() - t < 2.4:\n    if time.time() - t > 0.4 * n:\n        print("tick", n)\n        n += 1');
+    assert.equal(joined(r.outputs, 'stdout'), r.result.stdout);
+    const early = r.outputs.filter((e) => e.at < r.ms - 1000);
+    assert.ok(early.length >= 2, `chunks at ${r.outputs.map((e) => Math.round(e.at))} ms, end ${Math.round(r.ms)} ms`);
+    assert.ok(r.outputs.length <= 12, `${r.outputs.length} chunks: batched, not one per print`);
+  } finally { k.terminate('cancelled'); }
 });

@@ -70,6 +70,14 @@ test('Python reaches no network: js.fetch, pyfetch, XHR, WebSocket, socket, urll
   assert.equal(hits, 0, 'the server saw no request');
 });
 
+test('a refused socket reads plainly: PermissionError without an errno number in its text, errno EACCES for code that checks', async () => {
+  const r = await run(k, 'import errno, socket\ntry:\n    socket.create_connection(("127.0.0.1", 9))\nexcept PermissionError as e:\n    print(str(e))\n    print(e.errno == errno.EACCES)\nsocket.getaddrinfo("example.com", 80)');
+  assert.equal(r.stdout, 'network access is disabled in this sandbox\nTrue\n');
+  assert.equal(r.error.type, 'PermissionError');
+  assert.equal(r.error.message, 'network access is disabled in this sandbox');
+  assert.doesNotMatch(r.error.traceback, /Errno/);
+});
+
 test('no storage or worker APIs from Python: importScripts, indexedDB, caches, BroadcastChannel, Worker', async () => {
   const names = ['importScripts', 'indexedDB', 'caches', 'BroadcastChannel', 'Worker', 'XMLHttpRequest', 'WebSocket'];
   const r = await run(k, `import js\nprint([n for n in ${JSON.stringify(names)} if getattr(js, n, None) is not None])`);

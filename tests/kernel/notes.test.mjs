@@ -12,8 +12,8 @@ const SAMPLES = {
   cancelKept: [[]], cancelReplaced: [[1000]], cancelNoInterrupt: [[]], cancelledBeforeStart: [[]], notRestarted: [['no spare']],
   skipped: [['slow.csv', 'deadline', 5000], ['bad.csv', 'HTTP 500', 5000]],
   notMounted: [['x.bin', 'over 20 MB']], notSaved: [['out.png', 'HTTP 500']], notReadBack: [['o.txt', 'EIO']],
-  cut: [['stdout', 8000], ['stderr', 100]], displaysDropped: [[1, 20], [5, 20]], textOnly: [['display 2', 300, false], ['the value', 200, true]],
-  inputUnavailable: [[]], inputTimedOut: [[300]], inputUnanswered: [[300]],
+  cut: [['stdout', 8000], ['stderr', 100]], outputGap: [[1], [12345]], displaysDropped: [[1, 20], [5, 20]], textOnly: [['display 2', 300, false], ['the value', 200, true]],
+  clearOutputIgnored: [[]], inputUnavailable: [[]], inputTimedOut: [[300]], inputUnanswered: [[300]],
   packageFailed: [['numpy', 'no wheel'], ['x', '']], outOfMemory: [[1024, 1100], []],
 };
 

@@ -975,6 +975,39 @@ START_TEST(test_watch) {
 }
 END_TEST
 
+/* What a result's text adds to what its page streamed goes out as `output` before `end` (the
+ * events of a run, joined, are its result's text); a result that does not continue the streamed
+ * text adds no event (the result stands). */
+START_TEST(test_result_tail) {
+  attach("pageA", 1);
+  struct created cr;
+  struct orch_run *run = create("x", &cr);
+  struct seen a = {0};
+  ck_assert_ptr_nonnull(orch__run_watch(run, -1, on_watch, &a));
+  struct orch_chunk c1[] = {chunk(ORCH_STDOUT, 0, "a\n")};
+  ck_assert_int_eq(output(run, 1, c1, 1, NULL), 0);
+  size_t before = a.n;
+  struct ended e;
+  result(run, "ok", "a\nb\n", &e);
+  ck_assert(has(&a, before, ORCH_RUN_EV_OUTPUT, "\"text\":\"b\\n\",\"offset\":2"));
+  ck_assert_str_eq(held(run, ORCH_STDOUT), "a\nb\n");
+  drain();
+  ck_assert(has(&a, a.n - 1, ORCH_RUN_EV_END, "\"stdout\":\"a\\nb\\n\""));
+
+  struct orch_run *r2 = create("y", &cr);
+  struct seen b = {0};
+  ck_assert_ptr_nonnull(orch__run_watch(r2, -1, on_watch, &b));
+  struct orch_chunk c2[] = {chunk(ORCH_STDOUT, 0, "streamed\n")};
+  ck_assert_int_eq(output(r2, 1, c2, 1, NULL), 0);
+  before = b.n;
+  result(r2, "ok", "another text\n", &e);
+  for (size_t i = before; i < b.n; i++)
+    ck_assert_int_ne(b.kind[i], ORCH_RUN_EV_OUTPUT);
+  drain();
+  ck_assert(has(&b, b.n - 1, ORCH_RUN_EV_END, "\"stdout\":\"another text\\n\""));
+}
+END_TEST
+
 /* ---- the chat's caps ----------------------------------------------------------------------- */
 
 /* Output files that would take the chat's stored output past CHAT_OUTPUT_QUOTA_MB are not kept:
@@ -1165,6 +1198,7 @@ int main(void) {
   tcase_add_test(tc, test_input);
   tcase_add_test(tc, test_value_and_displays);
   tcase_add_test(tc, test_watch);
+  tcase_add_test(tc, test_result_tail);
   tcase_add_test(tc, test_output_quota);
   tcase_add_test(tc, test_uploads_per_chat);
   tcase_add_test(tc, test_turn_finish);
