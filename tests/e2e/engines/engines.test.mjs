@@ -273,7 +273,7 @@ for (const engine of ENGINES) {
       assert.match(JSON.stringify(byRole(model.requests[1], 'tool')), /42/, 'the run\'s output reached the model');
     });
 
-    test('a page reload: the earlier cards come back and a new run works', async (t) => {
+    test('a page reload: the kernel restored from the memory snapshot, the earlier cards back, a new run works', async (t) => {
       if (!need(t)) return;
       await page.reload();
       await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 30_000 });
@@ -282,6 +282,10 @@ for (const engine of ENGINES) {
       // time limit while the page loads it, and a reload is a whole kernel load (WebKit's take
       // tens of seconds on a loaded machine).
       await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 180_000 });
+      // The spare of the first visit made the memory snapshot: this kernel is restored from it
+      // (in WebKit's automation session, as in private browsing, IndexedDB refuses a Blob: the
+      // image is kept as an ArrayBuffer there).
+      assert.equal(await page.evaluate(() => window.cereaSupervisor.kernel?.info?.snapshot), 'restored');
       const r = await result(await createRun(chat, 'print("after reload")'));
       assert.equal(r.status, 'ok', JSON.stringify(r.error));
       assert.equal(r.stdout, 'after reload\n');
