@@ -39,6 +39,8 @@
 //                      'input_request' event), or EOF (input() raises EOFError).  → false when
 //                      there is no shared memory (input() raised EOFError at once already).
 //   k.canAsk           whether input() can wait for an answer here (shared memory).
+//   k.canInterrupt     whether an interrupt can reach this kernel's Python at all (shared memory):
+//                      false in a page without SharedArrayBuffer, where only terminate() stops it.
 //   k.running          the run_id whose user code is executing (between 'started' and the reply).
 //   k.terminate(reason='crashed')  stops the worker now; pending commands settle.  Safe twice.
 //   k.dispose()        → Promise: forget the namespace and files (the worker stays loaded).
@@ -131,6 +133,7 @@ export class KernelClient {
   get state() { return this.fsm.state; }
   get id() { return this.fsm.id; }
   get canAsk() { return !!this.control && this.control.canAsk; }
+  get canInterrupt() { return !!this.control; }
 
   onEvent(fn) { this.listeners.add(fn); return () => this.listeners.delete(fn); }
   emit(evt) { for (const fn of this.listeners) { try { fn(evt); } catch { /* a listener's bug is not ours */ } } }

@@ -36,6 +36,7 @@ const NOTES = {
   // Cancel: the ladder's two outcomes, and a cancel that came before Python started.
   cancelKept: ['cancel_kept', () => 'Cancelled: Python was interrupted; variables are kept.', /^Cancelled: Python was interrupted; variables are kept\.$/],
   cancelReplaced: ['cancel_replaced', (graceMs) => `Cancelled: Python did not stop within ${s(graceMs)} of the interrupt.`, /^Cancelled: Python did not stop within /],
+  cancelNoInterrupt: ['cancel_no_interrupt', () => 'Stopped by restarting the sandbox: this browser gives the page no shared memory (SharedArrayBuffer), so running Python cannot be interrupted.', /^Stopped by restarting the sandbox: this browser gives the page no shared memory/],
   cancelledBeforeStart: ['cancel_before_start', () => 'Cancelled before it started.', /^Cancelled before it started\.$/],
   notRestarted: ['restart_failed', (why) => `The sandbox could not be restarted: ${why}`, /^The sandbox could not be restarted: /],
 
@@ -56,7 +57,7 @@ const NOTES = {
     : 'more than the 256 KiB a bundle may'}.`, /: shown as text only: its rich forms take /],
   displaysDropped: ['displays_dropped', (k, limit) => `${plural(k, 'display')} left out: at most ${n(limit)} per run.`, /^[\d,]+ displays? left out: at most [\d,]+ per run\.$/],
   clearOutputIgnored: ['clear_output', () => "clear_output() changes nothing here: a run's output and displays are kept as they came.", /^clear_output\(\) changes nothing here/],
-  inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer here (this page is not cross-origin isolated, so the sandbox cannot block on shared memory): it raised EOFError at once.', /^input\(\) cannot wait for an answer here/],
+  inputUnavailable: ['input_unavailable', () => 'input() cannot wait for an answer in this browser (it gives the page no shared memory, SharedArrayBuffer, to wait on): it raised EOFError at once.', /^input\(\) cannot wait for an answer/],
   inputTimedOut: ['input_timeout', (waitS) => `input() had no answer within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer within /],
   inputUnanswered: ['input_unanswered', (waitS) => `input() had no answer from the kernel host within ${n(waitS)} s: it raised EOFError.`, /^input\(\) had no answer from the kernel host/],
   packageFailed: ['package_failed', (name, why) => `package ${name} could not be loaded: ${why || 'unknown error'}`, /^package .* could not be loaded: /],

@@ -13,6 +13,7 @@
 //        │                            │              │
 //        └──────── cancel() ──────────┴──────────────┴──▶ stopping (interrupt sent, or due at
 //                                                          'started'; grace timer: then terminate) ──▶ ended
+//   (a kernel with no interrupt buffer, a page without SharedArrayBuffer, is terminated at once)
 //
 //   starting → executing            onStarted (the time limit's timer is armed)
 //   executing → waiting_input       onInputRequest (the time limit's timer pauses, the input wait's starts)
@@ -57,6 +58,7 @@ export class RunControl {
     this.cancelAsked = false;
     this.replaceAsked = false;
     this.quick = false;            // replace at once when the interrupt cannot reach Python
+    this.uninterruptible = false;  // cancelled by replacing at once: the kernel takes no interrupt
     this.out = { stdout: stream(), stderr: stream() };
     this.displays = [];
     this.notes = [];
@@ -147,6 +149,9 @@ export class RunControl {
     this.cancelAsked = true;
     this.quick = this.quick || quick;
     if (replace) { this.replaceAsked = true; this.kernel.terminate(STATUS.CANCELLED); return; }
+    // No interrupt can reach Python (no shared memory): waiting out the grace would only delay
+    // the replacement that must come.
+    if (this.kernel.canInterrupt === false) { this.uninterruptible = true; this.kernel.terminate(STATUS.CANCELLED); return; }
     if (this.fsm.is('stopping')) return;
     const waited = this.fsm.is('waiting_input');
     this.fsm.set('stopping');

@@ -9,7 +9,8 @@
 //     `restarted` with the `remounted` list;
 //   - the cancel ladder: interrupt first (SharedArrayBuffer; it also wakes time.sleep,
 //     asyncio.sleep and input()) and keep the namespace when Python stops within `cancelGraceMs`;
-//     otherwise replace the kernel the same way;
+//     otherwise replace the kernel the same way; a kernel no interrupt reaches (no shared memory)
+//     is replaced at once, without the grace;
 //   - the live run (run-control.js): output, displays and input() requests as the kernel streams
 //     them (events), input() answered (answer) or EOF past the input wait, which does not count
 //     against the time limit; every ending keeps what was printed (a killed run reports the
@@ -388,6 +389,7 @@ export class KernelSupervisor extends Emitter {
     else if (status === STATUS.TIMEOUT) out.error = ERROR.timeout(timeoutS);
     else if (status === STATUS.CRASHED && result.oom) { out.error = ERROR.outOfMemory(); out.notes.push(NOTE.outOfMemory()); }
     else if (status === STATUS.CRASHED) out.error = ERROR.crashed(result.exit);
+    else if (run.uninterruptible) out.notes.push(NOTE.cancelNoInterrupt());
     else if (!run.replaceAsked) out.notes.push(NOTE.cancelReplaced(this.cancelGraceMs));
     try {
       const r = await this.replace(status);

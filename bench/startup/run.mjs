@@ -27,13 +27,12 @@ import { chromium } from 'playwright-core';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { startServer } from './floor.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const BIN = process.env.CEREA_BIN || path.join(ROOT, 'build', 'cerea-sandbox');
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
   '--disable-component-update', '--disable-sync'];
 
@@ -45,18 +44,6 @@ const { values: opt } = parseArgs({ options: {
 const WWW = path.resolve(opt.www);
 const ROUNDS = Number(opt.rounds), SETTLE_MS = Number(opt['settle-ms']), TIMEOUT_MS = Number(opt['timeout-ms']);
 const THROTTLE = opt.throttle ? opt.throttle.split(',').map(Number) : null;
-
-// The floor: Pyodide's own loader in a module worker, from the same /pyodide/.
-const FLOOR_HTML = `<!doctype html><meta charset="utf-8"><title>floor</title>
-<p data-testid="runtime-status">Loading…</p>
-<script type="module">
-const w = new Worker('/assets/floor-worker.mjs', { type: 'module' });
-w.onmessage = (e) => { document.querySelector('p').textContent = e.data; };
-</script>`;
-const FLOOR_WORKER = `import { loadPyodide } from '/pyodide/pyodide.mjs';
-const py = await loadPyodide({ indexURL: location.origin + '/pyodide/' });
-py.runPython('1');
-postMessage('Python ready');`;
 
 // Read in the page: when the first Worker was made, when the status line first said ready.
 const PROBE = `(() => {
@@ -70,29 +57,6 @@ const PROBE = `(() => {
   };
   new MutationObserver(check).observe(document, { subtree: true, childList: true, characterData: true });
 })();`;
-
-function staticTree(dir) {
-  for (const e of fs.readdirSync(WWW)) if (e !== 'assets') fs.symlinkSync(path.join(WWW, e), path.join(dir, e));
-  fs.mkdirSync(path.join(dir, 'assets'));
-  for (const e of fs.readdirSync(path.join(WWW, 'assets'))) fs.symlinkSync(path.join(WWW, 'assets', e), path.join(dir, 'assets', e));
-  fs.writeFileSync(path.join(dir, 'assets', 'floor.html'), FLOOR_HTML);
-  fs.writeFileSync(path.join(dir, 'assets', 'floor-worker.mjs'), FLOOR_WORKER);
-}
-
-async function startServer(tmp) {
-  const www = path.join(tmp, 'www'); fs.mkdirSync(www); staticTree(www);
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(BIN, ['serve', '--listen', `127.0.0.1:${port}`, '--data', path.join(tmp, 'data'), '--static', www],
-    { env: { ...process.env, CEREA_API_KEY: 'bench-startup-key-0123456789', CEREA_LOG: 'warn' }, stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = ''; child.stderr.on('data', (d) => { err += d; });
-  const origin = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    if (child.exitCode !== null) throw new Error(`orchestrator exited: ${err.slice(-400)}`);
-    try { if ((await fetch(`${origin}/healthz`)).ok) return { origin, pid: child.pid, child }; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`orchestrator did not start: ${err.slice(-400)}`);
-}
 
 function dirBytes(p) {
   if (!fs.existsSync(p)) return 0;
@@ -129,7 +93,7 @@ const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
 let srv = null;
 try {
-  srv = await startServer(tmp);
+  srv = await startServer(tmp, WWW);
   const urls = { ours: `${srv.origin}/playground`, floor: `${srv.origin}/assets/floor.html` };
   console.log(`== startup: ${ROUNDS} rounds, ours and the floor alternated; settle ${SETTLE_MS} ms` +
     `${THROTTLE ? `; throttled to ${THROTTLE[0]} Mbit/s, ${THROTTLE[1]} ms` : ''}; ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian packages: build tools and libraries of the orchestrator, test and benchmark tools (clang
 # with libFuzzer for tests/fuzz/; python3-h2, an HTTP/2 client for the abuse tests, run with
-# /usr/bin/python3), the browser for end-to-end tests, and the Debian Python packages the offline
+# /usr/bin/python3), the browsers for end-to-end tests (Chromium; Firefox ESR and WebKitGTK's
+# WebDriver with its MiniBrowser, under Xvfb, for the cross-engine set), and the Debian Python packages the offline
 # office wheels are built from.  PostgreSQL: libpq for the store's second backend, the server for
 # its tests (stage 45 starts a throwaway one; Debian's own cluster is not used); libcurl for the
 # requests one node forwards to another.  Installs only what is missing.
@@ -17,7 +18,7 @@ pkgs=(
   nghttp2-client nghttp2-server wrk valgrind
   clang libclang-rt-dev python3-h2
   bubblewrap libseccomp-dev util-linux systemd
-  chromium
+  chromium firefox-esr webkit2gtk-driver xvfb libgl1-mesa-dri
   python3 python3-openpyxl python3-et-xmlfile python3-xlsxwriter python3-pypdf
 )
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -2,7 +2,8 @@
 // editor's code, running it and reading its card, and the escape probes -- every way from Python
 // out of the kernel worker (fetch to the app and to another server, XHR, WebSocket, importScripts,
 // dynamic import(), js.eval, js.Function, IndexedDB, caches, BroadcastChannel, sockets, urllib,
-// pyfetch), each recorded as blocked or REACHED.  No assertions here: the tests assert.
+// pyfetch), each recorded as blocked or REACHED; escapeProbes takes any engine's page (the
+// cross-engine set's too).  No assertions here: the tests assert.
 
 export async function setCode(page, code) {
   await page.evaluate((c) => window.cereaEditor.setCode(c), code);
@@ -25,15 +26,47 @@ export async function runAndWait(page, { via = 'button' } = {}) {
   };
 }
 
+// The same over the verbs every engine's driver has (evaluate, click, waitForFunction: playwright's
+// shapes, tests/e2e/engines/drivers.mjs): the first card's status and output once it is done.
+async function runCard(page) {
+  const before = await page.evaluate(() => document.querySelectorAll('.run-card').length);
+  await page.click('#run');
+  await page.waitForFunction((n) => {
+    const cards = document.querySelectorAll('.run-card');
+    return cards.length > n && !['running', 'queued'].includes(cards[0].dataset.status);
+  }, before, { timeout: 90_000, polling: 100 });
+  return page.evaluate(() => {
+    const c = document.querySelector('.run-card');
+    return { status: c.dataset.status, stdout: c.querySelector('[data-testid=stdout]')?.textContent || '', text: c.textContent };
+  });
+}
+
 /**
  * Runs the escape probes in the page's kernel against `target` (an origin that counts what reaches
  * it) and lets their promises settle.  → {results: {probe: 'blocked …'|'REACHED …'|'pending'},
  * bcGot: messages the page received on the BroadcastChannel Python tried}.
  */
 export async function escapeProbes(page, target) {
-  // The page listens on the BroadcastChannel Python will try.
-  await page.evaluate(() => { window.bcGot = []; const bc = new BroadcastChannel('cerea-probe'); bc.onmessage = (e) => window.bcGot.push(e.data); });
-  const probe = `
+  await listenForProbe(page);
+  await setCode(page, probeCode(target));
+  const r = await runCard(page);
+  if (!/probes started/.test(r.stdout)) throw new Error(`the probes did not run: ${r.text}`);
+  await page.waitForTimeout(1500); // let promises settle
+  await setCode(page, PROBE_REPORT);
+  const r2 = await runCard(page);
+  return { results: JSON.parse(r2.stdout), bcGot: await page.evaluate(() => window.bcGot) };
+}
+
+// The page listens on the BroadcastChannel Python will try (what it gets: window.bcGot).
+export function listenForProbe(page) {
+  return page.evaluate(() => { window.bcGot = []; const bc = new BroadcastChannel('cerea-probe'); bc.onmessage = (e) => window.bcGot.push(e.data); });
+}
+
+// The probes' Python (prints "probes started"; the results land in R), and the run that prints R
+// as JSON once their promises settled.
+export const PROBE_REPORT = 'import json\nprint(json.dumps(R, indent=1))\n';
+export function probeCode(target) {
+  return `
 R = {}
 T = ${JSON.stringify(target)}
 def mark(name, ok, detail=''):
@@ -83,11 +116,4 @@ def pyfetch():
 promise('pyfetch', pyfetch)
 print('probes started')
 `;
-  await setCode(page, probe);
-  const r = await runAndWait(page);
-  if (!/probes started/.test(r.stdout)) throw new Error(`the probes did not run: ${r.text}`);
-  await page.waitForTimeout(1500); // let promises settle
-  await setCode(page, 'import json\nprint(json.dumps(R, indent=1))\n');
-  const r2 = await runAndWait(page);
-  return { results: JSON.parse(r2.stdout), bcGot: await page.evaluate(() => window.bcGot) };
 }

@@ -256,6 +256,25 @@ test('without shared memory (a page that is not cross-origin isolated): input() 
   } finally { k.terminate('cancelled'); }
 });
 
+test('without shared memory: Stop during time.sleep replaces the kernel at once (no interrupt grace to wait out), and says why', async () => {
+  const bare = newNodeSupervisor({ interrupts: false }, { cancelGraceMs: 5000 });
+  try {
+    await bare.start();
+    assert.equal(bare.kernel.canInterrupt, false);
+    await bare.run({ runId: 'ns', code: 'kept = "yes"' });
+    await bare.whenSpareReady();
+    let asked = 0;
+    bare.once('executing', () => setTimeout(() => { asked = performance.now(); bare.cancel(); }, 300));
+    const r = await bare.run({ runId: 'nosab-stop', code: 'import time\nprint("sleeping")\nwhile True:\n    time.sleep(1)' });
+    const ms = performance.now() - asked;
+    assert.equal(r.status, 'cancelled');
+    assert.equal(r.restarted, true);
+    assert.ok(ms < 2000, `replaced ${Math.round(ms)} ms after the Stop (the grace is 5 s)`);
+    assert.deepEqual(r.notes.map(noteCode), ['cancel_no_interrupt']);
+    assert.equal((await bare.run({ runId: 'after', code: 'print(globals().get("kept"))' })).stdout, 'None\n');
+  } finally { bare.dispose(); bare.pool.dispose(); }
+});
+
 // A kernel without the shared control buffer: no flush signal reaches Python while it runs.
 async function liveOn(k, code) {
   const runId = `nosab-${++seq}`;

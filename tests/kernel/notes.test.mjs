@@ -9,7 +9,7 @@ import { NOTE, NOTE_CODE, noteCode, PHONE } from '../../worker/notes.js';
 const SAMPLES = {
   restarted: [[[]], [['a.csv', 'b.txt']]],
   evicted: [[]], detached: [[]], diedIdle: [['worker exited (1)']], restartedForStale: [[]],
-  cancelKept: [[]], cancelReplaced: [[1000]], cancelledBeforeStart: [[]], notRestarted: [['no spare']],
+  cancelKept: [[]], cancelReplaced: [[1000]], cancelNoInterrupt: [[]], cancelledBeforeStart: [[]], notRestarted: [['no spare']],
   skipped: [['slow.csv', 'deadline', 5000], ['bad.csv', 'HTTP 500', 5000]],
   notMounted: [['x.bin', 'over 20 MB']], notSaved: [['out.png', 'HTTP 500']], notReadBack: [['o.txt', 'EIO']],
   cut: [['stdout', 8000], ['stderr', 100]], outputGap: [[1], [12345]], displaysDropped: [[1, 20], [5, 20]], textOnly: [['display 2', 300, false], ['the value', 200, true]],

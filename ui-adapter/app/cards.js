@@ -120,7 +120,7 @@ export class RunCard {
         `${secs(this.elapsed(r))} of ${r.timeout_s || 60} s`) : null,
       r.duration_ms != null && done ? h('span', { class: 'muted', 'data-testid': 'run-duration' }, fmtMs(r.duration_ms)) : null,
       r.attempts > 1 ? h('span', { class: 'muted' }, `attempt ${r.attempts}`) : null,
-      !done && this.onCancel ? h('button', { class: 'btn btn-small', type: 'button', onclick: () => this.onCancel() }, 'Cancel') : null);
+      !done && this.onCancel ? h('button', { class: 'btn btn-small', type: 'button', 'data-testid': 'cancel', onclick: () => this.onCancel() }, 'Cancel') : null);
     const parts = [head];
     if (!done && isPhone()) parts.push(h('p', { class: 'keep-open', role: 'status' }, PHONE.keepOpen()));
     if (r.rerun && r.attempts > 1) parts.push(h('p', { class: 'notice', 'data-testid': 'rerun-note' }, PHONE.rerun(r.attempts, r.rerun)));

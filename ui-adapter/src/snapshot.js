@@ -35,7 +35,7 @@ export class SnapshotStore {
     this.key = key;
     this.storage = key ? storage : null;
     this.log = log;
-    this.kept = null;    // Promise of {sha256, blob} | null: the image kernels restore
+    this.kept = null;    // Promise of {sha256, data: Blob | ArrayBuffer} | null: the image kernels restore
     this.asked = false;  // a kernel of this page was asked to make one
     this.kernels = 0;    // kernels that asked for their init fields
     this.db = null;
@@ -66,7 +66,8 @@ export class SnapshotStore {
   read() {
     this.kept ||= this.tx('readonly', (s) => request(s.get(ID)))
       .then((rec) => {
-        if (rec && rec.key === this.key && rec.blob instanceof Blob && typeof rec.sha256 === 'string') return { sha256: rec.sha256, blob: rec.blob };
+        const data = rec && (rec.blob instanceof Blob ? rec.blob : rec.bytes instanceof ArrayBuffer ? rec.bytes : null);
+        if (rec && rec.key === this.key && data && typeof rec.sha256 === 'string') return { sha256: rec.sha256, data };
         if (rec) this.log.info('kernel: the memory snapshot kept here is another build\'s: a normal load (and a new snapshot)');
         return null;
       })
@@ -79,7 +80,10 @@ export class SnapshotStore {
     const first = this.kernels++ === 0;
     const rec = await this.read();
     if (rec) {
-      try { return { snapshot: { key: this.key, sha256: rec.sha256, bytes: new Uint8Array(await rec.blob.arrayBuffer()) } }; } catch (e) {
+      try {
+        const bytes = new Uint8Array(rec.data instanceof Blob ? await rec.data.arrayBuffer() : rec.data.slice(0));
+        return { snapshot: { key: this.key, sha256: rec.sha256, bytes } };
+      } catch (e) {
         this.log.warn(`kernel: memory snapshot unreadable (${e.message}): a normal load`);
         this.drop();
         return {};
@@ -114,9 +118,12 @@ export class SnapshotStore {
     const blob = new Blob([bytes]);
     this.kept = crypto.subtle.digest('SHA-256', bytes).then((d) => {
       const sha256 = Array.from(new Uint8Array(d), (b) => b.toString(16).padStart(2, '0')).join('');
-      this.tx('readwrite', (s) => request(s.put({ key: this.key, sha256, blob, size: bytes.length, saved: Date.now() }, ID)))
+      const put = (rec) => this.tx('readwrite', (s) => request(s.put({ key: this.key, sha256, size: bytes.length, saved: Date.now(), ...rec }, ID)));
+      // WebKit's ephemeral sessions (private browsing, automation) refuse a Blob in IndexedDB
+      // ("Error preparing Blob/File data to be stored"): the bytes go in as an ArrayBuffer then.
+      put({ blob }).catch(() => put({ bytes: bytes.slice().buffer }))
         .catch((e) => this.log.warn(`kernel: memory snapshot not kept (${e.message})`));
-      return { sha256, blob };
+      return { sha256, data: blob };
     }, (e) => { this.log.warn(`kernel: memory snapshot not kept (${e.message})`); return null; });
   }
 

@@ -1,0 +1,95 @@
+// bench/startup/engines.mjs -- start-up per engine: how long the web app (the playground) takes to
+// get Python ready in each engine of the cross-engine set (tests/e2e/engines/drivers.mjs:
+// Chromium, Firefox ESR, WebKitGTK with and without SharedArrayBuffer), beside the floor on the
+// same engine (floor.mjs: a bare page loading the same runtime with Pyodide's own loader), on a
+// first visit (cold: a fresh profile) and a repeat one (warm).  Ours and the floor alternate within
+// each round, so machine load hits both alike.
+//
+//   node bench/startup/engines.mjs [--rounds 3] [--engines "chromium firefox webkit-sab webkit"] [--settle-ms 3000]
+//
+// Warm: Chromium and Firefox, a new browser on the first visit's profile (ours: once its spare
+// kernel loaded, which makes the memory snapshot a repeat visit restores); WebKitGTK (its
+// automation sessions keep no profile), the same page loaded again in the same browser.  "Python
+// ready" is read in the page from the navigation's start to the status line saying so (an
+// observer put in the page once it loaded, long before Python is ready; a visit whose status was
+// already ready then counts the time it was seen).  Prints each visit, the medians and the ratios;
+// asserts nothing: the machine is shared, read ranges.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { startServer } from './floor.mjs';
+import { open, missing } from '../../tests/e2e/engines/drivers.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const { values: opt } = parseArgs({ options: {
+  rounds: { type: 'string', default: '3' }, engines: { type: 'string', default: 'chromium firefox webkit-sab webkit' },
+  'settle-ms': { type: 'string', default: '3000' },
+} });
+const ROUNDS = Number(opt.rounds), SETTLE_MS = Number(opt['settle-ms']);
+
+async function ready(page, url) {
+  await page.goto(url);
+  await page.evaluate(() => {
+    const say = () => document.querySelector('[data-testid=runtime-status]')?.textContent.startsWith('Python ready');
+    window.__ready = say() ? performance.now() : null;
+    if (window.__ready === null) {
+      new MutationObserver(() => { if (window.__ready === null && say()) window.__ready = performance.now(); })
+        .observe(document, { subtree: true, childList: true, characterData: true });
+    }
+  });
+  return page.waitForFunction(() => window.__ready, null, { timeout: 300_000, polling: 100 });
+}
+
+// Ours keeps a memory snapshot for the repeat visit, made by its spare kernel once that loaded:
+// the first visit lasts until then (a person who stayed as long), and the repeat visit says
+// whether its kernel was restored from it.
+async function spareDone(page) {
+  await page.evaluate(() => { window.__spare = false; window.cereaSupervisor.whenSpareReady().then(() => { window.__spare = true; }); });
+  await page.waitForFunction(() => window.__spare, null, { timeout: 300_000, polling: 200 });
+}
+
+async function visits(engine, url, tmp, ours) {
+  const profile = fs.mkdtempSync(path.join(tmp, `profile-${engine}-`));
+  let page = await open(engine, { profile });
+  try {
+    const cold = await ready(page, url);
+    if (ours) await spareDone(page);
+    await page.waitForTimeout(SETTLE_MS);   // the engine writes its compiled-code cache after compiling
+    if (!engine.startsWith('webkit')) { await page.close(); page = await open(engine, { profile }); }
+    const warm = await ready(page, url);
+    const snapshot = ours ? await page.evaluate(() => window.cereaSupervisor.kernel?.info?.snapshot || null) : null;
+    return { cold, warm, snapshot };
+  } finally { await page.close(); fs.rmSync(profile, { recursive: true, force: true }); }
+}
+
+const median = (a) => { const s = a.slice().sort((x, y) => x - y); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-startup-engines-'));
+let srv = null;
+try {
+  srv = await startServer(tmp, path.join(ROOT, 'build', 'www'));
+  const urls = { ours: `${srv.origin}/playground`, floor: `${srv.origin}/assets/floor.html` };
+  const all = {};
+  for (const engine of opt.engines.split(/[\s,]+/).filter(Boolean)) {
+    const lacking = missing(engine);
+    if (lacking) { console.log(`== ${engine}: skipped (${lacking})`); continue; }
+    console.log(`== ${engine}: ${ROUNDS} rounds, ours and the floor alternated; load ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
+    const res = all[engine] = { ours: { cold: [], warm: [] }, floor: { cold: [], warm: [] } };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const v of round % 2 ? ['floor', 'ours'] : ['ours', 'floor']) {
+        const r = await visits(engine, urls[v], tmp, v === 'ours');
+        res[v].cold.push(r.cold); res[v].warm.push(r.warm);
+        console.log(`${engine} round ${round + 1} ${v.padEnd(5)}  cold ${fmt(r.cold)}  warm ${fmt(r.warm)}${r.snapshot ? `  (repeat visit's kernel: snapshot ${r.snapshot})` : ''}`);
+      }
+    }
+    const m = (v, k) => median(res[v][k]);
+    console.log(`${engine} medians: ours cold ${fmt(m('ours', 'cold'))} warm ${fmt(m('ours', 'warm'))}; floor cold ${fmt(m('floor', 'cold'))} warm ${fmt(m('floor', 'warm'))}; ` +
+      `ours : floor cold ${(m('ours', 'cold') / m('floor', 'cold')).toFixed(2)}x warm ${(m('ours', 'warm') / m('floor', 'warm')).toFixed(2)}x`);
+  }
+  console.log(JSON.stringify({ rounds: ROUNDS, ...all }));
+} finally {
+  if (srv && srv.child.exitCode === null) { process.kill(srv.pid, 'SIGTERM'); await new Promise((r) => srv.child.once('exit', r)); }
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
