@@ -375,6 +375,8 @@ int orch__pw_generate(char *out, size_t cap);
  * characters of UTF-8, no control character, no space at either end.  A password: 1 to 1024 bytes
  * of UTF-8 without control characters, and a new one at least 8 characters. */
 const char *orch__person_name_check(const char *s, size_t len);
+/* 1 when s[0..len) is UTF-8 (control characters allowed). */
+int orch__utf8_valid(const char *s, size_t len);
 const char *orch__password_check(const char *s, size_t len, int new_one);
 /* Before a sign-in's hashing: 0 when it may go on (counted in flight for its name and address),
  * else the seconds to wait (refused, nothing counted).  _end reports its outcome: ok 1 the
