@@ -351,6 +351,8 @@ static void on_mcp_post(struct tp_req *req, void *ud) {
       .len = len,
       .session_id = tp_req_header(req, "mcp-session-id"),
       .version = tp_req_header(req, "mcp-protocol-version"),
+      .method = tp_req_header(req, "mcp-method"),
+      .name = tp_req_header(req, "mcp-name"),
       .scope = &scope,
       .cred_hash = cred_hash,
       .sse_ok = tp_req_header(req, "accept") != NULL && accepts(req, "text/event-stream"),

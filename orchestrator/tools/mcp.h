@@ -33,8 +33,18 @@
  * progress resets (the spec's 15 s is met with room for a loaded machine). */
 #define ORCH_MCP_KEEPALIVE_MS 10000
 #define ORCH_MCP_N_VERSIONS      2
-/* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
+/* The session revisions spoken (initialize and Mcp-Session-Id), newest first ("2025-11-25",
+ * "2025-06-18"); an index names one in a session id, so the order is kept. */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
+/* The stateless revision spoken beside them, negotiated per request: no initialize and no
+ * session, every request's params._meta names the revision and the client's capabilities, and
+ * the headers mirror the body (MCP-Protocol-Version, Mcp-Method, Mcp-Name). */
+#define ORCH_MCP_STATELESS "2026-07-28"
+/* Stateless tool calls in flight together (each has its own HTTP request; past it -32000). */
+#define ORCH_MCP_STATELESS_CALLS_MAX 1024
+/* How long a stateless client may keep tools/list and server/discover (the list changes only
+ * with the server's settings; "private": it depends on the credential). */
+#define ORCH_MCP_LIST_TTL_MS 300000
 
 /* How tools/call is carried out: tools.c's execution (api_mcp.c), or a test double. */
 struct orch_mcp_tools {
@@ -74,10 +84,12 @@ struct orch_mcp_request {
   const char *cred_hash; /* sha256 hex of the credential: a session answers to its own only */
   int sse_ok;            /* the client accepts text/event-stream */
   const char *base_url;  /* for the result's links */
+  const char *method;    /* Mcp-Method, or NULL (the stateless revision requires it) */
+  const char *name;      /* Mcp-Name, or NULL (likewise, for tools/call) */
 };
 /* What to answer. */
 struct orch_mcp_reply {
-  int status; /* 200, 202, 400, 404, 503 */
+  int status; /* 200, 202, 400, 404 (also an unknown method, stateless), 503 */
   char *body; /* JSON text (sbx-owned), or NULL: no body */
   size_t len;
   char session_id[65];        /* "": none; else send Mcp-Session-Id (initialize) */
@@ -127,6 +139,10 @@ enum {
   ORCH_RPC_UNAUTHORIZED = -32001,
   ORCH_RPC_FORBIDDEN = -32003,
   ORCH_RPC_NO_SESSION = -32004,
+  /* The stateless revision's (2026-07-28), from the range it reserves: */
+  ORCH_RPC_HEADER_MISMATCH = -32020,
+  ORCH_RPC_MISSING_CAPABILITY = -32021,
+  ORCH_RPC_UNSUPPORTED_VERSION = -32022,
 };
 
 void orch__routes_mcp(struct orch *o);
