@@ -556,7 +556,14 @@ static void on_rotate(struct tp_req *req, void *ud) {
 
 void orch__routes_mcp(struct orch *o) {
   struct orch_mcp_tools t = {
-      .ud = o, .env = tools_env, .start = tools_start, .abandon = tools_abandon};
+      .ud = o,
+      .env = tools_env,
+      .start = tools_start,
+      .abandon = tools_abandon,
+      .fixtures = o->cfg->mcp_fixtures};
+  if (t.fixtures)
+    sbx_log(SBX_LOG_WARN, "mcp",
+            "CEREA_MCP_CONFORMANCE_FIXTURES: /mcp offers the conformance suite's fixtures");
   if (o->cfg->node_url != NULL) { /* several nodes: a session is good on each (mcp.c) */
     t.secret = o->chat_secret;
     t.tell = tools_tell;

@@ -118,6 +118,10 @@ struct orch_mcp_call {
   struct orch_tool_call *tc;
   const struct orch_mcp_sink *sink; /* NULL until attached */
   void *sink_ud;
+  /* A call answered already (a fixture's): its notifications and response, sent on attach. */
+  json_t *queued;
+  char *answer;
+  size_t answer_len;
 };
 
 /* ---- JSON-RPC messages ------------------------------------------------------------------- */
@@ -145,6 +149,14 @@ static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id
   va_end(ap);
   out->status = status;
   out->body = orch__mcp_error_text(id, code, msg, &out->len);
+}
+
+static void reply_error_data(struct orch_mcp_reply *out, int status, const json_t *id, int code,
+                             const char *message, json_t *data) { /* steals data */
+  out->status = status;
+  out->body = dump(json_pack("{s:s, s:O, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id", id, "error",
+                             "code", code, "message", message, "data", data),
+                   &out->len);
 }
 
 static char *result_text(const json_t *id, json_t *result, size_t *len) { /* steals result */
@@ -190,6 +202,8 @@ static void call_free(struct orch_mcp_call *c) {
   c->s->n_calls--;
   json_decref(c->id);
   json_decref(c->progress_token);
+  json_decref(c->queued);
+  sbx_free(c->answer);
   sbx_free(c);
 }
 
@@ -527,6 +541,17 @@ static int version_index(const char *v) {
 
 /* ---- methods ------------------------------------------------------------------------------ */
 
+/* Our capabilities, and the fixtures' beside them in conformance-fixtures mode. */
+static json_t *capabilities(const struct orch_mcp *m, int stateless) {
+  json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+  if (m->tools.fixtures) {
+    json_t *more = orch__mcp_fixture_capabilities(stateless);
+    json_object_update(caps, more);
+    json_decref(more);
+  }
+  return caps;
+}
+
 /* What the server tells a client about itself (initialize, server/discover). */
 static void instructions_of(const struct orch_mcp_request *rq, char *out, size_t cap) {
   snprintf(out, cap,
@@ -564,9 +589,9 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
   }
   char instructions[900];
   instructions_of(rq, instructions, sizeof(instructions));
-  json_t *result = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                             orch__mcp_versions[s->version], "capabilities", "tools", "listChanged",
-                             0, "serverInfo", "name", SERVER_NAME, "title", "Cerea sandbox",
+  json_t *result = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                             orch__mcp_versions[s->version], "capabilities", capabilities(m, 0),
+                             "serverInfo", "name", SERVER_NAME, "title", "Cerea sandbox",
                              "version", SERVER_VERSION, "instructions", instructions);
   reply_result(out, id, result);
   if (out->body == NULL) {
@@ -607,6 +632,8 @@ static void on_tools_list(struct orch_mcp *m, const struct orch_tool_scope *scop
   m->tools.env(m->tools.ud, &env, &keep);
   json_t *list = orch__tools_json(&env, scope, ORCH_TOOLS_MCP);
   json_decref(keep);
+  if (m->tools.fixtures)
+    orch__mcp_fixture_tools(list, version == V_STATELESS);
   json_t *result = json_pack("{s:o}", "tools", list);
   reply_result(out, id, version == V_STATELESS ? stateless_result(cacheable(result)) : result);
 }
@@ -773,6 +800,45 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   out->stream = c->progress_token != NULL && rq->sse_ok;
 }
 
+/* A fixture's answer (conformance-fixtures mode): 1 when it had the method.  Its notifications
+ * go first on a stream when the client takes one (a call answered already, sent on attach). */
+static int fixture(struct orch_mcp *m, struct orch_mcp_session *s,
+                   const struct orch_mcp_request *rq, const json_t *id, const char *method,
+                   const json_t *params, struct orch_mcp_reply *out) {
+  struct orch_mcp_fixture_reply fr;
+  int stateless = s == &m->stateless;
+  if (!m->tools.fixtures || !orch__mcp_fixture_method(method, params, stateless, &fr))
+    return 0;
+  if (fr.result == NULL) {
+    if (fr.data)
+      reply_error_data(out, fr.status, id, fr.code, fr.message, fr.data);
+    else
+      reply_error(out, fr.status, id, fr.code, "%s", fr.message);
+    json_decref(fr.notes);
+    return 1;
+  }
+  json_t *result = fr.result;
+  if (stateless && strcmp(method, "tools/call") != 0 && strcmp(method, "prompts/get") != 0 &&
+      strcmp(method, "completion/complete") != 0)
+    result = cacheable(result);
+  reply_result(out, id, stateless ? stateless_result(result) : result);
+  struct orch_mcp_call *c;
+  if (json_array_size(fr.notes) == 0 || !rq->sse_ok || out->body == NULL ||
+      (c = sbx_calloc(1, sizeof(*c))) == NULL) {
+    json_decref(fr.notes);
+    return 1;
+  }
+  *c = (struct orch_mcp_call){.m = m, .s = s, .id = json_incref((json_t *)id), .queued = fr.notes,
+                              .answer = out->body, .answer_len = out->len};
+  sbx_list_insert_tail(&s->calls, &c->link);
+  s->n_calls++;
+  out->body = NULL;
+  out->len = 0;
+  out->call = c;
+  out->stream = 1;
+  return 1;
+}
+
 static void on_notification(struct orch_mcp *m, struct orch_mcp_session *s, const char *method,
                             const json_t *params) {
   if (strcmp(method, "notifications/cancelled") != 0)
@@ -805,14 +871,6 @@ static int is_stateless(const struct orch_mcp_request *rq, const json_t *params)
     v = json_string_value(
         json_object_get(json_object_get(params, "_meta"), "io.modelcontextprotocol/protocolVersion"));
   return v != NULL && version_index(v) < 0;
-}
-
-static void reply_error_data(struct orch_mcp_reply *out, int status, const json_t *id, int code,
-                             const char *message, json_t *data) { /* steals data */
-  out->status = status;
-  out->body = dump(json_pack("{s:s, s:O, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id", id, "error",
-                             "code", code, "message", message, "data", data),
-                   &out->len);
 }
 
 /* A header value as the body's text: plain, or the Base64 sentinel "=?base64?...?=" decoded
@@ -866,14 +924,14 @@ static int stateless_headers(const struct orch_mcp_request *rq, const json_t *id
   return 0;
 }
 
-static void on_discover(const struct orch_mcp_request *rq, const json_t *id,
+static void on_discover(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
                         struct orch_mcp_reply *out) {
   char instructions[900];
   instructions_of(rq, instructions, sizeof(instructions));
   json_t *result =
-      json_pack("{s:[s, s, s], s:{s:{s:b}}, s:s}", "supportedVersions", ORCH_MCP_STATELESS,
-                orch__mcp_versions[0], orch__mcp_versions[1], "capabilities", "tools",
-                "listChanged", 0, "instructions", instructions);
+      json_pack("{s:[s, s, s], s:o, s:s}", "supportedVersions", ORCH_MCP_STATELESS,
+                orch__mcp_versions[0], orch__mcp_versions[1], "capabilities",
+                capabilities(m, 1), "instructions", instructions);
   reply_result(out, id, stateless_result(cacheable(result)));
 }
 
@@ -912,9 +970,11 @@ static void on_stateless(struct orch_mcp *m, const struct orch_mcp_request *rq, 
     return;
   }
   if (strcmp(method, "server/discover") == 0)
-    on_discover(rq, id, out);
+    on_discover(m, rq, id, out);
   else if (strcmp(method, "tools/list") == 0)
     on_tools_list(m, rq->scope, V_STATELESS, id, out);
+  else if (fixture(m, &m->stateless, rq, id, method, params, out))
+    ;
   else if (strcmp(method, "tools/call") == 0)
     on_tools_call(m, &m->stateless, rq->scope, V_STATELESS, rq, id, params, out);
   else
@@ -1003,6 +1063,7 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
     reply_result(out, id, json_object());
   } else if (strcmp(method, "tools/list") == 0) {
     on_tools_list(m, &s->scope, version, id, out);
+  } else if (fixture(m, s, rq, id, method, params, out)) {
   } else if (strcmp(method, "tools/call") == 0) {
     on_tools_call(m, s, &s->scope, version, rq, id, params, out);
   } else {
@@ -1021,6 +1082,22 @@ out:
 void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud) {
   c->sink = sink;
   c->sink_ud = ud;
+  if (c->answer == NULL)
+    return;
+  size_t i, len = 0;
+  json_t *note;
+  json_array_foreach(c->queued, i, note) {
+    char *text = orch__json_dump(note, &len);
+    if (text)
+      sink->send(ud, text, len);
+    sbx_free(text);
+  }
+  char *answer = c->answer;
+  len = c->answer_len;
+  c->answer = NULL;
+  call_free(c);
+  sink->end(ud, answer, len);
+  sbx_free(answer);
 }
 
 void orch__mcp_call_gone(struct orch_mcp_call *c) { call_drop(c, 0); }

@@ -61,6 +61,7 @@ struct orch_mcp_tools {
    * request id as an HMAC of its JSON), for orch__mcp_notified on every node. */
   const unsigned char *secret;
   void (*tell)(void *ud, const char *what);
+  int fixtures; /* CEREA_MCP_CONFORMANCE_FIXTURES: the suite's fixtures beside our tools */
 };
 
 struct orch_mcp;
@@ -144,6 +145,22 @@ enum {
   ORCH_RPC_MISSING_CAPABILITY = -32021,
   ORCH_RPC_UNSUPPORTED_VERSION = -32022,
 };
+
+/* ---- the conformance suite's fixtures (mcp_fixtures.c; orch_mcp_tools.fixtures) ---------- */
+
+/* A fixture's answer: a result (status 200), or an error (status, code, message, data), after
+ * the notifications in notes (progress, log messages) for a client that takes a stream. */
+struct orch_mcp_fixture_reply {
+  int status;
+  json_t *result, *data, *notes; /* owned by the caller once answered */
+  int code;
+  char message[200];
+};
+/* Answers method when a fixture has it (1), else 0 (ours, or not found). */
+int orch__mcp_fixture_method(const char *method, const json_t *params, int stateless,
+                             struct orch_mcp_fixture_reply *r);
+void orch__mcp_fixture_tools(json_t *tools, int stateless);  /* appended to tools/list */
+json_t *orch__mcp_fixture_capabilities(int stateless);        /* merged into ours (new) */
 
 void orch__routes_mcp(struct orch *o);
 
