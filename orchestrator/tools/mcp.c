@@ -88,6 +88,7 @@ struct orch_mcp_session {
   struct sbx_list cred_lru; /* in cred->lru, likewise */
   struct sbx_list calls;    /* struct orch_mcp_call in flight */
   size_t n_calls;
+  int elicitation; /* its client declared elicitation at initialize: input() asks it */
 };
 
 struct orch_mcp {
@@ -101,6 +102,7 @@ struct orch_mcp {
   /* The calls of stateless requests (2026-07-28): in no map, never expiring, version
    * V_STATELESS; each call's scope is its own request's. */
   struct orch_mcp_session stateless;
+  unsigned long long asked; /* ids of our own requests to clients: "cerea-<n>" */
 };
 
 struct mcp_ended {
@@ -122,6 +124,13 @@ struct orch_mcp_call {
   json_t *queued;
   char *answer;
   size_t answer_len;
+  int stream; /* its answer is an SSE stream: it can carry our own requests too */
+  /* Our request on the stream awaiting the client's response (elicitation/create, or a
+   * fixture's), or NULL; what it is for: the run waiting in input() (run_id), else the fixture
+   * tool named. */
+  json_t *asked_id;
+  char asked_run[STORE_ID_LEN + 1];
+  char asked_tool[64];
 };
 
 /* ---- JSON-RPC messages ------------------------------------------------------------------- */
@@ -203,6 +212,7 @@ static void call_free(struct orch_mcp_call *c) {
   json_decref(c->id);
   json_decref(c->progress_token);
   json_decref(c->queued);
+  json_decref(c->asked_id);
   sbx_free(c->answer);
   sbx_free(c);
 }
@@ -587,6 +597,8 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
     reply_error(out, 500, id, ORCH_RPC_INTERNAL, "out of memory");
     return;
   }
+  s->elicitation = json_is_object(
+      json_object_get(json_object_get(params, "capabilities"), "elicitation"));
   char instructions[900];
   instructions_of(rq, instructions, sizeof(instructions));
   json_t *result = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
@@ -650,10 +662,53 @@ static void reply_bad_args(struct orch_mcp_reply *out, int version, const json_t
   reply_result(out, id, orch__tool_error_result(text));
 }
 
+/* Our own request to the client on c's stream (method, params stolen), answered by a later POST
+ * with its id (on_response); 0, or nonzero when it could not be sent. */
+static int ask(struct orch_mcp_call *c, const char *method, json_t *params) {
+  char id[40];
+  snprintf(id, sizeof(id), "cerea-%llu", ++c->m->asked);
+  json_t *msg = json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
+                          "params", params);
+  size_t len = 0;
+  char *text = msg ? orch__json_dump(msg, &len) : NULL;
+  json_decref(msg);
+  if (text == NULL)
+    return SBX_ENOMEM;
+  json_decref(c->asked_id);
+  c->asked_id = json_string(id);
+  if (c->sink)
+    c->sink->send(c->sink_ud, text, len);
+  else if (c->queued || (c->queued = json_array()))
+    json_array_append_new(c->queued, json_loads(text, 0, NULL));
+  sbx_free(text);
+  return 0;
+}
+
+/* input(prompt) in a run of an elicitation client's call: the prompt as elicitation/create
+ * (the answer, when accepted, is the run's input; otherwise the page may still answer, and the
+ * run's input wait applies). */
+static void ask_input(struct orch_mcp_call *c, const struct orch_tool_progress *p) {
+  if (!c->s->elicitation || !c->stream || c->sink == NULL || c->m->tools.give_input == NULL)
+    return;
+  char prompt[600];
+  snprintf(prompt, sizeof(prompt), "%.*s", (int)SBX_MIN(p->text_len, sizeof(prompt) - 1),
+           p->text ? p->text : "");
+  char message[700];
+  snprintf(message, sizeof(message), "The code asks (input()): %s", prompt[0] ? prompt : "(no prompt)");
+  json_t *params = json_pack(
+      "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message, "requestedSchema", "type",
+      "object", "properties", "answer", "type", "string", "title", "Answer", "description",
+      "What input() returns (one line)", "required", "answer");
+  if (params && ask(c, "elicitation/create", params) == 0)
+    snprintf(c->asked_run, sizeof(c->asked_run), "%s", p->run_id);
+}
+
 /* A progress notification: the run in _meta["cerea-sandbox/run"] ({run_id, state, attempt}, and
  * for live output {stream, offset, text}, {display, text} or {prompt}), in words in message. */
 static void on_progress(void *ud, const struct orch_tool_progress *p) {
   struct orch_mcp_call *c = ud;
+  if (p->kind == ORCH_TOOL_PROGRESS_INPUT)
+    ask_input(c, p);
   if (c->progress_token == NULL || c->sink == NULL)
     return;
   json_t *run =
@@ -778,9 +833,11 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
+  c->stream = rq->sse_ok && (c->progress_token != NULL ||
+                             (s->elicitation && t == ORCH_TOOL_RUN_PYTHON));
   rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url,
-                      c->progress_token ? &call_ops : &call_ops_quiet, c, &c->tc, &now, why,
-                      sizeof(why));
+                      c->progress_token || c->stream ? &call_ops : &call_ops_quiet, c, &c->tc,
+                      &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
     call_free(c);
     if (rc == SBX_EAGAIN) { /* another node's chat: that node carries the call out */
@@ -797,7 +854,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   }
   out->status = 200;
   out->call = c;
-  out->stream = c->progress_token != NULL && rq->sse_ok;
+  out->stream = c->stream;
 }
 
 /* A fixture's answer (conformance-fixtures mode): 1 when it had the method.  Its notifications
@@ -809,6 +866,28 @@ static int fixture(struct orch_mcp *m, struct orch_mcp_session *s,
   int stateless = s == &m->stateless;
   if (!m->tools.fixtures || !orch__mcp_fixture_method(method, params, stateless, &fr))
     return 0;
+  if (fr.ask != NULL) {
+    struct orch_mcp_call *c = rq->sse_ok ? sbx_calloc(1, sizeof(*c)) : NULL;
+    if (c == NULL) {
+      json_decref(fr.ask);
+      reply_result(out, id,
+                   orch__tool_error_result("This tool asks the client first: accept "
+                                           "text/event-stream."));
+      return 1;
+    }
+    *c = (struct orch_mcp_call){.m = m, .s = s, .id = json_incref((json_t *)id), .stream = 1};
+    snprintf(c->asked_tool, sizeof(c->asked_tool), "%s",
+             json_string_value(json_object_get(params, "name")));
+    sbx_list_insert_tail(&s->calls, &c->link);
+    s->n_calls++;
+    ask(c, json_string_value(json_object_get(fr.ask, "method")),
+        json_incref(json_object_get(fr.ask, "params")));
+    json_decref(fr.ask);
+    out->status = 200;
+    out->call = c;
+    out->stream = 1;
+    return 1;
+  }
   if (fr.result == NULL) {
     if (fr.data)
       reply_error_data(out, fr.status, id, fr.code, fr.message, fr.data);
@@ -837,6 +916,31 @@ static int fixture(struct orch_mcp *m, struct orch_mcp_session *s,
   out->call = c;
   out->stream = 1;
   return 1;
+}
+
+/* The client's response to a request of ours (ask): a fixture's result, or input() answered. */
+static void on_response(struct orch_mcp *m, struct orch_mcp_session *s, const json_t *msg) {
+  const json_t *rid = json_object_get(msg, "id");
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &s->calls) {
+    struct orch_mcp_call *c = SBX_CONTAINER_OF(it, struct orch_mcp_call, link);
+    if (c->asked_id == NULL || !json_equal(c->asked_id, rid))
+      continue;
+    json_decref(c->asked_id);
+    c->asked_id = NULL;
+    const json_t *result = json_object_get(msg, "result"), *error = json_object_get(msg, "error");
+    if (c->asked_tool[0]) {
+      on_done(c, orch__mcp_fixture_answered(c->asked_tool, result, error));
+      return;
+    }
+    const char *action = json_string_value(json_object_get(result, "action"));
+    const char *answer =
+        json_string_value(json_object_get(json_object_get(result, "content"), "answer"));
+    if (action && strcmp(action, "accept") == 0 && answer && c->asked_run[0])
+      m->tools.give_input(m->tools.ud, c->asked_run, answer); /* not waiting: it ended, or the
+                                                                  page answered first */
+    return;
+  }
 }
 
 static void on_notification(struct orch_mcp *m, struct orch_mcp_session *s, const char *method,
@@ -1058,6 +1162,8 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
   if (!is_request) {
     if (is_note)
       on_notification(m, s, method, params);
+    else
+      on_response(m, s, msg);
     out->status = 202;
   } else if (strcmp(method, "ping") == 0) {
     reply_result(out, id, json_object());
@@ -1082,8 +1188,6 @@ out:
 void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud) {
   c->sink = sink;
   c->sink_ud = ud;
-  if (c->answer == NULL)
-    return;
   size_t i, len = 0;
   json_t *note;
   json_array_foreach(c->queued, i, note) {
@@ -1092,6 +1196,10 @@ void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *
       sink->send(ud, text, len);
     sbx_free(text);
   }
+  json_decref(c->queued);
+  c->queued = NULL;
+  if (c->answer == NULL)
+    return;
   char *answer = c->answer;
   len = c->answer_len;
   c->answer = NULL;

@@ -62,6 +62,8 @@ struct orch_mcp_tools {
   const unsigned char *secret;
   void (*tell)(void *ud, const char *what);
   int fixtures; /* CEREA_MCP_CONFORMANCE_FIXTURES: the suite's fixtures beside our tools */
+  /* The answer to a run's input() that a client gave through elicitation (NULL: none). */
+  int (*give_input)(void *ud, const char *run_id, const char *text);
 };
 
 struct orch_mcp;
@@ -153,6 +155,8 @@ enum {
 struct orch_mcp_fixture_reply {
   int status;
   json_t *result, *data, *notes; /* owned by the caller once answered */
+  json_t *ask; /* instead of a result: the server's own request ({method, params}) to send on
+                  the call's stream; orch__mcp_fixture_answered makes the result of its answer */
   int code;
   char message[200];
 };
@@ -160,6 +164,8 @@ struct orch_mcp_fixture_reply {
 int orch__mcp_fixture_method(const char *method, const json_t *params, int stateless,
                              struct orch_mcp_fixture_reply *r);
 void orch__mcp_fixture_tools(json_t *tools, int stateless);  /* appended to tools/list */
+/* The result of a fixture tool whose request (ask) the client answered: its result or error. */
+json_t *orch__mcp_fixture_answered(const char *tool, const json_t *result, const json_t *error);
 json_t *orch__mcp_fixture_capabilities(int stateless);        /* merged into ours (new) */
 
 void orch__routes_mcp(struct orch *o);

@@ -45,39 +45,73 @@ static const char fixtures_json[] =
     "\"content\":[{\"type\":\"text\",\"text\":\"Streaming complete\"}]}},{\"name\":\"test_loggi"
     "ng_tool\",\"description\":\"Diagnostic logging validator tool\",\"stateless\":true,\"logs\""
     ":[\"Diagnostic trace logging activated\"],\"result\":{\"content\":[{\"type\":\"text\",\"te"
-    "xt\":\"Logging evaluated\"}]}}],\"resources\":[{\"uri\":\"test://static-text\",\"name\":\""
-    "static-text\",\"title\":\"Static Text Resource\",\"description\":\"A static text resource "
-    "for testing\",\"mimeType\":\"text/plain\",\"contents\":[{\"uri\":\"test://static-text\",\""
-    "mimeType\":\"text/plain\",\"text\":\"This is the content of the static text resource.\"}]}"
-    ",{\"uri\":\"test://static-binary\",\"name\":\"static-binary\",\"title\":\"Static Binary Re"
-    "source\",\"description\":\"A static binary resource (image) for testing\",\"mimeType\":\"i"
-    "mage/png\",\"contents\":[{\"uri\":\"test://static-binary\",\"mimeType\":\"image/png\",\"bl"
-    "ob\":\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAAB"
-    "JRU5ErkJggg==\"}]},{\"uri\":\"test://watched-resource\",\"name\":\"watched-resource\",\"ti"
-    "tle\":\"Watched Resource\",\"description\":\"A resource a client may subscribe to\",\"mime"
-    "Type\":\"text/plain\",\"contents\":[{\"uri\":\"test://watched-resource\",\"mimeType\":\"te"
-    "xt/plain\",\"text\":\"Watched resource content\"}]}],\"resourceTemplates\":[{\"uriTemplate"
-    "\":\"test://template/{id}/data\",\"name\":\"template\",\"title\":\"Resource Template\",\"d"
-    "escription\":\"A resource template with parameter substitution\",\"mimeType\":\"applicatio"
-    "n/json\"}],\"prompts\":[{\"name\":\"test_simple_prompt\",\"title\":\"Simple Test Prompt\","
-    "\"description\":\"A simple prompt without arguments\",\"messages\":[{\"role\":\"user\",\"c"
-    "ontent\":{\"type\":\"text\",\"text\":\"This is a simple prompt for testing.\"}}]},{\"name\""
-    ":\"test_prompt_with_arguments\",\"title\":\"Prompt With Arguments\",\"description\":\"A pr"
-    "ompt with required arguments\",\"arguments\":[{\"name\":\"arg1\",\"description\":\"First t"
-    "est argument\",\"required\":true},{\"name\":\"arg2\",\"description\":\"Second test argumen"
-    "t\",\"required\":true}],\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\""
-    "text\":\"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'\"}}]},{\"name\":\"test_prompt"
-    "_with_embedded_resource\",\"title\":\"Prompt With Embedded Resource\",\"description\":\"A "
-    "prompt that includes an embedded resource\",\"arguments\":[{\"name\":\"resourceUri\",\"des"
-    "cription\":\"URI of the resource to embed\",\"required\":true}],\"messages\":[{\"role\":\""
-    "user\",\"content\":{\"type\":\"resource\",\"resource\":{\"uri\":\"{resourceUri}\",\"mimeTy"
-    "pe\":\"text/plain\",\"text\":\"Embedded resource content for testing.\"}}},{\"role\":\"use"
-    "r\",\"content\":{\"type\":\"text\",\"text\":\"Please process the embedded resource above.\""
-    "}}]},{\"name\":\"test_prompt_with_image\",\"title\":\"Prompt With Image\",\"description\":"
-    "\"A prompt that includes image content\",\"messages\":[{\"role\":\"user\",\"content\":{\"t"
-    "ype\":\"image\",\"data\":\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8D"
-    "wHwAFBQIAX8jx0gAAAABJRU5ErkJggg==\",\"mimeType\":\"image/png\"}},{\"role\":\"user\",\"cont"
-    "ent\":{\"type\":\"text\",\"text\":\"Please analyze the image above.\"}}]}]}";
+    "xt\":\"Logging evaluated\"}]}},{\"name\":\"test_sampling\",\"description\":\"Tests server-"
+    "initiated sampling (LLM completion request)\",\"args\":{\"prompt\":\"The prompt to send to"
+    " the LLM\"},\"ask\":{\"method\":\"sampling/createMessage\",\"params\":{\"messages\":[{\"ro"
+    "le\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"{prompt}\"}}],\"maxTokens\":100}},"
+    "\"says\":\"LLM response\"},{\"name\":\"test_elicitation\",\"description\":\"Tests server-i"
+    "nitiated elicitation (user input request)\",\"args\":{\"message\":\"The message to show th"
+    "e user\"},\"ask\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"{message}\""
+    ",\"requestedSchema\":{\"type\":\"object\",\"properties\":{\"response\":{\"type\":\"string\""
+    ",\"description\":\"User's response\"}},\"required\":[\"response\"]}}},\"says\":\"User resp"
+    "onse\"},{\"name\":\"test_elicitation_sep1034_defaults\",\"description\":\"Tests elicitatio"
+    "n with default values per SEP-1034\",\"ask\":{\"method\":\"elicitation/create\",\"params\""
+    ":{\"message\":\"Please review and update the form fields with defaults\",\"requestedSchema"
+    "\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":\"Us"
+    "er name\",\"default\":\"John Doe\"},\"age\":{\"type\":\"integer\",\"description\":\"User a"
+    "ge\",\"default\":30},\"score\":{\"type\":\"number\",\"description\":\"User score\",\"defau"
+    "lt\":95.5},\"status\":{\"type\":\"string\",\"description\":\"User status\",\"enum\":[\"act"
+    "ive\",\"inactive\",\"pending\"],\"default\":\"active\"},\"verified\":{\"type\":\"boolean\""
+    ",\"description\":\"Verification status\",\"default\":true}},\"required\":[]}}},\"says\":\""
+    "Elicitation completed\"},{\"name\":\"test_elicitation_sep1330_enums\",\"description\":\"Te"
+    "sts elicitation with enum schema improvements per SEP-1330\",\"ask\":{\"method\":\"elicita"
+    "tion/create\",\"params\":{\"message\":\"Please select options from the enum fields\",\"req"
+    "uestedSchema\":{\"type\":\"object\",\"properties\":{\"untitledSingle\":{\"type\":\"string\""
+    ",\"description\":\"Select one option\",\"enum\":[\"option1\",\"option2\",\"option3\"]},\"t"
+    "itledSingle\":{\"type\":\"string\",\"description\":\"Select one option with titles\",\"one"
+    "Of\":[{\"const\":\"value1\",\"title\":\"First Option\"},{\"const\":\"value2\",\"title\":\""
+    "Second Option\"},{\"const\":\"value3\",\"title\":\"Third Option\"}]},\"legacyEnum\":{\"typ"
+    "e\":\"string\",\"description\":\"Select one option (legacy)\",\"enum\":[\"opt1\",\"opt2\","
+    "\"opt3\"],\"enumNames\":[\"Option One\",\"Option Two\",\"Option Three\"]},\"untitledMulti\""
+    ":{\"type\":\"array\",\"description\":\"Select multiple options\",\"minItems\":1,\"maxItems"
+    "\":3,\"items\":{\"type\":\"string\",\"enum\":[\"option1\",\"option2\",\"option3\"]}},\"tit"
+    "ledMulti\":{\"type\":\"array\",\"description\":\"Select multiple options with titles\",\"m"
+    "inItems\":1,\"maxItems\":3,\"items\":{\"anyOf\":[{\"const\":\"value1\",\"title\":\"First C"
+    "hoice\"},{\"const\":\"value2\",\"title\":\"Second Choice\"},{\"const\":\"value3\",\"title\""
+    ":\"Third Choice\"}]}}},\"required\":[]}}},\"says\":\"Elicitation completed\"}],\"resources"
+    "\":[{\"uri\":\"test://static-text\",\"name\":\"static-text\",\"title\":\"Static Text Resou"
+    "rce\",\"description\":\"A static text resource for testing\",\"mimeType\":\"text/plain\",\""
+    "contents\":[{\"uri\":\"test://static-text\",\"mimeType\":\"text/plain\",\"text\":\"This is"
+    " the content of the static text resource.\"}]},{\"uri\":\"test://static-binary\",\"name\":"
+    "\"static-binary\",\"title\":\"Static Binary Resource\",\"description\":\"A static binary r"
+    "esource (image) for testing\",\"mimeType\":\"image/png\",\"contents\":[{\"uri\":\"test://s"
+    "tatic-binary\",\"mimeType\":\"image/png\",\"blob\":\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAA"
+    "AAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==\"}]},{\"uri\":\"test://watched"
+    "-resource\",\"name\":\"watched-resource\",\"title\":\"Watched Resource\",\"description\":\""
+    "A resource a client may subscribe to\",\"mimeType\":\"text/plain\",\"contents\":[{\"uri\":"
+    "\"test://watched-resource\",\"mimeType\":\"text/plain\",\"text\":\"Watched resource conten"
+    "t\"}]}],\"resourceTemplates\":[{\"uriTemplate\":\"test://template/{id}/data\",\"name\":\"t"
+    "emplate\",\"title\":\"Resource Template\",\"description\":\"A resource template with param"
+    "eter substitution\",\"mimeType\":\"application/json\"}],\"prompts\":[{\"name\":\"test_simp"
+    "le_prompt\",\"title\":\"Simple Test Prompt\",\"description\":\"A simple prompt without arg"
+    "uments\",\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"This i"
+    "s a simple prompt for testing.\"}}]},{\"name\":\"test_prompt_with_arguments\",\"title\":\""
+    "Prompt With Arguments\",\"description\":\"A prompt with required arguments\",\"arguments\""
+    ":[{\"name\":\"arg1\",\"description\":\"First test argument\",\"required\":true},{\"name\":"
+    "\"arg2\",\"description\":\"Second test argument\",\"required\":true}],\"messages\":[{\"rol"
+    "e\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Prompt with arguments: arg1='{arg1}"
+    "', arg2='{arg2}'\"}}]},{\"name\":\"test_prompt_with_embedded_resource\",\"title\":\"Prompt"
+    " With Embedded Resource\",\"description\":\"A prompt that includes an embedded resource\","
+    "\"arguments\":[{\"name\":\"resourceUri\",\"description\":\"URI of the resource to embed\","
+    "\"required\":true}],\"messages\":[{\"role\":\"user\",\"content\":{\"type\":\"resource\",\""
+    "resource\":{\"uri\":\"{resourceUri}\",\"mimeType\":\"text/plain\",\"text\":\"Embedded reso"
+    "urce content for testing.\"}}},{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":"
+    "\"Please process the embedded resource above.\"}}]},{\"name\":\"test_prompt_with_image\",\""
+    "title\":\"Prompt With Image\",\"description\":\"A prompt that includes image content\",\"m"
+    "essages\":[{\"role\":\"user\",\"content\":{\"type\":\"image\",\"data\":\"iVBORw0KGgoAAAANS"
+    "UhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==\",\"mimeTy"
+    "pe\":\"image/png\"}},{\"role\":\"user\",\"content\":{\"type\":\"text\",\"text\":\"Please a"
+    "nalyze the image above.\"}}]}]}";
 
 static json_t *fixtures(void) {
   static json_t *f;
@@ -96,6 +130,17 @@ static json_t *find(const char *list, const char *key, const char *value) {
   return NULL;
 }
 
+static const char *const mrtr_tools[][2] = {
+    {"test_input_required_result_elicitation", "MRTR: returns InputRequiredResult with elicitation request"},
+    {"test_input_required_result_sampling", "MRTR: returns InputRequiredResult with sampling request"},
+    {"test_input_required_result_list_roots", "MRTR: returns InputRequiredResult with roots/list request"},
+    {"test_input_required_result_request_state", "MRTR: round-trips requestState"},
+    {"test_input_required_result_multiple_inputs", "MRTR: several input requests at once"},
+    {"test_input_required_result_multi_round", "MRTR: two rounds of input"},
+    {"test_input_required_result_tampered_state", "MRTR: refuses a requestState changed by the client"},
+    {"test_input_required_result_capabilities", "MRTR: asks only what the client declared"},
+};
+
 json_t *orch__mcp_fixture_capabilities(int stateless) {
   return stateless ? json_pack("{s:{s:b}, s:{s:b}, s:{}}", "resources", "listChanged", 0,
                                "prompts", "listChanged", 0, "completions")
@@ -110,11 +155,22 @@ void orch__mcp_fixture_tools(json_t *tools, int stateless) {
   json_array_foreach(json_object_get(fixtures(), "tools"), i, t) {
     if (json_is_true(json_object_get(t, "stateless")) && !stateless)
       continue;
-    json_array_append_new(tools, json_pack("{s:O, s:O, s:{s:s, s:{}}}", "name",
+    json_t *props = json_object(), *required = json_array(), *d;
+    const char *k;
+    json_object_foreach(json_object_get(t, "args"), k, d) {
+      json_object_set_new(props, k, json_pack("{s:s, s:O}", "type", "string", "description", d));
+      json_array_append_new(required, json_string(k));
+    }
+    json_array_append_new(tools, json_pack("{s:O, s:O, s:{s:s, s:o, s:o}}", "name",
                                            json_object_get(t, "name"), "description",
                                            json_object_get(t, "description"), "inputSchema",
-                                           "type", "object", "properties"));
+                                           "type", "object", "properties", props, "required",
+                                           required));
   }
+  for (size_t k = 0; stateless && k < SBX_ARRAY_SIZE(mrtr_tools); k++)
+    json_array_append_new(tools, json_pack("{s:s, s:s, s:{s:s, s:{}}}", "name", mrtr_tools[k][0],
+                                           "description", mrtr_tools[k][1], "inputSchema", "type",
+                                           "object", "properties"));
 }
 
 /* text with each {name} replaced by args[name] (a new string). */
@@ -165,6 +221,219 @@ static void refuse(struct orch_mcp_fixture_reply *r, int status, int code, const
   r->data = data;
 }
 
+/* ---- multi-round fixtures (2026-07-28's InputRequiredResult, SEP-2322) --------------------- */
+
+/* requestState is "<hmac>:<json>", the HMAC under a key of this process: what a client changes
+ * is refused. */
+static const unsigned char *state_key(void) {
+  static unsigned char key[ORCH_CHAT_SECRET_LEN];
+  static int have;
+  if (!have && sbx_random(key, sizeof(key)) == 0)
+    have = 1;
+  return have ? key : NULL;
+}
+
+static json_t *state_sign(json_t *state) { /* steals state */
+  char *text = orch__json_dump(state, NULL), mac[65];
+  json_decref(state);
+  if (text == NULL || state_key() == NULL ||
+      orch__secret_mac(state_key(), "conformance request state", text, strlen(text), mac) != 0) {
+    sbx_free(text);
+    return NULL;
+  }
+  json_t *s = json_sprintf("%s:%s", mac, text);
+  sbx_free(text);
+  return s;
+}
+
+/* The state a request carries: 1 and *out (new, or NULL when none was sent); 0: tampered. */
+static int state_read(const json_t *params, json_t **out) {
+  *out = NULL;
+  const json_t *raw = json_object_get(params, "requestState");
+  if (raw == NULL)
+    return 1;
+  const char *s = json_string_value(raw), *colon = s ? strchr(s, ':') : NULL;
+  char mac[65];
+  if (colon == NULL || colon - s != 64 || state_key() == NULL ||
+      orch__secret_mac(state_key(), "conformance request state", colon + 1, strlen(colon + 1),
+                       mac) != 0 ||
+      strncmp(mac, s, 64) != 0)
+    return 0;
+  *out = json_loads(colon + 1, 0, NULL);
+  return *out != NULL;
+}
+
+static json_t *elicit(const char *message, const char *field, const char *type) {
+  return json_pack("{s:s, s:{s:s, s:{s:s, s:{s:{s:s}}, s:[s]}}}", "method", "elicitation/create",
+                   "params", "message", message, "requestedSchema", "type", "object",
+                   "properties", field, "type", type, "required", field);
+}
+
+static json_t *sample(const char *text, int max_tokens) {
+  return json_pack("{s:s, s:{s:[{s:s, s:{s:s, s:s}}], s:i}}", "method", "sampling/createMessage",
+                   "params", "messages", "role", "user", "content", "type", "text", "text", text,
+                   "maxTokens", max_tokens);
+}
+
+static json_t *text_result(const char *text) {
+  return json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+}
+
+/* An InputRequiredResult (requests stolen; state stolen, NULL: none). */
+static json_t *input_required(json_t *requests, json_t *state) {
+  json_t *r = json_pack("{s:s, s:o}", "resultType", "input_required", "inputRequests", requests);
+  if (state)
+    json_object_set_new(r, "requestState", state_sign(state));
+  return r;
+}
+
+/* inputResponses[key].content[field] as text ("unknown" when it is not a string). */
+static const char *said(const json_t *ir, const char *key, const char *field) {
+  const char *v =
+      json_string_value(json_object_get(json_object_get(json_object_get(ir, key), "content"), field));
+  return v ? v : "unknown";
+}
+
+static const char *kind_of(const json_t *st) {
+  return json_string_value(json_object_get(st, "kind")) ?: "";
+}
+
+/* The multi-round tools and prompt: 1 when name is one (answered into r). */
+static int mrtr(const char *method, const char *name, const json_t *params,
+                struct orch_mcp_fixture_reply *r) {
+  if (name == NULL || strncmp(name, "test_input_required_result_", 27) != 0)
+    return 0;
+  const char *t = name + 27;
+  const json_t *ir = json_object_get(params, "inputResponses");
+  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
+                                       "io.modelcontextprotocol/clientCapabilities");
+  const char *k;
+  json_t *v;
+  int bad = ir != NULL && !json_is_object(ir);
+  json_object_foreach((json_t *)ir, k, v) bad |= !json_is_object(v);
+  if (bad) {
+    refuse(r, 200, ORCH_RPC_INVALID_PARAMS,
+           "inputResponses is an object of responses, each an object", NULL);
+    return 1;
+  }
+  json_t *st;
+  if (!state_read(params, &st)) {
+    refuse(r, 200, ORCH_RPC_INVALID_PARAMS, "requestState integrity check failed", NULL);
+    return 1;
+  }
+  char text[600];
+  json_t *res = NULL;
+  if (strcmp(method, "prompts/get") == 0) {
+    if (strcmp(t, "prompt") != 0)
+      res = NULL;
+    else if (json_object_get(ir, "user_context")) {
+      snprintf(text, sizeof(text), "Prompt with context: %s", said(ir, "user_context", "context"));
+      res = json_pack("{s:[{s:s, s:{s:s, s:s}}]}", "messages", "role", "user", "content", "type",
+                      "text", "text", text);
+    } else
+      res = input_required(json_pack("{s:o}", "user_context",
+                                     elicit("What context should the prompt use?", "context",
+                                            "string")),
+                           NULL);
+  } else if (strcmp(t, "elicitation") == 0) {
+    if (json_object_get(ir, "user_name")) {
+      snprintf(text, sizeof(text), "Hello, %s!", said(ir, "user_name", "name"));
+      res = text_result(text);
+    } else
+      res = input_required(
+          json_pack("{s:o}", "user_name", elicit("What is your name?", "name", "string")), NULL);
+  } else if (strcmp(t, "sampling") == 0) {
+    if (json_object_get(ir, "sample_request")) {
+      const char *got = json_string_value(
+          json_object_get(json_object_get(json_object_get(ir, "sample_request"), "content"), "text"));
+      snprintf(text, sizeof(text), "Sampling result: %s", got ? got : "no response");
+      res = text_result(text);
+    } else
+      res = input_required(json_pack("{s:o}", "sample_request",
+                                     sample("What is the capital of France?", 100)),
+                           NULL);
+  } else if (strcmp(t, "list_roots") == 0) {
+    if (json_object_get(ir, "roots_request")) {
+      snprintf(text, sizeof(text), "Found %zu root(s)",
+               json_array_size(json_object_get(json_object_get(ir, "roots_request"), "roots")));
+      res = text_result(text);
+    } else
+      res = input_required(
+          json_pack("{s:{s:s, s:{}}}", "roots_request", "method", "roots/list", "params"), NULL);
+  } else if (strcmp(t, "request_state") == 0) {
+    if (st && strcmp(kind_of(st), "request-state") == 0 &&
+        json_is_true(json_object_get(json_object_get(json_object_get(ir, "confirm"), "content"), "ok")))
+      res = text_result("state-ok: requestState validated");
+    else
+      res = input_required(json_pack("{s:o}", "confirm", elicit("Please confirm", "ok", "boolean")),
+                           json_pack("{s:s}", "kind", "request-state"));
+  } else if (strcmp(t, "multiple_inputs") == 0) {
+    if (st && strcmp(kind_of(st), "multiple-inputs") == 0 && json_object_get(ir, "user_name") &&
+        json_object_get(ir, "greeting") && json_object_get(ir, "client_roots")) {
+      const char *g = json_string_value(
+          json_object_get(json_object_get(json_object_get(ir, "greeting"), "content"), "text"));
+      snprintf(text, sizeof(text), "Name: %s; Greeting: %s; Roots: %zu",
+               said(ir, "user_name", "name"), g ? g : "Hello there!",
+               json_array_size(json_object_get(json_object_get(ir, "client_roots"), "roots")));
+      res = text_result(text);
+    } else
+      res = input_required(
+          json_pack("{s:o, s:o, s:{s:s, s:{}}}", "user_name",
+                    elicit("What is your name?", "name", "string"), "greeting",
+                    sample("Generate a greeting", 50), "client_roots", "method", "roots/list",
+                    "params"),
+          json_pack("{s:s}", "kind", "multiple-inputs"));
+  } else if (strcmp(t, "multi_round") == 0) {
+    json_int_t round = json_integer_value(json_object_get(st, "round"));
+    if (round == 1 && json_object_get(ir, "step1"))
+      res = input_required(
+          json_pack("{s:o}", "step2",
+                    elicit("Step 2: What is your favorite color?", "color", "string")),
+          json_pack("{s:i, s:s}", "round", 2, "name", said(ir, "step1", "name")));
+    else if (round == 2 && json_object_get(ir, "step2")) {
+      const char *who = json_string_value(json_object_get(st, "name"));
+      snprintf(text, sizeof(text), "Multi-round complete for %s who likes %s",
+               who ? who : "friend", said(ir, "step2", "color"));
+      res = text_result(text);
+    } else
+      res = input_required(
+          json_pack("{s:o}", "step1", elicit("Step 1: What is your name?", "name", "string")),
+          json_pack("{s:i}", "round", 1));
+  } else if (strcmp(t, "tampered_state") == 0) {
+    if (st && strcmp(kind_of(st), "tamper-test") == 0 && json_object_get(ir, "confirm"))
+      res = text_result("integrity-ok: state verified");
+    else
+      res = input_required(json_pack("{s:o}", "confirm", elicit("Please confirm", "ok", "boolean")),
+                           json_pack("{s:s}", "kind", "tamper-test"));
+  } else if (strcmp(t, "capabilities") == 0) {
+    json_t *asks = json_object();
+    if (json_object_get(caps, "elicitation"))
+      json_object_set_new(asks, "elicit_input", elicit("Elicitation input", "value", "string"));
+    if (json_object_get(caps, "sampling"))
+      json_object_set_new(asks, "sample_input", sample("Sample request", 50));
+    if (json_object_size(ir) > 0) {
+      size_t n = (size_t)snprintf(text, sizeof(text), "capabilities-ok: received ");
+      int first = 1;
+      json_object_foreach((json_t *)ir, k, v) {
+        n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s",
+                              first ? "" : ",", k);
+        first = 0;
+      }
+      json_decref(asks);
+      res = text_result(text);
+    } else if (json_object_size(asks) == 0) {
+      json_decref(asks);
+      res = text_result("No supported capabilities declared");
+    } else
+      res = input_required(asks, json_pack("{s:s}", "kind", "capabilities-test"));
+  }
+  json_decref(st);
+  if (res == NULL)
+    return 0;
+  answer(r, res);
+  return 1;
+}
+
 static void tool_call(const json_t *params, int stateless, struct orch_mcp_fixture_reply *r,
                       const json_t *t) {
   const json_t *meta = json_object_get(params, "_meta");
@@ -174,6 +443,12 @@ static void tool_call(const json_t *params, int stateless, struct orch_mcp_fixtu
     refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
            "Missing required client capability: this tool needs sampling",
            json_pack("{s:{s:{}}}", "requiredCapabilities", needs));
+    return;
+  }
+  const json_t *ask = json_object_get(t, "ask");
+  if (ask != NULL) { /* the server's own request first: the result follows its answer */
+    r->status = 200;
+    r->ask = filled(ask, json_object_get(params, "arguments"));
     return;
   }
   const json_t *token = json_object_get(meta, "progressToken");
@@ -214,6 +489,30 @@ static void tool_call(const json_t *params, int stateless, struct orch_mcp_fixtu
   answer(r, result);
 }
 
+json_t *orch__mcp_fixture_answered(const char *tool, const json_t *result, const json_t *error) {
+  const json_t *t = find("tools", "name", tool);
+  const char *says = json_string_value(json_object_get(t, "says"));
+  char text[1500];
+  if (error != NULL) {
+    snprintf(text, sizeof(text), "%s not supported or error: %s",
+             strcmp(says ?: "", "LLM response") == 0 ? "Sampling" : "Elicitation",
+             json_string_value(json_object_get(error, "message")) ?: "(no message)");
+  } else if (strcmp(says ?: "", "LLM response") == 0) {
+    const char *said = json_string_value(json_object_get(json_object_get(result, "content"), "text"));
+    if (said == NULL)
+      said = json_string_value(json_object_get(
+          json_object_get(json_object_get(result, "message"), "content"), "text"));
+    snprintf(text, sizeof(text), "LLM response: %s", said ? said : "No response");
+  } else {
+    const json_t *content = json_object_get(result, "content");
+    char *c = content ? orch__json_dump(content, NULL) : NULL;
+    snprintf(text, sizeof(text), "%s: action=%s, content=%s", says ?: "Elicitation completed",
+             json_string_value(json_object_get(result, "action")) ?: "undefined", c ? c : "{}");
+    sbx_free(c);
+  }
+  return json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
+}
+
 /* A template's URI: test://template/{id}/data. */
 static json_t *template_read(const char *uri) {
   const char *pre = "test://template/", *post = "/data";
@@ -237,6 +536,9 @@ int orch__mcp_fixture_method(const char *method, const json_t *params, int state
   if (fixtures() == NULL)
     return 0;
   const char *name = json_string_value(json_object_get(params, "name"));
+  if (stateless && (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) &&
+      mrtr(method, name, params, r))
+    return 1;
   if (strcmp(method, "tools/call") == 0) {
     const json_t *t = find("tools", "name", name);
     if (t == NULL || (json_is_true(json_object_get(t, "stateless")) && !stateless))
@@ -279,6 +581,10 @@ int orch__mcp_fixture_method(const char *method, const json_t *params, int state
       json_object_del(c, "messages");
       json_array_append_new(list, c);
     }
+    if (stateless)
+      json_array_append_new(list, json_pack("{s:s, s:s}", "name", "test_input_required_result_prompt",
+                                            "description",
+                                            "MRTR: prompt that requires elicitation input"));
     answer(r, json_pack("{s:o}", "prompts", list));
   } else if (strcmp(method, "prompts/get") == 0) {
     const json_t *p = find("prompts", "name", name);

