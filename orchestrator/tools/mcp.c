@@ -43,6 +43,12 @@
  * no session: the HTTP request is the call, and closing it cancels it.  Every result says
  * resultType "complete" and names this server in _meta.
  *
+ * Our own requests (sessions): a call whose answer is a stream may carry a request of ours to
+ * the client (elicitation/create for a run's input() when the client declared elicitation at
+ * initialize; a fixture's sampling or elicitation), its id "cerea-<n>"; the client's response,
+ * a POST in the same session, goes to the call awaiting that id (an accepted answer becomes the
+ * run's input through tools.give_input) and gets 202.  One that matches nothing is dropped.
+ *
  * Arguments a tool refuses are protocol errors (-32602) in 2025-06-18 and tool results with
  * isError in 2025-11-25, as each version's spec says, so a model can read why and try again.
  *

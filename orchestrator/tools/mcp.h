@@ -105,7 +105,8 @@ struct orch_mcp_reply {
 };
 /* Classifies one message (a request, a notification, a response; a batch or anything else is
  * refused) and answers what can be answered now: initialize (a new session), ping, tools/list,
- * tools/call (checked, started), notifications (202).  0, or SBX_ENOMEM (nothing changed). */
+ * tools/call (checked, started), server/discover (stateless), notifications and responses to
+ * our own requests (202).  0, or SBX_ENOMEM (nothing changed). */
 int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
                      struct orch_mcp_reply *out);
 void orch__mcp_reply_free(struct orch_mcp_reply *r);
