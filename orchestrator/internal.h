@@ -773,7 +773,11 @@ int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 void orch__event_publish(struct orch_chat *c, const char *type, const char *data, size_t len);
 
 /* json.c */
+/* The run object; its files read from the store when o is given and the run has ended ([]
+ * otherwise). */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
+/* The same with its files given (the run's output artifacts, in order: store_run_files). */
+json_t *orch__run_json_files(const struct store_run *rec, const struct store_file *files, size_t n);
 /* A run that ended: its run object as JSON text, rendered on the first call and kept with the run
  * for the others (every answer waiting for the end gets the same bytes); NULL when out of memory. */
 const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len);
