@@ -19,7 +19,9 @@
  */
 #include "api.h"
 #include "assistant.h"
+#include "hosts.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <errno.h>
