@@ -65,6 +65,9 @@ struct orch_config {
   int llm_stall_s;        /* CEREA_LLM_STALL_S: no byte from the model this long ends it, 60 */
   int mcp_handoff_s;      /* CEREA_MCP_HANDOFF_S: an MCP call without progress answers with the
                              run's id past this, 5..280, default 50 */
+  int mcp_fixtures;       /* CEREA_MCP_CONFORMANCE_FIXTURES: the MCP conformance suite's fixture
+                             tools, resources and prompts beside ours (tests only; refused with
+                             production settings) */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */

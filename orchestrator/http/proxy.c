@@ -6,9 +6,9 @@
  *
  * Forwarding: the method, the target (path and query as received), the headers that carry meaning
  * (Authorization, Content-Type, Last-Event-ID, Accept, Range, If-None-Match, If-Range,
- * User-Agent, MCP's Mcp-Session-Id and MCP-Protocol-Version, and the client's Host, which the
- * owner's links name) and the body (the buffered one, or a streamed upload's stage read back from
- * its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never
+ * User-Agent, MCP's Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method and Mcp-Name, and the
+ * client's Host, which the owner's links name) and the body (the buffered one, or a streamed
+ * upload's stage read back from its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never
  * forwards it again.  The owner's status and headers (not the hop-by-hop ones, nor Date and
  * Server, which the transport sets) start the client's answer; its body follows piece by piece:
  * an event stream's events as the owner sends them, a download's bytes.  Backpressure: when the
@@ -334,11 +334,12 @@ static int probe_owner(struct px_xfer *x, const char *base_url) {
 
 /* The request's headers that carry meaning, as lines for the owner, into lines[] (each of
  * size cap); how many, or -1 when one does not fit. */
-#define PX_PASS_MAX 12
+#define PX_PASS_MAX 16 /* the 12 passed on, Host, X-Cerea-Node */
 static int pass_headers(struct tp_req *req, const char *node_id, char lines[][9000], size_t cap) {
   static const char *const pass[] = {
       "authorization", "content-type", "last-event-id", "accept",         "range",
-      "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version"};
+      "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version",
+      "mcp-method",    "mcp-name"};
   int n = 0;
   for (size_t i = 0; i < SBX_ARRAY_SIZE(pass); i++) {
     const char *v = tp_req_header(req, pass[i]);
