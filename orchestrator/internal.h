@@ -882,7 +882,11 @@ int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 void orch__event_publish(struct orch_chat *c, const char *type, const char *data, size_t len);
 
 /* json.c */
+/* The run object; its files read from the store when o is given and the run has ended ([]
+ * otherwise). */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
+/* The same with its files given (the run's output artifacts, in order: store_run_files). */
+json_t *orch__run_json_files(const struct store_run *rec, const struct store_file *files, size_t n);
 /* A run that ended: its run object as JSON text, rendered on the first call and kept with the run
  * for the others (every answer waiting for the end gets the same bytes); NULL when out of memory. */
 const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len);
@@ -906,39 +910,5 @@ int orch__valid_id(const char *s);
 
 /* The orchestrator's metrics as Prometheus text, appended to out (SBX_ENOMEM past its limit). */
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
-
-/* nodes.c: several orchestrators on one PostgreSQL store (CEREA_NODE_URL).  Each is a no-op (or
- * 0) when the server is not a node. */
-struct orch_nodes;
-/* The node's id, lease renewal, the notifications of other nodes (api_nodes.c's
- * orch__routes_nodes starts it).  Chats are not served until orch__node_ready (nodes.h). */
-int orch__nodes_start(struct orch *o, struct sbx_error *err);
-void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
-void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
-const char *orch__node_id(const struct orch *o); /* this node's id; NULL when not a node */
-/* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EREMOTE another
- * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
- * store's error. */
-int orch__node_take(struct orch *o, const char *chat_id);
-void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat's */
-/* A chat just loaded: its unfinished runs go live (taken over from a node that died). */
-void orch__node_loaded(struct orch *o, struct orch_chat *c);
-/* A retention sweep removed files: the other nodes read their kept file lists again.  An operator
- * changed runtime settings: the other nodes read them again. */
-void orch__node_files_changed(struct orch *o);
-void orch__node_settings_changed(struct orch *o);
-/* Tells every node (this one too) what (ids only, at most 200 bytes; nodes.c's on_notify
- * dispatches it), once the writes queued before it are durable. */
-void orch__node_tell(struct orch *o, const char *what);
-
-/* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
- * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node
- * or the host script is missing, SBX_EINVAL for bad CEREA_HOSTS).  tick: assigns chats with live
- * runs to ready hosts (the cron calls it).  close: kills the hosts by handle; frees itself after
- * their exit callbacks. */
-struct orch_hosts;
-int orch__hosts_start(struct orch *o, struct sbx_error *err);
-void orch__hosts_tick(struct orch_hosts *hs);
-void orch__hosts_close(struct orch_hosts *hs);
 
 #endif

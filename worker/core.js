@@ -38,7 +38,8 @@
 // It does not enforce the time limit, restart itself or fetch chat files: the supervisor
 // (supervisor.js) and the page session do.  In Node it is not a sandbox by itself (see
 // node-worker.js).
-import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, runResult,
+  transferables } from './protocol.js';
 import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
 import { NOTE } from './notes.js';
@@ -445,11 +446,9 @@ export class KernelCore {
     }
     if (this.out.capChars !== limits.out_chars) { this.out.setCap(limits.out_chars); this.err.setCap(limits.out_chars); }
     this.out.reset(); this.err.reset();
-    const base = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
-      files_unlisted: 0, figures_dropped: 0, notes, restarted: false, remounted: [], value: null, displays: [] };
 
     const prep = JSON.parse(this.runner.prepare(msg.code));
-    if (!prep.ok) return { ...base, status: STATUS.ERROR, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } };
+    if (!prep.ok) return runResult(STATUS.ERROR, { notes, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } });
 
     // Packages for the imports (and matplotlib when the code mentions it), loaded before the run.
     const t1 = performance.now();
@@ -495,11 +494,11 @@ export class KernelCore {
         notes.push(NOTE.notReadBack(f.name, e.message || e));
       }
     }
-    return { ...base, status: res.status, stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
+    return runResult(res.status, { stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
       stderr_truncated: se.truncated, error: res.error, files, files_unlisted: res.files_unlisted,
       figures_dropped: res.figures_dropped, notes, value: res.value ?? null, displays: res.displays || [],
       timing: { mount_ms: mountInfo?.mount_ms ?? 0, load_ms: +(t2 - t1).toFixed(3), ...res.timing,
-        total_ms: +(performance.now() - t0).toFixed(3) } };
+        total_ms: +(performance.now() - t0).toFixed(3) } });
   }
 
   // ---- the live run: what kernel/ calls while user code runs ----------------------------------

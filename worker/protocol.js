@@ -164,6 +164,25 @@ export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'ou
 // ui-adapter/src/kernel-worker.js): the page sends it, the worker reads them from its bundle.
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
 
+// A RunResult (above), the one constructor every layer uses: the fields a result always has, as
+// they are for a run that showed nothing, then the given ones.
+export function runResult(status, fields = {}) {
+  return { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
+    files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [],
+    ...fields, status };
+}
+
+// The body of POST /v1/runs/{run}/result for `attempt`: a RunResult's fields (missing ones as
+// runResult has them; not its timing nor its files' bytes), its files as listed after upload.
+export function resultMessage(attempt, r, files, notes) {
+  const d = runResult(r.status);
+  return { attempt, status: r.status, stdout: r.stdout || d.stdout, stderr: r.stderr || d.stderr,
+    stdout_truncated: !!r.stdout_truncated, stderr_truncated: !!r.stderr_truncated, error: r.error || d.error,
+    files, files_unlisted: r.files_unlisted || 0, figures_dropped: r.figures_dropped || 0, notes,
+    restarted: !!r.restarted, remounted: r.remounted || d.remounted, value: r.value ?? d.value,
+    displays: r.displays || d.displays };
+}
+
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }
 export function event(name, fields = {}) { return { ...fields, id: 0, type: REPLY.EVENT, event: name }; }

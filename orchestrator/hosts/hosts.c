@@ -81,7 +81,9 @@
  * callback: no zombies.  What it does not do: run code (the hosts do), or schedule runs (chat.c).
  */
 #include "fsm.h"
+#include "hosts.h"
 #include "internal.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <dirent.h>

@@ -10,6 +10,7 @@
  * What it does not do: change settings that need a restart (listen, data dir, TLS, execution).
  */
 #include "api.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <string.h>

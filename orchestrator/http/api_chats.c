@@ -10,6 +10,7 @@
  * create, dispatch or change runs (api_runs.c, api_page.c); the run object is json.c's.
  */
 #include "api.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <stdlib.h>

@@ -36,6 +36,7 @@
  */
 #include "api.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <arpa/inet.h>
