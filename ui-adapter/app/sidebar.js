@@ -3,13 +3,15 @@
 // once, rename in place (Enter saves, Escape gives up), delete after a confirm, who is signed in
 // and Sign out.  On a phone the list is a drawer the header's "Chats" button opens (Escape, the
 // backdrop or choosing a chat closes it).  Someone not signed in sees why there is no list and the
-// way to sign in.  The list is read again when the page comes back to the front (another tab may
-// have renamed or deleted a chat).  The chat calls are chats.js's; the words are worker/notes.js's.
+// way to sign in.  The list is read again when the page comes back to the front, and when a tab of
+// this browser renamed, made or deleted a chat (a BroadcastChannel message naming the chat, no
+// storage).  The chat calls are chats.js's; the words are worker/notes.js's.
 import { h } from './dom.js';
 import { listChats, createChat, renameChat, deleteChat, chatPath } from './chats.js';
 import { signinPath, signOut, tell, say } from './account.js';
 
 const $ = (id) => document.getElementById(id);
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('cerea-chats') : null;
 const label = (c) => c.title || `Chat ${c.chat_id.slice(0, 8)}…`;
 
 /**
@@ -66,7 +68,7 @@ export function mountSidebar({ person, current = null }) {
       const title = input.value.trim();
       if (save && !title) { err('chatNameEmpty'); }
       else if (save && title !== c.title) {
-        try { const r = await renameChat(c.chat_id, title); c.title = r?.title ?? title; clearErr(); onRenamed(c); }
+        try { const r = await renameChat(c.chat_id, title); c.title = r?.title ?? title; clearErr(); onRenamed(c); channel?.postMessage({ changed: c.chat_id }); }
         catch (e) { err('chatNotRenamed', e.message); }
       }
       editing = null;
@@ -93,7 +95,7 @@ export function mountSidebar({ person, current = null }) {
     confirmDlg.returnValue = '';
     confirmDlg.onclose = async () => {
       if (confirmDlg.returnValue !== 'delete') return;
-      try { await deleteChat(c.chat_id); clearErr(); }
+      try { await deleteChat(c.chat_id); clearErr(); channel?.postMessage({ changed: c.chat_id }); }
       catch (e) { err('chatNotDeleted', e.message); return; }
       if (c.chat_id === current) { location.replace('/'); return; }
       chats = chats.filter((x) => x.chat_id !== c.chat_id);
@@ -107,6 +109,7 @@ export function mountSidebar({ person, current = null }) {
     $('new-chat').disabled = true;
     try {
       const c = await createChat(`Chat ${new Date().toLocaleString()}`);
+      channel?.postMessage({ changed: c.chat_id });
       location.assign(chatPath(c.chat_id));
     } catch (e) { err('chatNotCreated', e.message); $('new-chat').disabled = false; }
   });
@@ -118,6 +121,10 @@ export function mountSidebar({ person, current = null }) {
   $('who').replaceChildren(say('signedInAs', person.person.name), out);
 
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible' && !editing) refresh(); });
+  channel?.addEventListener('message', (e) => {
+    if (!editing) refresh();
+    if (e.data?.changed === current) onRenamed({ chat_id: current });
+  });
   refresh();
   return { refresh, onRename(fn) { onRenamed = fn; } };
 }
