@@ -50,18 +50,19 @@ export async function requirePerson() {
   return m || toSignin();
 }
 
-/** POST /v1/signout, then the sign-in page.  Throws ApiError when the server could not be reached. */
+/** POST /v1/signout, then the sign-in page.  Throws ApiError when the server could not be reached.
+ * The page signed out of stays in the history: going back to it shows nothing (recheckOnShow). */
 export async function signOut() {
   await sessionApi.call('POST', '/v1/signout', {});
-  location.replace('/signin');
+  location.assign('/signin');
 }
 
 /**
- * A private page shown again from the back/forward cache asks /v1/me again: signed out (or
- * another person) since, its content goes at once and the sign-in page replaces it.  `person` is
- * what me() gave when the page was rendered.
+ * A page shown again from the back/forward cache asks /v1/me again: signed out (or another
+ * person) since, its content goes at once and `gone` runs (a private page: the sign-in page
+ * replaces it).  `person` is what me() gave when the page was rendered.
  */
-export function recheckOnShow(person, { hide = () => { document.body.replaceChildren(); } } = {}) {
+export function recheckOnShow(person, gone = () => { document.body.replaceChildren(); toSignin(); }) {
   addEventListener('pageshow', async (e) => {
     if (!e.persisted) return;
     // Hidden until the server answers: the restored page must not show a signed-out person's chats.
@@ -70,9 +71,8 @@ export function recheckOnShow(person, { hide = () => { document.body.replaceChil
     let now = null;
     try { now = await me(); } catch { now = person; /* the server cannot say: the page stays as it was */ }
     if (now?.person?.id === person.person.id) { document.documentElement.style.visibility = ''; return; }
-    hide();
+    gone();
     document.documentElement.style.visibility = '';
-    toSignin();
   });
 }
 

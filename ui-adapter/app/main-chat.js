@@ -31,7 +31,7 @@ import { createEditor } from './editor.js';
 import { uploadFile, tooLarge } from './upload.js';
 import { pageToken } from './chats.js';
 import { requirePerson, recheckOnShow } from './account.js';
-import { mountSidebar } from './sidebar.js';
+import { mountSidebar, onChatChanged } from './sidebar.js';
 import { wireConnect } from './connect.js';
 import { UI, UI_CODE } from '../../worker/notes.js';
 
@@ -72,14 +72,13 @@ function showBrokenLink(why) {
 }
 
 // ---- Rendering (boot.js shows the runtime's progress) -------------------------------------------
-let titleChanged = () => {}; // the sidebar renamed this chat
 if (person) {
   // The owner's chat list beside the chat (a drawer on a phone); a page left by signing out shows
   // nothing of it again.
   $('layout').classList.add('with-side');
   $('chats').hidden = false;
   $('open-chats').hidden = false;
-  mountSidebar({ person, current: chatId }).onRename((c) => { if (c.chat_id === chatId) titleChanged(); });
+  mountSidebar({ person, current: chatId });
   recheckOnShow(person);
 }
 if (!session) {
@@ -87,7 +86,8 @@ if (!session) {
 } else {
   wireConnect({ button: $('connect'), chatId, token });
   // The title is the server's (GET /v1/chats/{chat} with the page token).  It is read again when
-  // this page comes back to the front, so a rename elsewhere shows here without a reload.
+  // this page comes back to the front and when a tab of this browser renamed it, so a rename
+  // elsewhere shows here without a reload.
   const showTitle = (title) => {
     $('chat-title').textContent = title || `Chat ${chatId.slice(0, 12)}…`;
     document.title = `${title || 'Chat'} — Cerea sandbox`;
@@ -108,7 +108,7 @@ if (!session) {
     $('chat-title').dataset.source = 'server';
   }
   loadTitle();
-  titleChanged = loadTitle;
+  onChatChanged((id) => { if (id === chatId) loadTitle(); }); // renamed or deleted in a tab of this browser
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') loadTitle(); });
   const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
   session.on('stream', ({ state, status }) => {

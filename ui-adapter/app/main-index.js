@@ -153,7 +153,7 @@ dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('dr
 // The signed-in person's chats (sidebar.js); the playground itself needs no one signed in.
 me().catch(() => null).then((person) => {
   mountSidebar({ person });
-  if (person) recheckOnShow(person);
+  if (person) recheckOnShow(person, () => { document.body.replaceChildren(); location.reload(); }); // the playground stays open
 });
 wireSettingsDialog({ onChange: (s) => {
   if (s.pypi !== !!supervisor?.pypi) startKernel(); // a fresh sandbox behind the other worker CSP

@@ -8,7 +8,7 @@
 // storage).  The chat calls are chats.js's; the words are worker/notes.js's.
 import { h } from './dom.js';
 import { listChats, createChat, renameChat, deleteChat, chatPath } from './chats.js';
-import { signinPath, signOut, tell, say } from './account.js';
+import { signinPath, signOut, tell, say, toSignin } from './account.js';
 
 const $ = (id) => document.getElementById(id);
 const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('cerea-chats') : null;
@@ -24,7 +24,6 @@ export function mountSidebar({ person, current = null }) {
   const list = $('chat-list');
   let chats = [];
   let editing = null; // chat_id being renamed: a refresh leaves that row alone
-  let onRenamed = () => {};
 
   wireDrawer(side);
   if (!person) {
@@ -35,7 +34,11 @@ export function mountSidebar({ person, current = null }) {
     return { refresh: async () => {} };
   }
 
-  const err = (name, ...args) => { tell(note, name, ...args); note.classList.add('note'); };
+  // A call refused for want of a session (signed out elsewhere, expired): the sign-in page, then back.
+  const err = (name, ...args) => {
+    if (args[0]?.status === 401) { toSignin(); return; }
+    tell(note, name, ...(args[0] instanceof Error ? [args[0].message] : args)); note.classList.add('note');
+  };
   const clearErr = () => { if (note.classList.contains('note')) { tell(note); note.classList.remove('note'); } };
 
   function row(c) {
@@ -52,7 +55,7 @@ export function mountSidebar({ person, current = null }) {
   }
   async function refresh() {
     try { chats = await listChats(); if (note.dataset.code === 'chats_not_loaded') clearErr(); }
-    catch (e) { err('chatsNotLoaded', e.message); }
+    catch (e) { err('chatsNotLoaded', e); }
     render();
   }
 
@@ -60,7 +63,7 @@ export function mountSidebar({ person, current = null }) {
     const li = list.querySelector(`li[data-chat-id="${CSS.escape(c.chat_id)}"]`);
     if (!li) return;
     editing = c.chat_id;
-    const input = h('input', { type: 'text', class: 'rename', value: label(c), 'aria-label': `New name for ${label(c)}`, maxlength: 200 });
+    const input = h('input', { type: 'text', class: 'rename', value: label(c), 'aria-label': `New name for ${label(c)}` });
     let done = false;
     const finish = async (save) => {
       if (done) return;
@@ -68,8 +71,8 @@ export function mountSidebar({ person, current = null }) {
       const title = input.value.trim();
       if (save && !title) { err('chatNameEmpty'); }
       else if (save && title !== c.title) {
-        try { const r = await renameChat(c.chat_id, title); c.title = r?.title ?? title; clearErr(); onRenamed(c); channel?.postMessage({ changed: c.chat_id }); }
-        catch (e) { err('chatNotRenamed', e.message); }
+        try { const r = await renameChat(c.chat_id, title); c.title = r?.title ?? title; clearErr(); channel?.postMessage({ changed: c.chat_id }); }
+        catch (e) { err('chatNotRenamed', e); }
       }
       editing = null;
       render();
@@ -96,7 +99,7 @@ export function mountSidebar({ person, current = null }) {
     confirmDlg.onclose = async () => {
       if (confirmDlg.returnValue !== 'delete') return;
       try { await deleteChat(c.chat_id); clearErr(); channel?.postMessage({ changed: c.chat_id }); }
-      catch (e) { err('chatNotDeleted', e.message); return; }
+      catch (e) { err('chatNotDeleted', e); return; }
       if (c.chat_id === current) { location.replace('/'); return; }
       chats = chats.filter((x) => x.chat_id !== c.chat_id);
       render();
@@ -111,22 +114,25 @@ export function mountSidebar({ person, current = null }) {
       const c = await createChat(`Chat ${new Date().toLocaleString()}`);
       channel?.postMessage({ changed: c.chat_id });
       location.assign(chatPath(c.chat_id));
-    } catch (e) { err('chatNotCreated', e.message); $('new-chat').disabled = false; }
+    } catch (e) { err('chatNotCreated', e); $('new-chat').disabled = false; }
   });
 
   const out = h('button', { type: 'button', class: 'btn btn-small', id: 'sign-out' }, 'Sign out');
   out.addEventListener('click', async () => {
-    try { await signOut(); } catch (e) { err('signoutFailed', e.message); }
+    try { await signOut(); } catch (e) { err('signoutFailed', e); }
   });
   $('who').replaceChildren(say('signedInAs', person.person.name), out);
 
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible' && !editing) refresh(); });
-  channel?.addEventListener('message', (e) => {
-    if (!editing) refresh();
-    if (e.data?.changed === current) onRenamed({ chat_id: current });
-  });
+  onChatChanged(() => { if (!editing) refresh(); });
   refresh();
-  return { refresh, onRename(fn) { onRenamed = fn; } };
+  return { refresh };
+}
+
+/** Calls fn(chat_id) when a page of this browser renamed, made or deleted that chat (this page too). */
+export function onChatChanged(fn) {
+  if (typeof BroadcastChannel !== 'function') return;
+  new BroadcastChannel('cerea-chats').addEventListener('message', (e) => { if (typeof e.data?.changed === 'string') fn(e.data.changed); });
 }
 
 /** The phone's drawer: the header's #open-chats toggles aside.open; a backdrop closes it. */
