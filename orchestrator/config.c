@@ -62,6 +62,10 @@ int orch_config_defaults(struct orch_config *c) {
   c->llm_turn_s = 600;
   c->llm_stall_s = 60;
   c->mcp_handoff_s = 50;
+  c->session_idle_s = 7 * 24 * 3600;
+  c->session_max_s = 30 * 24 * 3600;
+  c->argon2_memory_kib = 19456; /* OWASP's minimum for Argon2id: 19 MiB, 2 passes, 1 lane */
+  c->argon2_iterations = 2;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -184,6 +188,14 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
       {"CODE_MAX_ATTEMPTS", offsetof(struct orch_config, max_attempts), 0, 100,
        "attempts (0: no bound)"},
       {"CEREA_MCP_HANDOFF_S", offsetof(struct orch_config, mcp_handoff_s), 5, 280, "seconds"},
+      {"CEREA_SESSION_IDLE_S", offsetof(struct orch_config, session_idle_s), 1, 31536000,
+       "seconds"},
+      {"CEREA_SESSION_MAX_S", offsetof(struct orch_config, session_max_s), 1, 31536000,
+       "seconds"},
+      {"CEREA_ARGON2_MEMORY_KIB", offsetof(struct orch_config, argon2_memory_kib), 8, 1048576,
+       "KiB"},
+      {"CEREA_ARGON2_ITERATIONS", offsetof(struct orch_config, argon2_iterations), 1, 16,
+       "passes"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
     if (strcmp(key, ints[i].key) != 0)
@@ -336,6 +348,10 @@ static const char *known_keys[] = {
     "CEREA_LLM_TURN_S",
     "CEREA_LLM_STALL_S",
     "CEREA_MCP_HANDOFF_S",
+    "CEREA_SESSION_IDLE_S",
+    "CEREA_SESSION_MAX_S",
+    "CEREA_ARGON2_MEMORY_KIB",
+    "CEREA_ARGON2_ITERATIONS",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {

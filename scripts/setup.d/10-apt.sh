@@ -11,7 +11,7 @@ pkgs=(
   build-essential cmake pkg-config git curl ca-certificates
   libuv1-dev libnghttp2-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev openssl
   libhttp-parser-dev check libsubunit-dev
-  libutf8proc-dev
+  libutf8proc-dev libargon2-dev
   libcurl4-openssl-dev
   libpq-dev postgresql
   brotli gzip
