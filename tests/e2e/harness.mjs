@@ -132,7 +132,7 @@ export async function firstAdminPassword(orch, timeoutMs = 10_000) {
   const t0 = Date.now();
   for (;;) {
     const line = orch.log.join('').split('\n').find((l) => /password/i.test(l) && /\badmin\b/i.test(l));
-    const m = line && /password\S*:?\s+(\S+)\s*$/i.exec(line);
+    const m = line && /one-time password (\S+)/i.exec(line); // …the administrator "admin" with the one-time password X (…
     if (m) return m[1];
     if (Date.now() - t0 > timeoutMs) throw new Error(`no first administrator's password in the server's output: ${orch.log.join('').slice(-600)}`);
     await new Promise((r) => setTimeout(r, 100));

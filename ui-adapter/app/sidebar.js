@@ -153,4 +153,5 @@ function wireDrawer(side) {
   side.addEventListener('keydown', (e) => { if (e.key === 'Escape' && side.classList.contains('open')) { set(false); btn.focus(); } });
   side.addEventListener('click', (e) => { if (e.target.closest('a[href^="/chat/"]')) set(false); });
   set(false);
+  btn.disabled = false; // shipped disabled: a tap before this would do nothing
 }
