@@ -172,7 +172,8 @@ export const signedIn = (page, origin) => page.evaluate((o) => fetch(`${o}/v1/me
  * signed in with the printed password and a new one chosen (kept on `orch` for the next).
  */
 export async function signInAdmin(page, orch, next = '/') {
-  if (page.url().startsWith(orch.origin) && await signedIn(page, orch.origin)) { await page.goto(orch.origin + next); return; }
+  if (!page.url().startsWith(orch.origin)) await page.goto(`${orch.origin}/healthz`); // a document of the origin, to ask from
+  if (await signedIn(page, orch.origin)) { await page.goto(orch.origin + next); return; }
   if (!orch.adminPassword) orch.adminPassword = await signIn(page, orch.origin, { name: 'admin', password: await firstAdminPassword(orch), newPassword: `e2e-admin-${Math.random().toString(36).slice(2)}`, next });
   else await signIn(page, orch.origin, { name: 'admin', password: orch.adminPassword, next });
 }
