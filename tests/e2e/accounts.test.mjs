@@ -6,7 +6,8 @@
 // opens the new chat at once, rename in place, delete after a confirm (Cancel keeps it); the
 // "Connect an assistant" control's key is accepted by the MCP SDK and runs code in that chat's
 // page; sign-out, then the back button shows nothing private; a phone (390×844) with the chat list
-// as a drawer; the API key appears in no page, no storage and no URL of the whole walk.
+// as a drawer; the PyPI setting kept per person by the server; the API key appears in no page, no
+// storage and no URL of the whole walk.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -214,6 +215,44 @@ test('a phone (390×844): the chat list is a drawer over the chat', async (t) =>
     assert.equal(await page.getAttribute('#open-chats', 'aria-expanded'), 'false');
     const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, PHONE.width);
     assert.ok(overflow <= 1, `no horizontal scroll (overflow ${overflow}px)`);
+    await record(page);
+  } finally { await P.close(); }
+});
+
+test('the PyPI setting is the person\'s: read from GET /v1/me, saved with PATCH /v1/me/settings', async (t) => {
+  if (!need(t)) return;
+  const cfg = (await api('GET', '/v1/config')).json;
+  const { password } = (await api('POST', '/v1/admin/people', { name: 'pypi-person' })).json;
+  const P = await launch({ viewport: DESKTOP });
+  try {
+    const page = await P.ctx.newPage();
+    watchUrls(page);
+    await signIn(page, orch.origin, { name: 'pypi-person', password, newPassword: 'pypi-own-password' });
+    const me = () => page.evaluate(() => fetch('/v1/me').then((r) => r.json()));
+    assert.equal((await me()).settings.pypi, true, 'on by default');
+    await page.locator('#open-settings:not([disabled])').waitFor();
+    await page.click('#open-settings');
+    if (cfg.pypi_available) {
+      assert.equal(await page.isChecked('#pypi'), true);
+      await page.uncheck('#pypi');
+      await page.waitForFunction(() => fetch('/v1/me').then((r) => r.json()).then((m) => m.settings.pypi === false), null, { timeout: 10_000 });
+    } else {
+      // No micropip here: the toggle cannot work and is off; the person's setting is still theirs.
+      assert.equal(await page.isDisabled('#pypi'), true);
+      const r = await page.evaluate(() => fetch('/v1/me/settings', { method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: '{"pypi":false}' }).then((x) => x.status));
+      assert.equal(r, 200);
+    }
+    assert.equal((await me()).settings.pypi, false);
+    // Another browser of the same person starts from the server's value (boot.js's hint follows it).
+    const Q = await launch({ viewport: DESKTOP });
+    try {
+      const q = await Q.ctx.newPage();
+      await signIn(q, orch.origin, { name: 'pypi-person', password: 'pypi-own-password' });
+      await q.waitForFunction(() => JSON.parse(localStorage.getItem('cerea.settings') || '{}').pypi === false, null, { timeout: 10_000 });
+      await q.locator('#open-settings:not([disabled])').waitFor();
+      await q.click('#open-settings');
+      assert.equal(await q.isChecked('#pypi'), false);
+    } finally { await Q.close(); }
     await record(page);
   } finally { await P.close(); }
 });
