@@ -128,6 +128,7 @@ const UI_TEXT = {
   passwordWrong: ['password_wrong_current', () => 'The current password is wrong.'],
   passwordFailed: ['password_failed', (why) => `The password was not changed: ${why}`],
   passwordChanged: ['password_changed', () => 'Password changed.'],
+  signinHelp: ['signin_help', () => 'No account? The administrator of this deployment makes them. The playground runs Python in your browser without one.'],
   signedInAs: ['signed_in_as', (name) => `Signed in as ${name}.`],
   signedOut: ['signed_out', () => 'You are signed out.'],
   signoutFailed: ['signout_failed', (why) => `Could not sign out: ${why}`],

@@ -89,6 +89,7 @@ $('signout').addEventListener('click', async () => {
   try { await signOut(); } catch (err) { tell($('already-error'), 'signoutFailed', err.message); }
 });
 $('continue').href = next;
+tell($('signin-help'), 'signinHelp');
 
 me().then((m) => {
   if (!m) { show('signin'); return; }
