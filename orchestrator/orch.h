@@ -107,6 +107,7 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
 /* ---- API clients (cli.c) --------------------------------------------------------------------- */
 int orch_cli_status(int argc, char **argv); /* exit code */
 int orch_cli_run(int argc, char **argv);
+int orch_cli_user(int argc, char **argv); /* `user add NAME [--admin]`: exit code */
 int orch_cli_backup(int argc, char **argv);  /* cli_backup.c; exit code */
 int orch_cli_restore(int argc, char **argv); /* cli_backup.c; exit code */
 void orch_cli_usage(FILE *f); /* both commands' usage, every flag */

@@ -145,9 +145,9 @@ int orch__pw_generate(char *out, size_t cap) {
 
 /* ---- names and passwords ---------------------------------------------------------------------- */
 
-/* 1 when s[0..len) is UTF-8 (no overlong forms, no surrogates, at most U+10FFFF) and holds no
- * control character (C0, DEL, C1); *chars gets its code points. */
-static int utf8_clean(const char *s, size_t len, size_t *chars) {
+/* 1 when s[0..len) is UTF-8 (no overlong forms, no surrogates, at most U+10FFFF) and, unless
+ * controls_ok, holds no control character (C0, DEL, C1); *chars gets its code points. */
+static int utf8_scan(const char *s, size_t len, int controls_ok, size_t *chars) {
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, n = 0;
   while (i < len) {
@@ -173,12 +173,21 @@ static int utf8_clean(const char *s, size_t len, size_t *chars) {
     if ((k == 2 && cp < 0x80) || (k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) ||
         cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
       return 0;
-    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+    if (!controls_ok && (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)))
       return 0;
     i += k, n++;
   }
   *chars = n;
   return 1;
+}
+
+static int utf8_clean(const char *s, size_t len, size_t *chars) {
+  return utf8_scan(s, len, 0, chars);
+}
+
+int orch__utf8_valid(const char *s, size_t len) {
+  size_t chars;
+  return utf8_scan(s, len, 1, &chars);
 }
 
 const char *orch__person_name_check(const char *s, size_t len) {

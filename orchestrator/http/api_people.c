@@ -196,8 +196,21 @@ static void on_password_checked(void *ud, int match, const char *encoded) {
   }
 }
 
+/* A body that is not UTF-8 is a name or password that is not (JSON text is UTF-8 or nothing):
+ * said so, not as malformed JSON. */
+static int body_not_utf8(struct tp_req *req) {
+  size_t len = 0;
+  const char *b = tp_req_body(req, &len);
+  if (b == NULL || orch__utf8_valid(b, len))
+    return 0;
+  orch__api_error(req, 400, "invalid_field", "name and password: UTF-8 text");
+  return 1;
+}
+
 static void on_signin(struct tp_req *req, void *ud) {
   struct orch *o = ud;
+  if (body_not_utf8(req))
+    return;
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
     return;
@@ -525,7 +538,7 @@ static struct pw_change *pw_change_new(struct orch *o, struct tp_req *req, const
 static void on_me_password(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_auth a;
-  if (session_only(o, req, &a))
+  if (session_only(o, req, &a) || body_not_utf8(req))
     return;
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
@@ -596,7 +609,7 @@ static void on_people(struct tp_req *req, void *ud) {
 
 static void on_add_person(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  if (admin_only(o, req))
+  if (admin_only(o, req) || body_not_utf8(req))
     return;
   json_t *body = orch__api_body_object(req);
   if (body == NULL)
