@@ -216,6 +216,13 @@ test('a phone (390×844): the chat list is a drawer over the chat', async (t) =>
     const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, PHONE.width);
     assert.ok(overflow <= 1, `no horizontal scroll (overflow ${overflow}px)`);
     await record(page);
+
+    // Signed out elsewhere, then this page is shown again from the back/forward cache (Chromium
+    // does not keep these pages there, so the cache's pageshow is dispatched as it would come): it
+    // asks /v1/me again, shows nothing of the chat list, and goes to the sign-in page.
+    assert.equal(await page.evaluate(() => fetch('/v1/signout', { method: 'POST' }).then((r) => r.status)), 200);
+    await page.evaluate(() => dispatchEvent(new PageTransitionEvent('pageshow', { persisted: true })));
+    await page.waitForURL(`${orch.origin}/signin?next=${encodeURIComponent(`/chat/${chat}`)}`, { timeout: 10_000, waitUntil: 'commit' });
   } finally { await P.close(); }
 });
 
