@@ -226,6 +226,34 @@ test('a phone (390×844): the chat list is a drawer over the chat', async (t) =>
   } finally { await P.close(); }
 });
 
+test('sign-in: too many wrong passwords say how long to wait (the server\'s Retry-After), then the form works again', async (t) => {
+  if (!need(t)) return;
+  const P = await launch({ viewport: DESKTOP });
+  try {
+    const page = await P.ctx.newPage();
+    watchUrls(page);
+    await page.goto(`${orch.origin}/signin`);
+    const err = page.locator('#signin-error');
+    let code = null;
+    for (let i = 0; i < 10 && code !== 'signin_throttled'; i++) {
+      await page.locator('#signin-go:not([disabled])').waitFor({ timeout: 15_000 });
+      await page.fill('#name', 'nobody-here');
+      await page.fill('#password', `wrong-${i}`);
+      await page.evaluate(() => { delete document.getElementById('signin-error').dataset.code; });
+      await page.click('#signin-go');
+      await page.waitForFunction(() => document.getElementById('signin-error').dataset.code, null, { timeout: 15_000 });
+      code = await err.getAttribute('data-code');
+      assert.ok(['signin_wrong', 'signin_throttled'].includes(code), code);
+    }
+    assert.equal(code, 'signin_throttled', 'throttled within 10 attempts (5 per name)');
+    assert.match(await err.textContent(), /^Too many attempts: try again in \d+ seconds?\.$/);
+    assert.equal(await page.isDisabled('#signin-go'), true, 'no attempt while the wait runs');
+    await page.locator('#signin-go:not([disabled])').waitFor({ timeout: 15_000 });
+    assert.equal(await err.textContent(), '', 'the wait said, then cleared');
+    await screenshot(page, 'accounts-signin');
+  } finally { await P.close(); }
+});
+
 test('the PyPI setting is the person\'s: read from GET /v1/me, saved with PATCH /v1/me/settings', async (t) => {
   if (!need(t)) return;
   const cfg = (await api('GET', '/v1/config')).json;
