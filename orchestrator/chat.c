@@ -530,7 +530,7 @@ static void on_chat_deleted(int rc, const struct sbx_error *err, void *ud) {
 
 int orch__chat_delete(struct orch *o, struct orch_chat *c, store_done_cb cb, void *ud) {
   if (c->asst != NULL || !SBX_LIST_EMPTY(&c->runs) || c->uploads > 0)
-    return SBX_EBUSY;
+    return SBX_ESTATE;
   struct chat_delete *d = sbx_calloc(1, sizeof *d);
   if (d == NULL)
     return SBX_ENOMEM;

@@ -615,8 +615,9 @@ struct orch_leases {
   void (*release)(struct orch *o, const char *chat_id);
 };
 /* Deletes chat c from the store with everything of it (store_chat_delete); from now on it is
- * not found, and it leaves memory once its pages let go (eviction).  SBX_EBUSY: it has live runs
- * or a conversation turn in progress (nothing changed).  cb as the store's. */
+ * not found, and it leaves memory once its pages let go (eviction).  SBX_ESTATE: it has live
+ * runs, a conversation turn in progress or an upload arriving (nothing changed).  cb as the
+ * store's. */
 int orch__chat_delete(struct orch *o, struct orch_chat *c, store_done_cb cb, void *ud);
 /* Frees a chat that nothing references any more (with its kept file list). */
 void orch__chat_free(struct orch_chat *c);

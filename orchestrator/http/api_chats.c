@@ -337,11 +337,9 @@ static void on_chat_deleted(int rc, const struct sbx_error *err, void *ud) {
   struct delete_ctx *ctx = ud;
   if (rc == 0)
     orch__api_json(ctx->req, 200, json_object());
-  else if (rc == SBX_ENOENT)
-    orch__api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
   else
-    orch__api_error(ctx->req, 500, "storage", "chat not deleted: %s",
-                    err ? err->msg : sbx_strerror(rc));
+    orch__api_fail(ctx->req, rc, ORCH_OP_STORE, "chat %s not deleted: %s", ctx->chat_id,
+                   err ? err->msg : sbx_strerror(rc));
   tp_req_release(ctx->req);
   sbx_free(ctx);
 }
@@ -362,12 +360,10 @@ static void on_delete_chat(struct tp_req *req, void *ud) {
   int rc = orch__chat_delete(o, c, on_chat_deleted, ctx);
   if (rc != 0) {
     sbx_free(ctx);
-    if (rc == SBX_EBUSY)
-      orch__api_error(req, 409, "conflict",
-                      "chat %s has runs or an answer in progress: cancel them, then delete it",
-                      c->id);
-    else
-      orch__api_error(req, 500, "internal", "the deletion could not be queued");
+    orch__api_fail(req, rc, ORCH_OP_ANY, "chat %s %s", c->id,
+                   rc == SBX_ESTATE ? "has runs or an answer in progress: cancel them, then "
+                                      "delete it"
+                                    : "could not be deleted");
     return;
   }
   tp_req_hold(req);

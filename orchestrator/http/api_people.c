@@ -147,8 +147,8 @@ static void on_session_stored(int rc, const struct sbx_error *err, void *ud) {
   if (!si->gone) {
     tp_req_on_close(si->req, NULL, NULL);
     if (rc != 0) {
-      orch__api_error(si->req, 500, "storage", "session not stored: %s",
-                      err ? err->msg : sbx_strerror(rc));
+      orch__api_fail(si->req, rc, ORCH_OP_STORE, "session not stored: %s",
+                     err ? err->msg : sbx_strerror(rc));
     } else {
       char h[400];
       cookie_header(si->o, si->token, h, sizeof h);
@@ -285,8 +285,7 @@ static void on_held_written(int rc, const struct sbx_error *err, void *ud) {
     answer_json_h(h->req, h->status, h->headers, h->body);
   else {
     json_decref(h->body);
-    orch__api_error(h->req, rc == SBX_ENOENT ? 404 : 500, rc == SBX_ENOENT ? "not_found" : "storage",
-                    "not stored: %s", err ? err->msg : sbx_strerror(rc));
+    orch__api_fail(h->req, rc, ORCH_OP_STORE, "not stored: %s", err ? err->msg : sbx_strerror(rc));
   }
   tp_req_release(h->req);
   sbx_free(h);
@@ -427,10 +426,14 @@ static void on_pw_gone(struct tp_req *req, void *ud) {
   ((struct pw_change *)ud)->gone = 1;
 }
 
-static void pw_change_end(struct pw_change *c, int status, const char *code, const char *msg) {
+/* Answers (status >= 400: the error code and msg; rc < 0: the error map's row for it) and frees c. */
+static void pw_change_end_rc(struct pw_change *c, int rc, int status, const char *code,
+                             const char *msg) {
   if (!c->gone) {
     tp_req_on_close(c->req, NULL, NULL);
-    if (status >= 400) {
+    if (rc < 0) {
+      orch__api_fail(c->req, rc, ORCH_OP_STORE, "%s", msg);
+    } else if (status >= 400) {
       orch__api_error(c->req, status, code, "%s", msg);
     } else {
       json_t *j = json_object();
@@ -446,23 +449,23 @@ static void pw_change_end(struct pw_change *c, int status, const char *code, con
   pw_change_free(c);
 }
 
+static void pw_change_end(struct pw_change *c, int status, const char *code, const char *msg) {
+  pw_change_end_rc(c, 0, status, code, msg);
+}
+
 static void on_sessions_ended(int rc, const struct sbx_error *err, void *ud) {
   struct pw_change *c = ud;
   if (rc != 0)
-    pw_change_end(c, 500, "storage", err ? err->msg : sbx_strerror(rc));
+    pw_change_end_rc(c, rc, 0, NULL, err ? err->msg : sbx_strerror(rc));
   else
     pw_change_end(c, c->status ? c->status : 200, NULL, NULL);
 }
 
 static void on_person_written(int rc, const struct sbx_error *err, void *ud) {
   struct pw_change *c = ud;
-  if (rc == SBX_ECONFLICT) {
-    pw_change_end(c, 409, "conflict", "that name is taken");
-    return;
-  }
-  if (rc != 0) {
-    pw_change_end(c, rc == SBX_ENOENT ? 404 : 500, rc == SBX_ENOENT ? "not_found" : "storage",
-                  err ? err->msg : sbx_strerror(rc));
+  if (rc != 0) { /* a taken name is the store's ECONFLICT: 409 conflict */
+    pw_change_end_rc(c, rc, 0, NULL,
+                     rc == SBX_ECONFLICT ? "that name is taken" : err ? err->msg : sbx_strerror(rc));
     return;
   }
   if (c->end_sessions &&
