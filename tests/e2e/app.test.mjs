@@ -304,6 +304,11 @@ test('admin: a person who is not an administrator is told so, and their New chat
     await admin.goto(`${orch.origin}/`);
     await admin.click('#new-chat');
     await admin.waitForURL(/\/chat\//, { timeout: 10_000 });
+    // Sign out from the admin page.
+    await admin.goto(`${orch.origin}/admin`);
+    await admin.click('#sign-out');
+    await admin.waitForURL(`${orch.origin}/signin`);
+    assert.equal(await admin.evaluate(() => fetch('/v1/me').then((r) => r.status)), 401);
   } finally { await ctx.close(); }
 });
 

@@ -12,7 +12,7 @@
 import { drawHistory } from './charts.js';
 import { h, fmtBytes, fmtMs } from './dom.js';
 import { serverConfig, pypiState } from './settings.js';
-import { requirePerson, recheckOnShow, sessionApi, tell } from './account.js';
+import { requirePerson, recheckOnShow, sessionApi, signOut, tell } from './account.js';
 import { UI, UI_CODE } from '../../worker/notes.js';
 
 const $ = (id) => document.getElementById(id);
@@ -147,6 +147,9 @@ async function start() {
   self = m.person;
   recheckOnShow(m);
   $('who').textContent = UI.signedInAs(self.name);
+  const out = h('button', { type: 'button', class: 'btn btn-small', id: 'sign-out' }, 'Sign out');
+  out.addEventListener('click', () => signOut().catch((e) => tell($('admin-status'), 'signoutFailed', e.message)));
+  $('who').after(' ', out);
   if (self.role !== 'admin') {
     for (const el of document.querySelectorAll('main > section.panel:not(#packages-panel)')) el.hidden = true;
     tell($('admin-status'), 'adminOnly', self.name);
