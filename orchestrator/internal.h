@@ -353,6 +353,7 @@ struct orch_people {
   int working;                       /* hashes on the thread pool */
   int closed;                        /* the server closed: freed once working is 0 */
   uint64_t throttled;                /* attempts refused, since start */
+  int first_admin_due;               /* nobody at start: the first administrator to make */
   /* the first administrator was stored: its name and one-time password, to print once */
   void (*first_admin_cb)(struct orch *o, const char *name, const char *password);
 };
@@ -406,9 +407,12 @@ int orch__settings_pypi(const char *settings_json);
 /* Whether a run of chat c may install from PyPI: not when the operator switched it off, else its
  * owner's setting (a backend's chat: on). */
 int orch__chat_pypi(struct orch *o, const struct orch_chat *c);
-/* At start, after the store opened: the state (o->people), and the first administrator when
- * there is nobody (printed through first_admin_cb once stored).  _close at the server's close. */
+/* At start, after the store opened: the state (o->people); whether the first administrator is
+ * due (nobody in the store).  _first_admin makes it once due and the server serves (a node: once
+ * ready, so a node that fails its checks writes nothing): its password hashed on the thread pool,
+ * stored, then printed through first_admin_cb.  _close at the server's close. */
 int orch__people_start(struct orch *o, struct sbx_error *err);
+void orch__people_first_admin(struct orch *o);
 void orch__people_close(struct orch *o);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */

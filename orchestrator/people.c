@@ -426,6 +426,11 @@ struct first_admin {
   char password[32];
 };
 
+static void first_admin_free(struct first_admin *fa) {
+  OPENSSL_cleanse(fa->password, sizeof fa->password);
+  sbx_free(fa);
+}
+
 static void on_first_admin(int rc, const struct sbx_error *err, void *ud) {
   struct first_admin *fa = ud;
   struct orch *o = fa->o;
@@ -437,8 +442,46 @@ static void on_first_admin(int rc, const struct sbx_error *err, void *ud) {
     sbx_log(SBX_LOG_ERROR, ORCH_MOD, "the first administrator was not stored: %s",
             err ? err->msg : sbx_strerror(rc));
   }
-  OPENSSL_cleanse(fa->password, sizeof fa->password);
-  sbx_free(fa);
+  first_admin_free(fa);
+}
+
+static void on_first_admin_hash(void *ud, int rc, const char *encoded) {
+  struct first_admin *fa = ud;
+  struct orch *o = fa->o;
+  struct store_person p = {.name = fa->name,
+                           .role = "admin",
+                           .pw_hash = (char *)encoded,
+                           .must_change_password = 1,
+                           .created_at = sbx_now_wall_ms(),
+                           .settings_json = "{}"};
+  if (rc != 0 || store_new_id(p.id) != 0 || store_person_create(o->st, &p, on_first_admin, fa) != 0) {
+    sbx_log(SBX_LOG_ERROR, ORCH_MOD, "the first administrator could not be made");
+    first_admin_free(fa);
+  }
+}
+
+void orch__people_first_admin(struct orch *o) {
+  struct orch_people *pp = o->people;
+  if (pp == NULL || !pp->first_admin_due)
+    return;
+  pp->first_admin_due = 0;
+  int64_t n = 0;
+  if (store_person_count(o->st, &n) != 0 || n > 0)
+    return; /* somebody was made meanwhile (another node, the API key) */
+  struct first_admin *fa = sbx_calloc(1, sizeof *fa);
+  if (fa == NULL)
+    return;
+  fa->o = o;
+  snprintf(fa->name, sizeof fa->name, "admin");
+  if (orch__pw_generate(fa->password, sizeof fa->password) != 0) {
+    first_admin_free(fa);
+    return;
+  }
+  int rc = orch__pw_start(o, 0, NULL, fa->password, strlen(fa->password), on_first_admin_hash, fa);
+  if (rc != 0) {
+    first_admin_free(fa);
+    pp->first_admin_due = rc == SBX_EBUSY; /* passwords being checked: the next tick */
+  }
 }
 
 int orch__people_start(struct orch *o, struct sbx_error *err) {
@@ -455,36 +498,7 @@ int orch__people_start(struct orch *o, struct sbx_error *err) {
   int rc = store_person_count(o->st, &n);
   if (rc != 0)
     return sbx_error_set(err, rc, "cannot count people: %s", sbx_strerror(rc));
-  if (n > 0)
-    return 0;
-  /* Nobody yet: one administrator, whose password is printed once (first_admin_cb) and must be
-   * changed at the first sign-in.  Hashed here, before the loop serves anything. */
-  struct first_admin *fa = sbx_calloc(1, sizeof *fa);
-  if (fa == NULL)
-    return SBX_ENOMEM;
-  fa->o = o;
-  snprintf(fa->name, sizeof fa->name, "admin");
-  char hash[ORCH_PW_HASH_MAX];
-  struct store_person p = {0};
-  if (orch__pw_generate(fa->password, sizeof fa->password) != 0 ||
-      orch__pw_hash(o->cfg, fa->password, strlen(fa->password), hash, sizeof hash) != 0 ||
-      store_new_id(p.id) != 0) {
-    sbx_free(fa);
-    return sbx_error_set(err, SBX_EIO, "cannot make the first administrator's password");
-  }
-  p.name = fa->name;
-  p.role = "admin";
-  p.pw_hash = hash;
-  p.must_change_password = 1;
-  p.created_at = sbx_now_wall_ms();
-  p.settings_json = "{}";
-  rc = store_person_create(o->st, &p, on_first_admin, fa);
-  OPENSSL_cleanse(hash, sizeof hash);
-  if (rc != 0) {
-    OPENSSL_cleanse(fa->password, sizeof fa->password);
-    sbx_free(fa);
-    return sbx_error_set(err, rc, "cannot store the first administrator");
-  }
+  pp->first_admin_due = n == 0;
   return 0;
 }
 

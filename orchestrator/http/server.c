@@ -12,7 +12,8 @@
  *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
  *    keeping its newest ORCH_TRIM_KEEP (a page in its grace period never misses one);
  *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use);
- *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts.
+ *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts;
+ *  - people: the first administrator, on the first tick a start with nobody serves (people.c).
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
@@ -20,6 +21,7 @@
 #include "api.h"
 #include "assistant.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <errno.h>
@@ -101,6 +103,8 @@ static void on_cron(uv_timer_t *t) {
   while (orch__map_next(&o->chats, &i, &k, &v))
     orch__chat_tick(v);
   orch__hosts_tick(o->hosts);
+  if (o->people && o->people->first_admin_due && (o->nodes == NULL || o->nodes->ready))
+    orch__people_first_admin(o); /* nobody at start: the first administrator, once serving */
   uint64_t now = sbx_now_mono_ms();
   if (now - last_sample_ms >= ORCH_HISTORY_EVERY_MS) {
     last_sample_ms = now;

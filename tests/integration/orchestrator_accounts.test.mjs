@@ -481,3 +481,42 @@ test('10,000 wrong passwords from one address: throttled with 429 and Retry-Afte
     assert.ok(!s.log.includes('wrong-'), 'no password in the log');
   } finally { await s.stop(); }
 });
+
+test('over TLS the session cookie is Secure, and a cookie call over HTTP/2 checks its Origin as over HTTP/1.1', async (t) => {
+  const { spawnSync } = await import('node:child_process');
+  const http2 = await import('node:http2');
+  const dir = tempDir('accounts-tls');
+  dirs.push(dir);
+  const gen = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
+    '-days', '2', '-subj', '/CN=localhost', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { encoding: 'utf8' });
+  if (gen.status !== 0) { t.skip(`openssl could not make a certificate: ${gen.stderr}`); return; }
+  const s = await startServer({ env: { CEREA_TLS_CERT: join(dir, 'cert.pem'), CEREA_TLS_KEY: join(dir, 'key.pem') } });
+  dirs.push(s.dataDir);
+  const h2 = http2.connect(`https://127.0.0.1:${s.port}`, { rejectUnauthorized: false });
+  const req = (headers, body) => new Promise((resolve, reject) => {
+    const r = h2.request(headers);
+    let status = 0, h = {}, b = '';
+    r.on('response', (x) => { status = x[':status']; h = x; });
+    r.on('data', (d) => { b += d; });
+    r.on('end', () => resolve({ status, headers: h, body: b }));
+    r.on('error', reject);
+    r.end(body);
+  });
+  try {
+    const made = await req({ ':path': '/v1/admin/people', ':method': 'POST', authorization: `Bearer ${s.key}` },
+      JSON.stringify({ name: 'tess', password: 'tess-password' }));
+    assert.equal(made.status, 201, made.body);
+    const si = await req({ ':path': '/v1/signin', ':method': 'POST' }, JSON.stringify({ name: 'tess', password: 'tess-password' }));
+    assert.equal(si.status, 200, si.body);
+    const sc = [].concat(si.headers['set-cookie'])[0];
+    for (const a of ['HttpOnly', 'SameSite=Strict', 'Path=/', 'Secure']) assert.ok(sc.split('; ').includes(a), `${a} in ${sc}`);
+    const cookie = /cerea_session=[0-9a-f]{64}/.exec(sc)[0];
+    const origin = `https://127.0.0.1:${s.port}`;
+    const mine = await req({ ':path': '/v1/chats', ':method': 'POST', cookie, origin }, '{}');
+    assert.equal(mine.status, 201, mine.body);
+    const evil = await req({ ':path': '/v1/chats', ':method': 'POST', cookie, origin: `http://127.0.0.1:${s.port}` }, '{}');
+    assert.equal(evil.status, 403, 'the other scheme is another origin');
+    const me = await req({ ':path': '/v1/me', ':method': 'GET', cookie });
+    assert.equal(me.status, 200);
+  } finally { h2.close(); await s.stop(); }
+});
