@@ -251,6 +251,12 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
                            v);
     return set_str(&c->public_url, v) == 0 ? 0 : SBX_ENOMEM;
   }
+  if (strcmp(key, "CEREA_MCP_CONFORMANCE_FIXTURES") == 0) {
+    if (parse_bool(v, &c->mcp_fixtures) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_MCP_CONFORMANCE_FIXTURES=%s: expected true or false", v);
+    return 0;
+  }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
     if (parse_bool(v, &c->pypi_disabled) != 0)
       return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
@@ -328,6 +334,7 @@ static const char *known_keys[] = {
     "CHAT_ATTACHMENT_QUOTA_MB",
     "CODE_MAX_ATTEMPTS",
     "CHAT_PYODIDE_PYPI_DISABLED",
+    "CEREA_MCP_CONFORMANCE_FIXTURES",
     "ARTIFACT_RETENTION_DAYS",
     "CEREA_LISTEN",
     "CEREA_DATA_DIR",
@@ -436,6 +443,17 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL,
                          "CEREA_NODE_URL: every node needs the same CEREA_API_KEY (a generated "
                          "key is one node's own: the others would refuse it)");
+  if (c->mcp_fixtures) { /* a test server's only: never one that others reach */
+    int local = c->tls_cert == NULL && c->public_url == NULL && c->node_url == NULL;
+    for (size_t i = 0; local && i < c->n_listen; i++)
+      local = strncmp(c->listen[i], "127.", 4) == 0 || strncmp(c->listen[i], "[::1]:", 6) == 0 ||
+              strncmp(c->listen[i], "localhost:", 10) == 0 || strncmp(c->listen[i], "unix:", 5) == 0;
+    if (!local)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_MCP_CONFORMANCE_FIXTURES is for a test server: it is refused "
+                           "with TLS, CEREA_PUBLIC_URL, CEREA_NODE_URL or a listen address other "
+                           "than loopback");
+  }
   return 0;
 }
 

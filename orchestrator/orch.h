@@ -71,6 +71,9 @@ struct orch_config {
                              whatever its use; 2592000 */
   int argon2_memory_kib;  /* CEREA_ARGON2_MEMORY_KIB: Argon2id's memory, default 19456 */
   int argon2_iterations;  /* CEREA_ARGON2_ITERATIONS: Argon2id's passes, default 2 */
+  int mcp_fixtures;       /* CEREA_MCP_CONFORMANCE_FIXTURES: the MCP conformance suite's fixture
+                             tools, resources and prompts beside ours (tests only; refused with
+                             production settings) */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */
