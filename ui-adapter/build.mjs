@@ -4,7 +4,8 @@
 // outputs; esbuild is fast enough that no freshness check is needed).
 //
 // Output:
-//   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
+//   build/www/index.html, chat.html, admin.html,     the pages (/, /playground; /chat/{id}; /admin;
+//     signin.html                                    /signin),
 //                                                     first-worker.js and boot.js inlined, modulepreload
 //                                                     links for boot.js's chunks
 //   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js loads
@@ -65,6 +66,7 @@ const app = await esbuild.build({
     app: path.join(root, 'ui-adapter/app/main-index.js'),
     chat: path.join(root, 'ui-adapter/app/main-chat.js'),
     admin: path.join(root, 'ui-adapter/app/main-admin.js'),
+    signin: path.join(root, 'ui-adapter/app/signin.js'),
     style: path.join(root, 'ui-adapter/app/style.css'),
   },
   outdir: assets, splitting: true, chunkNames: 'chunks/[name]-[hash]',
@@ -149,7 +151,7 @@ const first = await esbuild.build({
 const firstCode = first.outputFiles[0].text.trim();
 if (/<\/script|<!--/i.test(firstCode)) throw new Error('build: first-worker.js cannot be inlined as it is');
 const BOOT_TAG = /<script type="module" async src="\/assets\/boot\.js"( data-page="\w+")><\/script>/;
-for (const f of ['index.html', 'chat.html', 'admin.html']) {
+for (const f of ['index.html', 'chat.html', 'admin.html', 'signin.html']) {
   const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
   fs.writeFileSync(path.join(www, f), html.replace(BOOT_TAG, (_, page) => `<script>${firstCode}</script>\n${preload}<script type="module" async${page}>${bootCode}</script>`));
 }
