@@ -41,8 +41,9 @@
 import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
 import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
-import { NOTE } from './notes.js';
+import { NOTE, START } from './notes.js';
 import { OutputSink } from './output.js';
+import { LOCK_FIELD, checkServed } from './snapshot.js';
 
 const KERNEL_DIR = '/opt/cerea';
 const LIFE = machine('kernel core', {
@@ -77,16 +78,34 @@ function downloadMessage(loaded, total) {
 // image is taken (nothing of ours: the kernel itself is imported after every load or restore).
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
 
+// Node hosts compile the runtime's wasm once per process and hand the module to each kernel
+// (init's wasmModule: {module, size}; compiled code is immutable and shared between threads): while Pyodide
+// instantiates, WebAssembly.instantiate(bytes) of a wasm of the module's size instantiates the
+// module instead of compiling the bytes again.  → the function that puts instantiate back.
+function useCompiled(compiled) {
+  const module = compiled && compiled.module, size = compiled && Number(compiled.size);
+  if (!(module instanceof WebAssembly.Module) || !(size > 0)) return () => {};
+  const own = Object.getOwnPropertyDescriptor(WebAssembly, 'instantiate');
+  const instantiate = WebAssembly.instantiate;
+  Object.defineProperty(WebAssembly, 'instantiate', { ...own, value: function (source, imports) {
+    const n = source && (source.byteLength ?? -1);
+    if (n !== size) return instantiate.call(this, source, imports);
+    return instantiate.call(this, module, imports).then((instance) => ({ instance, module }));
+  } });
+  return () => Object.defineProperty(WebAssembly, 'instantiate', own);
+}
+
 async function sha256Hex(bytes) {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
   return Array.from(d, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 export class KernelCore {
-  // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
-  //        scope: the worker's global object, isNode: bool, snapshotKey?: this build's key for
-  //        memory snapshots (browser; none: snapshots are neither made nor restored),
-  //        runtimeBytes?: {file name: bytes} of the runtime files Pyodide fetches (browser)}
+  // host: {post(msg, transfer), readText(url) → Promise<string>, readBytes(url) → Promise<Uint8Array>,
+  //        importPyodide(url) → module, scope: the worker's global object, isNode: bool,
+  //        snapshotKey?: this build's key for memory snapshots (worker/snapshot-key.js; none:
+  //        snapshots are neither made nor restored), runtimeBytes?: {file name: bytes} of the
+  //        runtime files Pyodide fetches (browser)}
   constructor(host) {
     this.host = host;
     this.fsm = new Fsm(LIFE, 'new');
@@ -180,7 +199,9 @@ export class KernelCore {
     const indexURL = base(msg.indexURL), packageBaseUrl = base(msg.packageBaseUrl), kernelURL = base(msg.kernelURL);
     if (msg.interruptBuffer) this.control = new ControlBuffer(msg.interruptBuffer);
 
-    this.progress(msg.id, 'runtime', 'loading the Python runtime');
+    // The progress line says which start this is: a restore from an image, or a load.
+    const restoring = !!(this.host.snapshotKey && (msg.snapshot || msg.servedSnapshot));
+    this.progress(msg.id, 'runtime', restoring ? START.restoring(msg.snapshot ? 'kept' : 'served') : START.loading());
     // Only pyodide.mjs stands before the runtime's download: the lock file (loadPyodide takes it
     // as a promise), deployment.json and the kernel's sources are read meanwhile, all at once,
     // and awaited where they are needed.  Each would be a round trip on the start's path.
@@ -203,31 +224,42 @@ export class KernelCore {
     const lockFailed = lockText.then(() => never);
     // Awaited below; a failure that comes first (Pyodide's import) must not leave them unhandled.
     lockText.catch(() => {}); sources.catch(() => {}); lockFailed.catch(() => {});
-    const image = this.snapshotToRestore(msg);
-    const { loadPyodide } = await pyodideModule;
-    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
-    const options = {
-      indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
-      packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
-      stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
-    };
-    const making = !this.host.isNode && !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    // The served image is read (and counted in the download progress) beside Pyodide's module.
+    const served = msg.servedSnapshot && !msg.snapshot ? this.servedEntry(lockText) : Promise.resolve(null);
+    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id, served);
+    const image = this.snapshotToRestore(msg, served, indexURL);
+    const making = !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
     let py = null, snapshot = 'none';
     try {
+      const { loadPyodide } = await pyodideModule;
+      const options = {
+        indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
+        packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
+        stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
+      };
       const img = await image;
       if (img && img.bytes) {
         try {
-          py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]);
+          const unpatch = this.host.isNode ? useCompiled(msg.wasmModule) : () => {};
+          try { py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]); } finally { unpatch(); }
           if (py.runPython('1 + 1') !== 2) throw new Error('the restored runtime does not compute');
-          snapshot = 'restored';
+          // Every kernel restored from one image would draw the same random numbers: `random`
+          // was imported before the image was taken, its state is in it.
+          py.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
+          snapshot = img.served ? 'served' : 'restored';
         } catch (e) {
           py = null;
           snapshot = `refused: restoring failed (${e && e.message || e})`;
         }
       } else if (img) snapshot = `refused: ${img.refused}`;
-      if (!py) py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
+      if (!py) {
+        if (snapshot !== 'none') {
+          this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
+          this.progress(msg.id, 'runtime', START.loadingInstead());
+        } else if (restoring) this.progress(msg.id, 'runtime', START.loading());
+        py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
+      }
     } finally { restoreFetch(); }
-    if (snapshot.startsWith('refused')) this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
     // The image is taken here, before anything of ours is in the runtime.
     const made = making && this.makeSnapshot(py, msg.id);
     this.py = py;
@@ -276,13 +308,39 @@ export class KernelCore {
     return this.info;
   }
 
-  // init's snapshot → Promise of {bytes} when they may be restored (this build's key, the SHA-256
-  // it was stored with), {refused: why} when not, null without one.  Hashed while Pyodide's module
-  // loads.
-  async snapshotToRestore(msg) {
+  // The served lock's snapshot entry (worker/snapshot.js), or null when it lists none.
+  async servedEntry(lockText) {
+    try { return JSON.parse(await lockText)[LOCK_FIELD] || null; } catch { return null; }
+  }
+
+  // The image to restore → Promise of {bytes, served?} when it may be restored, {refused: why}
+  // when not, null without one.  init's `snapshot` (the page's kept image: this build's key, the
+  // SHA-256 it was stored with), else with `servedSnapshot` the served one (worker/snapshot.js:
+  // the sha256 of the served lock, the build key in its header).  Read and hashed while Pyodide's
+  // module loads.
+  async snapshotToRestore(msg, served, indexURL) {
     const s = msg.snapshot;
-    if (!s) return null;
-    if (this.host.isNode || !this.host.snapshotKey) return { refused: 'this host restores none' };
+    if (!s && !msg.servedSnapshot) return null;
+    if (!this.host.snapshotKey) return { refused: 'this host restores none' };
+    if (!s) {
+      const entry = await served;
+      if (!entry) return null;
+      const given = msg.servedSnapshot;
+      if (given && given.refused) return { refused: String(given.refused) };
+      if (given && given.bytes instanceof Uint8Array) {
+        // Read and hashed by the host process once for all its kernels (node-kernel.js): its
+        // sha256 must be this lock's, its header this build's key.
+        const r = await checkServed(entry, given.bytes, this.host.snapshotKey, async () => given.sha256);
+        return r.bytes ? { bytes: r.bytes, served: true } : r;
+      }
+      let bytes;
+      if (typeof entry.file_name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(entry.file_name)) return { refused: 'the served lock names no file beside the runtime' };
+      try { bytes = await this.host.readBytes(`${indexURL}${entry.file_name}`); } catch (e) {
+        return { refused: `the served image is unreadable (${e.message})` };
+      }
+      const r = await checkServed(entry, bytes, this.host.snapshotKey, sha256Hex);
+      return r.bytes ? { bytes: r.bytes, served: true } : r;
+    }
     if (s.key !== this.host.snapshotKey) return { refused: 'made by another build' };
     if (!(s.bytes instanceof Uint8Array) || !s.bytes.length) return { refused: 'no bytes' };
     try {
@@ -306,7 +364,7 @@ export class KernelCore {
   }
 
   // While Pyodide loads (browser): counts the bytes of the runtime's own fetches
-  // (pyodide.asm.wasm, python_stdlib.zip) and reports them as one figure over all of them,
+  // (pyodide.asm.wasm, python_stdlib.zip, and the served memory image) and reports them as one figure over all of them,
   // {stage: 'download', loaded, total}, at most every 100 ms and once when each file ends.  `total`
   // is the sum of the sizes the host knows beforehand (host.runtimeBytes: file name → decoded
   // bytes), so it does not change while files start; 0 when the host knows none (unknown: a
@@ -315,13 +373,15 @@ export class KernelCore {
   // its code cache only for a response that came from its network stack, never for one built in
   // JavaScript, and without that cache every visit compiles the runtime again.
   // Returns the function that removes the wrapper.
-  reportDownloads(ref) {
+  reportDownloads(ref, served = Promise.resolve(null)) {
     const scope = this.host.scope;
     const own = Object.getOwnPropertyDescriptor(scope, 'fetch');
     const real = scope.fetch;
     if (typeof real !== 'function') return () => {};
     const expected = new Map(Object.entries(this.host.runtimeBytes || {}));
-    const known = [...expected.values()].reduce((a, b) => a + b, 0);
+    let known = [...expected.values()].reduce((a, b) => a + b, 0);
+    // The served image (when this start restores it) counts as one more runtime file.
+    served.then((e) => { if (known && e && Number.isInteger(e.size) && !expected.has(e.file_name)) { expected.set(e.file_name, e.size); known += e.size; } }, () => {});
     const loaded = new Map();   // file name → bytes read so far
     let last = 0;
     const send = (force) => {

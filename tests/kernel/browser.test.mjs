@@ -31,6 +31,16 @@ before(async () => {
     hits.push(u.pathname);
     const h = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' };
     if (u.pathname === '/') { res.writeHead(200, { ...h, 'content-type': 'text/html' }); res.end('<!DOCTYPE html><title>kernel</title>'); return; }
+    // /pyodide/tampered/: the runtime as served, but the memory image with one byte changed.
+    if (u.pathname.startsWith('/pyodide/tampered/')) {
+      const f = path.basename(u.pathname);
+      if (!fs.existsSync(path.join(PYODIDE_DIR, f))) { res.writeHead(404, h); res.end(); return; }
+      const body = fs.readFileSync(path.join(PYODIDE_DIR, f));
+      if (/^cerea-snapshot-.*\.bin$/.test(f)) body[body.length >> 1] ^= 1;
+      res.writeHead(200, { ...h, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream', 'content-length': body.length });
+      res.end(body);
+      return;
+    }
     for (const [p, d] of MAP) {
       if (!u.pathname.startsWith(p)) continue;
       const f = path.join(d, path.normalize(u.pathname.slice(p.length)));
@@ -119,4 +129,48 @@ test('browser worker: a memory snapshot of another build is refused (a normal lo
   assert.deepEqual(out.lockdown, []);
   assert.equal(out.stdout, '42\n');
   assert.deepEqual(out.events, [['log', 'memory snapshot refused: made by another build: loaded normally']]);
+});
+
+// The image setup made in Node (scripts/make_snapshot.mjs) restores in Chromium's worker as well:
+// one image for every host.  And one byte changed in it: refused before Pyodide sees it, a load.
+const SERVED = (() => { try { return JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'pyodide-lock.json'), 'utf8')).cerea_snapshot; } catch { return null; } })();
+test('browser worker: the served image (made by setup in Node) restores, the lock-down intact and the progress counting it; one byte changed in it means a normal load', { skip: skip || (!SERVED && 'the served lock lists no memory snapshot: run scripts/setup.sh') }, async () => {
+  const out = await page.evaluate(async (base) => {
+    const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
+    const start = async (dir) => {
+      const events = [];
+      const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/kernel-worker.js', { type: 'module' }),
+        init: { indexURL: base + dir, packageBaseUrl: base + dir, lockFileURL: base + dir + 'pyodide-lock.json',
+          kernelURL: 'bundled:kernel/', servedSnapshot: true } });
+      k.onEvent((e) => { if (e.event === 'log') events.push(e.message); if (e.event === 'progress' && e.stage === 'runtime') events.push(`progress: ${e.message}`); if (e.event === 'progress' && e.stage === 'download') events.total = e.total; });
+      const t0 = performance.now();
+      const info = await k.ready;
+      const ms = performance.now() - t0;
+      const r = await k.run({ code: `import js, random
+print(sum(range(10)), [n for n in ['XMLHttpRequest','WebSocket','importScripts','indexedDB','caches','postMessage'] if getattr(js, n, None) is not None])
+try:
+    js.eval('1'); print('eval REACHED')
+except Exception: print('eval refused')
+try:
+    await js.fetch('${base}/leak'); print('fetch REACHED')
+except Exception: print('fetch refused')` });
+      k.terminate('cancelled');
+      return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, events, total: events.total, ms };
+    };
+    return { served: await start('/pyodide/'), tampered: await start('/pyodide/tampered/') };
+  }, base);
+  const { served, tampered } = out;
+  assert.equal(served.snapshot, 'served', JSON.stringify(served));
+  assert.deepEqual(served.lockdown, []);
+  assert.equal(served.stdout, '45 []\neval refused\nfetch refused\n');
+  assert.deepEqual(served.events, ["progress: restoring the Python runtime from the server's snapshot"]);
+  assert.ok(served.total > SERVED.size, `the download total counts the image: ${served.total}`);
+  assert.equal(tampered.snapshot, 'refused: its bytes do not match the sha256 of the served lock');
+  assert.deepEqual(tampered.lockdown, []);
+  assert.equal(tampered.stdout, served.stdout);
+  assert.deepEqual(tampered.events, ["progress: restoring the Python runtime from the server's snapshot",
+    'memory snapshot refused: its bytes do not match the sha256 of the served lock: loaded normally',
+    'progress: loading the Python runtime (its snapshot could not be used)']);
+  assert.ok(!hits.includes('/leak'), 'no probe reached the server');
+  console.log(`# Chromium worker: restored from the served image in ${(served.ms / 1000).toFixed(2)} s, loaded (tampered image) in ${(tampered.ms / 1000).toFixed(2)} s`);
 });
