@@ -58,7 +58,9 @@
  * Settings (environment): CEREA_HOSTS (hosts, default 1, 1..64), CEREA_HOST_KERNELS (live kernels
  * per host besides its spare, and so the chats it takes at once, default 2), CEREA_HOST_CHAT_IDLE_S
  * (a chat without live runs this long is detached from its host, default 600),
- * CEREA_KERNEL_MEMORY_MB (per kernel, default 1024, 128..16384), CEREA_NODE (node binary, default
+ * CEREA_KERNEL_MEMORY_MB (per kernel, default 1024, 128..16384), CEREA_KERNEL_SNAPSHOT (0: kernels
+ * load Python from scratch instead of restoring the served memory snapshot, default 1; a host
+ * whose image is missing, foreign or corrupt loads and says why), CEREA_NODE (node binary, default
  * "node"), CEREA_SERVER_TRUSTED (1: no bubblewrap, code is trusted), CEREA_BWRAP (default "bwrap").
  *
  * Life of a host slot (state written by host_set_state only):
@@ -167,6 +169,7 @@ struct orch_hosts {
   int n;
   int kernels;
   int kernel_mb; /* CEREA_KERNEL_MEMORY_MB */
+  int snapshot;  /* CEREA_KERNEL_SNAPSHOT: kernels restore the served memory snapshot */
   int trusted;
   int outside_uid; /* the uid (and gid) prlimit and bwrap run as: HOST_OUTSIDE_UID when we are
                       root (then sock_dir is its own, under base_dir), else 0: our own uid */
@@ -549,7 +552,7 @@ static void host_spawn(struct host *h) {
   struct orch_hosts *hs = h->hs;
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
       script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
-      seccomp_fd[16], env_mem[48], env_heap[48];
+      seccomp_fd[16], env_mem[48], env_heap[48], env_snap[48];
   /* Sandboxed, the host sees our sources and the runtime at APP_DIR (bound from app_src and
    * pyodide_src); trusted, where they are. */
   const char *app = hs->trusted ? hs->root : APP_DIR;
@@ -563,6 +566,7 @@ static void host_spawn(struct host *h) {
   snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", py);
   snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
   snprintf(env_heap, sizeof(env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
+  snprintf(env_snap, sizeof(env_snap), "CEREA_KERNEL_SNAPSHOT=%d", hs->snapshot);
   snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
   snprintf(
       data_limit, sizeof(data_limit), "--data=%llu",
@@ -695,13 +699,10 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path,
-                 env_py,
-                 env_mem,
-                 env_heap,
-                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
-                 "NODE_OPTIONS=",
-                 NULL};
+  char *env[] = {env_path,        env_py,
+                 env_mem,         env_heap,
+                 env_snap,        hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+                 "NODE_OPTIONS=", NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);
@@ -988,6 +989,11 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
         "1..2592000, CEREA_KERNEL_MEMORY_MB 128..16384",
         HOSTS_MAX);
+  /* Kernels restore the served memory snapshot unless CEREA_KERNEL_SNAPSHOT says 0 (then each
+   * loads Python from scratch; worker/node-kernel.js reads it in the host). */
+  const char *sv = getenv("CEREA_KERNEL_SNAPSHOT");
+  int snapshot = !(sv && (strcmp(sv, "0") == 0 || strcmp(sv, "false") == 0 ||
+                          strcmp(sv, "no") == 0 || strcmp(sv, "off") == 0));
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
   const char *node = getenv("CEREA_NODE") ? getenv("CEREA_NODE") : "node";
@@ -1017,6 +1023,7 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   hs->n = n;
   hs->kernels = kernels;
   hs->kernel_mb = kernel_mb;
+  hs->snapshot = snapshot;
   snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", prlimit);
   hs->trusted = trusted;
   hs->chat_idle_ms = (uint64_t)idle_s * 1000;
