@@ -76,6 +76,13 @@ function downloadMessage(loaded, total) {
 
 // The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
 // image is taken (nothing of ours: the kernel itself is imported after every load or restore).
+// A browser's first visit gives the served image up when, PROBE_MS after its first bytes, the rest
+// of it would take longer than SERVED_BUDGET_MS: what a load of Python costs beyond a restore
+// (docs/benchmarks.md: ~2.5 s in Chromium on the machines this is built on, less on a fast
+// desktop; the budget stays under it, so a slow link never pays for the image).
+const PROBE_MS = 300;
+const SERVED_BUDGET_MS = 1500;
+
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
 
 // Node hosts compile the runtime's wasm once per process and hand the module to each kernel
@@ -101,7 +108,8 @@ async function sha256Hex(bytes) {
 }
 
 export class KernelCore {
-  // host: {post(msg, transfer), readText(url) → Promise<string>, readBytes(url) → Promise<Uint8Array>,
+  // host: {post(msg, transfer), readText(url) → Promise<string>, readBytes(url) → Promise<Uint8Array>
+  //        (Node) or openBytes(url) → Promise<Response> (browser: the served image, streamed),
   //        importPyodide(url) → module, scope: the worker's global object, isNode: bool,
   //        snapshotKey?: this build's key for memory snapshots (worker/snapshot-key.js; none:
   //        snapshots are neither made nor restored), runtimeBytes?: {file name: bytes} of the
@@ -130,6 +138,7 @@ export class KernelCore {
     this.queue = Promise.resolve();
     this.lockdownReport = [];
     this.baseGlobals = new Set();
+    this.downloads = null;        // while Pyodide loads (browser): {drop(file name)}
   }
 
   get state() { return this.fsm.state; }
@@ -225,10 +234,13 @@ export class KernelCore {
     // Awaited below; a failure that comes first (Pyodide's import) must not leave them unhandled.
     lockText.catch(() => {}); sources.catch(() => {}); lockFailed.catch(() => {});
     // The served image is read (and counted in the download progress) beside Pyodide's module.
-    const served = msg.servedSnapshot && !msg.snapshot ? this.servedEntry(lockText) : Promise.resolve(null);
-    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id, served);
+    const served = msg.servedSnapshot || msg.snapshot ? this.servedEntry(lockText) : Promise.resolve(null);
+    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id, msg.snapshot ? Promise.resolve(null) : served);
     const image = this.snapshotToRestore(msg, served, indexURL);
-    const making = !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    // makeSnapshot: with servedSnapshot, the served image this kernel restored is handed over
+    // (the page keeps it for the next visit); without, an image of this load is made (setup).
+    const asked = !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    const making = asked && !msg.servedSnapshot && !msg.snapshot;
     let py = null, snapshot = 'none';
     try {
       const { loadPyodide } = await pyodideModule;
@@ -251,9 +263,15 @@ export class KernelCore {
           py = null;
           snapshot = `refused: restoring failed (${e && e.message || e})`;
         }
+      } else if (img && img.skipped) {
+        snapshot = `skipped: ${img.skipped}`;
+        this.downloads && this.downloads.drop(img.name);
       } else if (img) snapshot = `refused: ${img.refused}`;
       if (!py) {
-        if (snapshot !== 'none') {
+        if (snapshot.startsWith('skipped')) {
+          this.post(event(EVENT.LOG, { ref: msg.id, level: 'info', message: `memory snapshot ${snapshot}: loaded instead` }));
+          this.progress(msg.id, 'runtime', START.loadingFaster());
+        } else if (snapshot !== 'none') {
           this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
           this.progress(msg.id, 'runtime', START.loadingInstead());
         } else if (restoring) this.progress(msg.id, 'runtime', START.loading());
@@ -262,6 +280,10 @@ export class KernelCore {
     } finally { restoreFetch(); }
     // The image is taken here, before anything of ours is in the runtime.
     const made = making && this.makeSnapshot(py, msg.id);
+    if (asked && snapshot === 'served') {
+      const img = await image;
+      this.post(event(EVENT.SNAPSHOT, { ref: msg.id, key: this.host.snapshotKey, bytes: img.file }));
+    }
     this.py = py;
     this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
@@ -333,20 +355,59 @@ export class KernelCore {
         const r = await checkServed(entry, given.bytes, this.host.snapshotKey, async () => given.sha256);
         return r.bytes ? { bytes: r.bytes, served: true } : r;
       }
-      let bytes;
       if (typeof entry.file_name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(entry.file_name)) return { refused: 'the served lock names no file beside the runtime' };
-      try { bytes = await this.host.readBytes(`${indexURL}${entry.file_name}`); } catch (e) {
-        return { refused: `the served image is unreadable (${e.message})` };
-      }
-      const r = await checkServed(entry, bytes, this.host.snapshotKey, sha256Hex);
-      return r.bytes ? { bytes: r.bytes, served: true } : r;
+      if (!Number.isInteger(entry.size) || entry.size <= 0) return { refused: 'the served lock gives it no size' };
+      const read = await this.readServed(`${indexURL}${entry.file_name}`, entry, msg);
+      if (!read.bytes) return read;
+      const r = await checkServed(entry, read.bytes, this.host.snapshotKey, sha256Hex);
+      return r.bytes ? { bytes: r.bytes, served: true, file: read.bytes } : r;
     }
     if (s.key !== this.host.snapshotKey) return { refused: 'made by another build' };
     if (!(s.bytes instanceof Uint8Array) || !s.bytes.length) return { refused: 'no bytes' };
+    // A kept image is restored only as a copy of the served one: its bytes hash to the sha256 the
+    // served lock lists (so a script that wrote the origin's storage cannot plant an image).
+    const entry = await served;
+    if (!entry) return { refused: 'the served lock lists no image it could be a copy of' };
+    const r = await checkServed(entry, s.bytes, this.host.snapshotKey, sha256Hex);
+    return r.bytes ? { bytes: r.bytes, file: s.bytes } : { refused: r.refused.replace('the sha256 of the served lock', "the served image's sha256") };
+  }
+
+  // The served image's file, read for a restore.  In a browser on a first visit it streams while
+  // its rate is measured: once PROBE_MS passed since its first bytes, a file whose rest would take
+  // longer than the start it saves (init's servedSnapshot.budgetMs, SERVED_BUDGET_MS by default:
+  // what a load costs beyond a restore) is given up and Python loads instead.  → {bytes} |
+  // {refused: why} | {skipped: why}.
+  async readServed(url, entry, msg) {
+    const open = this.host.openBytes;
+    if (!open) {
+      try { return { bytes: await this.host.readBytes(url) }; } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    }
+    const given = msg.servedSnapshot;
+    const budgetMs = given && Number.isFinite(given.budgetMs) ? given.budgetMs : SERVED_BUDGET_MS;
+    let res;
+    try { res = await open(url); } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    if (!res.ok || !res.body) return { refused: `the served image is unreadable (HTTP ${res.status})` };
+    const reader = res.body.getReader();
+    const out = new Uint8Array(entry.size);
+    let n = 0, first = null;
     try {
-      if (await sha256Hex(s.bytes) !== s.sha256) return { refused: 'its bytes do not match its hash' };
-    } catch (e) { return { refused: `hashing failed (${e.message})` }; }
-    return { bytes: s.bytes };
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (first === null) first = performance.now();
+        if (n + value.length > out.length) { reader.cancel().catch(() => {}); return { refused: `its size is over ${out.length}, the served lock's` }; }
+        out.set(value, n); n += value.length;
+        const spent = performance.now() - first;
+        if (spent >= PROBE_MS && n < out.length) {
+          const rest = spent * (out.length - n) / n;
+          if (rest > budgetMs) {
+            reader.cancel().catch(() => {});
+            return { skipped: `the rest of it would take ${(rest / 1000).toFixed(1)} s here, more than a load's ${(budgetMs / 1000).toFixed(1)} s`, name: entry.file_name };
+          }
+        }
+      }
+    } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    return { bytes: n === out.length ? out : out.subarray(0, n) };
   }
 
   // The runtime's memory image (Pyodide loaded with _makeSnapshot), posted as a `snapshot` event
@@ -399,6 +460,8 @@ export class KernelCore {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
+          // dropped: the clone is cancelled too, or the transfer would go on for it alone
+          if (!loaded.has(name)) { reader.cancel().catch(() => {}); return; }
           loaded.set(name, loaded.get(name) + value.byteLength);
           send(false);
         }
@@ -414,7 +477,13 @@ export class KernelCore {
       return res;
     };
     try { Object.defineProperty(scope, 'fetch', { value: counting, writable: true, configurable: true }); } catch { return () => {}; }
+    // A file given up (the served image on a slow link) leaves the total.
+    this.downloads = { drop: (name) => {
+      if (expected.has(name)) { known -= expected.get(name); expected.delete(name); }
+      loaded.delete(name); send(true);
+    } };
     return () => {
+      this.downloads = null;
       if (own) Object.defineProperty(scope, 'fetch', own); else delete scope.fetch;
     };
   }

@@ -115,6 +115,7 @@ export const START = Object.freeze({
     ? 'restoring the Python runtime from the snapshot kept in this browser'
     : "restoring the Python runtime from the server's snapshot"),
   loadingInstead: () => 'loading the Python runtime (its snapshot could not be used)',
+  loadingFaster: () => 'loading the Python runtime (faster than downloading its snapshot on this connection)',
 });
 
 // The runtime's loading labels, by the stage the kernel core reports.

@@ -24,13 +24,21 @@
 //            below; the page's kept one), restored instead of Pyodide's own start when its key is
 //            this build's and its bytes hash to sha256; without it, `servedSnapshot` restores the
 //            image served beside the runtime (worker/snapshot.js: the sha256 the served lock
-//            lists, this build's key in its header).  A refused image (and one whose restore
-//            fails) means a normal load with a log event; the `runtime` progress says which
-//            start ran (notes.js START).  `makeSnapshot` (this build's key) asks for an image: a
-//            `snapshot` event before the reply.  A host without a build key does neither.
+//            lists, this build's key in its header); `snapshot` too is restored only when its
+//            bytes are the served image's (a copy the page kept: a script that wrote the page
+//            origin's storage cannot plant one).  In a browser the served image streams while its
+//            rate is measured and is given up for a load when the rest of it would take longer
+//            than the start it saves (servedSnapshot: {budgetMs} sets that; Node hosts pass
+//            {bytes, sha256} read and checked once per process, or {refused}).  A refused image
+//            (and one whose restore fails) means a normal load with a log event; the `runtime`
+//            progress says which start ran (notes.js START).  `makeSnapshot` (this build's key)
+//            asks for an image in a `snapshot` event before the reply: the served file this
+//            kernel restored (with servedSnapshot), else one made of this load (setup).  A host
+//            without a build key does neither.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
-//                  reason}]}, load_ms, snapshot: 'served'|'restored'|'made'|'none'|'refused: why'}}
-//                  (served: from the served image; restored: from init's)
+//                  reason}]}, load_ms, snapshot: 'served'|'restored'|'made'|'none'|'refused: why'|
+//                  'skipped: why'}}  (served: from the served image; restored: from init's;
+//                  skipped: loaded, faster than downloading the image)
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
 //            Makes /mnt/data match the manifest: writes new and changed files (data required for
 //            those), removes files no longer listed when `complete` (default true).  Names are
