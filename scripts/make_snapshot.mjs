@@ -79,8 +79,25 @@ for (const f of fs.readdirSync(dir)) {
   if (/^cerea-snapshot-[0-9a-f]{16}\.bin(\.br|\.gz|\.tmp)?$/.test(f) && !f.startsWith(name)) fs.rmSync(path.join(dir, f));
 }
 
+// How many bytes of each encoding travel per MiB of the image (cumulative, one figure per MiB):
+// a browser reading the decoded stream tells from it how much of the transfer is done (the heap
+// compresses very unevenly: its first MiB are mostly zeros), and so how long the rest will take.
+// Each MiB compressed alone, scaled to the real file's size: an estimate, which is all it needs.
+function profile(compress, total) {
+  const MIB = 1048576, sizes = [];
+  for (let at = 0; at < bytes.length; at += MIB) sizes.push(compress(bytes.subarray(at, at + MIB)).length);
+  const sum = sizes.reduce((a, b) => a + b, 0);
+  let run = 0;
+  return sizes.map((n) => Math.round((run += n) * total / sum));
+}
 const lock = JSON.parse(fs.readFileSync(lockFile, 'utf8'));
-const entry = { file_name: name, sha256: sha256(bytes), key, size: bytes.length };
+const old = lock[LOCK_FIELD];
+const fastGz = (b) => zlib.gzipSync(b, { level: 1 });
+const fastBr = (b) => zlib.brotliCompressSync(b, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 1 } });
+const hash = sha256(bytes);
+const wire = old && old.sha256 === hash && old.wire ? old.wire : {
+  gzip: profile(fastGz, fs.statSync(`${file}.gz`).size), br: profile(fastBr, fs.statSync(`${file}.br`).size) };
+const entry = { file_name: name, sha256: hash, key, size: bytes.length, wire };
 if (JSON.stringify(lock[LOCK_FIELD]) !== JSON.stringify(entry)) {
   lock[LOCK_FIELD] = entry;
   fs.writeFileSync(`${lockFile}.tmp`, JSON.stringify(lock, null, 1) + '\n');

@@ -74,21 +74,22 @@ function downloadMessage(loaded, total) {
   return `downloading the Python runtime (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
 }
 
-// The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
-// image is taken (nothing of ours: the kernel itself is imported after every load or restore).
 // A browser's first visit gives the served image up when, PROBE_MS after its first bytes, the rest
 // of it would take longer than SERVED_BUDGET_MS: what a load of Python costs beyond a restore
-// (docs/benchmarks.md: ~2.5 s in Chromium on the machines this is built on, less on a fast
-// desktop; the budget stays under it, so a slow link never pays for the image).
+// (~2.7 s in Chromium here: a load 3.4 s, a restore 0.7 s, docs/benchmarks.md; less on a fast
+// desktop, more on a phone; the budget stays under it, so a slow link never pays for the image).
 const PROBE_MS = 300;
 const SERVED_BUDGET_MS = 1500;
 
+// The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
+// image is taken (nothing of ours: the kernel itself is imported after every load or restore).
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
 
 // Node hosts compile the runtime's wasm once per process and hand the module to each kernel
-// (init's wasmModule: {module, size}; compiled code is immutable and shared between threads): while Pyodide
-// instantiates, WebAssembly.instantiate(bytes) of a wasm of the module's size instantiates the
-// module instead of compiling the bytes again.  → the function that puts instantiate back.
+// (init's wasmModule: {module, size}; compiled code is immutable and shared between threads):
+// while Pyodide instantiates, WebAssembly.instantiate(bytes) of a wasm of the module's size
+// instantiates the module instead of compiling the bytes again.  → the function that puts
+// instantiate back.
 function useCompiled(compiled) {
   const module = compiled && compiled.module, size = compiled && Number(compiled.size);
   if (!(module instanceof WebAssembly.Module) || !(size > 0)) return () => {};
@@ -282,7 +283,7 @@ export class KernelCore {
     const made = making && this.makeSnapshot(py, msg.id);
     if (asked && snapshot === 'served') {
       const img = await image;
-      this.post(event(EVENT.SNAPSHOT, { ref: msg.id, key: this.host.snapshotKey, bytes: img.file }));
+      if (img.file) this.post(event(EVENT.SNAPSHOT, { ref: msg.id, key: this.host.snapshotKey, bytes: img.file }));
     }
     this.py = py;
     this.lock = JSON.parse(await lockText);
@@ -389,6 +390,14 @@ export class KernelCore {
     if (!res.ok || !res.body) return { refused: `the served image is unreadable (HTTP ${res.status})` };
     const reader = res.body.getReader();
     const out = new Uint8Array(entry.size);
+    // What share of the transfer n decoded bytes are: the lock's per-MiB figures for the encoding
+    // the server chose (worker/snapshot.js `wire`), else the share of the bytes.
+    const wire = entry.wire && entry.wire[(res.headers.get('content-encoding') || '').toLowerCase()];
+    const share = (k) => {
+      if (!Array.isArray(wire) || !wire.length) return k / out.length;
+      const i = Math.min(Math.floor(k / 1048576), wire.length - 1), before = i ? wire[i - 1] : 0;
+      return Math.min(1, (before + (wire[i] - before) * Math.min(1, (k - i * 1048576) / 1048576)) / wire[wire.length - 1]);
+    };
     let n = 0, first = null;
     try {
       for (;;) {
@@ -399,7 +408,8 @@ export class KernelCore {
         out.set(value, n); n += value.length;
         const spent = performance.now() - first;
         if (spent >= PROBE_MS && n < out.length) {
-          const rest = spent * (out.length - n) / n;
+          const done = share(n);
+          const rest = done > 0 ? spent * (1 - done) / done : Infinity;
           if (rest > budgetMs) {
             reader.cancel().catch(() => {});
             return { skipped: `the rest of it would take ${(rest / 1000).toFixed(1)} s here, more than a load's ${(budgetMs / 1000).toFixed(1)} s`, name: entry.file_name };

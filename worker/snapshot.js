@@ -4,7 +4,11 @@
 //
 // A served image is one file beside the runtime (build/www/pyodide/FILE, with FILE.br and FILE.gz
 // for browsers), named by its build, and listed in the served lock (pyodide-lock.json) as
-//   "cerea_snapshot": {"file_name": FILE, "sha256": hex of FILE, "key": build key, "size": bytes}
+//   "cerea_snapshot": {"file_name": FILE, "sha256": hex of FILE, "key": build key, "size": bytes,
+//                      "wire": {"gzip": [...], "br": [...]}}
+// (wire: for each encoding, the bytes sent up to the end of each MiB of the file, cumulative: the
+// heap compresses unevenly, and a browser measuring its link from the decoded stream needs to
+// know how much of the transfer a decoded MiB was)
 // Its bytes: a 128-byte header, then Pyodide's own image (makeMemorySnapshot: its magic, its
 // Pyodide BUILD_ID, the JS references as JSON, the wasm heap):
 //   0..7     "CEREASNP"

@@ -15,8 +15,10 @@
 // page once Python could run, and the page accepts the file only while that kernel is loading.
 //
 //   store.initFields() → Promise<init fields for one kernel>: {snapshot: {key, sha256, bytes}}
-//                        when an image of this build is kept, else {servedSnapshot: true,
-//                        makeSnapshot: key} (restore the served image, and send it to be kept)
+//                        when an image of this build is kept, else {servedSnapshot, makeSnapshot:
+//                        key} (restore the served image, and send it to be kept): for the page's
+//                        first kernel only when faster than a load, for later ones (the spare)
+//                        whatever the link
 //   store.watch(client, fields)   keeps the file that kernel sends, drops a kept image the worker
 //                        refused or could not restore (the next kernel restores the served one),
 //                        and says on the console which start ran.
@@ -29,6 +31,7 @@ import { EVENT } from '../../worker/protocol.js';
 const SNAPSHOT_KEY = typeof CEREA_SNAPSHOT_KEY === 'string' ? CEREA_SNAPSHOT_KEY : '';
 const DB = 'cerea-kernel', STORE = 'snapshots', ID = 'runtime';
 const OPEN_WAIT_MS = 3000; // storage that does not answer by then: a normal load
+const LATER_BUDGET_MS = 3_600_000; // a kernel after the page's first waits for the image
 
 function request(r) {
   return new Promise((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
@@ -40,6 +43,7 @@ export class SnapshotStore {
     this.storage = key ? storage : null;
     this.log = log;
     this.kept = null;    // Promise of {sha256, data: Blob | ArrayBuffer} | null: the image kernels restore
+    this.kernels = 0;    // kernels that asked for their init fields
     this.db = null;
   }
 
@@ -79,6 +83,12 @@ export class SnapshotStore {
 
   async initFields() {
     if (!this.storage) return this.key ? { servedSnapshot: true } : {};
+    // The page's first kernel restores the served image only when that is faster than a load on
+    // this link (the worker measures it); a later one (the spare, loaded once the first is ready:
+    // off the visit's start) takes it whatever the link, so that the page keeps it for the next
+    // visit even on a slow one.
+    const first = this.kernels++ === 0;
+    const served = first ? true : { budgetMs: LATER_BUDGET_MS };
     const rec = await this.read();
     if (rec) {
       try {
@@ -87,10 +97,10 @@ export class SnapshotStore {
       } catch (e) {
         this.log.warn(`kernel: memory snapshot unreadable (${e.message}): a normal load`);
         this.drop();
-        return { servedSnapshot: true };
+        return { servedSnapshot: served };
       }
     }
-    return { servedSnapshot: true, makeSnapshot: this.key };
+    return { servedSnapshot: served, makeSnapshot: this.key };
   }
 
   watch(client, fields) {
