@@ -454,6 +454,7 @@ export class KernelCore {
     // The served image (when this start restores it) counts as one more runtime file.
     served.then((e) => { if (known && e && Number.isInteger(e.size) && !expected.has(e.file_name)) { expected.set(e.file_name, e.size); known += e.size; } }, () => {});
     const loaded = new Map();   // file name → bytes read so far
+    const dropped = new Set();  // files given up
     let last = 0;
     const send = (force) => {
       const now = Date.now();
@@ -471,7 +472,7 @@ export class KernelCore {
           const { done, value } = await reader.read();
           if (done) break;
           // dropped: the clone is cancelled too, or the transfer would go on for it alone
-          if (!loaded.has(name)) { reader.cancel().catch(() => {}); return; }
+          if (dropped.has(name)) { reader.cancel().catch(() => {}); return; }
           loaded.set(name, loaded.get(name) + value.byteLength);
           send(false);
         }
@@ -487,10 +488,12 @@ export class KernelCore {
       return res;
     };
     try { Object.defineProperty(scope, 'fetch', { value: counting, writable: true, configurable: true }); } catch { return () => {}; }
-    // A file given up (the served image on a slow link) leaves the total.
+    // A file given up (the served image on a slow link) leaves the total but for what of it came,
+    // so the bar never goes back; its counting stops (and with it the clone's transfer).
     this.downloads = { drop: (name) => {
-      if (expected.has(name)) { known -= expected.get(name); expected.delete(name); }
-      loaded.delete(name); send(true);
+      const got = loaded.get(name) || 0;
+      if (expected.has(name)) { known -= expected.get(name) - got; expected.set(name, got); }
+      dropped.add(name); send(true);
     } };
     return () => {
       this.downloads = null;

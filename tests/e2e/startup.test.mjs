@@ -125,11 +125,16 @@ test('the runtime bar: one percentage over the total bytes, only growing, never 
     const pcts = seen.labels.map((l) => /(\d+) %/.exec(l)).filter(Boolean).map((m) => Number(m[1]));
     assert.ok(pcts.length >= 3 && pcts.some((p) => p > 0 && p < 100), `a percentage in several steps: ${JSON.stringify(seen.labels)}`);
     assert.ok(pcts.every((p, i) => i === 0 || p >= pcts[i - 1]), `the percentage only grows: ${pcts}`);
+    // The total: the runtime's files and, when this visit restores it, the served memory image
+    // (~30 MB decoded); an image given up on a slow link (a loaded machine reads it slowly too)
+    // leaves the total once, with what of it came (docs/ui-adapter.md).
     assert.equal(pcts.at(-1), 100, 'every byte in before Python is ready');
     assert.ok(seen.labels.every((l) => !/pyodide\.asm|python_stdlib|\.wasm|\.zip/.test(l)), `no file names: ${JSON.stringify(seen.labels)}`);
     const max = seen.bars[0][1];
-    assert.ok(max > 10e6 && seen.bars.every(([v, m], i) => m === max && v <= m && (i === 0 || v >= seen.bars[i - 1][0])),
-      `one bar over the runtime's ~12 MB, only growing: ${JSON.stringify(seen.bars.slice(0, 5))}…`);
+    const maxes = [...new Set(seen.bars.map(([, m]) => m))];
+    assert.ok(max > 10e6 && maxes.length <= 2 && maxes.every((m) => m <= max && m > 10e6) &&
+      seen.bars.every(([v, m], i) => v <= m && (i === 0 || v >= seen.bars[i - 1][0])),
+      `one bar over the runtime (with the image, or without it once given up), only growing: ${JSON.stringify(seen.bars.slice(0, 5))}… totals ${maxes}`);
     assert.match(seen.labels.at(-1), /^Python ready/);
     // The kernel worker is made before the page's own bundle (the editor's code) is even asked for.
     const app = await page.evaluate(() => performance.getEntriesByType('resource').find((r) => r.name.endsWith('/assets/app.js'))?.startTime);
@@ -303,11 +308,13 @@ test('a first visit restores the served memory snapshot and keeps it; a repeat v
   await new Promise((r) => sentinel.listen(0, '127.0.0.1', r));
   const first = await launch({ viewport: DESKTOP });
   const profile = first.dir;
+  let open = null;   // the last visit's browser: closed before its profile goes, whatever failed
   // One visit on the profile: → {page, logs (the page's console), close}.
   const visit = async () => {
     const b = await launch({ viewport: DESKTOP, profile });
     const logs = [];
     b.ctx.pages()[0].on('console', (m) => logs.push(m.text()));
+    open = b.ctx;
     const page = await openReady(b.ctx);
     return { page, logs, atReady: logs.slice(), close: () => b.ctx.close() };
   };
@@ -319,12 +326,15 @@ test('a first visit restores the served memory snapshot and keeps it; a repeat v
   };
   const RESTORED = 'kernel: started from the memory snapshot';
   try {
-    // A first visit (loopback: the image is faster than a load): the served image restored; its
-    // kernel hands the file over and the page keeps it.
+    // A first visit (loopback: the image is faster than a load, unless the machine is so loaded
+    // that even loopback reads slowly: then a load, said so): the served image restored; a kernel
+    // that restored it (this one, or the spare, which takes it whatever the link) hands the file
+    // over and the page keeps it.
     const logs1 = [];
     first.ctx.pages()[0].on('console', (m) => logs1.push(m.text()));
     const page1 = await openReady(first.ctx);
-    assert.ok(logs1.includes("kernel: started from the server's memory snapshot"), JSON.stringify(logs1));
+    assert.ok(logs1.includes("kernel: started from the server's memory snapshot") ||
+      logs1.some((l) => /^kernel: Python loaded \(memory snapshot: skipped: the rest of it would take/.test(l)), JSON.stringify(logs1));
     const made = await waitImage(page1, (i) => i && i.intact, 'after a first visit');
     assert.match(made.key, /^[0-9a-f]{64}$/);
     assert.ok(made.size > 8e6, `an image of the runtime's memory: ${made.size} bytes`);
@@ -381,7 +391,8 @@ test('a first visit restores the served memory snapshot and keeps it; a repeat v
     await v.close();
   } finally {
     await first.ctx.close().catch(() => {});
+    if (open) await open.close().catch(() => {});
     sentinel.closeAllConnections?.(); sentinel.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
   }
 });
