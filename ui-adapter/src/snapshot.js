@@ -77,7 +77,7 @@ export class SnapshotStore {
         if (rec) this.log.info('kernel: the memory snapshot kept here is another build\'s: the served one instead (kept in its place)');
         return null;
       })
-      .catch((e) => { this.log.warn(`kernel: memory snapshot unreadable (${e.message}): a normal load`); return null; });
+      .catch((e) => { this.log.warn(`kernel: the kept memory snapshot is unreadable (${e.message}): the served one instead`); return null; });
     return this.kept;
   }
 
@@ -95,7 +95,7 @@ export class SnapshotStore {
         const bytes = new Uint8Array(rec.data instanceof Blob ? await rec.data.arrayBuffer() : rec.data.slice(0));
         return { snapshot: { key: this.key, sha256: rec.sha256, bytes } };
       } catch (e) {
-        this.log.warn(`kernel: memory snapshot unreadable (${e.message}): a normal load`);
+        this.log.warn(`kernel: the kept memory snapshot is unreadable (${e.message}): the served one instead`);
         this.drop();
         return { servedSnapshot: served };
       }
