@@ -106,6 +106,18 @@ export const PHONE = Object.freeze({
       : `This run started again from the beginning (attempt ${attempt}): ${RERUN_WHY[why] || RERUN_WHY.lost}`),
 });
 
+// The runtime's start as the kernel core reports it (its `runtime` progress message), so the
+// progress line says which path ran: a restore from a memory snapshot (the image the server made
+// at setup, or the one this browser kept) or a load of Python from scratch.
+export const START = Object.freeze({
+  loading: () => 'loading the Python runtime',
+  restoring: (from) => (from === 'kept'
+    ? 'restoring the Python runtime from the snapshot kept in this browser'
+    : "restoring the Python runtime from the server's snapshot"),
+  loadingInstead: () => 'loading the Python runtime (its snapshot could not be used)',
+  loadingFaster: () => 'loading the Python runtime (faster than downloading its snapshot on this connection)',
+});
+
 // The runtime's loading labels, by the stage the kernel core reports.
 const STAGE = { runtime: 'Loading the Python runtime…', kernel: 'Loading the kernel…', lockdown: 'Locking the sandbox down…', packages: 'Loading packages…' };
 /** @param {{stage?: string, message?: string}} [p] */
