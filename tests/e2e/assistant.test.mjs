@@ -4,7 +4,8 @@
 // the composer disabled meanwhile; a tool call runs in the page, under the answer, and its result
 // reaches the model before the answer; an answer's two python blocks auto-run in order and show in
 // order, below the earlier turn; a second tab sees the same conversation live and after a reload;
-// a model error is shown as such; Stop ends a stalled answer keeping its text; the page sent to
+// the tool card sits between the texts around the call, live and after a reload; a model error is
+// shown as such; Stop ends a stalled answer keeping its text; the page sent to
 // the background during a tool run pauses it and the turn waits, back in front the run starts again
 // and the turn finishes; on a phone the
 // tool run's card says to keep the page open.  Without a model the page says so and keeps "run your
@@ -130,6 +131,46 @@ test('a tool call runs in the page under the answer, its result reaches the mode
   const card = page.locator('.msg[data-role=assistant] .run-card');
   assert.match(await card.textContent(), /tool run/);
   await finish(page, errors, 'assistant-tool');
+});
+
+// The answer's flow as the page shows it: each text piece and each card, in order.
+const flowOf = (page) => page.$$eval('.msg[data-role=assistant] .msg-flow > *', (els) => els.map((el) => (el.classList.contains('run-card')
+  ? `card:${el.dataset.status}:${(el.querySelector('pre.code')?.textContent || '').trim()}` : `text:${el.textContent.trim()}`)));
+
+test('the tool card sits where the call happened, between the texts around it: live as the answer streams, and after a reload', async (t) => {
+  if (!need(t)) return;
+  const code = 'import time\ntime.sleep(1)\nprint(6 * 7)';
+  model.script((body) => (byRole({ body }, 'tool').length
+    ? { text: 'So the answer is 42, as printed above.', gapMs: 120 }
+    : { text: 'Here is what the run printed:', tool: { code } }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  await ask(page, 'What is 6 * 7? Show the run.');
+  // Live: the card comes after the first text while it runs ...
+  await page.waitForFunction(() => document.querySelector('.msg[data-role=assistant] .msg-flow > .run-card'), null, { timeout: 30_000 });
+  const running = await flowOf(page);
+  assert.equal(running[0], 'text:Here is what the run printed:', running.join(' | '));
+  assert.match(running[1], /^card:/, running.join(' | '));
+  // ... and the text after the call streams in below the card, not above it.
+  const streaming = await page.waitForFunction(() => {
+    const m = document.querySelector('.msg[data-role=assistant]');
+    const flow = [...m.querySelectorAll('.msg-flow > *')];
+    return m.dataset.state === 'streaming' && flow.length === 3 && flow[2].textContent.trim().length > 0
+      ? flow.map((el) => (el.classList.contains('run-card') ? 'card' : 'text')) : null;
+  }, null, { timeout: 30_000 });
+  assert.deepEqual(await streaming.jsonValue(), ['text', 'card', 'text'], 'the later text grows under the card');
+  await assistantDone(page);
+  const want = ['text:Here is what the run printed:', `card:ok:${code}`, 'text:So the answer is 42, as printed above.'];
+  assert.deepEqual(await flowOf(page), want, 'live');
+  assert.equal((await page.locator('.msg[data-role=assistant] .run-card [data-testid=stdout]').textContent()).trim(), '42');
+  // The server's record says the same.
+  const msg = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1);
+  assert.deepEqual(msg.parts.map((p) => p.type), ['text', 'run', 'text'], JSON.stringify(msg.parts));
+  await page.reload();
+  await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+  await page.locator('.msg[data-role=assistant][data-state=done] .run-card[data-status=ok] pre.code').waitFor({ timeout: 20_000 });
+  assert.deepEqual(await flowOf(page), want, 'after a reload');
+  await finish(page, errors, 'assistant-tool-in-place');
 });
 
 test('an answer\'s two python blocks auto-run in order and show in order, below the earlier turn', async (t) => {
