@@ -199,6 +199,12 @@ test('an answer\'s two python blocks auto-run in order and show in order, below 
   assert.deepEqual(blocks[0].keyword, ['import']);
   assert.deepEqual(blocks[1].strings, ['"two"']);
   assert.deepEqual([...new Set(blocks.flatMap((b) => b.tags))], ['SPAN'], 'colouring adds spans only');
+  // After a reload the auto runs' cards still show the code they ran (the run object's `code`).
+  await page.reload();
+  await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('.msg')[3]?.querySelectorAll('.run-card pre.code') || []].length === 2, null, { timeout: 20_000 });
+  assert.deepEqual(await page.$$eval('.msg:nth-child(4) .run-card pre.code', (els) => els.map((e) => e.textContent)),
+    ['import time\ntime.sleep(0.3)\nprint("one")', 'print("two")'], 'the auto runs\' code, after a reload');
   await finish(page, errors, 'assistant-two-blocks');
 });
 
