@@ -656,7 +656,12 @@ test('a server killed while the model\'s tool run is held by the page: after its
     assert.equal(list.at(-1).error.code, 'interrupted');
     assert.deepEqual(list.at(-1).run_ids, [tool.run_id]);
     m2.script.push({ text: 'back' });
-    assert.equal((await ask(chat, 'again', chat.token, s2)).status, 201, 'the chat takes the next message');
+    const again = await ask(chat, 'again', chat.token, s2);
+    assert.equal(again.status, 201, 'the chat takes the next message');
+    await ended(p2, again.json.answer_id);
+    // The interrupted answer is replayed as its text alone: its calls were to be stored with its end.
+    const replay = m2.requests.at(-1).body.messages.filter((m) => m.role !== 'system');
+    assert.deepEqual(replay.map((m) => m.role), ['user', 'user'], JSON.stringify(replay).slice(0, 400));
     p2.close();
   } finally {
     await s2.stop();
