@@ -76,7 +76,7 @@ async function finish(page, errors, name) {
 
 test('a plain answer streams in as sanitized markdown under the question; Send waits meanwhile', async (t) => {
   if (!need(t)) return;
-  model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 60 }));
+  model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 200 }));
   const chat = await newChat();
   const { page, errors } = await openChat(chat, { kernel: false });
   await ask(page, 'Say something\nin two lines');
@@ -211,7 +211,7 @@ test('an answer\'s two python blocks auto-run in order and show in order, below 
 test('a second tab sees the same conversation live, and again after a reload', async (t) => {
   if (!need(t)) return;
   const text = 'This answer comes in slowly, piece by piece, so the other tab sees it grow.';
-  model.script(() => ({ text, gapMs: 250 }));
+  model.script(() => ({ text, gapMs: 500 }));
   const chat = await newChat();
   const { page } = await openChat(chat, { kernel: false });
   const { page: other, errors } = await openChat(chat, { kernel: false });
