@@ -133,6 +133,8 @@ test('parts: the answer cut at its tool runs, the text after the last run growin
   assert.deepEqual(cut({ text: 'a\n\n', parts: [{ type: 'text', text: 'a' }, { type: 'run', run_id: 'x' }, { type: 'text', text: '\n\n' }, { type: 'run', run_id: 'y' }] }), ['a', '[x]', '[y]']);
   // Parts that run past the text held (the text lags them): the run goes at the text's end.
   assert.deepEqual(cut({ text: 'ab', parts: [{ type: 'text', text: 'abcd' }, { type: 'run', run_id: 'x' }] }), ['ab', '[x]']);
-  // Bad parts are skipped, not fatal.
+  // Bad parts are skipped, not fatal, in a whole object too.
+  assert.notEqual(l.apply(durable(asst('a', 't', 1, { text: 'Let me run it:', parts: [null, { type: 'run', run_id: 'r1' }, 7, { type: 'run', run_id: 'r2' }] }), 3)), null);
+  assert.deepEqual(cut(l.get('a')), ['[r1]', '[r2]', 'Let me run it:\n\nIt printed 42 — ✓']);
   assert.deepEqual(cut({ text: 'ab', parts: [{ type: 'run' }, { type: 'text', text: 5 }, null, 'x'] }), ['ab']);
 });

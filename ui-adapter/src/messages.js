@@ -127,7 +127,7 @@ export class MessageList extends Emitter {
   }
 }
 
-const runsIn = (parts) => parts.filter((p) => p.type === 'run').length;
+const runsIn = (parts) => parts.filter((p) => p?.type === 'run').length;
 
 /**
  * A message as it reads: `[{type: 'text', text}, {type: 'run', run_id}, …]`, its text as it stands
