@@ -178,7 +178,8 @@
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
     "?8, ?9, ?10, ?11, ?12) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                 \
     "text = excluded.text, error_json = excluded.error_json, "                                      \
-    "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                      \
+    "run_ids_json = excluded.run_ids_json, "                                                        \
+    "calls_json = COALESCE(excluded.calls_json, messages.calls_json), "                             \
     "updated_at = excluded.updated_at, parts_json = excluded.parts_json",                           \
     ST_SAME)                                                                                        \
   X(MESSAGE_LIST,                                                                                   \

@@ -333,14 +333,16 @@ void store_turn_free(struct store_turn *t);
  * are the orchestrator's names ("user" | "assistant"; "streaming", "done", ...); error_json,
  * run_ids_json and calls_json are JSON text the orchestrator writes and reads (the store does not
  * look inside).  A put inserts, or updates the message of that id (state, text, error, run ids,
- * calls, parts, updated_at); its chat, turn, role and creation time never change. */
+ * calls, parts, updated_at); its chat, turn, role and creation time never change.  An update with
+ * calls_json NULL leaves the calls as stored (they can be large: every tool call's arguments and
+ * result), so a writer that changed the rest alone sends only that. */
 struct store_message {
   store_id id, chat_id, turn_id;
   char role[16], state[16];
   char *text;         /* never NULL in a message read */
   char *error_json;   /* NULL: none */
   char *run_ids_json; /* "[...]"; NULL on a put: "[]" */
-  char *calls_json;   /* the tool calls it made and their results; NULL: none */
+  char *calls_json;   /* the tool calls it made and their results; NULL: none (on an update: kept) */
   char *parts_json;   /* where in its text its tool runs happened; NULL: not recorded */
   int64_t created_at, updated_at;
 };
