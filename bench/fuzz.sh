@@ -6,6 +6,9 @@
 #   bash bench/fuzz.sh                   every target, 60 s each
 #   bash bench/fuzz.sh TARGET SECONDS    one target (http1, h2, ...: tests/fuzz/fuzz_TARGET.c)
 #   bash bench/fuzz.sh all SECONDS       every target, SECONDS each, one after the other
+#   bash bench/fuzz.sh long [TARGET...]  the long campaign: each target (api and mcp by default)
+#                                        to FUZZ_RUNS executions (10^7) with no time bound, side
+#                                        by side, at NICE=19 unless NICE is set
 #   (NICE=19 runs them at the lowest priority; FUZZ_ARGS adds libFuzzer flags)
 #
 # Each target runs on its working corpus build-fuzz/corpus/TARGET (kept between runs, seeded
@@ -19,9 +22,30 @@ cd "$ROOT" || exit 1
 WHICH="${1:-all}"
 SECONDS_EACH="${2:-60}"
 B="$ROOT/build-fuzz"
+if [ "$WHICH" = long ]; then
+  shift
+  long=("$@"); ((${#long[@]})) || long=(api mcp)
+  export NICE="${NICE:-19}" FUZZ_ARGS="-runs=${FUZZ_RUNS:-10000000} ${FUZZ_ARGS:-}"
+  # one build first, so the parallel runs below never configure or build the same tree at once
+  FUZZ_BUILD_ONLY=1 bash "$0" all 0 || exit 1
+  pids=()
+  for t in "${long[@]}"; do
+    FUZZ_NO_BUILD=1 bash "$0" "$t" 0 >"$B/long-$t.out" 2>&1 &
+    pids+=("$!")
+  done
+  rc=0
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || rc=1
+    grep "^fuzz ${long[$i]}" "$B/long-${long[$i]}.out"
+  done
+  echo "fuzz long: $([ "$rc" -eq 0 ] && echo passed || echo FAILED)"
+  exit "$rc"
+fi
 command -v clang >/dev/null || { echo "fuzz: clang is missing (Debian: clang, libclang-rt-dev)"; exit 1; }
-cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DSBX_FUZZ=ON -DSBX_SANITIZE=ON -DSBX_TESTS=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  cmake -S . -B "$B" -DCMAKE_C_COMPILER=clang -DSBX_FUZZ=ON -DSBX_SANITIZE=ON -DSBX_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+fi
 targets=()
 for f in tests/fuzz/fuzz_*.c; do
   t="$(basename "$f" .c)"; t="${t#fuzz_}"
@@ -29,7 +53,10 @@ for f in tests/fuzz/fuzz_*.c; do
   if [ "$WHICH" = all ] || [ "$WHICH" = "$t" ]; then targets+=("$t"); fi
 done
 ((${#targets[@]})) || { echo "fuzz: no target named $WHICH"; exit 1; }
-cmake --build "$B" -j2 --target "${targets[@]/#/fuzz_}" 2>&1 | grep -E "error|warning: " || true
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  nice cmake --build "$B" -j2 --target "${targets[@]/#/fuzz_}" 2>&1 | grep -E "error|warning: " || true
+fi
+[ -z "${FUZZ_BUILD_ONLY:-}" ] || exit 0
 pass=0; fail=0
 for t in "${targets[@]}"; do
   bin="$B/tests/fuzz/fuzz_$t"
