@@ -41,7 +41,9 @@
   X(EDB, -20, "database error")                                                                    \
   X(EUNAUTH, -21, "unauthorized")                                                                  \
   X(ENAME, -22, "invalid name")                                                                   \
-  X(EFENCED, -23, "refused: another node holds the chat's lease")
+  X(EFENCED, -23, "refused: another node holds the chat's lease")                                 \
+  X(EREMOTE, -24, "another node serves it")                                                       \
+  X(EINPROGRESS, -25, "under way; the end follows")
 
 enum sbx_errno {
 #define SBX_ERRNO_GEN(name, val, msg) SBX_##name = (val),

@@ -386,7 +386,7 @@ int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void 
       orch__event_emit(run->chat, "cancel", ev);
     else
       json_decref(ev);
-    return SBX_EAGAIN;
+    return SBX_EINPROGRESS;
   }
   if (cb != NULL && orch__run_on_end(run, cb, ud) == NULL)
     return SBX_ENOMEM;

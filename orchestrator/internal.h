@@ -177,8 +177,8 @@ int orch__run_take_result(struct orch_run *run, int attempt, const char *hash);
 /* FINISHING -> back to the state it finished from (its output files could not be stored). */
 int orch__run_result_failed(struct orch_run *run);
 int orch__run_finish(struct orch_run *run, enum orch_run_status status);
-/* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set, SBX_EAGAIN
- * (the page must be told).  Finishing, done: SBX_ESTATE. */
+/* Queued/paused: finished cancelled (0).  Dispatched/running: cancel deadline set,
+ * SBX_EINPROGRESS (the page must be told).  Finishing, done: SBX_ESTATE. */
 int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms);
 /* Applies a deadline that has passed (finishing the run) and says which. */
 enum orch_run_due orch__run_tick(struct orch_run *run);
@@ -499,12 +499,13 @@ struct orch {
  * (nothing may call back into them any more: the store is closed, the transport gone). */
 void orch__chats_init(struct orch *o);
 void orch__chats_free(struct orch *o);
-/* The chat, loaded from the store on first use.  SBX_ENOENT when there is none. */
+/* The chat, loaded from the store on first use.  SBX_ENOENT when there is none, SBX_EREMOTE when
+ * another node serves it (o->leases), SBX_EBUSY when its lease cannot be had just now. */
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out);
 /* The chats' leases: a hook the nodes wing (nodes/nodes.c) registers in o->leases when the
  * server is one node of several (CEREA_NODE_URL).  NULL when it is the only one: every chat is
  * its own.  So the core loads and drops chats without calling nodes by name.
- *   take     before a chat is loaded: 0 held (taken now, or already), SBX_EAGAIN another node
+ *   take     before a chat is loaded: 0 held (taken now, or already), SBX_EREMOTE another node
  *            holds it, SBX_EBUSY this node does not serve yet, or the store's error;
  *   loaded   a chat just loaded (one taken over brings its unfinished runs);
  *   release  a chat left memory (or could not be loaded after all): its lease goes. */
@@ -544,7 +545,7 @@ void orch__settle_cancel(struct orch_settle *s);
 void orch__run_settle(struct orch *o, struct orch_run *run);
 /* Cancels a run.  Queued or paused: it ends at once (0; cb, when given, hears of it once durable).
  * Dispatched or running: its page is sent `cancel` and the run ends on its answer or after
- * CODE_CANCEL_GRACE_MS (SBX_EAGAIN; cb not registered).  SBX_ESTATE when it is finishing or done;
+ * CODE_CANCEL_GRACE_MS (SBX_EINPROGRESS; cb not registered).  SBX_ESTATE when it is finishing or done;
  * SBX_ENOMEM (nothing changed). */
 int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void *ud);
 /* A new run of chat c, neither stored nor live: queued, or already done `rejected` when code
@@ -806,7 +807,7 @@ int orch__nodes_start(struct orch *o, struct sbx_error *err);
 void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
 void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
 const char *orch__node_id(const struct orch *o); /* this node's id; NULL when not a node */
-/* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EAGAIN another
+/* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EREMOTE another
  * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
  * store's error. */
 int orch__node_take(struct orch *o, const char *chat_id);

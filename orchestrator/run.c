@@ -346,7 +346,7 @@ int orch__run_request_cancel(struct orch_run *run, uint64_t grace_ms) {
   case ORCH_RUN_WAITING_INPUT:
     if (run->cancel_deadline_ms == 0)
       run->cancel_deadline_ms = sbx_now_mono_ms() + grace_ms;
-    return SBX_EAGAIN; /* the page is told; the run ends on its answer or after the grace */
+    return SBX_EINPROGRESS; /* the page is told; the run ends on its answer or after the grace */
   default:
     return SBX_ESTATE; /* finishing or done */
   }

@@ -606,7 +606,7 @@ static void next_call(struct orch_asst *t) {
   json_t *now = NULL;
   int rc = orch__tool_start(t->o, ORCH_TOOL_RUN_PYTHON, &targs, args, "", &tool_ops, t, &t->tool,
                             &now, why, sizeof why);
-  if (rc == SBX_EINVAL || rc == SBX_EAGAIN) { /* EAGAIN: the chat moved to another node */
+  if (rc == SBX_EINVAL || rc == SBX_EREMOTE) { /* EREMOTE: the chat moved to another node */
     char msg[700];
     snprintf(msg, sizeof msg, "Not run: %s", why);
     answer_call(t, msg);

@@ -80,7 +80,7 @@ static int page_token_real(struct orch *o, const struct orch_auth *a) {
   if (a->kind != ORCH_CRED_PAGE)
     return 0;
   int rc = orch__chat_get(o, a->chat_id, &c);
-  if (rc == SBX_EAGAIN) { /* nodes: another node serves the chat; its token is in the store */
+  if (rc == SBX_EREMOTE) { /* nodes: another node serves the chat; its token is in the store */
     struct store_chat sc = {0};
     int real =
         store_chat_get(o->st, a->chat_id, &sc) == 0 && orch__auth_allows(a, sc.id, sc.token_hash);
@@ -138,7 +138,7 @@ void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
   }
   if (strcmp(ns->refused_chat, chat_id) != 0) { /* not the chat last refused: look again */
     struct orch_chat *c;
-    if (orch__chat_get(o, chat_id, &c) != SBX_EAGAIN) {
+    if (orch__chat_get(o, chat_id, &c) != SBX_EREMOTE) {
       orch__api_error(req, 503, "unavailable", "chat %s changed nodes; try again", chat_id);
       return;
     }
@@ -156,6 +156,18 @@ void orch__node_forward(struct orch *o, struct tp_req *req, const char *chat_id,
   if (orch__proxy_forward(ns->px, req, ns->refused_url, chat_id, ns->id, ns->refused_left_ms,
                           stage) != 0)
     orch__api_error(req, 503, "unavailable", "chat %s could not be forwarded to its node", chat_id);
+}
+
+/* A chat that could not be loaded (orch__chat_get's rc), answered by the error map. */
+static void chat_unloaded(struct tp_req *req, const char *chat_id, int rc) {
+  if (rc == SBX_ENOENT)
+    orch__api_fail(req, rc, ORCH_OP_ANY, "no chat %s", chat_id);
+  else if (rc == SBX_EBUSY) /* nodes: its lease is changing hands, or this node is starting */
+    orch__api_fail(req, rc, ORCH_OP_ANY,
+                   "chat %s cannot be loaded just now (its lease is changing hands); try again",
+                   chat_id);
+  else
+    orch__api_fail(req, rc, ORCH_OP_ANY, "cannot load chat: %s", sbx_strerror(rc));
 }
 
 struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const char *chat_id,
@@ -179,24 +191,16 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
     return NULL;
   struct orch_chat *c = NULL;
   int rc = orch__valid_id(chat_id) ? orch__chat_get(o, chat_id, &c) : SBX_ENOENT;
-  if (rc == SBX_EAGAIN) { /* another node serves it (nodes.c) */
+  if (rc == SBX_EREMOTE) { /* another node serves it (nodes.c) */
     orch__node_forward(o, req, chat_id, stage);
     return NULL;
   }
-  if (rc == SBX_ENOENT) {
-    if (a.kind == ORCH_CRED_PAGE)
-      orch__api_error(req, 401, "unauthorized", "wrong credential");
-    else
-      orch__api_error(req, 404, "not_found", "no chat %s", chat_id);
+  if (rc == SBX_ENOENT && a.kind == ORCH_CRED_PAGE) { /* a page token names its own chat */
+    orch__api_error(req, 401, "unauthorized", "wrong credential");
     return NULL;
   }
   if (rc != 0) {
-    if (rc == SBX_EBUSY) /* nodes: its lease is changing hands, or this node is starting */
-      orch__api_unavailable(
-          req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again",
-          chat_id);
-    else
-      orch__api_error(req, 500, "internal", "cannot load chat: %s", sbx_strerror(rc));
+    chat_unloaded(req, chat_id, rc);
     return NULL;
   }
   if (!orch__auth_allows_chat(&a, c)) {
@@ -224,12 +228,9 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
     rc = SBX_ENOENT;
   else
     rc = store_run_get(o->st, run_id, rec);
-  if (rc == SBX_ENOENT) {
-    orch__api_error(req, 404, "not_found", "no run %s", run_id);
-    return 1;
-  }
   if (rc != 0) {
-    orch__api_error(req, 500, "internal", "cannot load run: %s", sbx_strerror(rc));
+    orch__api_fail(req, rc, ORCH_OP_ANY, rc == SBX_ENOENT ? "no run %s" : "cannot load run %s",
+                   run_id);
     return 1;
   }
   if (orch__api_host_elsewhere(o, req, &a, rec->chat_id)) {
@@ -237,15 +238,13 @@ int orch__api_run_body(struct orch *o, struct tp_req *req, const char *run_id,
     return 1;
   }
   struct orch_chat *c = NULL;
-  if ((rc = orch__chat_get(o, rec->chat_id, &c)) == SBX_EAGAIN) { /* another node's (nodes.c) */
+  if ((rc = orch__chat_get(o, rec->chat_id, &c)) == SBX_EREMOTE) { /* another node's (nodes.c) */
     orch__node_forward(o, req, rec->chat_id, stage);
     store_run_free(rec);
     return 1;
   }
-  if (rc == SBX_EBUSY) {
-    orch__api_unavailable(
-        req, 1, "chat %s cannot be loaded just now (its lease is changing hands); try again",
-        rec->chat_id);
+  if (rc == SBX_EBUSY) { /* (any other failure hides the run: 404 below) */
+    chat_unloaded(req, rec->chat_id, rc);
     store_run_free(rec);
     return 1;
   }
@@ -289,10 +288,8 @@ void orch__api_answer_end(void *ud, struct orch *o, struct orch_run *run, int rc
     orch__api_error(req, 500, "internal", "out of memory");
   else if (rc == 0)
     orch__api_text(req, 200, text, len);
-  else if (rc == SBX_ENAME)
-    orch__api_error(req, 400, "invalid_name", "%s", err ? err->msg : "invalid file name");
   else
-    orch__api_error(req, 500, "storage", "%s", err ? err->msg : sbx_strerror(rc));
+    orch__api_fail(req, rc, ORCH_OP_STORE, "%s", err && err->msg[0] ? err->msg : sbx_strerror(rc));
   tp_req_release(req);
 }
 

@@ -117,10 +117,8 @@ static void on_get_chat(struct tp_req *req, void *ud) {
     return;
   struct store_chat c;
   int rc = store_chat_get(o->st, oc->id, &c);
-  if (rc == SBX_ENOENT) {
-    orch__api_error(req, 404, "not_found", "no chat %s", oc->id);
-  } else if (rc != 0) {
-    orch__api_error(req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+  if (rc != 0) {
+    orch__api_fail(req, rc, ORCH_OP_STORE, "chat %s not read: %s", oc->id, sbx_strerror(rc));
   } else {
     orch__api_json(req, 200, chat_json(&c));
     store_chat_free(&c);
@@ -173,13 +171,12 @@ struct rename_ctx {
 static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
   struct rename_ctx *ctx = ud;
   struct store_chat c;
-  if (rc == SBX_ENOENT) {
-    orch__api_error(ctx->req, 404, "not_found", "no chat %s", ctx->chat_id);
-  } else if (rc != 0) {
-    orch__api_error(ctx->req, 500, "storage", "title not stored: %s",
-                    err ? err->msg : sbx_strerror(rc));
+  if (rc != 0) {
+    orch__api_fail(ctx->req, rc, ORCH_OP_STORE, "chat %s: title not stored: %s", ctx->chat_id,
+                   err ? err->msg : sbx_strerror(rc));
   } else if ((rc = store_chat_get(ctx->o->st, ctx->chat_id, &c)) != 0) {
-    orch__api_error(ctx->req, 500, "storage", "cannot read chat: %s", sbx_strerror(rc));
+    orch__api_fail(ctx->req, rc, ORCH_OP_STORE, "chat %s not read: %s", ctx->chat_id,
+                   sbx_strerror(rc));
   } else {
     orch__api_json(ctx->req, 200, chat_json(&c));
     store_chat_free(&c);

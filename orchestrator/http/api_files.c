@@ -98,7 +98,7 @@ static struct orch_chat *could_reach(struct orch *o, struct tp_req *req, int *el
       !orch__valid_id(chat_id) || orch__host_elsewhere(o, &a, chat_id))
     return NULL;
   int rc = orch__chat_get(o, chat_id, &c);
-  *elsewhere = rc == SBX_EAGAIN;
+  *elsewhere = rc == SBX_EREMOTE;
   if (rc != 0)
     return NULL;
   return a.kind != ORCH_CRED_PAGE || orch__auth_allows_chat(&a, c) ? c : NULL;
@@ -168,16 +168,10 @@ static int on_upload_body(struct tp_req *req, const void *data, size_t len, void
 static void on_file_added(int rc, const struct sbx_error *err, const struct store_file_added *res,
                           void *ud) {
   struct upload_ctx *ctx = ud;
-  if (rc == SBX_ENAME)
-    orch__api_error(ctx->req, 400, "invalid_name", "%s",
-                    err && err->msg[0] ? err->msg : "invalid file name");
-  else if (rc == SBX_ENOENT)
-    orch__api_error(ctx->req, 404, "not_found", "no such chat");
-  else if (rc == SBX_EFULL) /* files.c worded it */
-    orch__api_error(ctx->req, 413, "over_quota", "%s", err ? err->msg : "over the chat's quota");
-  else if (rc != 0)
-    orch__api_error(ctx->req, 500, "storage", "file not stored: %s",
-                    err ? err->msg : sbx_strerror(rc));
+  if (rc != 0) /* files.c words its refusals (a name, the quota) */
+    orch__api_fail(ctx->req, rc, ORCH_OP_STORE, "%s",
+                   rc == SBX_ENOENT ? "no such chat" : err && err->msg[0] ? err->msg
+                                                                          : sbx_strerror(rc));
   else
     orch__api_json(ctx->req, res->created ? 201 : 200,
                    orch__file_json(&res->file, exec_on(ctx->o)));
@@ -325,7 +319,7 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch_chat *c = NULL;
   char token_hash[65] = "";
   int rc = orch__chat_get(o, f.chat_id, &c);
-  if (rc == SBX_EAGAIN) { /* another node serves the chat: its files are any node's */
+  if (rc == SBX_EREMOTE) { /* another node serves the chat: its files are any node's */
     struct store_chat sc = {0};
     if (store_chat_get(o->st, f.chat_id, &sc) == 0)
       memcpy(token_hash, sc.token_hash, sizeof token_hash);

@@ -488,7 +488,7 @@ static void on_tools_call(struct tp_req *req, void *ud) {
     goto out;
   }
   struct orch_chat *oc = NULL; /* (wait_for_run, cancel_run: their run says the chat) */
-  if (a.chat_id && orch__chat_get(o, a.chat_id, &oc) == SBX_EAGAIN) { /* nodes: its node answers */
+  if (a.chat_id && orch__chat_get(o, a.chat_id, &oc) == SBX_EREMOTE) { /* nodes: its node answers */
     orch__node_forward(o, req, a.chat_id, NULL);
     goto out;
   }
@@ -503,12 +503,12 @@ static void on_tools_call(struct tp_req *req, void *ud) {
   rc = orch__tool_start(o, t, &a, args, base, &http_ops, h, &h->tc, &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
     sbx_free(h);
-    if (rc == SBX_EAGAIN && a.chat_id) /* nodes: the run's chat is another node's */
+    if (rc == SBX_EREMOTE && a.chat_id) /* nodes: the run's chat is another node's */
       orch__node_forward(o, req, a.chat_id, NULL);
     else if (rc == SBX_EINVAL)
       refused(req, why);
     else if (rc != 0)
-      orch__api_error(req, 500, "internal", "the call could not start: %s", sbx_strerror(rc));
+      orch__api_fail(req, rc, ORCH_OP_ANY, "the call could not start: %s", sbx_strerror(rc));
     else
       answer_tool_result(req, now);
     goto out;

@@ -121,12 +121,11 @@ static void on_post_message(struct tp_req *req, void *ud) {
   int rc = orch__asst_ask(o, c, &ask, on_asked, req);
   if (rc != 0)
     tp_req_release(req);
-  if (rc == SBX_EBUSY)
-    orch__api_error(req, 409, "turn_open",
-                    "The assistant is still answering in this chat: wait for its answer, or "
-                    "stop it (POST /v1/turns/{turn}/cancel).");
-  else if (rc != 0)
-    orch__api_error(req, 500, "internal", "the message could not be taken: %s", sbx_strerror(rc));
+  if (rc != 0)
+    orch__api_fail(req, rc, ORCH_OP_ASK, "%s",
+                   rc == SBX_EBUSY ? "The assistant is still answering in this chat: wait for its "
+                                     "answer, or stop it (POST /v1/turns/{turn}/cancel)."
+                                   : sbx_strerror(rc));
 out:
   for (size_t i = 0; i < nf; i++)
     store_file_free(&files[i]);
@@ -175,13 +174,12 @@ static void on_list_messages(struct tp_req *req, void *ud) {
   size_t n = 0;
   int more = 0;
   int rc = store_message_page(o->st, c->id, before, after, (size_t)limit, 0, &v, &n, &more);
-  if (rc == SBX_ENOENT) {
-    orch__api_error(req, 400, "invalid_field", "%s: no message %s in this chat",
-                    before ? "before" : "after", before ? before : after);
-    return;
-  }
   if (rc != 0) {
-    orch__api_error(req, 500, "internal", "messages not read: %s", sbx_strerror(rc));
+    if (rc == SBX_ENOENT) /* the cursor names no message of this chat */
+      orch__api_fail(req, rc, ORCH_OP_MSG_CURSOR, "%s: no message %s in this chat",
+                     before ? "before" : "after", before ? before : after);
+    else
+      orch__api_fail(req, rc, ORCH_OP_MSG_CURSOR, "messages not read: %s", sbx_strerror(rc));
     return;
   }
   json_t *list = json_array();
@@ -239,9 +237,7 @@ static void on_cancel_turn(struct tp_req *req, void *ud) {
     goto out;
   tp_req_release(req);
   sbx_free(s);
-  if (rc == SBX_ESTATE) {
-    orch__api_error(req, 409, "turn_finished", "the turn's answer is complete and being stored");
-  } else if (rc == SBX_ENOENT) { /* a backend's turn: its live runs end, it stays open */
+  if (rc == SBX_ENOENT) { /* a backend's turn: its live runs end, it stays open */
     struct sbx_list *it, *tmp;
     SBX_LIST_FOREACH_SAFE(it, tmp, &c->runs) {
       struct orch_run *run = SBX_CONTAINER_OF(it, struct orch_run, chat_link);
@@ -250,7 +246,9 @@ static void on_cancel_turn(struct tp_req *req, void *ud) {
     }
     orch__api_json(req, 200, json_pack("{s:s, s:s}", "turn_id", st.id, "state", "open"));
   } else {
-    orch__api_error(req, 500, "internal", "the turn could not be stopped: %s", sbx_strerror(rc));
+    orch__api_fail(req, rc, ORCH_OP_TURN_STOP, "%s",
+                   rc == SBX_ESTATE ? "the turn's answer is complete and being stored"
+                                    : sbx_strerror(rc));
   }
 out:
   store_turn_free(&st);

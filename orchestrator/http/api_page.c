@@ -228,16 +228,13 @@ static void put_file(struct orch *o, struct tp_req *req, struct store_blob_stage
   }
   struct orch_upload *u;
   int rc = orch__run_add_upload(o, run, name, stage, sha, attempt, &u);
-  if (rc == SBX_EFULL) {
-    orch__api_error(req, 413, "too_many_files", "at most %d files per run", ORCH_FILES_LISTED);
-    return;
-  }
-  if (rc == SBX_EBUSY) {
-    orch__api_error(req, 503, "busy", "too many output bytes waiting for results; try again");
-    return;
-  }
   if (rc != 0) {
-    orch__api_error(req, 500, "internal", "out of memory");
+    if (rc == SBX_EFULL)
+      orch__api_fail(req, rc, ORCH_OP_PAGE_FILE, "at most %d files per run", ORCH_FILES_LISTED);
+    else
+      orch__api_fail(req, rc, ORCH_OP_PAGE_FILE, "%s",
+                     rc == SBX_EBUSY ? "too many output bytes waiting for results; try again"
+                                     : sbx_strerror(rc));
     return;
   }
   json_t *j = json_object();

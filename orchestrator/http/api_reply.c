@@ -3,7 +3,8 @@
  * 503 `unavailable` with Retry-After; and what a Host header may hold, for the URLs the answers
  * name.
  *
- * What it does not do: decide the status (the handlers and api.c's access checks do).
+ * The error map: which status and API code an sbx code answers with, one table for every
+ * handler (the access checks in api.c decide 401 and 403 themselves: no code says who asked).
  */
 #include "api_reply.h"
 #include "transport.h"
@@ -67,6 +68,46 @@ void orch__api_unavailable(struct tp_req *req, uint64_t retry_s, const char *fmt
   va_list ap;
   va_start(ap, fmt);
   api_error_v(req, 503, h, "unavailable", fmt, ap);
+  va_end(ap);
+}
+
+/* Rows of an operation first, then the common ones (op ANY); the first match is the answer. */
+static const struct {
+  int rc;
+  enum orch_api_op op;
+  struct orch_api_fault f;
+} api_faults[] = {
+    {SBX_ESTATE, ORCH_OP_INPUT, {409, "not_waiting"}},
+    {SBX_EBUSY, ORCH_OP_ASK, {409, "turn_open"}},
+    {SBX_ESTATE, ORCH_OP_TURN_STOP, {409, "turn_finished"}},
+    {SBX_EFULL, ORCH_OP_PAGE_FILE, {413, "too_many_files"}},
+    {SBX_EBUSY, ORCH_OP_PAGE_FILE, {503, "busy"}},
+    {SBX_ENOENT, ORCH_OP_MSG_CURSOR, {400, "invalid_field"}},
+    {SBX_ENAME, ORCH_OP_ANY, {400, "invalid_name"}},
+    {SBX_EINVAL, ORCH_OP_ANY, {400, "invalid_field"}},
+    {SBX_ENOENT, ORCH_OP_ANY, {404, "not_found"}},
+    {SBX_EEXIST, ORCH_OP_ANY, {409, "conflict"}},
+    {SBX_ESTATE, ORCH_OP_ANY, {409, "conflict"}},
+    {SBX_ECONFLICT, ORCH_OP_ANY, {409, "conflict"}},
+    {SBX_EFULL, ORCH_OP_ANY, {413, "over_quota"}},
+    {SBX_EBUSY, ORCH_OP_ANY, {503, "unavailable"}},   /* frees itself soon: a lease, a queue */
+    {SBX_EREMOTE, ORCH_OP_ANY, {503, "unavailable"}}, /* one not forwarded: it moved meanwhile */
+    {SBX_EAGAIN, ORCH_OP_ANY, {503, "unavailable"}},
+};
+
+struct orch_api_fault orch__api_fault(int rc, enum orch_api_op op) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(api_faults); i++)
+    if (api_faults[i].rc == rc && (api_faults[i].op == op || api_faults[i].op == ORCH_OP_ANY))
+      return api_faults[i].f;
+  return (struct orch_api_fault){500, op == ORCH_OP_STORE ? "storage" : "internal"};
+}
+
+void orch__api_fail(struct tp_req *req, int rc, enum orch_api_op op, const char *fmt, ...) {
+  struct orch_api_fault f = orch__api_fault(rc, op);
+  va_list ap;
+  va_start(ap, fmt);
+  int soon = strcmp(f.code, "unavailable") == 0;
+  api_error_v(req, f.status, soon ? "Retry-After: 1\r\n" : NULL, f.code, fmt, ap);
   va_end(ap);
 }
 

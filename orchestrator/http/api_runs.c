@@ -82,8 +82,8 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
     else
       orch__api_error(ctx->req, 409, "conflict", "idempotency key already used");
   } else if (rc != 0) {
-    orch__api_error(ctx->req, 500, "storage", "run not stored: %s",
-                    err ? err->msg : sbx_strerror(rc));
+    orch__api_fail(ctx->req, rc, ORCH_OP_STORE, "run not stored: %s",
+                   err ? err->msg : sbx_strerror(rc));
   } else if (run != NULL) {
     answer_or_wait(o, ctx->req, run, 201, ctx->wait_s);
   } else {
@@ -226,12 +226,11 @@ static void on_cancel(struct tp_req *req, void *ud) {
   if (rc == 0)
     return;
   tp_req_release(req);
-  if (rc == SBX_EAGAIN)
+  if (rc == SBX_EINPROGRESS)
     orch__api_json(req, 202, orch__run_json(o, &run->rec)); /* the page was sent `cancel` */
-  else if (rc == SBX_ESTATE)
-    orch__api_error(req, 409, "conflict", "the run has already ended");
   else
-    orch__api_error(req, 500, "internal", "out of memory");
+    orch__api_fail(req, rc, ORCH_OP_ANY, "%s",
+                   rc == SBX_ESTATE ? "the run has already ended" : sbx_strerror(rc));
 }
 
 static void on_input(struct tp_req *req, void *ud) {
@@ -252,10 +251,10 @@ static void on_input(struct tp_req *req, void *ud) {
   }
   int rc = run ? orch__run_give_input(o, run, text) : SBX_ESTATE;
   if (rc == SBX_ESTATE)
-    orch__api_error(req, 409, "not_waiting", "the run is not waiting for input (%s)",
-                    run ? orch__run_state_name(run->state) : "it has ended");
+    orch__api_fail(req, rc, ORCH_OP_INPUT, "the run is not waiting for input (%s)",
+                   run ? orch__run_state_name(run->state) : "it has ended");
   else if (rc != 0)
-    orch__api_error(req, 500, "internal", "the input could not be sent: %s", sbx_strerror(rc));
+    orch__api_fail(req, rc, ORCH_OP_INPUT, "the input could not be sent: %s", sbx_strerror(rc));
   else {
     o->m.inputs_given++;
     orch__api_json(req, 200, json_pack("{s:b}", "delivered", 1));

@@ -90,7 +90,7 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   }
   struct orch_chat *c;
   json_t *body = NULL;
-  if (orch__chat_get(o, st.chat_id, &c) == SBX_EAGAIN) { /* nodes: another node's chat */
+  if (orch__chat_get(o, st.chat_id, &c) == SBX_EREMOTE) { /* nodes: another node's chat */
     orch__node_forward(o, req, st.chat_id, NULL);
     goto out;
   }
@@ -105,12 +105,11 @@ static void on_finish_turn(struct tp_req *req, void *ud) {
   int rc = orch__turn_finish(o, &st, answer, on_finished, req);
   if (rc != 0)
     tp_req_release(req);
-  if (rc == SBX_ESTATE)
-    orch__api_error(req, 409, "conflict", "the turn is already finished");
-  else if (rc == SBX_ENOENT)
-    orch__api_error(req, 404, "not_found", "the turn's chat is gone");
-  else if (rc != 0)
-    orch__api_error(req, 500, "internal", "the turn's writes could not be queued");
+  if (rc != 0)
+    orch__api_fail(req, rc, ORCH_OP_ANY, "%s",
+                   rc == SBX_ESTATE   ? "the turn is already finished"
+                   : rc == SBX_ENOENT ? "the turn's chat is gone"
+                                      : "the turn's writes could not be queued");
 out:
   json_decref(body);
   store_turn_free(&st);

@@ -126,7 +126,7 @@ int orch__node_take(struct orch *o, const char *chat_id) {
   snprintf(ns->refused_chat, sizeof ns->refused_chat, "%s", chat_id);
   snprintf(ns->refused_url, sizeof ns->refused_url, "%s", l.node_url);
   ns->refused_left_ms = l.left_ms;
-  return SBX_EAGAIN;
+  return SBX_EREMOTE;
 }
 
 void orch__node_release(struct orch *o, const char *chat_id) {

@@ -694,7 +694,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
                       sizeof(why));
   if (rc != 0 || now != NULL) {
     call_free(c);
-    if (rc == SBX_EAGAIN) { /* another node's chat: that node carries the call out */
+    if (rc == SBX_EREMOTE) { /* another node's chat: that node carries the call out */
       out->status = 200;
       snprintf(out->forward_chat, sizeof(out->forward_chat), "%s", a.chat_id);
     } else if (rc == SBX_EINVAL)

@@ -84,7 +84,7 @@ struct orch_mcp_reply {
   struct orch_mcp_call *call; /* a tools/call that goes on (body NULL): the HTTP side holds the
                                  request and attaches a sink at once (orch__mcp_call_attach) */
   int stream;                 /* with call: answer as an SSE stream (progress asked, accepted) */
-  /* a tools/call for a chat another node serves (tools.start said SBX_EAGAIN; body NULL, call
+  /* a tools/call for a chat another node serves (tools.start said SBX_EREMOTE; body NULL, call
    * NULL): the HTTP side forwards the request to that node, which carries it out */
   char forward_chat[STORE_ID_LEN + 1];
 };

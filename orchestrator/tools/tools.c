@@ -1330,7 +1330,7 @@ static int run_tool_start(struct orch *o, enum orch_tool t, struct orch_tool_arg
   if ((rc = orch__chat_get(o, args->run_chat, &c)) != 0) {
     if (have_rec)
       store_run_free(&rec);
-    if (rc == SBX_EAGAIN) { /* nodes: the chat's node answers */
+    if (rc == SBX_EREMOTE) { /* nodes: the chat's node answers */
       snprintf(why, cap, "the chat is served by another node");
       return rc;
     }
@@ -1382,7 +1382,7 @@ int orch__tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *ar
     snprintf(why, cap, "chat_id: no chat %s", args->chat_id);
     return SBX_EINVAL;
   }
-  if (rc == SBX_EAGAIN) { /* nodes: another node serves the chat, and carries the call out */
+  if (rc == SBX_EREMOTE) { /* nodes: another node serves the chat, and carries the call out */
     snprintf(why, cap, "the chat is served by another node");
     return rc;
   }

@@ -72,7 +72,7 @@ struct orch_tool_args {
   const char *run_id; /* wait_for_run, cancel_run */
   int wait_s;         /* wait_for_run: -1 when not given (the most, handoff_s) */
   /* wait_for_run, cancel_run: the run's chat, found by orch__tool_start (chat_id then points
-   * here; the chat another node serves when it answers SBX_EAGAIN) */
+   * here; the chat another node serves when it answers SBX_EREMOTE) */
   char run_chat[STORE_ID_LEN + 1];
   const char *turn_id; /* run_python: the turn its run belongs to (NULL: none; not an argument) */
   /* How the caller waits (not arguments; 0: not at all): with a progress callback, the state
@@ -147,7 +147,7 @@ struct orch_tool_ops {
  * keeps a reference to).  0 and *now set: the result at once (stolen; *out NULL).  0 and *out
  * set: it goes on and ops->done follows (never from inside this call), unless the caller calls
  * orch__tool_abandon first.  SBX_EINVAL: a bad argument found only now (no such chat), the
- * reason in why.  SBX_EAGAIN: another node serves the chat (nodes.c), nothing started: the call
+ * reason in why.  SBX_EREMOTE: another node serves the chat (nodes.c), nothing started: the call
  * is that node's to carry out.  SBX_ENOMEM. */
 int orch__tool_start(struct orch *o, enum orch_tool t, struct orch_tool_args *args,
                      json_t *args_json, const char *base_url, const struct orch_tool_ops *ops,

@@ -456,7 +456,7 @@ START_TEST(test_cancel) {
   run = create("x", &cr);
   ck_assert_int_eq(orch__run_report_started(w.o, run, 1), 0);
   memset(&e, 0, sizeof(e));
-  ck_assert_int_eq(orch__run_cancel(w.o, run, on_end, &e), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_cancel(w.o, run, on_end, &e), SBX_EINPROGRESS);
   drain();
   json_t *ev = last("cancel");
   ck_assert_ptr_nonnull(ev);
@@ -657,7 +657,7 @@ START_TEST(test_endings_keep_output) {
   /* the cancel grace */
   run = create("x", &cr);
   ck_assert_int_eq(output(run, 1, c, 1, NULL), 0);
-  ck_assert_int_eq(orch__run_cancel(w.o, run, NULL, NULL), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_cancel(w.o, run, NULL, NULL), SBX_EINPROGRESS);
   memset(&e, 0, sizeof(e));
   orch__run_on_end(run, on_end, &e);
   live_for(p, w.o->rt.cancel_grace_ms);

@@ -51,7 +51,7 @@ static int fake_start(void *ud, enum orch_tool t, struct orch_tool_args *a, json
     return SBX_EINVAL;
   }
   if (strcmp(a->code, "elsewhere") == 0)
-    return SBX_EAGAIN;
+    return SBX_EREMOTE;
   int i = fake.n_started++;
   ck_assert_int_lt(i, FAKE_MAX);
   fake.ops[i] = ops;

@@ -160,7 +160,7 @@ START_TEST(test_finishing_goes_back) {
   orch__run_init(&r, "r1", 10);
   ck_assert_int_eq(orch__run_dispatch(&r, "p", 2000), 0);
   uint64_t watchdog = r.watchdog_deadline_ms;
-  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EINPROGRESS);
   uint64_t cancel = r.cancel_deadline_ms;
   ck_assert_int_eq(orch__run_take_result(&r, 1, "h"), 0);
   ck_assert_int_eq(orch__run_pause(&r, 1000), SBX_ESTATE);
@@ -236,7 +236,7 @@ START_TEST(test_cancel) {
   orch__run_init(&r, "r2", 60);
   ck_assert_int_eq(orch__run_dispatch(&r, "p", 1000), 0);
   ck_assert_int_eq(orch__run_started(&r, 1, 1000), 0);
-  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EINPROGRESS);
   ck_assert_int_eq(r.state, ORCH_RUN_RUNNING);
   fake_now += 4999;
   ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_NONE);
@@ -293,7 +293,7 @@ START_TEST(test_input_wait) {
   ck_assert_uint_eq(r.watchdog_deadline_ms, fake_now + 12000);
   /* Cancelled while it waits: the cancel grace runs through the wait. */
   ck_assert_int_eq(orch__run_wait_input(&r, 1, 300000, 2000), 0);
-  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EAGAIN);
+  ck_assert_int_eq(orch__run_request_cancel(&r, 5000), SBX_EINPROGRESS);
   fake_now += 5000;
   ck_assert_int_eq(orch__run_tick(&r), ORCH_RUN_DUE_CANCELLED);
   ck_assert_int_eq(r.status, ORCH_RUN_STATUS_CANCELLED);
