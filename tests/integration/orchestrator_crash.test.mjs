@@ -34,7 +34,7 @@ function storm(srv, chat, acked, tag) {
     await page.opened;
     while (!state.stop) {
       let ev;
-      try { ev = await page.nextRun(60000); } catch { return; }
+      try { ev = await page.nextRun(2000); } catch { continue; /* none yet: stopped? */ }
       const run = ev.data, stdout = `done ${run.code}\n`;
       try {
         if ((await page.started(run)).status !== 200) continue;
