@@ -111,7 +111,8 @@ static void check_result(const json_t *r) {
 }
 
 struct snapshot {
-  size_t files, runs, live;
+  size_t files, runs, live; /* runs: 0 or 1, with newest its newest run (a new run changes it) */
+  char newest[STORE_ID_LEN + 1];
   int l_queued;
 };
 
@@ -120,8 +121,10 @@ static void snap(const char *chat_id, struct snapshot *s) {
   struct store_file *f = NULL;
   struct store_run *r = NULL;
   if (store_file_list(o->st, chat_id, 1, &f, &s->files) != 0 ||
-      store_run_list(o->st, chat_id, 100000, &r, &s->runs) != 0)
+      store_run_list(o->st, chat_id, 1, &r, &s->runs) != 0)
     die("the store cannot be read", chat_id);
+  if (s->runs == 1)
+    snprintf(s->newest, sizeof(s->newest), "%s", r[0].id);
   store_file_list_free(f, s->files);
   store_run_list_free(r, s->runs);
   struct orch_chat *c = NULL;
@@ -134,8 +137,8 @@ static void snap(const char *chat_id, struct snapshot *s) {
 }
 
 static void same(const struct snapshot *a, const struct snapshot *b, const char *what) {
-  if (a->files != b->files || a->runs != b->runs || a->live != b->live ||
-      a->l_queued != b->l_queued)
+  if (a->files != b->files || a->runs != b->runs || strcmp(a->newest, b->newest) != 0 ||
+      a->live != b->live || a->l_queued != b->l_queued)
     die(what, NULL);
 }
 
