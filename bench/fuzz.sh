@@ -9,7 +9,8 @@
 #   bash bench/fuzz.sh long [TARGET...]  the long campaign: each target (api and mcp by default)
 #                                        to FUZZ_RUNS executions (10^7) with no time bound, side
 #                                        by side, at NICE=19 unless NICE is set
-#   (NICE=19 runs them at the lowest priority; FUZZ_ARGS adds libFuzzer flags)
+#   (NICE=19 runs them at the lowest priority; FUZZ_ARGS adds libFuzzer flags; FUZZ_TIMEOUT is
+#   the seconds one input may take, 20, or 120 in the long campaign)
 #
 # Each target runs on its working corpus build-fuzz/corpus/TARGET (kept between runs, seeded
 # from the committed tests/fuzz/corpus/TARGET) with tests/fuzz/TARGET.dict when there is one;
@@ -25,7 +26,10 @@ B="$ROOT/build-fuzz"
 if [ "$WHICH" = long ]; then
   shift
   long=("$@"); ((${#long[@]})) || long=(api mcp)
-  export NICE="${NICE:-19}" FUZZ_ARGS="-runs=${FUZZ_RUNS:-10000000} ${FUZZ_ARGS:-}"
+  # FUZZ_TIMEOUT 120: a loaded machine starves a NICE=19 fuzzer of the CPU for 20 s at a time (an
+  # ordinary api input that replays in 2 s was taken for a hang at load 39)
+  export NICE="${NICE:-19}" FUZZ_ARGS="-runs=${FUZZ_RUNS:-10000000} ${FUZZ_ARGS:-}" \
+    FUZZ_TIMEOUT="${FUZZ_TIMEOUT:-120}"
   # one build first, so the parallel runs below never configure or build the same tree at once
   FUZZ_BUILD_ONLY=1 bash "$0" all 0 || exit 1
   pids=()
@@ -72,7 +76,7 @@ for t in "${targets[@]}"; do
   log="$B/fuzz-$t.log"
   # shellcheck disable=SC2086
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    nice -n "${NICE:-0}" "$bin" -max_total_time="$SECONDS_EACH" -max_len=20000 -timeout=20 \
+    nice -n "${NICE:-0}" "$bin" -max_total_time="$SECONDS_EACH" -max_len=20000 -timeout="${FUZZ_TIMEOUT:-20}" \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" \
     ${FUZZ_ARGS:-} "$corpus" "${seeds[@]}" >"$log" 2>&1
   rc=$?
