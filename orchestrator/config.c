@@ -62,6 +62,10 @@ int orch_config_defaults(struct orch_config *c) {
   c->llm_turn_s = 600;
   c->llm_stall_s = 60;
   c->mcp_handoff_s = 50;
+  c->session_idle_s = 7 * 24 * 3600;
+  c->session_max_s = 30 * 24 * 3600;
+  c->argon2_memory_kib = 19456; /* OWASP's minimum for Argon2id: 19 MiB, 2 passes, 1 lane */
+  c->argon2_iterations = 2;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -184,6 +188,14 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
       {"CODE_MAX_ATTEMPTS", offsetof(struct orch_config, max_attempts), 0, 100,
        "attempts (0: no bound)"},
       {"CEREA_MCP_HANDOFF_S", offsetof(struct orch_config, mcp_handoff_s), 5, 280, "seconds"},
+      {"CEREA_SESSION_IDLE_S", offsetof(struct orch_config, session_idle_s), 1, 31536000,
+       "seconds"},
+      {"CEREA_SESSION_MAX_S", offsetof(struct orch_config, session_max_s), 1, 31536000,
+       "seconds"},
+      {"CEREA_ARGON2_MEMORY_KIB", offsetof(struct orch_config, argon2_memory_kib), 8, 1048576,
+       "KiB"},
+      {"CEREA_ARGON2_ITERATIONS", offsetof(struct orch_config, argon2_iterations), 1, 16,
+       "passes"},
   };
   for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
     if (strcmp(key, ints[i].key) != 0)
@@ -238,6 +250,12 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
                            "most 200 bytes)",
                            v);
     return set_str(&c->public_url, v) == 0 ? 0 : SBX_ENOMEM;
+  }
+  if (strcmp(key, "CEREA_MCP_CONFORMANCE_FIXTURES") == 0) {
+    if (parse_bool(v, &c->mcp_fixtures) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_MCP_CONFORMANCE_FIXTURES=%s: expected true or false", v);
+    return 0;
   }
   if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
     if (parse_bool(v, &c->pypi_disabled) != 0)
@@ -316,6 +334,7 @@ static const char *known_keys[] = {
     "CHAT_ATTACHMENT_QUOTA_MB",
     "CODE_MAX_ATTEMPTS",
     "CHAT_PYODIDE_PYPI_DISABLED",
+    "CEREA_MCP_CONFORMANCE_FIXTURES",
     "ARTIFACT_RETENTION_DAYS",
     "CEREA_LISTEN",
     "CEREA_DATA_DIR",
@@ -336,6 +355,10 @@ static const char *known_keys[] = {
     "CEREA_LLM_TURN_S",
     "CEREA_LLM_STALL_S",
     "CEREA_MCP_HANDOFF_S",
+    "CEREA_SESSION_IDLE_S",
+    "CEREA_SESSION_MAX_S",
+    "CEREA_ARGON2_MEMORY_KIB",
+    "CEREA_ARGON2_ITERATIONS",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {
@@ -420,6 +443,17 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
     return sbx_error_set(err, SBX_EINVAL,
                          "CEREA_NODE_URL: every node needs the same CEREA_API_KEY (a generated "
                          "key is one node's own: the others would refuse it)");
+  if (c->mcp_fixtures) { /* a test server's only: never one that others reach */
+    int local = c->tls_cert == NULL && c->public_url == NULL && c->node_url == NULL;
+    for (size_t i = 0; local && i < c->n_listen; i++)
+      local = strncmp(c->listen[i], "127.", 4) == 0 || strncmp(c->listen[i], "[::1]:", 6) == 0 ||
+              strncmp(c->listen[i], "localhost:", 10) == 0 || strncmp(c->listen[i], "unix:", 5) == 0;
+    if (!local)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_MCP_CONFORMANCE_FIXTURES is for a test server: it is refused "
+                           "with TLS, CEREA_PUBLIC_URL, CEREA_NODE_URL or a listen address other "
+                           "than loopback");
+  }
   return 0;
 }
 

@@ -65,6 +65,15 @@ struct orch_config {
   int llm_stall_s;        /* CEREA_LLM_STALL_S: no byte from the model this long ends it, 60 */
   int mcp_handoff_s;      /* CEREA_MCP_HANDOFF_S: an MCP call without progress answers with the
                              run's id past this, 5..280, default 50 */
+  int mcp_fixtures;       /* CEREA_MCP_CONFORMANCE_FIXTURES: the MCP conformance suite's fixture
+                             tools, resources and prompts beside ours (tests only; refused with
+                             production settings) */
+  /* People's sessions and passwords (people.c). */
+  int session_idle_s;     /* CEREA_SESSION_IDLE_S: unused this long, a session ends; 604800 */
+  int session_max_s;      /* CEREA_SESSION_MAX_S: a session ends this long after sign-in,
+                             whatever its use; 2592000 */
+  int argon2_memory_kib;  /* CEREA_ARGON2_MEMORY_KIB: Argon2id's memory, default 19456 */
+  int argon2_iterations;  /* CEREA_ARGON2_ITERATIONS: Argon2id's passes, default 2 */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */
@@ -101,6 +110,7 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
 /* ---- API clients (cli.c) --------------------------------------------------------------------- */
 int orch_cli_status(int argc, char **argv); /* exit code */
 int orch_cli_run(int argc, char **argv);
+int orch_cli_user(int argc, char **argv); /* `user add NAME [--admin]`: exit code */
 int orch_cli_backup(int argc, char **argv);  /* cli_backup.c; exit code */
 int orch_cli_restore(int argc, char **argv); /* cli_backup.c; exit code */
 void orch_cli_usage(FILE *f); /* both commands' usage, every flag */

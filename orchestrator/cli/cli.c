@@ -2,6 +2,7 @@
  *
  *   cerea-sandbox run    [options] [FILE|-]
  *   cerea-sandbox status [--url URL] [--key KEY] [--data DIR]
+ *   cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] [--data DIR]
  *
  * orch_cli_usage() lists every flag (FLAGS below); an unknown one is refused with the usage.  URL
  * is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
@@ -289,6 +290,8 @@ struct args {
 void orch_cli_usage(FILE *f) {
   fputs("usage: cerea-sandbox run [options] [FILE|-]     runs Python (FILE or stdin) in a chat\n"
         "       cerea-sandbox status [--url URL] [--key KEY] [--data DIR]\n"
+        "       cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] [--data DIR]\n"
+        "                                                 adds a person; prints their password\n"
         "options:\n",
         f);
   for (size_t i = 0; i < F_N; i++) {
@@ -951,6 +954,56 @@ int orch_cli_status(int argc, char **argv) {
   }
 out:
   sbx_free(body);
+  sbx_free(c.key);
+  return rc;
+}
+
+/* `user add NAME [--admin]`: POST /v1/admin/people with the API key; the password the server made
+ * is printed once, on stdout (nothing else of it is kept anywhere but its hash). */
+int orch_cli_user(int argc, char **argv) {
+  if (argc < 4 || strcmp(argv[2], "add") != 0 || argv[3][0] == '-') {
+    fprintf(stderr, "usage: cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] "
+                    "[--data DIR]\n");
+    return CLI_EXIT_API;
+  }
+  const char *name = argv[3];
+  int admin = 0, n = 2;
+  char **rest = sbx_calloc((size_t)argc + 1, sizeof *rest);
+  if (rest == NULL)
+    return CLI_EXIT_API;
+  rest[0] = argv[0];
+  rest[1] = argv[1];
+  for (int i = 4; i < argc; i++) {
+    if (strcmp(argv[i], "--admin") == 0)
+      admin = 1;
+    else
+      rest[n++] = argv[i];
+  }
+  struct args a;
+  int done = parse_or_help(n, rest, 0, &a);
+  sbx_free(rest);
+  if (done >= 0)
+    return done;
+  struct cli c;
+  if (setup(&c, &a) != 0)
+    return CLI_EXIT_API;
+  if (c.key == NULL) {
+    fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DIR/api_key)\n");
+    return CLI_EXIT_API;
+  }
+  json_t *req = json_pack("{s:s, s:s}", "name", name, "role", admin ? "admin" : "user");
+  char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  int rc = CLI_EXIT_API;
+  json_t *j = body ? api_json(&c, "POST", "/v1/admin/people", body, "adding a person", &rc) : NULL;
+  free(body);
+  if (j != NULL) {
+    json_t *p = json_object_get(j, "person");
+    printf("added %s \"%s\" (%s); one-time password (to be changed at the first sign-in): %s\n",
+           str(p, "role"), str(p, "name"), str(p, "id"), str(j, "password"));
+    rc = CLI_EXIT_OK;
+    json_decref(j);
+  }
   sbx_free(c.key);
   return rc;
 }

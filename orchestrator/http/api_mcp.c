@@ -351,6 +351,8 @@ static void on_mcp_post(struct tp_req *req, void *ud) {
       .len = len,
       .session_id = tp_req_header(req, "mcp-session-id"),
       .version = tp_req_header(req, "mcp-protocol-version"),
+      .method = tp_req_header(req, "mcp-method"),
+      .name = tp_req_header(req, "mcp-name"),
       .scope = &scope,
       .cred_hash = cred_hash,
       .sse_ok = tp_req_header(req, "accept") != NULL && accepts(req, "text/event-stream"),
@@ -540,7 +542,7 @@ static void on_chat_key(struct tp_req *req, void *ud) {
 
 static void on_rotate(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  if (orch__api_backend_only(o, req, "rotating the chat-key secret") != 0)
+  if (orch__api_admin_only(o, req, "rotating the chat-key secret", NULL) != 0)
     return;
   struct sbx_error err;
   sbx_error_clear(&err);
@@ -552,9 +554,29 @@ static void on_rotate(struct tp_req *req, void *ud) {
   orch__api_json(req, 200, json_pack("{s:b}", "rotated", 1));
 }
 
+/* input() answered by an MCP client (elicitation): as POST /v1/runs/{run}/input. */
+static int tools_give_input(void *ud, const char *run_id, const char *text) {
+  struct orch *o = ud;
+  struct orch_run *run = orch__map_get(&o->runs, run_id);
+  if (run == NULL || strlen(text) > ORCH_INPUT_BYTES)
+    return SBX_ESTATE;
+  int rc = orch__run_give_input(o, run, text);
+  if (rc == 0)
+    o->m.inputs_given++;
+  return rc;
+}
+
 void orch__routes_mcp(struct orch *o) {
   struct orch_mcp_tools t = {
-      .ud = o, .env = tools_env, .start = tools_start, .abandon = tools_abandon};
+      .ud = o,
+      .env = tools_env,
+      .start = tools_start,
+      .abandon = tools_abandon,
+      .give_input = tools_give_input,
+      .fixtures = o->cfg->mcp_fixtures};
+  if (t.fixtures)
+    sbx_log(SBX_LOG_WARN, "mcp",
+            "CEREA_MCP_CONFORMANCE_FIXTURES: /mcp offers the conformance suite's fixtures");
   if (o->cfg->node_url != NULL) { /* several nodes: a session is good on each (mcp.c) */
     t.secret = o->chat_secret;
     t.tell = tools_tell;

@@ -447,7 +447,8 @@ int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *b
   snprintf(x->chat_id, sizeof x->chat_id, "%s", chat_id);
   static const char *const pass[] = {
       "authorization", "content-type", "last-event-id", "accept",         "range",
-      "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version"};
+      "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version",
+      "mcp-method",    "mcp-name"};
   char line[9000];
   int ok = 1;
   for (size_t i = 0; ok && i < SBX_ARRAY_SIZE(pass); i++) {

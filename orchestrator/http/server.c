@@ -12,7 +12,8 @@
  *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
  *    keeping its newest ORCH_TRIM_KEEP (a page in its grace period never misses one);
  *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use);
- *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts.
+ *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts;
+ *  - people: the first administrator, on the first tick a start with nobody serves (people.c).
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
@@ -20,6 +21,7 @@
 #include "api.h"
 #include "assistant.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <errno.h>
@@ -62,6 +64,35 @@ static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *
   }
 }
 
+static void on_purged(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_WARN, "orch", "session purge failed: %s", err ? err->msg : sbx_strerror(rc));
+}
+
+/* The first administrator was stored: its one-time password, printed once with where to sign in
+ * (as a generated API key is), on stderr, never in the log. */
+static void print_first_admin(struct orch *o, const char *name, const char *password) {
+  const char *addr = o->cfg->n_listen ? o->cfg->listen[0] : "127.0.0.1:8080";
+  const char *colon = strrchr(addr, ':');
+  int hl = colon ? (int)(colon - addr) : (int)strlen(addr);
+  const char *host = addr;
+  if (strncmp(addr, "unix:", 5) == 0 || (hl == 7 && strncmp(addr, "0.0.0.0", 7) == 0) || hl == 0)
+    host = "127.0.0.1", hl = 9;
+  else if (hl == 4 && strncmp(addr, "[::]", 4) == 0)
+    host = "[::1]", hl = 5;
+  char url[300];
+  if (o->cfg->public_url)
+    snprintf(url, sizeof url, "%s/signin", o->cfg->public_url);
+  else
+    snprintf(url, sizeof url, "%s://%.*s:%d/signin", o->cfg->tls_cert ? "https" : "http", hl, host,
+             o->tp ? orch_port(o) : 0);
+  fprintf(stderr,
+          "cerea-sandbox: created the administrator \"%s\" with the one-time password %s (to be "
+          "changed at the first sign-in): sign in at %s\n",
+          name, password, url);
+}
+
 static void on_cron(uv_timer_t *t) {
   struct orch *o = t->data;
   if (o->closing)
@@ -72,6 +103,8 @@ static void on_cron(uv_timer_t *t) {
   while (orch__map_next(&o->chats, &i, &k, &v))
     orch__chat_tick(v);
   orch__hosts_tick(o->hosts);
+  if (o->people && o->people->first_admin_due && (o->nodes == NULL || o->nodes->ready))
+    orch__people_first_admin(o); /* nobody at start: the first administrator, once serving */
   uint64_t now = sbx_now_mono_ms();
   if (now - last_sample_ms >= ORCH_HISTORY_EVERY_MS) {
     last_sample_ms = now;
@@ -84,6 +117,9 @@ static void on_cron(uv_timer_t *t) {
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
     store_sweep(o->st, sbx_now_wall_ms(), ORCH_SWEEP_BUDGET, on_sweep, o);
+    /* sessions past their absolute expiry, used or ended, are nobody's any more */
+    store_session_purge(o->st, sbx_now_wall_ms() - (int64_t)o->cfg->session_max_s * 1000,
+                        on_purged, NULL);
   }
   if (!trim_pending && (trim_more || now - last_trim_ms >= ORCH_SWEEP_EVERY_MS)) {
     uint64_t age = SBX_MAX((uint64_t)ORCH_TRIM_MIN_AGE_MS, 10 * o->rt.page_grace_ms);
@@ -199,6 +235,9 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   }
   if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
     goto fail;
+  if ((rc = orch__people_start(o, err)) != 0)
+    goto fail;
+  o->people->first_admin_cb = print_first_admin;
   orch__runtime_load(o);
   o->run_orphaned = orch__asst_run_orphaned; /* before any run is reloaded */
   /* nodes: a chat's runs are reloaded by the node that takes its lease (nodes.c) */
@@ -238,6 +277,7 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__routes_admin(o);
   orch__routes_mcp(o);
   orch__routes_messages(o);
+  orch__routes_people(o);
 
   const char *def = "127.0.0.1:8080";
   size_t nl = cfg->n_listen ? cfg->n_listen : 1;
@@ -279,6 +319,7 @@ fail:
   orch__llm_free(o->llm);
   if (o->st)
     store_close(o->st);
+  orch__people_close(o);
   orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);
@@ -294,6 +335,7 @@ static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
   orch__nodes_close(o); /* every lease let go, now that nothing is served */
   store_close(o->st);
+  orch__people_close(o); /* hashes still on the thread pool free it when they end */
   orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);

@@ -31,6 +31,24 @@
  * session's end (DELETE), after which every node refuses the id (the ended ids are kept, the
  * newest ORCH_MCP_SESSIONS_MAX of them, in each node's memory).
  *
+ * The stateless revision (2026-07-28) beside the session ones, chosen per request: a request
+ * with no Mcp-Session-Id whose MCP-Protocol-Version header, or params._meta's
+ * io.modelcontextprotocol/protocolVersion, names anything but a session revision is stateless
+ * (an initialize without either, the legacy handshake, is not).  It carries its revision and the
+ * client's capabilities in _meta (missing: 400 -32602); the headers must say what the body says
+ * (MCP-Protocol-Version, Mcp-Method, and Mcp-Name for tools/call, Base64 sentinel decoded:
+ * 400 -32020); a revision not spoken is 400 -32022 naming the ones that are.  It speaks
+ * server/discover, tools/list (with ttlMs and cacheScope) and tools/call; the methods it removed
+ * (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls belong to
+ * no session: the HTTP request is the call, and closing it cancels it.  Every result says
+ * resultType "complete" and names this server in _meta.
+ *
+ * Our own requests (sessions): a call whose answer is a stream may carry a request of ours to
+ * the client (elicitation/create for a run's input() when the client declared elicitation at
+ * initialize; a fixture's sampling or elicitation), its id "cerea-<n>"; the client's response,
+ * a POST in the same session, goes to the call awaiting that id (an accepted answer becomes the
+ * run's input through tools.give_input) and gets 202.  One that matches nothing is dropped.
+ *
  * Arguments a tool refuses are protocol errors (-32602) in 2025-06-18 and tool results with
  * isError in 2025-11-25, as each version's spec says, so a model can read why and try again.
  *
@@ -48,8 +66,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025-06-18"};
-#define V_2025_06_18 1 /* its index */
+#define V_2025_06_18 1                   /* its index */
+#define V_STATELESS  ORCH_MCP_N_VERSIONS /* ORCH_MCP_STATELESS: no session has it */
+#define SERVER_NAME    "cerea-sandbox"
+#define SERVER_VERSION "0.1.0"
 
 /* The sessions of one credential: each credential has a budget of its own, so what one does
  * with its sessions (a flood of initializes) ends only its own. */
@@ -71,6 +94,7 @@ struct orch_mcp_session {
   struct sbx_list cred_lru; /* in cred->lru, likewise */
   struct sbx_list calls;    /* struct orch_mcp_call in flight */
   size_t n_calls;
+  int elicitation; /* its client declared elicitation at initialize: input() asks it */
 };
 
 struct orch_mcp {
@@ -81,6 +105,10 @@ struct orch_mcp {
   size_t chat_key_sessions; /* of every chat key together (at most ORCH_MCP_SESSIONS_MAX) */
   struct orch_map ended;    /* several nodes: id -> struct mcp_ended, sessions ended anywhere */
   struct sbx_list ended_fifo;
+  /* The calls of stateless requests (2026-07-28): in no map, never expiring, version
+   * V_STATELESS; each call's scope is its own request's. */
+  struct orch_mcp_session stateless;
+  unsigned long long asked; /* ids of our own requests to clients: "cerea-<n>" */
 };
 
 struct mcp_ended {
@@ -98,6 +126,17 @@ struct orch_mcp_call {
   struct orch_tool_call *tc;
   const struct orch_mcp_sink *sink; /* NULL until attached */
   void *sink_ud;
+  /* A call answered already (a fixture's): its notifications and response, sent on attach. */
+  json_t *queued;
+  char *answer;
+  size_t answer_len;
+  int stream; /* its answer is an SSE stream: it can carry our own requests too */
+  /* Our request on the stream awaiting the client's response (elicitation/create, or a
+   * fixture's), or NULL; what it is for: the run waiting in input() (run_id), else the fixture
+   * tool named. */
+  json_t *asked_id;
+  char asked_run[STORE_ID_LEN + 1];
+  char asked_tool[64];
 };
 
 /* ---- JSON-RPC messages ------------------------------------------------------------------- */
@@ -125,6 +164,14 @@ static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id
   va_end(ap);
   out->status = status;
   out->body = orch__mcp_error_text(id, code, msg, &out->len);
+}
+
+static void reply_error_data(struct orch_mcp_reply *out, int status, const json_t *id, int code,
+                             const char *message, json_t *data) { /* steals data */
+  out->status = status;
+  out->body = dump(json_pack("{s:s, s:O, s:{s:i, s:s, s:o}}", "jsonrpc", "2.0", "id", id, "error",
+                             "code", code, "message", message, "data", data),
+                   &out->len);
 }
 
 static char *result_text(const json_t *id, json_t *result, size_t *len) { /* steals result */
@@ -156,6 +203,10 @@ struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools) {
   orch__map_init(&m->creds);
   orch__map_init(&m->ended);
   SBX_LIST_INIT(&m->ended_fifo);
+  m->stateless.version = V_STATELESS;
+  SBX_LIST_INIT(&m->stateless.calls);
+  SBX_LIST_INIT(&m->stateless.lru);
+  SBX_LIST_INIT(&m->stateless.cred_lru);
   return m;
 }
 
@@ -166,6 +217,9 @@ static void call_free(struct orch_mcp_call *c) {
   c->s->n_calls--;
   json_decref(c->id);
   json_decref(c->progress_token);
+  json_decref(c->queued);
+  json_decref(c->asked_id);
+  sbx_free(c->answer);
   sbx_free(c);
 }
 
@@ -209,6 +263,8 @@ void orch__mcp_free(struct orch_mcp *m) {
     return;
   while (!SBX_LIST_EMPTY(&m->lru))
     session_end(m, SBX_CONTAINER_OF(m->lru.next, struct orch_mcp_session, lru), 0);
+  while (!SBX_LIST_EMPTY(&m->stateless.calls))
+    call_drop(SBX_CONTAINER_OF(m->stateless.calls.next, struct orch_mcp_call, link), 0);
   orch__map_free(&m->sessions);
   orch__map_free(&m->creds);
   while (!SBX_LIST_EMPTY(&m->ended_fifo)) {
@@ -501,6 +557,30 @@ static int version_index(const char *v) {
 
 /* ---- methods ------------------------------------------------------------------------------ */
 
+/* Our capabilities, and the fixtures' beside them in conformance-fixtures mode. */
+static json_t *capabilities(const struct orch_mcp *m, int stateless) {
+  json_t *caps = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+  if (m->tools.fixtures) {
+    json_t *more = orch__mcp_fixture_capabilities(stateless);
+    json_object_update(caps, more);
+    json_decref(more);
+  }
+  return caps;
+}
+
+/* What the server tells a client about itself (initialize, server/discover). */
+static void instructions_of(const struct orch_mcp_request *rq, char *out, size_t cap) {
+  snprintf(out, cap,
+           "Cerea sandbox: run_python runs Python in a chat's sandbox (in browser mode, in the "
+           "user's own browser tab, so the chat's page must be open); list_files and add_file "
+           "handle the chat's files under /mnt/data. Files saved under /mnt/output come back "
+           "with the result. A run_python call that would wait long without progress "
+           "notifications returns with the run still going and its run_id: wait_for_run gets "
+           "its result, cancel_run stops it.%s%s%s",
+           rq->scope->chat_id[0] ? " This connection reaches chat " : "", rq->scope->chat_id,
+           rq->scope->chat_id[0] ? " only: leave chat_id out." : "");
+}
+
 static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
                           const json_t *params, struct orch_mcp_reply *out) {
   const char *asked = json_string_value(json_object_get(params, "protocolVersion"));
@@ -523,20 +603,14 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
     reply_error(out, 500, id, ORCH_RPC_INTERNAL, "out of memory");
     return;
   }
+  s->elicitation = json_is_object(
+      json_object_get(json_object_get(params, "capabilities"), "elicitation"));
   char instructions[900];
-  snprintf(instructions, sizeof(instructions),
-           "Cerea sandbox: run_python runs Python in a chat's sandbox (in browser mode, in the "
-           "user's own browser tab, so the chat's page must be open); list_files and add_file "
-           "handle the chat's files under /mnt/data. Files saved under /mnt/output come back "
-           "with the result. A run_python call that would wait long without progress "
-           "notifications returns with the run still going and its run_id: wait_for_run gets "
-           "its result, cancel_run stops it.%s%s%s",
-           rq->scope->chat_id[0] ? " This connection reaches chat " : "", rq->scope->chat_id,
-           rq->scope->chat_id[0] ? " only: leave chat_id out." : "");
-  json_t *result = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-                             orch__mcp_versions[s->version], "capabilities", "tools", "listChanged",
-                             0, "serverInfo", "name", "cerea-sandbox", "title", "Cerea sandbox",
-                             "version", "0.1.0", "instructions", instructions);
+  instructions_of(rq, instructions, sizeof(instructions));
+  json_t *result = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+                             orch__mcp_versions[s->version], "capabilities", capabilities(m, 0),
+                             "serverInfo", "name", SERVER_NAME, "title", "Cerea sandbox",
+                             "version", SERVER_VERSION, "instructions", instructions);
   reply_result(out, id, result);
   if (out->body == NULL) {
     session_end(m, s, 0);
@@ -545,14 +619,41 @@ static void on_initialize(struct orch_mcp *m, const struct orch_mcp_request *rq,
   snprintf(out->session_id, sizeof(out->session_id), "%s", s->id);
 }
 
-static void on_tools_list(struct orch_mcp *m, struct orch_mcp_session *s, const json_t *id,
-                          struct orch_mcp_reply *out) {
+/* A stateless result (2026-07-28): resultType "complete" and this server named in _meta. */
+static json_t *stateless_result(json_t *result) {
+  if (result == NULL)
+    return NULL;
+  if (json_object_get(result, "resultType") == NULL)
+    json_object_set_new(result, "resultType", json_string("complete"));
+  json_t *meta = json_object_get(result, "_meta");
+  if (!json_is_object(meta))
+    json_object_set_new(result, "_meta", meta = json_object());
+  json_object_set_new(meta, "io.modelcontextprotocol/serverInfo",
+                      json_pack("{s:s, s:s, s:s}", "name", SERVER_NAME, "title", "Cerea sandbox",
+                                "version", SERVER_VERSION));
+  return result;
+}
+
+/* A list a stateless client may keep for a while (it depends on the credential: private). */
+static json_t *cacheable(json_t *result) {
+  if (result != NULL) {
+    json_object_set_new(result, "ttlMs", json_integer(ORCH_MCP_LIST_TTL_MS));
+    json_object_set_new(result, "cacheScope", json_string("private"));
+  }
+  return result;
+}
+
+static void on_tools_list(struct orch_mcp *m, const struct orch_tool_scope *scope, int version,
+                          const json_t *id, struct orch_mcp_reply *out) {
   struct orch_tool_env env;
   json_t *keep = NULL;
   m->tools.env(m->tools.ud, &env, &keep);
-  json_t *list = orch__tools_json(&env, &s->scope, ORCH_TOOLS_MCP);
+  json_t *list = orch__tools_json(&env, scope, ORCH_TOOLS_MCP);
   json_decref(keep);
-  reply_result(out, id, json_pack("{s:o}", "tools", list));
+  if (m->tools.fixtures)
+    orch__mcp_fixture_tools(list, version == V_STATELESS);
+  json_t *result = json_pack("{s:o}", "tools", list);
+  reply_result(out, id, version == V_STATELESS ? stateless_result(cacheable(result)) : result);
 }
 
 /* A tool refused its arguments: a protocol error in 2025-06-18, a tool result in 2025-11-25. */
@@ -567,10 +668,53 @@ static void reply_bad_args(struct orch_mcp_reply *out, int version, const json_t
   reply_result(out, id, orch__tool_error_result(text));
 }
 
+/* Our own request to the client on c's stream (method, params stolen), answered by a later POST
+ * with its id (on_response); 0, or nonzero when it could not be sent. */
+static int ask(struct orch_mcp_call *c, const char *method, json_t *params) {
+  char id[40];
+  snprintf(id, sizeof(id), "cerea-%llu", ++c->m->asked);
+  json_t *msg = json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", id, "method", method,
+                          "params", params);
+  size_t len = 0;
+  char *text = msg ? orch__json_dump(msg, &len) : NULL;
+  json_decref(msg);
+  if (text == NULL)
+    return SBX_ENOMEM;
+  json_decref(c->asked_id);
+  c->asked_id = json_string(id);
+  if (c->sink)
+    c->sink->send(c->sink_ud, text, len);
+  else if (c->queued || (c->queued = json_array()))
+    json_array_append_new(c->queued, json_loads(text, 0, NULL));
+  sbx_free(text);
+  return 0;
+}
+
+/* input(prompt) in a run of an elicitation client's call: the prompt as elicitation/create
+ * (the answer, when accepted, is the run's input; otherwise the page may still answer, and the
+ * run's input wait applies). */
+static void ask_input(struct orch_mcp_call *c, const struct orch_tool_progress *p) {
+  if (!c->s->elicitation || !c->stream || c->sink == NULL || c->m->tools.give_input == NULL)
+    return;
+  char prompt[600];
+  snprintf(prompt, sizeof(prompt), "%.*s", (int)SBX_MIN(p->text_len, sizeof(prompt) - 1),
+           p->text ? p->text : "");
+  char message[700];
+  snprintf(message, sizeof(message), "The code asks (input()): %s", prompt[0] ? prompt : "(no prompt)");
+  json_t *params = json_pack(
+      "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message, "requestedSchema", "type",
+      "object", "properties", "answer", "type", "string", "title", "Answer", "description",
+      "What input() returns (one line)", "required", "answer");
+  if (params && ask(c, "elicitation/create", params) == 0)
+    snprintf(c->asked_run, sizeof(c->asked_run), "%s", p->run_id);
+}
+
 /* A progress notification: the run in _meta["cerea-sandbox/run"] ({run_id, state, attempt}, and
  * for live output {stream, offset, text}, {display, text} or {prompt}), in words in message. */
 static void on_progress(void *ud, const struct orch_tool_progress *p) {
   struct orch_mcp_call *c = ud;
+  if (p->kind == ORCH_TOOL_PROGRESS_INPUT)
+    ask_input(c, p);
   if (c->progress_token == NULL || c->sink == NULL)
     return;
   json_t *run =
@@ -611,6 +755,8 @@ static void on_progress(void *ud, const struct orch_tool_progress *p) {
 static void on_done(void *ud, json_t *result) {
   struct orch_mcp_call *c = ud;
   c->tc = NULL;
+  if (c->s == &c->m->stateless)
+    result = stateless_result(result);
   size_t len = 0;
   char *text = result_text(c->id, result, &len);
   if (text == NULL)
@@ -626,9 +772,11 @@ static void on_done(void *ud, json_t *result) {
 static const struct orch_tool_ops call_ops = {on_progress, on_done};
 static const struct orch_tool_ops call_ops_quiet = {NULL, on_done}; /* no progress token */
 
-static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int version,
-                          const struct orch_mcp_request *rq, const json_t *id, const json_t *params,
-                          struct orch_mcp_reply *out) {
+/* s: the call's session, or m->stateless (scope: the request's); version: the request's. */
+static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
+                          const struct orch_tool_scope *scope, int version,
+                          const struct orch_mcp_request *rq, const json_t *id,
+                          const json_t *params, struct orch_mcp_reply *out) {
   const char *name = json_string_value(json_object_get(params, "name"));
   if (name == NULL) {
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
@@ -655,10 +803,12 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
                 json_string_length(tok), ORCH_MCP_PROGRESS_TOKEN_MAX);
     return;
   }
-  if (s->n_calls >= ORCH_MCP_CALLS_MAX) {
+  if (s == &m->stateless ? s->n_calls >= ORCH_MCP_STATELESS_CALLS_MAX
+                         : s->n_calls >= ORCH_MCP_CALLS_MAX) {
     reply_error(out, 200, id, ORCH_RPC_BUSY,
-                "%d tool calls are in flight in this session already; wait for one to end",
-                ORCH_MCP_CALLS_MAX);
+                "%d tool calls are in flight %s already; wait for one to end",
+                s == &m->stateless ? ORCH_MCP_STATELESS_CALLS_MAX : ORCH_MCP_CALLS_MAX,
+                s == &m->stateless ? "without a session" : "in this session");
     return;
   }
   struct orch_tool_env env;
@@ -666,7 +816,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   m->tools.env(m->tools.ud, &env, &keep);
   struct orch_tool_args a;
   char why[600];
-  int rc = orch__tool_check(t, args, &s->scope, env.time_limit_s, &a, why, sizeof(why));
+  int rc = orch__tool_check(t, args, scope, env.time_limit_s, &a, why, sizeof(why));
   int handoff_s = env.handoff_s;
   json_decref(keep);
   if (rc != 0) {
@@ -689,9 +839,11 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
+  c->stream = rq->sse_ok && (c->progress_token != NULL ||
+                             (s->elicitation && t == ORCH_TOOL_RUN_PYTHON));
   rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url,
-                      c->progress_token ? &call_ops : &call_ops_quiet, c, &c->tc, &now, why,
-                      sizeof(why));
+                      c->progress_token || c->stream ? &call_ops : &call_ops_quiet, c, &c->tc,
+                      &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
     call_free(c);
     if (rc == SBX_EREMOTE) { /* another node's chat: that node carries the call out */
@@ -703,12 +855,98 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s, int ve
       reply_error(out, 200, id, ORCH_RPC_INTERNAL, "the call could not start: %s",
                   sbx_strerror(rc));
     else
-      reply_result(out, id, now);
+      reply_result(out, id, s == &m->stateless ? stateless_result(now) : now);
     return;
   }
   out->status = 200;
   out->call = c;
-  out->stream = c->progress_token != NULL && rq->sse_ok;
+  out->stream = c->stream;
+}
+
+/* A fixture's answer (conformance-fixtures mode): 1 when it had the method.  Its notifications
+ * go first on a stream when the client takes one (a call answered already, sent on attach). */
+static int fixture(struct orch_mcp *m, struct orch_mcp_session *s,
+                   const struct orch_mcp_request *rq, const json_t *id, const char *method,
+                   const json_t *params, struct orch_mcp_reply *out) {
+  struct orch_mcp_fixture_reply fr;
+  int stateless = s == &m->stateless;
+  if (!m->tools.fixtures || !orch__mcp_fixture_method(method, params, stateless, &fr))
+    return 0;
+  if (fr.ask != NULL) {
+    struct orch_mcp_call *c = rq->sse_ok ? sbx_calloc(1, sizeof(*c)) : NULL;
+    if (c == NULL) {
+      json_decref(fr.ask);
+      reply_result(out, id,
+                   orch__tool_error_result("This tool asks the client first: accept "
+                                           "text/event-stream."));
+      return 1;
+    }
+    *c = (struct orch_mcp_call){.m = m, .s = s, .id = json_incref((json_t *)id), .stream = 1};
+    snprintf(c->asked_tool, sizeof(c->asked_tool), "%s",
+             json_string_value(json_object_get(params, "name")));
+    sbx_list_insert_tail(&s->calls, &c->link);
+    s->n_calls++;
+    ask(c, json_string_value(json_object_get(fr.ask, "method")),
+        json_incref(json_object_get(fr.ask, "params")));
+    json_decref(fr.ask);
+    out->status = 200;
+    out->call = c;
+    out->stream = 1;
+    return 1;
+  }
+  if (fr.result == NULL) {
+    if (fr.data)
+      reply_error_data(out, fr.status, id, fr.code, fr.message, fr.data);
+    else
+      reply_error(out, fr.status, id, fr.code, "%s", fr.message);
+    json_decref(fr.notes);
+    return 1;
+  }
+  json_t *result = fr.result;
+  if (stateless && strcmp(method, "tools/call") != 0 && strcmp(method, "prompts/get") != 0 &&
+      strcmp(method, "completion/complete") != 0)
+    result = cacheable(result);
+  reply_result(out, id, stateless ? stateless_result(result) : result);
+  struct orch_mcp_call *c;
+  if (json_array_size(fr.notes) == 0 || !rq->sse_ok || out->body == NULL ||
+      (c = sbx_calloc(1, sizeof(*c))) == NULL) {
+    json_decref(fr.notes);
+    return 1;
+  }
+  *c = (struct orch_mcp_call){.m = m, .s = s, .id = json_incref((json_t *)id), .queued = fr.notes,
+                              .answer = out->body, .answer_len = out->len};
+  sbx_list_insert_tail(&s->calls, &c->link);
+  s->n_calls++;
+  out->body = NULL;
+  out->len = 0;
+  out->call = c;
+  out->stream = 1;
+  return 1;
+}
+
+/* The client's response to a request of ours (ask): a fixture's result, or input() answered. */
+static void on_response(struct orch_mcp *m, struct orch_mcp_session *s, const json_t *msg) {
+  const json_t *rid = json_object_get(msg, "id");
+  struct sbx_list *it;
+  SBX_LIST_FOREACH(it, &s->calls) {
+    struct orch_mcp_call *c = SBX_CONTAINER_OF(it, struct orch_mcp_call, link);
+    if (c->asked_id == NULL || !json_equal(c->asked_id, rid))
+      continue;
+    json_decref(c->asked_id);
+    c->asked_id = NULL;
+    const json_t *result = json_object_get(msg, "result"), *error = json_object_get(msg, "error");
+    if (c->asked_tool[0]) {
+      on_done(c, orch__mcp_fixture_answered(c->asked_tool, result, error));
+      return;
+    }
+    const char *action = json_string_value(json_object_get(result, "action"));
+    const char *answer =
+        json_string_value(json_object_get(json_object_get(result, "content"), "answer"));
+    if (action && strcmp(action, "accept") == 0 && answer && c->asked_run[0])
+      m->tools.give_input(m->tools.ud, c->asked_run, answer); /* not waiting: it ended, or the
+                                                                  page answered first */
+    return;
+  }
 }
 
 static void on_notification(struct orch_mcp *m, struct orch_mcp_session *s, const char *method,
@@ -729,6 +967,136 @@ static void on_notification(struct orch_mcp *m, struct orch_mcp_session *s, cons
     snprintf(what, sizeof(what), "mcp-cancel %s %s", s->id, tag);
     m->tools.tell(m->tools.ud, what);
   }
+}
+
+/* ---- the stateless revision (2026-07-28) --------------------------------------------------- */
+
+/* A request of the stateless revision: no session, and a revision named (header or _meta) that
+ * is not a session one.  An initialize naming none is the legacy handshake. */
+static int is_stateless(const struct orch_mcp_request *rq, const json_t *params) {
+  if (rq->session_id != NULL)
+    return 0;
+  const char *v = rq->version;
+  if (v == NULL)
+    v = json_string_value(
+        json_object_get(json_object_get(params, "_meta"), "io.modelcontextprotocol/protocolVersion"));
+  return v != NULL && version_index(v) < 0;
+}
+
+/* A header value as the body's text: plain, or the Base64 sentinel "=?base64?...?=" decoded
+ * (into buf); NULL when the sentinel holds no Base64. */
+static const char *header_text(const char *h, char *buf, size_t cap) {
+  size_t n = strlen(h);
+  if (n < 11 || strncmp(h, "=?base64?", 9) != 0 || strcmp(h + n - 2, "?=") != 0)
+    return h;
+  size_t b64 = n - 11;
+  if (b64 % 4 != 0 || b64 / 4 * 3 + 1 > cap)
+    return NULL;
+  int got = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)h + 9, (int)b64);
+  if (got < 0)
+    return NULL;
+  size_t len = (size_t)got;
+  for (size_t i = n - 3; i >= 9 && h[i] == '=' && len > 0; i--)
+    len--; /* EVP_DecodeBlock counts the padding as bytes */
+  buf[len] = '\0';
+  return memchr(buf, '\0', len) ? NULL : buf;
+}
+
+/* The stateless request's headers against its body: 0, or the refusal answered. */
+static int stateless_headers(const struct orch_mcp_request *rq, const json_t *id,
+                             const char *method, const json_t *params, const char *version,
+                             struct orch_mcp_reply *out) {
+  if (rq->version == NULL || strcmp(rq->version, version) != 0) {
+    reply_error(out, 400, id, ORCH_RPC_HEADER_MISMATCH,
+                "Header mismatch: MCP-Protocol-Version %.40s does not match "
+                "params._meta[\"io.modelcontextprotocol/protocolVersion\"] %.40s",
+                rq->version ? rq->version : "(missing)", version);
+    return 1;
+  }
+  if (rq->method == NULL || strcmp(rq->method, method) != 0) {
+    reply_error(out, 400, id, ORCH_RPC_HEADER_MISMATCH,
+                "Header mismatch: Mcp-Method %.100s does not match the body's method %.100s",
+                rq->method ? rq->method : "(missing)", method);
+    return 1;
+  }
+  const char *key = strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0 ? "name"
+                    : strcmp(method, "resources/read") == 0                                  ? "uri"
+                                                                                             : NULL;
+  const char *body = key ? json_string_value(json_object_get(params, key)) : NULL;
+  char buf[1024];
+  const char *h = key && rq->name ? header_text(rq->name, buf, sizeof(buf)) : NULL;
+  if (key && (h == NULL || body == NULL || strcmp(h, body) != 0)) {
+    reply_error(out, 400, id, ORCH_RPC_HEADER_MISMATCH,
+                "Header mismatch: Mcp-Name %.200s does not match the body's params.%s %.200s",
+                rq->name ? rq->name : "(missing)", key, body ? body : "(missing)");
+    return 1;
+  }
+  return 0;
+}
+
+static void on_discover(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
+                        struct orch_mcp_reply *out) {
+  char instructions[900];
+  instructions_of(rq, instructions, sizeof(instructions));
+  json_t *result =
+      json_pack("{s:[s, s, s], s:o, s:s}", "supportedVersions", ORCH_MCP_STATELESS,
+                orch__mcp_versions[0], orch__mcp_versions[1], "capabilities",
+                capabilities(m, 1), "instructions", instructions);
+  reply_result(out, id, stateless_result(cacheable(result)));
+}
+
+static void on_stateless(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
+                         const char *method, const json_t *params, struct orch_mcp_reply *out) {
+  if (id == NULL) { /* a notification or a response: nothing in this revision needs one */
+    out->status = 202;
+    return;
+  }
+  const json_t *meta = json_object_get(params, "_meta");
+  const char *version =
+      json_string_value(json_object_get(meta, "io.modelcontextprotocol/protocolVersion"));
+  const json_t *caps = json_object_get(meta, "io.modelcontextprotocol/clientCapabilities");
+  if (!json_is_object(meta) || version == NULL || !json_is_object(caps)) {
+    reply_error(out, 400, id, ORCH_RPC_INVALID_PARAMS,
+                "Invalid params: a request without a session carries params._meta with "
+                "\"io.modelcontextprotocol/protocolVersion\" (a string) and "
+                "\"io.modelcontextprotocol/clientCapabilities\" (an object); %s",
+                !json_is_object(meta) ? "params._meta is missing"
+                : version == NULL     ? "its protocolVersion is missing"
+                                      : "its clientCapabilities is missing");
+    return;
+  }
+  if (stateless_headers(rq, id, method, params, version, out) != 0)
+    return;
+  if (strcmp(version, ORCH_MCP_STATELESS) != 0) {
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "Unsupported protocol version %.40s: this server speaks %s (stateless), and %s and "
+             "%s (initialize first)",
+             version, ORCH_MCP_STATELESS, orch__mcp_versions[0], orch__mcp_versions[1]);
+    reply_error_data(out, 400, id, ORCH_RPC_UNSUPPORTED_VERSION, msg,
+                     json_pack("{s:[s, s, s], s:s}", "supported", ORCH_MCP_STATELESS,
+                               orch__mcp_versions[0], orch__mcp_versions[1], "requested",
+                               version));
+    return;
+  }
+  if (strcmp(method, "server/discover") == 0)
+    on_discover(m, rq, id, out);
+  else if (strcmp(method, "tools/list") == 0)
+    on_tools_list(m, rq->scope, V_STATELESS, id, out);
+  else if (fixture(m, &m->stateless, rq, id, method, params, out))
+    ;
+  else if (strcmp(method, "tools/call") == 0)
+    on_tools_call(m, &m->stateless, rq->scope, V_STATELESS, rq, id, params, out);
+  else
+    reply_error(out, 404, id, ORCH_RPC_METHOD_NOT_FOUND,
+                "Method not found: %.200s%s", method,
+                strcmp(method, "initialize") == 0 || strcmp(method, "ping") == 0 ||
+                        strcmp(method, "logging/setLevel") == 0 ||
+                        strcmp(method, "resources/subscribe") == 0 ||
+                        strcmp(method, "resources/unsubscribe") == 0
+                    ? " (2026-07-28 has no session: server/discover, tools/list and tools/call "
+                      "need none; initialize without MCP-Protocol-Version for 2025-11-25)"
+                    : "");
 }
 
 int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
@@ -769,6 +1137,10 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Invalid params: params must be an object");
     goto out;
   }
+  if ((is_request || is_note) && is_stateless(rq, params)) {
+    on_stateless(m, rq, is_request ? id : NULL, method, params, out);
+    goto out;
+  }
   if (is_request && strcmp(method, "initialize") == 0) {
     on_initialize(m, rq, id, params, out);
     goto out;
@@ -796,13 +1168,16 @@ int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
   if (!is_request) {
     if (is_note)
       on_notification(m, s, method, params);
+    else
+      on_response(m, s, msg);
     out->status = 202;
   } else if (strcmp(method, "ping") == 0) {
     reply_result(out, id, json_object());
   } else if (strcmp(method, "tools/list") == 0) {
-    on_tools_list(m, s, id, out);
+    on_tools_list(m, &s->scope, version, id, out);
+  } else if (fixture(m, s, rq, id, method, params, out)) {
   } else if (strcmp(method, "tools/call") == 0) {
-    on_tools_call(m, s, version, rq, id, params, out);
+    on_tools_call(m, s, &s->scope, version, rq, id, params, out);
   } else {
     reply_error(out, 200, id, ORCH_RPC_METHOD_NOT_FOUND, "Method not found: %.200s", method);
   }
@@ -819,6 +1194,24 @@ out:
 void orch__mcp_call_attach(struct orch_mcp_call *c, const struct orch_mcp_sink *sink, void *ud) {
   c->sink = sink;
   c->sink_ud = ud;
+  size_t i, len = 0;
+  json_t *note;
+  json_array_foreach(c->queued, i, note) {
+    char *text = orch__json_dump(note, &len);
+    if (text)
+      sink->send(ud, text, len);
+    sbx_free(text);
+  }
+  json_decref(c->queued);
+  c->queued = NULL;
+  if (c->answer == NULL)
+    return;
+  char *answer = c->answer;
+  len = c->answer_len;
+  c->answer = NULL;
+  call_free(c);
+  sink->end(ud, answer, len);
+  sbx_free(answer);
 }
 
 void orch__mcp_call_gone(struct orch_mcp_call *c) { call_drop(c, 0); }

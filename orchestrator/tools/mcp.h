@@ -33,8 +33,18 @@
  * progress resets (the spec's 15 s is met with room for a loaded machine). */
 #define ORCH_MCP_KEEPALIVE_MS 10000
 #define ORCH_MCP_N_VERSIONS      2
-/* The protocol versions spoken, newest first ("2025-11-25", "2025-06-18"). */
+/* The session revisions spoken (initialize and Mcp-Session-Id), newest first ("2025-11-25",
+ * "2025-06-18"); an index names one in a session id, so the order is kept. */
 extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
+/* The stateless revision spoken beside them, negotiated per request: no initialize and no
+ * session, every request's params._meta names the revision and the client's capabilities, and
+ * the headers mirror the body (MCP-Protocol-Version, Mcp-Method, Mcp-Name). */
+#define ORCH_MCP_STATELESS "2026-07-28"
+/* Stateless tool calls in flight together (each has its own HTTP request; past it -32000). */
+#define ORCH_MCP_STATELESS_CALLS_MAX 1024
+/* How long a stateless client may keep tools/list and server/discover (the list changes only
+ * with the server's settings; "private": it depends on the credential). */
+#define ORCH_MCP_LIST_TTL_MS 300000
 
 /* How tools/call is carried out: tools.c's execution (api_mcp.c), or a test double. */
 struct orch_mcp_tools {
@@ -51,6 +61,9 @@ struct orch_mcp_tools {
    * request id as an HMAC of its JSON), for orch__mcp_notified on every node. */
   const unsigned char *secret;
   void (*tell)(void *ud, const char *what);
+  int fixtures; /* CEREA_MCP_CONFORMANCE_FIXTURES: the suite's fixtures beside our tools */
+  /* The answer to a run's input() that a client gave through elicitation (NULL: none). */
+  int (*give_input)(void *ud, const char *run_id, const char *text);
 };
 
 struct orch_mcp;
@@ -74,10 +87,12 @@ struct orch_mcp_request {
   const char *cred_hash; /* sha256 hex of the credential: a session answers to its own only */
   int sse_ok;            /* the client accepts text/event-stream */
   const char *base_url;  /* for the result's links */
+  const char *method;    /* Mcp-Method, or NULL (the stateless revision requires it) */
+  const char *name;      /* Mcp-Name, or NULL (likewise, for tools/call) */
 };
 /* What to answer. */
 struct orch_mcp_reply {
-  int status; /* 200, 202, 400, 404, 503 */
+  int status; /* 200, 202, 400, 404 (also an unknown method, stateless), 503 */
   char *body; /* JSON text (sbx-owned), or NULL: no body */
   size_t len;
   char session_id[65];        /* "": none; else send Mcp-Session-Id (initialize) */
@@ -90,7 +105,8 @@ struct orch_mcp_reply {
 };
 /* Classifies one message (a request, a notification, a response; a batch or anything else is
  * refused) and answers what can be answered now: initialize (a new session), ping, tools/list,
- * tools/call (checked, started), notifications (202).  0, or SBX_ENOMEM (nothing changed). */
+ * tools/call (checked, started), server/discover (stateless), notifications and responses to
+ * our own requests (202).  0, or SBX_ENOMEM (nothing changed). */
 int orch__mcp_handle(struct orch_mcp *m, const struct orch_mcp_request *rq,
                      struct orch_mcp_reply *out);
 void orch__mcp_reply_free(struct orch_mcp_reply *r);
@@ -127,7 +143,31 @@ enum {
   ORCH_RPC_UNAUTHORIZED = -32001,
   ORCH_RPC_FORBIDDEN = -32003,
   ORCH_RPC_NO_SESSION = -32004,
+  /* The stateless revision's (2026-07-28), from the range it reserves: */
+  ORCH_RPC_HEADER_MISMATCH = -32020,
+  ORCH_RPC_MISSING_CAPABILITY = -32021,
+  ORCH_RPC_UNSUPPORTED_VERSION = -32022,
 };
+
+/* ---- the conformance suite's fixtures (mcp_fixtures.c; orch_mcp_tools.fixtures) ---------- */
+
+/* A fixture's answer: a result (status 200), or an error (status, code, message, data), after
+ * the notifications in notes (progress, log messages) for a client that takes a stream. */
+struct orch_mcp_fixture_reply {
+  int status;
+  json_t *result, *data, *notes; /* owned by the caller once answered */
+  json_t *ask; /* instead of a result: the server's own request ({method, params}) to send on
+                  the call's stream; orch__mcp_fixture_answered makes the result of its answer */
+  int code;
+  char message[200];
+};
+/* Answers method when a fixture has it (1), else 0 (ours, or not found). */
+int orch__mcp_fixture_method(const char *method, const json_t *params, int stateless,
+                             struct orch_mcp_fixture_reply *r);
+void orch__mcp_fixture_tools(json_t *tools, int stateless);  /* appended to tools/list */
+/* The result of a fixture tool whose request (ask) the client answered: its result or error. */
+json_t *orch__mcp_fixture_answered(const char *tool, const json_t *result, const json_t *error);
+json_t *orch__mcp_fixture_capabilities(int stateless);        /* merged into ours (new) */
 
 void orch__routes_mcp(struct orch *o);
 

@@ -4,6 +4,7 @@
 //  - the official SDK's client on node B, a chat owned by node A, its page reading through node C:
 //    the call runs on A (the chat's lease never moves), progress (states and live output) and the
 //    result reach the client through B;
+//  - a stateless (2026-07-28) call through B: forwarded to A with its headers, answered through B;
 //  - notifications/cancelled sent through C for a call running on A cancels its run; DELETE /mcp
 //    through C ends the session everywhere (a call in flight on A ends, B refuses the id);
 //  - the owner SIGKILLed: a later call from the same session lands on the chat's new owner.
@@ -87,12 +88,25 @@ test('MCP across nodes: a call on another node\'s chat runs on the owner, progre
     // it ran on A: the chat's lease never left A (one epoch, A's), and B never held it
     assert.equal(sql(url, `SELECT node_id || ' ' || count(*) OVER () FROM lease_log WHERE chat_id = '${chat.id}'`), `${aId} 1`);
 
+    // 1b. the stateless revision (2026-07-28) through B: no session, the headers forwarded to A
+    const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+    const sl = rpc(B, { jsonrpc: '2.0', id: 's1', method: 'tools/call', params: { name: 'run_python', arguments: { chat_id: chat.id, code: 'print(3)' }, _meta: meta } },
+      { version: '2026-07-28', headers: { 'mcp-method': 'tools/call', 'mcp-name': 'run_python' } });
+    const run1b = (await page.nextRun(15000)).data;
+    assert.equal((await page.started(run1b)).status, 200);
+    assert.equal((await page.result(run1b, { stdout: '3\n' })).status, 200);
+    const slr = await sl;
+    assert.equal(slr.status, 200, slr.text);
+    assert.equal(slr.json.result.resultType, 'complete');
+    assert.equal(slr.json.result.structuredContent.run_id, run1b.run_id);
+    assert.equal(slr.headers.get('mcp-session-id'), null);
+
     // 2. notifications/cancelled through C for the call running on A (the page gone: it waits)
     page.close();
     await sleep(300);
     const session = client.transport.sessionId;
     assert.match(session, /^[0-9a-f]{64}$/);
-    const seen = [run.run_id];
+    const seen = [run.run_id, run1b.run_id];
     const held = rawCall(B, session, 'c1', { chat_id: chat.id, code: 'print(1)' });
     const r2 = await toolRun(url, chat.id, seen);
     seen.push(r2.id);

@@ -138,7 +138,7 @@ static void post(const char *session, const char *version, const struct orch_too
   vsnprintf(body, sizeof(body), fmt, ap);
   va_end(ap);
   struct orch_mcp_request rq = {body,  strlen(body), session, version,
-                                scope, cred,         sse_ok,  "http://127.0.0.1:1"};
+                                scope, cred,         sse_ok,  "http://127.0.0.1:1", NULL, NULL};
   ck_assert_int_eq(orch__mcp_handle(m, &rq, out), 0);
 }
 
