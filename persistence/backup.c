@@ -218,6 +218,8 @@ static int by_path(const void *a, const void *b) {
 
 static const struct entry *manifest_find(const struct manifest *m, const char *path) {
   struct entry key = {.path = (char *)path};
+  if (m->n == 0) /* m->v is NULL: bsearch must not be handed it */
+    return NULL;
   return bsearch(&key, m->v, m->n, sizeof *m->v, by_path);
 }
 
@@ -280,6 +282,9 @@ static int manifest_read(const char *src, struct manifest *m, struct sbx_error *
   if (rc == 0 && ferror(f))
     rc = sbx_error_set(err, SBX_EIO, "read %s: %s", path, strerror(errno));
   fclose(f);
+  if (rc == 0 && m->n == 0)
+    rc = sbx_error_set(err, SBX_ECORRUPT, "%s is empty: cerea.db and %s are missing from it",
+                       path, INFO);
   if (rc == 0) {
     qsort(m->v, m->n, sizeof *m->v, by_path);
     for (size_t i = 1; i < m->n && rc == 0; i++)
@@ -623,7 +628,7 @@ int store_backup(const char *data_dir, const char *dest, struct store_backup_sta
     goto out;
   {
     char *db = join(dest, "cerea.db"), sha[65];
-    uint64_t size;
+    uint64_t size = 0;
     rc = db ? hash_copy(db, NULL, sha, &size, err) : SBX_ENOMEM;
     if (rc == 0 && manifest_add(&m, "cerea.db", sha, size) != 0)
       rc = SBX_ENOMEM;

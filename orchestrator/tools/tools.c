@@ -300,6 +300,17 @@ json_t *orch__tools_json(const struct orch_tool_env *env, const struct orch_tool
 
 /* ---- arguments ------------------------------------------------------------------------------ */
 
+/* The bytes of s, at most max, that a reason quotes: cut before a character, never inside one
+ * (the reason becomes a JSON string, which must stay UTF-8; s is, jansson checked it). */
+static int quoted_len(const char *s, int max) {
+  int n = (int)strnlen(s, (size_t)max + 1);
+  if (n <= max)
+    return n;
+  for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
+    ;
+  return n;
+}
+
 /* The string argument key: 0 (absent: *out NULL, or set), or SBX_EINVAL with why. */
 static int arg_str(const json_t *args, const char *key, const char **out, char *why, size_t cap) {
   const json_t *v = json_object_get(args, key);
@@ -333,8 +344,8 @@ int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_too
       return SBX_EINVAL;
     }
     if (!orch__valid_id(out->run_id)) {
-      snprintf(why, cap, "run_id: no run %.*s (a run id is %d hex digits)", 80, out->run_id,
-               STORE_ID_LEN);
+      snprintf(why, cap, "run_id: no run %.*s (a run id is %d hex digits)",
+               quoted_len(out->run_id, 80), out->run_id, STORE_ID_LEN);
       return SBX_EINVAL;
     }
     const json_t *v = json_object_get(args, "wait_s");
@@ -362,8 +373,8 @@ int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_too
     return SBX_EINVAL;
   }
   if (!orch__valid_id(out->chat_id)) {
-    snprintf(why, cap, "chat_id: no chat %.*s (a chat id is %d hex digits)", 80, out->chat_id,
-             STORE_ID_LEN);
+    snprintf(why, cap, "chat_id: no chat %.*s (a chat id is %d hex digits)",
+             quoted_len(out->chat_id, 80), out->chat_id, STORE_ID_LEN);
     return SBX_EINVAL;
   }
   if (t == ORCH_TOOL_RUN_PYTHON) {

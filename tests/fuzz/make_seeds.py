@@ -254,3 +254,61 @@ ANSWERS = {
 }
 for name, data in ANSWERS.items():
     put("blocks", name, data)
+
+# ---- a tool call's arguments (fuzz_tools.c: tool | scope << 3 | leave << 5, then the JSON) -----
+RUN_PYTHON, LIST_FILES, ADD_FILE, WAIT_FOR_RUN, CANCEL_RUN = range(5)
+BY_KEY, BY_A, BY_X = 0, 1 << 3, 2 << 3
+ABANDON, ABANDON_LATER = 1 << 5, 2 << 5
+TOOLS = {
+    "run": (RUN_PYTHON, b'{"chat_id":"@A","code":"print(6 * 7)","timeout_s":30}'),
+    "run_chat_key": (RUN_PYTHON | BY_A | ABANDON, b'{"code":"x = 1"}'),
+    "run_other_chat": (RUN_PYTHON | BY_X, b'{"chat_id":"@A","code":"x"}'),
+    "run_real_timeout": (RUN_PYTHON | ABANDON_LATER, b'{"chat_id":"@A","code":"x","timeout_s":5.0}'),
+    "run_no_chat": (RUN_PYTHON, b'{"chat_id":"0123456789abcdef0123456789abcdef","code":"x"}'),
+    "run_long_chat_id": (RUN_PYTHON, b'{"chat_id":"' + "\u00e9".encode() * 60 + b'","code":"x"}'),
+    "list": (LIST_FILES, b'{"chat_id":"@A"}'),
+    "list_chat_key": (LIST_FILES | BY_X, b'{}'),
+    "list_null": (LIST_FILES | BY_A, b'null'),
+    "add_text": (ADD_FILE, b'{"chat_id":"@A","name":"notes.txt","text":"hello\\n"}'),
+    "add_base64": (ADD_FILE | BY_A, b'{"name":"data.csv","base64":"YSxiCjEsMgo="}'),
+    "add_base64_lines": (ADD_FILE | BY_A, b'{"name":"b.bin","base64":"YSxi\\nCjEs\\nMgo="}'),
+    "add_bad_base64": (ADD_FILE, b'{"chat_id":"@X","name":"x.bin","base64":"!!!!"}'),
+    "add_bad_name": (ADD_FILE, b'{"chat_id":"@A","name":"../etc/passwd","text":"x"}'),
+    "add_both": (ADD_FILE, b'{"chat_id":"@A","name":"a","text":"x","base64":"eA=="}'),
+    "add_abandoned": (ADD_FILE | ABANDON, b'{"chat_id":"@A","name":"c.txt","text":"abc"}'),
+    "wait_ended": (WAIT_FOR_RUN, b'{"run_id":"@D"}'),
+    "wait_live": (WAIT_FOR_RUN | BY_A, b'{"run_id":"@L","wait_s":0}'),
+    "wait_live_abandoned": (WAIT_FOR_RUN | ABANDON_LATER, b'{"run_id":"@L","wait_s":3}'),
+    "wait_other_chat": (WAIT_FOR_RUN | BY_X, b'{"run_id":"@L","wait_s":0}'),
+    "wait_bad_wait": (WAIT_FOR_RUN, b'{"run_id":"@L","wait_s":-1.5}'),
+    "cancel_live": (CANCEL_RUN, b'{"run_id":"@L"}'),
+    "cancel_ended": (CANCEL_RUN | BY_A, b'{"run_id":"@D"}'),
+    "cancel_other_chat": (CANCEL_RUN | BY_X, b'{"run_id":"@L"}'),
+    "cancel_not_string": (CANCEL_RUN, b'{"run_id":7}'),
+}
+for name, (flags, args) in TOOLS.items():
+    put("tools", name, bytes([flags]) + args)
+
+# ---- a backup's manifest (fuzz_backup.c: how the backup and target differ, then the text) -------
+GOOD = b"@D  cerea.db\n@B  @P\n@K  api_key\n@S  chat_key_secret\n@I  backup.info\n"
+BACKUPS = {
+    "good": (0x00, GOOD),
+    "good_empty_target": (0x10, b"@I  backup.info\n@D  cerea.db\n@S  chat_key_secret\n@B  @P\n@K  api_key\n"),
+    "non_empty_target": (0x20, GOOD),
+    "no_info": (0x01, GOOD),
+    "cut_blob": (0x02, GOOD),
+    "extra_file": (0x04, GOOD),
+    "other_format": (0x08, GOOD),
+    "missing_line": (0x00, b"@D  cerea.db\n@I  backup.info\n@K  api_key\n@S  chat_key_secret\n"),
+    "twice": (0x00, GOOD + b"@K  api_key\n"),
+    "dot_dot": (0x00, GOOD + b"@B  blobs/../../@P\n"),
+    "blob_wrong_hash": (0x00, b"@D  cerea.db\n@D  @P\n@K  api_key\n@S  chat_key_secret\n@I  backup.info\n"),
+    "no_newline": (0x00, GOOD[:-1]),
+    "crlf": (0x00, GOOD.replace(b"\n", b"\r\n")),
+    "upper_hex": (0x00, b"@D  cerea.db\n@B  @P\n@K  api_key\n@S  chat_key_secret\n@I  backup.info\n"
+                  .replace(b"@K", b"ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789")),
+    "escaped_name": (0x00, b"\\" + GOOD),
+    "nul": (0x00, b"@D  cerea.db\0\n" + GOOD),
+}
+for name, (how, text) in BACKUPS.items():
+    put("backup", name, bytes([how]) + text)

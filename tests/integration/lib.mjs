@@ -36,13 +36,14 @@ export function sqlQuery(dataDir, q) {
   return execFileSync('sqlite3', ['-cmd', '.timeout 5000', join(dataDir, 'cerea.db'), q], { encoding: 'utf8' }).trim();
 }
 
-// Starts the server; resolves once it printed its port.  env adds settings.
-export async function startServer({ dataDir = tempDir(), env = {}, apiKey = API_KEY } = {}) {
+// Starts the server; resolves once it printed its port.  env adds settings; port 0: a free one
+// (a restart that clients must find again passes the port it had).
+export async function startServer({ dataDir = tempDir(), env = {}, apiKey = API_KEY, port: want = 0 } = {}) {
   if (!existsSync(BIN)) throw new Error(`${BIN} not built (run bash scripts/setup.sh)`);
   const fullEnv = { ...process.env, CEREA_LOG: process.env.CEREA_LOG || 'warn', ...env };
   if (PG && !fullEnv.CEREA_DATABASE_URL) fullEnv.CEREA_DATABASE_URL = databaseUrl(dataDir);
   if (apiKey) fullEnv.CEREA_API_KEY = apiKey;
-  const proc = spawn(BIN, ['serve', '--listen', '127.0.0.1:0', '--data', dataDir], {
+  const proc = spawn(BIN, ['serve', '--listen', `127.0.0.1:${want}`, '--data', dataDir], {
     cwd: ROOT, env: fullEnv, stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

@@ -122,7 +122,11 @@ export class RoamingPage {
     let last;
     while (!this.stop) {
       const node = this.node();
-      if (!node.alive) { this.via++; continue; }
+      if (!node.alive) { // the next node; with none alive, a pause (a loop that never waits would
+        this.via++;      // hold the event loop, and the test's own timeout with it)
+        if (this.nodes.every((n) => !n.alive)) await sleep(200);
+        continue;
+      }
       const headers = { authorization: `Bearer ${this.chat.token}` };
       if (last !== undefined) headers['last-event-id'] = String(last);
       this.ctrl = new AbortController();

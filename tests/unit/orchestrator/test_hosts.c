@@ -47,7 +47,8 @@ static void make_dirs(const char *script_body) {
   snprintf(log_path, sizeof(log_path), "%s/hosts/starts.log", data_dir);
   FILE *f = fopen(script, "w");
   ck_assert_ptr_nonnull(f);
-  fprintf(f, "#!/bin/sh\necho start >> '%s'\n%s", log_path, script_body);
+  fprintf(f, "#!/bin/sh\nL='%s'\necho \"start $(date +%%s%%N)\" >> \"$L\"\n%s", log_path,
+          script_body);
   fclose(f);
   chmod(script, 0755);
   setenv("CEREA_NODE", script, 1);
@@ -67,16 +68,33 @@ static void config(struct orch_config *c) {
   ck_assert_int_eq(orch_config_set(c, "CEREA_API_KEY", "unit-test-key-0123456789", NULL), 0);
 }
 
-static int count_starts(void) {
-  FILE *f = fopen(log_path, "r");
+/* Lines of the file at path that start with word ("": every line). */
+static int count_lines_in(const char *path, const char *word) {
+  FILE *f = fopen(path, "r");
   if (f == NULL)
     return 0;
   int n = 0;
-  char line[64];
+  char line[4096];
   while (fgets(line, sizeof(line), f))
-    n++;
+    n += strncmp(line, word, strlen(word)) == 0;
   fclose(f);
   return n;
+}
+
+static int count_lines(const char *word) { return count_lines_in(log_path, word); }
+
+static int count_starts(void) { return count_lines("start"); }
+
+/* When the i-th host (0-based) started, in ms of the wall clock (its log line says). */
+static uint64_t start_ms(int i) {
+  FILE *f = fopen(log_path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[64];
+  unsigned long long ns = 0;
+  for (int k = 0; k <= i && fgets(line, sizeof(line), f); k++)
+    ck_assert_int_eq(sscanf(line, "start %llu", &ns), 1);
+  fclose(f);
+  return ns / 1000000;
 }
 
 static int closed;
@@ -89,7 +107,27 @@ static void on_stop(uv_timer_t *t) {
   uv_close((uv_handle_t *)t, NULL);
 }
 
-/* Runs a server for run_ms, then closes it; every handle must be gone afterwards. */
+/* run_for(0) closes once the file poll_path holds poll_want lines starting with poll_word, seen
+ * every 20 ms: the event the case waits for (hosts started, a host ignoring SIGTERM, the stand-in
+ * bubblewrap done), not a window that a loaded machine overruns.  The wait is bounded by the
+ * case's own timeout. */
+static const char *poll_path, *poll_word;
+static int poll_want;
+static uint64_t close_started_ms;
+static void on_poll(uv_timer_t *t) {
+  if (count_lines_in(poll_path, poll_word) < poll_want)
+    return;
+  close_started_ms = sbx_now_mono_ms();
+  orch_close(t->data, on_closed, NULL);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+static void close_when(const char *path, const char *word, int want) {
+  poll_path = path, poll_word = word, poll_want = want;
+}
+
+/* Runs a server for run_ms, then closes it (run_ms 0: once close_when's lines are there); every
+ * handle must be gone afterwards. */
 static void run_for(uint64_t run_ms) {
   struct orch_config c;
   config(&c);
@@ -103,7 +141,10 @@ static void run_for(uint64_t run_ms) {
   uv_timer_t stop;
   uv_timer_init(&loop, &stop);
   stop.data = o;
-  uv_timer_start(&stop, on_stop, run_ms, 0);
+  if (run_ms > 0)
+    uv_timer_start(&stop, on_stop, run_ms, 0);
+  else
+    uv_timer_start(&stop, on_poll, 20, 20);
   closed = 0;
   uv_run(&loop, UV_RUN_DEFAULT);
   ck_assert_int_eq(closed, 1);
@@ -113,10 +154,16 @@ static void run_for(uint64_t run_ms) {
 
 START_TEST(test_restart_with_backoff_and_close) {
   make_dirs("echo ready\nexit 7\n");
-  run_for(2000);
-  /* Exits at once: started at 0, then after 250, 500, 1000 ms of backoff (1750 ms): 4, not 20. */
+  /* Exits at once: started, then again after 250, 500 and 1000 ms of backoff.  The fourth start
+   * comes at least 1750 ms after the first (a loaded machine only adds to that): 4 starts, not
+   * the 20 that restarting at once would make in that time. */
+  close_when(log_path, "start", 4);
+  run_for(0);
   int n = count_starts();
-  ck_assert_msg(n >= 3 && n <= 5, "starts in 2 s: %d", n);
+  uint64_t spread = start_ms(3) - start_ms(0);
+  ck_assert_msg(n >= 4 && n <= 5, "starts before the close: %d", n);
+  ck_assert_msg(spread >= 1750 - 50, "the fourth start %llu ms after the first",
+                (unsigned long long)spread);
   /* Every child was reaped by its exit callback. */
   ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
   ck_assert_int_eq(errno, ECHILD);
@@ -125,12 +172,13 @@ START_TEST(test_restart_with_backoff_and_close) {
 END_TEST
 
 START_TEST(test_close_kills_running_hosts) {
-  /* A host that ignores SIGTERM: the close waits, SIGKILLs it after the grace, then finishes. */
-  make_dirs("trap '' TERM\necho ready\nwhile true; do sleep 0.1; done\n");
+  /* A host that ignores SIGTERM: the close waits, SIGKILLs it after the grace, then finishes.
+   * The close comes once both hosts set their trap (before it, SIGTERM would end them). */
+  make_dirs("trap '' TERM\necho trapped >> \"$L\"\necho ready\nwhile true; do sleep 0.1; done\n");
   setenv("CEREA_HOSTS", "2", 1);
-  uint64_t t0 = sbx_now_mono_ms();
-  run_for(500);
-  uint64_t took = sbx_now_mono_ms() - t0;
+  close_when(log_path, "trapped", 2);
+  run_for(0);
+  uint64_t took = sbx_now_mono_ms() - close_started_ms;
   ck_assert_int_eq(count_starts(), 2);
   ck_assert_msg(took >= 3000 && took < 8000, "close took %llu ms", (unsigned long long)took);
   ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
@@ -226,7 +274,8 @@ START_TEST(test_sandboxed_command_line) {
   setenv("CEREA_BWRAP", bwrap, 1);
   setenv("CEREA_KERNEL_MEMORY_MB", "512", 1);
   setenv("CEREA_HOST_MEMORY_MB", "4096", 1);
-  run_for(1500);
+  close_when(argv_log, "", 5); /* its five lines written: it ran whole */
+  run_for(0);
   f = fopen(argv_log, "r");
   ck_assert_msg(f != NULL, "the stand-in bubblewrap never ran");
   char args[4096] = "", size[64] = "", limit[256] = "", uid[32] = "", readable[400] = "";
