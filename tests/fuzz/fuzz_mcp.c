@@ -199,14 +199,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         abort();
       continue;
     }
-    struct orch_mcp_request rq = {body,
-                                  blen,
-                                  sid,
-                                  versions[(ctl >> 2) & 3],
-                                  &scopes[who],
-                                  creds[who],
-                                  (ctl >> 4) & 1,
-                                  "http://127.0.0.1:8080"};
+    /* method, name: NULL (no Mcp-Method / Mcp-Name headers: the stateless revision refuses it) */
+    struct orch_mcp_request rq = {.body = body,
+                                  .len = blen,
+                                  .session_id = sid,
+                                  .version = versions[(ctl >> 2) & 3],
+                                  .scope = &scopes[who],
+                                  .cred_hash = creds[who],
+                                  .sse_ok = (ctl >> 4) & 1,
+                                  .base_url = "http://127.0.0.1:8080"};
     struct orch_mcp_reply r;
     if (orch__mcp_handle(m, &rq, &r) != 0)
       continue;
