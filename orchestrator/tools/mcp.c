@@ -38,10 +38,11 @@
  * client's capabilities in _meta (missing: 400 -32602); the headers must say what the body says
  * (MCP-Protocol-Version, Mcp-Method, and Mcp-Name for tools/call, Base64 sentinel decoded:
  * 400 -32020); a revision not spoken is 400 -32022 naming the ones that are.  It speaks
- * server/discover, tools/list (with ttlMs and cacheScope) and tools/call; the methods it removed
- * (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls belong to
- * no session: the HTTP request is the call, and closing it cancels it.  Every result says
- * resultType "complete" and names this server in _meta.
+ * server/discover, tools/list (with ttlMs and cacheScope), tools/call, and, with the Tasks
+ * extension negotiated, tasks/get and tasks/cancel (see "the Tasks extension" below); the methods
+ * it removed (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls
+ * belong to no session: the HTTP request is the call, and closing it cancels it.  Every result
+ * says its resultType ("complete", or "task" for a task made) and names this server in _meta.
  *
  * Our own requests (sessions): a call whose answer is a stream may carry a request of ours to
  * the client (elicitation/create for a run's input() when the client declared elicitation at
@@ -73,9 +74,10 @@ const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025
 #define V_2025_06_18 1                   /* its index */
 #define V_STATELESS  ORCH_MCP_N_VERSIONS /* ORCH_MCP_STATELESS: no session has it */
 #define SERVER_NAME    "cerea-sandbox"
-#define TASKS_EXT      "io.modelcontextprotocol/tasks" /* SEP-2663, stateless only */
-#define TASK_POLL_MS   2000 /* the pollIntervalMs a task suggests */
 #define SERVER_VERSION "0.1.0"
+
+#define TASKS_EXT    "io.modelcontextprotocol/tasks" /* SEP-2663, stateless only */
+#define TASK_POLL_MS 2000                            /* the pollIntervalMs a task suggests */
 
 /* The sessions of one credential: each credential has a budget of its own, so what one does
  * with its sessions (a flood of initializes) ends only its own. */
@@ -666,10 +668,11 @@ static void on_tools_list(struct orch_mcp *m, const struct orch_tool_scope *scop
   json_decref(keep);
   size_t i;
   json_t *tool;
-  json_array_foreach(list, i, tool) /* the Tasks extension: run_python may be a task */
-    if (version == V_STATELESS &&
-        strcmp(json_string_value(json_object_get(tool, "name")) ?: "", "run_python") == 0)
+  json_array_foreach(list, i, tool) { /* the Tasks extension: run_python may be a task */
+    const char *name = json_string_value(json_object_get(tool, "name"));
+    if (version == V_STATELESS && name && strcmp(name, "run_python") == 0)
       json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+  }
   if (m->tools.fixtures)
     orch__mcp_fixture_tools(list, version == V_STATELESS);
   json_t *result = json_pack("{s:o}", "tools", list);
@@ -854,10 +857,11 @@ static json_t *task_result(const struct orch_mcp_call *c, json_t *result) {
   if (task == NULL) {
     if (c->task == TASK_CREATE) /* refused before there was a run: a plain result */
       return result;
-    const char *why =
-        json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-    task = json_pack("{s:s, s:s, s:{s:i, s:s}}", "taskId", json_string_value(json_object_get(c->task_args, "run_id")),
-                     "status", "failed", "error", "code", ORCH_RPC_INTERNAL, "message",
+    const char *why = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    task = json_pack("{s:s, s:s, s:{s:i, s:s}}", "taskId",
+                     json_string_value(json_object_get(c->task_args, "run_id")), "status", "failed",
+                     "error", "code", ORCH_RPC_INTERNAL, "message",
                      why ? why : "the run could not be read");
     json_decref(result);
     return task;
@@ -917,13 +921,16 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
     return;
   }
   a.wait_s = 0; /* look, never wait: a task is polled */
-  *c = (struct orch_mcp_call){.m = m, .s = s, .id = json_incref((json_t *)id),
-                              .task = get ? TASK_GET : TASK_CANCEL, .task_args = args};
+  *c = (struct orch_mcp_call){.m = m,
+                              .s = s,
+                              .id = json_incref((json_t *)id),
+                              .task = get ? TASK_GET : TASK_CANCEL,
+                              .task_args = args};
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
-  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url, &call_ops_quiet, c, &c->tc, &now,
-                      why, sizeof(why));
+  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url, &call_ops_quiet, c, &c->tc, &now, why,
+                      sizeof(why));
   if (rc != 0 || now != NULL) {
     now = task_result(c, now);
     call_free(c);
@@ -942,7 +949,6 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
   out->status = 200;
   out->call = c;
 }
-
 
 /* s: the call's session, or m->stateless (scope: the request's); version: the request's. */
 static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
@@ -1274,8 +1280,7 @@ static void on_stateless(struct orch_mcp *m, const struct orch_mcp_request *rq, 
   else if (strncmp(method, "tasks/", 6) == 0) {
     if (!fixture(m, &m->stateless, rq, id, method, params, out)) /* a fixture task's, or ours */
       on_task_method(m, rq, id, method, params, out);
-  }
-  else if (fixture(m, &m->stateless, rq, id, method, params, out))
+  } else if (fixture(m, &m->stateless, rq, id, method, params, out))
     ;
   else if (strcmp(method, "tools/call") == 0)
     on_tools_call(m, &m->stateless, rq->scope, V_STATELESS, rq, id, params, out);

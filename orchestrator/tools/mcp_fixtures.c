@@ -4,7 +4,9 @@
  * server runs with CEREA_MCP_CONFORMANCE_FIXTURES=1 (off by default; refused with production
  * settings: config.c).  Static answers only: a fixture runs nothing and reads nothing, so the
  * mode adds no way in; it exists so the suite can hold the real protocol code (mcp.c) to the
- * spec.  Names all start with test_ or test://, so none can be taken for ours.
+ * spec.  Names all start with test_ or test://, so none can be taken for ours, but the Tasks
+ * extension's four (greet, slow_compute, failing_job, protocol_error_job: the names its scenarios
+ * call), which are stateless only and none of ours either.
  */
 #include "mcp.h"
 
@@ -143,7 +145,8 @@ static const char *const mrtr_tools[][2] = {
 };
 
 /* The Tasks extension's fixtures (task_fixture, below). */
-static const char *const task_tools[][3] = { /* name, description, taskSupport */
+static const char *const task_tools[][3] = {
+    /* name, description, taskSupport */
     {"greet", "Says hello to {name} (never a task)", NULL},
     {"slow_compute", "Sleeps `seconds` seconds, then answers (a task)", "optional"},
     {"failing_job", "Fails as a tool after ~1 s (a task)", "required"},
@@ -181,10 +184,10 @@ void orch__mcp_fixture_tools(json_t *tools, int stateless) {
                                            "description", mrtr_tools[k][1], "inputSchema", "type",
                                            "object", "properties"));
   for (size_t k = 0; stateless && k < SBX_ARRAY_SIZE(task_tools); k++) {
-    json_t *tt = json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "name",
-                           task_tools[k][0], "description", task_tools[k][1], "inputSchema",
-                           "type", "object", "properties", "name", "type", "string", "seconds",
-                           "type", "number", "label", "type", "string");
+    json_t *tt =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "name", task_tools[k][0],
+                  "description", task_tools[k][1], "inputSchema", "type", "object", "properties",
+                  "name", "type", "string", "seconds", "type", "number", "label", "type", "string");
     if (task_tools[k][2])
       json_object_set_new(tt, "execution", json_pack("{s:s}", "taskSupport", task_tools[k][2]));
     json_array_append_new(tools, tt);
@@ -558,7 +561,6 @@ static json_t *template_read(const char *uri) {
 static char fixture_cancelled[FIXTURE_CANCELS][64];
 static unsigned fixture_cancels;
 
-
 static int tasks_asked(const json_t *params) {
   const json_t *caps = json_object_get(json_object_get(params, "_meta"),
                                        "io.modelcontextprotocol/clientCapabilities");
@@ -578,11 +580,12 @@ static json_t *fixture_task(const char *id, const char *status, long long made, 
   char a[32], b[32];
   iso(made, a);
   iso(last, b);
-  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", status, "createdAt",
-                   a, "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", 500);
+  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", status, "createdAt", a,
+                   "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", 500);
 }
 
-static int task_fixture(const char *method, const json_t *params, struct orch_mcp_fixture_reply *r) {
+static int task_fixture(const char *method, const json_t *params,
+                        struct orch_mcp_fixture_reply *r) {
   long long now = sbx_now_wall_ms();
   if (strcmp(method, "tools/call") == 0) {
     const char *name = json_string_value(json_object_get(params, "name"));
@@ -601,7 +604,7 @@ static int task_fixture(const char *method, const json_t *params, struct orch_mc
       return 1;
     }
     if (!tasks_asked(params)) { /* no extension: answered at once, as a plain call */
-      if (k == 2) /* taskSupport "required" */
+      if (k == 2)               /* taskSupport "required" */
         refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
                "Missing required client capability: failing_job runs only as a task (the "
                "extension io.modelcontextprotocol/tasks)",
@@ -645,8 +648,9 @@ static int task_fixture(const char *method, const json_t *params, struct orch_mc
     t = fixture_task(id, "working", made, made);
   else if (k == 3) {
     t = fixture_task(id, "failed", made, due);
-    json_object_set_new(t, "error", json_pack("{s:i, s:s}", "code", ORCH_RPC_INTERNAL, "message",
-                                              "protocol_error_job: an internal error"));
+    json_object_set_new(t, "error",
+                        json_pack("{s:i, s:s}", "code", ORCH_RPC_INTERNAL, "message",
+                                  "protocol_error_job: an internal error"));
   } else {
     t = fixture_task(id, "completed", made, due);
     json_object_set_new(t, "result",
