@@ -23,8 +23,13 @@
  * page token is not the chat's own (orch__auth_allows_chat), so rotating the secret revokes every
  * link as it does every chat key.
  *
+ * Sessions (people.c): a person's browser holds the cookie cerea_session; a session reaches the
+ * chats its person owns (orch__auth_allows_chat), never another's, and an administrator's the
+ * admin calls too (api.c).  Only when no Bearer credential is given: a request with both is
+ * judged by the Bearer one.
+ *
  * What it does not do: it does not look chats up or answer requests (api_*.c do, with the chat's
- * stored hash); it does not rate-limit.
+ * stored hash); it does not rate-limit (people.c throttles sign-ins).
  */
 #include "internal.h"
 
@@ -297,6 +302,8 @@ int orch__page_link_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], cons
 }
 
 int orch__auth_allows_chat(const struct orch_auth *a, const struct orch_chat *c) {
+  if (a->kind == ORCH_CRED_SESSION) /* a person's own chats, an administrator's too */
+    return c->owner[0] != '\0' && strcmp(c->owner, a->person_id) == 0;
   if (orch__auth_allows(a, c->id, c->token_hash))
     return 1;
   if (a->kind != ORCH_CRED_PAGE || strcmp(a->chat_id, c->id) != 0)
@@ -307,4 +314,41 @@ int orch__auth_allows_chat(const struct orch_auth *a, const struct orch_chat *c)
   sha256_hex(link, hash);
   OPENSSL_cleanse(link, sizeof link);
   return ct_streq(a->token_hash, hash);
+}
+
+/* ---- the session cookie ----------------------------------------------------------------------- */
+
+int orch__cookie_find(const char *header, const char *name, const char **val, size_t *len) {
+  if (header == NULL || name == NULL)
+    return 0;
+  size_t nlen = strlen(name);
+  const char *p = header;
+  while (*p) {
+    while (*p == ' ' || *p == '\t' || *p == ';')
+      p++;
+    const char *k = p;
+    while (*p && *p != '=' && *p != ';')
+      p++;
+    const char *ke = p;
+    while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+      ke--;
+    if (*p != '=') /* a pair without '=': skipped */
+      continue;
+    const char *v = ++p;
+    while (*p && *p != ';')
+      p++;
+    const char *ve = p;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+      ve--;
+    if (ve - v >= 2 && *v == '"' && ve[-1] == '"') /* a quoted value (RFC 6265's DQUOTE) */
+      v++, ve--;
+    if ((size_t)(ke - k) == nlen && memcmp(k, name, nlen) == 0) {
+      *val = v;
+      *len = (size_t)(ve - v);
+      return 1;
+    }
+  }
+  return 0;
 }

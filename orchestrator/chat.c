@@ -483,6 +483,8 @@ struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *tok
 
 int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) {
   struct orch_chat *c = orch__map_get(&o->chats, chat_id);
+  if (c != NULL && c->deleted)
+    return SBX_ENOENT; /* kept in memory until what still holds it lets go (eviction) */
   if (c == NULL) {
     struct store_chat sc;
     int rc = store_chat_get(o->st, chat_id, &sc);
@@ -493,6 +495,8 @@ int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) 
     int64_t seq = 0;
     store_event_last_seq(o->st, chat_id, &seq);
     c = orch__chat_add(o, sc.id, sc.token_hash, seq);
+    if (c != NULL)
+      memcpy(c->owner, sc.owner, sizeof c->owner);
     store_chat_free(&sc);
     if (c == NULL) {
       if (o->leases)
@@ -504,6 +508,42 @@ int orch__chat_get(struct orch *o, const char *chat_id, struct orch_chat **out) 
   }
   c->used_ms = sbx_now_mono_ms();
   *out = c;
+  return 0;
+}
+
+struct chat_delete {
+  struct orch *o;
+  store_id id;
+  store_done_cb cb;
+  void *ud;
+};
+
+static void on_chat_deleted(int rc, const struct sbx_error *err, void *ud) {
+  struct chat_delete *d = ud;
+  struct orch_chat *c = orch__map_get(&d->o->chats, d->id);
+  if (rc != 0 && rc != SBX_ENOENT && c != NULL)
+    c->deleted = 0; /* not deleted after all: found again */
+  if (d->cb)
+    d->cb(rc, err, d->ud);
+  sbx_free(d);
+}
+
+int orch__chat_delete(struct orch *o, struct orch_chat *c, store_done_cb cb, void *ud) {
+  if (c->asst != NULL || !SBX_LIST_EMPTY(&c->runs) || c->uploads > 0)
+    return SBX_ESTATE;
+  struct chat_delete *d = sbx_calloc(1, sizeof *d);
+  if (d == NULL)
+    return SBX_ENOMEM;
+  d->o = o;
+  memcpy(d->id, c->id, sizeof d->id);
+  d->cb = cb;
+  d->ud = ud;
+  int rc = store_chat_delete(o->st, c->id, on_chat_deleted, d);
+  if (rc != 0) {
+    sbx_free(d);
+    return rc;
+  }
+  c->deleted = 1;
   return 0;
 }
 
@@ -565,7 +605,7 @@ static void emit_dispatch(struct orch *o, struct orch_chat *c, struct orch_run *
   int have = rc == 0 && n > 0 && orch__manifest_compute(files, n, run->rec.code, &m) == 0;
   json_t *ev = orch__dispatch_json(run->id, c->id, run->page_id, run->rec.code ? run->rec.code : "",
                                    run->rec.origin ? run->rec.origin : "tool", run->timeout_s,
-                                   run->attempts, have ? &m : NULL, !o->cfg->pypi_disabled, &o->rt);
+                                   run->attempts, have ? &m : NULL, orch__chat_pypi(o, c), &o->rt);
   if (have)
     orch__manifest_free(&m);
   if (ev == NULL || orch__event_emit(c, "run", ev) != 0) /* the watchdog ends the attempt */

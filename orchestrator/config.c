@@ -62,6 +62,10 @@ int orch_config_defaults(struct orch_config *c) {
   c->llm_turn_s = 600;
   c->llm_stall_s = 60;
   c->mcp_handoff_s = 50;
+  c->session_idle_s = 7 * 24 * 3600;
+  c->session_max_s = 30 * 24 * 3600;
+  c->argon2_memory_kib = 19456; /* OWASP's minimum for Argon2id: 19 MiB, 2 passes, 1 lane */
+  c->argon2_iterations = 2;
   if (set_str(&c->data_dir, "./var") != 0)
     return SBX_ENOMEM;
   return 0;
@@ -116,108 +120,69 @@ static int parse_bool(const char *v, int *out) {
   return SBX_EINVAL;
 }
 
-int orch_config_set(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
-  long long n;
-  if (v == NULL)
-    return sbx_error_set(err, SBX_EINVAL, "%s: missing value", key);
-  if (strcmp(key, "CHAT_CODE_EXECUTION") == 0) {
-    if (strcmp(v, "browser") == 0)
-      c->exec_mode = ORCH_EXEC_BROWSER;
-    else if (strcmp(v, "server") == 0)
-      c->exec_mode = ORCH_EXEC_SERVER;
-    else if (strcmp(v, "off") == 0)
-      c->exec_mode = ORCH_EXEC_OFF;
-    else
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CHAT_CODE_EXECUTION=%s: expected browser, server or off", v);
-    return 0;
+/* The numeric settings: whole numbers in a range, into an int or a uint64_t of the config, with
+ * what the error says they are ("expected <unit> from <lo><lo_note> to <hi>"). */
+#define NUM(key, field, lo, hi, unit, lo_note)                                                     \
+  {                                                                                                \
+    key, offsetof(struct orch_config, field), sizeof(((struct orch_config *)0)->field), lo, hi,    \
+        unit, lo_note                                                                              \
   }
-  if (strcmp(key, "CODE_TIME_LIMIT_S") == 0) {
-    if (parse_int(v, 1, ORCH_TIME_LIMIT_MAX_S, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CODE_TIME_LIMIT_S=%s: expected whole seconds from 1 to %d", v,
-                           ORCH_TIME_LIMIT_MAX_S);
-    c->time_limit_s = (int)n;
-    return 0;
-  }
-  if (strcmp(key, "CODE_INPUT_WAIT_S") == 0) {
-    if (parse_int(v, 1, 86400, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CODE_INPUT_WAIT_S=%s: expected whole seconds from 1 to 86400", v);
-    c->input_wait_s = (int)n;
-    return 0;
-  }
-  if (strcmp(key, "PAGE_HEARTBEAT_MS") == 0) {
-    if (parse_int(v, 100, 60000, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "PAGE_HEARTBEAT_MS=%s: expected milliseconds from 100 to 60000", v);
-    c->page_heartbeat_ms = (uint64_t)n;
-    return 0;
-  }
-  if (strcmp(key, "CHAT_OUTPUT_QUOTA_MB") == 0) {
-    if (parse_int(v, 0, 1024 * 1024, &n) != 0)
-      return sbx_error_set(
-          err, SBX_EINVAL,
-          "CHAT_OUTPUT_QUOTA_MB=%s: expected whole MB from 0 (no quota) to 1048576", v);
-    c->output_quota_mb = (uint64_t)n;
-    return 0;
-  }
-  if (strcmp(key, "CHAT_ATTACHMENT_QUOTA_MB") == 0) {
-    if (parse_int(v, 0, 1024 * 1024, &n) != 0)
-      return sbx_error_set(
-          err, SBX_EINVAL,
-          "CHAT_ATTACHMENT_QUOTA_MB=%s: expected whole MB from 0 (no quota) to 1048576", v);
-    c->attachment_quota_mb = (uint64_t)n;
-    return 0;
-  }
-  static const struct {
-    const char *key;
-    size_t offset;
-    long long lo, hi;
-    const char *unit;
-  } ints[] = {
-      {"CEREA_LLM_MAX_TOOL_CALLS", offsetof(struct orch_config, llm_max_tool_calls), 0, 100,
-       "tool calls"},
-      {"CEREA_LLM_MAX_TOKENS", offsetof(struct orch_config, llm_max_tokens), 1, 1000000, "tokens"},
-      {"CEREA_LLM_TURN_S", offsetof(struct orch_config, llm_turn_s), 1, 86400, "seconds"},
-      {"CEREA_LLM_STALL_S", offsetof(struct orch_config, llm_stall_s), 1, 3600, "seconds"},
-      {"CODE_MAX_ATTEMPTS", offsetof(struct orch_config, max_attempts), 0, 100,
-       "attempts (0: no bound)"},
-      {"CEREA_MCP_HANDOFF_S", offsetof(struct orch_config, mcp_handoff_s), 5, 280, "seconds"},
-  };
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(ints); i++) {
-    if (strcmp(key, ints[i].key) != 0)
+static const struct {
+  const char *key;
+  size_t offset, size; /* size: sizeof(int) or sizeof(uint64_t) */
+  long long lo, hi;
+  const char *unit, *lo_note;
+} nums[] = {
+    NUM("CODE_TIME_LIMIT_S", time_limit_s, 1, ORCH_TIME_LIMIT_MAX_S, "whole seconds", ""),
+    NUM("CODE_INPUT_WAIT_S", input_wait_s, 1, 86400, "whole seconds", ""),
+    NUM("PAGE_HEARTBEAT_MS", page_heartbeat_ms, 100, 60000, "milliseconds", ""),
+    NUM("CHAT_OUTPUT_QUOTA_MB", output_quota_mb, 0, 1024 * 1024, "whole MB", " (no quota)"),
+    NUM("CHAT_ATTACHMENT_QUOTA_MB", attachment_quota_mb, 0, 1024 * 1024, "whole MB", " (no quota)"),
+    NUM("CEREA_LLM_MAX_TOOL_CALLS", llm_max_tool_calls, 0, 100, "whole tool calls", ""),
+    NUM("CEREA_LLM_MAX_TOKENS", llm_max_tokens, 1, 1000000, "whole tokens", ""),
+    NUM("CEREA_LLM_TURN_S", llm_turn_s, 1, 86400, "whole seconds", ""),
+    NUM("CEREA_LLM_STALL_S", llm_stall_s, 1, 3600, "whole seconds", ""),
+    NUM("CODE_MAX_ATTEMPTS", max_attempts, 0, 100, "whole attempts (0: no bound)", ""),
+    NUM("CEREA_MCP_HANDOFF_S", mcp_handoff_s, 5, 280, "whole seconds", ""),
+    NUM("CODE_PAUSED_WAIT_MS", paused_wait_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
+    NUM("PAGE_GRACE_MS", page_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
+    NUM("CODE_WATCHDOG_GRACE_MS", watchdog_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
+    NUM("CODE_CANCEL_GRACE_MS", cancel_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
+    NUM("PAGE_SILENT_MS", page_silent_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
+    NUM("CEREA_LEASE_MS", lease_ms, 1000, 600000, "milliseconds", ""),
+    NUM("ARTIFACT_RETENTION_DAYS", retention_days, 1, 36500, "whole days", ""),
+    NUM("CEREA_SESSION_IDLE_S", session_idle_s, 1, 31536000, "whole seconds", ""),
+    NUM("CEREA_SESSION_MAX_S", session_max_s, 1, 31536000, "whole seconds", ""),
+    NUM("CEREA_ARGON2_MEMORY_KIB", argon2_memory_kib, 8, 1048576, "whole KiB", ""),
+    NUM("CEREA_ARGON2_ITERATIONS", argon2_iterations, 1, 16, "whole passes", ""),
+};
+#undef NUM
+
+/* A numeric setting's value: 0, SBX_EINVAL, or SBX_ENOENT when key is not one of nums. */
+static int set_number(struct orch_config *c, const char *key, const char *v,
+                      struct sbx_error *err) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(nums); i++) {
+    if (strcmp(key, nums[i].key) != 0)
       continue;
-    if (parse_int(v, ints[i].lo, ints[i].hi, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected whole %s from %lld to %lld", key, v,
-                           ints[i].unit, ints[i].lo, ints[i].hi);
-    *(int *)((char *)c + ints[i].offset) = (int)n;
+    long long n;
+    if (parse_int(v, nums[i].lo, nums[i].hi, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected %s from %lld%s to %lld", key, v,
+                           nums[i].unit, nums[i].lo, nums[i].lo_note, nums[i].hi);
+    char *slot = (char *)c + nums[i].offset;
+    if (nums[i].size == sizeof(uint64_t))
+      *(uint64_t *)(void *)slot = (uint64_t)n;
+    else
+      *(int *)(void *)slot = (int)n;
     return 0;
   }
-  uint64_t *ms = strcmp(key, "CODE_PAUSED_WAIT_MS") == 0      ? &c->paused_wait_ms
-                 : strcmp(key, "PAGE_GRACE_MS") == 0          ? &c->page_grace_ms
-                 : strcmp(key, "CODE_WATCHDOG_GRACE_MS") == 0 ? &c->watchdog_grace_ms
-                 : strcmp(key, "CODE_CANCEL_GRACE_MS") == 0   ? &c->cancel_grace_ms
-                 : strcmp(key, "PAGE_SILENT_MS") == 0         ? &c->page_silent_ms
-                                                              : NULL;
-  if (ms != NULL) {
-    if (parse_int(v, 0, 24LL * 3600 * 1000, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected milliseconds from 0 to 86400000", key,
-                           v);
-    *ms = (uint64_t)n;
-    return 0;
-  }
-  if (strcmp(key, "CEREA_LEASE_MS") == 0) {
-    if (parse_int(v, 1000, 600000, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_LEASE_MS=%s: expected milliseconds from 1000 to "
-                           "600000",
-                           v);
-    c->lease_ms = (uint64_t)n;
-    return 0;
-  }
+  return SBX_ENOENT;
+}
+
+/* A URL setting: CEREA_NODE_URL (how the other nodes reach this one) or CEREA_PUBLIC_URL (how
+ * clients do); SBX_ENOENT for another key. */
+static int set_url(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
+  size_t n_url = strlen(v);
   if (strcmp(key, "CEREA_NODE_URL") == 0) {
-    size_t n_url = strlen(v);
     if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) || n_url > 200 ||
         v[n_url - 1] == '/')
       return sbx_error_set(err, SBX_EINVAL,
@@ -227,7 +192,6 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
     return set_str(&c->node_url, v) == 0 ? 0 : SBX_ENOMEM;
   }
   if (strcmp(key, "CEREA_PUBLIC_URL") == 0) {
-    size_t n_url = strlen(v);
     const char *host = strncmp(v, "http://", 7) == 0    ? v + 7
                        : strncmp(v, "https://", 8) == 0 ? v + 8
                                                         : NULL;
@@ -239,38 +203,26 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
                            v);
     return set_str(&c->public_url, v) == 0 ? 0 : SBX_ENOMEM;
   }
-  if (strcmp(key, "CEREA_MCP_CONFORMANCE_FIXTURES") == 0) {
-    if (parse_bool(v, &c->mcp_fixtures) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_MCP_CONFORMANCE_FIXTURES=%s: expected true or false", v);
-    return 0;
-  }
-  if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
-    if (parse_bool(v, &c->pypi_disabled) != 0)
-      return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
-                           v);
-    return 0;
-  }
-  if (strcmp(key, "ARTIFACT_RETENTION_DAYS") == 0) {
-    if (parse_int(v, 1, 36500, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "ARTIFACT_RETENTION_DAYS=%s: expected whole days from 1 to 36500", v);
-    c->retention_days = (int)n;
-    return 0;
-  }
-  if (strcmp(key, "CEREA_LISTEN") == 0) {
-    if (*v == '\0')
-      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: empty address");
-    if (strncmp(v, "unix:", 5) != 0 && strrchr(v, ':') == NULL)
-      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN=%s: expected ADDR:PORT or unix:PATH", v);
-    if (c->n_listen == ORCH_MAX_LISTEN)
-      return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: at most %d listeners", ORCH_MAX_LISTEN);
-    c->listen[c->n_listen] = sbx_strdup(v);
-    if (c->listen[c->n_listen] == NULL)
-      return SBX_ENOMEM;
-    c->n_listen++;
-    return 0;
-  }
+  return SBX_ENOENT;
+}
+
+/* One more CEREA_LISTEN address. */
+static int add_listen(struct orch_config *c, const char *v, struct sbx_error *err) {
+  if (*v == '\0')
+    return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: empty address");
+  if (strncmp(v, "unix:", 5) != 0 && strrchr(v, ':') == NULL)
+    return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN=%s: expected ADDR:PORT or unix:PATH", v);
+  if (c->n_listen == ORCH_MAX_LISTEN)
+    return sbx_error_set(err, SBX_EINVAL, "CEREA_LISTEN: at most %d listeners", ORCH_MAX_LISTEN);
+  c->listen[c->n_listen] = sbx_strdup(v);
+  if (c->listen[c->n_listen] == NULL)
+    return SBX_ENOMEM;
+  c->n_listen++;
+  return 0;
+}
+
+/* A text setting (a path, a name, a key): not empty, and what some of them must look like. */
+static int set_text(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
   char **slot = NULL;
   if (strcmp(key, "CEREA_DATA_DIR") == 0)
     slot = &c->data_dir;
@@ -308,6 +260,41 @@ int orch_config_set(struct orch_config *c, const char *key, const char *v, struc
   return set_str(slot, v) == 0 ? 0 : SBX_ENOMEM;
 }
 
+int orch_config_set(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
+  if (v == NULL)
+    return sbx_error_set(err, SBX_EINVAL, "%s: missing value", key);
+  if (strcmp(key, "CHAT_CODE_EXECUTION") == 0) {
+    if (strcmp(v, "browser") == 0)
+      c->exec_mode = ORCH_EXEC_BROWSER;
+    else if (strcmp(v, "server") == 0)
+      c->exec_mode = ORCH_EXEC_SERVER;
+    else if (strcmp(v, "off") == 0)
+      c->exec_mode = ORCH_EXEC_OFF;
+    else
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CHAT_CODE_EXECUTION=%s: expected browser, server or off", v);
+    return 0;
+  }
+  if (strcmp(key, "CEREA_MCP_CONFORMANCE_FIXTURES") == 0) {
+    if (parse_bool(v, &c->mcp_fixtures) != 0)
+      return sbx_error_set(err, SBX_EINVAL,
+                           "CEREA_MCP_CONFORMANCE_FIXTURES=%s: expected true or false", v);
+    return 0;
+  }
+  if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
+    if (parse_bool(v, &c->pypi_disabled) != 0)
+      return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
+                           v);
+    return 0;
+  }
+  if (strcmp(key, "CEREA_LISTEN") == 0)
+    return add_listen(c, v, err);
+  int rc = set_number(c, key, v, err);
+  if (rc == SBX_ENOENT)
+    rc = set_url(c, key, v, err);
+  return rc == SBX_ENOENT ? set_text(c, key, v, err) : rc;
+}
+
 static const char *known_keys[] = {
     "CHAT_CODE_EXECUTION",
     "CODE_TIME_LIMIT_S",
@@ -343,6 +330,10 @@ static const char *known_keys[] = {
     "CEREA_LLM_TURN_S",
     "CEREA_LLM_STALL_S",
     "CEREA_MCP_HANDOFF_S",
+    "CEREA_SESSION_IDLE_S",
+    "CEREA_SESSION_MAX_S",
+    "CEREA_ARGON2_MEMORY_KIB",
+    "CEREA_ARGON2_ITERATIONS",
 };
 
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {

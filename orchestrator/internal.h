@@ -270,13 +270,22 @@ enum orch_cred {
   ORCH_CRED_API,
   ORCH_CRED_PAGE,
   ORCH_CRED_HOST,
-  ORCH_CRED_CHAT /* a chat key: only where orch__auth_chat_key was asked (auth.c) */
+  ORCH_CRED_CHAT,   /* a chat key: only where orch__auth_chat_key was asked (auth.c) */
+  ORCH_CRED_SESSION /* a person's session cookie (people.c): their own chats, their settings */
 };
 struct orch_auth {
   enum orch_cred kind;
   char chat_id[STORE_ID_LEN + 1]; /* ORCH_CRED_PAGE, ORCH_CRED_CHAT: the chat it names */
-  char token_hash[65];
+  char token_hash[65];            /* ORCH_CRED_SESSION: the session's */
+  char person_id[STORE_ID_LEN + 1]; /* ORCH_CRED_SESSION: whose */
+  int admin;                        /* ORCH_CRED_SESSION: the person is an administrator */
+  int cookie;       /* the credential came from the session cookie (a live session or not) */
+  int origin_bad;   /* a state-changing cookie call whose Origin is not this server's */
+  int expired;      /* a session cookie of a session that ended or expired */
 };
+/* The value of cookie `name` in a Cookie header (RFC 6265's cookie-string: "a=1; b=2"): 1 and
+ * *val and *len (borrowed from header) when there, 0 when not.  The first one of that name counts. */
+int orch__cookie_find(const char *header, const char *name, const char **val, size_t *len);
 /* A new page token "<chat_id>.<64 hex>" and its sha256 hex. */
 int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[65]);
 /* Classifies the credential of a request: Authorization: Bearer X, or ?token=X when
@@ -313,6 +322,98 @@ int orch__page_link_token(const unsigned char secret[ORCH_CHAT_SECRET_LEN], cons
  * SBX_EINVAL (a file that is not 64 hex digits) with detail. */
 int orch__chat_secret_load(const char *data_dir, int rotate,
                            unsigned char out[ORCH_CHAT_SECRET_LEN], struct sbx_error *err);
+
+/* ---- people, sessions, passwords (people.c) ------------------------------------------------- */
+#define ORCH_PW_HASH_MAX        160 /* an encoded Argon2id hash, NUL included */
+#define ORCH_PW_WORKING_MAX     4   /* hashes at once on the thread pool (19 MiB each) */
+#define ORCH_NAME_MAX_BYTES     256
+#define ORCH_PASSWORD_MAX_BYTES 1024
+#define ORCH_PASSWORD_MIN_CHARS 8
+#define ORCH_THROTTLE_SLOTS     4096 /* per table (names, addresses): a fixed 4096 x 40 bytes */
+#define ORCH_THROTTLE_WAYS      4
+#define ORCH_NAME_FREE          5  /* failures of a name before it is locked out */
+#define ORCH_ADDR_FREE          20 /* failures from an address before it is locked out */
+#define ORCH_LOCK_MAX_S         300
+#define ORCH_THROTTLE_FORGET_MS (15u * 60u * 1000u)
+#define ORCH_TOUCH_MS           60000
+#define ORCH_SESSION_COOKIE     "cerea_session"
+struct orch_throttle_slot {
+  unsigned char key[16]; /* the first half of the key's sha256 */
+  uint32_t fails, inflight;
+  uint64_t until_ms, last_ms; /* locked out until; last attempt (mono ms) */
+  int used;
+};
+struct orch_throttle {
+  struct orch_throttle_slot slot[ORCH_THROTTLE_SLOTS];
+  uint64_t evicted;
+};
+struct orch_people {
+  struct orch_throttle names, addrs;
+  char dummy_hash[ORCH_PW_HASH_MAX]; /* what an unknown name is checked against */
+  int working;                       /* hashes on the thread pool */
+  int closed;                        /* the server closed: freed once working is 0 */
+  uint64_t throttled;                /* attempts refused, since start */
+  int first_admin_due;               /* nobody at start: the first administrator to make */
+  /* the first administrator was stored: its name and one-time password, to print once */
+  void (*first_admin_cb)(struct orch *o, const char *name, const char *password);
+};
+/* Argon2id of pw into out (encoded; cap >= ORCH_PW_HASH_MAX), under cfg's parameters, on the
+ * calling thread.  0, SBX_ENOMEM, SBX_EINVAL, SBX_EIO. */
+int orch__pw_hash(const struct orch_config *cfg, const char *pw, size_t len, char *out,
+                  size_t cap);
+/* 1 when pw matches the encoded hash. */
+int orch__pw_verify(const char *encoded, const char *pw, size_t len);
+/* The same on libuv's thread pool: cb(ud, rc, encoded) on the loop; verify: rc 1 match, 0 not
+ * (encoded NULL: checked against the dummy hash, never a match); hash: rc 0 with the encoded
+ * hash, or an error.  pw is copied (and wiped after).  SBX_EBUSY: ORCH_PW_WORKING_MAX already run;
+ * cb is then not called.  Not called either once the server closed. */
+typedef void (*orch_pw_cb)(void *ud, int rc, const char *encoded);
+int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
+                   orch_pw_cb cb, void *ud);
+/* A fresh password of 20 letters and digits (100 bits). */
+int orch__pw_generate(char *out, size_t cap);
+/* NULL when acceptable, else the reason (the API's invalid_field message).  A name: 1 to 64
+ * characters of UTF-8, no control character, no space at either end.  A password: 1 to 1024 bytes
+ * of UTF-8 without control characters, and a new one at least 8 characters. */
+const char *orch__person_name_check(const char *s, size_t len);
+/* 1 when s[0..len) is UTF-8 (control characters allowed). */
+int orch__utf8_valid(const char *s, size_t len);
+const char *orch__password_check(const char *s, size_t len, int new_one);
+/* Before a sign-in's hashing: 0 when it may go on (counted in flight for its name and address),
+ * else the seconds to wait (refused, nothing counted).  _end reports its outcome: ok 1 the
+ * password matched, 0 it did not, -1 it was not checked after all. */
+uint64_t orch__throttle_begin(struct orch_people *pp, const char *name, size_t name_len,
+                              const char *addr, uint64_t now_ms);
+void orch__throttle_end(struct orch_people *pp, const char *name, size_t name_len,
+                        const char *addr, int ok, uint64_t now_ms);
+/* The address a peer ("1.2.3.4:5", "[v6]:5") is throttled as: the IPv4 address, an IPv6 /64. */
+void orch__throttle_key_addr(const char *peer, char *out, size_t cap);
+/* A new session's cookie value (64 hex) and its sha256 hex. */
+int orch__session_token_new(char token[65], char hash[65]);
+enum orch_session_life {
+  ORCH_SESSION_NONE = 0, /* no such session (or not a session's shape) */
+  ORCH_SESSION_LIVE,
+  ORCH_SESSION_EXPIRED, /* idle or absolute expiry */
+  ORCH_SESSION_ENDED    /* signed out, ended by a password change, or its person disabled */
+};
+enum orch_session_life orch__session_life(const struct store_session *s, int64_t now_ms,
+                                          int64_t idle_ms, int64_t max_ms);
+/* A session cookie's value: LIVE fills a (ORCH_CRED_SESSION, person, admin, its hash) and notes
+ * its use; anything else leaves a alone. */
+enum orch_session_life orch__session_check(struct orch *o, const char *token, size_t len,
+                                           struct orch_auth *a);
+/* A person's settings (their JSON text): PyPI installs on (unset: on). */
+int orch__settings_pypi(const char *settings_json);
+/* Whether a run of chat c may install from PyPI: not when the operator switched it off, else its
+ * owner's setting (a backend's chat: on). */
+int orch__chat_pypi(struct orch *o, const struct orch_chat *c);
+/* At start, after the store opened: the state (o->people); whether the first administrator is
+ * due (nobody in the store).  _first_admin makes it once due and the server serves (a node: once
+ * ready, so a node that fails its checks writes nothing): its password hashed on the thread pool,
+ * stored, then printed through first_admin_cb.  _close at the server's close. */
+int orch__people_start(struct orch *o, struct sbx_error *err);
+void orch__people_first_admin(struct orch *o);
+void orch__people_close(struct orch *o);
 
 /* ---- turns (turn.c) -------------------------------------------------------------------------- */
 enum orch_turn_state {
@@ -431,6 +532,8 @@ json_t *orch__packages_json(const struct orch *o, int *micropip);
 struct orch_chat {
   char id[STORE_ID_LEN + 1];
   char token_hash[65];
+  char owner[STORE_ID_LEN + 1]; /* the person it belongs to; "" a backend's */
+  int deleted; /* being deleted, or deleted: not found any more (orch__chat_delete) */
   struct orch *o;
   struct sbx_list runs;      /* live runs (not done), creation order */
   struct sbx_list pages;     /* struct orch_page */
@@ -471,6 +574,7 @@ struct orch {
   char host_key_hash[65];
   unsigned char chat_secret[ORCH_CHAT_SECRET_LEN]; /* chat keys' (auth.c) */
   struct orch_mcp *mcp;                            /* MCP sessions (mcp.h) */
+  struct orch_people *people; /* passwords, throttling (people.c) */
   struct orch_llm *llm;  /* the assistant's model connector (assistant.h); NULL: no model */
   struct orch_map asst;  /* turn id -> a conversation turn in progress (assistant.c) */
   char *static_dir;      /* build/www or --static */
@@ -514,6 +618,11 @@ struct orch_leases {
   void (*loaded)(struct orch *o, struct orch_chat *c);
   void (*release)(struct orch *o, const char *chat_id);
 };
+/* Deletes chat c from the store with everything of it (store_chat_delete); from now on it is
+ * not found, and it leaves memory once its pages let go (eviction).  SBX_ESTATE: it has live
+ * runs, a conversation turn in progress or an upload arriving (nothing changed).  cb as the
+ * store's. */
+int orch__chat_delete(struct orch *o, struct orch_chat *c, store_done_cb cb, void *ud);
 /* Frees a chat that nothing references any more (with its kept file list). */
 void orch__chat_free(struct orch_chat *c);
 struct orch_chat *orch__chat_add(struct orch *o, const char *id, const char *token_hash,
@@ -773,7 +882,11 @@ int orch__event_emit(struct orch_chat *c, const char *type, json_t *payload);
 void orch__event_publish(struct orch_chat *c, const char *type, const char *data, size_t len);
 
 /* json.c */
+/* The run object; its files read from the store when o is given and the run has ended ([]
+ * otherwise). */
 json_t *orch__run_json(struct orch *o, const struct store_run *rec);
+/* The same with its files given (the run's output artifacts, in order: store_run_files). */
+json_t *orch__run_json_files(const struct store_run *rec, const struct store_file *files, size_t n);
 /* A run that ended: its run object as JSON text, rendered on the first call and kept with the run
  * for the others (every answer waiting for the end gets the same bytes); NULL when out of memory. */
 const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len);
@@ -797,39 +910,5 @@ int orch__valid_id(const char *s);
 
 /* The orchestrator's metrics as Prometheus text, appended to out (SBX_ENOMEM past its limit). */
 int orch__metrics_render(struct orch *o, struct sbx_buf *out);
-
-/* nodes.c: several orchestrators on one PostgreSQL store (CEREA_NODE_URL).  Each is a no-op (or
- * 0) when the server is not a node. */
-struct orch_nodes;
-/* The node's id, lease renewal, the notifications of other nodes (api_nodes.c's
- * orch__routes_nodes starts it).  Chats are not served until orch__node_ready (nodes.h). */
-int orch__nodes_start(struct orch *o, struct sbx_error *err);
-void orch__nodes_stop(struct orch *o);  /* closing: renewals stop */
-void orch__nodes_close(struct orch *o); /* closed: every lease let go; before store_close */
-const char *orch__node_id(const struct orch *o); /* this node's id; NULL when not a node */
-/* The lease of a chat about to be loaded: 0 held (taken now, or already), SBX_EREMOTE another
- * node holds it (orch__node_forward knows which), SBX_EBUSY the node is not ready yet, or the
- * store's error. */
-int orch__node_take(struct orch *o, const char *chat_id);
-void orch__node_release(struct orch *o, const char *chat_id); /* an evicted chat's */
-/* A chat just loaded: its unfinished runs go live (taken over from a node that died). */
-void orch__node_loaded(struct orch *o, struct orch_chat *c);
-/* A retention sweep removed files: the other nodes read their kept file lists again.  An operator
- * changed runtime settings: the other nodes read them again. */
-void orch__node_files_changed(struct orch *o);
-void orch__node_settings_changed(struct orch *o);
-/* Tells every node (this one too) what (ids only, at most 200 bytes; nodes.c's on_notify
- * dispatches it), once the writes queued before it are durable. */
-void orch__node_tell(struct orch *o, const char *what);
-
-/* hosts.c: `server` execution mode.  start: listens on DATA/hosts/hosts.sock and spawns the
- * headless hosts (SBX_EPERM without bubblewrap unless CEREA_SERVER_TRUSTED=1, SBX_ENOENT when node
- * or the host script is missing, SBX_EINVAL for bad CEREA_HOSTS).  tick: assigns chats with live
- * runs to ready hosts (the cron calls it).  close: kills the hosts by handle; frees itself after
- * their exit callbacks. */
-struct orch_hosts;
-int orch__hosts_start(struct orch *o, struct sbx_error *err);
-void orch__hosts_tick(struct orch_hosts *hs);
-void orch__hosts_close(struct orch_hosts *hs);
 
 #endif

@@ -91,34 +91,36 @@ json_t *orch__file_json(const struct store_file *f, int exec_on) {
   return j;
 }
 
-/* The run's files (output artifacts, in order) as a new array; [] when o is NULL or the run has
- * not ended. */
-static json_t *run_files_json(struct orch *o, const struct store_run *r) {
+/* The run's files (output artifacts, in order) as a new array. */
+static json_t *run_files_json(const struct store_file *fv, size_t n) {
   json_t *files = json_array();
-  if (o != NULL && r->status != NULL) {
-    struct store_file *fv = NULL;
-    size_t n = 0;
-    if (store_run_files(o->st, r->id, &fv, &n) == 0) {
-      for (size_t i = 0; i < n; i++) {
-        json_t *f = json_object();
-        char path[STORE_NAME_MAX + 32];
-        snprintf(path, sizeof(path), "/mnt/output/%s", fv[i].name);
-        json_object_set_new(f, "name", json_string(fv[i].name));
-        json_object_set_new(f, "path", json_string(path));
-        json_object_set_new(f, "size", json_integer((json_int_t)fv[i].size));
-        json_object_set_new(f, "sha256", json_string(fv[i].sha256));
-        json_object_set_new(f, "artifact_id", json_string(fv[i].id));
-        json_object_set_new(f, "version", json_integer(fv[i].version));
-        json_object_set_new(f, "kind", json_string(fv[i].kind ? fv[i].kind : "file"));
-        json_array_append_new(files, f);
-      }
-      store_file_list_free(fv, n);
-    }
+  for (size_t i = 0; i < n; i++) {
+    json_t *f = json_object();
+    char path[STORE_NAME_MAX + 32];
+    snprintf(path, sizeof(path), "/mnt/output/%s", fv[i].name);
+    json_object_set_new(f, "name", json_string(fv[i].name));
+    json_object_set_new(f, "path", json_string(path));
+    json_object_set_new(f, "size", json_integer((json_int_t)fv[i].size));
+    json_object_set_new(f, "sha256", json_string(fv[i].sha256));
+    json_object_set_new(f, "artifact_id", json_string(fv[i].id));
+    json_object_set_new(f, "version", json_integer(fv[i].version));
+    json_object_set_new(f, "kind", json_string(fv[i].kind ? fv[i].kind : "file"));
+    json_array_append_new(files, f);
   }
   return files;
 }
 
 json_t *orch__run_json(struct orch *o, const struct store_run *r) {
+  struct store_file *fv = NULL;
+  size_t n = 0;
+  if (o != NULL && r->status != NULL && store_run_files(o->st, r->id, &fv, &n) != 0)
+    n = 0;
+  json_t *j = orch__run_json_files(r, fv, n);
+  store_file_list_free(fv, n);
+  return j;
+}
+
+json_t *orch__run_json_files(const struct store_run *r, const struct store_file *fv, size_t nf) {
   json_t *j = json_object();
   json_object_set_new(j, "run_id", json_string(r->id));
   json_object_set_new(j, "chat_id", json_string(r->chat_id));
@@ -133,8 +135,7 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
   json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
   json_t *err = parse_text(r->error_json);
   json_object_set_new(j, "error", err ? err : json_null());
-  json_t *files = run_files_json(o, r);
-  json_object_set_new(j, "files", files);
+  json_object_set_new(j, "files", run_files_json(fv, nf));
   json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
   json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
   json_t *notes = parse_text(r->notes_json);

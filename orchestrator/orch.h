@@ -68,6 +68,12 @@ struct orch_config {
   int mcp_fixtures;       /* CEREA_MCP_CONFORMANCE_FIXTURES: the MCP conformance suite's fixture
                              tools, resources and prompts beside ours (tests only; refused with
                              production settings) */
+  /* People's sessions and passwords (people.c). */
+  int session_idle_s;     /* CEREA_SESSION_IDLE_S: unused this long, a session ends; 604800 */
+  int session_max_s;      /* CEREA_SESSION_MAX_S: a session ends this long after sign-in,
+                             whatever its use; 2592000 */
+  int argon2_memory_kib;  /* CEREA_ARGON2_MEMORY_KIB: Argon2id's memory, default 19456 */
+  int argon2_iterations;  /* CEREA_ARGON2_ITERATIONS: Argon2id's passes, default 2 */
 };
 
 /* Defaults for every field (no allocation besides the default strings). */
@@ -104,6 +110,7 @@ void orch_close(struct orch *o, orch_closed_cb cb, void *ud);
 /* ---- API clients (cli.c) --------------------------------------------------------------------- */
 int orch_cli_status(int argc, char **argv); /* exit code */
 int orch_cli_run(int argc, char **argv);
+int orch_cli_user(int argc, char **argv); /* `user add NAME [--admin]`: exit code */
 int orch_cli_backup(int argc, char **argv);  /* cli_backup.c; exit code */
 int orch_cli_restore(int argc, char **argv); /* cli_backup.c; exit code */
 void orch_cli_usage(FILE *f); /* both commands' usage, every flag */

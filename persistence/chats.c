@@ -3,7 +3,9 @@
  * What it does not do: check tokens or decide anything about turns. */
 #include "internal.h"
 
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- chats --------------------------------------------------------------------------------- */
 
@@ -14,6 +16,7 @@ static int chat_create_exec(struct store *st, struct st_write *w, struct sbx_err
   st__bind_text(s, 2, op->s[1]);
   st__bind_text(s, 3, op->s[2]);
   st__bind_int64(s, 4, op->i[0]);
+  st__bind_text(s, 5, op->s[3]);
   return st__step_done(s, "chat insert", err);
 }
 
@@ -22,7 +25,8 @@ int store_chat_create(struct store *st, const struct store_chat *chat, store_don
     return SBX_EINVAL;
   struct st_simple *op = st__simple_new(chat_create_exec, cb, ud);
   if (op == NULL || st__simple_str(op, 0, chat->id) || st__simple_str(op, 1, chat->token_hash) ||
-      st__simple_str(op, 2, chat->title)) {
+      st__simple_str(op, 2, chat->title) ||
+      st__simple_str(op, 3, chat->owner[0] ? chat->owner : NULL)) {
     st__simple_discard(op);
     return SBX_ENOMEM;
   }
@@ -73,6 +77,8 @@ static int chat_from_row(struct st_stmt *s, struct store_chat *c) {
   st__col_hex(s, 1, c->token_hash);
   c->title = st__col_dup(s, 2, &oom);
   c->created_at = st__col_int64(s, 3);
+  if (st__col_text(s, 4) != NULL)
+    st__col_id(s, 4, c->owner);
   return oom ? SBX_ENOMEM : 0;
 }
 
@@ -101,6 +107,163 @@ int store_chat_list(struct store *st, size_t limit, struct store_chat **out, siz
   int r = st__rows(s, "chat list", sizeof **out, chat_row, chat_list_free, &v, n);
   *out = v;
   return r;
+}
+
+int store_chat_list_owner(struct store *st, const char *owner, size_t limit,
+                          struct store_chat **out, size_t *n) {
+  struct st_stmt *s = st__q(&st->r, ST_CHAT_LIST_OWNER);
+  *out = NULL;
+  *n = 0;
+  if (owner == NULL || limit == 0)
+    return owner == NULL ? SBX_EINVAL : 0;
+  if (limit > 100000)
+    limit = 100000;
+  st__bind_int64(s, 1, (int64_t)limit);
+  st__bind_text(s, 2, owner);
+  void *v;
+  int r = st__rows(s, "chat list", sizeof **out, chat_row, chat_list_free, &v, n);
+  *out = v;
+  return r;
+}
+
+/* A chat's deletion: its rows go by cascade; the blobs only it referenced go too, their files
+ * unlinked after the commit (as the retention sweep does: a crash in between leaves an orphan
+ * file, never a row naming a missing one). */
+struct chat_delete_op {
+  struct st_write w;
+  store_done_cb cb;
+  void *ud;
+  store_id chat_id;
+  char **paths; /* blob files to unlink after commit */
+  size_t npaths;
+};
+
+static void chat_delete_paths_free(struct chat_delete_op *op) {
+  for (size_t i = 0; i < op->npaths; i++)
+    sbx_free(op->paths[i]);
+  sbx_free(op->paths);
+  op->paths = NULL;
+  op->npaths = 0;
+}
+
+static int chat_delete_exec(struct store *st, struct st_write *w, struct sbx_error *err) {
+  struct chat_delete_op *op = (struct chat_delete_op *)w;
+  char **sha = NULL;
+  int64_t *size = NULL;
+  size_t n = 0, cap = 0;
+  int rc;
+  chat_delete_paths_free(op);
+  struct st_stmt *s = st__q(&st->w, ST_CHAT_BLOBS);
+  st__bind_text(s, 1, op->chat_id);
+  while ((rc = st__step(s, "chat blobs", err)) == ST_ROW) {
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 16;
+      char **ns = sbx_realloc(sha, nc * sizeof *ns);
+      int64_t *nz = ns ? sbx_realloc(size, nc * sizeof *nz) : NULL;
+      if (ns != NULL)
+        sha = ns;
+      if (nz == NULL) {
+        rc = sbx_error_set(err, SBX_ENOMEM, "chat delete: out of memory");
+        break;
+      }
+      size = nz;
+      cap = nc;
+    }
+    int oom = 0;
+    sha[n] = st__col_dup(s, 0, &oom);
+    size[n] = st__col_int64(s, 1);
+    if (oom || sha[n] == NULL) {
+      rc = sbx_error_set(err, SBX_ENOMEM, "chat delete: out of memory");
+      break;
+    }
+    n++;
+  }
+  st__reset(s);
+  if (rc < 0)
+    goto out;
+  s = st__q(&st->w, ST_CHAT_DELETE);
+  st__bind_text(s, 1, op->chat_id);
+  if ((rc = st__step_done(s, "chat delete", err)) != 0)
+    goto out;
+  if (st__changes(&st->w) == 0) {
+    rc = sbx_error_set(err, SBX_ENOENT, "no chat %s", op->chat_id);
+    goto out;
+  }
+  st->files_dirty = 1;
+  if (n && (op->paths = sbx_calloc(n, sizeof *op->paths)) == NULL) {
+    rc = sbx_error_set(err, SBX_ENOMEM, "chat delete: out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n; i++) {
+    s = st__q(&st->w, ST_BLOB_REFERENCED);
+    st__bind_text(s, 1, sha[i]);
+    if ((rc = st__step_one(s, "blob referenced", err)) < 0)
+      goto out;
+    if (rc == 1) { /* another chat's file holds the same content */
+      rc = 0;
+      continue;
+    }
+    s = st__q(&st->w, ST_BLOB_DELETE);
+    st__bind_text(s, 1, sha[i]);
+    if ((rc = st__step_done(s, "blob delete", err)) != 0)
+      goto out;
+    if ((op->paths[op->npaths] = st__blob_path(st, sha[i])) == NULL) {
+      rc = sbx_error_set(err, SBX_ENOMEM, "chat delete: out of memory");
+      goto out;
+    }
+    op->npaths++;
+    w->blob_delta -= size[i];
+  }
+  rc = 0;
+out:
+  for (size_t i = 0; i < n; i++)
+    sbx_free(sha[i]);
+  sbx_free(sha);
+  sbx_free(size);
+  if (rc != 0) {
+    chat_delete_paths_free(op);
+    w->blob_delta = 0;
+  }
+  return rc;
+}
+
+static void chat_delete_after_commit(struct store *st, struct st_write *w) {
+  (void)st;
+  struct chat_delete_op *op = (struct chat_delete_op *)w;
+  for (size_t i = 0; i < op->npaths; i++)
+    if (unlink(op->paths[i]) != 0 && errno != ENOENT)
+      sbx_log(SBX_LOG_WARN, ST_MOD, "chat delete: unlink %s: %s", op->paths[i], strerror(errno));
+}
+
+static void chat_delete_done(struct store *st, struct st_write *w) {
+  (void)st;
+  struct chat_delete_op *op = (struct chat_delete_op *)w;
+  if (op->cb)
+    op->cb(w->rc, w->rc ? &w->err : NULL, op->ud);
+}
+
+static void chat_delete_release(struct store *st, struct st_write *w) {
+  (void)st;
+  struct chat_delete_op *op = (struct chat_delete_op *)w;
+  chat_delete_paths_free(op);
+  sbx_free(op);
+}
+
+int store_chat_delete(struct store *st, const char *chat_id, store_done_cb cb, void *ud) {
+  if (chat_id == NULL || strlen(chat_id) != STORE_ID_LEN)
+    return SBX_EINVAL;
+  struct chat_delete_op *op = sbx_calloc(1, sizeof *op);
+  if (op == NULL)
+    return SBX_ENOMEM;
+  SBX_LIST_INIT(&op->w.link);
+  op->w.exec = chat_delete_exec;
+  op->w.after_commit = chat_delete_after_commit;
+  op->w.done = chat_delete_done;
+  op->w.release = chat_delete_release;
+  op->cb = cb;
+  op->ud = ud;
+  memcpy(op->chat_id, chat_id, sizeof op->chat_id);
+  return st__submit_fenced(st, &op->w, chat_id);
 }
 
 /* ---- turns --------------------------------------------------------------------------------- */

@@ -367,6 +367,23 @@ static const char *const migrations[] = {
     /* 10: where in an answer's text its tool runs happened, as the orchestrator's JSON text;
      * messages stored before read NULL (their runs placed nowhere) */
     "ALTER TABLE messages ADD COLUMN parts_json TEXT;",
+    /* 11: people and their sessions (people.c): a person's name (unique), role, Argon2id hash
+     * (encoded, its parameters in it), whether disabled or made to change the password, when
+     * made and last seen, their own settings as the orchestrator's JSON text; a session by the
+     * sha256 of its cookie, its person, when made, last used and ended (0: open), the open ones
+     * of a person found by index; and a chat's owner (NULL: a backend's chat), a person's chats
+     * newest first by chats_owner */
+    "CREATE TABLE people(id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, role TEXT NOT NULL,"
+    " pw_hash TEXT NOT NULL, disabled INTEGER NOT NULL DEFAULT 0,"
+    " must_change_password INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,"
+    " last_seen_at INTEGER NOT NULL DEFAULT 0, settings_json TEXT NOT NULL DEFAULT '{}');"
+    "CREATE TABLE sessions(token_hash TEXT PRIMARY KEY,"
+    " person_id TEXT NOT NULL REFERENCES people(id) ON DELETE CASCADE,"
+    " created_at INTEGER NOT NULL, last_used_at INTEGER NOT NULL,"
+    " ended_at INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+    "CREATE INDEX sessions_person ON sessions(person_id) WHERE ended_at = 0;"
+    "ALTER TABLE chats ADD COLUMN owner TEXT REFERENCES people(id);"
+    "CREATE INDEX chats_owner ON chats(owner, created_at) WHERE owner IS NOT NULL;",
 };
 
 static int lite_exec(void *conn, const char *sql, struct sbx_error *err) {

@@ -21,7 +21,8 @@
  *   naming.c   NFC normalization (utf8proc) and the refusal rules; "name (N).ext" splitting
  *   files.c    store_file_*: the naming rules applied against the stored set; a chat's output
  *              bytes
- *   chats.c    chats and turns
+ *   chats.c    chats (a chat's deletion with its files' blobs) and turns
+ *   people.c   people and their sessions
  *   messages.c a chat's conversation (its messages)
  *   runs.c     runs and run files
  *   events.c   the per-chat event log and its bounded trimming
@@ -41,7 +42,7 @@
 #include "store.h"
 
 #define ST_MOD               "store"
-#define ST_SCHEMA_VERSION    10
+#define ST_SCHEMA_VERSION    11
 #define ST_GROUP_MAX_DEFAULT 4096 /* writes per group commit at most (bounds commit latency) */
 
 /* ---- prepared statements ------------------------------------------------------------------
@@ -61,15 +62,59 @@
   X(RELEASE, "RELEASE w", ST_SAME)                                                                  \
   X(ROLLBACK_TO, "ROLLBACK TO w", ST_SAME)                                                          \
   X(PING, "SELECT 1", ST_SAME)                                                                      \
-  X(CHAT_INSERT, "INSERT INTO chats(id, token_hash, title, created_at) VALUES(?1, ?2, ?3, ?4)",     \
+  X(CHAT_INSERT,                                                                                    \
+    "INSERT INTO chats(id, token_hash, title, created_at, owner) VALUES(?1, ?2, ?3, ?4, ?5)",       \
     ST_SAME)                                                                                        \
   X(CHAT_SET_TITLE, "UPDATE chats SET title = ?2 WHERE id = ?1", ST_SAME)                           \
-  X(CHAT_GET, "SELECT id, token_hash, title, created_at FROM chats WHERE id = ?1", ST_SAME)         \
+  X(CHAT_GET, "SELECT " ST_CHAT_COLS " FROM chats WHERE id = ?1", ST_SAME)                          \
   X(CHAT_EXISTS, "SELECT 1 FROM chats WHERE id = ?1", ST_SAME)                                      \
   X(CHAT_LIST,                                                                                      \
-    "SELECT id, token_hash, title, created_at FROM chats "                                          \
+    "SELECT " ST_CHAT_COLS " FROM chats ORDER BY created_at DESC, rowid DESC LIMIT ?1", ST_SAME)    \
+  /* a person's chats, newest first, on chats_owner (schema 11) */                                  \
+  X(CHAT_LIST_OWNER,                                                                                \
+    "SELECT " ST_CHAT_COLS " FROM chats WHERE owner = ?2 "                                          \
     "ORDER BY created_at DESC, rowid DESC LIMIT ?1",                                                \
     ST_SAME)                                                                                        \
+  /* a chat deleted (chats.c): the blobs its files hold, then the chat (its files, turns, runs, \
+   * run files, events and messages by cascade), then each blob no file references any more */  \
+  X(CHAT_BLOBS,                                                                                     \
+    "SELECT DISTINCT b.sha256, b.size FROM files f JOIN blobs b ON b.sha256 = f.sha256 "            \
+    "WHERE f.chat_id = ?1",                                                                         \
+    ST_SAME)                                                                                        \
+  X(CHAT_DELETE, "DELETE FROM chats WHERE id = ?1", ST_SAME)                                        \
+  X(BLOB_REFERENCED, "SELECT 1 FROM files WHERE sha256 = ?1 LIMIT 1", ST_SAME)                      \
+  /* people and sessions (people.c, schema 11) */                                                   \
+  X(PERSON_INSERT,                                                                                  \
+    "INSERT INTO people(" ST_PERSON_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", ST_SAME)   \
+  X(PERSON_UPDATE,                                                                                  \
+    "UPDATE people SET role = ?2, pw_hash = ?3, disabled = ?4, must_change_password = ?5, "         \
+    "settings_json = ?6 WHERE id = ?1",                                                             \
+    ST_SAME)                                                                                        \
+  X(PERSON_SEEN, "UPDATE people SET last_seen_at = ?2 WHERE id = ?1", ST_SAME)                      \
+  X(PERSON_GET, "SELECT " ST_PERSON_COLS " FROM people WHERE id = ?1", ST_SAME)                     \
+  X(PERSON_BY_NAME, "SELECT " ST_PERSON_COLS " FROM people WHERE name = ?1", ST_SAME)               \
+  X(PERSON_LIST, "SELECT " ST_PERSON_COLS " FROM people ORDER BY created_at, rowid", ST_SAME)       \
+  X(PERSON_COUNT, "SELECT COUNT(*) FROM people", ST_SAME)                                           \
+  X(SESSION_INSERT,                                                                                 \
+    "INSERT INTO sessions(token_hash, person_id, created_at, last_used_at, ended_at) "              \
+    "VALUES(?1, ?2, ?3, ?3, 0)",                                                                    \
+    ST_SAME)                                                                                        \
+  X(SESSION_GET,                                                                                    \
+    "SELECT token_hash, person_id, created_at, last_used_at, ended_at FROM sessions "               \
+    "WHERE token_hash = ?1",                                                                        \
+    ST_SAME)                                                                                        \
+  X(SESSION_TOUCH,                                                                                  \
+    "UPDATE sessions SET last_used_at = ?2 WHERE token_hash = ?1 AND ended_at = 0", ST_SAME)        \
+  X(SESSION_END,                                                                                    \
+    "UPDATE sessions SET ended_at = ?2 WHERE token_hash = ?1 AND ended_at = 0", ST_SAME)            \
+  /* every open session of a person but ?3 ('' : all of them) */                                    \
+  X(SESSION_END_PERSON,                                                                             \
+    "UPDATE sessions SET ended_at = ?2 WHERE person_id = ?1 AND ended_at = 0 "                      \
+    "AND token_hash <> ?3",                                                                         \
+    ST_SAME)                                                                                        \
+  /* sessions ended, or unused, before ?1: nothing reads them any more */                           \
+  X(SESSION_PURGE,                                                                                  \
+    "DELETE FROM sessions WHERE (ended_at > 0 AND ended_at < ?1) OR last_used_at < ?1", ST_SAME)    \
   X(BLOB_EXISTS, "SELECT size FROM blobs WHERE sha256 = ?1", ST_SAME)                               \
   /* a blob row another node's transaction holds (or committed) already: no error, 0 rows */        \
   X(BLOB_INSERT, "INSERT INTO blobs(sha256, size, created_at) VALUES(?1, ?2, ?3)",                  \
@@ -133,7 +178,8 @@
     "INSERT INTO messages(" ST_MESSAGE_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "                 \
     "?8, ?9, ?10, ?11, ?12) ON CONFLICT(id) DO UPDATE SET state = excluded.state, "                 \
     "text = excluded.text, error_json = excluded.error_json, "                                      \
-    "run_ids_json = excluded.run_ids_json, calls_json = excluded.calls_json, "                      \
+    "run_ids_json = excluded.run_ids_json, "                                                        \
+    "calls_json = COALESCE(excluded.calls_json, messages.calls_json), "                             \
     "updated_at = excluded.updated_at, parts_json = excluded.parts_json",                           \
     ST_SAME)                                                                                        \
   X(MESSAGE_LIST,                                                                                   \
@@ -314,6 +360,10 @@
   "SELECT chat_id, epoch, node_id, clock_timestamp(), expires_at FROM t "                          \
   "ON CONFLICT (chat_id, epoch) DO UPDATE SET until_at = EXCLUDED.until_at) SELECT epoch FROM t"
 
+#define ST_CHAT_COLS "id, token_hash, title, created_at, owner"
+#define ST_PERSON_COLS                                                                             \
+  "id, name, role, pw_hash, disabled, must_change_password, created_at, last_seen_at, "            \
+  "settings_json"
 #define ST_FILE_COLS                                                                               \
   "id, chat_id, name, version, source, sha256, size, mounted, left_out_reason, text_of, run_id, "  \
   "kind, created_at, expires_at"
@@ -667,7 +717,7 @@ struct st_listen;
 void st__listen_close(struct store *st); /* store_close: the listen connection and its handles */
 
 /* pg.c: PostgreSQL over libpq (the parts db.c dispatches to, and the store's open) */
-#define ST_PG_SCHEMA_VERSION 5
+#define ST_PG_SCHEMA_VERSION 6
 #define ST_PG_RETRY_MS       1000 /* a lost connection is tried again at most this often */
 /* Writes per group at most with PostgreSQL: each write's savepoint is a subtransaction, and past
  * 64 of them a transaction overflows the server's per-session cache of them (PGPROC's subxids),

@@ -1,6 +1,6 @@
 /* messages.c -- a chat's conversation: a message's write (insert, or update of its state, text,
- * error, runs and calls, through the writer) and the chat's messages in creation order, whole or
- * a page of them from a cursor (read connection).
+ * error, runs, parts and, when given, calls, through the writer) and the chat's messages in
+ * creation order, whole or a page of them from a cursor (read connection).
  * What it does not do: decide anything about turns or answers, or look inside the JSON text. */
 #include "internal.h"
 

@@ -672,6 +672,18 @@ static const char *const pg_migrations[] = {
     "CREATE INDEX messages_streaming ON messages(turn_id) WHERE state = 'streaming';",
     /* 5: SQLite's schema 10: where in an answer's text its tool runs happened */
     "ALTER TABLE messages ADD COLUMN parts_json TEXT;",
+    /* 6: SQLite's schema 11: people, their sessions, a chat's owner */
+    "CREATE TABLE people(rid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, id TEXT PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE, role TEXT NOT NULL, pw_hash TEXT NOT NULL,"
+    " disabled BIGINT NOT NULL DEFAULT 0, must_change_password BIGINT NOT NULL DEFAULT 0,"
+    " created_at BIGINT NOT NULL, last_seen_at BIGINT NOT NULL DEFAULT 0,"
+    " settings_json TEXT NOT NULL DEFAULT '{}');"
+    "CREATE TABLE sessions(token_hash TEXT PRIMARY KEY,"
+    " person_id TEXT NOT NULL REFERENCES people(id) ON DELETE CASCADE,"
+    " created_at BIGINT NOT NULL, last_used_at BIGINT NOT NULL, ended_at BIGINT NOT NULL DEFAULT 0);"
+    "CREATE INDEX sessions_person ON sessions(person_id) WHERE ended_at = 0;"
+    "ALTER TABLE chats ADD COLUMN owner TEXT REFERENCES people(id);"
+    "CREATE INDEX chats_owner ON chats(owner, created_at) WHERE owner IS NOT NULL;",
 };
 
 /* The advisory lock of the schema the connection works in (a key from its name). */

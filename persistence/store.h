@@ -101,6 +101,7 @@ struct store_chat {
   char token_hash[65]; /* sha256 hex of the page token; the token itself is never stored */
   char *title;         /* may be NULL */
   int64_t created_at;  /* wall ms */
+  store_id owner;      /* the person it belongs to; "" for a backend's chat (schema 11) */
 };
 int store_chat_create(struct store *st, const struct store_chat *chat, store_done_cb cb, void *ud);
 int store_chat_set_title(struct store *st, const char *chat_id, const char *title, store_done_cb cb,
@@ -111,6 +112,63 @@ void store_chat_free(struct store_chat *c); /* frees members, not c */
 /* Every chat, newest first, at most `limit` (for the app's chat list). */
 int store_chat_list(struct store *st, size_t limit, struct store_chat **out, size_t *n);
 void store_chat_list_free(struct store_chat *v, size_t n);
+/* A person's chats, newest first, at most `limit`. */
+int store_chat_list_owner(struct store *st, const char *owner, size_t limit,
+                          struct store_chat **out, size_t *n);
+/* Deletes a chat and everything of it: its files, turns, runs, run files, events and messages,
+ * and the blobs its files held that no other file references (their files unlinked once the
+ * delete is durable).  cb: 0, SBX_ENOENT (no such chat), the database's errors. */
+int store_chat_delete(struct store *st, const char *chat_id, store_done_cb cb, void *ud);
+
+/* ---- people and sessions (people.c) ----------------------------------------------------------
+ * Who signs in: a person's name (unique), role ("admin" | "user"), password hash (the encoded
+ * Argon2id string the orchestrator made: the store never sees a password), and their own
+ * settings as the orchestrator's JSON text.  A session is kept by the sha256 of its cookie. */
+struct store_person {
+  store_id id;
+  char *name;
+  char *role;
+  char *pw_hash;
+  int disabled;
+  int must_change_password;
+  int64_t created_at, last_seen_at; /* wall ms; last_seen_at 0: never */
+  char *settings_json;              /* a JSON object ("{}": every default) */
+};
+void store_person_free(struct store_person *p); /* frees members, not p */
+void store_person_list_free(struct store_person *v, size_t n);
+/* cb: 0, SBX_ECONFLICT (the name, or the id, is taken), the database's errors. */
+int store_person_create(struct store *st, const struct store_person *p, store_done_cb cb,
+                        void *ud);
+/* Writes role, pw_hash, disabled, must_change_password and settings_json of person p->id.
+ * cb: 0, SBX_ENOENT. */
+int store_person_update(struct store *st, const struct store_person *p, store_done_cb cb,
+                        void *ud);
+/* SBX_ENOENT when absent. */
+int store_person_get(struct store *st, const char *id, struct store_person *out);
+int store_person_by_name(struct store *st, const char *name, struct store_person *out);
+/* Everyone, oldest first. */
+int store_person_list(struct store *st, struct store_person **out, size_t *n);
+int store_person_count(struct store *st, int64_t *out);
+
+struct store_session {
+  char token_hash[65];
+  store_id person_id;
+  int64_t created_at, last_used_at, ended_at; /* wall ms; ended_at 0: open */
+};
+int store_session_create(struct store *st, const struct store_session *s, store_done_cb cb,
+                         void *ud);
+/* SBX_ENOENT when there is no session of that hash. */
+int store_session_get(struct store *st, const char *token_hash, struct store_session *out);
+/* The session was used at now: its last_used_at, and its person's last_seen_at. */
+int store_session_touch(struct store *st, const char *token_hash, const char *person_id,
+                        int64_t now, store_done_cb cb, void *ud);
+/* Ends one session (token_hash), or every open session of person_id but `except` (NULL: all). */
+int store_session_end(struct store *st, const char *token_hash, int64_t now, store_done_cb cb,
+                      void *ud);
+int store_session_end_person(struct store *st, const char *person_id, const char *except,
+                             int64_t now, store_done_cb cb, void *ud);
+/* Deletes the sessions ended or last used before `before` (wall ms). */
+int store_session_purge(struct store *st, int64_t before, store_done_cb cb, void *ud);
 
 /* ---- files ------------------------------------------------------------------------------------
  * A named, versioned file of a chat.  Naming rules (naming.c):
@@ -275,14 +333,16 @@ void store_turn_free(struct store_turn *t);
  * are the orchestrator's names ("user" | "assistant"; "streaming", "done", ...); error_json,
  * run_ids_json and calls_json are JSON text the orchestrator writes and reads (the store does not
  * look inside).  A put inserts, or updates the message of that id (state, text, error, run ids,
- * calls, parts, updated_at); its chat, turn, role and creation time never change. */
+ * calls, parts, updated_at); its chat, turn, role and creation time never change.  An update with
+ * calls_json NULL leaves the calls as stored (they can be large: every tool call's arguments and
+ * result), so a writer that changed the rest alone sends only that. */
 struct store_message {
   store_id id, chat_id, turn_id;
   char role[16], state[16];
   char *text;         /* never NULL in a message read */
   char *error_json;   /* NULL: none */
   char *run_ids_json; /* "[...]"; NULL on a put: "[]" */
-  char *calls_json;   /* the tool calls it made and their results; NULL: none */
+  char *calls_json;   /* the tool calls it made and their results; NULL: none (on an update: kept) */
   char *parts_json;   /* where in its text its tool runs happened; NULL: not recorded */
   int64_t created_at, updated_at;
 };

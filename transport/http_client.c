@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fsm.h"
@@ -56,10 +57,12 @@ struct tp_http_xfer {
   char *url, *body;
   struct tp_http_cbs cbs;
   void *ud;
+  long (*read_body)(void *ud, char *p, size_t cap);
   uv_timer_t *stall; /* NULL without a stall bound; freed in its close callback */
   uint64_t stall_ms;
   int status;    /* the final head's status (0: none yet) */
   int head_told; /* on_head was called */
+  int in_final;  /* the head being received is the final one (not a 1xx) */
   int cancelled; /* tp_http_cancel: no callback any more */
   int aborted;   /* a callback asked to stop */
   int stalled;   /* the stall timer ended it */
@@ -259,8 +262,18 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud) {
   if (x->state == XFER_ENDED)
     return 0;
   stall_restart(x);
-  if (len > 2 || (p[0] != '\r' && p[0] != '\n'))
+  if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a status line: a 1xx's head, or the final */
+    const char *sp = memchr(p, ' ', len);
+    x->in_final = sp != NULL && atoi(sp + 1) >= 200;
     return len;
+  }
+  if (len > 2 || (p[0] != '\r' && p[0] != '\n')) {
+    if (x->in_final && !x->head_told && x->cbs.on_header && x->cbs.on_header(x->ud, p, len) != 0) {
+      x->aborted = 1;
+      return 0;
+    }
+    return len;
+  }
   long code = 0;
   curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
   if (code < 200)
@@ -298,6 +311,18 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   return len;
 }
 
+static size_t on_read(char *p, size_t size, size_t n, void *ud) {
+  struct tp_http_xfer *x = ud;
+  if (x->state == XFER_ENDED)
+    return CURL_READFUNC_ABORT;
+  long r = x->read_body(x->ud, p, size * n);
+  if (r < 0) {
+    x->aborted = 1;
+    return CURL_READFUNC_ABORT;
+  }
+  return (size_t)r;
+}
+
 struct tp_http_xfer *tp_http_start(struct tp_http_client *hc, const struct tp_http_request *rq,
                                    const struct tp_http_cbs *cbs, void *ud) {
   static uint64_t next_id;
@@ -310,6 +335,7 @@ struct tp_http_xfer *tp_http_start(struct tp_http_client *hc, const struct tp_ht
   x->hc = hc;
   x->cbs = *cbs;
   x->ud = ud;
+  x->read_body = rq->read_body;
   x->stall_ms = rq->stall_ms;
   snprintf(x->id, sizeof x->id, "%llu", (unsigned long long)++next_id);
   if ((x->url = sbx_strdup(rq->url)) == NULL || (x->easy = curl_easy_init()) == NULL)
@@ -351,8 +377,16 @@ struct tp_http_xfer *tp_http_start(struct tp_http_client *hc, const struct tp_ht
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->headers);
-  if (strcmp(rq->method, "GET") == 0) {
+  if (x->read_body) { /* read as it goes out, the size known */
+    curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, x);
+    curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+  } else if (strcmp(rq->method, "GET") == 0) {
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else if (strcmp(rq->method, "HEAD") == 0) {
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
   } else {
     if (x->body)
       memcpy(x->body, rq->body, rq->body_len);

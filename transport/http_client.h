@@ -2,11 +2,12 @@
  * (one uv_poll_t per socket curl opens, one uv_timer_t for curl's timeouts), for whoever in the
  * process talks to another HTTP server (the assistant's model connector; node forwarding).
  *
- * A request: method, URL, header lines, a body (copied), and its bounds: connect timeout, stall
- * (no byte received for that long: the transfer ends), total time.  The answer comes back as it
- * arrives: the status and head once (on_head), then the body piece by piece (on_body, which may
- * pause the transfer until tp_http_resume), then on_done exactly once, unless the transfer was
- * cancelled first (tp_http_cancel: no callback after it).  TLS is verified (libcurl's defaults:
+ * A request: method, URL, header lines, a body (copied, or read as it goes out), and its bounds:
+ * connect timeout, stall (no byte received for that long: the transfer ends), total time.  The
+ * answer comes back as it arrives: its header lines one by one when asked (on_header), the status
+ * and head once (on_head), then the body piece by piece (on_body, which may pause the transfer
+ * until tp_http_resume), then on_done exactly once, unless the transfer was cancelled first
+ * (tp_http_cancel: no callback after it).  TLS is verified (libcurl's defaults:
  * peer and host name against the system's CA store).  Nothing of the request's headers or body is
  * logged here: a header may carry a credential.
  *
@@ -50,15 +51,22 @@ struct tp_http_cbs {
    * curl's words for a failure ("" when end is TP_HTTP_OK), borrowed for the call.  The
    * transfer is freed after the call. */
   void (*on_done)(void *ud, enum tp_http_end end, int status, const char *why);
+  /* Each header line of the final head (not a 1xx's, not the status line nor the blank one), as
+   * received ("Name: value\r\n"), before on_head.  Nonzero stops the transfer (TP_HTTP_ABORTED).
+   * May be NULL. */
+  int (*on_header)(void *ud, const char *line, size_t len);
 };
 
 struct tp_http_request {
-  const char *method;         /* "GET", "POST", ... */
+  const char *method;         /* "GET", "HEAD" (no body comes), "POST", ... */
   const char *url;            /* http:// or https:// only */
   const char *const *headers; /* "Name: value" lines, n_headers of them (copied) */
   size_t n_headers;
   const char *body; /* copied; NULL: none */
-  size_t body_len;
+  size_t body_len;  /* the body's bytes, read_body's too */
+  /* A body read as it goes out instead of copied (a file): up to cap bytes into p, the count (0
+   * at its end), or -1 to stop the transfer (TP_HTTP_ABORTED).  Not after tp_http_cancel. */
+  long (*read_body)(void *ud, char *p, size_t cap);
   uint64_t connect_ms; /* 0: 10 s */
   uint64_t stall_ms;   /* no byte received for this long ends it; 0: never */
   uint64_t total_ms;   /* 0: no total bound */

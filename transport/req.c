@@ -899,6 +899,8 @@ int tp__sse_encode(struct sbx_buf *buf, const char *event, const char *id, const
   return 0;
 }
 
+#define SSE_OPENING ": open\n\n"
+
 int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat_ms) {
   struct sbx_buf h;
   sbx_buf_init(&h, 16 * 1024);
@@ -911,6 +913,11 @@ int tp_sse_start(struct tp_req *r, const char *extra_headers, uint64_t heartbeat
   if (rc == 0)
     rc = tp_stream_start(r, 200, h.data);
   sbx_buf_free(&h);
+  /* The head goes with a first line of body, a comment every SSE parser skips: Firefox's fetch()
+   * resolves only once body bytes arrive, so a stream with no event yet would look unanswered
+   * until its first heartbeat. */
+  if (rc == 0)
+    rc = tp_stream_write(r, SSE_OPENING, sizeof SSE_OPENING - 1);
   if (rc != 0)
     return rc;
   tp_req_hold(r);

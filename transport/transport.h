@@ -210,7 +210,8 @@ int tp_respond_file(struct tp_req *r, const char *path, const char *content_type
 
 /* ---- Server-Sent Events ----------------------------------------------------------------------
  * tp_sse_start answers 200 text/event-stream (Cache-Control: no-cache unless extra_headers
- * carries its own, X-Accel-Buffering: no) and holds the request.  tp_sse_send encodes one event in one write: "id: ID\nevent: EVENT\ndata: ..." with a
+ * carries its own, X-Accel-Buffering: no) with the comment ": open" as the body's first bytes
+ * (a client that waits for body bytes sees the stream open at once), and holds the request.  tp_sse_send encodes one event in one write: "id: ID\nevent: EVENT\ndata: ..." with a
  * `data:` line per line of data.  Heartbeat comments (": hb") go out every heartbeat_ms while the
  * stream is idle.  Sends fail with SBX_EAGAIN when the stream's queue is over the limit and with
  * SBX_ECLOSED once the peer is gone.  End with tp_stream_end(). */

@@ -4,7 +4,8 @@
 // outputs; esbuild is fast enough that no freshness check is needed).
 //
 // Output:
-//   build/www/index.html, chat.html, admin.html      the pages (/, /playground; /chat/{id}; /admin),
+//   build/www/index.html, chat.html, admin.html,     the pages (/, /playground; /chat/{id}; /admin;
+//     signin.html                                    /signin),
 //                                                     first-worker.js and boot.js inlined, modulepreload
 //                                                     links for boot.js's chunks
 //   build/www/assets/*.js, *.css                      the app bundles (ESM, code-split: pdf.js loads
@@ -20,11 +21,11 @@
 //   build/www/openapi.json                            docs/openapi.yaml as JSON (GET /v1/openapi.json)
 // It does not copy the Pyodide runtime (scripts/sync_pyodide.mjs does, into build/www/pyodide/).
 import * as esbuild from 'esbuild';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
+import { snapshotKey as computeSnapshotKey } from '../worker/snapshot-key.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const www = path.join(root, 'build', 'www');
@@ -41,18 +42,13 @@ const common = {
   define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
 };
 
-// The memory-snapshot key (worker/protocol.js SNAPSHOTS): SHA-256 over the runtime's files and the
-// sources of the worker and the kernel, so that a page restores only an image this very build made
-// (the page looks its stored image up by it; the worker refuses any other).  '' when the runtime is
-// not synced: no snapshots.  The global CEREA_SNAPSHOT_KEY is that string, in the page and in the
+// The memory-snapshot key (worker/protocol.js SNAPSHOTS; worker/snapshot-key.js computes it):
+// SHA-256 over the runtime's files and the sources of the worker and the kernel, so that a page
+// restores only an image this very build made (the served one names its key in its header, the
+// page's kept one is stored under it; the worker refuses any other).  '' when the runtime is not
+// synced: no snapshots.  The global CEREA_SNAPSHOT_KEY is that string, in the page and in the
 // worker (an esbuild define; code run unbundled, as in Node tests, sees none).
-const SNAPSHOT_INPUTS = [
-  ...['pyodide.asm.wasm', 'pyodide.asm.mjs', 'python_stdlib.zip', 'pyodide.mjs'].map((f) => path.join(www, 'pyodide', f)),
-  ...['kernel', 'worker'].flatMap((d) => fs.readdirSync(path.join(root, d)).filter((f) => /\.(py|js)$/.test(f)).sort().map((f) => path.join(root, d, f))),
-  path.join(root, 'ui-adapter/src/kernel-worker.js'),
-];
-const snapshotKey = SNAPSHOT_INPUTS.every((f) => fs.existsSync(f))
-  ? SNAPSHOT_INPUTS.reduce((h, f) => h.update(path.relative(root, f)).update(fs.readFileSync(f)), crypto.createHash('sha256')).digest('hex') : '';
+const snapshotKey = computeSnapshotKey(root, path.join(www, 'pyodide'));
 common.define.CEREA_SNAPSHOT_KEY = JSON.stringify(snapshotKey);
 
 // 1. The app: three page entries sharing chunks, and boot.js, the first script of the index and
@@ -65,6 +61,7 @@ const app = await esbuild.build({
     app: path.join(root, 'ui-adapter/app/main-index.js'),
     chat: path.join(root, 'ui-adapter/app/main-chat.js'),
     admin: path.join(root, 'ui-adapter/app/main-admin.js'),
+    signin: path.join(root, 'ui-adapter/app/signin.js'),
     style: path.join(root, 'ui-adapter/app/style.css'),
   },
   outdir: assets, splitting: true, chunkNames: 'chunks/[name]-[hash]',
@@ -149,7 +146,7 @@ const first = await esbuild.build({
 const firstCode = first.outputFiles[0].text.trim();
 if (/<\/script|<!--/i.test(firstCode)) throw new Error('build: first-worker.js cannot be inlined as it is');
 const BOOT_TAG = /<script type="module" async src="\/assets\/boot\.js"( data-page="\w+")><\/script>/;
-for (const f of ['index.html', 'chat.html', 'admin.html']) {
+for (const f of ['index.html', 'chat.html', 'admin.html', 'signin.html']) {
   const html = fs.readFileSync(path.join(root, 'ui-adapter/app', f), 'utf8');
   fs.writeFileSync(path.join(www, f), html.replace(BOOT_TAG, (_, page) => `<script>${firstCode}</script>\n${preload}<script type="module" async${page}>${bootCode}</script>`));
 }

@@ -38,11 +38,13 @@
 // It does not enforce the time limit, restart itself or fetch chat files: the supervisor
 // (supervisor.js) and the page session do.  In Node it is not a sandbox by itself (see
 // node-worker.js).
-import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, transferables } from './protocol.js';
+import { CMD, ERR, EVENT, KERNEL_MODULES, LIMITS, SIGINT, STATUS, checkCommand, event, fail, ok, runResult,
+  transferables } from './protocol.js';
 import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
-import { NOTE } from './notes.js';
+import { NOTE, START } from './notes.js';
 import { OutputSink } from './output.js';
+import { LOCK_FIELD, checkServed } from './snapshot.js';
 
 const KERNEL_DIR = '/opt/cerea';
 const LIFE = machine('kernel core', {
@@ -73,9 +75,34 @@ function downloadMessage(loaded, total) {
   return `downloading the Python runtime (${mb(loaded)}${total ? ` of ${mb(total)}` : ''} MB)`;
 }
 
+// A browser's first visit gives the served image up when, PROBE_MS after its first bytes, the rest
+// of it would take longer than SERVED_BUDGET_MS: what a load of Python costs beyond a restore
+// (~2.7 s in Chromium here: a load 3.4 s, a restore 0.7 s, docs/benchmarks.md; less on a fast
+// desktop, more on a phone; the budget stays under it, so a slow link never pays for the image).
+const PROBE_MS = 300;
+const SERVED_BUDGET_MS = 1500;
+
 // The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
 // image is taken (nothing of ours: the kernel itself is imported after every load or restore).
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
+
+// Node hosts compile the runtime's wasm once per process and hand the module to each kernel
+// (init's wasmModule: {module, size}; compiled code is immutable and shared between threads):
+// while Pyodide instantiates, WebAssembly.instantiate(bytes) of a wasm of the module's size
+// instantiates the module instead of compiling the bytes again.  → the function that puts
+// instantiate back.
+function useCompiled(compiled) {
+  const module = compiled && compiled.module, size = compiled && Number(compiled.size);
+  if (!(module instanceof WebAssembly.Module) || !(size > 0)) return () => {};
+  const own = Object.getOwnPropertyDescriptor(WebAssembly, 'instantiate');
+  const instantiate = WebAssembly.instantiate;
+  Object.defineProperty(WebAssembly, 'instantiate', { ...own, value: function (source, imports) {
+    const n = source && (source.byteLength ?? -1);
+    if (n !== size) return instantiate.call(this, source, imports);
+    return instantiate.call(this, module, imports).then((instance) => ({ instance, module }));
+  } });
+  return () => Object.defineProperty(WebAssembly, 'instantiate', own);
+}
 
 async function sha256Hex(bytes) {
   const d = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
@@ -83,10 +110,12 @@ async function sha256Hex(bytes) {
 }
 
 export class KernelCore {
-  // host: {post(msg, transfer), readText(url) → Promise<string>, importPyodide(url) → module,
-  //        scope: the worker's global object, isNode: bool, snapshotKey?: this build's key for
-  //        memory snapshots (browser; none: snapshots are neither made nor restored),
-  //        runtimeBytes?: {file name: bytes} of the runtime files Pyodide fetches (browser)}
+  // host: {post(msg, transfer), readText(url) → Promise<string>, readBytes(url) → Promise<Uint8Array>
+  //        (Node) or openBytes(url) → Promise<Response> (browser: the served image, streamed),
+  //        importPyodide(url) → module, scope: the worker's global object, isNode: bool,
+  //        snapshotKey?: this build's key for memory snapshots (worker/snapshot-key.js; none:
+  //        snapshots are neither made nor restored), runtimeBytes?: {file name: bytes} of the
+  //        runtime files Pyodide fetches (browser)}
   constructor(host) {
     this.host = host;
     this.fsm = new Fsm(LIFE, 'new');
@@ -111,6 +140,7 @@ export class KernelCore {
     this.queue = Promise.resolve();
     this.lockdownReport = [];
     this.baseGlobals = new Set();
+    this.downloads = null;        // while Pyodide loads (browser): {drop(file name)}
   }
 
   get state() { return this.fsm.state; }
@@ -180,7 +210,9 @@ export class KernelCore {
     const indexURL = base(msg.indexURL), packageBaseUrl = base(msg.packageBaseUrl), kernelURL = base(msg.kernelURL);
     if (msg.interruptBuffer) this.control = new ControlBuffer(msg.interruptBuffer);
 
-    this.progress(msg.id, 'runtime', 'loading the Python runtime');
+    // The progress line says which start this is: a restore from an image, or a load.
+    const restoring = !!(this.host.snapshotKey && (msg.snapshot || msg.servedSnapshot));
+    this.progress(msg.id, 'runtime', restoring ? START.restoring(msg.snapshot ? 'kept' : 'served') : START.loading());
     // Only pyodide.mjs stands before the runtime's download: the lock file (loadPyodide takes it
     // as a promise), deployment.json and the kernel's sources are read meanwhile, all at once,
     // and awaited where they are needed.  Each would be a round trip on the start's path.
@@ -203,33 +235,57 @@ export class KernelCore {
     const lockFailed = lockText.then(() => never);
     // Awaited below; a failure that comes first (Pyodide's import) must not leave them unhandled.
     lockText.catch(() => {}); sources.catch(() => {}); lockFailed.catch(() => {});
-    const image = this.snapshotToRestore(msg);
-    const { loadPyodide } = await pyodideModule;
-    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id);
-    const options = {
-      indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
-      packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
-      stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
-    };
-    const making = !this.host.isNode && !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    // The served image is read (and counted in the download progress) beside Pyodide's module.
+    const served = msg.servedSnapshot || msg.snapshot ? this.servedEntry(lockText) : Promise.resolve(null);
+    const restoreFetch = this.host.isNode ? () => {} : this.reportDownloads(msg.id, msg.snapshot ? Promise.resolve(null) : served);
+    const image = this.snapshotToRestore(msg, served, indexURL);
+    // makeSnapshot: with servedSnapshot, the served image this kernel restored is handed over
+    // (the page keeps it for the next visit); without, an image of this load is made (setup).
+    const asked = !!this.host.snapshotKey && msg.makeSnapshot === this.host.snapshotKey;
+    const making = asked && !msg.servedSnapshot && !msg.snapshot;
     let py = null, snapshot = 'none';
     try {
+      const { loadPyodide } = await pyodideModule;
+      const options = {
+        indexURL, packageBaseUrl, lockFileContents: lockText.catch(() => never),
+        packageCacheDir: this.host.isNode ? packageBaseUrl : undefined,
+        stdout: () => {}, stderr: () => {}, checkAPIVersion: true,
+      };
       const img = await image;
       if (img && img.bytes) {
         try {
-          py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]);
+          const unpatch = this.host.isNode ? useCompiled(msg.wasmModule) : () => {};
+          try { py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]); } finally { unpatch(); }
           if (py.runPython('1 + 1') !== 2) throw new Error('the restored runtime does not compute');
-          snapshot = 'restored';
+          // Every kernel restored from one image would draw the same random numbers: `random`
+          // was imported before the image was taken, its state is in it.
+          py.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");
+          snapshot = img.served ? 'served' : 'restored';
         } catch (e) {
           py = null;
           snapshot = `refused: restoring failed (${e && e.message || e})`;
         }
+      } else if (img && img.skipped) {
+        snapshot = `skipped: ${img.skipped}`;
+        this.downloads && this.downloads.drop(img.name);
       } else if (img) snapshot = `refused: ${img.refused}`;
-      if (!py) py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
+      if (!py) {
+        if (snapshot.startsWith('skipped')) {
+          this.post(event(EVENT.LOG, { ref: msg.id, level: 'info', message: `memory snapshot ${snapshot}: loaded instead` }));
+          this.progress(msg.id, 'runtime', START.loadingFaster());
+        } else if (snapshot !== 'none') {
+          this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
+          this.progress(msg.id, 'runtime', START.loadingInstead());
+        } else if (restoring) this.progress(msg.id, 'runtime', START.loading());
+        py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
+      }
     } finally { restoreFetch(); }
-    if (snapshot.startsWith('refused')) this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: `memory snapshot ${snapshot}: loaded normally` }));
     // The image is taken here, before anything of ours is in the runtime.
     const made = making && this.makeSnapshot(py, msg.id);
+    if (asked && snapshot === 'served') {
+      const img = await image;
+      if (img.file) this.post(event(EVENT.SNAPSHOT, { ref: msg.id, key: this.host.snapshotKey, bytes: img.file }));
+    }
     this.py = py;
     this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
@@ -276,19 +332,93 @@ export class KernelCore {
     return this.info;
   }
 
-  // init's snapshot → Promise of {bytes} when they may be restored (this build's key, the SHA-256
-  // it was stored with), {refused: why} when not, null without one.  Hashed while Pyodide's module
-  // loads.
-  async snapshotToRestore(msg) {
+  // The served lock's snapshot entry (worker/snapshot.js), or null when it lists none.
+  async servedEntry(lockText) {
+    try { return JSON.parse(await lockText)[LOCK_FIELD] || null; } catch { return null; }
+  }
+
+  // The image to restore → Promise of {bytes, served?} when it may be restored, {refused: why}
+  // when not, null without one.  init's `snapshot` (the page's kept image: this build's key, the
+  // SHA-256 it was stored with), else with `servedSnapshot` the served one (worker/snapshot.js:
+  // the sha256 of the served lock, the build key in its header).  Read and hashed while Pyodide's
+  // module loads.
+  async snapshotToRestore(msg, served, indexURL) {
     const s = msg.snapshot;
-    if (!s) return null;
-    if (this.host.isNode || !this.host.snapshotKey) return { refused: 'this host restores none' };
+    if (!s && !msg.servedSnapshot) return null;
+    if (!this.host.snapshotKey) return { refused: 'this host restores none' };
+    if (!s) {
+      const entry = await served;
+      if (!entry) return null;
+      const given = msg.servedSnapshot;
+      if (given && given.refused) return { refused: String(given.refused) };
+      if (given && given.bytes instanceof Uint8Array) {
+        // Read and hashed by the host process once for all its kernels (node-kernel.js): its
+        // sha256 must be this lock's, its header this build's key.
+        const r = await checkServed(entry, given.bytes, this.host.snapshotKey, async () => given.sha256);
+        return r.bytes ? { bytes: r.bytes, served: true } : r;
+      }
+      if (typeof entry.file_name !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(entry.file_name)) return { refused: 'the served lock names no file beside the runtime' };
+      if (!Number.isInteger(entry.size) || entry.size <= 0) return { refused: 'the served lock gives it no size' };
+      const read = await this.readServed(`${indexURL}${entry.file_name}`, entry, msg);
+      if (!read.bytes) return read;
+      const r = await checkServed(entry, read.bytes, this.host.snapshotKey, sha256Hex);
+      return r.bytes ? { bytes: r.bytes, served: true, file: read.bytes } : r;
+    }
     if (s.key !== this.host.snapshotKey) return { refused: 'made by another build' };
     if (!(s.bytes instanceof Uint8Array) || !s.bytes.length) return { refused: 'no bytes' };
+    // A kept image is restored only as a copy of the served one: its bytes hash to the sha256 the
+    // served lock lists (so a script that wrote the origin's storage cannot plant an image).
+    const entry = await served;
+    if (!entry) return { refused: 'the served lock lists no image it could be a copy of' };
+    const r = await checkServed(entry, s.bytes, this.host.snapshotKey, sha256Hex);
+    return r.bytes ? { bytes: r.bytes, file: s.bytes } : { refused: r.refused.replace('the sha256 of the served lock', "the served image's sha256") };
+  }
+
+  // The served image's file, read for a restore.  In a browser on a first visit it streams while
+  // its rate is measured: once PROBE_MS passed since its first bytes, a file whose rest would take
+  // longer than the start it saves (init's servedSnapshot.budgetMs, SERVED_BUDGET_MS by default:
+  // what a load costs beyond a restore) is given up and Python loads instead.  → {bytes} |
+  // {refused: why} | {skipped: why}.
+  async readServed(url, entry, msg) {
+    const open = this.host.openBytes;
+    if (!open) {
+      try { return { bytes: await this.host.readBytes(url) }; } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    }
+    const given = msg.servedSnapshot;
+    const budgetMs = given && Number.isFinite(given.budgetMs) ? given.budgetMs : SERVED_BUDGET_MS;
+    let res;
+    try { res = await open(url); } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    if (!res.ok || !res.body) return { refused: `the served image is unreadable (HTTP ${res.status})` };
+    const reader = res.body.getReader();
+    const out = new Uint8Array(entry.size);
+    // What share of the transfer n decoded bytes are: the lock's per-MiB figures for the encoding
+    // the server chose (worker/snapshot.js `wire`), else the share of the bytes.
+    const wire = entry.wire && entry.wire[(res.headers.get('content-encoding') || '').toLowerCase()];
+    const share = (k) => {
+      if (!Array.isArray(wire) || !wire.length) return k / out.length;
+      const i = Math.min(Math.floor(k / 1048576), wire.length - 1), before = i ? wire[i - 1] : 0;
+      return Math.min(1, (before + (wire[i] - before) * Math.min(1, (k - i * 1048576) / 1048576)) / wire[wire.length - 1]);
+    };
+    let n = 0, first = null;
     try {
-      if (await sha256Hex(s.bytes) !== s.sha256) return { refused: 'its bytes do not match its hash' };
-    } catch (e) { return { refused: `hashing failed (${e.message})` }; }
-    return { bytes: s.bytes };
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        if (first === null) first = performance.now();
+        if (n + value.length > out.length) { reader.cancel().catch(() => {}); return { refused: `its size is over ${out.length}, the served lock's` }; }
+        out.set(value, n); n += value.length;
+        const spent = performance.now() - first;
+        if (spent >= PROBE_MS && n < out.length) {
+          const done = share(n);
+          const rest = done > 0 ? spent * (1 - done) / done : Infinity;
+          if (rest > budgetMs) {
+            reader.cancel().catch(() => {});
+            return { skipped: `the rest of it would take ${(rest / 1000).toFixed(1)} s here, more than a load's ${(budgetMs / 1000).toFixed(1)} s`, name: entry.file_name };
+          }
+        }
+      }
+    } catch (e) { return { refused: `the served image is unreadable (${e.message})` }; }
+    return { bytes: n === out.length ? out : out.subarray(0, n) };
   }
 
   // The runtime's memory image (Pyodide loaded with _makeSnapshot), posted as a `snapshot` event
@@ -306,7 +436,7 @@ export class KernelCore {
   }
 
   // While Pyodide loads (browser): counts the bytes of the runtime's own fetches
-  // (pyodide.asm.wasm, python_stdlib.zip) and reports them as one figure over all of them,
+  // (pyodide.asm.wasm, python_stdlib.zip, and the served memory image) and reports them as one figure over all of them,
   // {stage: 'download', loaded, total}, at most every 100 ms and once when each file ends.  `total`
   // is the sum of the sizes the host knows beforehand (host.runtimeBytes: file name → decoded
   // bytes), so it does not change while files start; 0 when the host knows none (unknown: a
@@ -315,14 +445,17 @@ export class KernelCore {
   // its code cache only for a response that came from its network stack, never for one built in
   // JavaScript, and without that cache every visit compiles the runtime again.
   // Returns the function that removes the wrapper.
-  reportDownloads(ref) {
+  reportDownloads(ref, served = Promise.resolve(null)) {
     const scope = this.host.scope;
     const own = Object.getOwnPropertyDescriptor(scope, 'fetch');
     const real = scope.fetch;
     if (typeof real !== 'function') return () => {};
     const expected = new Map(Object.entries(this.host.runtimeBytes || {}));
-    const known = [...expected.values()].reduce((a, b) => a + b, 0);
+    let known = [...expected.values()].reduce((a, b) => a + b, 0);
+    // The served image (when this start restores it) counts as one more runtime file.
+    served.then((e) => { if (known && e && Number.isInteger(e.size) && !expected.has(e.file_name)) { expected.set(e.file_name, e.size); known += e.size; } }, () => {});
     const loaded = new Map();   // file name → bytes read so far
+    const dropped = new Set();  // files given up
     let last = 0;
     const send = (force) => {
       const now = Date.now();
@@ -339,6 +472,8 @@ export class KernelCore {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
+          // dropped: the clone is cancelled too, or the transfer would go on for it alone
+          if (dropped.has(name)) { reader.cancel().catch(() => {}); return; }
           loaded.set(name, loaded.get(name) + value.byteLength);
           send(false);
         }
@@ -354,7 +489,15 @@ export class KernelCore {
       return res;
     };
     try { Object.defineProperty(scope, 'fetch', { value: counting, writable: true, configurable: true }); } catch { return () => {}; }
+    // A file given up (the served image on a slow link) leaves the total but for what of it came,
+    // so the bar never goes back; its counting stops (and with it the clone's transfer).
+    this.downloads = { drop: (name) => {
+      const got = loaded.get(name) || 0;
+      if (expected.has(name)) { known -= expected.get(name) - got; expected.set(name, got); }
+      dropped.add(name); send(true);
+    } };
     return () => {
+      this.downloads = null;
       if (own) Object.defineProperty(scope, 'fetch', own); else delete scope.fetch;
     };
   }
@@ -445,11 +588,9 @@ export class KernelCore {
     }
     if (this.out.capChars !== limits.out_chars) { this.out.setCap(limits.out_chars); this.err.setCap(limits.out_chars); }
     this.out.reset(); this.err.reset();
-    const base = { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
-      files_unlisted: 0, figures_dropped: 0, notes, restarted: false, remounted: [], value: null, displays: [] };
 
     const prep = JSON.parse(this.runner.prepare(msg.code));
-    if (!prep.ok) return { ...base, status: STATUS.ERROR, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } };
+    if (!prep.ok) return runResult(STATUS.ERROR, { notes, error: prep.error, timing: { mount_ms: mountInfo?.mount_ms ?? 0 } });
 
     // Packages for the imports (and matplotlib when the code mentions it), loaded before the run.
     const t1 = performance.now();
@@ -495,11 +636,11 @@ export class KernelCore {
         notes.push(NOTE.notReadBack(f.name, e.message || e));
       }
     }
-    return { ...base, status: res.status, stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
+    return runResult(res.status, { stdout: so.text, stderr: se.text, stdout_truncated: so.truncated,
       stderr_truncated: se.truncated, error: res.error, files, files_unlisted: res.files_unlisted,
       figures_dropped: res.figures_dropped, notes, value: res.value ?? null, displays: res.displays || [],
       timing: { mount_ms: mountInfo?.mount_ms ?? 0, load_ms: +(t2 - t1).toFixed(3), ...res.timing,
-        total_ms: +(performance.now() - t0).toFixed(3) } };
+        total_ms: +(performance.now() - t0).toFixed(3) } });
   }
 
   // ---- the live run: what kernel/ calls while user code runs ----------------------------------

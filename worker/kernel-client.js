@@ -48,7 +48,7 @@
 //                      ({event: 'progress'|'started'|'packages'|'log'|'output'|'display'|
 //                      'input_request', ref, ...}) and for {event: 'exit', reason, message, oom}
 //                      when the worker goes away (oom: a Node worker over its heap limit).
-import { CMD, EVENT, OUTPUT_BATCH, REPLY, STATUS, transferables } from './protocol.js';
+import { CMD, EVENT, OUTPUT_BATCH, REPLY, STATUS, runResult, transferables } from './protocol.js';
 import { ControlBuffer } from './control.js';
 import { Fsm, machine } from './fsm.js';
 
@@ -278,7 +278,4 @@ export function shareBytes(u8) {
 
 // A run cut short by terminate() or the worker's death: no output of its own, no wording (the
 // supervisor adds the error and notes from notes.js).
-function killedResult(status, exit, oom) {
-  return { status, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null,
-    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [], exit, oom };
-}
+function killedResult(status, exit, oom) { return runResult(status, { exit, oom }); }

@@ -6,7 +6,7 @@
 // (Pyodide needs them to load packages from disk).  A headless host that runs untrusted code
 // must add (docs/server-mode.md): --disallow-code-generation-from-strings, Node's permission model,
 // and a network namespace (bubblewrap).  Those belong to the host, not to this file.
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { KernelCore } from './core.js';
@@ -17,6 +17,9 @@ const host = {
   isNode: true,
   scope: globalThis,
   post: (msg, transfer) => parentPort.postMessage(msg, transfer),
+  // This build's key (node-kernel.js computes it once per process, worker/snapshot-key.js).
+  snapshotKey: (workerData && workerData.snapshotKey) || '',
+  readBytes: (url) => readFile(toPath(url)),
   readText: async (url) => {
     if (/^https?:/.test(url)) { const r = await realFetch(url); if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`); return r.text(); }
     return readFile(toPath(url), 'utf8');

@@ -106,6 +106,18 @@ export const PHONE = Object.freeze({
       : `This run started again from the beginning (attempt ${attempt}): ${RERUN_WHY[why] || RERUN_WHY.lost}`),
 });
 
+// The runtime's start as the kernel core reports it (its `runtime` progress message), so the
+// progress line says which path ran: a restore from a memory snapshot (the image the server made
+// at setup, or the one this browser kept) or a load of Python from scratch.
+export const START = Object.freeze({
+  loading: () => 'loading the Python runtime',
+  restoring: (from) => (from === 'kept'
+    ? 'restoring the Python runtime from the snapshot kept in this browser'
+    : "restoring the Python runtime from the server's snapshot"),
+  loadingInstead: () => 'loading the Python runtime (its snapshot could not be used)',
+  loadingFaster: () => 'loading the Python runtime (faster than downloading its snapshot on this connection)',
+});
+
 // The runtime's loading labels, by the stage the kernel core reports.
 const STAGE = { runtime: 'Loading the Python runtime…', kernel: 'Loading the kernel…', lockdown: 'Locking the sandbox down…', packages: 'Loading packages…' };
 /** @param {{stage?: string, message?: string}} [p] */
@@ -113,3 +125,75 @@ export function progressLabel({ stage, message } = {}) {
   if (message) return `${message[0].toUpperCase()}${message.slice(1)}${message.endsWith('…') ? '' : '…'}`;
   return STAGE[stage] || 'Loading…';
 }
+
+// The web app's shell (ui-adapter/app/: sign-in, the chat list, people, connecting an assistant):
+// each sentence once, by name → [stable code, wording].  Pages put the code on the element that
+// shows the sentence (data-code), so tests and styles key on it rather than on the English.
+const UI_TEXT = {
+  // Sign-in and passwords (signin.js).
+  signinWrong: ['signin_wrong', () => 'That name and password do not match an account here.'],
+  signinThrottled: ['signin_throttled', (waitS) => `Too many attempts: try again in ${plural(waitS, 'second')}.`],
+  signinInvalid: ['signin_invalid', () => 'Enter a name and a password, each at most 1,024 bytes.'],
+  signinFailed: ['signin_failed', (why) => `Could not sign in: ${why}`],
+  mustChange: ['password_must_change', () => 'You signed in with a password someone gave you: choose your own to go on.'],
+  passwordMismatch: ['password_mismatch', () => 'The two new passwords differ.'],
+  passwordWrong: ['password_wrong_current', () => 'The current password is wrong.'],
+  passwordFailed: ['password_failed', (why) => `The password was not changed: ${why}`],
+  passwordChanged: ['password_changed', () => 'Password changed.'],
+  signinHelp: ['signin_help', () => 'No account? The administrator of this deployment makes them. The playground runs Python in your browser without one.'],
+  signedInAs: ['signed_in_as', (name) => `Signed in as ${name}.`],
+  signedOut: ['signed_out', () => 'You are signed out.'],
+  signoutFailed: ['signout_failed', (why) => `Could not sign out: ${why}`],
+  // The chat list (sidebar.js) and a chat page's link (main-chat.js).
+  chatsSignIn: ['chats_sign_in', () => 'Sign in to keep your chats. The playground works without an account and keeps nothing on the server.'],
+  chatsEmpty: ['chats_empty', () => 'No chats yet: New chat starts one.'],
+  chatsNotLoaded: ['chats_not_loaded', (why) => `The chat list did not load: ${why}`],
+  chatNotCreated: ['chat_not_created', (why) => `Could not create a chat: ${why}`],
+  chatNameEmpty: ['chat_name_empty', () => 'A chat name cannot be empty.'],
+  chatNotRenamed: ['chat_not_renamed', (why) => `Could not rename the chat: ${why}`],
+  chatDeleteAsk: ['chat_delete_ask', (title) => `Delete “${title}”? Its messages, runs and files are removed for good.`],
+  chatNotDeleted: ['chat_not_deleted', (why) => `Could not delete the chat: ${why}`],
+  linkNoToken: ['link_no_token', () => 'This link has no page token: the part after #token= is missing.'],
+  linkRefused: ['link_token_refused', () => 'The page token in this link is wrong or incomplete: the server did not accept it.'],
+  linkOtherChat: ['link_other_chat', () => 'The page token in this link belongs to another chat.'],
+  linkNoChat: ['link_no_chat', () => 'There is no such chat on this server, or it is not yours.'],
+  linkOther: ['link_refused', (why) => `The server refused this link (${why}).`],
+  linkHelp: ['link_help', () => 'A chat opens from your chat list once you sign in, or from the link the app that created it gave you (it ends in #token=…).'],
+  // Settings (settings.js).
+  settingNotSaved: ['setting_not_saved', (why) => `The setting was not saved: ${why}`],
+  // People (main-admin.js).
+  adminOnly: ['admin_only', (name) => `${name} is signed in; this page is for administrators.`],
+  personCreated: ['person_created', (name) => `${name} can sign in with this password once, then chooses their own. It is shown only now: pass it on.`],
+  personReset: ['person_reset', (name) => `${name}'s new one-time password, shown only now: pass it on. Their open sessions have ended.`],
+  personTaken: ['person_taken', (name) => `There is already someone called ${name}.`],
+  personNotSaved: ['person_not_saved', (why) => `Not saved: ${why}`],
+  personDisabled: ['person_disabled', (name) => `${name} is disabled: they cannot sign in, and their sessions have ended.`],
+  personEnabled: ['person_enabled', (name) => `${name} can sign in again.`],
+  // Connecting an assistant to a chat (connect.js).
+  connectIntro: ['connect_intro', () => 'An assistant that speaks MCP (Open WebUI, LibreChat, a desktop app) can run Python in this chat with this key. The key reaches this chat only. Keep this page open while the assistant runs code: the code runs here.'],
+  connectFailed: ['connect_failed', (why) => `No key was made: ${why}`],
+  connectOpenWebui: ['connect_open_webui', (url) => `Open WebUI (0.6.31 or later): Admin Settings → External Tools → + → type MCP (Streamable HTTP), URL ${url}, authentication Bearer with the chat key.`],
+  connectLibrechat: ['connect_librechat', () => 'LibreChat: add this to librechat.yaml; each person then enters the chat key in LibreChat as "Cerea chat key".'],
+  // The snippet itself (docs/mcp.md, "LibreChat"), with this server's URL.
+  librechatYaml: ['librechat_yaml', (url) => `mcpServers:
+  cerea:
+    type: streamable-http
+    url: ${url}
+    requiresOAuth: false            # a static bearer key: no OAuth detection
+    headers:
+      Authorization: "Bearer {{CEREA_CHAT_KEY}}"
+    customUserVars:
+      CEREA_CHAT_KEY:
+        title: "Cerea chat key"
+        description: "From your chat's page: Connect an assistant"
+    timeout: 300000                 # ms; LibreChat's default 30 s is shorter than a run may take
+    serverInstructions: true
+`],
+  copied: ['copied', () => 'Copied.'],
+  copyFailed: ['copy_failed', () => 'This browser did not allow copying: select the text and copy it.'],
+};
+
+/** @type {Readonly<Record<string, (...args: any[]) => string>>} the app shell's sentences by name */
+export const UI = Object.freeze(Object.fromEntries(Object.entries(UI_TEXT).map(([name, [, say]]) => [name, say])));
+/** @type {Readonly<Record<string, string>>} their stable codes by name */
+export const UI_CODE = Object.freeze(Object.fromEntries(Object.entries(UI_TEXT).map(([name, [code]]) => [name, code])));

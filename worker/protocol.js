@@ -12,20 +12,33 @@
 //
 // Commands (fields beyond id/cmd):
 //   init     {indexURL, lockFileURL, packageBaseUrl, kernelURL, deploymentURL?, interruptBuffer?,
-//             loadTimeoutMs?, snapshot?: {key, sha256, bytes: Uint8Array}, makeSnapshot?: key}
+//             loadTimeoutMs?, snapshot?: {key, sha256, bytes: Uint8Array}, servedSnapshot?: true,
+//             makeSnapshot?: key}
 //            Loads Pyodide (absolute lockFileURL and explicit packageBaseUrl: never a CDN), the
 //            kernel Python package, then locks the worker's global scope down.  interruptBuffer is
 //            the control buffer (CONTROL below: CONTROL.BYTES of shared memory) when the
 //            controller can share memory; otherwise interrupts, interruptible sleeps, live output
 //            flushes and input() are unavailable (cancel then means terminate, input() raises
 //            EOFError at once with a note).  A buffer of only 4 bytes (slot 0) gives interrupts.
-//            Browsers only: `snapshot` is a memory image of the runtime this worker's build made
-//            (SNAPSHOTS below), restored instead of Pyodide's own start when its key is this
-//            build's and its bytes hash to sha256, else (and when restoring fails) a normal load
-//            with a log event; `makeSnapshot` (this build's key) asks for one: a `snapshot` event
-//            before the reply.
+//            `snapshot` is a memory image of the runtime this worker's build made (SNAPSHOTS
+//            below; the page's kept one), restored instead of Pyodide's own start when its key is
+//            this build's and its bytes hash to sha256; without it, `servedSnapshot` restores the
+//            image served beside the runtime (worker/snapshot.js: the sha256 the served lock
+//            lists, this build's key in its header); `snapshot` too is restored only when its
+//            bytes are the served image's (a copy the page kept: a script that wrote the page
+//            origin's storage cannot plant one).  In a browser the served image streams while its
+//            rate is measured and is given up for a load when the rest of it would take longer
+//            than the start it saves (servedSnapshot: {budgetMs} sets that; Node hosts pass
+//            {bytes, sha256} read and checked once per process, or {refused}).  A refused image
+//            (and one whose restore fails) means a normal load with a log event; the `runtime`
+//            progress says which start ran (notes.js START).  `makeSnapshot` (this build's key)
+//            asks for an image in a `snapshot` event before the reply: the served file this
+//            kernel restored (with servedSnapshot), else one made of this load (setup).  A host
+//            without a build key does neither.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
-//                  reason}]}, load_ms, snapshot: 'restored'|'made'|'none'|'refused: why'}}
+//                  reason}]}, load_ms, snapshot: 'served'|'restored'|'made'|'none'|'refused: why'|
+//                  'skipped: why'}}  (served: from the served image; restored: from init's;
+//                  skipped: loaded, faster than downloading the image)
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
 //            Makes /mnt/data match the manifest: writes new and changed files (data required for
 //            those), removes files no longer listed when `complete` (default true).  Names are
@@ -83,13 +96,15 @@
 //             taken as loadPyodide returned (and standard-library modules the kernel uses were
 //             imported): before the kernel, the lock-down or any user code.
 //
-// SNAPSHOTS (browsers): Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
+// SNAPSHOTS: Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
 // _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has run
 // nothing of ours; MEMFS is not in it (the kernel's files are written again) and neither is any
 // JS state (stdout, the cerea_host module, the interrupt buffer: set again), and the lock-down is
 // applied after a restore exactly as after a load.  The key names the build: the runtime's files
-// and the worker's and kernel's sources (ui-adapter/build.mjs), so a new deployment never restores
-// an old image.
+// and the worker's and kernel's sources (worker/snapshot-key.js), so a new deployment never
+// restores an old image.  One image restores in Node and in browsers alike (setup makes the
+// served one in Node: scripts/make_snapshot.mjs; tests/kernel/snapshot.test.mjs restores it in
+// both).  After a restore the `random` module is seeded again (its state is in the image).
 //
 // The control buffer (shared memory the controller gives at init; Int32 slots, then bytes):
 //   slot SIGNAL   0 nothing; SIGINT (2): raise KeyboardInterrupt; FLUSH (10, SIGUSR1): flush the
@@ -164,6 +179,25 @@ export const KERNEL_MODULES = Object.freeze(['__init__', 'output', 'mounts', 'ou
 // ui-adapter/src/kernel-worker.js): the page sends it, the worker reads them from its bundle.
 export const BUNDLED_KERNEL_URL = 'bundled:kernel/';
 
+// A RunResult (above), the one constructor every layer uses: the fields a result always has, as
+// they are for a run that showed nothing, then the given ones.
+export function runResult(status, fields = {}) {
+  return { stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null, files: [],
+    files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [],
+    ...fields, status };
+}
+
+// The body of POST /v1/runs/{run}/result for `attempt`: a RunResult's fields (missing ones as
+// runResult has them; not its timing nor its files' bytes), its files as listed after upload.
+export function resultMessage(attempt, r, files, notes) {
+  const d = runResult(r.status);
+  return { attempt, status: r.status, stdout: r.stdout || d.stdout, stderr: r.stderr || d.stderr,
+    stdout_truncated: !!r.stdout_truncated, stderr_truncated: !!r.stderr_truncated, error: r.error || d.error,
+    files, files_unlisted: r.files_unlisted || 0, figures_dropped: r.figures_dropped || 0, notes,
+    restarted: !!r.restarted, remounted: r.remounted || d.remounted, value: r.value ?? d.value,
+    displays: r.displays || d.displays };
+}
+
 export function ok(id, fields = {}) { return { ...fields, id, type: REPLY.OK }; }
 export function fail(id, code, message) { return { id, type: REPLY.ERROR, code, message }; }
 export function event(name, fields = {}) { return { ...fields, id: 0, type: REPLY.EVENT, event: name }; }
@@ -200,7 +234,7 @@ function checkFiles(files, what) {
 // transfer list.
 export function transferables(msg) {
   const out = [];
-  const image = (msg.snapshot && msg.snapshot.bytes) || (msg.event === EVENT.SNAPSHOT && msg.bytes);
+  const image = (msg.snapshot && msg.snapshot.bytes) || (msg.servedSnapshot && msg.servedSnapshot.bytes) || (msg.event === EVENT.SNAPSHOT && msg.bytes);
   if (image && image.buffer) out.push(image.buffer);
   const files = msg.files || (msg.result && msg.result.files) || [];
   for (const f of files) if (f.data && f.data.buffer && !out.includes(f.data.buffer)) out.push(f.data.buffer);

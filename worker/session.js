@@ -63,8 +63,7 @@ import { FileCache, sha256Hex } from './files.js';
 import { Fsm, machine } from './fsm.js';
 import { LiveOutput } from './live-output.js';
 import { NOTE } from './notes.js';
-import { LIMITS } from './protocol.js';
-import { emptyResult } from './supervisor.js';
+import { LIMITS, resultMessage, runResult } from './protocol.js';
 
 // Life of a session:   new ──attach()──▶ attached ──detach()──▶ detached
 const LIFE = machine('page session', { new: [], attached: ['new'], detached: ['new', 'attached'] });
@@ -412,14 +411,14 @@ export class PageSession extends Emitter {
     this.stats.runs++;
     this.emit('begin', { run_id: runId, attempt: a.attempt });
     try {
-      if (a.cancelAsked) return await this.report(a, { ...emptyResult('cancelled'), notes: [NOTE.cancelledBeforeStart()] });
+      if (a.cancelAsked) return await this.report(a, runResult('cancelled', { notes: [NOTE.cancelledBeforeStart()] }));
       a.fsm.set('fetching');
       this.emit('preparing', { run_id: runId });
       const { files, skipped } = await this.cache.fetchAll(job.mounts || [], { signal: a.abort.signal,
         onProgress: (p) => this.emit('download', { run_id: runId, ...p }) });
       if (!a.live) return;
       const notes = skipped.map((s) => NOTE.skipped(s.name, s.why, this.fileDeadlineMs));
-      if (a.cancelAsked) return await this.report(a, { ...emptyResult('cancelled'), notes: [...notes, NOTE.cancelledBeforeStart()] });
+      if (a.cancelAsked) return await this.report(a, runResult('cancelled', { notes: [...notes, NOTE.cancelledBeforeStart()] }));
       a.fsm.set('running');
       // The orchestrator holds the watchdog of a run whose kernel loads: tell it before waiting.
       if (!this.supervisor.fsm.is('ready', 'busy')) await this.presence('kernel-loading');
@@ -497,14 +496,7 @@ export class PageSession extends Emitter {
       else if (r.status === 409) { this.drop(a, `upload: HTTP 409`); return; }
       else notes.push(NOTE.notSaved(f.name, r.status ? `HTTP ${r.status}` : (r.error && r.error.message) || 'no answer'));
     }
-    const body = {
-      attempt: a.attempt, status: result.status, stdout: result.stdout || '', stderr: result.stderr || '',
-      stdout_truncated: !!result.stdout_truncated, stderr_truncated: !!result.stderr_truncated,
-      error: result.error || null, files: listed, files_unlisted: result.files_unlisted || 0,
-      figures_dropped: result.figures_dropped || 0, notes,
-      restarted: !!result.restarted, remounted: result.remounted || [],
-      value: result.value ?? null, displays: result.displays || [],
-    };
+    const body = resultMessage(a.attempt, result, listed, notes);
     const r = await this.retrying(`run ${a.run_id}: result`, () => this.client.json('POST', `/v1/runs/${enc(a.run_id)}/result`, body), 5);
     if (!a.live) return;
     if (r.status === 200) {

@@ -63,7 +63,7 @@ import { Emitter } from './emitter.js';
 import { Fsm, machine } from './fsm.js';
 import { shareBytes } from './kernel-client.js';
 import { ERROR, NOTE, progressLabel } from './notes.js';
-import { EVENT, LIMITS, STATUS } from './protocol.js';
+import { EVENT, LIMITS, STATUS, runResult } from './protocol.js';
 import { RunControl } from './run-control.js';
 
 // Life of a supervisor:
@@ -323,7 +323,7 @@ export class KernelSupervisor extends Emitter {
           await this.start();
         } catch (e) {
           if (this.fsm.is('disposed')) throw e;
-          return { ...emptyResult(STATUS.CRASHED), error: ERROR.loadFailed(e.message), notes: pre, duration_ms: 0 };
+          return runResult(STATUS.CRASHED, { error: ERROR.loadFailed(e.message), notes: pre, duration_ms: 0 });
         }
       }
       if (!this.fsm.is('ready')) throw new Error(`kernel supervisor ${this.state}: runs execute one at a time`);
@@ -357,7 +357,7 @@ export class KernelSupervisor extends Emitter {
       result = await client.run({ run_id: runId, code, pypi, limits });
     } catch (e) {
       // The kernel went away between the mount and the run (or the mount itself failed).
-      result = { ...emptyResult(client.exitReason || STATUS.CRASHED), exit: e.message };
+      result = runResult(client.exitReason || STATUS.CRASHED, { exit: e.message });
     } finally {
       run.end();
       this.active = null;
@@ -366,7 +366,7 @@ export class KernelSupervisor extends Emitter {
     const duration = Math.round(tEnd - (run.startedAt ?? t0));
     // A run the kernel did not answer keeps what it streamed before it went.
     const got = result.exit === undefined ? { notes: [] } : run.received((limits && limits.out_chars) || LIMITS.out_chars);
-    const out = { ...emptyResult(result.status), ...result, ...got, notes: [...pre, ...(result.notes || []), ...got.notes, ...run.notes],
+    const out = { ...runResult(result.status), ...result, ...got, notes: [...pre, ...(result.notes || []), ...got.notes, ...run.notes],
       restarted, remounted, duration_ms: duration };
     delete out.exit; delete out.oom;
     if (this.fsm.is('disposed')) return out;
@@ -409,9 +409,4 @@ export class KernelSupervisor extends Emitter {
     this.pool.release(this, STATUS.CANCELLED);
     this.setState('disposed');
   }
-}
-
-export function emptyResult(status) {
-  return { status, stdout: '', stderr: '', stdout_truncated: false, stderr_truncated: false, error: null,
-    files: [], files_unlisted: 0, figures_dropped: 0, notes: [], restarted: false, remounted: [], value: null, displays: [] };
 }

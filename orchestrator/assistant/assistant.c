@@ -253,10 +253,13 @@ static void emit_message(struct orch_asst *t, json_t *msg) {
     sbx_log(SBX_LOG_WARN, "orch", "turn %s: message event not logged", t->turn_id);
 }
 
-/* The message's row as it is now (fire and forget unless cb). */
-static int put_message(struct orch_asst *t, const char *state, store_done_cb cb) {
+/* The message's row as it is now (fire and forget unless cb).  with_calls: its tool calls too
+ * (every call's arguments and result, up to megabytes), written once, with the end; a put while
+ * it streams (a run joining) leaves them as stored, so a turn's writes do not grow with the
+ * square of its calls.  A turn the server stopped mid-way is replayed as its text. */
+static int put_message(struct orch_asst *t, const char *state, int with_calls, store_done_cb cb) {
   char *ids = orch__json_dump(t->run_ids, NULL);
-  char *calls = orch__json_dump(t->rounds, NULL);
+  char *calls = with_calls ? orch__json_dump(t->rounds, NULL) : NULL;
   char *marks = orch__json_dump(t->marks, NULL);
   json_t *ej = error_json(t->err_code, t->err_msg);
   char *err = json_is_null(ej) ? NULL : orch__json_dump(ej, NULL);
@@ -273,7 +276,7 @@ static int put_message(struct orch_asst *t, const char *state, store_done_cb cb)
   snprintf(m.chat_id, sizeof m.chat_id, "%s", t->c->id);
   snprintf(m.turn_id, sizeof m.turn_id, "%s", t->turn_id);
   snprintf(m.state, sizeof m.state, "%s", state);
-  int rc = ids && calls && marks ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
+  int rc = ids && (calls || !with_calls) && marks ? store_message_put(t->o->st, &m, cb, t) : SBX_ENOMEM;
   sbx_free(ids);
   sbx_free(calls);
   sbx_free(marks);
@@ -300,7 +303,7 @@ static void join_run(struct orch_asst *t, const char *run_id) {
   json_array_append_new(t->marks,
                         json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id", run_id));
   if (t->state < ASST_ENDING) {
-    put_message(t, "streaming", on_put_logged);
+    put_message(t, "streaming", 0, on_put_logged);
     emit_message(t, live_json(t, "streaming"));
   }
 }
@@ -357,7 +360,7 @@ static void end_turn(struct orch_asst *t, enum ending e, const char *code, const
   if (t->c->asst == t)
     t->c->asst = NULL; /* the next message may come: its writes queue behind these */
   t->pending = 1;
-  if (put_message(t, state_word(e), on_end_written) != 0)
+  if (put_message(t, state_word(e), 1, on_end_written) != 0)
     t->pending--;
   if (!finished) {
     struct store_turn st = {.state = STORE_TURN_FINISHED,
@@ -921,7 +924,7 @@ static int put_start(struct orch_asst *t, const struct orch_ask *ask) {
     t->pending++;
   else
     t->failed = SBX_ENOMEM;
-  if (put_message(t, "streaming", on_started) == 0)
+  if (put_message(t, "streaming", 0, on_started) == 0)
     t->pending++;
   else
     t->failed = SBX_ENOMEM;

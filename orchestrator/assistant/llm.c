@@ -517,7 +517,8 @@ static void on_done(void *ud, enum tp_http_end end, int status, const char *why)
   req_free(r);
 }
 
-static const struct tp_http_cbs http_cbs = {on_head, on_body, on_done};
+static const struct tp_http_cbs http_cbs = {
+    .on_head = on_head, .on_body = on_body, .on_done = on_done};
 
 struct orch_llm_req *orch__llm_start(struct orch_llm *l, const json_t *messages,
                                      const json_t *tools, const struct orch_llm_cbs *cbs,

@@ -2,6 +2,7 @@
  *
  *   cerea-sandbox run    [options] [FILE|-]
  *   cerea-sandbox status [--url URL] [--key KEY] [--data DIR]
+ *   cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] [--data DIR]
  *
  * orch_cli_usage() lists every flag (FLAGS below); an unknown one is refused with the usage.  URL
  * is http://HOST:PORT (default http://127.0.0.1:8080) or unix:PATH; the key comes from --key,
@@ -289,6 +290,8 @@ struct args {
 void orch_cli_usage(FILE *f) {
   fputs("usage: cerea-sandbox run [options] [FILE|-]     runs Python (FILE or stdin) in a chat\n"
         "       cerea-sandbox status [--url URL] [--key KEY] [--data DIR]\n"
+        "       cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] [--data DIR]\n"
+        "                                                 adds a person; prints their password\n"
         "options:\n",
         f);
   for (size_t i = 0; i < F_N; i++) {
@@ -955,21 +958,68 @@ out:
   return rc;
 }
 
-int orch_cli_run(int argc, char **argv) {
+/* `user add NAME [--admin]`: POST /v1/admin/people with the API key; the password the server made
+ * is printed once, on stdout (nothing else of it is kept anywhere but its hash). */
+int orch_cli_user(int argc, char **argv) {
+  if (argc < 4 || strcmp(argv[2], "add") != 0 || argv[3][0] == '-') {
+    fprintf(stderr, "usage: cerea-sandbox user add NAME [--admin] [--url URL] [--key KEY] "
+                    "[--data DIR]\n");
+    return CLI_EXIT_API;
+  }
+  const char *name = argv[3];
+  int admin = 0, n = 2;
+  char **rest = sbx_calloc((size_t)argc + 1, sizeof *rest);
+  if (rest == NULL)
+    return CLI_EXIT_API;
+  rest[0] = argv[0];
+  rest[1] = argv[1];
+  for (int i = 4; i < argc; i++) {
+    if (strcmp(argv[i], "--admin") == 0)
+      admin = 1;
+    else
+      rest[n++] = argv[i];
+  }
   struct args a;
-  int done = parse_or_help(argc, argv, 1, &a);
+  int done = parse_or_help(n, rest, 0, &a);
+  sbx_free(rest);
   if (done >= 0)
     return done;
-  long timeout = -1, wait = -1;
-  if ((a.val[F_TIMEOUT] && (timeout = number_arg("--timeout", a.val[F_TIMEOUT], 1, 300)) < 0) ||
-      (a.val[F_WAIT] && (wait = number_arg("--wait", a.val[F_WAIT], 0, 86400)) < 0))
+  struct cli c;
+  if (setup(&c, &a) != 0)
     return CLI_EXIT_API;
-  if (a.val[F_PAGE_URL] && a.val[F_CHAT]) {
+  if (c.key == NULL) {
+    fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DIR/api_key)\n");
+    return CLI_EXIT_API;
+  }
+  json_t *req = json_pack("{s:s, s:s}", "name", name, "role", admin ? "admin" : "user");
+  char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  int rc = CLI_EXIT_API;
+  json_t *j = body ? api_json(&c, "POST", "/v1/admin/people", body, "adding a person", &rc) : NULL;
+  free(body);
+  if (j != NULL) {
+    json_t *p = json_object_get(j, "person");
+    printf("added %s \"%s\" (%s); one-time password (to be changed at the first sign-in): %s\n",
+           str(p, "role"), str(p, "name"), str(p, "id"), str(j, "password"));
+    rc = CLI_EXIT_OK;
+    json_decref(j);
+  }
+  sbx_free(c.key);
+  return rc;
+}
+
+/* run's own arguments: --timeout, --wait, --page-url only with a new chat, --chat an id.  0, or
+ * the exit code when one is wrong (said on stderr). */
+static int run_args(const struct args *a, long *timeout, long *wait) {
+  if ((a->val[F_TIMEOUT] && (*timeout = number_arg("--timeout", a->val[F_TIMEOUT], 1, 300)) < 0) ||
+      (a->val[F_WAIT] && (*wait = number_arg("--wait", a->val[F_WAIT], 0, 86400)) < 0))
+    return CLI_EXIT_API;
+  if (a->val[F_PAGE_URL] && a->val[F_CHAT]) {
     fprintf(stderr, "cerea-sandbox run: --page-url needs a new chat (a page token is given only "
                     "when a chat is created)\n");
     return CLI_EXIT_API;
   }
-  const char *chat_opt = a.val[F_CHAT];
+  const char *chat_opt = a->val[F_CHAT];
   if (chat_opt &&
       (*chat_opt == '\0' || strlen(chat_opt) > STORE_ID_LEN ||
        chat_opt[strspn(chat_opt,
@@ -978,25 +1028,111 @@ int orch_cli_run(int argc, char **argv) {
     fprintf(stderr, "cerea-sandbox run: --chat %s: not a chat id\n", chat_opt);
     return CLI_EXIT_API;
   }
+  return 0;
+}
+
+/* The script (a file, or - for stdin), or NULL (said on stderr). */
+static char *read_script(const struct args *a) {
+  FILE *f = strcmp(a->file, "-") == 0 ? stdin : fopen(a->file, "r");
+  if (f == NULL) {
+    fprintf(stderr, "cerea-sandbox: cannot read %s: %s\n", a->file, strerror(errno));
+    return NULL;
+  }
+  char *code = read_all(f);
+  if (f != stdin)
+    fclose(f);
+  if (code == NULL)
+    fprintf(stderr, "cerea-sandbox: %s: larger than the 16 MB a script may be\n", a->file);
+  return code;
+}
+
+/* The run's chat into chat[]: --chat's, or a new one (said on stderr, with how a page attaches
+ * where one runs the code).  0, or nonzero with *rc set. */
+static int run_chat(struct cli *c, const struct args *a, const char *mode,
+                    char chat[STORE_ID_LEN + 1], int *rc) {
+  if (a->val[F_CHAT]) {
+    snprintf(chat, STORE_ID_LEN + 1, "%s", a->val[F_CHAT]);
+    return 0;
+  }
+  json_t *j = api_json(c, "POST", "/v1/chats", "{}", "creating a chat", rc);
+  if (j == NULL)
+    return -1;
+  snprintf(chat, STORE_ID_LEN + 1, "%s", str(j, "chat_id") ?: "");
+  if (a->val[F_PAGE_URL])
+    fprintf(stderr, "chat %s: open %s%s%s%s/chat/%s#token=%s to attach a page\n", chat,
+            c->unix_path[0] ? "" : "http://", c->unix_path[0] ? "" : c->host,
+            c->unix_path[0] ? "" : ":", c->unix_path[0] ? "" : c->port, chat,
+            str(j, "page_token") ?: "");
+  else if (strcmp(mode, "browser") == 0)
+    fprintf(stderr,
+            "chat %s created; a browser page of this chat runs the code (--page-url prints its "
+            "link)\n",
+            chat);
+  else
+    fprintf(stderr, "chat %s created\n", chat);
+  json_decref(j);
+  return 0;
+}
+
+/* The run j (taken) once it is done: followed on its event stream; without one (an older
+ * server) polled, each call waiting at most 600 s, with the CLI's own deadline.  NULL with *rc
+ * set when it could not be read, or when the deadline came first (said, CLI_EXIT_WAITED). */
+static json_t *run_done(struct cli *c, json_t *j, struct follow *fl, uint64_t deadline, long wait,
+                        const char *mode, int *rc) {
+  char path[160];
+  if (strcmp(str(j, "state") ?: "", "done") != 0) {
+    int fr = follow(fl, deadline);
+    if (fr == FOLLOW_END) {
+      json_decref(j);
+      j = fl->end;
+    } else if (fr == FOLLOW_DEADLINE) { /* its state now, for the message */
+      snprintf(path, sizeof(path), "/v1/runs/%s", fl->run_id);
+      json_t *now = api_json(c, "GET", path, NULL, "reading the run", rc);
+      json_decref(j);
+      if ((j = now) == NULL)
+        return NULL;
+      if (strcmp(str(j, "state") ?: "", "done") != 0) {
+        print_waited(c, j, wait, mode);
+        *rc = CLI_EXIT_WAITED;
+        json_decref(j);
+        return NULL;
+      }
+    }
+  }
+  while (strcmp(str(j, "state") ?: "", "done") != 0) {
+    uint64_t now = sbx_now_mono_ms();
+    if (now >= deadline) {
+      print_waited(c, j, wait, mode);
+      *rc = CLI_EXIT_WAITED;
+      json_decref(j);
+      return NULL;
+    }
+    uint64_t left_s = deadline == UINT64_MAX ? 600 : (deadline - now + 999) / 1000;
+    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=%u", str(j, "run_id") ?: "",
+             (unsigned)(left_s < 600 ? left_s : 600));
+    json_t *next = api_json(c, "GET", path, NULL, "waiting for the run", rc);
+    json_decref(j);
+    if ((j = next) == NULL)
+      return NULL;
+  }
+  return j;
+}
+
+int orch_cli_run(int argc, char **argv) {
+  struct args a;
+  int done = parse_or_help(argc, argv, 1, &a);
+  if (done >= 0)
+    return done;
+  long timeout = -1, wait = -1;
+  if ((done = run_args(&a, &timeout, &wait)) != 0)
+    return done;
   struct cli c;
   if (setup(&c, &a) != 0)
     return CLI_EXIT_API;
   int rc = CLI_EXIT_API;
   char *code = NULL, *reqb = NULL;
   json_t *j = NULL, *cfg = NULL;
-  FILE *f = strcmp(a.file, "-") == 0 ? stdin : fopen(a.file, "r");
-  if (f == NULL) {
-    fprintf(stderr, "cerea-sandbox: cannot read %s: %s\n", a.file, strerror(errno));
-    goto out;
-  }
-  code = read_all(f);
-  if (f != stdin)
-    fclose(f);
-  if (code == NULL) {
-    fprintf(stderr, "cerea-sandbox: %s: larger than the 16 MB a script may be\n", a.file);
-    goto out;
-  }
-  if (attach_check(&a) != 0)
+  if ((code = read_script(&a)) == NULL || attach_check(&a) != 0)
     goto out;
   if (c.key == NULL) {
     fprintf(stderr, "cerea-sandbox: no API key (--key, CEREA_API_KEY or DIR/api_key)\n");
@@ -1012,32 +1148,11 @@ int orch_cli_run(int argc, char **argv) {
   sbx_free(cbody);
   const char *mode = str(cfg, "code_execution") ?: "unknown";
   char chat[STORE_ID_LEN + 1] = "";
-  if (chat_opt) {
-    snprintf(chat, sizeof(chat), "%s", chat_opt);
-  } else {
-    if ((j = api_json(&c, "POST", "/v1/chats", "{}", "creating a chat", &rc)) == NULL)
-      goto out;
-    snprintf(chat, sizeof(chat), "%s", str(j, "chat_id") ?: "");
-    if (a.val[F_PAGE_URL])
-      fprintf(stderr, "chat %s: open %s%s%s%s/chat/%s#token=%s to attach a page\n", chat,
-              c.unix_path[0] ? "" : "http://", c.unix_path[0] ? "" : c.host,
-              c.unix_path[0] ? "" : ":", c.unix_path[0] ? "" : c.port, chat,
-              str(j, "page_token") ?: "");
-    else if (strcmp(mode, "browser") == 0)
-      fprintf(stderr,
-              "chat %s created; a browser page of this chat runs the code (--page-url prints its "
-              "link)\n",
-              chat);
-    else
-      fprintf(stderr, "chat %s created\n", chat);
-    json_decref(j);
-    j = NULL;
-  }
+  if (run_chat(&c, &a, mode, chat, &rc) != 0)
+    goto out;
   rc = CLI_EXIT_API;
   if (attach_files(&c, &a, chat) != 0)
     goto out;
-  /* The run is followed on its event stream; without one (an older server) it is polled, each
-   * call waiting at most 600 s, with the CLI's own deadline. */
   uint64_t deadline = wait >= 0 ? sbx_now_mono_ms() + (uint64_t)wait * 1000 : UINT64_MAX;
   json_t *rq =
       json_pack("{s:s, s:s, s:I}", "code", code, "origin", "user", "wait_s", (json_int_t)0);
@@ -1053,41 +1168,8 @@ int orch_cli_run(int argc, char **argv) {
   snprintf(run_id, sizeof(run_id), "%s", str(j, "run_id") ?: "");
   struct follow fl = {
       .c = &c, .run_id = run_id, .last_id = -1, .answer_input = strcmp(a.file, "-") != 0};
-  if (strcmp(str(j, "state") ?: "", "done") != 0) {
-    int fr = follow(&fl, deadline);
-    if (fr == FOLLOW_END) {
-      json_decref(j);
-      j = fl.end;
-    } else if (fr == FOLLOW_DEADLINE) { /* its state now, for the message */
-      snprintf(path, sizeof(path), "/v1/runs/%s", run_id);
-      json_t *now = api_json(&c, "GET", path, NULL, "reading the run", &rc);
-      if (now == NULL)
-        goto out;
-      json_decref(j);
-      j = now;
-      if (strcmp(str(j, "state") ?: "", "done") != 0) {
-        print_waited(&c, j, wait, mode);
-        rc = CLI_EXIT_WAITED;
-        goto out;
-      }
-    }
-  }
-  while (strcmp(str(j, "state") ?: "", "done") != 0) {
-    uint64_t now = sbx_now_mono_ms();
-    if (now >= deadline) {
-      print_waited(&c, j, wait, mode);
-      rc = CLI_EXIT_WAITED;
-      goto out;
-    }
-    uint64_t left_s = deadline == UINT64_MAX ? 600 : (deadline - now + 999) / 1000;
-    snprintf(path, sizeof(path), "/v1/runs/%s?wait_s=%u", str(j, "run_id") ?: "",
-             (unsigned)(left_s < 600 ? left_s : 600));
-    json_t *next = api_json(&c, "GET", path, NULL, "waiting for the run", &rc);
-    if (next == NULL)
-      goto out;
-    json_decref(j);
-    j = next;
-  }
+  if ((j = run_done(&c, j, &fl, deadline, wait, mode, &rc)) == NULL)
+    goto out;
   size_t printed[3] = {0, 0, 0};
   if (fl.attempt == (int)json_integer_value(json_object_get(j, "attempts")))
     memcpy(printed, fl.printed, sizeof(printed)); /* (another attempt's output: all of it again) */

@@ -2,7 +2,7 @@
  *
  *   cerea-sandbox serve [--listen ADDR:PORT|unix:PATH]... [--data DIR] [--tls-cert F --tls-key F]
  *                       [--static DIR] [--config FILE]
- *   cerea-sandbox run | status ...   (API clients, cli.c)
+ *   cerea-sandbox run | status | user add ...   (API clients, cli.c)
  *
  * Settings come from defaults, then a config file (--config or CEREA_CONFIG), then the environment,
  * then these flags (config.c).  Everything else lives in the orchestrator library; this file only
@@ -153,6 +153,8 @@ int main(int argc, char **argv) {
     return orch_cli_run(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "status") == 0)
     return orch_cli_status(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "user") == 0)
+    return orch_cli_user(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "backup") == 0)
     return orch_cli_backup(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "restore") == 0)

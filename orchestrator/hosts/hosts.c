@@ -56,9 +56,13 @@
  * that run's watchdog is held (orch__run_hold).
  *
  * Settings (environment): CEREA_HOSTS (hosts, default 1, 1..64), CEREA_HOST_KERNELS (live kernels
- * per host besides its spare, and so the chats it takes at once, default 2), CEREA_HOST_CHAT_IDLE_S
+ * per host besides its spare, and so the chats it takes at once, default: what the memory budget
+ * holds, see "capacity" below), CEREA_HOST_MEMORY_MB (each host's budget, default half the
+ * machine's memory shared among the hosts), CEREA_HOST_CHAT_IDLE_S
  * (a chat without live runs this long is detached from its host, default 600),
- * CEREA_KERNEL_MEMORY_MB (per kernel, default 1024, 128..16384), CEREA_NODE (node binary, default
+ * CEREA_KERNEL_MEMORY_MB (per kernel, default 1024, 128..16384), CEREA_KERNEL_SNAPSHOT (0: kernels
+ * load Python from scratch instead of restoring the served memory snapshot, default 1; a host
+ * whose image is missing, foreign or corrupt loads and says why), CEREA_NODE (node binary, default
  * "node"), CEREA_SERVER_TRUSTED (1: no bubblewrap, code is trusted), CEREA_BWRAP (default "bwrap").
  *
  * Life of a host slot (state written by host_set_state only):
@@ -81,7 +85,9 @@
  * callback: no zombies.  What it does not do: run code (the hosts do), or schedule runs (chat.c).
  */
 #include "fsm.h"
+#include "hosts.h"
 #include "internal.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <dirent.h>
@@ -167,6 +173,7 @@ struct orch_hosts {
   int n;
   int kernels;
   int kernel_mb; /* CEREA_KERNEL_MEMORY_MB */
+  int snapshot;  /* CEREA_KERNEL_SNAPSHOT: kernels restore the served memory snapshot */
   int trusted;
   int outside_uid; /* the uid (and gid) prlimit and bwrap run as: HOST_OUTSIDE_UID when we are
                       root (then sock_dir is its own, under base_dir), else 0: our own uid */
@@ -549,7 +556,7 @@ static void host_spawn(struct host *h) {
   struct orch_hosts *hs = h->hs;
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
       script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
-      seccomp_fd[16], env_mem[48], env_heap[48];
+      seccomp_fd[16], env_mem[48], env_heap[48], env_snap[48];
   /* Sandboxed, the host sees our sources and the runtime at APP_DIR (bound from app_src and
    * pyodide_src); trusted, where they are. */
   const char *app = hs->trusted ? hs->root : APP_DIR;
@@ -563,6 +570,7 @@ static void host_spawn(struct host *h) {
   snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", py);
   snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
   snprintf(env_heap, sizeof(env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
+  snprintf(env_snap, sizeof(env_snap), "CEREA_KERNEL_SNAPSHOT=%d", hs->snapshot);
   snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
   snprintf(
       data_limit, sizeof(data_limit), "--data=%llu",
@@ -695,13 +703,10 @@ static void host_spawn(struct host *h) {
   const char *path = getenv("PATH");
   char env_path[4096];
   snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path,
-                 env_py,
-                 env_mem,
-                 env_heap,
-                 hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
-                 "NODE_OPTIONS=",
-                 NULL};
+  char *env[] = {env_path,        env_py,
+                 env_mem,         env_heap,
+                 env_snap,        hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+                 "NODE_OPTIONS=", NULL};
 
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);
@@ -975,19 +980,57 @@ static int prepare_nobody(struct orch_hosts *hs, struct sbx_error *err) {
   return 0;
 }
 
+/* ---- capacity ------------------------------------------------------------------------------
+ * How many kernels a host runs at once, unless CEREA_HOST_KERNELS says: as many as its memory
+ * budget holds at each kernel's full cap, the spare among them (so the host's RLIMIT_DATA, below
+ * the budget, is never the reason a kernel fails).  A restore from the memory snapshot costs a
+ * fraction of a second of CPU, so a crowd of new chats can start that many kernels at once; a
+ * load of Python costs 2-3 s (NOTES.md: a burst of loads starves them all), so without the
+ * snapshot the count stays at 2.  The budget is CEREA_HOST_MEMORY_MB, by default half the
+ * machine's memory shared among the hosts. */
+
+static int default_budget_mb(int hosts) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  uint64_t mb = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / ORCH_MIB : 4096;
+  uint64_t each = mb / 2 / (uint64_t)(hosts > 0 ? hosts : 1);
+  return each < 1024 ? 1024 : each > (1u << 22) ? (1 << 22) : (int)each;
+}
+
+/* Live kernels besides the spare: (budget - HOST_BASE_MB) / (cap + JS heap) - 1, 1..64. */
+static int kernels_for(int budget_mb, int kernel_mb, int snapshot) {
+  long fit = ((long)budget_mb - HOST_BASE_MB) / ((long)kernel_mb + JS_HEAP_MB) - 1;
+  if (fit < 1)
+    fit = 1;
+  if (fit > 64)
+    fit = 64;
+  if (!snapshot && fit > 2)
+    fit = 2;
+  return (int)fit;
+}
+
 /* ---- public -------------------------------------------------------------------------------- */
 
 int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   int n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
-  int kernels = env_int("CEREA_HOST_KERNELS", 2, 1, 64);
+  int kernels = env_int("CEREA_HOST_KERNELS", 0, 1, 64);
   int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
   int kernel_mb = env_int("CEREA_KERNEL_MEMORY_MB", 1024, 128, 16384);
-  if (n < 0 || kernels < 0 || idle_s < 0 || kernel_mb < 0)
+  int budget_mb = env_int("CEREA_HOST_MEMORY_MB", 0, 1024, 1 << 22);
+  if (n < 0 || kernels < 0 || idle_s < 0 || kernel_mb < 0 || budget_mb < 0)
     return sbx_error_set(
         err, SBX_EINVAL,
         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
-        "1..2592000, CEREA_KERNEL_MEMORY_MB 128..16384",
+        "1..2592000, CEREA_KERNEL_MEMORY_MB 128..16384, CEREA_HOST_MEMORY_MB 1024..4194304",
         HOSTS_MAX);
+  /* Kernels restore the served memory snapshot unless CEREA_KERNEL_SNAPSHOT says 0 (then each
+   * loads Python from scratch; worker/node-kernel.js reads it in the host). */
+  const char *sv = getenv("CEREA_KERNEL_SNAPSHOT");
+  int snapshot = !(sv && (strcmp(sv, "0") == 0 || strcmp(sv, "false") == 0 ||
+                          strcmp(sv, "no") == 0 || strcmp(sv, "off") == 0));
+  if (budget_mb == 0)
+    budget_mb = default_budget_mb(n);
+  if (kernels == 0)
+    kernels = kernels_for(budget_mb, kernel_mb, snapshot);
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
   int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
   const char *node = getenv("CEREA_NODE") ? getenv("CEREA_NODE") : "node";
@@ -1016,7 +1059,12 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   hs->base_lock = -1;
   hs->n = n;
   hs->kernels = kernels;
+  sbx_log(SBX_LOG_INFO, "hosts",
+          "%d kernels per host besides its spare (memory budget %d MiB, %d MiB per kernel%s)",
+          kernels, budget_mb, kernel_mb + JS_HEAP_MB,
+          snapshot ? ", restored from the memory snapshot" : ", loaded without the snapshot");
   hs->kernel_mb = kernel_mb;
+  hs->snapshot = snapshot;
   snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", prlimit);
   hs->trusted = trusted;
   hs->chat_idle_ms = (uint64_t)idle_s * 1000;

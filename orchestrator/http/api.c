@@ -4,7 +4,10 @@
  *
  * Access rules: no credential or a malformed one -> 401.  The API key reaches everything.  A page
  * token reaches only its chat: on a chat's own URL another chat's token gets 403; on a run or file
- * URL another chat's objects are 404 (their existence is not revealed).  What it does not do:
+ * URL another chat's objects are 404 (their existence is not revealed).  A person's session (the
+ * cookie, when no Bearer credential is given) reaches its person's own chats, every call of them;
+ * another person's chat is 404 like a chat that does not exist; an ended or expired session is
+ * 401, and a state-changing call whose Origin is not this server's 403.  What it does not do:
  * decide what a handler does with the object.
  */
 #include "api.h"
@@ -56,21 +59,70 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
   return 0;
 }
 
-static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
-  orch__auth_read(tp_req_header(req, "authorization"), query_ok ? tp_req_query(req, "token") : NULL,
-                  o->api_key_hash, o->host_key_hash, a);
+/* Is the request's Origin this server's?  A cookie call that changes something must say so:
+ * another site's page cannot (its Origin is its own), so a forged form or fetch fails. */
+static int origin_ours(struct orch *o, struct tp_req *req) {
+  const char *origin = tp_req_header(req, "origin");
+  if (origin == NULL)
+    return 0;
+  char base[600];
+  orch__api_base_url(o, req, base, sizeof base);
+  if (base[0] && strcmp(origin, base) == 0)
+    return 1;
+  return o->cfg->public_url != NULL && strcmp(origin, o->cfg->public_url) == 0;
 }
 
-static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
+static int state_changing(struct tp_req *req) {
+  const char *m = tp_req_method(req);
+  return strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 && strcmp(m, "OPTIONS") != 0;
+}
+
+void orch__api_auth(struct orch *o, struct tp_req *req, const char *query_token,
+                    struct orch_auth *a) {
+  orch__auth_read(tp_req_header(req, "authorization"), query_token, o->api_key_hash,
+                  o->host_key_hash, a);
+  const char *v;
+  size_t n;
+  if (a->kind != ORCH_CRED_NONE || o->people == NULL ||
+      !orch__cookie_find(tp_req_header(req, "cookie"), ORCH_SESSION_COOKIE, &v, &n))
+    return; /* a Bearer credential decides, when there is one */
+  a->cookie = 1;
+  enum orch_session_life life = orch__session_check(o, v, n, a);
+  if (life != ORCH_SESSION_LIVE) {
+    a->kind = ORCH_CRED_BAD;
+    a->expired = life != ORCH_SESSION_NONE;
+    return;
+  }
+  a->origin_bad = state_changing(req) && !origin_ours(o, req);
+}
+
+static void read_auth(struct orch *o, struct tp_req *req, int query_ok, struct orch_auth *a) {
+  orch__api_auth(o, req, query_ok ? tp_req_query(req, "token") : NULL, a);
+}
+
+int orch__api_deny_auth(struct tp_req *req, const struct orch_auth *a) {
   if (a->kind == ORCH_CRED_NONE) {
     orch__api_error(req, 401, "unauthorized", "missing credential (Authorization: Bearer ...)");
     return 1;
   }
   if (a->kind == ORCH_CRED_BAD) {
-    orch__api_error(req, 401, "unauthorized", "wrong credential");
+    orch__api_error(req, 401, "unauthorized",
+                    a->expired  ? "the session ended or expired: sign in again"
+                    : a->cookie ? "no such session: sign in"
+                                : "wrong credential");
+    return 1;
+  }
+  if (a->origin_bad) {
+    orch__api_error(req, 403, "forbidden",
+                    "a call made with the session cookie must come from this server's own pages "
+                    "(its Origin header)");
     return 1;
   }
   return 0;
+}
+
+static int deny_missing(struct tp_req *req, const struct orch_auth *a) {
+  return orch__api_deny_auth(req, a);
 }
 
 /* Is a page-token-shaped credential really its chat's token?  Its shape alone proves nothing:
@@ -122,6 +174,29 @@ int orch__api_host_elsewhere(struct orch *o, struct tp_req *req, const struct or
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what) {
   struct orch_auth a;
   read_auth(o, req, 0, &a);
+  if (a.kind == ORCH_CRED_SESSION && !a.origin_bad) {
+    orch__api_error(req, 403, "forbidden", "%s needs the API key, not a session", what);
+    return 1;
+  }
+  if (a.cookie && orch__api_deny_auth(req, &a))
+    return 1;
+  return deny_not_backend(o, req, &a, what);
+}
+
+int orch__api_admin_only(struct orch *o, struct tp_req *req, const char *what,
+                         struct orch_auth *out) {
+  struct orch_auth a;
+  read_auth(o, req, 0, &a);
+  if (out)
+    *out = a;
+  if (a.cookie && orch__api_deny_auth(req, &a))
+    return 1;
+  if (a.kind == ORCH_CRED_SESSION) {
+    if (a.admin)
+      return 0;
+    orch__api_error(req, 403, "forbidden", "%s need an administrator", what);
+    return 1;
+  }
   return deny_not_backend(o, req, &a, what);
 }
 
@@ -177,7 +252,8 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
   read_auth(o, req, query_ok, &a);
   if (deny_missing(req, &a))
     return NULL;
-  if (who == ORCH_API_BACKEND && deny_not_backend(o, req, &a, "this call"))
+  if (who == ORCH_API_BACKEND && a.kind != ORCH_CRED_SESSION &&
+      deny_not_backend(o, req, &a, "this call"))
     return NULL;
   if (who == ORCH_API_PERSON && a.kind == ORCH_CRED_HOST) {
     orch__api_error(req, 403, "forbidden", "a kernel host may not make this call");
@@ -204,7 +280,10 @@ struct orch_chat *orch__api_chat_body(struct orch *o, struct tp_req *req, const 
     return NULL;
   }
   if (!orch__auth_allows_chat(&a, c)) {
-    orch__api_error(req, 401, "unauthorized", "wrong credential");
+    if (a.kind == ORCH_CRED_SESSION) /* another person's chat: as if there were none */
+      orch__api_error(req, 404, "not_found", "no chat %s", chat_id);
+    else
+      orch__api_error(req, 401, "unauthorized", "wrong credential");
     return NULL;
   }
   return c;

@@ -39,8 +39,20 @@ int orch__api_unpack(struct tp_req *req, const json_t *obj, const char *within,
 #define ORCH_FIELD_REQUIRED(key, fmt, out)                                                         \
   { (key), (fmt), (out), 1, 0 }
 /* For calls only the backend may make: 0 for the API key; else answers 403 (a real page token,
- * the host key) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
+ * the host key, a session) or 401 (none, wrong) and returns nonzero.  `what` names the call. */
 int orch__api_backend_only(struct orch *o, struct tp_req *req, const char *what);
+/* The same for the admin calls, which an administrator's session makes too (*out, when given,
+ * gets the credential). */
+int orch__api_admin_only(struct orch *o, struct tp_req *req, const char *what,
+                         struct orch_auth *out);
+/* The request's credential: Authorization: Bearer, else query_token (NULL: none), else the
+ * session cookie (checked against the store: a live session, its person not disabled; a
+ * state-changing call's Origin checked, a->origin_bad). */
+void orch__api_auth(struct orch *o, struct tp_req *req, const char *query_token,
+                    struct orch_auth *a);
+/* Answers 401 (none, wrong, an ended session) or 403 (a cookie call from another origin) and
+ * returns 1; 0 when a may go on. */
+int orch__api_deny_auth(struct tp_req *req, const struct orch_auth *a);
 /* With nodes, the hosts' key reaches only the chats this node holds (in its memory: hosts.c gives
  * its hosts no other).  1 when a is that key and chat_id is not one of them: the call must neither
  * take the chat's lease here nor be forwarded (the key is this node's own, so the owner would
@@ -109,6 +121,7 @@ void orch__routes_run_events(struct orch *o);
 void orch__routes_health(struct orch *o);
 void orch__routes_turns(struct orch *o);
 void orch__routes_admin(struct orch *o);
+void orch__routes_people(struct orch *o);
 
 /* api_nodes.c: after the listeners, orch__nodes_start, GET /v1/node and the check that
  * CEREA_NODE_URL reaches this node (when it does not, the process exits with one line); at

@@ -10,12 +10,13 @@
  * What it does not do: change settings that need a restart (listen, data dir, TLS, execution).
  */
 #include "api.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <string.h>
 
 static int admin_only(struct orch *o, struct tp_req *req) {
-  return orch__api_backend_only(o, req, "admin calls");
+  return orch__api_admin_only(o, req, "admin calls", NULL);
 }
 
 static void on_admin_runs(struct tp_req *req, void *ud) {

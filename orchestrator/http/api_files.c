@@ -90,18 +90,21 @@ static void upload_free(struct upload_ctx *u) {
  * node, which counts it and checks the token. */
 static struct orch_chat *could_reach(struct orch *o, struct tp_req *req, int *elsewhere) {
   struct orch_auth a;
-  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
+  orch__api_auth(o, req, NULL, &a);
   const char *chat_id = tp_req_param(req, "chat");
   struct orch_chat *c = NULL;
   *elsewhere = 0;
-  if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE) ||
-      !orch__valid_id(chat_id) || orch__host_elsewhere(o, &a, chat_id))
+  if ((a.kind != ORCH_CRED_API && a.kind != ORCH_CRED_HOST && a.kind != ORCH_CRED_PAGE &&
+       a.kind != ORCH_CRED_SESSION) ||
+      a.origin_bad || !orch__valid_id(chat_id) || orch__host_elsewhere(o, &a, chat_id))
     return NULL;
   int rc = orch__chat_get(o, chat_id, &c);
   *elsewhere = rc == SBX_EREMOTE;
   if (rc != 0)
     return NULL;
-  return a.kind != ORCH_CRED_PAGE || orch__auth_allows_chat(&a, c) ? c : NULL;
+  return (a.kind != ORCH_CRED_PAGE && a.kind != ORCH_CRED_SESSION) || orch__auth_allows_chat(&a, c)
+             ? c
+             : NULL;
 }
 
 static struct upload_ctx *upload_new(struct orch *o, struct tp_req *req, int *rc) {
@@ -297,16 +300,12 @@ static void on_download(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   const char *id = tp_req_param(req, "file");
   struct orch_auth a;
-  orch__auth_read(tp_req_header(req, "authorization"), tp_req_query(req, "token"), o->api_key_hash,
-                  o->host_key_hash, &a);
+  orch__api_auth(o, req, tp_req_query(req, "token"), &a);
   /* A chat key downloads its chat's files (the links of a tool result). */
   orch__auth_chat_key(&a, tp_req_header(req, "authorization"), tp_req_query(req, "token"),
                       o->chat_secret);
-  if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD) {
-    orch__api_error(req, 401, "unauthorized",
-                    a.kind == ORCH_CRED_NONE ? "missing credential" : "wrong credential");
+  if (orch__api_deny_auth(req, &a))
     return;
-  }
   struct store_file f;
   if (!orch__valid_id(id) || store_file_get(o->st, id, &f) != 0) {
     orch__api_error(req, 404, "not_found", "no file %s", id ? id : "");

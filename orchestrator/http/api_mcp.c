@@ -36,6 +36,7 @@
  */
 #include "api.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <arpa/inet.h>
@@ -542,7 +543,7 @@ static void on_chat_key(struct tp_req *req, void *ud) {
 
 static void on_rotate(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  if (orch__api_backend_only(o, req, "rotating the chat-key secret") != 0)
+  if (orch__api_admin_only(o, req, "rotating the chat-key secret", NULL) != 0)
     return;
   struct sbx_error err;
   sbx_error_clear(&err);

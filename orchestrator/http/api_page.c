@@ -121,8 +121,8 @@ struct put_ctx {
 static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req, int *elsewhere) {
   struct orch_auth a;
   *elsewhere = 0;
-  orch__auth_read(tp_req_header(req, "authorization"), NULL, o->api_key_hash, o->host_key_hash, &a);
-  if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD)
+  orch__api_auth(o, req, NULL, &a);
+  if (a.kind == ORCH_CRED_NONE || a.kind == ORCH_CRED_BAD || a.origin_bad)
     return NULL;
   const char *id = tp_req_param(req, "run");
   struct orch_run *run = orch__valid_id(id) ? orch__map_get(&o->runs, id) : NULL;
@@ -131,7 +131,8 @@ static struct orch_run *put_could_keep(struct orch *o, struct tp_req *req, int *
   *elsewhere = run == NULL && o->nodes != NULL && a.kind != ORCH_CRED_HOST;
   if (run == NULL || run->chat == NULL || !orch__run_on_page(run))
     return NULL;
-  if (a.kind == ORCH_CRED_PAGE && !orch__auth_allows_chat(&a, run->chat))
+  if ((a.kind == ORCH_CRED_PAGE || a.kind == ORCH_CRED_SESSION) &&
+      !orch__auth_allows_chat(&a, run->chat))
     return NULL;
   return run;
 }

@@ -1,6 +1,6 @@
 /* api_reply.h -- the answers every handler writes (api_reply.c): JSON, the error answer in the
- * API's one shape, 503 `unavailable` with Retry-After; and what a Host header may be.  The bottom
- * of the HTTP side (api.h includes it).
+ * API's one shape, 503 `unavailable` with Retry-After, the error map (an sbx code's status and
+ * API code); and what a Host header may be.  The bottom of the HTTP side (api.h includes it).
  *
  * Internal to the orchestrator, like internal.h (which it includes).
  */

@@ -10,7 +10,8 @@
  *                                         CHAT_PYODIDE_PYPI_DISABLED); no-cache with a strong
  *                                         ETag over the file and these headers (a 304)
  *   /v1/openapi.json -> openapi.json (docs/openapi.yaml as JSON, made by ui-adapter/build.mjs);
- *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html, each with
+ *   /, /playground -> index.html; /chat/{chat} -> chat.html; /admin -> admin.html; /signin ->
+ *   signin.html, each with
  *   COOP same-origin + COEP require-corp (SharedArrayBuffer for interrupts).  A missing html file
  *   gets a small built-in page instead of an error.
  *   any other path: 404 -- an HTML page when the request wants HTML (a browser), the API's JSON
@@ -222,6 +223,7 @@ static void on_openapi(struct tp_req *req, void *ud) {
 static void on_index(struct tp_req *req, void *ud) { serve_app(req, ud, "index.html"); }
 static void on_chat_page(struct tp_req *req, void *ud) { serve_app(req, ud, "chat.html"); }
 static void on_admin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "admin.html"); }
+static void on_signin_page(struct tp_req *req, void *ud) { serve_app(req, ud, "signin.html"); }
 
 void orch__routes_static(struct orch *o) {
   char dir[4096];
@@ -240,6 +242,7 @@ void orch__routes_static(struct orch *o) {
   tp_route(o->tp, "GET", "/playground", 0, on_index, o);
   tp_route(o->tp, "GET", "/chat/{chat}", 0, on_chat_page, o);
   tp_route(o->tp, "GET", "/admin", 0, on_admin_page, o);
+  tp_route(o->tp, "GET", "/signin", 0, on_signin_page, o);
   tp_route(o->tp, "GET", "/v1/openapi.json", 0, on_openapi, o);
   tp_not_found(o->tp, on_not_found, o);
 }

@@ -1,19 +1,19 @@
 /* proxy.c -- an HTTP client on the orchestrator's loop, for nodes (nodes.c): a request for a chat
  * another node serves is forwarded to that node and its answer streamed back as it comes; and a
- * node's check, at start, that its CEREA_NODE_URL reaches it.  libcurl's multi interface does the
- * HTTP; this file only connects it to libuv (a uv_poll_t per socket curl opens, one uv_timer_t for
- * curl's timeouts) and to the transport.
+ * node's check, at start, that its CEREA_NODE_URL reaches it.  The HTTP is the transport's client
+ * (transport/http_client.c: libcurl on the loop); this file connects its transfers to the
+ * requests they answer.
  *
  * Forwarding: the method, the target (path and query as received), the headers that carry meaning
  * (Authorization, Content-Type, Last-Event-ID, Accept, Range, If-None-Match, If-Range,
- * User-Agent, MCP's Mcp-Session-Id and MCP-Protocol-Version, and the client's Host, which the
- * owner's links name) and the body (the buffered one, or a streamed upload's stage read back from
- * its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never
+ * User-Agent, MCP's Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method and Mcp-Name, and the
+ * client's Host, which the owner's links name) and the body (the buffered one, or a streamed
+ * upload's stage read back from its temp file) go to the owner with X-Cerea-Node naming this node, so that the owner never
  * forwards it again.  The owner's status and headers (not the hop-by-hop ones, nor Date and
  * Server, which the transport sets) start the client's answer; its body follows piece by piece:
- * an event stream's events as the owner sends them, a download's bytes.  Backpressure: when the client's queue is
- * full (tp_stream_write: SBX_EAGAIN) the transfer is paused (the piece stays with curl) until the
- * client drained (tp_stream_on_drain), so a slow client costs one queue, not the whole answer.
+ * an event stream's events as the owner sends them, a download's bytes.  Backpressure: when the
+ * client's queue is full (tp_stream_write: SBX_EAGAIN) the transfer is paused (the piece stays
+ * with the client) until the client drained (tp_stream_on_drain), so a slow client costs one queue, not the whole answer.
  * The owner not answering before its head came (refused, timed out, reset) is answered 503
  * `unavailable` with Retry-After (the client tries again; the chat's lease expires meanwhile and
  * another node takes it over); a failure after the head ends the answer where it is (an event
@@ -31,12 +31,11 @@
  * What it does not do: decide where a request goes (nodes.c), or look inside the answers.
  */
 #include "api_reply.h"
+#include "http_client.h"
 #include "proxy.h"
 #include "transport.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -49,32 +48,23 @@
 
 struct orch_proxy {
   struct orch *o;
-  CURLM *multi;
-  uv_timer_t *timer; /* freed in its close callback */
+  struct tp_http_client *hc;
   struct sbx_list xfers;
-  int in_curl; /* inside curl_multi_socket_action: transfers are not removed there */
-};
-
-struct px_sock {
-  uv_poll_t poll;
-  curl_socket_t fd;
-  struct orch_proxy *px;
 };
 
 struct px_xfer {
   struct sbx_list link;
   struct orch_proxy *px;
-  CURL *easy;
-  struct curl_slist *headers;
-  struct tp_req *req; /* forwarded: held until the answer ended; NULL for an internal GET */
-  char *url;
-  int fd;                         /* a staged body's temp file, or -1 */
+  struct tp_http_xfer *hx; /* NULL once it ended */
+  struct tp_req *req;      /* forwarded: held until the answer ended; NULL for an internal GET */
+  int fd;                  /* a staged body's temp file, or -1 */
   struct store_blob_stage *stage; /* its stage, aborted when the transfer ends */
-  int status;
-  int64_t clen;        /* the owner's Content-Length, or -1 */
-  struct sbx_buf head; /* the owner's headers to pass on (Content-Length aside) */
-  int started;         /* the client's answer has begun */
+  int status;                     /* the owner's, once its head came */
+  int64_t clen;                   /* the owner's Content-Length, or -1 */
+  struct sbx_buf head;            /* the owner's headers to pass on (Content-Length aside) */
+  int started;                    /* the client's answer has begun */
   int paused;
+  int in_body;      /* inside on_body: a client that leaves now is let go by on_body's refusal */
   int gone;         /* the client left */
   uint64_t retry_s; /* Retry-After of a 503 */
   char chat_id[STORE_ID_LEN + 1];
@@ -89,74 +79,7 @@ struct px_xfer {
   struct px_xfer *probe_of; /* on that GET: the forward it checks for (NULL once it left) */
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static int curl_ok;
-static void curl_init(void) { curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK; }
-
 static void on_closed_free(uv_handle_t *h) { sbx_free(h); }
-
-/* ---- libuv <-> curl -------------------------------------------------------------------------- */
-
-static void check_done(struct orch_proxy *px);
-
-static void socket_action(struct orch_proxy *px, curl_socket_t fd, int flags) {
-  int running = 0;
-  px->in_curl++;
-  curl_multi_socket_action(px->multi, fd, flags, &running);
-  px->in_curl--;
-  check_done(px);
-}
-
-static void on_poll(uv_poll_t *h, int status, int events) {
-  struct px_sock *ps = h->data;
-  int flags = status < 0 ? CURL_CSELECT_ERR : 0;
-  if (events & UV_READABLE)
-    flags |= CURL_CSELECT_IN;
-  if (events & UV_WRITABLE)
-    flags |= CURL_CSELECT_OUT;
-  socket_action(ps->px, ps->fd, flags);
-}
-
-static int on_curl_socket(CURL *e, curl_socket_t s, int what, void *userp, void *socketp) {
-  (void)e;
-  struct orch_proxy *px = userp;
-  struct px_sock *ps = socketp;
-  if (what == CURL_POLL_REMOVE) {
-    if (ps) {
-      uv_poll_stop(&ps->poll);
-      curl_multi_assign(px->multi, s, NULL);
-      uv_close((uv_handle_t *)&ps->poll, on_closed_free);
-    }
-    return 0;
-  }
-  if (ps == NULL) {
-    if ((ps = sbx_calloc(1, sizeof *ps)) == NULL)
-      return -1;
-    if (uv_poll_init_socket(px->o->loop, &ps->poll, s) != 0) {
-      sbx_free(ps);
-      return -1;
-    }
-    ps->fd = s;
-    ps->px = px;
-    ps->poll.data = ps;
-    curl_multi_assign(px->multi, s, ps);
-  }
-  int ev = (what & CURL_POLL_IN ? UV_READABLE : 0) | (what & CURL_POLL_OUT ? UV_WRITABLE : 0);
-  uv_poll_start(&ps->poll, ev, on_poll);
-  return 0;
-}
-
-static void on_timer(uv_timer_t *t) { socket_action(t->data, CURL_SOCKET_TIMEOUT, 0); }
-
-static int on_curl_timer(CURLM *m, long timeout_ms, void *userp) {
-  (void)m;
-  struct orch_proxy *px = userp;
-  if (timeout_ms < 0)
-    uv_timer_stop(px->timer);
-  else
-    uv_timer_start(px->timer, on_timer, (uint64_t)timeout_ms, 0);
-  return 0;
-}
 
 /* ---- transfers ------------------------------------------------------------------------------- */
 
@@ -170,17 +93,12 @@ static void xfer_free(struct px_xfer *x) {
     uv_close((uv_handle_t *)x->probe_timer, on_closed_free);
   }
   sbx_free(x->base_url);
-  if (x->easy) {
-    curl_multi_remove_handle(x->px->multi, x->easy);
-    curl_easy_cleanup(x->easy);
-  }
-  curl_slist_free_all(x->headers);
+  tp_http_cancel(x->hx); /* (NULL: it ended, and the client freed it) */
   if (x->fd >= 0)
     close(x->fd);
   store_blob_stage_abort(x->stage);
   sbx_buf_free(&x->head);
   sbx_buf_free(&x->body);
-  sbx_free(x->url);
   sbx_list_remove(&x->link);
   sbx_free(x);
 }
@@ -213,69 +131,52 @@ static void forget_client(struct px_xfer *x) {
   x->req = NULL;
 }
 
-/* A transfer ended (its result from curl). */
-static void xfer_done(struct px_xfer *x, CURLcode res) {
-  if (x->req == NULL) { /* an internal GET */
-    long code = 0;
-    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
-    x->get_cb(x->get_ud, res == CURLE_OK ? (int)code : 0,
-              res == CURLE_OK ? "" : curl_easy_strerror(res), x->body.data ? x->body.data : "",
+/* A transfer ended (the client's on_done; it frees its transfer after). */
+static void on_done(void *ud, enum tp_http_end end, int status, const char *why) {
+  struct px_xfer *x = ud;
+  x->hx = NULL;
+  if (x->get_cb) { /* an internal GET */
+    x->get_cb(x->get_ud, end == TP_HTTP_OK ? status : 0, why, x->body.data ? x->body.data : "",
               x->body.len);
-  } else if (!x->gone) {
-    if (!x->started && res != CURLE_OK)
-      answer_unavailable(x, curl_easy_strerror(res));
-    else if (!x->started && sbx_buf_append(&x->head, "", 1) == 0) /* no body: its head alone */
-      tp_respond(x->req, x->status ? x->status : 502, x->head.data, NULL, 0);
-    else if (!x->started)
-      tp_respond_error(x->req, 502, "internal", "out of memory");
-    else
-      tp_stream_end(x->req);
+  } else if (x->gone) {
+    /* nobody to answer */
+  } else if (!x->started && end != TP_HTTP_OK) {
+    answer_unavailable(x, why);
+  } else if (!x->started && sbx_buf_append(&x->head, "", 1) == 0) { /* no body: its head alone */
+    tp_respond(x->req, x->status ? x->status : 502, x->head.data, NULL, 0);
+  } else if (!x->started) {
+    tp_respond_error(x->req, 502, "internal", "out of memory");
+  } else {
+    tp_stream_end(x->req);
   }
   if (x->req)
     forget_client(x);
   xfer_free(x);
 }
 
-static void check_done(struct orch_proxy *px) {
-  if (px->in_curl)
-    return;
-  CURLMsg *m;
-  int left;
-  while ((m = curl_multi_info_read(px->multi, &left)) != NULL) {
-    if (m->msg != CURLMSG_DONE)
-      continue;
-    struct px_xfer *x = NULL;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-    xfer_done(x, m->data.result);
-  }
-}
-
-/* Each line of the owner's head: the status line, then headers kept or dropped. */
-static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+/* Each line of the owner's final head: kept, or dropped when hop-by-hop or the transport's. */
+static int on_header(void *ud, const char *p, size_t len) {
   struct px_xfer *x = ud;
-  size_t len = size * n;
-  if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new head (after a 100 Continue, too) */
-    sbx_buf_reset(&x->head);
-    const char *sp = memchr(p, ' ', len);
-    x->status = sp ? atoi(sp + 1) : 0;
-    x->clen = -1;
-    return len;
-  }
   if (len > 15 && strncasecmp(p, "content-length:", 15) == 0) { /* the transport writes it */
     x->clen = strtoll(p + 15, NULL, 10);
-    return len;
+    return 0;
   }
   static const char *const drop[] = {"connection:", "keep-alive:", "transfer-encoding:",
                                      "date:",       "server:",     "proxy-",
                                      "upgrade:",    "te:",         "trailer:"};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(drop); i++)
     if (strncasecmp(p, drop[i], strlen(drop[i])) == 0)
-      return len;
-  if (len <= 2) /* the blank line that ends the head */
-    return len;
+      return 0;
   if (x->head.len + len > PX_HEAD_MAX || sbx_buf_append(&x->head, p, len) != 0)
-    return 0; /* too big: the transfer fails */
-  return len;
+    return SBX_ETOOBIG; /* too big: the transfer fails */
+  return 0;
+}
+
+static int on_head(void *ud, int status, const char *content_type) {
+  (void)content_type; /* among the header lines kept */
+  struct px_xfer *x = ud;
+  x->status = status;
+  return 0;
 }
 
 /* Starts the client's answer with the owner's status and headers (once). */
@@ -290,50 +191,53 @@ static int start_answer(struct px_xfer *x) {
   return tp_stream_start(x->req, x->status ? x->status : 502, x->head.data);
 }
 
-static size_t on_body(char *p, size_t size, size_t n, void *ud) {
+static int on_body(void *ud, const char *p, size_t len) {
   struct px_xfer *x = ud;
-  size_t len = size * n;
-  if (x->req == NULL) { /* an internal GET: a little of it kept */
+  if (x->get_cb) { /* an internal GET: a little of it kept */
     if (x->body.len + len <= PX_GET_BODY)
       sbx_buf_append(&x->body, p, len);
-    return len;
+    return 0;
   }
-  if (x->gone || start_answer(x) != 0)
-    return 0; /* ends the transfer */
-  int rc = tp_stream_write(x->req, p, len);
-  if (rc == SBX_EAGAIN) {
-    x->paused = 1;
-    return CURL_WRITEFUNC_PAUSE; /* the piece stays with curl until the client drains */
-  }
-  return rc == 0 ? len : 0;
+  if (x->gone)
+    return SBX_ECLOSED;
+  x->in_body = 1;
+  int rc = start_answer(x);
+  if (rc == 0 && (rc = tp_stream_write(x->req, p, len)) == SBX_EAGAIN)
+    x->paused = 1; /* the piece stays with the client until ours drains */
+  x->in_body = 0;
+  return x->gone ? SBX_ECLOSED : rc;
 }
+
+static const struct tp_http_cbs px_cbs = {
+    .on_head = on_head, .on_body = on_body, .on_done = on_done, .on_header = on_header};
 
 static void on_client_drain(struct tp_req *req, void *ud) {
   (void)req;
   struct px_xfer *x = ud;
   if (x->paused) {
     x->paused = 0;
-    curl_easy_pause(x->easy, CURLPAUSE_CONT);
+    tp_http_resume(x->hx);
   }
 }
 
+/* The client left: the transfer ends with it (cancelled here, or refused by on_body when it left
+ * while on_body wrote to it). */
 static void on_client_gone(struct tp_req *req, void *ud) {
   (void)req;
   struct px_xfer *x = ud;
   x->gone = 1;
-  if (x->paused) { /* a paused transfer makes no progress by itself: let it fail now */
-    x->paused = 0;
-    curl_easy_pause(x->easy, CURLPAUSE_CONT);
-  }
+  forget_client(x);
+  if (!x->in_body)
+    xfer_free(x);
 }
 
-static size_t on_read_body(char *p, size_t size, size_t n, void *ud) {
+static long on_read_body(void *ud, char *p, size_t cap) {
   struct px_xfer *x = ud;
-  ssize_t r = read(x->fd, p, size * n);
-  return r < 0 ? CURL_READFUNC_ABORT : (size_t)r;
+  ssize_t r = read(x->fd, p, cap);
+  return r < 0 ? -1 : (long)r;
 }
 
-static struct px_xfer *xfer_new(struct orch_proxy *px, const char *url) {
+static struct px_xfer *xfer_new(struct orch_proxy *px) {
   struct px_xfer *x = sbx_calloc(1, sizeof *x);
   if (x == NULL)
     return NULL;
@@ -343,27 +247,30 @@ static struct px_xfer *xfer_new(struct orch_proxy *px, const char *url) {
   x->clen = -1;
   sbx_buf_init(&x->head, PX_HEAD_MAX + 1);
   sbx_buf_init(&x->body, PX_GET_BODY + 1);
-  if ((x->url = sbx_strdup(url)) == NULL || (x->easy = curl_easy_init()) == NULL) {
-    xfer_free(x);
-    return NULL;
-  }
-  curl_easy_setopt(x->easy, CURLOPT_URL, x->url);
-  curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
-  curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, (long)PX_CONNECT_MS);
-  curl_easy_setopt(x->easy, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(x->easy, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(x->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(x->easy, CURLOPT_FOLLOWLOCATION, 0L);
   sbx_list_insert_tail(&px->xfers, &x->link);
   return x;
 }
 
-static int xfer_start(struct px_xfer *x) {
-  curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->headers);
-  return curl_multi_add_handle(x->px->multi, x->easy) == CURLM_OK ? 0 : SBX_ENOMEM;
+static int xfer_start(struct px_xfer *x, struct tp_http_request *rq) {
+  rq->connect_ms = PX_CONNECT_MS;
+  x->hx = tp_http_start(x->px->hc, rq, &px_cbs, x);
+  return x->hx ? 0 : SBX_ENOMEM;
+}
+
+/* An internal GET of url within timeout_ms (the check of CEREA_NODE_URL, the owner's probe). */
+static struct px_xfer *get_start(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
+                                 orch_proxy_get_cb cb, void *ud) {
+  struct px_xfer *x = xfer_new(px);
+  if (x == NULL)
+    return NULL;
+  x->get_cb = cb;
+  x->get_ud = ud;
+  struct tp_http_request rq = {.method = "GET", .url = url, .total_ms = timeout_ms};
+  if (xfer_start(x, &rq) != 0) {
+    xfer_free(x);
+    return NULL;
+  }
+  return x;
 }
 
 /* ---- the owner's liveness while a forward waits for its head ------------------------------- */
@@ -374,8 +281,8 @@ static uint64_t probe_ms(const struct orch_proxy *px) {
 
 static void on_probe_timer(uv_timer_t *t);
 
-/* The owner's answer to GET /v1/node (from xfer_done, outside curl): alive, the forward waits on
- * and is checked again later; silent, the forward ends 503 now. */
+/* The owner's answer to GET /v1/node (the probe's on_done): alive, the forward waits on and is
+ * checked again later; silent, the forward ends 503 now. */
 static void on_probe(void *ud, int status, const char *error, const char *body, size_t len) {
   (void)body;
   (void)len;
@@ -384,8 +291,8 @@ static void on_probe(void *ud, int status, const char *error, const char *body, 
     return; /* the forward ended meanwhile */
   x->probe = NULL;
   p->probe_of = NULL;
-  if (x->status != 0)
-    return;          /* its head began meanwhile */
+  if (x->status != 0 || x->gone)
+    return;          /* its head came meanwhile, or its client left */
   if (status != 0) { /* it answers (whatever it says): the call may rightly take long */
     uv_timer_start(x->probe_timer, on_probe_timer, PX_PROBE_EVERY_MS, 0);
     return;
@@ -394,10 +301,9 @@ static void on_probe(void *ud, int status, const char *error, const char *body, 
   snprintf(why, sizeof why, "its node did not answer GET /v1/node within %llu ms: %s",
            (unsigned long long)probe_ms(x->px), error);
   sbx_log(SBX_LOG_WARN, "proxy", "forward for chat %s given up: %s", x->chat_id, why);
-  if (!x->gone)
-    answer_unavailable(x, why);
+  answer_unavailable(x, why);
   forget_client(x);
-  xfer_free(x); /* its transfer leaves the multi handle */
+  xfer_free(x); /* its transfer is cancelled */
 }
 
 static void on_probe_timer(uv_timer_t *t) {
@@ -406,20 +312,12 @@ static void on_probe_timer(uv_timer_t *t) {
   if (x->status != 0 || x->probe != NULL)
     return;
   snprintf(url, sizeof url, "%s/v1/node", x->base_url);
-  if ((p = xfer_new(x->px, url)) == NULL) {
+  if ((p = get_start(x->px, url, probe_ms(x->px), on_probe, NULL)) == NULL) {
     uv_timer_start(t, on_probe_timer, PX_PROBE_EVERY_MS, 0); /* out of memory: later */
     return;
   }
-  p->get_cb = on_probe;
   p->get_ud = p;
   p->probe_of = x;
-  curl_easy_setopt(p->easy, CURLOPT_TIMEOUT_MS, (long)probe_ms(x->px));
-  if (xfer_start(p) != 0) {
-    p->probe_of = NULL;
-    xfer_free(p);
-    uv_timer_start(t, on_probe_timer, PX_PROBE_EVERY_MS, 0);
-    return;
-  }
   x->probe = p;
 }
 
@@ -434,54 +332,51 @@ static int probe_owner(struct px_xfer *x, const char *base_url) {
   return 0;
 }
 
-int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
-                        const char *chat_id, const char *node_id, uint64_t retry_ms,
-                        struct store_blob_stage **stage) {
-  char url[2048];
-  snprintf(url, sizeof url, "%s%s", base_url, tp_req_target(req));
-  struct px_xfer *x = xfer_new(px, url);
-  if (x == NULL)
-    return SBX_ENOMEM;
-  x->req = req;
-  x->retry_s = (retry_ms + 999) / 1000;
-  snprintf(x->chat_id, sizeof x->chat_id, "%s", chat_id);
+/* The request's headers that carry meaning, as lines for the owner, into lines[] (each of
+ * size cap); how many, or -1 when one does not fit. */
+#define PX_PASS_MAX 16 /* the 12 passed on, Host, X-Cerea-Node */
+static int pass_headers(struct tp_req *req, const char *node_id, char lines[][9000], size_t cap) {
   static const char *const pass[] = {
       "authorization", "content-type", "last-event-id", "accept",         "range",
       "if-none-match", "if-range",     "user-agent",    "mcp-session-id", "mcp-protocol-version",
       "mcp-method",    "mcp-name"};
-  char line[9000];
-  int ok = 1;
-  for (size_t i = 0; ok && i < SBX_ARRAY_SIZE(pass); i++) {
+  int n = 0;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(pass); i++) {
     const char *v = tp_req_header(req, pass[i]);
-    if (v == NULL)
-      continue;
-    snprintf(line, sizeof line, "%s: %s", pass[i], v);
-    struct curl_slist *l = curl_slist_append(x->headers, line);
-    ok = l != NULL;
-    x->headers = l ? l : x->headers;
+    if (v != NULL && (size_t)snprintf(lines[n++], cap, "%s: %s", pass[i], v) >= cap)
+      return -1;
   }
   /* the client's Host, so that the links the owner makes (a result's files, a chat key's
    * mcp_url) name the host the client reached, not the owner's node URL */
   const char *host = tp_req_header(req, "host");
   if (host == NULL)
     host = tp_req_header(req, ":authority");
-  if (ok && orch__host_ok(host)) {
-    snprintf(line, sizeof line, "Host: %s", host);
-    struct curl_slist *l = curl_slist_append(x->headers, line);
-    ok = l != NULL;
-    x->headers = l ? l : x->headers;
-  }
-  snprintf(line, sizeof line, "X-Cerea-Node: %s", node_id);
-  struct curl_slist *l = ok ? curl_slist_append(x->headers, line) : NULL;
-  l = l ? curl_slist_append(l, "Expect:") : NULL; /* no 100-continue round trip */
-  if (l == NULL) {
-    xfer_free(x);
+  if (orch__host_ok(host))
+    snprintf(lines[n++], cap, "Host: %s", host);
+  snprintf(lines[n++], cap, "X-Cerea-Node: %s", node_id);
+  return n;
+}
+
+int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *base_url,
+                        const char *chat_id, const char *node_id, uint64_t retry_ms,
+                        struct store_blob_stage **stage) {
+  char url[2048];
+  snprintf(url, sizeof url, "%s%s", base_url, tp_req_target(req));
+  static char lines[PX_PASS_MAX][9000]; /* the loop's thread only; copied by tp_http_start */
+  const char *hdrs[PX_PASS_MAX];
+  int nh = pass_headers(req, node_id, lines, sizeof lines[0]);
+  if (nh < 0)
+    return SBX_ETOOBIG;
+  for (int i = 0; i < nh; i++)
+    hdrs[i] = lines[i];
+  struct px_xfer *x = xfer_new(px);
+  if (x == NULL)
     return SBX_ENOMEM;
-  }
-  x->headers = l;
-  const char *method = tp_req_method(req);
-  size_t blen = 0;
-  const char *body = tp_req_body(req, &blen);
+  x->req = req;
+  x->retry_s = (retry_ms + 999) / 1000;
+  snprintf(x->chat_id, sizeof x->chat_id, "%s", chat_id);
+  struct tp_http_request rq = {
+      .method = tp_req_method(req), .url = url, .headers = hdrs, .n_headers = (size_t)nh};
   if (stage && *stage) { /* a streamed upload, read back from its stage */
     struct sbx_error err;
     char sha[65];
@@ -495,71 +390,39 @@ int orch__proxy_forward(struct orch_proxy *px, struct tp_req *req, const char *b
     x->fd = fd;
     x->stage = *stage;
     *stage = NULL;
-    curl_easy_setopt(x->easy, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(x->easy, CURLOPT_READFUNCTION, on_read_body);
-    curl_easy_setopt(x->easy, CURLOPT_READDATA, x);
-    curl_easy_setopt(x->easy, CURLOPT_INFILESIZE_LARGE,
-                     (curl_off_t)store_blob_stage_size(x->stage));
-    curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, method);
-  } else if (strcmp(method, "GET") == 0) {
-    curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
-  } else if (strcmp(method, "HEAD") == 0) {
-    curl_easy_setopt(x->easy, CURLOPT_NOBODY, 1L);
-  } else { /* POST, PUT, PATCH, DELETE with the buffered body (kept by the held request) */
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, body ? body : "");
-    curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
-    curl_easy_setopt(x->easy, CURLOPT_CUSTOMREQUEST, method);
+    rq.read_body = on_read_body;
+    rq.body_len = (size_t)store_blob_stage_size(x->stage);
+  } else if (strcmp(rq.method, "GET") != 0 && strcmp(rq.method, "HEAD") != 0) {
+    rq.body = tp_req_body(req, &rq.body_len); /* POST, PUT, PATCH, DELETE: the buffered body */
+    if (rq.body == NULL)
+      rq.body = "";
   }
-  if (probe_owner(x, base_url) != 0) {
+  if (probe_owner(x, base_url) != 0 || xfer_start(x, &rq) != 0) {
     xfer_free(x);
     return SBX_ENOMEM;
   }
   tp_req_hold(req);
   tp_req_on_close(req, on_client_gone, x);
   tp_stream_on_drain(req, on_client_drain, x);
-  if (xfer_start(x) != 0) {
-    forget_client(x);
-    xfer_free(x);
-    return SBX_ENOMEM;
-  }
   return 0;
 }
 
 int orch__proxy_get(struct orch_proxy *px, const char *url, uint64_t timeout_ms,
                     orch_proxy_get_cb cb, void *ud) {
-  struct px_xfer *x = xfer_new(px, url);
-  if (x == NULL)
-    return SBX_ENOMEM;
-  x->get_cb = cb;
-  x->get_ud = ud;
-  curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-  if (xfer_start(x) != 0) {
-    xfer_free(x);
-    return SBX_ENOMEM;
-  }
-  return 0;
+  return get_start(px, url, timeout_ms, cb, ud) ? 0 : SBX_ENOMEM;
 }
 
 int orch__proxy_new(struct orch *o, struct orch_proxy **out, struct sbx_error *err) {
-  pthread_once(&curl_once, curl_init);
-  if (!curl_ok)
-    return sbx_error_set(err, SBX_EIO, "libcurl could not be initialised");
   struct orch_proxy *px = sbx_calloc(1, sizeof *px);
-  if (px == NULL || (px->timer = sbx_malloc(sizeof *px->timer)) == NULL ||
-      (px->multi = curl_multi_init()) == NULL) {
-    if (px)
-      sbx_free(px->timer);
-    sbx_free(px);
+  if (px == NULL)
     return sbx_error_set(err, SBX_ENOMEM, "proxy: out of memory");
+  int rc = tp_http_client_new(o->loop, &px->hc, err);
+  if (rc != 0) {
+    sbx_free(px);
+    return rc;
   }
   px->o = o;
   SBX_LIST_INIT(&px->xfers);
-  uv_timer_init(o->loop, px->timer);
-  px->timer->data = px;
-  curl_multi_setopt(px->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-  curl_multi_setopt(px->multi, CURLMOPT_SOCKETDATA, px);
-  curl_multi_setopt(px->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-  curl_multi_setopt(px->multi, CURLMOPT_TIMERDATA, px);
   *out = px;
   return 0;
 }
@@ -571,15 +434,14 @@ void orch__proxy_free(struct orch_proxy *px) {
   SBX_LIST_FOREACH_SAFE(it, tmp, &px->xfers) {
     struct px_xfer *x = SBX_CONTAINER_OF(it, struct px_xfer, link);
     if (x->req) { /* the server is closing: the client's answer ends here */
-      if (!x->gone && x->started)
+      if (x->started)
         tp_stream_end(x->req);
-      else if (!x->gone)
+      else
         tp_respond_error(x->req, 503, "unavailable", "the node is shutting down");
       forget_client(x);
     }
     xfer_free(x);
   }
-  curl_multi_cleanup(px->multi); /* its sockets' REMOVE callbacks close their polls */
-  uv_close((uv_handle_t *)px->timer, on_closed_free);
+  tp_http_client_free(px->hc); /* its handles close on the loop */
   sbx_free(px);
 }

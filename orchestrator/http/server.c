@@ -12,14 +12,17 @@
  *    while steps come back full: events older than max(1 h, 10 x PAGE_GRACE_MS) go, each chat
  *    keeping its newest ORCH_TRIM_KEEP (a page in its grace period never misses one);
  *  - memory: chats idle for ORCH_CHAT_IDLE_MS with nothing live are dropped (loaded again on use);
- *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts.
+ *  - history: a metrics sample every ORCH_HISTORY_EVERY_MS, for the admin page's charts;
+ *  - people: the first administrator, on the first tick a start with nobody serves (people.c).
  * Requests that wait (wait_s, event streams) are never woken by it: events wake them.
  *
  * What it does not do: answer requests (api_*.c), schedule runs (chat.c).
  */
 #include "api.h"
 #include "assistant.h"
+#include "hosts.h"
 #include "mcp.h"
+#include "nodes.h"
 #include "transport.h"
 
 #include <errno.h>
@@ -62,6 +65,35 @@ static void on_sweep(int rc, const struct sbx_error *err, size_t removed, void *
   }
 }
 
+static void on_purged(int rc, const struct sbx_error *err, void *ud) {
+  (void)ud;
+  if (rc != 0)
+    sbx_log(SBX_LOG_WARN, "orch", "session purge failed: %s", err ? err->msg : sbx_strerror(rc));
+}
+
+/* The first administrator was stored: its one-time password, printed once with where to sign in
+ * (as a generated API key is), on stderr, never in the log. */
+static void print_first_admin(struct orch *o, const char *name, const char *password) {
+  const char *addr = o->cfg->n_listen ? o->cfg->listen[0] : "127.0.0.1:8080";
+  const char *colon = strrchr(addr, ':');
+  int hl = colon ? (int)(colon - addr) : (int)strlen(addr);
+  const char *host = addr;
+  if (strncmp(addr, "unix:", 5) == 0 || (hl == 7 && strncmp(addr, "0.0.0.0", 7) == 0) || hl == 0)
+    host = "127.0.0.1", hl = 9;
+  else if (hl == 4 && strncmp(addr, "[::]", 4) == 0)
+    host = "[::1]", hl = 5;
+  char url[300];
+  if (o->cfg->public_url)
+    snprintf(url, sizeof url, "%s/signin", o->cfg->public_url);
+  else
+    snprintf(url, sizeof url, "%s://%.*s:%d/signin", o->cfg->tls_cert ? "https" : "http", hl, host,
+             o->tp ? orch_port(o) : 0);
+  fprintf(stderr,
+          "cerea-sandbox: created the administrator \"%s\" with the one-time password %s (to be "
+          "changed at the first sign-in): sign in at %s\n",
+          name, password, url);
+}
+
 static void on_cron(uv_timer_t *t) {
   struct orch *o = t->data;
   if (o->closing)
@@ -72,6 +104,8 @@ static void on_cron(uv_timer_t *t) {
   while (orch__map_next(&o->chats, &i, &k, &v))
     orch__chat_tick(v);
   orch__hosts_tick(o->hosts);
+  if (o->people && o->people->first_admin_due && (o->nodes == NULL || o->nodes->ready))
+    orch__people_first_admin(o); /* nobody at start: the first administrator, once serving */
   uint64_t now = sbx_now_mono_ms();
   if (now - last_sample_ms >= ORCH_HISTORY_EVERY_MS) {
     last_sample_ms = now;
@@ -84,6 +118,9 @@ static void on_cron(uv_timer_t *t) {
   if (now - last_sweep_ms >= ORCH_SWEEP_EVERY_MS) {
     last_sweep_ms = now;
     store_sweep(o->st, sbx_now_wall_ms(), ORCH_SWEEP_BUDGET, on_sweep, o);
+    /* sessions past their absolute expiry, used or ended, are nobody's any more */
+    store_session_purge(o->st, sbx_now_wall_ms() - (int64_t)o->cfg->session_max_s * 1000,
+                        on_purged, NULL);
   }
   if (!trim_pending && (trim_more || now - last_trim_ms >= ORCH_SWEEP_EVERY_MS)) {
     uint64_t age = SBX_MAX((uint64_t)ORCH_TRIM_MIN_AGE_MS, 10 * o->rt.page_grace_ms);
@@ -144,77 +181,76 @@ static int reload_runs(struct orch *o, struct sbx_error *err) {
   return rc;
 }
 
-int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
-             struct sbx_error *err) {
-  int rc = orch_config_validate(cfg, err);
-  if (rc != 0)
-    return rc;
-  struct orch *o = sbx_calloc(1, sizeof(*o));
-  if (o == NULL)
-    return SBX_ENOMEM;
-  o->loop = loop;
-  o->cfg = cfg;
-  orch__chats_init(o);
-  o->run_seq = sbx_now_wall_ms() * 1000;
-
-  o->static_dir = cfg->static_dir ? sbx_strdup(cfg->static_dir) : find_static_dir();
+/* The web app's files: the configured tree, or build/www found upward from here. */
+static int open_static(struct orch *o, struct sbx_error *err) {
+  o->static_dir = o->cfg->static_dir ? sbx_strdup(o->cfg->static_dir) : find_static_dir();
   struct stat sst;
-  if (o->static_dir == NULL || stat(o->static_dir, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
-    rc = sbx_error_set(err, SBX_ENOENT,
-                       "static tree %s not found (run bash scripts/setup.sh, or pass --static DIR)",
-                       o->static_dir ? o->static_dir : "build/www");
-    goto fail;
-  }
-  if ((rc = prepare_data_dir(cfg->data_dir, err)) != 0)
-    goto fail;
-  if ((rc = store_open_url(loop, cfg->data_dir, cfg->database_url, &o->st, err)) != 0)
-    goto fail;
+  if (o->static_dir == NULL || stat(o->static_dir, &sst) != 0 || !S_ISDIR(sst.st_mode))
+    return sbx_error_set(
+        err, SBX_ENOENT,
+        "static tree %s not found (run bash scripts/setup.sh, or pass --static DIR)",
+        o->static_dir ? o->static_dir : "build/www");
+  return 0;
+}
+
+/* The credentials' secrets: the API key (configured, or kept in the data directory: generated on
+ * the first start and said once), the host key, the chat keys' secret. */
+static int load_keys(struct orch *o, struct sbx_error *err) {
+  const struct orch_config *cfg = o->cfg;
+  int rc;
   if (cfg->api_key != NULL) {
     o->api_key = sbx_strdup(cfg->api_key);
   } else {
     int generated = 0;
     if ((rc = orch__api_key_load(cfg->data_dir, &o->api_key, &generated, err)) != 0)
-      goto fail;
+      return rc;
     if (generated)
       fprintf(stderr,
               "cerea-sandbox: generated an API key (kept in %s/api_key; set CEREA_API_KEY to "
               "choose one):\n  %s\n",
               cfg->data_dir, o->api_key);
   }
-  if (o->api_key == NULL) {
-    rc = SBX_ENOMEM;
-    goto fail;
-  }
+  if (o->api_key == NULL)
+    return SBX_ENOMEM;
   store_sha256_hex(o->api_key, strlen(o->api_key), o->api_key_hash);
-  {
-    /* The headless hosts' key: random per start, reaches only what a page token may (auth.c),
-     * so a host that Python escaped into cannot create chats, turns or read the admin views. */
-    unsigned char r[32];
-    if (sbx_random(r, sizeof(r)) != 0) {
-      rc = sbx_error_set(err, SBX_EIO, "no random bytes for the host key");
-      goto fail;
-    }
-    sbx_hex(r, sizeof(r), o->host_key);
-    store_sha256_hex(o->host_key, strlen(o->host_key), o->host_key_hash);
-  }
+  /* The headless hosts' key: random per start, reaches only what a page token may (auth.c),
+   * so a host that Python escaped into cannot create chats, turns or read the admin views. */
+  unsigned char r[32];
+  if (sbx_random(r, sizeof(r)) != 0)
+    return sbx_error_set(err, SBX_EIO, "no random bytes for the host key");
+  sbx_hex(r, sizeof(r), o->host_key);
+  store_sha256_hex(o->host_key, strlen(o->host_key), o->host_key_hash);
   if ((rc = orch__chat_secret_load(cfg->data_dir, 0, o->chat_secret, err)) != 0)
-    goto fail;
+    return rc;
+  if ((rc = orch__people_start(o, err)) != 0)
+    return rc;
+  o->people->first_admin_cb = print_first_admin;
+  return 0;
+}
+
+/* What the last life left: the runtime settings, its unfinished runs, its answers cut off while
+ * streaming; and the model connector. */
+static int restore(struct orch *o, struct sbx_error *err) {
+  const struct orch_config *cfg = o->cfg;
+  int rc;
   orch__runtime_load(o);
   o->run_orphaned = orch__asst_run_orphaned; /* before any run is reloaded */
   /* nodes: a chat's runs are reloaded by the node that takes its lease (nodes.c) */
   if (cfg->node_url == NULL && (rc = reload_runs(o, err)) != 0)
-    goto fail;
-  if ((rc = orch__llm_new(loop, cfg, &o->llm, err)) != 0)
-    goto fail;
+    return rc;
+  if ((rc = orch__llm_new(o->loop, cfg, &o->llm, err)) != 0)
+    return rc;
   /* nodes: a chat's answers left streaming are marked by the node that takes its lease (nodes.c):
    * the other nodes' live answers are in the same database */
   if (cfg->node_url == NULL &&
       store_message_interrupt(o->st, ORCH_INTERRUPTED_JSON, sbx_now_wall_ms(), orch__on_interrupted,
-                              NULL) != 0) {
-    rc = sbx_error_set(err, SBX_ENOMEM, "out of memory");
-    goto fail;
-  }
+                              NULL) != 0)
+    return sbx_error_set(err, SBX_ENOMEM, "out of memory");
+  return 0;
+}
 
+/* The transport with every route. */
+static int serve(struct orch *o, struct sbx_error *err) {
   struct tp_config tc;
   memset(&tc, 0, sizeof(tc));
   tp_limits_default(&tc.limits);
@@ -222,10 +258,11 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
    * stream's `end` with the whole run object (a result of up to 4 MiB).  A stream past it lags
    * and catches up (api_events.c, api_run_events.c), so this is what a stalled one may hold. */
   tc.limits.sse_queue_bytes = ORCH_SSE_EVENT_BYTES;
-  tc.tls_cert_file = cfg->tls_cert;
-  tc.tls_key_file = cfg->tls_key;
-  if ((rc = tp_server_new(loop, &tc, &o->tp, err)) != 0)
-    goto fail;
+  tc.tls_cert_file = o->cfg->tls_cert;
+  tc.tls_key_file = o->cfg->tls_key;
+  int rc = tp_server_new(o->loop, &tc, &o->tp, err);
+  if (rc != 0)
+    return rc;
   orch__routes_static(o);
   orch__routes_health(o);
   orch__routes_chats(o);
@@ -238,28 +275,48 @@ int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
   orch__routes_admin(o);
   orch__routes_mcp(o);
   orch__routes_messages(o);
+  orch__routes_people(o);
+  return 0;
+}
 
-  const char *def = "127.0.0.1:8080";
+/* Every CEREA_LISTEN address (127.0.0.1:8080 when none is given). */
+static int listen_all(struct orch *o, struct sbx_error *err) {
+  const struct orch_config *cfg = o->cfg;
   size_t nl = cfg->n_listen ? cfg->n_listen : 1;
   for (size_t i = 0; i < nl; i++) {
-    const char *addr = cfg->n_listen ? cfg->listen[i] : def;
+    const char *addr = cfg->n_listen ? cfg->listen[i] : "127.0.0.1:8080";
     struct sbx_error le;
     sbx_error_clear(&le);
-    rc = tp_server_listen(o->tp, addr, &le);
-    if (rc != 0) {
-      if (rc == SBX_EADDRINUSE)
-        sbx_error_set(err, rc, "cannot listen on %s: address already in use (another server?)",
-                      addr);
-      else
-        sbx_error_set(err, rc, "cannot listen on %s: %s", addr,
-                      le.msg[0] ? le.msg : sbx_strerror(rc));
-      goto fail_tp;
-    }
+    int rc = tp_server_listen(o->tp, addr, &le);
+    if (rc == SBX_EADDRINUSE)
+      return sbx_error_set(err, rc, "cannot listen on %s: address already in use (another server?)",
+                           addr);
+    if (rc != 0)
+      return sbx_error_set(err, rc, "cannot listen on %s: %s", addr,
+                           le.msg[0] ? le.msg : sbx_strerror(rc));
   }
-  /* nodes first: a node's hosts are named after it (hosts.c) */
-  if ((rc = orch__routes_nodes(o, err)) != 0)
-    goto fail_tp;
-  if (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0)
+  return 0;
+}
+
+int orch_new(uv_loop_t *loop, const struct orch_config *cfg, struct orch **out,
+             struct sbx_error *err) {
+  int rc = orch_config_validate(cfg, err);
+  if (rc != 0)
+    return rc;
+  struct orch *o = sbx_calloc(1, sizeof(*o));
+  if (o == NULL)
+    return SBX_ENOMEM;
+  o->loop = loop;
+  o->cfg = cfg;
+  orch__chats_init(o);
+  o->run_seq = sbx_now_wall_ms() * 1000;
+  if ((rc = open_static(o, err)) != 0 || (rc = prepare_data_dir(cfg->data_dir, err)) != 0 ||
+      (rc = store_open_url(loop, cfg->data_dir, cfg->database_url, &o->st, err)) != 0 ||
+      (rc = load_keys(o, err)) != 0 || (rc = restore(o, err)) != 0 || (rc = serve(o, err)) != 0)
+    goto fail;
+  /* nodes before the hosts: a node's hosts are named after it (hosts.c) */
+  if ((rc = listen_all(o, err)) != 0 || (rc = orch__routes_nodes(o, err)) != 0 ||
+      (cfg->exec_mode == ORCH_EXEC_SERVER && (rc = orch__hosts_start(o, err)) != 0))
     goto fail_tp;
   uv_timer_init(loop, &o->cron);
   o->cron.data = o;
@@ -279,6 +336,7 @@ fail:
   orch__llm_free(o->llm);
   if (o->st)
     store_close(o->st);
+  orch__people_close(o);
   orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);
@@ -294,6 +352,7 @@ static void on_cron_closed(uv_handle_t *h) {
   struct orch *o = h->data;
   orch__nodes_close(o); /* every lease let go, now that nothing is served */
   store_close(o->st);
+  orch__people_close(o); /* hashes still on the thread pool free it when they end */
   orch__asst_free_all(o);
   orch__chats_free(o);
   orch__mcp_free(o->mcp);

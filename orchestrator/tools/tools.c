@@ -854,29 +854,24 @@ static void deliver(struct orch_tool_call *tc, json_t *result) {
 }
 
 /* The run's result: its object with its files, the figures and images it saved read back to be
- * shown (within ORCH_TOOL_IMAGE_MAX each and ORCH_TOOL_IMAGES_MAX in all), the rest as links. */
+ * shown (within ORCH_TOOL_IMAGE_MAX each and ORCH_TOOL_IMAGES_MAX in all), the rest as links.
+ * The run's files are read from the store once: the run object lists them, and its files[i] is
+ * sf[i]. */
 static json_t *run_result(struct orch *o, const struct store_run *rec, int has_files,
                           const char *base_url) {
-  json_t *run = orch__run_json(has_files ? o : NULL, rec);
   struct store_file *sf = NULL;
-  size_t nsf = 0;
-  if (has_files && store_run_files(o->st, rec->id, &sf, &nsf) != 0)
-    nsf = 0;
+  size_t n = 0;
+  if (has_files && rec->status != NULL && store_run_files(o->st, rec->id, &sf, &n) != 0)
+    n = 0;
+  json_t *run = orch__run_json_files(rec, sf, n);
   const json_t *list = json_object_get(run, "files");
-  size_t n = json_array_size(list);
   struct orch_tool_file *files = n ? sbx_calloc(n, sizeof(*files)) : NULL;
   char **bytes = n ? sbx_calloc(n, sizeof(*bytes)) : NULL;
   size_t shown = 0;
   for (size_t i = 0; files && bytes && i < n; i++) {
     struct orch_tool_file *f = &files[i];
+    const struct store_file *rf = &sf[i];
     f->file = json_array_get(list, i);
-    const char *id = str_of(f->file, "artifact_id");
-    const struct store_file *rf = NULL;
-    for (size_t k = 0; id && k < nsf; k++)
-      if (strcmp(sf[k].id, id) == 0)
-        rf = &sf[k];
-    if (rf == NULL)
-      continue;
     f->mounted = rf->mounted;
     f->left_out_reason = rf->left_out_reason;
     f->named_only = orch__manifest_named_only(rf);
@@ -915,7 +910,7 @@ static json_t *run_result(struct orch *o, const struct store_run *rec, int has_f
     sbx_free(bytes[i]);
   sbx_free(bytes);
   sbx_free(files);
-  store_file_list_free(sf, nsf);
+  store_file_list_free(sf, n);
   json_decref(run);
   return result;
 }

@@ -5,13 +5,14 @@
 # WebDriver with its MiniBrowser, under Xvfb, for the cross-engine set), and the Debian Python packages the offline
 # office wheels are built from.  PostgreSQL: libpq for the store's second backend, the server for
 # its tests (stage 45 starts a throwaway one; Debian's own cluster is not used); libcurl for the
-# requests one node forwards to another.  Installs only what is missing.
+# requests one node forwards to another; libargon2 for people's passwords (Argon2id).  Installs only
+# what is missing.
 set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config git curl ca-certificates
   libuv1-dev libnghttp2-dev libjansson-dev libsqlite3-dev sqlite3 libssl-dev openssl
   libhttp-parser-dev check libsubunit-dev
-  libutf8proc-dev
+  libutf8proc-dev libargon2-dev
   libcurl4-openssl-dev
   libpq-dev postgresql
   brotli gzip

@@ -1,9 +1,10 @@
 // admin-charts.test.mjs -- the admin page draws the last minutes of activity (charts.js over
 // GET /v1/admin/history, uPlot bundled from npm): after a few runs in a chat page, the three
-// charts are drawn with the server's intervals, in Chromium against the real orchestrator.
+// charts are drawn with the server's intervals, in Chromium against the real orchestrator (the
+// administrator signed in).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, orchestrator, backend, screenshot, watchConsole } from './harness.mjs';
+import { launch, orchestrator, backend, screenshot, watchConsole, signInAdmin } from './harness.mjs';
 
 let orch, api, browser;
 before(async () => {
@@ -36,9 +37,7 @@ test('the admin page charts runs per second, run duration and live pages', async
   assert.ok(h.samples.some((s) => s.runs_per_s > 0), JSON.stringify(h));
   const admin = await browser.ctx.newPage();
   const errors = watchConsole(admin);
-  await admin.goto(`${orch.origin}/admin`);
-  await admin.fill('#apikey', orch.apiKey);
-  await admin.click('#connect');
+  await signInAdmin(admin, orch, '/admin');
   await admin.locator('#charts[data-state=drawn]').waitFor({ timeout: 15_000 });
   for (const id of ['chart-rate', 'chart-latency', 'chart-pages']) {
     const chart = admin.locator(`#${id}`);

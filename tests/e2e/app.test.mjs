@@ -1,19 +1,20 @@
 // app.test.mjs -- the reference web app as a user and an operator use it, in Chromium against the
-// real orchestrator: create a chat from the app (operator key in Settings), open it from the chat
-// list, attach a file, type code in the editor and run it, see the output and artifact cards with
+// real orchestrator: create a chat from the app (signed in as the administrator: New chat opens it
+// at once), attach a file, type code in the editor and run it, see the output and artifact cards with
 // working previews (image, PDF via pdf.js, Word via docx-preview, HTML in a sandboxed frame whose
 // scripts run with the bundled Tailwind but reach no network, no storage, cannot submit forms or
 // navigate), and the admin page showing a live run and changing the retention setting.  What a new
 // user trips on (issue 20): the library set said plainly (playground line, settings, /v1/config,
-// admin), the PyPI toggle disabled with its reason when micropip is not served, the admin page's
-// Save before Connect, finished runs' origin and restart, "1 paused turn", a wrong key not saved
-// over the playground's, tables on a phone; New chat with a refused key says so; a long chat name
-// stays inside the list; a mistyped URL gets an HTML page (JSON for API clients).
+// admin), the PyPI toggle disabled with its reason when micropip is not served, the admin page
+// without a session going to the sign-in page and back, finished runs' origin and restart, "1
+// paused turn", a person who is not an administrator told so, tables on a phone; New chat after
+// the session ended goes to the sign-in page; a long chat name stays inside the list; a mistyped
+// URL gets an HTML page (JSON for API clients).
 // Screenshots of the views at desktop and phone widths go to test-results/.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { launch, orchestrator, backend, screenshot, watchConsole, newChatInApp, DESKTOP, PHONE } from './harness.mjs';
+import { launch, orchestrator, backend, screenshot, watchConsole, signInAdmin, signIn, addPerson, DESKTOP, PHONE } from './harness.mjs';
 
 let orch, skipReason = null, api, browser, sentinel, hits = [];
 
@@ -78,11 +79,10 @@ test('create a chat in the app, attach a file, type and run code, see output and
   if (!need(t)) return;
   const page = await browser.ctx.newPage();
   const errors = watchConsole(page);
-  await newChatInApp(page, orch);
-  const link = page.locator('#chat-list li a').first();
-  await link.waitFor();
+  await signInAdmin(page, orch, '/');
+  await page.locator('#new-chat:not([hidden])').waitFor();
   await screenshot(page, 'index-desktop');
-  await link.click();
+  await page.click('#new-chat');
   await page.waitForURL(/\/chat\//);
   await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
   await page.setInputFiles('#attach-input', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('attached by the user') });
@@ -135,13 +135,13 @@ test('create a chat in the app, attach a file, type and run code, see output and
   assert.match(page.url(), /\/chat\//, 'the page was not navigated away');
   await card.scrollIntoViewIfNeeded();
   await screenshot(page, 'chat-artifacts-desktop');
-  assert.deepEqual(errors.filter((e) => !/favicon|Failed to load resource|^http 409 |Content Security Policy|Refused to|sandboxed|Blocked form submission|unsafe attempt/i.test(e)), []);
+  assert.deepEqual(errors.filter((e) => !/favicon|Failed to load resource|^http 409 |^http 401 GET \/v1\/me$|Content Security Policy|Refused to|sandboxed|Blocked form submission|unsafe attempt/i.test(e)), []);
 
   // The same chat on a phone.
   const phone = await launch({ viewport: PHONE, isMobile: true });
   try {
     const p2 = await phone.ctx.newPage();
-    await p2.goto(page.url());
+    await signInAdmin(p2, orch, new URL(page.url()).pathname);
     await p2.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
     await p2.locator('.chip[data-name="notes.txt"]').waitFor();
     await screenshot(p2, 'chat-phone-files');
@@ -157,9 +157,7 @@ test('the admin page shows a live run and changes retention', async (t) => {
   await page.goto(`${orch.origin}/chat/${chat.chat_id}#token=${chat.page_token}`);
   await page.waitForFunction(() => window.cereaSupervisor?.state === 'ready', null, { timeout: 90_000 });
   const admin = await browser.ctx.newPage();
-  await admin.goto(`${orch.origin}/admin`);
-  await admin.fill('#apikey', orch.apiKey);
-  await admin.click('#connect');
+  await signInAdmin(admin, orch, '/admin');
   await admin.locator('#pages tbody tr', { hasText: chat.chat_id.slice(-10) }).waitFor({ timeout: 10_000 });
   const run = await api('POST', `/v1/chats/${chat.chat_id}/runs`, { code: 'import time\nt=time.time()\nwhile time.time()-t < 6:\n    pass', origin: 'tool' });
   const row = admin.locator('#runs tbody tr', { hasText: run.json.run_id.slice(-10) });
@@ -170,13 +168,13 @@ test('the admin page shows a live run and changes retention', async (t) => {
   await admin.getByText('Saved: run files are kept 7 days.').waitFor();
   const s = await api('GET', '/v1/admin/settings');
   assert.equal(s.json.retention_days, 7);
-  // A failure case: the wrong key is refused and says so.
-  await admin.fill('#apikey', 'wrong-key');
-  await admin.click('#connect');
-  await admin.getByText('The API key was refused.').waitFor();
+  // A failure case: a retention the server refuses changes nothing.
+  await admin.fill('#retention', '0');
+  await admin.click('#save-retention');
+  await admin.getByText('Enter a whole number of days.').waitFor();
+  assert.equal((await api('GET', '/v1/admin/settings')).json.retention_days, 7);
   await admin.setViewportSize(PHONE);
-  await admin.fill('#apikey', orch.apiKey);
-  await admin.click('#connect');
+  await admin.reload();
   await admin.locator('#pages tbody tr', { hasText: chat.chat_id.slice(-10) }).waitFor();
   await screenshot(admin, 'admin-phone');
   await admin.close(); await page.close();
@@ -267,45 +265,50 @@ test('the library set is said plainly: /v1/config lists what is served and lacki
   for (const l of cfg.packages.lacks.filter((p) => p.name !== 'micropip')) assert.match(text, new RegExp(`Not available on this deployment:.*${l.name}`));
   assert.doesNotMatch(text, /PYODIDE_DIST_DIR|operator/i, 'no operator jargon for users');
   const admin = await browser.ctx.newPage();
-  await admin.goto(`${orch.origin}/admin`);
+  await signInAdmin(admin, orch, '/admin');
   await admin.locator('#packages-has tbody tr', { hasText: 'openpyxl' }).waitFor();
   for (const l of cfg.packages.lacks) await admin.locator('#packages-lacks tbody tr', { hasText: l.name }).first().waitFor();
   assert.match(await admin.locator('#pypi-state').textContent(), cfg.pypi_available ? /allowed/ : /not possible \(micropip is not served\)/);
   await admin.close(); await page.close();
 });
 
-test('admin: Save before Connect says to connect first (no exception)', async (t) => {
+test('admin without a session: the sign-in page first, then back to the admin page (no exception)', async (t) => {
   if (!need(t)) return;
   const ctx = await launch({ viewport: DESKTOP });
   try {
     const admin = await ctx.ctx.newPage();
     const errors = watchConsole(admin);
     await admin.goto(`${orch.origin}/admin`);
+    await admin.waitForURL(`${orch.origin}/signin?next=%2Fadmin`, { timeout: 10_000 });
+    assert.equal(await admin.locator('#retention').count(), 0, 'nothing of the admin page before signing in');
+    await signInAdmin(admin, orch, '/admin');
+    await admin.waitForURL(`${orch.origin}/admin`);
     await admin.fill('#retention', '9');
     await admin.click('#save-retention');
-    await admin.getByText('Connect with the operator API key first.').waitFor({ timeout: 5000 });
+    await admin.getByText('Saved: run files are kept 9 days.').waitFor({ timeout: 5000 });
     assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), [], 'no exception');
   } finally { await ctx.close(); }
 });
 
-test('admin: a wrong key typed there is not saved over the playground\'s, whose New chat keeps working', async (t) => {
+test('admin: a person who is not an administrator is told so, and their New chat works', async (t) => {
   if (!need(t)) return;
   const ctx = await launch({ viewport: DESKTOP });
   try {
+    const who = await addPerson(orch, 'not-an-admin');
     const admin = await ctx.ctx.newPage();
+    await signIn(admin, orch.origin, { name: who.name, password: who.password, next: '/admin' });
+    await admin.locator('#admin-status[data-code=admin_only]').waitFor({ timeout: 10_000 });
+    assert.equal(await admin.isVisible('#people-panel'), false);
+    assert.equal(await admin.isVisible('#runs'), false);
+    assert.equal((await admin.evaluate(() => fetch('/v1/admin/people').then((r) => r.status))), 403, 'the server refuses them too');
+    await admin.goto(`${orch.origin}/`);
+    await admin.click('#new-chat');
+    await admin.waitForURL(/\/chat\//, { timeout: 10_000 });
+    // Sign out from the admin page.
     await admin.goto(`${orch.origin}/admin`);
-    await admin.fill('#apikey', orch.apiKey);
-    await admin.click('#connect');
-    await admin.getByText(/^Connected/).waitFor();
-    await admin.fill('#apikey', 'wrong-key-0123456789abcdef');
-    await admin.click('#connect');
-    await admin.getByText('The API key was refused.').waitFor();
-    assert.equal(await admin.evaluate(() => JSON.parse(localStorage.getItem('cerea.settings')).apiKey), orch.apiKey);
-    const pg = await ctx.ctx.newPage();
-    await pg.goto(`${orch.origin}/`);
-    await pg.locator('#open-settings:not([disabled])').waitFor();
-    await pg.click('#new-chat');
-    await pg.locator('#chat-list li a').first().waitFor({ timeout: 10_000 });
+    await admin.click('#sign-out');
+    await admin.waitForURL(`${orch.origin}/signin`);
+    assert.equal(await admin.evaluate(() => fetch('/v1/me').then((r) => r.status)), 401);
   } finally { await ctx.close(); }
 });
 
@@ -320,9 +323,7 @@ test('admin: one paused run reads "1 paused turn"', async (t) => {
     const c = await api('POST', '/v1/chats', { title: 'paused one' });
     const run = await api('POST', `/v1/chats/${c.json.chat_id}/runs`, { code: 'print(1)', origin: 'tool' });
     const admin = await ctx.ctx.newPage();
-    await admin.goto(`${orch.origin}/admin`);
-    await admin.fill('#apikey', orch.apiKey);
-    await admin.click('#connect');
+    await signInAdmin(admin, orch, '/admin');
     await admin.locator('#runs tbody tr', { hasText: run.json.run_id.slice(-10) }).filter({ hasText: 'paused' }).waitFor({ timeout: 10_000 });
     await admin.waitForFunction(() => /\(1 paused turn waiting/.test(document.getElementById('runs-summary').textContent), null, { timeout: 5000 })
       .catch(async (e) => { throw new Error(`${e.message}: ${await admin.locator('#runs-summary').textContent()}`); });
@@ -345,9 +346,7 @@ test('admin: finished runs show their origin and whether the sandbox restarted',
   assert.equal(slow.json.restarted, true);
   await page.close();
   const admin = await browser.ctx.newPage();
-  await admin.goto(`${orch.origin}/admin`);
-  await admin.fill('#apikey', orch.apiKey);
-  await admin.click('#connect');
+  await signInAdmin(admin, orch, '/admin');
   const row = (id) => admin.locator('#runs tbody tr', { hasText: id.slice(-10) });
   await admin.waitForFunction((ids) => ids.every((id) => [...document.querySelectorAll('#runs tbody tr')].some((tr) => tr.textContent.includes(id) && tr.cells[2].textContent && tr.cells[6].textContent)),
     [ok.json.run_id.slice(-10), slow.json.run_id.slice(-10)], { timeout: 10_000 });
@@ -364,9 +363,7 @@ test('admin on a phone: ids stay on one line (the table scrolls in its frame), n
   const phone = await launch({ viewport: PHONE, isMobile: true });
   try {
     const admin = await phone.ctx.newPage();
-    await admin.goto(`${orch.origin}/admin`);
-    await admin.fill('#apikey', orch.apiKey);
-    await admin.click('#connect');
+    await signInAdmin(admin, orch, '/admin');
     await admin.locator('#runs tbody td code').first().waitFor({ timeout: 10_000 });
     const heights = await admin.$$eval('#runs tbody td code, #pages tbody td code', (els) => els.map((e) => e.getBoundingClientRect().height));
     const line = await admin.$eval('#runs tbody td', (td) => parseFloat(getComputedStyle(td).lineHeight) || 20);
@@ -377,45 +374,41 @@ test('admin on a phone: ids stay on one line (the table scrolls in its frame), n
   } finally { await phone.close(); }
 });
 
-test('New chat with a refused key says so, and the note stays', async (t) => {
+test('New chat after the session ended (signed out in another tab) goes to the sign-in page', async (t) => {
   if (!need(t)) return;
   const b = await launch({ viewport: DESKTOP });
   try {
     const page = await b.ctx.newPage();
-    await page.goto(`${orch.origin}/`);
-    await page.locator('#open-settings:not([disabled])').waitFor();
-    await page.click('#open-settings');
-    await page.fill('#apikey', 'wrong-key-0123456789abcdef');
-    await page.locator('#apikey').dispatchEvent('change');
-    await page.locator('#apikey-status[data-state=refused]').waitFor({ timeout: 5000 });
-    await page.click('#settings button[value=ok]');
+    await signInAdmin(page, orch, '/');
+    await page.locator('#new-chat:not([hidden])').waitFor();
+    const other = await b.ctx.newPage();
+    await other.goto(`${orch.origin}/`);
+    await other.click('#sign-out');
+    await other.waitForURL(/\/signin/);
     await page.click('#new-chat');
-    await page.locator('#chats-note', { hasText: 'refused the operator API key' }).waitFor({ timeout: 5000 });
-    await page.waitForTimeout(600); // a later re-render must not wipe it
-    assert.match(await page.locator('#chats-note').textContent(), /refused the operator API key/);
-    await screenshot(page, 'chat-list-refused-key');
+    await page.waitForURL(`${orch.origin}/signin?next=%2F`, { timeout: 10_000 });
+    await screenshot(page, 'chat-list-session-ended');
   } finally { await b.close(); }
 });
 
 test('a long chat name stays inside the chat list (Rename inside the sidebar, no page overflow)', async (t) => {
   if (!need(t)) return;
   const long = 'Quarterly_revenue_analysis_for_the_northern_sales_region_of_2026_with_forecasts';
-  const c = await api('POST', '/v1/chats', { title: long });
+  const c = await api('POST', '/v1/chats', { title: long, owner: 'admin' });
+  assert.equal(c.status, 201, c.text);
   for (const [viewport, isMobile, tag] of [[DESKTOP, false, 'desktop'], [PHONE, true, 'phone']]) {
     const b = await launch({ viewport, isMobile });
     try {
       const page = await b.ctx.newPage();
-      await page.goto(`${orch.origin}/`);
-      await page.evaluate(([c, k]) => {
-        localStorage.setItem('cerea.chats', JSON.stringify([{ chat_id: c.chat_id, page_token: c.page_token, title: c.title }]));
-        localStorage.setItem('cerea.settings', JSON.stringify({ apiKey: k, pypi: true }));
-      }, [{ ...c.json, title: long }, orch.apiKey]);
-      await page.reload();
+      await signInAdmin(page, orch, '/');
       const li = page.locator(`#chat-list li[data-chat-id="${c.json.chat_id}"]`);
-      await li.waitFor();
+      await li.waitFor({ state: 'attached' });
+      if (isMobile) { await page.click('#open-chats'); await page.locator('#chats.open').waitFor(); await page.waitForTimeout(400); } // the drawer slides in
       const side = await page.locator('.side').boundingBox();
-      const btn = await li.locator('button', { hasText: 'Rename' }).boundingBox();
-      assert.ok(btn.x + btn.width <= side.x + side.width + 0.5, `${tag}: Rename inside the list (${btn.x + btn.width} > ${side.x + side.width})`);
+      for (const action of ['rename', 'delete']) {
+        const btn = await li.locator(`[data-action=${action}]`).boundingBox();
+        assert.ok(btn.x + btn.width <= side.x + side.width + 0.5, `${tag}: ${action} inside the list (${btn.x + btn.width} > ${side.x + side.width})`);
+      }
       const overflow = await page.evaluate((w) => Math.max(document.documentElement.scrollWidth, window.innerWidth) - w, viewport.width);
       assert.ok(overflow <= 1, `${tag}: no horizontal scroll (overflow ${overflow}px)`);
       await screenshot(page, `chat-list-long-name-${tag}`);

@@ -4,7 +4,8 @@
 // the composer disabled meanwhile; a tool call runs in the page, under the answer, and its result
 // reaches the model before the answer; an answer's two python blocks auto-run in order and show in
 // order, below the earlier turn; a second tab sees the same conversation live and after a reload;
-// a model error is shown as such; Stop ends a stalled answer keeping its text; the page sent to
+// the tool card sits between the texts around the call, live and after a reload; a model error is
+// shown as such; Stop ends a stalled answer keeping its text; the page sent to
 // the background during a tool run pauses it and the turn waits, back in front the run starts again
 // and the turn finishes; on a phone the
 // tool run's card says to keep the page open.  Without a model the page says so and keeps "run your
@@ -75,7 +76,7 @@ async function finish(page, errors, name) {
 
 test('a plain answer streams in as sanitized markdown under the question; Send waits meanwhile', async (t) => {
   if (!need(t)) return;
-  model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 60 }));
+  model.script(() => ({ text: 'Here is **bold**, `code`, a [link](https://example.org/x) and <img src=x onerror="window.pwned=1"><script>window.pwned=2</script> done.', gapMs: 200 }));
   const chat = await newChat();
   const { page, errors } = await openChat(chat, { kernel: false });
   await ask(page, 'Say something\nin two lines');
@@ -132,6 +133,46 @@ test('a tool call runs in the page under the answer, its result reaches the mode
   await finish(page, errors, 'assistant-tool');
 });
 
+// The answer's flow as the page shows it: each text piece and each card, in order.
+const flowOf = (page) => page.$$eval('.msg[data-role=assistant] .msg-flow > *', (els) => els.map((el) => (el.classList.contains('run-card')
+  ? `card:${el.dataset.status}:${(el.querySelector('pre.code')?.textContent || '').trim()}` : `text:${el.textContent.trim()}`)));
+
+test('the tool card sits where the call happened, between the texts around it: live as the answer streams, and after a reload', async (t) => {
+  if (!need(t)) return;
+  const code = 'import time\ntime.sleep(1)\nprint(6 * 7)';
+  model.script((body) => (byRole({ body }, 'tool').length
+    ? { text: 'So the answer is 42, as printed above.', gapMs: 120 }
+    : { text: 'Here is what the run printed:', tool: { code } }));
+  const chat = await newChat();
+  const { page, errors } = await openChat(chat);
+  await ask(page, 'What is 6 * 7? Show the run.');
+  // Live: the card comes after the first text while it runs ...
+  await page.waitForFunction(() => document.querySelector('.msg[data-role=assistant] .msg-flow > .run-card'), null, { timeout: 30_000 });
+  const running = await flowOf(page);
+  assert.equal(running[0], 'text:Here is what the run printed:', running.join(' | '));
+  assert.match(running[1], /^card:/, running.join(' | '));
+  // ... and the text after the call streams in below the card, not above it.
+  const streaming = await page.waitForFunction(() => {
+    const m = document.querySelector('.msg[data-role=assistant]');
+    const flow = [...m.querySelectorAll('.msg-flow > *')];
+    return m.dataset.state === 'streaming' && flow.length === 3 && flow[2].textContent.trim().length > 0
+      ? flow.map((el) => (el.classList.contains('run-card') ? 'card' : 'text')) : null;
+  }, null, { timeout: 30_000 });
+  assert.deepEqual(await streaming.jsonValue(), ['text', 'card', 'text'], 'the later text grows under the card');
+  await assistantDone(page);
+  const want = ['text:Here is what the run printed:', `card:ok:${code}`, 'text:So the answer is 42, as printed above.'];
+  assert.deepEqual(await flowOf(page), want, 'live');
+  assert.equal((await page.locator('.msg[data-role=assistant] .run-card [data-testid=stdout]').textContent()).trim(), '42');
+  // The server's record says the same.
+  const msg = (await api('GET', `/v1/chats/${chat.chat_id}/messages`)).json.messages.at(-1);
+  assert.deepEqual(msg.parts.map((p) => p.type), ['text', 'run', 'text'], JSON.stringify(msg.parts));
+  await page.reload();
+  await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+  await page.locator('.msg[data-role=assistant][data-state=done] .run-card[data-status=ok] pre.code').waitFor({ timeout: 20_000 });
+  assert.deepEqual(await flowOf(page), want, 'after a reload');
+  await finish(page, errors, 'assistant-tool-in-place');
+});
+
 test('an answer\'s two python blocks auto-run in order and show in order, below the earlier turn', async (t) => {
   if (!need(t)) return;
   const answer = 'First:\n```python\nimport time\ntime.sleep(0.3)\nprint("one")\n```\nThen:\n```python\nprint("two")\n```\n';
@@ -158,13 +199,19 @@ test('an answer\'s two python blocks auto-run in order and show in order, below 
   assert.deepEqual(blocks[0].keyword, ['import']);
   assert.deepEqual(blocks[1].strings, ['"two"']);
   assert.deepEqual([...new Set(blocks.flatMap((b) => b.tags))], ['SPAN'], 'colouring adds spans only');
+  // After a reload the auto runs' cards still show the code they ran (the run object's `code`).
+  await page.reload();
+  await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 20_000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('.msg')[3]?.querySelectorAll('.run-card pre.code') || []].length === 2, null, { timeout: 20_000 });
+  assert.deepEqual(await page.$$eval('.msg:nth-child(4) .run-card pre.code', (els) => els.map((e) => e.textContent)),
+    ['import time\ntime.sleep(0.3)\nprint("one")', 'print("two")'], 'the auto runs\' code, after a reload');
   await finish(page, errors, 'assistant-two-blocks');
 });
 
 test('a second tab sees the same conversation live, and again after a reload', async (t) => {
   if (!need(t)) return;
   const text = 'This answer comes in slowly, piece by piece, so the other tab sees it grow.';
-  model.script(() => ({ text, gapMs: 250 }));
+  model.script(() => ({ text, gapMs: 500 }));
   const chat = await newChat();
   const { page } = await openChat(chat, { kernel: false });
   const { page: other, errors } = await openChat(chat, { kernel: false });

@@ -374,7 +374,6 @@ test('over TLS the chat page speaks HTTP/2 (ALPN h2), stream and run included', 
 // ---- links that do not reach their chat (issue 20) ------------------------------------------------
 for (const [what, link, why] of [
   ['a wrong page token', (c) => `/chat/${c.chat_id}#token=${c.chat_id}.${'0'.repeat(64)}`, /wrong or incomplete/],
-  ['no page token', (c) => `/chat/${c.chat_id}`, /has no page token/],
   ['an unknown chat', () => `/chat/${'f'.repeat(32)}#token=${'f'.repeat(32)}.${'0'.repeat(64)}`, /./],
 ]) {
   test(`${what}: a clear page instead of Attach and Run, and no Python left loading`, async (t) => {
@@ -399,6 +398,20 @@ for (const [what, link, why] of [
     await page.close();
   });
 }
+
+// No page token and no one signed in: the chat's owner signs in first, and comes back to it.
+test('no page token: the sign-in page, then back to the chat', async (t) => {
+  if (!need(t)) return;
+  const chat = await newChat();
+  const page = await browser.ctx.newPage();
+  const errors = watchConsole(page);
+  await page.goto(`${orch.origin}/chat/${chat.chat_id}`);
+  await page.waitForURL(`${orch.origin}/signin?next=${encodeURIComponent(`/chat/${chat.chat_id}`)}`, { timeout: 10_000 });
+  await page.locator('#signin #name').waitFor();
+  assert.equal(page.workers().length, 0, 'no kernel worker left');
+  assert.deepEqual(errors.filter((e) => /pageerror/.test(e)), []);
+  await page.close();
+});
 
 // ---- uploads (issue 20) ----------------------------------------------------------------------------
 /** Drop `files` ([name, size]) on the chat page's drop zone; the bytes are made in the page. */

@@ -127,17 +127,72 @@ export function selfSignedCert() {
   return { cert, key, dir };
 }
 
+/** The first administrator's one-time password, as the server printed it at its first start. */
+export async function firstAdminPassword(orch, timeoutMs = 10_000) {
+  const t0 = Date.now();
+  for (;;) {
+    const line = orch.log.join('').split('\n').find((l) => /password/i.test(l) && /\badmin\b/i.test(l));
+    const m = line && /one-time password (\S+)/i.exec(line); // …the administrator "admin" with the one-time password X (…
+    if (m) return m[1];
+    if (Date.now() - t0 > timeoutMs) throw new Error(`no first administrator's password in the server's output: ${orch.log.join('').slice(-600)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /**
- * In the app's chat list at orch.origin: enter the operator key in Settings, then press
- * "New chat".  Waits for nothing after the click; the caller waits for what it checks.
+ * Signs `page` in at /signin as a person would; when the server asks for a password of their own
+ * (a first sign-in with a given one), chooses `newPassword`.  Resolves the password that holds
+ * afterwards.  Waits until the page has left /signin for `next`.
+ */
+export async function signIn(page, origin, { name, password, newPassword = `${password}-own`, next = '/' }) {
+  await page.goto(`${origin}/signin?next=${encodeURIComponent(next)}`);
+  await page.fill('#name', name);
+  await page.fill('#password', password);
+  await page.click('#signin-go');
+  const left = (u) => !new URL(u).pathname.startsWith('/signin');
+  const outcome = await Promise.race([
+    page.waitForURL(left, { timeout: 15_000 }).then(() => 'in', () => null),
+    page.locator('#change:not([hidden])').waitFor({ timeout: 15_000 }).then(() => 'change', () => null),
+    page.locator('#signin-error:not(:empty)').waitFor({ timeout: 15_000 }).then(() => 'error', () => null),
+  ]);
+  if (outcome === 'error') throw new Error(`sign-in as ${name} refused: ${await page.textContent('#signin-error')}`);
+  if (outcome !== 'change') return password;
+  await page.fill('#new1', newPassword);
+  await page.fill('#new2', newPassword);
+  await page.click('#change-go');
+  await page.waitForURL(left, { timeout: 15_000 });
+  return newPassword;
+}
+
+/** Is someone signed in in this page's browser context (GET /v1/me with its cookie)? */
+export const signedIn = (page, origin) => page.evaluate((o) => fetch(`${o}/v1/me`).then((r) => r.ok), origin);
+
+/**
+ * The first administrator's session in this page's browser context: the first time on a server,
+ * signed in with the printed password and a new one chosen (kept on `orch` for the next).
+ */
+export async function signInAdmin(page, orch, next = '/') {
+  if (!page.url().startsWith(orch.origin)) await page.goto(`${orch.origin}/healthz`); // a document of the origin, to ask from
+  if (await signedIn(page, orch.origin)) { await page.goto(orch.origin + next); return; }
+  if (!orch.adminPassword) orch.adminPassword = await signIn(page, orch.origin, { name: 'admin', password: await firstAdminPassword(orch), newPassword: `e2e-admin-${Math.random().toString(36).slice(2)}`, next });
+  else await signIn(page, orch.origin, { name: 'admin', password: orch.adminPassword, next });
+}
+
+/** A person made with the API key (POST /v1/admin/people) → {name, password (one-time), person}. */
+export async function addPerson(orch, name, role = 'user') {
+  const r = await backend(orch.origin, orch.apiKey)('POST', '/v1/admin/people', { name, role });
+  if (r.status !== 201) throw new Error(`POST /v1/admin/people ${r.status}: ${r.text}`);
+  return { name, password: r.json.password, person: r.json.person };
+}
+
+/**
+ * In the app at orch.origin, signed in as the administrator: press "New chat", which opens the
+ * new chat's page at once.  Resolves once the page is at /chat/{id}.
  */
 export async function newChatInApp(page, orch) {
-  await page.goto(`${orch.origin}/`);
-  await page.click('#open-settings');
-  await page.fill('#apikey', orch.apiKey);
-  await page.locator('#apikey').dispatchEvent('change');
-  await page.click('#settings button[value=ok]');
+  await signInAdmin(page, orch, '/');
   await page.click('#new-chat');
+  await page.waitForURL(/\/chat\//, { timeout: 15_000 });
 }
 
 /** Backend API helper with the operator key. */

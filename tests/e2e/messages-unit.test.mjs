@@ -4,11 +4,12 @@
 // repeat ignored, a gap ignored until the next whole object, code points counted as the server
 // counts them), whole objects never shortening a streaming text nor reopening an ended message,
 // replay on attach then live, run_ids only growing, and the timeline that puts each message's runs
-// under it in order and the runs of no message between messages by time.  The Chromium tests
+// under it in order and the runs of no message between messages by time, and the answer cut at its
+// tool runs (parts) as deltas grow it.  The Chromium tests
 // (assistant.test.mjs) run the same code against the real orchestrator.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MessageList } from '../../ui-adapter/src/messages.js';
+import { MessageList, segments } from '../../ui-adapter/src/messages.js';
 
 const user = (id, turn, at, text = 'q') => ({ message_id: id, chat_id: 'c', turn_id: turn, role: 'user', text, state: 'done', error: null, run_ids: [], created_at: at, updated_at: at });
 const asst = (id, turn, at, over = {}) => ({ message_id: id, chat_id: 'c', turn_id: turn, role: 'assistant', text: '', state: 'streaming', error: null, run_ids: [], created_at: at, updated_at: at, ...over });
@@ -111,4 +112,29 @@ test('timeline: each message\'s runs under it in order (listed, then its turn\'s
   ];
   const tl = l.timeline(runs).map((i) => (i.kind === 'run' ? `run:${i.run_id}` : `${i.message.message_id}[${i.run_ids.join(',')}]`));
   assert.deepEqual(tl, ['run:early', 'u1[]', 'a1[tool1,auto1,auto2]', 'run:mine', 'u2[]', 'a2[late]']);
+});
+
+test('parts: the answer cut at its tool runs, the text after the last run growing with the deltas; parts never lose a run', () => {
+  const l = new MessageList();
+  const cut = (m) => segments(m).map((s) => (s.type === 'run' ? `[${s.run_id}]` : s.text));
+  l.apply(durable(asst('a', 't', 1)));
+  l.apply(delta('a', 0, 'Let me run it:'));
+  assert.deepEqual(cut(l.get('a')), ['Let me run it:'], 'no parts yet: the text alone');
+  // The run joins: the durable event's parts put it after the text so far.
+  l.apply(durable(asst('a', 't', 1, { text: 'Let me run it:', run_ids: ['r1'], parts: [{ type: 'text', text: 'Let me run it:' }, { type: 'run', run_id: 'r1' }] }), 2));
+  assert.deepEqual(cut(l.get('a')), ['Let me run it:', '[r1]']);
+  l.apply(delta('a', 14, '\n\nIt printed 42 — ✓'));
+  assert.deepEqual(cut(l.get('a')), ['Let me run it:', '[r1]', '\n\nIt printed 42 — ✓'], 'later text after the card');
+  // An older copy (a list read before the run joined) does not take the run out of the text.
+  l.load([asst('a', 't', 1, { text: 'Let me run it:', parts: [{ type: 'text', text: 'Let me run it:' }] })]);
+  assert.deepEqual(cut(l.get('a')), ['Let me run it:', '[r1]', '\n\nIt printed 42 — ✓']);
+  // A run before any text, two runs back to back, white space between them left out.
+  assert.deepEqual(cut({ text: '\n\nDone.', parts: [{ type: 'run', run_id: 'x' }, { type: 'run', run_id: 'y' }, { type: 'text', text: '\n\nDone.' }] }), ['[x]', '[y]', '\n\nDone.']);
+  assert.deepEqual(cut({ text: 'a\n\n', parts: [{ type: 'text', text: 'a' }, { type: 'run', run_id: 'x' }, { type: 'text', text: '\n\n' }, { type: 'run', run_id: 'y' }] }), ['a', '[x]', '[y]']);
+  // Parts that run past the text held (the text lags them): the run goes at the text's end.
+  assert.deepEqual(cut({ text: 'ab', parts: [{ type: 'text', text: 'abcd' }, { type: 'run', run_id: 'x' }] }), ['ab', '[x]']);
+  // Bad parts are skipped, not fatal, in a whole object too.
+  assert.notEqual(l.apply(durable(asst('a', 't', 1, { text: 'Let me run it:', parts: [null, { type: 'run', run_id: 'r1' }, 7, { type: 'run', run_id: 'r2' }] }), 3)), null);
+  assert.deepEqual(cut(l.get('a')), ['[r1]', '[r2]', 'Let me run it:\n\nIt printed 42 — ✓']);
+  assert.deepEqual(cut({ text: 'ab', parts: [{ type: 'run' }, { type: 'text', text: 5 }, null, 'x'] }), ['ab']);
 });

@@ -8,6 +8,7 @@
 // script(fn): fn(body, n) -> a reply for the n-th request (0-based):
 //   {text, pieces?: [strings], gapMs?}   an answer streamed in pieces (default: ~8-character pieces)
 //   {tool: {code, ...args}}              a run_python call
+//   {text, tool}                         some text streamed first, then the run_python call
 //   {status, message}                    an HTTP error with an OpenAI-style error body
 //   {stallAfter: text}                   sends text, then nothing (the connection stays open)
 // It does not implement anything else of the API (no non-streaming answers, no other routes).
@@ -47,7 +48,11 @@ export async function startModelDouble() {
     }
     if (reply.tool) {
       const args = JSON.stringify(reply.tool);
-      res.write(chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: `call_${n}`, type: 'function', function: { name: 'run_python', arguments: '' } }] }));
+      if (reply.text) {
+        res.write(chunk({ role: 'assistant', content: '' }));
+        for (const p of reply.pieces || cut(reply.text)) { await sleep(gap); if (res.destroyed) return; res.write(chunk({ content: p })); }
+      }
+      res.write(chunk({ ...(reply.text ? {} : { role: 'assistant', content: null }), tool_calls: [{ index: 0, id: `call_${n}`, type: 'function', function: { name: 'run_python', arguments: '' } }] }));
       for (const p of cut(args, 16)) { await sleep(gap); res.write(chunk({ tool_calls: [{ index: 0, function: { arguments: p } }] })); }
       res.write(chunk({}, 'tool_calls'));
     } else {

@@ -10,10 +10,10 @@
 // an ETag) and asks again only for the two files that change in place (the lock file,
 // deployment.json: a 304 as a rule); boot.js is inlined in the page, its content-hashed chunks are
 // immutable and the worker script has a strong ETag, so a repeat visit asks the server for no
-// chunk and gets a 304 for the worker script; a first visit keeps a memory snapshot of the runtime
-// and a repeat visit restores from it (the page's first inline script made its worker, adopted)
-// with every escape probe still blocked, while another build's, a corrupt or an unrestorable image
-// means a normal load.  No timing is asserted (bench/startup does the measuring); the download is
+// chunk and gets a 304 for the worker script; a first visit restores the served memory snapshot
+// and keeps it, and a repeat visit restores the kept copy (the page's first inline script made its
+// worker, adopted) with every escape probe still blocked, while another build's means the served
+// one, and a corrupt or a truncated copy (not the served image's bytes) a normal load.  No timing is asserted (bench/startup does the measuring); the download is
 // slowed with CDP network emulation only so that the bar has several steps to check.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,11 +125,16 @@ test('the runtime bar: one percentage over the total bytes, only growing, never 
     const pcts = seen.labels.map((l) => /(\d+) %/.exec(l)).filter(Boolean).map((m) => Number(m[1]));
     assert.ok(pcts.length >= 3 && pcts.some((p) => p > 0 && p < 100), `a percentage in several steps: ${JSON.stringify(seen.labels)}`);
     assert.ok(pcts.every((p, i) => i === 0 || p >= pcts[i - 1]), `the percentage only grows: ${pcts}`);
+    // The total: the runtime's files and, when this visit restores it, the served memory image
+    // (~30 MB decoded); an image given up on a slow link (a loaded machine reads it slowly too)
+    // leaves the total once, with what of it came (docs/ui-adapter.md).
     assert.equal(pcts.at(-1), 100, 'every byte in before Python is ready');
     assert.ok(seen.labels.every((l) => !/pyodide\.asm|python_stdlib|\.wasm|\.zip/.test(l)), `no file names: ${JSON.stringify(seen.labels)}`);
     const max = seen.bars[0][1];
-    assert.ok(max > 10e6 && seen.bars.every(([v, m], i) => m === max && v <= m && (i === 0 || v >= seen.bars[i - 1][0])),
-      `one bar over the runtime's ~12 MB, only growing: ${JSON.stringify(seen.bars.slice(0, 5))}…`);
+    const maxes = [...new Set(seen.bars.map(([, m]) => m))];
+    assert.ok(max > 10e6 && maxes.length <= 2 && maxes.every((m) => m <= max && m > 10e6) &&
+      seen.bars.every(([v, m], i) => v <= m && (i === 0 || v >= seen.bars[i - 1][0])),
+      `one bar over the runtime (with the image, or without it once given up), only growing: ${JSON.stringify(seen.bars.slice(0, 5))}… totals ${maxes}`);
     assert.match(seen.labels.at(-1), /^Python ready/);
     // The kernel worker is made before the page's own bundle (the editor's code) is even asked for.
     const app = await page.evaluate(() => performance.getEntriesByType('resource').find((r) => r.name.endsWith('/assets/app.js'))?.startTime);
@@ -295,7 +300,7 @@ async function waitImage(page, ok, what) {
   assert.fail(`${what}: the kept image is ${JSON.stringify(img)}`);
 }
 
-test('a repeat visit restores Python from the memory snapshot the first visit kept, with the lock-down intact; another build\'s, a corrupt or an unrestorable image means a normal load', async (t) => {
+test('a first visit restores the served memory snapshot and keeps it; a repeat visit restores the kept copy, with the lock-down intact; another build\'s means the served one, a corrupt or a truncated copy a normal load', async (t) => {
   if (!need(t)) return;
   const hits = [];
   const sentinel = http.createServer((req, res) => { hits.push(req.url); res.end('reached'); });
@@ -303,11 +308,13 @@ test('a repeat visit restores Python from the memory snapshot the first visit ke
   await new Promise((r) => sentinel.listen(0, '127.0.0.1', r));
   const first = await launch({ viewport: DESKTOP });
   const profile = first.dir;
+  let open = null;   // the last visit's browser: closed before its profile goes, whatever failed
   // One visit on the profile: → {page, logs (the page's console), close}.
   const visit = async () => {
     const b = await launch({ viewport: DESKTOP, profile });
     const logs = [];
     b.ctx.pages()[0].on('console', (m) => logs.push(m.text()));
+    open = b.ctx;
     const page = await openReady(b.ctx);
     return { page, logs, atReady: logs.slice(), close: () => b.ctx.close() };
   };
@@ -319,8 +326,15 @@ test('a repeat visit restores Python from the memory snapshot the first visit ke
   };
   const RESTORED = 'kernel: started from the memory snapshot';
   try {
-    // A first visit: a normal load; its kernel makes the image and the page keeps it.
+    // A first visit (loopback: the image is faster than a load, unless the machine is so loaded
+    // that even loopback reads slowly: then a load, said so): the served image restored; a kernel
+    // that restored it (this one, or the spare, which takes it whatever the link) hands the file
+    // over and the page keeps it.
+    const logs1 = [];
+    first.ctx.pages()[0].on('console', (m) => logs1.push(m.text()));
     const page1 = await openReady(first.ctx);
+    assert.ok(logs1.includes("kernel: started from the server's memory snapshot") ||
+      logs1.some((l) => /^kernel: Python loaded \(memory snapshot: skipped: the rest of it would take/.test(l)), JSON.stringify(logs1));
     const made = await waitImage(page1, (i) => i && i.intact, 'after a first visit');
     assert.match(made.key, /^[0-9a-f]{64}$/);
     assert.ok(made.size > 8e6, `an image of the runtime's memory: ${made.size} bytes`);
@@ -350,33 +364,35 @@ test('a repeat visit restores Python from the memory snapshot the first visit ke
     assert.deepEqual(bcGot, []);
     assert.deepEqual(await readImage(v.page), made, 'Python (IndexedDB probe included) did not touch the kept image');
 
-    // Another build's image: not sent; a normal load, and this build's image replaces it.
+    // Another build's image: not sent; the served one restored, and kept in its place.
     await spoilImage(v.page, 'key');
     await v.close();
     v = await visit();
-    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /another build's: a normal load/.test(l)), JSON.stringify(v.atReady));
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /another build's: the served one instead/.test(l)) &&
+      v.atReady.includes("kernel: started from the server's memory snapshot"), JSON.stringify(v.atReady));
     await python(v.page);
     await waitImage(v.page, (i) => i && i.key === made.key && i.intact, 'after another build\'s image');
 
-    // Bytes that do not match their hash: the worker refuses them, loads normally, says so.
+    // Bytes that are not the served image's: the worker refuses them, loads normally, says so.
     await spoilImage(v.page, 'bytes');
     await v.close();
     v = await visit();
-    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: its bytes do not match its hash: loaded normally/.test(l)), JSON.stringify(v.atReady));
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: its bytes do not match the served image's sha256: loaded normally/.test(l)), JSON.stringify(v.atReady));
     await python(v.page);
     await waitImage(v.page, (i) => i && i.intact, 'after a corrupt image');
 
-    // An image that hashes right but cannot be restored: Pyodide fails on it, a normal load follows.
+    // A cut copy with the hash of what is left (the page's record consistent): not the served image.
     await spoilImage(v.page, 'truncated');
     await v.close();
     v = await visit();
-    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: restoring failed .*loaded normally/.test(l)), JSON.stringify(v.atReady));
+    assert.ok(!v.atReady.includes(RESTORED) && v.atReady.some((l) => /memory snapshot refused: its size is \d+, the served lock says \d+: loaded normally/.test(l)), JSON.stringify(v.atReady));
     await python(v.page);
-    await waitImage(v.page, (i) => i && i.intact && i.size > 8e6, 'after an unrestorable image');
+    await waitImage(v.page, (i) => i && i.intact && i.size > 8e6, 'after a truncated image');
     await v.close();
   } finally {
     await first.ctx.close().catch(() => {});
+    if (open) await open.close().catch(() => {});
     sentinel.closeAllConnections?.(); sentinel.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5 });
   }
 });

@@ -32,6 +32,11 @@ export function startStaticServer({ root, pypiDisabled = false, extra } = {}) {
       res.end(JSON.stringify({ pypi_disabled: pypiDisabled, execution: 'browser', time_limit_s: 60 }));
       return;
     }
+    if (p === '/v1/me') { // no one is signed in here (the playground's chat list asks)
+      res.writeHead(401, { ...headers, 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'unauthorized', message: 'not signed in' } }));
+      return;
+    }
     if (p.startsWith('/v1/')) {
       res.writeHead(404, { ...headers, 'Content-Type': 'application/json' });
       res.end(JSON.stringify({ error: { code: 'not_found', message: 'static test server has no API' } }));
@@ -39,6 +44,7 @@ export function startStaticServer({ root, pypiDisabled = false, extra } = {}) {
     }
     if (p === '/' || p === '/playground') p = '/index.html';
     else if (p === '/admin') p = '/admin.html';
+    else if (p === '/signin') p = '/signin.html';
     else if (/^\/chat\/[^/]+$/.test(p)) p = '/chat.html';
     else if (p.startsWith('/worker-pypi/') || p.startsWith('/worker/')) {
       const pypi = p.startsWith('/worker-pypi/') && !pypiDisabled;

@@ -6,7 +6,8 @@
 //     Node host's status read from outside (its own user namespace, no capability, seccomp,
 //     no_new_privs, the RLIMIT_DATA bound);
 //   - Python in the real kernel (Pyodide under Node) reaches neither Pyodide's JS internals nor
-//     Node's modules (useNodeSockFS, _nodeSock, import()), sandboxed and trusted alike;
+//     Node's modules (useNodeSockFS, _nodeSock, import()), sandboxed and trusted alike, in kernels
+//     restored from the served memory snapshot and in kernels loaded from scratch;
 //   - memory: a kernel that a run leaves over its limit is replaced with a note, and the next run
 //     of the chat runs in a fresh kernel.
 // Processes are started and stopped by pid (lib.mjs).
@@ -266,8 +267,26 @@ async function probeEscapes(s, t) {
   } finally { server.close(); }
 }
 
-test('Python reaches neither Pyodide\'s JS internals nor Node\'s modules or sockets (sandboxed host)', async (t) => {
-  await probeEscapes(await stack(t), t);
+// The host's kernels restore the served memory snapshot (worker/snapshot.js) unless
+// CEREA_KERNEL_SNAPSHOT=0: the probes run on both paths, and the log says which one each kernel took.
+const RESTORED = /kernel restored from the served snapshot in \d+ ms/, LOADED = /kernel loaded in \d+ ms/;
+test('Python reaches neither Pyodide\'s JS internals nor Node\'s modules or sockets (sandboxed host, kernels restored from the served snapshot)', async (t) => {
+  const s = await stack(t);
+  await probeEscapes(s, t);
+  assert.match(s.log, RESTORED);
+  assert.doesNotMatch(s.log, LOADED);
+  assert.doesNotMatch(s.log, /memory snapshot refused/);
+});
+
+test('... nor on a host whose kernels load Python from scratch (CEREA_KERNEL_SNAPSHOT=0)', async (t) => {
+  const s = await startStack({ env: { CEREA_KERNEL_SNAPSHOT: '0' } });
+  dirs.push(s.dataDir);
+  try {
+    await hostReady(s);
+    await probeEscapes(s, t);
+    assert.match(s.log, LOADED);
+    assert.doesNotMatch(s.log, RESTORED);
+  } finally { await s.stop(); }
 });
 
 test('... nor with CEREA_SERVER_TRUSTED=1 (no bubblewrap: the kernel\'s own lock-down holds)', async (t) => {

@@ -41,7 +41,7 @@ function validator(pointer) {
 }
 
 // The web app's pages and static files are not the API (docs/api.md, "Static routes").
-const STATIC = /^\/($|playground$|admin$|chat\/|worker\/|worker-pypi\/|pyodide\/|assets\/)/;
+const STATIC = /^\/($|playground$|admin$|signin$|chat\/|worker\/|worker-pypi\/|pyodide\/|assets\/)/;
 
 const isError = (j) => j && typeof j === 'object' && j.error && typeof j.error.code === 'string' && typeof j.error.message === 'string';
 

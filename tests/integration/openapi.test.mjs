@@ -33,7 +33,7 @@ test('every route the server has is in the document', () => {
   const routes = new Set();
   for (const f of files) for (const m of readFileSync(f, 'utf8').matchAll(/tp_route(?:_streamed)?\(o->tp, "([A-Z]+)", "([^"]+)"/g)) routes.add(`${m[1]} ${m[2].replace("{name*}", "{name}")}`);
   // The web app's pages and the worker scripts are static files, not the API.
-  const pages = /^GET (\/|\/playground|\/admin|\/chat\/\{chat\}|\/worker\/\{path\*\}|\/worker-pypi\/\{path\*\})$/;
+  const pages = /^GET (\/|\/playground|\/admin|\/signin|\/chat\/\{chat\}|\/worker\/\{path\*\}|\/worker-pypi\/\{path\*\})$/;
   const missing = [...routes].filter((r) => !pages.test(r)).filter((r) => {
     const [method, path] = r.split(' ');
     return !doc.paths[path]?.[method.toLowerCase()];

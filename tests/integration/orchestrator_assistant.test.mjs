@@ -154,6 +154,38 @@ test('a tool call runs in the page as a tool run of the turn; its result reaches
   page.close();
 });
 
+test('while the answer streams, a run joining writes the message\'s text, runs and parts, not its tool calls; the end writes the calls once', async () => {
+  const chat = await newChat(srv);
+  const page = await openPage(chat);
+  const big = `print(len("${'x'.repeat(200_000)}"))`;
+  model.script.push({ code: big, text: 'Counting.' }, { text: 'It is 200000.' });
+  const r = await ask(chat, 'count the x');
+  assert.equal(r.status, 201);
+  const row = () => sqlQuery(srv.dataDir, `SELECT CASE WHEN calls_json IS NULL THEN 'none' ELSE 'calls:' || length(calls_json) END, parts_json, run_ids_json FROM messages WHERE id = '${r.json.answer_id}'`);
+  const run = (await page.nextRun(10000)).data;   // the page holds it: the turn is mid-way
+  await page.next((e) => e.event === 'message' && e.id !== null && e.data.run_ids?.length === 1);
+  let mid = '';
+  for (let i = 0; i < 50 && !mid.includes(run.run_id); i++) { mid = row(); if (!mid.includes(run.run_id)) await sleep(100); }
+  const [calls, parts, ids] = mid.split('|');
+  assert.equal(ids, JSON.stringify([run.run_id]), mid.slice(0, 300));
+  assert.deepEqual(JSON.parse(parts), [{ at: 'Counting.'.length, run_id: run.run_id }], 'the run\'s place is stored as it joins');
+  assert.equal(calls, 'none', 'the tool calls (200 KB of arguments) are not written while the answer streams');
+  await page.started(run);
+  await page.result(run, { stdout: '200000\n' });
+  const fin = await ended(page, r.json.answer_id);
+  assert.equal(fin.data.state, 'done');
+  let end = '';
+  for (let i = 0; i < 50 && !end.startsWith('calls:'); i++) { end = row(); if (!end.startsWith('calls:')) await sleep(100); }
+  assert.ok(Number(end.split('|')[0].slice(6)) > 200_000, `the end writes the calls: ${end.slice(0, 80)}`);
+  // The next turn replays that call with its result.
+  model.script.push({ text: 'Yes.' });
+  const r2 = await ask(chat, 'sure?');
+  await ended(page, r2.json.answer_id);
+  const replay = model.requests.at(-1).body.messages;
+  assert.equal(replay.find((m) => m.role === 'tool')?.content.includes('200000'), true);
+  page.close();
+});
+
 test('an answer with two python blocks: both auto-run, in order, under the message', async () => {
   const chat = await newChat(srv);
   const page = await openPage(chat);
@@ -624,7 +656,12 @@ test('a server killed while the model\'s tool run is held by the page: after its
     assert.equal(list.at(-1).error.code, 'interrupted');
     assert.deepEqual(list.at(-1).run_ids, [tool.run_id]);
     m2.script.push({ text: 'back' });
-    assert.equal((await ask(chat, 'again', chat.token, s2)).status, 201, 'the chat takes the next message');
+    const again = await ask(chat, 'again', chat.token, s2);
+    assert.equal(again.status, 201, 'the chat takes the next message');
+    await ended(p2, again.json.answer_id);
+    // The interrupted answer is replayed as its text alone: its calls were to be stored with its end.
+    const replay = m2.requests.at(-1).body.messages.filter((m) => m.role !== 'system');
+    assert.deepEqual(replay.map((m) => m.role), ['user', 'user'], JSON.stringify(replay).slice(0, 400));
     p2.close();
   } finally {
     await s2.stop();

@@ -24,7 +24,7 @@ test('rename with the page token or the API key: trimmed, stored, listed by GET 
   assert.equal(r.json.chat_id, chat.id);
   assert.equal(r.json.title, 'Budget ☃ 2026');
   assert.equal(typeof r.json.created_at, 'number');
-  assert.deepEqual(Object.keys(r.json).sort(), ['chat_id', 'created_at', 'title']);
+  assert.deepEqual(Object.keys(r.json).sort(), ['chat_id', 'created_at', 'owner', 'title']);
   assert.equal((await listed(chat.id)).title, 'Budget ☃ 2026');
   const k = await rename(chat, 'By the operator', { token: undefined });
   assert.equal(k.status, 200);
@@ -77,7 +77,7 @@ test('GET /v1/chats/{chat} with the page token or the API key: the object PATCH 
   const chat = await newChat(srv);
   const fresh = await call(srv, 'GET', `/v1/chats/${chat.id}`, { token: chat.token });
   assert.equal(fresh.status, 200, fresh.buf.toString());
-  assert.deepEqual(Object.keys(fresh.json).sort(), ['chat_id', 'created_at', 'title']);
+  assert.deepEqual(Object.keys(fresh.json).sort(), ['chat_id', 'created_at', 'owner', 'title']);
   assert.equal(fresh.json.chat_id, chat.id);
   assert.equal(fresh.json.title, null, 'a chat created without a title reads title null');
   assert.equal(typeof fresh.json.created_at, 'number');

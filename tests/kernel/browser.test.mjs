@@ -31,6 +31,25 @@ before(async () => {
     hits.push(u.pathname);
     const h = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp', 'Cross-Origin-Resource-Policy': 'same-origin' };
     if (u.pathname === '/') { res.writeHead(200, { ...h, 'content-type': 'text/html' }); res.end('<!DOCTYPE html><title>kernel</title>'); return; }
+    // /pyodide/tampered/: the runtime as served, but the memory image with one byte changed;
+    // /pyodide/slow/: the image sent at ~1.3 MB/s (a slow link: the rest would take seconds).
+    const variant = /^\/pyodide\/(tampered|slow)\//.exec(u.pathname);
+    if (variant) {
+      const f = path.basename(u.pathname);
+      if (!fs.existsSync(path.join(PYODIDE_DIR, f))) { res.writeHead(404, h); res.end(); return; }
+      const body = fs.readFileSync(path.join(PYODIDE_DIR, f));
+      const image = /^cerea-snapshot-.*\.bin$/.test(f);
+      if (image && variant[1] === 'tampered') body[body.length >> 1] ^= 1;
+      res.writeHead(200, { ...h, 'content-type': TYPES[path.extname(f)] || 'application/octet-stream', 'content-length': body.length });
+      if (!(image && variant[1] === 'slow')) { res.end(body); return; }
+      let at = 0;
+      const tick = setInterval(() => {
+        if (res.destroyed || at >= body.length) { clearInterval(tick); res.end(); return; }
+        res.write(body.subarray(at, at += 65536));
+      }, 50);
+      res.on('close', () => clearInterval(tick));
+      return;
+    }
     for (const [p, d] of MAP) {
       if (!u.pathname.startsWith(p)) continue;
       const f = path.join(d, path.normalize(u.pathname.slice(p.length)));
@@ -119,4 +138,92 @@ test('browser worker: a memory snapshot of another build is refused (a normal lo
   assert.deepEqual(out.lockdown, []);
   assert.equal(out.stdout, '42\n');
   assert.deepEqual(out.events, [['log', 'memory snapshot refused: made by another build: loaded normally']]);
+});
+
+// The image setup made in Node (scripts/make_snapshot.mjs) restores in Chromium's worker as well:
+// one image for every host.  And one byte changed in it: refused before Pyodide sees it, a load.
+const SERVED = (() => { try { return JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'pyodide-lock.json'), 'utf8')).cerea_snapshot; } catch { return null; } })();
+test('browser worker: the served image (made by setup in Node) restores, the lock-down intact and the progress counting it; one byte changed in it means a normal load', { skip: skip || (!SERVED && 'the served lock lists no memory snapshot: run scripts/setup.sh') }, async () => {
+  const out = await page.evaluate(async (base) => {
+    const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
+    const start = async (dir) => {
+      const events = [];
+      const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/kernel-worker.js', { type: 'module' }),
+        init: { indexURL: base + dir, packageBaseUrl: base + dir, lockFileURL: base + dir + 'pyodide-lock.json',
+          kernelURL: 'bundled:kernel/', servedSnapshot: { budgetMs: 600000 } } });   // a loaded machine never makes it a load
+      k.onEvent((e) => { if (e.event === 'log') events.push(e.message); if (e.event === 'progress' && e.stage === 'runtime') events.push(`progress: ${e.message}`); if (e.event === 'progress' && e.stage === 'download') events.total = e.total; });
+      const t0 = performance.now();
+      const info = await k.ready;
+      const ms = performance.now() - t0;
+      const r = await k.run({ code: `import js, random
+print(sum(range(10)), [n for n in ['XMLHttpRequest','WebSocket','importScripts','indexedDB','caches','postMessage'] if getattr(js, n, None) is not None])
+try:
+    js.eval('1'); print('eval REACHED')
+except Exception: print('eval refused')
+try:
+    await js.fetch('${base}/leak'); print('fetch REACHED')
+except Exception: print('fetch refused')` });
+      k.terminate('cancelled');
+      return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, events, total: events.total, ms };
+    };
+    return { served: await start('/pyodide/'), tampered: await start('/pyodide/tampered/') };
+  }, base);
+  const { served, tampered } = out;
+  assert.equal(served.snapshot, 'served', JSON.stringify(served));
+  assert.deepEqual(served.lockdown, []);
+  assert.equal(served.stdout, '45 []\neval refused\nfetch refused\n');
+  assert.deepEqual(served.events, ["progress: restoring the Python runtime from the server's snapshot"]);
+  assert.ok(served.total > SERVED.size, `the download total counts the image: ${served.total}`);
+  assert.equal(tampered.snapshot, 'refused: its bytes do not match the sha256 of the served lock');
+  assert.deepEqual(tampered.lockdown, []);
+  assert.equal(tampered.stdout, served.stdout);
+  assert.deepEqual(tampered.events, ["progress: restoring the Python runtime from the server's snapshot",
+    'memory snapshot refused: its bytes do not match the sha256 of the served lock: loaded normally',
+    'progress: loading the Python runtime (its snapshot could not be used)']);
+  assert.ok(!hits.includes('/leak'), 'no probe reached the server');
+  console.log(`# Chromium worker: restored from the served image in ${(served.ms / 1000).toFixed(2)} s, loaded (tampered image) in ${(tampered.ms / 1000).toFixed(2)} s`);
+});
+
+// The page's kept image is restored only as a copy of the served file (provenance: a script on
+// the origin can write IndexedDB, but not bytes that hash to the served lock's sha256); a first
+// visit whose link is too slow for the image gives it up and loads; asked to, a kernel that
+// restored the served image hands the very file over for the page to keep.
+test('browser worker: a planted kept image is refused; a link too slow for the image means a load; the served file is handed over to be kept', { skip: skip || (!SERVED && 'the served lock lists no memory snapshot: run scripts/setup.sh') }, async () => {
+  const out = await page.evaluate(async ({ base, name, key }) => {
+    const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
+    const file = new Uint8Array(await (await fetch(base + '/pyodide/' + name)).arrayBuffer());
+    const hex = async (b) => Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', b)), (x) => x.toString(16).padStart(2, '0')).join('');
+    const start = async (fields) => {
+      const logs = [], kept = [];
+      const dir = fields.dir || '/pyodide/';
+      delete fields.dir;
+      const k = new KernelClient({ createWorker: () => new Worker(base + '/worker/kernel-worker.js', { type: 'module' }),
+        init: { indexURL: base + dir, packageBaseUrl: base + dir, lockFileURL: base + dir + 'pyodide-lock.json', kernelURL: 'bundled:kernel/', ...fields } });
+      k.onEvent((e) => { if (e.event === 'log') logs.push(e.message); if (e.event === 'progress' && e.stage === 'runtime') logs.push(`progress: ${e.message}`); if (e.event === 'snapshot') kept.push(e.bytes); });
+      const info = await k.ready;
+      const r = await k.run({ code: 'print(6 * 7)' });
+      k.terminate('cancelled');
+      return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, logs, kept: await Promise.all(kept.map(hex)) };
+    };
+    // A planted image: this build's key in its header, its own sha256 stored with it, not the served bytes.
+    const planted = file.slice(); planted[planted.length - 7] ^= 1;
+    return {
+      planted: await start({ snapshot: { key, sha256: await hex(planted), bytes: planted }, servedSnapshot: true }),
+      slow: await start({ dir: '/pyodide/slow/', servedSnapshot: true, makeSnapshot: key }),
+      kept: await start({ servedSnapshot: { budgetMs: 600000 }, makeSnapshot: key }),
+      fileSha: await hex(file),
+    };
+  }, { base, name: SERVED.file_name, key: SERVED.key });
+  assert.equal(out.planted.snapshot, "refused: its bytes do not match the served image's sha256");
+  assert.ok(out.planted.logs.includes("memory snapshot refused: its bytes do not match the served image's sha256: loaded normally"), JSON.stringify(out.planted.logs));
+  assert.equal(out.planted.stdout, '42\n');
+  assert.deepEqual(out.planted.lockdown, []);
+  assert.match(out.slow.snapshot, /^skipped: the rest of it would take [\d.]+ s here, more than a load's 1\.5 s$/);
+  assert.deepEqual(out.slow.logs.filter((l) => l.startsWith('progress')), ["progress: restoring the Python runtime from the server's snapshot",
+    'progress: loading the Python runtime (faster than downloading its snapshot on this connection)']);
+  assert.deepEqual(out.slow.kept, [], 'nothing to keep from a load');
+  assert.equal(out.slow.stdout, '42\n');
+  assert.equal(out.kept.snapshot, 'served');
+  assert.deepEqual(out.kept.kept, [out.fileSha], 'the served file, as served');
+  assert.equal(out.fileSha, SERVED.sha256);
 });

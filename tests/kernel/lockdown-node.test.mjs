@@ -9,7 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { newNodeKernel } from '../../worker/node-kernel.js';
-import { run } from './helpers.mjs';
+import { run, EXPECTED_START } from './helpers.mjs';
 
 const MEMORY_MB = 384;
 let k, info, server, port, hits = 0;
@@ -33,7 +33,8 @@ except BaseException as e:
 `;
 const lines = (r) => r.stdout.trim().split('\n');
 
-test('the lock-down reports nothing left undone', () => {
+test('the lock-down reports nothing left undone (on the start path this run holds to the probes)', () => {
+  assert.equal(info.snapshot, EXPECTED_START);
   assert.deepEqual(info.lockdown, []);
   assert.equal(info.node_lockdown.memory_mb, MEMORY_MB);
 });

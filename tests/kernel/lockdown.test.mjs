@@ -6,15 +6,20 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { newNodeKernel, run } from './helpers.mjs';
+import { newNodeKernel, run, EXPECTED_START } from './helpers.mjs';
 import { KernelCore, BLOCKED_GLOBALS } from '../../worker/core.js';
 
-let k, server, port, hits = 0;
+let k, info, server, port, hits = 0;
 before(async () => {
   server = http.createServer((req, res) => { hits++; res.end('leak'); });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   port = server.address().port;
-  k = newNodeKernel(); await k.ready;
+  k = newNodeKernel(); info = await k.ready;
+});
+
+test(`the kernel started on the path this run holds to the probes (${EXPECTED_START === 'served' ? 'restored from the served snapshot' : 'loaded'}), its lock-down complete`, () => {
+  assert.equal(info.snapshot, EXPECTED_START);
+  assert.deepEqual(info.lockdown, []);
 });
 after(() => { k && k.terminate('cancelled'); server && server.close(); });
 

@@ -40,3 +40,14 @@ test('a phone card says why a run started again, for each reason', () => {
   assert.match(PHONE.rerun(2, 'lost'), /lost track of this page/);
   assert.match(PHONE.keepOpen(), /Keep this page open/);
 });
+
+test('the web app shell\'s sentences: one distinct code each, every wording a non-empty sentence', async () => {
+  const { UI, UI_CODE } = await import('../../worker/notes.js');
+  assert.deepEqual(Object.keys(UI).sort(), Object.keys(UI_CODE).sort());
+  const codes = Object.values(UI_CODE);
+  assert.equal(new Set(codes).size, codes.length, 'codes are distinct');
+  assert.ok(!codes.some((c) => Object.values(NOTE_CODE).includes(c)), 'no code shared with the run notes');
+  for (const [name, say] of Object.entries(UI)) assert.match(say('x', 'y'), /\S/, name);
+  assert.equal(UI.signinThrottled(1), 'Too many attempts: try again in 1 second.');
+  assert.equal(UI.signinThrottled(30), 'Too many attempts: try again in 30 seconds.');
+});

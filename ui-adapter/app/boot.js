@@ -14,9 +14,10 @@
 // CSP) is the answer anyway: the PyPI setting is off, or the server said on this browser's last
 // visit that PyPI cannot be used here (kept in localStorage).  A server that allows PyPI since
 // then gets its way from the next page load; the kernel is never less strict than the server's
-// last word.  Otherwise (a first visit, PyPI allowed) the kernel waits for /v1/config.
+// last word.  Otherwise (a first visit, PyPI allowed) the kernel waits for /v1/config and for the
+// signed-in person's own setting (GET /v1/me; settings.js wantedPypi).
 import { KernelSupervisor } from '../src/kernel.js';
-import { loadSettings, serverConfig, pypiAllowed, pypiState, workerUrl } from './settings.js';
+import { loadSettings, serverConfig, pypiAllowed, pypiState, workerUrl, wantedPypi } from './settings.js';
 import { runtimeProgress } from './progress.js';
 import { VERDICT, strictWorker } from './first-worker.js';
 
@@ -40,8 +41,10 @@ export function startPageKernel(settings = loadSettings()) {
     try { localStorage.setItem(VERDICT, pypiState(cfg)); } catch { /* storage off: ask each time */ }
     return cfg;
   });
-  const chosen = strict ? Promise.resolve() : config.then((cfg) => {
-    if (!pypiAllowed(settings, cfg)) { supervisor.workerUrl = workerUrl(false); supervisor.pypi = false; }
+  // Strict at once: the person's own setting still refreshes the hint for the next load.
+  if (strict) wantedPypi().catch(() => {});
+  const chosen = strict ? Promise.resolve() : Promise.all([config, wantedPypi()]).then(([cfg, pypi]) => {
+    if (!pypiAllowed({ pypi }, cfg)) { supervisor.workerUrl = workerUrl(false); supervisor.pypi = false; }
   });
   const started = chosen.then(() => supervisor.start());
   started.catch(() => {}); // the page says so (it holds `started`)

@@ -5,15 +5,17 @@
 // duration, notes, the restart notice with the remounted files, why a re-run came, and the run's
 // files as artifact cards (download + preview).  When a run produced files, the file is the
 // answer: the code folds behind a disclosure.  Figures redrawn under one name show as versions of
-// one artifact (the card shows "v2", "v3"…).  A value or display shows its richest part: HTML only
-// inside a sandboxed frame with the artifacts' CSP (previews.js), SVG and PNG as images (an image
-// runs no script), else its text.
+// one artifact (the card shows "v2", "v3"…).  A value or display shows its richest part, in
+// Jupyter's order: HTML only inside a sandboxed frame with the artifacts' CSP (previews.js),
+// markdown (IPython's Markdown, `_repr_markdown_`) as the answers' sanitized markdown
+// (markdown.js), SVG, PNG and JPEG as images (an image runs no script), else its text.
 // It renders a run view (docs/api.md's run object plus the live parts ui-adapter/src/session.js
 // adds); it does not fetch runs or talk to the kernel: `getBytes(file)` and `onInput(text)` are
 // supplied by the page.
 import { h, fmtBytes, fmtMs, isPhone } from './dom.js';
 import { renderPreview, previewKind, mimeOf, htmlFrame } from './previews.js';
 import { NOTE, PHONE, noteCode } from '../src/kernel.js';
+import { renderMarkdown } from './markdown.js';
 
 const STATUS_TEXT = { ok: 'Done', error: 'Error', timeout: 'Time limit: sandbox restarted', crashed: 'Sandbox crashed: restarted',
   abandoned: 'Abandoned', cancelled: 'Cancelled', rejected: 'Code execution is off' };
@@ -23,11 +25,13 @@ const STATE_TEXT = { queued: 'Queued', dispatched: 'Starting…', running: 'Runn
 // The bytes of a string as base64 (an SVG as a data: URL).
 const b64 = (s) => { let bin = ''; for (const b of new TextEncoder().encode(s)) bin += String.fromCharCode(b); return btoa(bin); };
 
-/** One MIME bundle (a value or a display), its richest part: html, svg, png, else text. */
+/** One MIME bundle (a value or a display), its richest part: html, markdown, svg, png, jpeg, else text. */
 export function bundleView(bundle, label) {
   if (bundle['text/html']) return htmlFrame(bundle['text/html'], label);
+  if (typeof bundle['text/markdown'] === 'string') return h('div', { class: 'bundle-markdown', 'aria-label': label }, renderMarkdown(bundle['text/markdown']));
   if (bundle['image/svg+xml']) return h('img', { class: 'bundle-image', alt: label, src: `data:image/svg+xml;base64,${b64(bundle['image/svg+xml'])}` });
   if (bundle['image/png']) return h('img', { class: 'bundle-image', alt: label, src: `data:image/png;base64,${bundle['image/png']}` });
+  if (bundle['image/jpeg']) return h('img', { class: 'bundle-image', alt: label, src: `data:image/jpeg;base64,${bundle['image/jpeg']}` });
   return h('pre', { class: 'value' }, bundle['text/plain'] ?? '');
 }
 

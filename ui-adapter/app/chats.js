@@ -1,38 +1,36 @@
-// chats.js -- the chats this browser can open: their page tokens kept in localStorage
-// ('cerea.chats', newest first: {chat_id, page_token, title}), for the chat list (main-index.js) and
-// the chat page (main-chat.js).  The API never shows a chat's token again after it made it, so a
-// chat created elsewhere (through the API, the CLI, another browser) gets one here from the
-// operator key: POST /v1/chats/{chat}/page_link mints a link to that chat's page.
-// It does not list the server's chats (GET /v1/chats, main-index.js) or check a token.
-import { Api } from '../src/api.js';
+// chats.js -- the signed-in person's chats, through the API with the session cookie: the list
+// (GET /v1/chats: their own, newest first, with titles), create (POST /v1/chats), rename (PATCH),
+// delete (DELETE: messages, runs and files go with it), and the page token a chat's page attaches
+// with (POST /v1/chats/{chat}/page_link with the session; the same token every time, nothing
+// stored by the server).  Page tokens live in this page's memory only: nothing here is kept in
+// the browser's storage.  It does not render (sidebar.js) or check a page token from a link.
+import { sessionApi } from './account.js';
 
-const CHATS = 'cerea.chats';
-const MAX_CHATS = 500;   // kept in this browser (the oldest go first)
+const enc = encodeURIComponent;
+const tokens = new Map(); // chat_id -> page token, this page's memory only
 
-export const loadChats = () => { try { return JSON.parse(localStorage.getItem(CHATS) || '[]'); } catch { return []; } };
-export const saveChats = (c) => localStorage.setItem(CHATS, JSON.stringify(c.slice(0, MAX_CHATS)));
+/** The person's chats, newest first: [{chat_id, title, created_at, owner}]. */
+export async function listChats() { return (await sessionApi.call('GET', '/v1/chats'))?.chats || []; }
 
-/** The page token this browser holds for a chat, or ''. */
-export const storedToken = (chatId) => loadChats().find((c) => c.chat_id === chatId)?.page_token || '';
-
-/** Keeps (or refreshes) a chat's token and title in this browser. */
-export function rememberChat({ chat_id: chatId, page_token: pageToken, title }) {
-  const chats = loadChats().filter((c) => c.chat_id !== chatId);
-  chats.unshift({ chat_id: chatId, page_token: pageToken, title: title ?? null });
-  try { saveChats(chats); } catch { /* storage full: the link still opens this time */ }
+/** A new chat of the person's → the chat object (its page token kept in memory). */
+export async function createChat(title) {
+  const c = await sessionApi.call('POST', '/v1/chats', title ? { title } : {});
+  if (c?.page_token) tokens.set(c.chat_id, c.page_token);
+  return c;
 }
 
-/** The path of a chat's page with its token in the fragment (never sent to the server). */
-export const chatPath = (chatId, pageToken) => `/chat/${encodeURIComponent(chatId)}#token=${encodeURIComponent(pageToken)}`;
+export const renameChat = (chatId, title) => sessionApi.call('PATCH', `/v1/chats/${enc(chatId)}`, { title });
+export async function deleteChat(chatId) { await sessionApi.call('DELETE', `/v1/chats/${enc(chatId)}`); tokens.delete(chatId); }
 
-/**
- * A page token for a chat created elsewhere, minted with the operator key and kept here.
- * Resolves the chat's path; throws ApiError (404 when this server cannot mint links, 401 for a
- * refused key).
- */
-export async function linkChat(chatId, apiKey, title) {
-  const r = await new Api({ token: apiKey }).pageLink(chatId);
-  if (!r?.page_token) throw new Error('the server answered without a page token');
-  rememberChat({ chat_id: chatId, page_token: r.page_token, title });
-  return chatPath(chatId, r.page_token);
+/** The page token of one of the person's chats (ApiError 404 when it is not theirs or not there). */
+export async function pageToken(chatId) {
+  if (!tokens.has(chatId)) {
+    const r = await sessionApi.call('POST', `/v1/chats/${enc(chatId)}/page_link`, {});
+    if (!r?.page_token) throw new Error('the server answered without a page token');
+    tokens.set(chatId, r.page_token);
+  }
+  return tokens.get(chatId);
 }
+
+/** A chat's page for its owner (no token in the address: the page asks for one with the session). */
+export const chatPath = (chatId) => `/chat/${enc(chatId)}`;

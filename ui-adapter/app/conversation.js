@@ -1,7 +1,8 @@
 // conversation.js -- the chat page's conversation: the messages in order (the user's question as
 // text, the assistant's answer as sanitized markdown while it streams and once it ends, how it ended
-// when that was not plainly: stopped, or the model's error in plain words), each message's runs
-// under it in order as run cards (tool runs while it answers, then the answer's auto runs), and
+// when that was not plainly: stopped, or the model's error in plain words), each tool run's card at
+// the place in the answer where it ran (the message's `parts`: text, card, text…, live and after a
+// reload), then the message's other runs (the answer's auto runs) under it in order, and
 // the runs of no message (the user's own code) between messages by time, oldest first; a reader at
 // the end of the page is kept there as it grows.  It draws
 // MessageList.timeline() (ui-adapter/src/messages.js); elements are kept and moved only when their
@@ -11,6 +12,7 @@
 // and `cardFor` builds run cards with the page's callbacks.
 import { h } from './dom.js';
 import { renderMarkdown } from './markdown.js';
+import { segments } from '../src/messages.js';
 
 // What a model error means for the person at the page (the codes of docs/api.md "Messages").
 // The server's words for model_error and model_unreachable are whole sentences that already say
@@ -39,7 +41,7 @@ export class Conversation {
     this.messages = messages;
     this.cardFor = cardFor;
     this.runs = new Map();     // run_id -> latest view
-    this.blocks = new Map();   // message_id -> {el, body, runsEl, shown: text drawn, state}
+    this.blocks = new Map();   // message_id -> {el, flow, status, runsEl, texts: [{el, shown}]}
     this.pending = false;
     messages.on('message', () => this.schedule());
   }
@@ -72,33 +74,48 @@ export class Conversation {
     const order = [];
     for (const item of items) {
       if (item.kind === 'run') { order.push(this.cardFor(item.run_id).el); continue; }
-      const b = this.block(item.message);
-      place(b.runsEl, item.run_ids.map((id) => this.cardFor(id).el));
+      const b = this.block(item.message, item.run_ids);
       order.push(b.el);
     }
     place(this.el, order);
     if (atEnd && doc.scrollHeight > height) doc.scrollTop = doc.scrollHeight;
   }
 
-  block(m) {
+  // A message's article: its text cut at its tool runs with their cards in those places (the flow),
+  // how it ended, then its runs that are not in its text (`owned` less those placed).
+  block(m, owned = m.run_ids) {
     let b = this.blocks.get(m.message_id);
     if (!b) {
-      const body = h('div', { class: 'msg-text', 'data-testid': 'message-text' });
+      const flow = h('div', { class: 'msg-flow' });
       const status = h('p', { class: 'msg-status', 'data-testid': 'message-status', role: 'status' });
       const runsEl = h('div', { class: 'msg-runs' });
       const el = h('article', { class: `msg msg-${m.role}`, 'data-message-id': m.message_id, 'data-role': m.role },
-        h('header', { class: 'msg-head' }, m.role === 'user' ? 'You' : 'Assistant'), body, status, runsEl);
-      b = { el, body, status, runsEl, shown: null, state: null };
+        h('header', { class: 'msg-head' }, m.role === 'user' ? 'You' : 'Assistant'), flow, status, runsEl);
+      b = { el, flow, status, runsEl, texts: [] };
       this.blocks.set(m.message_id, b);
     }
     b.el.dataset.state = m.state;
     b.el.setAttribute('aria-busy', String(m.state === 'streaming'));   // read out once it is whole
     b.el.dataset.turnId = m.turn_id || '';
-    if (b.shown !== m.text) {
-      b.shown = m.text;
-      if (m.role === 'assistant') b.body.replaceChildren(renderMarkdown(m.text));
-      else b.body.textContent = m.text;
-    }
+    const segs = m.role === 'assistant' ? segments(m) : [{ type: 'text', text: m.text }];
+    // An answer with no text yet still has its (empty) text element first: the status line and
+    // the streaming mark go by it.
+    if (!segs.some((x) => x.type === 'text')) segs.unshift({ type: 'text', text: '' });
+    const inFlow = new Set();
+    let t = 0;
+    const flow = segs.map((x) => {
+      if (x.type === 'run') { inFlow.add(x.run_id); return this.cardFor(x.run_id).el; }
+      const seg = (b.texts[t++] ||= { el: h('div', { class: 'msg-text', 'data-testid': 'message-text' }), shown: null });
+      if (seg.shown !== x.text) {
+        seg.shown = x.text;
+        if (m.role === 'assistant') seg.el.replaceChildren(renderMarkdown(x.text));
+        else seg.el.textContent = x.text;
+      }
+      return seg.el;
+    });
+    b.texts.length = t;
+    place(b.flow, flow);
+    place(b.runsEl, owned.filter((id) => !inFlow.has(id)).map((id) => this.cardFor(id).el));
     const errText = modelErrorText(m.error);
     const statusText = m.state === 'streaming' ? (m.text || m.run_ids.length ? '' : 'Thinking…') : m.state === 'stopped' ? 'Stopped: the answer ends here.' : errText;
     if (b.status.textContent !== statusText) b.status.textContent = statusText;

@@ -1,17 +1,19 @@
-// main-admin.js -- the operator's page at /admin: with the API key (sent as a bearer header, and
-// kept in this browser only once the server accepted it, since the playground creates chats with
-// the same saved key) it shows live pages and runs (paused ones with the time left before they
+// main-admin.js -- the administrators' page at /admin, with an admin's session (the sign-in page
+// first when no one is signed in; a person who is not an admin is told so): people (add one, with
+// the one-time password the server made shown once; disable, enable; a new one-time password),
+// live pages and runs (paused ones with the time left before they
 // are abandoned), recent runs, restarts and storage used (from /metrics), the Python packages this
 // deployment serves and lacks (GET /v1/config), and edits the retention setting
 // (Administration → Storage) through PUT /v1/admin/settings.  Refreshes every 2 s while visible.
 // GET /v1/admin/runs lists finished runs without their origin or restart: those come from each
 // run's own object (GET /v1/runs/{run}), fetched once per run (a finished run does not change).
 // Charts of the last minutes of activity (charts.js) from GET /v1/admin/history.  It changes
-// nothing else.
-import { Api } from '../src/api.js';
+// nothing else.  No page asks for or keeps the API key: it is for backends and the CLI.
 import { drawHistory } from './charts.js';
 import { h, fmtBytes, fmtMs } from './dom.js';
-import { loadSettings, saveSettings, serverConfig, pypiState } from './settings.js';
+import { serverConfig, pypiState } from './settings.js';
+import { requirePerson, recheckOnShow, sessionApi, signOut, tell } from './account.js';
+import { UI, UI_CODE } from '../../worker/notes.js';
 
 const $ = (id) => document.getElementById(id);
 let api = null;
@@ -77,21 +79,86 @@ async function refresh() {
     return 'ok';
   } catch (e) {
     const refused = e.status === 401 || e.status === 403;
-    $('admin-status').textContent = refused ? 'The API key was refused.' : `Cannot reach the API: ${e.message}`;
+    if (e.status === 401) { location.reload(); return 'refused'; } // the session ended: sign in again
+    $('admin-status').textContent = `Cannot reach the API: ${e.message}`;
     $('admin-status').dataset.state = 'refused';
     return refused ? 'refused' : 'error';
   }
 }
 
-async function connect() {
-  const key = $('apikey').value.trim();
-  clearInterval(timer);
-  timer = null;
-  api = new Api({ token: key });
-  finished.clear();
-  const verdict = await refresh();
-  if (verdict === 'refused') { api = null; return; } // not saved: the playground keeps its key
-  saveSettings({ ...loadSettings(), apiKey: key });
+// ---- People -------------------------------------------------------------------------------------
+const when = (t) => (t ? new Date(t).toLocaleString() : '');
+
+/** The one-time password the server made, shown once with what it is for; Done forgets it. */
+function showSecret(name, sentence, password) {
+  const box = $('person-secret');
+  const code = h('code', { 'data-testid': 'one-time-password' }, password);
+  const copy = h('button', { type: 'button', class: 'btn btn-small' }, 'Copy');
+  const status = h('span', { class: 'small muted', role: 'status' });
+  copy.addEventListener('click', async () => {
+    try { await navigator.clipboard.writeText(password); tell(status, 'copied'); } catch { tell(status, 'copyFailed'); }
+  });
+  const done = h('button', { type: 'button', class: 'btn btn-small' }, 'Done');
+  done.addEventListener('click', () => { box.replaceChildren(); box.hidden = true; });
+  box.replaceChildren(h('p', { 'data-code': UI_CODE[sentence] }, UI[sentence](name)), h('div', { class: 'row' }, code, copy, done, status));
+  box.hidden = false;
+}
+
+async function loadPeople() {
+  let people;
+  try { people = (await api.call('GET', '/v1/admin/people'))?.people || []; }
+  catch (e) { tell($('people-status'), 'personNotSaved', e.message); return; }
+  rows($('people').tBodies[0], people, (p) => [p.name + (p.id === self.id ? ' (you)' : ''), p.role, p.disabled ? 'disabled' : 'active', when(p.last_seen_at),
+    h('span', { class: 'row' },
+      h('button', { type: 'button', class: 'btn btn-small', 'data-action': p.disabled ? 'enable' : 'disable', onclick: () => changePerson(p, { disabled: !p.disabled }) }, p.disabled ? 'Enable' : 'Disable'),
+      h('button', { type: 'button', class: 'btn btn-small', 'data-action': 'reset', onclick: () => changePerson(p, { reset_password: true }) }, 'New password'))]);
+  for (const tr of $('people').tBodies[0].rows) tr.dataset.name = tr.cells[0].textContent.replace(/ \(you\)$/, '');
+}
+
+async function changePerson(p, change) {
+  tell($('people-status'));
+  try {
+    const r = await api.call('PATCH', `/v1/admin/people/${encodeURIComponent(p.id)}`, change);
+    if (r?.password) showSecret(p.name, 'personReset', r.password);
+    else if ('disabled' in change) tell($('people-status'), change.disabled ? 'personDisabled' : 'personEnabled', p.name);
+  } catch (e) { tell($('people-status'), 'personNotSaved', e.message); }
+  loadPeople();
+}
+
+async function addPerson(e) {
+  e.preventDefault();
+  const name = $('person-name').value.trim();
+  tell($('people-status'));
+  if (!name) { tell($('people-status'), 'signinInvalid'); return; }
+  try {
+    const r = await api.call('POST', '/v1/admin/people', { name, role: $('person-role').value });
+    $('person-name').value = '';
+    if (r?.password) showSecret(r.person?.name || name, 'personCreated', r.password);
+  } catch (err) {
+    tell($('people-status'), ...(err.status === 409 ? ['personTaken', name] : ['personNotSaved', err.message]));
+  }
+  loadPeople();
+}
+
+// ---- Start: an admin's session ------------------------------------------------------------------
+let self = null;
+async function start() {
+  const m = await requirePerson();
+  self = m.person;
+  recheckOnShow(m);
+  $('who').textContent = UI.signedInAs(self.name);
+  const out = h('button', { type: 'button', class: 'btn btn-small', id: 'sign-out' }, 'Sign out');
+  out.addEventListener('click', () => signOut().catch((e) => tell($('admin-status'), 'signoutFailed', e.message)));
+  $('who').after(' ', out);
+  if (self.role !== 'admin') {
+    for (const el of document.querySelectorAll('main > section.panel:not(#packages-panel)')) el.hidden = true;
+    tell($('admin-status'), 'adminOnly', self.name);
+    return;
+  }
+  api = sessionApi;
+  $('person-form').addEventListener('submit', addPerson);
+  loadPeople();
+  await refresh();
   timer = setInterval(() => { if (document.visibilityState === 'visible') refresh(); }, 2000);
 }
 
@@ -109,10 +176,8 @@ async function showPackages() {
       : 'PyPI installs: allowed; each user can turn them off.';
 }
 
-$('apikey').value = loadSettings().apiKey || '';
-$('key-form').addEventListener('submit', (e) => { e.preventDefault(); connect(); });
 $('save-retention').addEventListener('click', async () => {
-  if (!api) { $('retention-status').textContent = 'Connect with the operator API key first.'; return; }
+  if (!api) return; // not an administrator: the section is hidden
   const days = Number($('retention').value);
   if (!Number.isInteger(days) || days < 1) { $('retention-status').textContent = 'Enter a whole number of days.'; return; }
   try {
@@ -121,4 +186,4 @@ $('save-retention').addEventListener('click', async () => {
   } catch (e) { $('retention-status').textContent = `Not saved: ${e.message}`; }
 });
 showPackages();
-if ($('apikey').value) connect();
+start();

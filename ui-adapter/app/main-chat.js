@@ -14,9 +14,11 @@
 // unknown chat) replaces the page with one that says so and what to do, and stops the Python
 // runtime it had started loading.
 // The token comes from the URL fragment (never sent to the server by the browser) and is only ever
-// sent as a bearer header.  A link without one still opens when this browser holds the chat's
-// token (its chat list) or the operator key (Settings), which mints one (POST
-// /v1/chats/{chat}/page_link); the token is then put in the fragment.
+// sent as a bearer header: a page link works with it alone (how integrators embed the page).  A
+// chat opened without one is its signed-in owner's (the sign-in page first when no one is): the
+// page asks for its token with the session (POST /v1/chats/{chat}/page_link) and keeps it in
+// memory only, and shows the owner's chat list beside the chat (sidebar.js).  The "Connect an
+// assistant" control (connect.js) mints the chat's MCP key with the same token.
 import { ChatSession } from '../src/session.js';
 import { Api } from '../src/api.js';
 import { RunCard } from './cards.js';
@@ -24,16 +26,22 @@ import { Conversation } from './conversation.js';
 import { wireComposer } from './composer.js';
 import { h, fmtBytes } from './dom.js';
 import { booted } from './boot.js';
-import { loadSettings, serverConfig } from './settings.js';
+import { serverConfig } from './settings.js';
 import { createEditor } from './editor.js';
 import { uploadFile, tooLarge } from './upload.js';
-import { storedToken, linkChat } from './chats.js';
+import { pageToken } from './chats.js';
+import { requirePerson, recheckOnShow } from './account.js';
+import { mountSidebar, onChatChanged } from './sidebar.js';
+import { wireConnect } from './connect.js';
+import { UI, UI_CODE } from '../../worker/notes.js';
 
 const $ = (id) => document.getElementById(id);
 const chatId = decodeURIComponent(location.pathname.split('/').filter(Boolean)[1] || '');
 const hashToken = new URLSearchParams(location.hash.slice(1)).get('token') || '';
-const token = hashToken || (chatId ? storedToken(chatId) : '') || '';
-if (token && !hashToken) history.replaceState(null, '', `${location.pathname}${location.search}#token=${encodeURIComponent(token)}`);
+// No token in the link: the owner's page (awaited only then, so a page link registers at once).
+const person = hashToken || !chatId ? null : await requirePerson().catch(() => null);
+let ownerRefused = null;
+const token = hashToken || (person ? await pageToken(chatId).catch((e) => { ownerRefused = e.status || 'none'; return ''; }) : '');
 
 // ---- Register first (synchronously, before any rendering) ------------------------------------
 // The kernel is boot.js's, already loading (its worker URL follows the PyPI toggle and
@@ -47,13 +55,7 @@ let linkBroken = false;
 started.catch((e) => { if (!linkBroken) $('runtime').textContent = `The Python runtime did not load: ${e.message}`; });
 
 // A link that does not reach its chat: the page says so instead of offering what cannot work.
-const LINK_WHY = {
-  none: 'This link has no page token: the part after #token= is missing.',
-  401: 'The page token in this link is wrong or incomplete: the server did not accept it.',
-  403: 'The page token in this link belongs to another chat.',
-  404: 'There is no such chat on this server.',
-  key: 'This link has no page token, and the server refused the operator API key in Settings that would make one.',
-};
+const LINK_WHY = { none: 'linkNoToken', 401: 'linkRefused', 403: 'linkOtherChat', 404: 'linkNoChat' };
 function showBrokenLink(why) {
   if (linkBroken) return;
   linkBroken = true;
@@ -64,26 +66,28 @@ function showBrokenLink(why) {
   for (const el of $('main').children) el.hidden = true;
   $('main').append(h('section', { class: 'panel error-page', 'data-testid': 'bad-link', role: 'alert' },
     h('h2', {}, 'This chat link does not work'),
-    h('p', {}, LINK_WHY[why] || `The server refused this link (${why}).`),
-    h('p', {}, 'A chat opens from the link the app gave you when it was created (it ends in #token=…), or from the chat list: the browser that created it, or any with the operator API key in Settings.'),
+    h('p', { 'data-code': UI_CODE[LINK_WHY[why] || 'linkOther'] }, LINK_WHY[why] ? UI[LINK_WHY[why]]() : UI.linkOther(why)),
+    h('p', { 'data-code': UI_CODE.linkHelp }, UI.linkHelp()),
     h('p', {}, h('a', { href: '/', class: 'btn' }, 'Go to the playground and chats'))));
 }
 
 // ---- Rendering (boot.js shows the runtime's progress) -------------------------------------------
-if (!session && chatId && loadSettings().apiKey) {
-  // A chat created elsewhere, opened by the operator of this browser: mint its page link, reload
-  // with the token (the page then registers first, as always).
-  $('stream-state').textContent = 'Opening this chat with the operator key…';
-  linkChat(chatId, loadSettings().apiKey).then((p) => { location.replace(p); location.reload(); })
-    .catch((e) => showBrokenLink(e.status === 404 ? 404 : e.status === 401 ? 'key' : (e.status || 'none')));
-} else if (!session) {
-  showBrokenLink('none');
+if (person) {
+  // The owner's chat list beside the chat (a drawer on a phone); a page left by signing out shows
+  // nothing of it again.
+  $('layout').classList.add('with-side');
+  $('chats').hidden = false;
+  $('open-chats').hidden = false;
+  mountSidebar({ person, current: chatId });
+  recheckOnShow(person);
+}
+if (!session) {
+  showBrokenLink(ownerRefused || 'none');
 } else {
-  // The title is the server's (GET /v1/chats/{chat} with the page token); the copy this browser
-  // keeps from the chat list is shown only when that call fails.  It is read again when this
-  // page comes back to the front and when the chat list in another tab of this browser changes
-  // (a rename there), so a rename shows here without a reload.
-  const storedTitle = () => { try { return JSON.parse(localStorage.getItem('cerea.chats') || '[]').find((c) => c.chat_id === chatId)?.title; } catch { return null; } };
+  wireConnect({ button: $('connect'), chatId, token });
+  // The title is the server's (GET /v1/chats/{chat} with the page token).  It is read again when
+  // this page comes back to the front and when a tab of this browser renamed it, so a rename
+  // elsewhere shows here without a reload.
   const showTitle = (title) => {
     $('chat-title').textContent = title || `Chat ${chatId.slice(0, 12)}…`;
     document.title = `${title || 'Chat'} — Cerea sandbox`;
@@ -93,18 +97,18 @@ if (!session && chatId && loadSettings().apiKey) {
   let titleSeq = 0;
   async function loadTitle() {
     const seq = ++titleSeq;
-    let title, source = 'server';
+    let title;
     try { title = (await new Api({ token }).getChat(chatId))?.title; }
     catch (e) {
-      if ([401, 403, 404].includes(e.status)) { showBrokenLink(e.status); return; }
-      title = storedTitle(); source = 'local';
+      if ([401, 403, 404].includes(e.status)) showBrokenLink(e.status);
+      return; // otherwise the title shown stays
     }
     if (seq !== titleSeq) return; // a later read wins over an earlier slow one
     showTitle(title);
-    $('chat-title').dataset.source = source;
+    $('chat-title').dataset.source = 'server';
   }
   loadTitle();
-  addEventListener('storage', (e) => { if (e.key === 'cerea.chats') loadTitle(); });
+  onChatChanged((id) => { if (id === chatId) loadTitle(); }); // renamed or deleted in a tab of this browser
   document.addEventListener('visibilitychange', () => { if (document.visibilityState === 'visible') loadTitle(); });
   const STREAM = { connecting: 'Connecting…', open: 'Connected', waiting: 'Reconnecting…', failed: 'Not allowed: the page token does not reach this chat', stopped: 'Detached' };
   session.on('stream', ({ state, status }) => {

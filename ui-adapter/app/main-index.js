@@ -1,6 +1,5 @@
-// main-index.js -- the page at / and /playground: the chat list (create with the operator's API
-// key, open, rename through the API; page tokens kept in this browser; a refused key or a failed
-// create or rename says so until the next success) and the playground (CodeMirror editor, a local
+// main-index.js -- the page at / and /playground: the signed-in person's chat list (sidebar.js;
+// the way to sign in for someone who is not) and the playground (CodeMirror editor, a local
 // kernel worker -- boot.js's, started before this bundle -- running the user's own code with no
 // orchestrator involved, drag-and-drop
 // attachments mounted at /mnt/data, run and artifact cards, share links that keep the language,
@@ -10,9 +9,9 @@ import { createEditor, LANGUAGES } from './editor.js';
 import { RunCard } from './cards.js';
 import { h, fmtBytes } from './dom.js';
 import { codeFromHash, langFromHash, shareUrl } from './share.js';
-import { loadSettings, saveSettings, serverConfig, wireSettingsDialog, librariesText } from './settings.js';
-import { Api } from '../src/api.js';
-import { loadChats, saveChats, rememberChat, chatPath, linkChat } from './chats.js';
+import { serverConfig, wireSettingsDialog, librariesText } from './settings.js';
+import { me, recheckOnShow } from './account.js';
+import { mountSidebar } from './sidebar.js';
 import { booted, startPageKernel } from './boot.js';
 
 const $ = (id) => document.getElementById(id);
@@ -151,92 +150,12 @@ dz.addEventListener('dragleave', () => dz.classList.remove('drag'));
 dz.addEventListener('drop', (e) => { e.preventDefault(); dz.classList.remove('drag'); if (e.dataTransfer?.files?.length) addFiles(e.dataTransfer.files); });
 
 // ---- Chat list ---------------------------------------------------------------------------------
-// Chats are created with the operator's API key (POST /v1/chats is a backend call).  The page
-// token of a chat created here is kept in this browser (chats.js; the API never shows a token
-// again); GET /v1/chats lists the others (created through the API, the CLI, another browser): one
-// of them opens through a page link minted with the operator key (POST /v1/chats/{chat}/page_link),
-// whose token is then kept here too.  A rename is stored on the server (PATCH /v1/chats/{chat}
-// with the chat's page token, or the API key for a chat created elsewhere); the server's titles win
-// over the ones kept here.
-let serverChats = [];
-let chatsError = ''; // the last failure of a chat-list action (create, rename, list), until a success
-const keyRefused = 'The server refused the operator API key in Settings: check it there.';
-async function fetchServerChats() {
-  const { apiKey } = loadSettings();
-  if (!apiKey) { serverChats = []; return; }
-  try { serverChats = (await new Api({ token: apiKey }).call('GET', '/v1/chats'))?.chats || []; }
-  catch (e) { serverChats = []; if (e.status === 401) chatsError = keyRefused; return; }
-  if (chatsError === keyRefused) chatsError = '';
-  const titles = new Map(serverChats.filter((c) => c.title).map((c) => [c.chat_id, c.title]));
-  const chats = loadChats();
-  let changed = false;
-  for (const c of chats) if (titles.has(c.chat_id) && titles.get(c.chat_id) !== c.title) { c.title = titles.get(c.chat_id); changed = true; }
-  if (changed) { try { saveChats(chats); } catch { /* full */ } }
-}
-async function renameChat(chatId, current, token) {
-  const t = prompt('New name for this chat', current || '');
-  if (t === null) return;
-  if (!t.trim()) { chatsError = 'A chat name cannot be empty.'; renderChats(); return; }
-  try {
-    const r = await new Api({ token }).renameChat(chatId, t);
-    const all = loadChats();
-    for (const c of all) if (c.chat_id === chatId) c.title = r.title;
-    saveChats(all);
-    for (const c of serverChats) if (c.chat_id === chatId) c.title = r.title;
-    chatsError = '';
-  } catch (e) { chatsError = `Could not rename the chat: ${e.message}`; }
-  renderChats();
-}
-function renameButton(chatId, title, token) {
-  return h('button', { type: 'button', class: 'btn btn-small btn-ghost', 'aria-label': `Rename ${title || chatId}`,
-    onclick: () => renameChat(chatId, title, token) }, 'Rename');
-}
-function renderChats() {
-  const chats = loadChats();
-  const mine = new Set(chats.map((c) => c.chat_id));
-  const others = serverChats.filter((c) => !mine.has(c.chat_id));
-  const { apiKey } = loadSettings();
-  $('chats-note').textContent = chatsError || (chats.length || others.length ? '' : 'No chats yet. Creating one needs the operator API key (Settings).');
-  $('chats-note').classList.toggle('note', !!chatsError);
-  const items = chats.map((c) => {
-    const link = h('a', { href: chatPath(c.chat_id, c.page_token), title: c.title || c.chat_id }, c.title || c.chat_id);
-    return h('li', { 'data-chat-id': c.chat_id }, link, renameButton(c.chat_id, c.title, c.page_token || apiKey));
-  });
-  for (const c of others) {
-    const name = c.title || c.chat_id.slice(0, 12);
-    const open = h('a', { href: `/chat/${encodeURIComponent(c.chat_id)}`, title: `${c.title || c.chat_id} (created elsewhere: opened with a link made with the operator key)`,
-      onclick: async (e) => {
-        e.preventDefault();
-        try { location.assign(await linkChat(c.chat_id, apiKey, c.title)); }
-        catch (err) {
-          chatsError = err.status === 404 ? 'This server cannot make a link for a chat created elsewhere (POST /v1/chats/{chat}/page_link is missing).'
-            : err.status === 401 ? keyRefused : `Could not open the chat: ${err.message}`;
-          renderChats();
-        }
-      } }, name);
-    items.push(h('li', { 'data-chat-id': c.chat_id, 'data-elsewhere': '' }, open, h('span', { class: 'small muted' }, 'elsewhere'),
-      renameButton(c.chat_id, c.title, apiKey)));
-  }
-  $('chat-list').replaceChildren(...items);
-}
-$('new-chat').addEventListener('click', async () => {
-  const { apiKey } = loadSettings();
-  if (!apiKey) { chatsError = 'Enter the operator API key in Settings first.'; renderChats(); $('settings').showModal(); return; }
-  try {
-    const title = `Chat ${new Date().toLocaleString()}`;
-    const r = await new Api({ token: apiKey }).createChat({ title });
-    rememberChat({ chat_id: r.chat_id, page_token: r.page_token, title });
-    chatsError = '';
-  } catch (e) { chatsError = e.status === 401 ? `Could not create a chat. ${keyRefused}` : `Could not create a chat: ${e.message}`; }
-  renderChats();
+// The signed-in person's chats (sidebar.js); the playground itself needs no one signed in.
+me().catch(() => null).then((person) => {
+  mountSidebar({ person });
+  if (person) recheckOnShow(person, () => { document.body.replaceChildren(); location.reload(); }); // the playground stays open
 });
-fetchServerChats().then(renderChats);
-
-renderChats();
-let lastPypi = loadSettings().pypi;
 wireSettingsDialog({ onChange: (s) => {
-  saveSettings(s);
-  if (s.pypi !== lastPypi) { lastPypi = s.pypi; startKernel(); } // a fresh sandbox behind the other worker CSP
-  fetchServerChats().then(renderChats);
+  if (s.pypi !== !!supervisor?.pypi) startKernel(); // a fresh sandbox behind the other worker CSP
 } });
 useKernel(booted);

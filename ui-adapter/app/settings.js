@@ -1,23 +1,48 @@
-// settings.js -- the user's settings kept in this browser (localStorage) and what the server says
-// about itself (GET /v1/config):
-//   - the "install packages from PyPI" toggle: on by default; hidden and forced off when the
-//     operator set CHAT_PYODIDE_PYPI_DISABLED (pypi_disabled); shown disabled, with the reason, when
-//     the deployment does not serve micropip (pypi_available false), since nothing could install;
-//   - the operator API key the app uses to create chats: the dialog saves what is typed and says at
-//     once whether the server accepts it (checkApiKey); the admin page saves a key only once
-//     accepted, so a mistyped key there never replaces a working one;
+// settings.js -- the person's settings and what the server says about itself (GET /v1/config):
+//   - the "install packages from PyPI" toggle: the signed-in person's, kept by the server (read
+//     from GET /v1/me, saved with PATCH /v1/me/settings); someone not signed in (the playground)
+//     keeps theirs in this browser.  On by default; hidden and forced off when the operator set
+//     CHAT_PYODIDE_PYPI_DISABLED (pypi_disabled); shown disabled, with the reason, when the
+//     deployment does not serve micropip (pypi_available false), since nothing could install;
 //   - the library set (packages.has / packages.lacks) for the lines the pages show.
 // The kernel worker URL follows the toggle: /worker-pypi/ is served with a CSP that adds the PyPI
-// hosts to connect-src, /worker/ without them.
-import { Api } from '../src/api.js';
+// hosts to connect-src, /worker/ without them.  This browser's copy ('cerea.settings', {pypi}) is
+// also the hint boot.js starts from before /v1/me answers, so a signed-in person's value is
+// written there too.  No credential is ever kept here (an API key a former version kept is
+// removed on load).
+import { me, sessionApi, tell } from './account.js';
 
 const KEY = 'cerea.settings';
 
 export function loadSettings() {
-  try { return { pypi: true, apiKey: '', ...JSON.parse(localStorage.getItem(KEY) || '{}') }; }
-  catch { return { pypi: true, apiKey: '' }; }
+  try { return { pypi: JSON.parse(localStorage.getItem(KEY) || '{}').pypi ?? true }; }
+  catch { return { pypi: true }; }
 }
-export function saveSettings(s) { localStorage.setItem(KEY, JSON.stringify(s)); }
+export function saveSettings(s) { try { localStorage.setItem(KEY, JSON.stringify({ pypi: !!s.pypi })); } catch { /* storage off */ } }
+
+// What earlier versions of the app kept in this browser: the operator key beside the setting, and
+// the chats' page tokens.  Neither belongs in storage.
+try {
+  if (/apiKey/.test(localStorage.getItem(KEY) || '')) saveSettings(loadSettings());
+  localStorage.removeItem('cerea.chats');
+} catch { /* storage off */ }
+
+/** The PyPI setting that counts: the signed-in person's (kept in the hint too), else this browser's. */
+export async function wantedPypi() {
+  let m = null;
+  try { m = await me(); } catch { /* the server cannot say: the hint */ }
+  if (!m) return loadSettings().pypi;
+  const pypi = m.settings?.pypi ?? true;
+  if (pypi !== loadSettings().pypi) saveSettings({ pypi });
+  return pypi;
+}
+
+/** Saves the PyPI setting where it lives (the server for a signed-in person).  Throws ApiError. */
+export async function savePypi(pypi) {
+  const m = await me().catch(() => null);
+  if (m) m.settings = (await sessionApi.call('PATCH', '/v1/me/settings', { pypi }))?.settings || { ...m.settings, pypi };
+  saveSettings({ pypi });
+}
 
 let configP = null;
 const EARLY_CONFIG = '__cereaConfig';
@@ -58,53 +83,28 @@ export function librariesText(config) {
     (lacks.length ? ` Not available on this deployment: ${lacks.join(', ')}.` : '');
 }
 
-/**
- * Does the server accept `key` as the operator API key?  'ok', 'refused' (401/403), or the error
- * message when the server could not be asked.
- */
-export async function checkApiKey(key) {
-  if (!key) return 'refused';
-  try { await new Api({ token: key }).adminSettings(); return 'ok'; }
-  catch (e) { return e.status === 401 || e.status === 403 ? 'refused' : e.message; }
-}
-
-/** Wire the settings dialog of a page (index.html has one). */
+/** Wire the settings dialog of a page (index.html has one): the PyPI toggle, saved where it lives. */
 export async function wireSettingsDialog({ onChange } = {}) {
   const dlg = document.getElementById('settings');
   if (!dlg) return;
-  const s = loadSettings();
-  const cfg = await serverConfig();
+  const [cfg, wanted] = await Promise.all([serverConfig(), wantedPypi()]);
   const state = pypiState(cfg);
   const pypi = document.getElementById('pypi');
+  const status = document.getElementById('pypi-status');
   document.getElementById('pypi-row').hidden = state === 'disabled';
   document.getElementById('pypi-off').hidden = state !== 'disabled';
   document.getElementById('pypi-unavailable').hidden = state !== 'unavailable';
   pypi.disabled = state !== 'available';
-  pypi.checked = state === 'available' && !!s.pypi;
-  const key = document.getElementById('apikey');
-  const keyStatus = document.getElementById('apikey-status');
-  key.value = s.apiKey || '';
+  pypi.checked = state === 'available' && wanted;
   // The button ships disabled and is enabled only here, once the dialog reflects the server's
   // config: a click before that used to land on a button with no handler yet and do nothing.
   const open = document.getElementById('open-settings');
   open.addEventListener('click', () => dlg.showModal());
   open.disabled = false;
-  pypi.addEventListener('change', () => { const n = { ...loadSettings(), pypi: pypi.checked }; saveSettings(n); onChange?.(n); });
-  // What is typed here is saved (it is this dialog's setting), then checked, and the verdict shown
-  // beside it: a refused key says so here instead of failing later.
-  key.addEventListener('change', async () => {
-    const k = key.value.trim();
-    const n = { ...loadSettings(), apiKey: k };
-    saveSettings(n);
-    onChange?.(n);
-    keyStatus.textContent = k ? 'Checking the key…' : '';
-    delete keyStatus.dataset.state;
-    if (!k) return;
-    const verdict = await checkApiKey(k);
-    if (key.value.trim() !== k) return; // typed again meanwhile: that change checks itself
-    keyStatus.dataset.state = verdict === 'ok' ? 'ok' : 'refused';
-    keyStatus.textContent = verdict === 'ok' ? 'The server accepted this key.'
-      : verdict === 'refused' ? 'The server refused this key: New chat will not work with it.'
-        : `The key could not be checked: ${verdict}`;
+  pypi.addEventListener('change', async () => {
+    const want = pypi.checked;
+    tell(status);
+    try { await savePypi(want); onChange?.({ pypi: want }); }
+    catch (e) { pypi.checked = !want; tell(status, 'settingNotSaved', e.message); }
   });
 }

@@ -3,7 +3,7 @@
 export { KernelSupervisor, initUrls, NOTE, PHONE, noteCode } from './kernel.js';
 export { ChatSession, newPageId } from './session.js';
 export { Api, ApiError, pageClient } from './api.js';
-export { MessageList, ENDED } from './messages.js';
+export { MessageList, ENDED, segments } from './messages.js';
 export { Presence } from './presence.js';
 export { WakeLock } from './wakelock.js';
 export { startEarlyWorker } from './early-worker.js';

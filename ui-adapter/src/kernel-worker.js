@@ -35,6 +35,10 @@ const host = {
     if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
     return r.text();
   },
+  // The served memory image (core.js reads it as it streams): through the scope's fetch of the moment, so the download progress
+  // counts it (core.js reportDownloads wraps it while Pyodide loads); from the HTTP cache when
+  // there (/pyodide/ is immutable and the file is named by its build).
+  openBytes: (url) => scope.fetch(url, { credentials: 'omit' }),
   importPyodide: (url) => import(/* @vite-ignore */ url),
 };
 const core = new KernelCore(host);

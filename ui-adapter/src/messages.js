@@ -10,7 +10,9 @@
 //   - a delta is appended at its offset (characters = code points, as live output counts them):
 //     the part already held is dropped, a delta past the end (a gap) is ignored until the next
 //     whole object brings the text;
-//   - run_ids only grow.
+//   - run_ids only grow, and so do `parts` (where in the text each tool run happened): a whole
+//     object's parts replace those held unless they name fewer runs.
+// segments(m) cuts the message's text as it stands (deltas included) at its runs' places.
 // timeline(runs) lays the chat out in time order: each message with the runs it owns under it (its
 // run_ids in order, then runs of its turn not listed yet), and the runs no message owns (the user's
 // own code, a backend's runs) between them by creation time.
@@ -64,6 +66,7 @@ export class MessageList extends Emitter {
     const v = { ...(old || {}), ...m,
       text: keepText ? old.text : text,
       run_ids: old && old.run_ids.length > runIds.length ? old.run_ids : runIds,
+      parts: Array.isArray(m.parts) && !(old?.parts && runsIn(old.parts) > runsIn(m.parts)) ? m.parts : (old?.parts || null),
       error: m.error ?? null };
     return this.put(v, old);
   }
@@ -74,7 +77,7 @@ export class MessageList extends Emitter {
       // The first piece of an answer not seen whole yet (its creation event was missed): start it.
       if (delta.offset !== 0) return null;
       return this.put({ message_id: id, turn_id: turnId ?? null, role: 'assistant', text: delta.text, state: 'streaming',
-        error: null, run_ids: [] }, null);
+        error: null, run_ids: [], parts: null }, null);
     }
     if (ENDED.has(old.state)) return null;
     const n = codePoints(old.text);
@@ -122,6 +125,31 @@ export class MessageList extends Emitter {
     for (const m of this.byId.values()) items.push({ kind: 'message', message: m, run_ids: under.get(m.message_id), at: m.at, seq: m.seq });
     return items.sort(byTime).map(({ at, seq, ...item }) => item);
   }
+}
+
+const runsIn = (parts) => parts.filter((p) => p?.type === 'run').length;
+
+/**
+ * A message as it reads: `[{type: 'text', text}, {type: 'run', run_id}, …]`, its text as it stands
+ * (live deltas included) cut at the place of each tool run its `parts` record; the text after the
+ * last run grows as deltas come.  Empty texts are left out.  A message without parts is its text.
+ */
+export function segments(m) {
+  const out = [];
+  const text = m.text || '';
+  let at = 0;      // UTF-16 units: the parts' texts joined are a prefix of the text
+  let taken = 0;   // of the text, cut into `out` so far
+  const cutAt = (end) => {
+    if (end > taken && text.slice(taken, end).trim()) out.push({ type: 'text', text: text.slice(taken, end) });
+    taken = Math.max(taken, end);
+  };
+  for (const p of m.parts || []) {
+    if (!p || typeof p !== 'object') continue;
+    if (p.type === 'text' && typeof p.text === 'string') at += p.text.length;
+    else if (p.type === 'run' && typeof p.run_id === 'string') { cutAt(Math.min(at, text.length)); out.push({ type: 'run', run_id: p.run_id }); }
+  }
+  cutAt(text.length);
+  return out;
 }
 
 // Creation time, then a turn's question before its answer, then arrival.

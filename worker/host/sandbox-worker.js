@@ -21,7 +21,7 @@
 // What it is not: a sandbox by itself.  What holds is the process around it (headless-host.js,
 // orchestrator/hosts/hosts.c and docs/server-mode.md's table): V8 code generation from strings disabled,
 // Node's permission model, and bubblewrap (user, network, pid namespaces; no capability; seccomp).
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';
 import { constants as fsConstants } from 'node:fs';
 import { constants as osConstants } from 'node:os';
@@ -268,6 +268,8 @@ const host = {
   isNode: true,
   scope: globalThis,
   post,
+  snapshotKey: (workerData && workerData.snapshotKey) || '',
+  readBytes: (url) => readFile(toPath(url)),
   readText: (url) => readFile(toPath(url), 'utf8'),
   importPyodide: (url) => import(/^(file):/.test(url) ? url : pathToFileURL(url).href),
 };

@@ -5,12 +5,13 @@
 // engines) and checks: a run in the page (page open → first result, timed), the value and display()
 // bundles on the card, live output, the time limit → restart → remount, Stop during time.sleep (the
 // namespace kept with shared memory; without it the kernel is replaced at once and the card says
-// why and that variables are lost), input() (answered from the card; without shared memory
-// EOFError with its note), asyncio.run() (where the engine lacks JSPI it ends, never hangs), the
-// escape probes (escape-probes.mjs, run in the chat's kernel), the chat page's conversation (a
-// question asked in the page, the assistant's tool call run there) and a page reload.  A missing engine is a printed skip on a
-// developer machine and a failure where CI is set.  The assistant's model is a TEST DOUBLE
-// (model-double.mjs, a scripted OpenAI-compatible server: no model runs here).  The figures are printed at the end.
+// why and that variables are lost), input() (answered from the card; without shared memory EOFError
+// with its note), asyncio.run() (where the engine lacks JSPI it ends, never hangs), the escape
+// probes (escape-probes.mjs, run in the chat's kernel), the chat page's conversation (a question
+// asked in the page, the assistant's tool call run there) and a page reload (its event stream open
+// well before the server's first heartbeat).  A missing engine is a printed skip on a developer
+// machine and a failure where CI is set.  The assistant's model is a TEST DOUBLE (model-double.mjs,
+// a scripted OpenAI-compatible server: no model runs here).  The figures are printed at the end.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
@@ -275,8 +276,14 @@ for (const engine of ENGINES) {
 
     test('a page reload: the kernel restored from the memory snapshot, the earlier cards back, a new run works', async (t) => {
       if (!need(t)) return;
+      const t0 = Date.now();
       await page.reload();
       await page.waitForFunction(() => window.cereaSession?.stream?.state === 'open', null, { timeout: 30_000 });
+      // The stream opens with the page, not with the server's first heartbeat 15 s later (Firefox's
+      // fetch() resolves only once body bytes arrive: the stream's head goes with a comment).
+      const opened = Date.now() - t0;
+      figures.push(`${engine.id}: reload → event stream open ${opened} ms`);
+      assert.ok(opened < 14_000, `the event stream opened ${opened} ms after the reload: it waited for the 15 s heartbeat`);
       await page.waitForText('.run-card [data-testid=stdout]', 'hello from the page', { timeout: 30_000 });
       // The run goes once the kernel is back: the orchestrator's watchdog counts a dispatched run's
       // time limit while the page loads it, and a reload is a whole kernel load (WebKit's take

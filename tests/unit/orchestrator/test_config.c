@@ -91,7 +91,36 @@ static const struct vcase vcases[] = {
     {"CEREA_MCP_HANDOFF_S", "5", 1, NULL},
     {"CEREA_MCP_HANDOFF_S", "4", 0, "from 5 to 280"},
     {"CEREA_MCP_HANDOFF_S", "281", 0, "from 5 to 280"},
+    {"CHAT_OUTPUT_QUOTA_MB", "1048577", 0, "expected whole MB from 0 (no quota) to 1048576"},
+    {"PAGE_HEARTBEAT_MS", "99", 0, "expected milliseconds from 100 to 60000"},
+    {"CEREA_LEASE_MS", "999", 0, "expected milliseconds from 1000 to 600000"},
+    {"CODE_MAX_ATTEMPTS", "x", 0, "expected whole attempts (0: no bound) from 0 to 100"},
 };
+
+/* Each numeric setting lands in its own field, whole: an int's top value, and a uint64_t's past
+ * what an int holds. */
+START_TEST(test_numbers_land) {
+  struct orch_config c;
+  orch_config_defaults(&c);
+  ck_assert_int_eq(orch_config_set(&c, "PAGE_SILENT_MS", "86400000", NULL), 0);
+  ck_assert_uint_eq(c.page_silent_ms, 86400000u);
+  ck_assert_uint_eq(c.page_grace_ms, 10000); /* its neighbours untouched */
+  ck_assert_int_eq(orch_config_set(&c, "CHAT_OUTPUT_QUOTA_MB", "1048576", NULL), 0);
+  ck_assert_uint_eq(c.output_quota_mb, 1048576u);
+  ck_assert_uint_eq(c.attachment_quota_mb, 500);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LEASE_MS", "600000", NULL), 0);
+  ck_assert_uint_eq(c.lease_ms, 600000u);
+  ck_assert_int_eq(orch_config_set(&c, "ARTIFACT_RETENTION_DAYS", "36500", NULL), 0);
+  ck_assert_int_eq(c.retention_days, 36500);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_MCP_HANDOFF_S", "280", NULL), 0);
+  ck_assert_int_eq(c.mcp_handoff_s, 280);
+  ck_assert_int_eq(c.llm_stall_s, 60);
+  ck_assert_int_eq(orch_config_set(&c, "CODE_INPUT_WAIT_S", "86400", NULL), 0);
+  ck_assert_int_eq(c.input_wait_s, 86400);
+  ck_assert_int_eq(c.time_limit_s, 60);
+  orch_config_free(&c);
+}
+END_TEST
 
 START_TEST(test_values) {
   const struct vcase *v = &vcases[_i];
@@ -233,6 +262,7 @@ int main(void) {
   tcase_add_test(tc, test_defaults);
   tcase_add_loop_test(tc, test_values, 0, (int)SBX_ARRAY_SIZE(vcases));
   tcase_add_test(tc, test_effects);
+  tcase_add_test(tc, test_numbers_land);
   tcase_add_test(tc, test_file);
   tcase_add_test(tc, test_env);
   tcase_add_test(tc, test_runtime);

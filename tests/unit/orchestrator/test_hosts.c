@@ -153,6 +153,7 @@ START_TEST(test_refusals) {
       {"CEREA_HOSTS", "0", SBX_EINVAL, "CEREA_HOSTS must be 1..64"},
       {"CEREA_HOSTS", "65", SBX_EINVAL, "CEREA_HOSTS"},
       {"CEREA_HOST_KERNELS", "x", SBX_EINVAL, "CEREA_HOST_KERNELS"},
+      {"CEREA_HOST_MEMORY_MB", "100", SBX_EINVAL, "CEREA_HOST_MEMORY_MB"},
       {"CEREA_KERNEL_MEMORY_MB", "64", SBX_EINVAL, "CEREA_KERNEL_MEMORY_MB 128..16384"},
       {"CEREA_NODE", "/nonexistent/node", SBX_ENOENT, "not found (set CEREA_NODE)"},
       {"CEREA_ROOT", "/nonexistent", SBX_ENOENT, "headless-host.js not found"},
@@ -224,6 +225,7 @@ START_TEST(test_sandboxed_command_line) {
   chmod(bwrap, 0755);
   setenv("CEREA_BWRAP", bwrap, 1);
   setenv("CEREA_KERNEL_MEMORY_MB", "512", 1);
+  setenv("CEREA_HOST_MEMORY_MB", "4096", 1);
   run_for(1500);
   f = fopen(argv_log, "r");
   ck_assert_msg(f != NULL, "the stand-in bubblewrap never ran");
@@ -257,6 +259,7 @@ START_TEST(test_sandboxed_command_line) {
     snprintf(cmd, sizeof(cmd), "--ro-bind %s /cerea/pyodide", py_dir);
     ck_assert_msg(strstr(args, cmd) != NULL, "missing %s in: %s", cmd, args);
   }
+  /* --kernels: (4096 - 512) / (512 + 256) - 1 (the spare) */
   const char *want[] = {"--unshare-user --uid 65534 --gid 65534 --disable-userns --cap-drop ALL",
                         "--unshare-net",
                         "--unshare-pid",
@@ -268,17 +271,61 @@ START_TEST(test_sandboxed_command_line) {
                         "--allow-fs-read=/cerea/pyodide",
                         " /cerea/worker/headless-host.js --orchestrator unix:",
                         "--max-old-space-size=256",
+                        "--kernels 3 ",
                         "--disallow-code-generation-from-strings"};
   for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
     ck_assert_msg(strstr(args, want[i]) != NULL, "missing %s in: %s", want[i], args);
   long n = atol(size);
   ck_assert_msg(n > 64 && n % 8 == 0, "filter size %ld", n);
-  /* (2 kernels + 1) x (512 + 256) + 512 MiB */
-  snprintf(cmd, sizeof(cmd), "%llu", (3ull * (512 + 256) + 512) * 1048576ull);
+  /* (3 kernels + 1) x (512 + 256) + 512 MiB: within the budget */
+  snprintf(cmd, sizeof(cmd), "%llu", (4ull * (512 + 256) + 512) * 1048576ull);
   ck_assert_msg(strstr(limit, cmd) != NULL, "RLIMIT_DATA: %s", limit);
   unsetenv("CEREA_BWRAP");
   unsetenv("CEREA_KERNEL_MEMORY_MB");
+  unsetenv("CEREA_HOST_MEMORY_MB");
   remove_dirs();
+}
+END_TEST
+
+/* The kernels a host runs at once: what its memory budget holds at each kernel's cap, the spare
+ * among them; 2 at most when kernels load Python instead of restoring the snapshot (a load costs
+ * seconds of CPU); CEREA_HOST_KERNELS when set.  Read from the host's command line. */
+static int kernels_started_with(const char *budget, const char *cap, const char *snapshot,
+                                const char *fixed) {
+  char body[400], args_log[200];
+  snprintf(args_log, sizeof(args_log), "/tmp/cerea-thosts-args-%d.log", (int)getpid());
+  remove(args_log);
+  snprintf(body, sizeof(body), "echo \"$*\" > '%s'\necho ready\nwhile read -r l; do :; done\n",
+           args_log);
+  make_dirs(body);
+  setenv("CEREA_HOST_MEMORY_MB", budget, 1);
+  setenv("CEREA_KERNEL_MEMORY_MB", cap, 1);
+  setenv("CEREA_KERNEL_SNAPSHOT", snapshot, 1);
+  if (fixed)
+    setenv("CEREA_HOST_KERNELS", fixed, 1);
+  run_for(800);
+  unsetenv("CEREA_HOST_MEMORY_MB");
+  unsetenv("CEREA_KERNEL_MEMORY_MB");
+  unsetenv("CEREA_KERNEL_SNAPSHOT");
+  unsetenv("CEREA_HOST_KERNELS");
+  FILE *f = fopen(args_log, "r");
+  ck_assert_msg(f != NULL, "the host never started");
+  char args[2048] = "";
+  ck_assert_ptr_nonnull(fgets(args, sizeof(args), f));
+  fclose(f);
+  remove(args_log);
+  remove_dirs();
+  const char *k = strstr(args, "--kernels ");
+  ck_assert_msg(k != NULL, "no --kernels in: %s", args);
+  return atoi(k + 10);
+}
+
+START_TEST(test_kernels_from_the_memory_budget) {
+  ck_assert_int_eq(kernels_started_with("4096", "512", "1", NULL), 3);
+  ck_assert_int_eq(kernels_started_with("16384", "256", "1", NULL), 30); /* 15872 / 512 - 1 */
+  ck_assert_int_eq(kernels_started_with("1024", "1024", "1", NULL), 1);  /* at least one */
+  ck_assert_int_eq(kernels_started_with("16384", "256", "0", NULL), 2);  /* loads: 2 */
+  ck_assert_int_eq(kernels_started_with("16384", "256", "1", "5"), 5);   /* set: as set */
 }
 END_TEST
 
@@ -363,6 +410,7 @@ int main(void) {
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_restart_with_backoff_and_close);
   tcase_add_test(tc, test_close_kills_running_hosts);
+  tcase_add_test(tc, test_kernels_from_the_memory_budget);
   tcase_add_loop_test(tc, test_sandboxed_command_line, 0, 2);
   tcase_add_test(tc, test_refuses_to_run_hosts_as_root);
   tcase_add_test(tc, test_sweeps_what_a_killed_server_left);

@@ -362,6 +362,58 @@ static inline void t_messages_migrated(struct tctx *t, const char *chat_id, cons
   store_message_list_free(v, n);
 }
 
+/* A person (name, role) stored in t's store, its id into id. */
+static inline void t_person_add(struct tctx *t, const char *name, const char *role, store_id id) {
+  struct store_person p = {.name = (char *)name,
+                           .role = (char *)role,
+                           .pw_hash = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA",
+                           .created_at = 7,
+                           .settings_json = "{}"};
+  ck_assert_int_eq(store_new_id(p.id), 0);
+  struct done d = {0};
+  ck_assert_int_eq(store_person_create(t->st, &p, on_done, &d), 0);
+  t_wait(t);
+  ck_assert_msg(d.rc == 0, "person %s: %s", name, d.msg);
+  memcpy(id, p.id, sizeof p.id);
+}
+
+/* A chat stored before chats had owners (SQLite 10, PostgreSQL 5), after the migration: a
+ * backend's chat (owner ""), no people; then a person, a chat of theirs and a session, read
+ * back. */
+static inline void t_people_migrated(struct tctx *t, const char *chat_id) {
+  struct store_chat c;
+  ck_assert_int_eq(store_chat_get(t->st, chat_id, &c), 0);
+  ck_assert_str_eq(c.owner, "");
+  store_chat_free(&c);
+  int64_t n = -1;
+  ck_assert_int_eq(store_person_count(t->st, &n), 0);
+  ck_assert_int_eq(n, 0);
+  store_id pid;
+  t_person_add(t, "ada", "admin", pid);
+  struct store_chat mine = {.title = "hers", .created_at = 9};
+  snprintf(mine.id, sizeof mine.id, "m%031d", 1);
+  store_sha256_hex("tok", 3, mine.token_hash);
+  memcpy(mine.owner, pid, sizeof mine.owner);
+  struct done d = {0};
+  ck_assert_int_eq(store_chat_create(t->st, &mine, on_done, &d), 0);
+  struct store_session se = {.created_at = 10, .last_used_at = 10};
+  store_sha256_hex("cookie", 6, se.token_hash);
+  memcpy(se.person_id, pid, sizeof se.person_id);
+  ck_assert_int_eq(store_session_create(t->st, &se, on_done, &d), 0);
+  t_wait(t);
+  ck_assert_msg(d.rc == 0, "%s", d.msg);
+  struct store_chat *v;
+  size_t k;
+  ck_assert_int_eq(store_chat_list_owner(t->st, pid, 10, &v, &k), 0);
+  ck_assert_uint_eq(k, 1);
+  ck_assert_str_eq(v[0].id, mine.id);
+  ck_assert_str_eq(v[0].owner, pid);
+  store_chat_list_free(v, k);
+  struct store_session g;
+  ck_assert_int_eq(store_session_get(t->st, se.token_hash, &g), 0);
+  ck_assert_str_eq(g.person_id, pid);
+}
+
 /* A write that holds the writer inside its group until the test lets it go, so that the writes
  * queued meanwhile form one group: t_hold_queue queues one (d gets its outcome), t_held waits until
  * the writer is inside it, t_hold does both, t_let_go lets the writer go on. */

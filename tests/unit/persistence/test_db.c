@@ -365,6 +365,20 @@ START_TEST(test_migration_8_to_9) {
 }
 END_TEST
 
+START_TEST(test_migration_10_to_11) {
+  T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
+  struct tctx t;
+  sqlite3 *db = db_at(&t, 10);
+  insert_v1_rows(db); /* a chat of a version-10 program; store_open migrates 10 -> 11 */
+  ck_assert_int_eq(has_object(db, "people"), 0);
+  reopen_migrated(&t, db, "UPDATE chats SET title = 'kept' WHERE id = 'c1';");
+  ck_assert_int_eq(has_object(t.st->r.lite, "chats_owner"), 1);
+  ck_assert_int_eq(has_object(t.st->r.lite, "sessions_person"), 1);
+  t_people_migrated(&t, "c1");
+  t_close(&t);
+}
+END_TEST
+
 START_TEST(test_migration_failure_rolls_back) {
   T_SQLITE_ONLY("the SQLite schema's migrations (test_pg.c migrates PostgreSQL's)");
   struct tctx t;
@@ -443,6 +457,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_6_to_7);
   tcase_add_test(tc, test_migration_7_to_8);
   tcase_add_test(tc, test_migration_8_to_9);
+  tcase_add_test(tc, test_migration_10_to_11);
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_ids);
   tcase_add_test(tc, test_translate);

@@ -1,7 +1,8 @@
 /* test_messages.c -- messages.c: a message put (insert, then updates of its state, text, error,
- * runs and calls; its chat, turn, role and creation time kept), the chat's messages in creation
- * order with a limit, its pages (the newest, before and after a cursor, the far side told, a cursor
- * of no message of the chat), an unknown chat, bad input, and the list's query plan. */
+ * runs and calls; its chat, turn, role and creation time kept; an update without calls keeps
+ * them), the chat's messages in creation order with a limit, its pages (the newest, before and
+ * after a cursor, the far side told, a cursor of no message of the chat), an unknown chat, bad
+ * input, and the list's query plan. */
 #include "helpers.h"
 
 static void put(struct tctx *t, const struct store_message *m, int want) {
@@ -77,6 +78,18 @@ START_TEST(test_put_update_list) {
   ck_assert_str_eq(v[1].turn_id, "t1");
   ck_assert_int_eq(v[1].created_at, 11);
   ck_assert_int_eq(v[1].updated_at, 20);
+  store_message_list_free(v, n);
+  /* an update without calls: the rest changes, the calls stay as stored */
+  a.text = "partial and more";
+  a.calls_json = NULL;
+  a.parts_json = "[{\"at\":3,\"run_id\":\"r1\"},{\"at\":7,\"run_id\":\"r2\"}]";
+  a.updated_at = 21;
+  put(&t, &a, 0);
+  ck_assert_int_eq(store_message_list(t.st, "c1", 100, &v, &n), 0);
+  ck_assert_str_eq(v[1].text, "partial and more");
+  ck_assert_str_eq(v[1].parts_json, "[{\"at\":3,\"run_id\":\"r1\"},{\"at\":7,\"run_id\":\"r2\"}]");
+  ck_assert_str_eq(v[1].calls_json, "[{\"id\":\"call_1\"}]");
+  ck_assert_int_eq(v[1].updated_at, 21);
   store_message_list_free(v, n);
   ck_assert_int_eq(store_message_list(t.st, "c1", 1, &v, &n), 0);
   ck_assert_uint_eq(n, 1);

@@ -205,6 +205,22 @@ START_TEST(test_migration_3_to_4) {
 }
 END_TEST
 
+/* Version 5 -> 6 (SQLite's 10 -> 11): a version-5 program's chat kept, a backend's (no owner);
+ * then a person, a chat of theirs and a session written and read back. */
+START_TEST(test_migration_5_to_6) {
+  T_PG_ONLY("migrates a PostgreSQL schema");
+  struct tctx t;
+  t_pg_at_version(&t, 5);
+  t_sql_exec(t.dir, "INSERT INTO chats(id, token_hash, title, created_at) VALUES('" CHAT
+                    "', 'h', 't', 1)");
+  ck_assert_int_eq(t_sql_int(t.dir, "SELECT (to_regclass('people') IS NULL)::int"), 1);
+  t_reopen(&t); /* store_open migrates 5 -> 6 (and on) */
+  ck_assert_int_eq(store_schema_version(t.st), ST_PG_SCHEMA_VERSION);
+  t_people_migrated(&t, CHAT);
+  t_close(&t);
+}
+END_TEST
+
 /* Nodes starting together on one database (other data directories): each store_open finds the
  * schema as another left it, under the migration lock; all of them open, at the one version. */
 START_TEST(test_nodes_migrate_once) {
@@ -379,6 +395,7 @@ int main(void) {
   tcase_add_test(tc, test_migration_failure_rolls_back);
   tcase_add_test(tc, test_migration_2_to_3);
   tcase_add_test(tc, test_migration_3_to_4);
+  tcase_add_test(tc, test_migration_5_to_6);
   tcase_add_test(tc, test_nodes_migrate_once);
   tcase_add_test(tc, test_connection_lost);
   tcase_add_test(tc, test_indexes);

@@ -90,7 +90,7 @@ static void client_sse(struct th *t) {
   ck_assert(h2c_wait(&c, s, 3000));
   ck_assert_int_eq(s->status, 200);
   ck_assert_ptr_nonnull(strstr(s->headers, "content-type: text/event-stream\n"));
-  ck_assert_str_eq(s->body, "id: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n");
+  ck_assert_str_eq(s->body, ": open\n\nid: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n");
   /* An open stream with heartbeats, beside an ordinary request on the same connection. */
   struct h2resp *o = h2c_request(&c, "GET", "/sse-open", NULL, NULL, 0);
   for (int i = 0; i < 50 && !(o->body && strstr(o->body, ": hb\n\n")); i++)

@@ -18,7 +18,7 @@
 
 /* ---- the scripted server --------------------------------------------------------------------- */
 
-enum mode { M_PIECES, M_STALL, M_BROKEN, M_SLOW };
+enum mode { M_PIECES, M_STALL, M_BROKEN, M_SLOW, M_CONTINUE };
 struct srv {
   int lfd, port;
   enum mode mode;
@@ -74,6 +74,11 @@ static void *srv_main(void *arg) {
     send_s(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst");
     usleep(1000000);
     break;
+  case M_CONTINUE: /* a 1xx head of its own before the final one */
+    send_s(fd, "HTTP/1.1 103 Early Hints\r\nLink: </early>\r\n\r\n"
+               "HTTP/1.1 201 Created\r\nX-One: 1\r\nContent-Type: text/plain\r\n"
+               "Content-Length: 2\r\n\r\nok");
+    break;
   }
   close(fd);
   return NULL;
@@ -100,7 +105,9 @@ static void srv_join(struct srv *s) {
 /* ---- the client side ------------------------------------------------------------------------- */
 
 struct got {
-  int head_status, done, done_status, pause_once, cancel_in_body;
+  int head_status, done, done_status, pause_once, cancel_in_body, headers_after_head;
+  char headers[1024];
+  size_t headers_len;
   enum tp_http_end end;
   char ctype[64], body[4096], why[256];
   size_t body_len;
@@ -149,7 +156,17 @@ static void on_done(void *ud, enum tp_http_end end, int status, const char *why)
   snprintf(g->why, sizeof g->why, "%s", why);
 }
 
-static const struct tp_http_cbs cbs = {on_head, on_body, on_done};
+static int on_header(void *ud, const char *line, size_t len) {
+  struct got *g = ud;
+  g->headers_after_head |= g->head_status != 0;
+  ck_assert_uint_lt(g->headers_len + len, sizeof g->headers);
+  memcpy(g->headers + g->headers_len, line, len);
+  g->headers_len += len;
+  return 0;
+}
+
+static const struct tp_http_cbs cbs = {
+    .on_head = on_head, .on_body = on_body, .on_done = on_done, .on_header = on_header};
 
 /* Runs one request to its end on a fresh loop and client; *g holds what came back. */
 static void fetch(struct tp_http_request *rq, struct got *g) {
@@ -201,6 +218,54 @@ START_TEST(post_headers_body_streamed) {
   ck_assert_ptr_nonnull(strstr(s.req, "Authorization: Bearer sekrit\r\n"));
   ck_assert_ptr_null(strcasestr(s.req, "Expect:"));
   ck_assert_ptr_nonnull(strstr(s.req, "\r\n\r\n{\"a\":1}"));
+}
+END_TEST
+
+/* The final head's lines, one by one before on_head; a 1xx head's are not among them. */
+START_TEST(header_lines_of_the_final_head) {
+  struct srv s;
+  srv_start(&s, M_CONTINUE);
+  struct tp_http_request rq = {.method = "GET", .url = url_of(s.port, "/"), .stall_ms = 2000};
+  struct got g = {0};
+  fetch(&rq, &g);
+  srv_join(&s);
+  ck_assert_int_eq(g.end, TP_HTTP_OK);
+  ck_assert_int_eq(g.head_status, 201);
+  ck_assert_str_eq(g.headers, "X-One: 1\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n");
+  ck_assert_int_eq(g.headers_after_head, 0);
+  ck_assert_str_eq(g.body, "ok");
+}
+END_TEST
+
+/* A body read as it goes out (read_body), at most 10 bytes a call. */
+static const char streamed[] = "streamed body, three pieces";
+static size_t streamed_off, streamed_calls;
+static long read_piece(void *ud, char *p, size_t cap) {
+  (void)ud;
+  size_t n = SBX_MIN(SBX_MIN(cap, (size_t)10), sizeof streamed - 1 - streamed_off);
+  memcpy(p, streamed + streamed_off, n);
+  streamed_off += n;
+  streamed_calls++;
+  return (long)n;
+}
+
+START_TEST(body_read_as_it_goes_out) {
+  struct srv s;
+  srv_start(&s, M_PIECES);
+  struct tp_http_request rq = {.method = "PUT",
+                               .url = url_of(s.port, "/up"),
+                               .read_body = read_piece,
+                               .body_len = 27,
+                               .stall_ms = 2000};
+  struct got g = {0};
+  streamed_off = streamed_calls = 0;
+  fetch(&rq, &g);
+  srv_join(&s);
+  ck_assert_int_eq(g.end, TP_HTTP_OK);
+  ck_assert_uint_ge(streamed_calls, 3);
+  ck_assert_ptr_nonnull(strstr(s.req, "PUT /up HTTP/1.1\r\n"));
+  ck_assert_ptr_nonnull(strcasestr(s.req, "Content-Length: 27\r\n"));
+  ck_assert_ptr_nonnull(strstr(s.req, "\r\n\r\nstreamed body, three pieces"));
 }
 END_TEST
 
@@ -387,6 +452,8 @@ Suite *http_client_suite(void) {
   TCase *tc = tcase_create("client");
   tcase_set_timeout(tc, 20);
   tcase_add_test(tc, post_headers_body_streamed);
+  tcase_add_test(tc, header_lines_of_the_final_head);
+  tcase_add_test(tc, body_read_as_it_goes_out);
   tcase_add_test(tc, pause_and_resume_keep_every_byte);
   tcase_add_test(tc, refused_is_unreachable);
   tcase_add_test(tc, no_byte_for_stall_ms_is_stalled);

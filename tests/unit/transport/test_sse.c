@@ -1,7 +1,7 @@
 /* test_sse.c -- Server-Sent Events (transport/req.c's SSE part): the encoding table (id, event,
  * one data: line per line of data, CR/LF/CRLF, empty data, refused line breaks in fields), and a
- * live stream over HTTP/1.1: headers, events in one chunk each, heartbeats, and the bounded queue
- * (SBX_EAGAIN) while the client does not read. */
+ * live stream over HTTP/1.1: headers, the opening comment, events in one chunk each, heartbeats,
+ * and the bounded queue (SBX_EAGAIN) while the client does not read. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +62,7 @@ static void client_sse(struct th *t) {
   ck_assert_ptr_nonnull(strstr(r, "Cache-Control: no-cache"));
   ck_assert_ptr_nonnull(strstr(r, "X-Accel-Buffering: no"));
   ck_assert_ptr_nonnull(
-      strstr(r, "\r\n\r\nid: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n"));
+      strstr(r, "\r\n\r\n: open\n\nid: 1\nevent: run\ndata: line1\ndata: line2\n\ndata: x\n\n"));
   free(r);
   close(fd);
   /* Heartbeats on an idle stream. */

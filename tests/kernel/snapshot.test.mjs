@@ -1,0 +1,117 @@
+// snapshot.test.mjs -- the served memory snapshot (worker/snapshot.js) in Node kernels: the image
+// setup made (scripts/make_snapshot.mjs, in a Node kernel of this build) restores, in the plain
+// and the headless host's locked-down worker, with the lock-down complete and Python right; each
+// restored kernel draws its own random numbers; the progress line says which start ran; an image
+// with one byte changed, one from another build, one the lock does not vouch for, and a lock
+// naming a file outside the runtime are each refused with a log line, and the kernel loads
+// normally.  That the same image restores in Chromium is tests/kernel/browser.test.mjs's.
+// The other kernel tests run on whichever path CEREA_KERNEL_SNAPSHOT picks (stage 30 runs both).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { newNodeKernel, PYODIDE_DIR, buildKey } from '../../worker/node-kernel.js';
+import { LOCK_FIELD, HEADER_BYTES, wrapImage } from '../../worker/snapshot.js';
+import { START } from '../../worker/notes.js';
+import { run } from './helpers.mjs';
+
+const lock = JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'pyodide-lock.json'), 'utf8'));
+const entry = lock[LOCK_FIELD];
+const skip = entry ? false : 'the served lock lists no memory snapshot: run scripts/setup.sh (55-snapshot.sh makes it)';
+const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
+
+// A runtime folder of its own: every file of the served one linked, the image and the lock
+// replaced by what `spoil` makes of them (so the build key, over the runtime's files, is the same).
+const dirs = [];
+function runtimeWith(spoil) {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshot-test-'));
+  dirs.push(d);
+  for (const f of fs.readdirSync(PYODIDE_DIR)) if (f !== 'pyodide-lock.json' && f !== entry.file_name) fs.symlinkSync(path.join(PYODIDE_DIR, f), path.join(d, f));
+  const image = new Uint8Array(fs.readFileSync(path.join(PYODIDE_DIR, entry.file_name)));
+  const l = structuredClone(lock);
+  const out = spoil(image, l[LOCK_FIELD]) || image;
+  fs.writeFileSync(path.join(d, entry.file_name), out);
+  fs.writeFileSync(path.join(d, 'pyodide-lock.json'), JSON.stringify(l));
+  return d;
+}
+after(() => { for (const d of dirs) fs.rmSync(d, { recursive: true, force: true }); });
+
+// A kernel's start: its info, the log lines and progress messages it sent, a run's stdout.
+async function start(opts) {
+  const k = newNodeKernel({ loadTimeoutMs: 120000, ...opts });
+  const logs = [], progress = [];
+  k.onEvent((e) => { if (e.event === 'log') logs.push(e.message); if (e.event === 'progress') progress.push(e.message); });
+  try {
+    const info = await k.ready;
+    const r = await run(k, 'import random, sys\nprint(sum(range(10)), random.random())');
+    assert.equal(r.status, 'ok', JSON.stringify(r.error));
+    const [sum, rnd] = r.stdout.trim().split(' ');
+    assert.equal(sum, '45');
+    return { info, logs, progress, random: rnd };
+  } finally { k.terminate('cancelled'); }
+}
+
+test('the served image: its lock entry names this build and its bytes', { skip }, () => {
+  const bytes = fs.readFileSync(path.join(PYODIDE_DIR, entry.file_name));
+  assert.equal(entry.key, buildKey());
+  assert.equal(entry.sha256, sha256(bytes));
+  assert.equal(entry.size, bytes.length);
+  assert.ok(bytes.length > 8e6, `an image of the runtime's memory: ${bytes.length} bytes`);
+  for (const ext of ['.br', '.gz']) assert.ok(fs.statSync(path.join(PYODIDE_DIR, entry.file_name + ext)).size < bytes.length / 3, `${ext} beside it`);
+});
+
+test('a Node kernel restores the served image: Python right, the progress line says so, two kernels draw different random numbers', { skip }, async () => {
+  const a = await start({ restore: true });
+  const b = await start({ restore: true });
+  for (const s of [a, b]) {
+    assert.equal(s.info.snapshot, 'served');
+    assert.deepEqual(s.logs, []);
+    assert.equal(s.progress[0], START.restoring('served'));
+    assert.deepEqual(s.info.lockdown, []);
+  }
+  assert.notEqual(a.random, b.random, 'random is seeded again after a restore');
+});
+
+test('the headless host\'s locked-down worker restores it too, with its Node lock-down complete', { skip }, async () => {
+  const s = await start({ restore: true, entry: 'sandbox' });
+  assert.equal(s.info.snapshot, 'served');
+  assert.deepEqual(s.info.lockdown, []);
+  assert.ok(s.info.node_lockdown.removed.includes('process'));
+});
+
+test('without restore (CEREA_KERNEL_SNAPSHOT=0) a kernel loads and says so', { skip }, async () => {
+  const s = await start({ restore: false });
+  assert.equal(s.info.snapshot, 'none');
+  assert.equal(s.progress[0], START.loading());
+});
+
+const refusedThenLoaded = (s, why) => {
+  assert.equal(s.info.snapshot, `refused: ${why}`);
+  assert.deepEqual(s.logs, [`memory snapshot refused: ${why}: loaded normally`]);
+  assert.equal(s.progress[0], START.restoring('served'));
+  assert.ok(s.progress.includes(START.loadingInstead()), JSON.stringify(s.progress));
+  assert.deepEqual(s.info.lockdown, []);
+};
+
+test('an image with one byte changed is refused (its sha256 is not the lock\'s) and the kernel loads normally', { skip }, async () => {
+  const d = runtimeWith((image) => { image[HEADER_BYTES + (image.length >> 1)] ^= 1; });
+  refusedThenLoaded(await start({ restore: true, pyodideDir: d }), 'its bytes do not match the sha256 of the served lock');
+  // the same in the headless host's worker
+  refusedThenLoaded(await start({ restore: true, entry: 'sandbox', pyodideDir: d }), 'its bytes do not match the sha256 of the served lock');
+});
+
+test('an image of another build is refused even when the lock vouches for its bytes', { skip }, async () => {
+  const d = runtimeWith((image, e) => {
+    const other = wrapImage('0'.repeat(64), image.subarray(HEADER_BYTES));
+    e.sha256 = sha256(other); e.size = other.length;
+    return other;
+  });
+  refusedThenLoaded(await start({ restore: true, pyodideDir: d }), 'made by another build');
+});
+
+test('a lock naming a file outside the runtime is refused', { skip }, async () => {
+  const d = runtimeWith((image, e) => { e.file_name = '../pyodide/' + e.file_name; });
+  refusedThenLoaded(await start({ restore: true, pyodideDir: d }), 'the served lock names no file beside the runtime');
+});
