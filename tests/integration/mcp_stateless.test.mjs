@@ -32,7 +32,7 @@ test('server/discover answers without a handshake: the revisions spoken, the cap
   const res = r.json.result;
   assert.equal(res.resultType, 'complete');
   assert.deepEqual(res.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18']);
-  assert.deepEqual(res.capabilities, { tools: { listChanged: false } });
+  assert.deepEqual(res.capabilities, { tools: { listChanged: false }, extensions: { 'io.modelcontextprotocol/tasks': {} } });
   assert.equal(res._meta['io.modelcontextprotocol/serverInfo'].name, 'cerea-sandbox');
   assert.match(res.instructions, /run_python/);
   assert.equal(res.cacheScope, 'private');
