@@ -69,6 +69,7 @@
 #include <time.h>
 
 #include <openssl/evp.h>
+#include <utf8proc.h>
 
 const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025-06-18"};
 #define V_2025_06_18 1                   /* its index */
@@ -164,6 +165,29 @@ char *orch__mcp_error_text(const json_t *id, int code, const char *message, size
 
 static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id, int code,
                         const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A message quoting what a client sent, cut by a "%.200s" or by its buffer's size, can hold part
+ * of a character, and a JSON string must be UTF-8 (jansson refuses it, and the answer was a 500):
+ * every byte that starts no whole character goes. */
+static void utf8_mend(char *s) {
+  const utf8proc_uint8_t *r = (const utf8proc_uint8_t *)s;
+  char *w = s;
+  utf8proc_ssize_t n = (utf8proc_ssize_t)strlen(s);
+  while (n > 0) {
+    utf8proc_int32_t c;
+    utf8proc_ssize_t k = utf8proc_iterate(r, n, &c);
+    if (k <= 0) { /* not a character: dropped */
+      r++;
+      n--;
+      continue;
+    }
+    memmove(w, r, (size_t)k);
+    w += k;
+    r += k;
+    n -= k;
+  }
+  *w = '\0';
+}
+
 static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id, int code,
                         const char *fmt, ...) {
   char msg[600];
@@ -171,6 +195,7 @@ static void reply_error(struct orch_mcp_reply *out, int status, const json_t *id
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  utf8_mend(msg);
   out->status = status;
   out->body = orch__mcp_error_text(id, code, msg, &out->len);
 }

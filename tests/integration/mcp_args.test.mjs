@@ -3,6 +3,7 @@
 // the reason is no longer UTF-8, no JSON string can carry it and the call answered 500 "out of
 // memory" (found by tests/fuzz/fuzz_tools.c; corpus/tools/regress-*-cut-in-a-character).  Through
 // POST /v1/tools/call, MCP's tools/call in 2025-11-25 (a tool result) and 2025-06-18 (-32602).
+// Likewise a name MCP quotes in a JSON-RPC error message ("Unknown tool: %.200s": a 500 before).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, call, tempDir } from './lib.mjs';
@@ -46,4 +47,14 @@ test('MCP tools/call: the same refusal as a tool result (2025-11-25) and as -326
       }
     }
   }
+});
+
+test('MCP: a name quoted in a JSON-RPC error (cut at 200 bytes) is cut between characters', async () => {
+  // One ASCII byte, then two-byte characters: byte 200 falls inside one.
+  const name = 'x' + 'é'.repeat(120);
+  const { session } = await initialize(srv, '2025-11-25');
+  const r = await rpc(srv, { jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name, arguments: {} } }, { session, version: '2025-11-25' });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.id, 6);
+  assert.match(r.json.error.message, /^Unknown tool: xé{99}$/);
 });
