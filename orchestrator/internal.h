@@ -370,6 +370,10 @@ int orch__pw_verify(const char *encoded, const char *pw, size_t len);
 typedef void (*orch_pw_cb)(void *ud, int rc, const char *encoded);
 int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
                    orch_pw_cb cb, void *ud);
+/* The same, and drop(ud) instead of cb when the server closed before the work ended (a server
+ * closed within its first tick of a first start: the first administrator's hash). */
+int orch__pw_start_drop(struct orch *o, int verify, const char *encoded, const char *pw,
+                        size_t len, orch_pw_cb cb, void (*drop)(void *ud), void *ud);
 /* A fresh password of 20 letters and digits (100 bits). */
 int orch__pw_generate(char *out, size_t cap);
 /* NULL when acceptable, else the reason (the API's invalid_field message).  A name: 1 to 64

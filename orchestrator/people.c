@@ -66,6 +66,7 @@ struct pw_work {
   char encoded[ORCH_PW_HASH_MAX];
   int rc; /* hash: 0 or SBX_*; verify: 1 match, 0 not */
   orch_pw_cb cb;
+  void (*drop)(void *ud); /* or NULL: frees ud when the server closed first (cb not called) */
   void *ud;
 };
 
@@ -92,6 +93,8 @@ static void pw_work_done(uv_work_t *r, int status) {
   pp->working--;
   if (!pp->closed && w->cb)
     w->cb(w->ud, status == 0 ? w->rc : (w->verify ? 0 : SBX_EIO), w->encoded);
+  else if (pp->closed && w->drop)
+    w->drop(w->ud);
   OPENSSL_cleanse(w->encoded, sizeof w->encoded);
   sbx_free(w);
   people_release(pp);
@@ -99,6 +102,11 @@ static void pw_work_done(uv_work_t *r, int status) {
 
 int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
                    orch_pw_cb cb, void *ud) {
+  return orch__pw_start_drop(o, verify, encoded, pw, len, cb, NULL, ud);
+}
+
+int orch__pw_start_drop(struct orch *o, int verify, const char *encoded, const char *pw,
+                        size_t len, orch_pw_cb cb, void (*drop)(void *ud), void *ud) {
   struct orch_people *pp = o->people;
   if (pp == NULL || pp->closed)
     return SBX_ECLOSED;
@@ -116,6 +124,7 @@ int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *
   w->cfg = o->cfg;
   w->pp = pp;
   w->cb = cb;
+  w->drop = drop;
   w->ud = ud;
   if (verify)
     snprintf(w->encoded, sizeof w->encoded, "%s", encoded ? encoded : pp->dummy_hash);
@@ -431,6 +440,8 @@ static void first_admin_free(struct first_admin *fa) {
   sbx_free(fa);
 }
 
+static void first_admin_drop(void *ud) { first_admin_free(ud); }
+
 static void on_first_admin(int rc, const struct sbx_error *err, void *ud) {
   struct first_admin *fa = ud;
   struct orch *o = fa->o;
@@ -477,7 +488,8 @@ void orch__people_first_admin(struct orch *o) {
     first_admin_free(fa);
     return;
   }
-  int rc = orch__pw_start(o, 0, NULL, fa->password, strlen(fa->password), on_first_admin_hash, fa);
+  int rc = orch__pw_start_drop(o, 0, NULL, fa->password, strlen(fa->password), on_first_admin_hash,
+                               first_admin_drop, fa);
   if (rc != 0) {
     first_admin_free(fa);
     pp->first_admin_due = rc == SBX_EBUSY; /* passwords being checked: the next tick */
