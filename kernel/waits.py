@@ -62,6 +62,11 @@ def sleep(secs):
     host = _host()
     if host is None or not host.can_wait():
         output.flush_live(True)   # no wait to wake for it: what came before goes out first
+        if host is not None:
+            # CPython's own (a busy wait), not Pyodide's: a kernel restored from the image setup
+            # made in Node inherits Node's word that the stack can be suspended, and Chromium
+            # without shared memory then fails "WebAssembly stack switching not supported".
+            return _orig["time.sleep.c"](s)
         return _orig["time.sleep"](s)
     output.flush_live()
     if host.sleep(s * 1000.0):   # woken by an interrupt (the worker took the signal)
@@ -100,5 +105,7 @@ def install():
     """Put the interruptible waits in place (keeping the originals for the fallback)."""
     if not _orig:
         _orig["time.sleep"] = time.sleep
+        webloop = sys.modules.get("pyodide.webloop")
+        _orig["time.sleep.c"] = getattr(webloop, "_orig_sleep", time.sleep)
     time.sleep = sleep
     builtins.input = read_input
