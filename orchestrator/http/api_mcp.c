@@ -567,6 +567,11 @@ static int tools_give_input(void *ud, const char *run_id, const char *text) {
   return rc;
 }
 
+static int tools_input_asked(void *ud, const char *run_id, char *prompt, size_t cap,
+                             char key[ORCH_TOOL_INPUT_KEY]) {
+  return orch__tool_input_asked(ud, run_id, prompt, cap, key);
+}
+
 void orch__routes_mcp(struct orch *o) {
   struct orch_mcp_tools t = {
       .ud = o,
@@ -574,6 +579,7 @@ void orch__routes_mcp(struct orch *o) {
       .start = tools_start,
       .abandon = tools_abandon,
       .give_input = tools_give_input,
+      .input_asked = tools_input_asked,
       .fixtures = o->cfg->mcp_fixtures};
   if (t.fixtures)
     sbx_log(SBX_LOG_WARN, "mcp",

@@ -38,8 +38,9 @@
  * client's capabilities in _meta (missing: 400 -32602); the headers must say what the body says
  * (MCP-Protocol-Version, Mcp-Method, and Mcp-Name for tools/call, Base64 sentinel decoded:
  * 400 -32020); a revision not spoken is 400 -32022 naming the ones that are.  It speaks
- * server/discover, tools/list (with ttlMs and cacheScope), tools/call, and, with the Tasks
- * extension negotiated, tasks/get and tasks/cancel (see "the Tasks extension" below); the methods
+ * server/discover, tools/list (with ttlMs and cacheScope), tools/call (multi-round for a client
+ * that declares elicitation: see "multi-round tool calls" below), and, with the Tasks extension
+ * negotiated, tasks/get, tasks/update and tasks/cancel (see "the Tasks extension" below); the methods
  * it removed (initialize, ping, logging/setLevel, ...) and unknown ones are 404 -32601.  Its calls
  * belong to no session: the HTTP request is the call, and closing it cancels it.  Every result
  * says its resultType ("complete", or "task" for a task made) and names this server in _meta.
@@ -68,6 +69,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <utf8proc.h>
 
@@ -115,6 +117,9 @@ struct orch_mcp {
    * V_STATELESS; each call's scope is its own request's. */
   struct orch_mcp_session stateless;
   unsigned long long asked; /* ids of our own requests to clients: "cerea-<n>" */
+  /* What signs a multi-round call's requestState with one node (with several, tools.secret,
+   * so any node checks it): random per process. */
+  unsigned char state_key[ORCH_CHAT_SECRET_LEN];
 };
 
 struct mcp_ended {
@@ -145,8 +150,13 @@ struct orch_mcp_call {
   char asked_tool[64];
   /* The Tasks extension (stateless, negotiated): what the tool call's result is made into (a
    * CreateTaskResult, a DetailedTask, a cancel's ack), and the arguments it borrows from. */
-  enum { TASK_NONE, TASK_CREATE, TASK_GET, TASK_CANCEL } task;
+  enum { TASK_NONE, TASK_CREATE, TASK_GET, TASK_CANCEL, TASK_UPDATE } task;
   json_t *task_args;
+  json_t *responses; /* TASK_UPDATE: the inputResponses to give once the run is looked at */
+  /* Stateless: the request declared elicitation, so a run's input() is asked of the client (an
+   * input_required task; with mrtr, an InputRequiredResult that ends this round). */
+  int elicit, mrtr;
+  char cred_hash[65]; /* mrtr: the credential its requestState is bound to */
 };
 
 /* ---- JSON-RPC messages ------------------------------------------------------------------- */
@@ -238,6 +248,10 @@ struct orch_mcp *orch__mcp_new(const struct orch_mcp_tools *tools) {
   orch__map_init(&m->ended);
   SBX_LIST_INIT(&m->ended_fifo);
   m->stateless.version = V_STATELESS;
+  if (sbx_random(m->state_key, sizeof(m->state_key)) != 0) {
+    sbx_free(m);
+    return NULL;
+  }
   SBX_LIST_INIT(&m->stateless.calls);
   SBX_LIST_INIT(&m->stateless.lru);
   SBX_LIST_INIT(&m->stateless.cred_lru);
@@ -254,6 +268,7 @@ static void call_free(struct orch_mcp_call *c) {
   json_decref(c->queued);
   json_decref(c->asked_id);
   json_decref(c->task_args);
+  json_decref(c->responses);
   sbx_free(c->answer);
   sbx_free(c);
 }
@@ -738,23 +753,114 @@ static int ask(struct orch_mcp_call *c, const char *method, json_t *params) {
   return 0;
 }
 
+/* elicitation/create's params for input(prompt) (len bytes; new): one string, `answer`. */
+static json_t *input_elicitation(const char *prompt, size_t len) {
+  char message[700];
+  snprintf(message, sizeof(message), "The code asks (input()): %.*s",
+           (int)SBX_MIN(len, (size_t)600), len ? prompt : "(no prompt)");
+  utf8_mend(message);
+  return json_pack("{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message,
+                   "requestedSchema", "type", "object", "properties", "answer", "type", "string",
+                   "title", "Answer", "description", "What input() returns (one line)",
+                   "required", "answer");
+}
+
 /* input(prompt) in a run of an elicitation client's call: the prompt as elicitation/create
  * (the answer, when accepted, is the run's input; otherwise the page may still answer, and the
  * run's input wait applies). */
 static void ask_input(struct orch_mcp_call *c, const struct orch_tool_progress *p) {
   if (!c->s->elicitation || !c->stream || c->sink == NULL || c->m->tools.give_input == NULL)
     return;
-  char prompt[600];
-  snprintf(prompt, sizeof(prompt), "%.*s", (int)SBX_MIN(p->text_len, sizeof(prompt) - 1),
-           p->text ? p->text : "");
-  char message[700];
-  snprintf(message, sizeof(message), "The code asks (input()): %s", prompt[0] ? prompt : "(no prompt)");
-  json_t *params = json_pack(
-      "{s:s, s:{s:s, s:{s:{s:s, s:s, s:s}}, s:[s]}}", "message", message, "requestedSchema", "type",
-      "object", "properties", "answer", "type", "string", "title", "Answer", "description",
-      "What input() returns (one line)", "required", "answer");
+  json_t *params = input_elicitation(p->text ? p->text : "", p->text ? p->text_len : 0);
   if (params && ask(c, "elicitation/create", params) == 0)
     snprintf(c->asked_run, sizeof(c->asked_run), "%s", p->run_id);
+}
+
+/* The input() run_id waits in on this node as a stateless client is asked it: {key:
+ * {method: "elicitation/create", params}} (new), key set; NULL when it waits in none. */
+static json_t *input_requests(struct orch_mcp *m, const char *run_id,
+                              char key[ORCH_TOOL_INPUT_KEY]) {
+  char prompt[700];
+  if (m->tools.input_asked == NULL || m->tools.give_input == NULL ||
+      !m->tools.input_asked(m->tools.ud, run_id, prompt, sizeof(prompt), key))
+    return NULL;
+  json_t *params = input_elicitation(prompt, strlen(prompt));
+  return params ? json_pack("{s:{s:s, s:o}}", key, "method", "elicitation/create", "params", params)
+                : NULL;
+}
+
+/* A stateless client's answers ({key: ElicitResult}) to the input() run_id waits in: the one for
+ * the question it waits on now, accepted with a string `answer`, is its input (1).  Any other
+ * (an earlier question's, a decline, no answer) gives nothing, so the page may still answer and
+ * the run's input wait applies (0). */
+static int give_answer(struct orch_mcp *m, const char *run_id, const json_t *responses) {
+  char key[ORCH_TOOL_INPUT_KEY], prompt[8];
+  if (m->tools.input_asked == NULL || m->tools.give_input == NULL ||
+      !m->tools.input_asked(m->tools.ud, run_id, prompt, sizeof(prompt), key))
+    return 0;
+  const json_t *r = json_object_get(responses, key);
+  const char *action = json_string_value(json_object_get(r, "action"));
+  const char *answer = json_string_value(json_object_get(json_object_get(r, "content"), "answer"));
+  if (action == NULL || strcmp(action, "accept") != 0 || answer == NULL)
+    return 0;
+  return m->tools.give_input(m->tools.ud, run_id, answer) == 0;
+}
+
+/* ---- multi-round tool calls (2026-07-28's InputRequiredResult, SEP-2322) ---------------------
+ * A stateless run_python call from a client that declared elicitation (and not the Tasks
+ * extension) ends its round when the run waits in input(): an InputRequiredResult asks the
+ * prompt, and its requestState ("<mac>:<run_id>:<key>", the MAC under the nodes' secret or this
+ * process's key, bound to the credential) names the run.  The client calls run_python again with
+ * the same arguments, that requestState and its inputResponses: the answer is the run's input,
+ * and the call waits for the same run (as wait_for_run does, to its end or its next input()). */
+
+static int state_mac(const struct orch_mcp *m, const char *cred_hash, const char *body,
+                     char mac[65]) {
+  char text[200];
+  int n = snprintf(text, sizeof(text), "%s|%s", cred_hash ? cred_hash : "", body);
+  if (n < 0 || (size_t)n >= sizeof(text))
+    return SBX_EINVAL;
+  return orch__secret_mac(m->tools.secret ? m->tools.secret : m->state_key, "mcp request state",
+                          text, (size_t)n, mac);
+}
+
+/* The run a requestState names (run_id: STORE_ID_LEN + 1 bytes): 0, or SBX_EINVAL when it is
+ * not one this server signed for this credential. */
+static int state_run(const struct orch_mcp *m, const char *cred_hash, const char *state,
+                     char *run_id) {
+  const char *body = state && strlen(state) > 65 && state[64] == ':' ? state + 65 : NULL;
+  const char *colon = body ? strchr(body, ':') : NULL;
+  char mac[65];
+  if (colon == NULL || colon - body != STORE_ID_LEN || strlen(colon + 1) >= ORCH_TOOL_INPUT_KEY ||
+      state_mac(m, cred_hash, body, mac) != 0 || CRYPTO_memcmp(mac, state, 64) != 0)
+    return SBX_EINVAL;
+  snprintf(run_id, STORE_ID_LEN + 1, "%.*s", STORE_ID_LEN, body);
+  return 0;
+}
+
+/* A round's result (steals result): an InputRequiredResult when the run waits in input() here,
+ * else the result as it is (the run's end, or "still going" past the hand-off). */
+static json_t *mrtr_result(const struct orch_mcp_call *c, json_t *result) {
+  const char *run_id =
+      json_string_value(json_object_get(json_object_get(result, "structuredContent"), "run_id"));
+  const char *state =
+      json_string_value(json_object_get(json_object_get(result, "structuredContent"), "state"));
+  char key[ORCH_TOOL_INPUT_KEY], body[STORE_ID_LEN + 2 + ORCH_TOOL_INPUT_KEY], mac[65];
+  char state_text[sizeof(mac) + sizeof(body)];
+  json_t *asks = run_id && state && strcmp(state, "waiting_input") == 0
+                     ? input_requests(c->m, run_id, key)
+                     : NULL;
+  if (asks == NULL)
+    return result;
+  snprintf(body, sizeof(body), "%s:%s", run_id, key);
+  if (state_mac(c->m, c->cred_hash, body, mac) != 0) {
+    json_decref(asks);
+    return result;
+  }
+  json_decref(result);
+  snprintf(state_text, sizeof(state_text), "%s:%s", mac, body);
+  return json_pack("{s:s, s:o, s:s}", "resultType", "input_required", "inputRequests", asks,
+                   "requestState", state_text);
 }
 
 /* A progress notification: the run in _meta["cerea-sandbox/run"] ({run_id, state, attempt}, and
@@ -805,6 +911,8 @@ static json_t *task_result(const struct orch_mcp_call *c, json_t *result);
 static void on_done(void *ud, json_t *result) {
   struct orch_mcp_call *c = ud;
   c->tc = NULL;
+  if (c->mrtr)
+    result = mrtr_result(c, result);
   result = task_result(c, result);
   if (c->s == &c->m->stateless)
     result = stateless_result(result);
@@ -830,7 +938,9 @@ static const struct orch_tool_ops call_ops_quiet = {NULL, on_done}; /* no progre
  * wait_for_run (not waiting) and cancel_run, and go to the run's node as tools/call does).
  * A run that ended, whatever its status, is a completed task with the tool's result (isError
  * when the run failed), but a cancelled one; only a result that is no run (it could not be read)
- * is a failed task. */
+ * is a failed task.  A run waiting in input() is an input_required task for a request that
+ * declared elicitation (its prompt in inputRequests); tasks/update is wait_for_run not waiting
+ * too, whose answer, under the key of the question the run waits on, becomes its input. */
 
 static int tasks_negotiated(const json_t *params) {
   const json_t *caps = json_object_get(json_object_get(params, "_meta"),
@@ -873,7 +983,11 @@ static json_t *task_of_run(const json_t *run, const char **status) {
 static json_t *task_result(const struct orch_mcp_call *c, json_t *result) {
   if (c->task == TASK_NONE || result == NULL)
     return result;
-  if (c->task == TASK_CANCEL) { /* an ack: the status is for the next tasks/get */
+  if (c->task == TASK_CANCEL || c->task == TASK_UPDATE) { /* an ack: what it did shows in the
+                                                            next tasks/get */
+    const char *run_id = json_string_value(json_object_get(c->task_args, "run_id"));
+    if (c->task == TASK_UPDATE && run_id)
+      give_answer(c->m, run_id, c->responses);
     json_decref(result);
     return json_object();
   }
@@ -891,8 +1005,16 @@ static json_t *task_result(const struct orch_mcp_call *c, json_t *result) {
     json_decref(result);
     return task;
   }
+  char key[ORCH_TOOL_INPUT_KEY];
+  json_t *asks = NULL;
   if (c->task == TASK_CREATE) {
     json_object_set_new(task, "resultType", json_string("task"));
+    json_decref(result);
+  } else if (strcmp(status, "working") == 0 && c->elicit &&
+             (asks = input_requests(c->m, json_string_value(json_object_get(task, "taskId")),
+                                    key)) != NULL) { /* its input() asks the client */
+    json_object_set_new(task, "status", json_string("input_required"));
+    json_object_set_new(task, "inputRequests", asks);
     json_decref(result);
   } else if (strcmp(status, "completed") == 0)
     json_object_set_new(task, "result", result);
@@ -901,15 +1023,23 @@ static json_t *task_result(const struct orch_mcp_call *c, json_t *result) {
   return task;
 }
 
-/* tasks/get and tasks/cancel (negotiated): wait_for_run not waiting, or cancel_run, on the run
- * the task is. */
+/* Whether the stateless request declared elicitation in its clientCapabilities. */
+static int elicitation_declared(const json_t *params) {
+  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
+                                       "io.modelcontextprotocol/clientCapabilities");
+  return json_is_object(json_object_get(caps, "elicitation"));
+}
+
+/* tasks/get, tasks/update and tasks/cancel (negotiated): wait_for_run not waiting, or cancel_run,
+ * on the run the task is; tasks/update gives the answer to its input() once the run is looked
+ * at (on this node: the run's chat's). */
 static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq, const json_t *id,
                            const char *method, const json_t *params, struct orch_mcp_reply *out) {
-  int get = strcmp(method, "tasks/get") == 0;
-  if (!get && strcmp(method, "tasks/cancel") != 0) {
+  int get = strcmp(method, "tasks/get") == 0, update = strcmp(method, "tasks/update") == 0;
+  if (!get && !update && strcmp(method, "tasks/cancel") != 0) {
     reply_error(out, 404, id, ORCH_RPC_METHOD_NOT_FOUND,
-                "Method not found: %.100s (tasks/get and tasks/cancel are answered; a task's "
-                "result is in tasks/get's once it has ended, and it asks no input)",
+                "Method not found: %.100s (tasks/get, tasks/update and tasks/cancel are answered; "
+                "a task's result is in tasks/get's once it has ended)",
                 method);
     return;
   }
@@ -919,6 +1049,13 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
                 method);
     return;
   }
+  const json_t *responses = json_object_get(params, "inputResponses");
+  if (update && !json_is_object(responses)) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tasks/update: params.inputResponses (an object: each input request's key and "
+                "its answer) is required");
+    return;
+  }
   struct orch_mcp_session *s = &m->stateless;
   if (s->n_calls >= ORCH_MCP_STATELESS_CALLS_MAX) {
     reply_error(out, 200, id, ORCH_RPC_BUSY,
@@ -926,7 +1063,7 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
                 ORCH_MCP_STATELESS_CALLS_MAX);
     return;
   }
-  enum orch_tool t = get ? ORCH_TOOL_WAIT_FOR_RUN : ORCH_TOOL_CANCEL_RUN;
+  enum orch_tool t = get || update ? ORCH_TOOL_WAIT_FOR_RUN : ORCH_TOOL_CANCEL_RUN;
   json_t *args = json_pack("{s:s}", "run_id", task_id);
   struct orch_tool_env env;
   json_t *keep = NULL;
@@ -949,8 +1086,10 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
   *c = (struct orch_mcp_call){.m = m,
                               .s = s,
                               .id = json_incref((json_t *)id),
-                              .task = get ? TASK_GET : TASK_CANCEL,
-                              .task_args = args};
+                              .task = get ? TASK_GET : update ? TASK_UPDATE : TASK_CANCEL,
+                              .task_args = args,
+                              .responses = update ? json_incref((json_t *)responses) : NULL,
+                              .elicit = elicitation_declared(params)};
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
@@ -1026,11 +1165,44 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
     reply_bad_args(out, version, id, name, why);
     return;
   }
+  /* Multi-round (stateless, elicitation declared, not a task): the run's input() ends a round;
+   * a later round names the run in its requestState and waits for it again. */
+  int mrtr = version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON && !tasks_negotiated(params) &&
+             elicitation_declared(params);
+  json_t *again = NULL; /* a later round: {run_id} for wait_for_run */
+  char again_run[STORE_ID_LEN + 1] = "";
+  if (version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON &&
+      json_object_get(params, "requestState") != NULL) {
+    if (!mrtr || state_run(m, rq->cred_hash,
+                           json_string_value(json_object_get(params, "requestState")),
+                           again_run) != 0) {
+      reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                  "tools/call: params.requestState is not one this server gave this credential "
+                  "(send back the one an InputRequiredResult of run_python gave, unchanged, with "
+                  "elicitation in the client's capabilities)");
+      return;
+    }
+    again = json_pack("{s:s}", "run_id", again_run);
+    t = ORCH_TOOL_WAIT_FOR_RUN;
+    rc = again ? orch__tool_check(t, again, scope, env.time_limit_s, &a, why, sizeof(why))
+               : SBX_ENOMEM;
+    if (rc != 0) {
+      json_decref(again);
+      reply_error(out, 200, id, rc == SBX_ENOMEM ? ORCH_RPC_INTERNAL : ORCH_RPC_INVALID_PARAMS,
+                  "tools/call: %s", rc == SBX_ENOMEM ? "out of memory" : why);
+      return;
+    }
+  }
   struct orch_mcp_call *c = sbx_calloc(1, sizeof(*c));
   if (c == NULL) {
+    json_decref(again);
     reply_error(out, 200, id, ORCH_RPC_INTERNAL, "out of memory");
     return;
   }
+  c->task_args = again; /* what a borrows */
+  c->mrtr = mrtr;
+  a.handoff_on_input = mrtr;
+  snprintf(c->cred_hash, sizeof(c->cred_hash), "%s", rq->cred_hash ? rq->cred_hash : "");
   c->m = m;
   c->s = s;
   c->id = json_incref((json_t *)id);
@@ -1049,9 +1221,11 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   json_t *now = NULL;
   c->stream = rq->sse_ok && (c->progress_token != NULL ||
                              (s->elicitation && t == ORCH_TOOL_RUN_PYTHON));
-  rc = m->tools.start(m->tools.ud, t, &a, args, rq->base_url,
-                      c->progress_token || c->stream ? &call_ops : &call_ops_quiet, c, &c->tc,
-                      &now, why, sizeof(why));
+  rc = m->tools.start(m->tools.ud, t, &a, again ? again : args, rq->base_url,
+                      c->progress_token || c->stream || c->mrtr ? &call_ops : &call_ops_quiet, c,
+                      &c->tc, &now, why, sizeof(why));
+  if (rc == 0 && now == NULL && again) /* the run waits for this round's answer: given now */
+    give_answer(m, again_run, json_object_get(params, "inputResponses"));
   if (rc != 0 || now != NULL) {
     now = task_result(c, now);
     call_free(c);

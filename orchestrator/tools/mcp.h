@@ -64,6 +64,10 @@ struct orch_mcp_tools {
   int fixtures; /* CEREA_MCP_CONFORMANCE_FIXTURES: the suite's fixtures beside our tools */
   /* The answer to a run's input() that a client gave through elicitation (NULL: none). */
   int (*give_input)(void *ud, const char *run_id, const char *text);
+  /* The input() a live run of this node waits in (orch__tool_input_asked): 1 with its prompt and
+   * the key naming that one question, 0 when none (NULL: never asked). */
+  int (*input_asked)(void *ud, const char *run_id, char *prompt, size_t cap,
+                     char key[ORCH_TOOL_INPUT_KEY]);
 };
 
 struct orch_mcp;

@@ -802,6 +802,8 @@ struct orch_tool_call {
   int last_attempt;
   uint64_t started_ms, reported_ms;  /* the call's start; its last progress report */
   uint64_t keepalive_ms, handoff_ms; /* from the arguments (0: none) */
+  int handoff_on_input;              /* from the arguments */
+  int input_asked;                   /* the run asked input(): the timer looks at once */
   uint64_t wait_max_ms;              /* what one wait_for_run waits at most (its words) */
   uv_timer_t timer;                  /* WAITING: the next keepalive or the hand-off */
   int has_timer;                     /* initialized: the call is freed in its close callback */
@@ -1080,6 +1082,9 @@ static void report_live(struct orch_tool_call *tc, const struct orch_run_event *
   sbx_free(text);
 }
 
+static void arm_timer(struct orch_tool_call *tc);
+static void on_tick(uv_timer_t *t);
+
 /* The run's events (live.c), for progress: its state in words, its live output as it comes. */
 static void on_run_event(void *ud, const struct orch_run_event *ev) {
   struct orch_tool_call *tc = ud;
@@ -1091,6 +1096,10 @@ static void on_run_event(void *ud, const struct orch_run_event *ev) {
   case ORCH_RUN_EV_DISPLAY:
   case ORCH_RUN_EV_INPUT_REQUEST:
     report_live(tc, ev);
+    if (ev->kind == ORCH_RUN_EV_INPUT_REQUEST && tc->handoff_on_input) {
+      tc->input_asked = 1; /* answered from the timer, never from inside the run's event */
+      arm_timer(tc);
+    }
     break;
   case ORCH_RUN_EV_END: /* the watch is over (live.c frees it); the result follows (on_end) */
     tc->watch = NULL;
@@ -1120,11 +1129,10 @@ static json_t *still_running_result(struct orch_tool_call *tc) {
                    "structuredContent", run ? run : json_object(), "isError", 0);
 }
 
-static void on_tick(uv_timer_t *t);
-
-/* The next keepalive or the hand-off, whichever comes first (nothing when neither is asked). */
+/* The next keepalive or the hand-off, whichever comes first (nothing when neither is asked);
+ * at once when the run asked input() of a call handed off on input. */
 static void arm_timer(struct orch_tool_call *tc) {
-  if (tc->keepalive_ms == 0 && tc->handoff_ms == 0)
+  if (tc->keepalive_ms == 0 && tc->handoff_ms == 0 && !tc->input_asked)
     return;
   if (!tc->has_timer) {
     uv_timer_init(tc->o->loop, &tc->timer);
@@ -1136,6 +1144,8 @@ static void arm_timer(struct orch_tool_call *tc) {
     due = tc->reported_ms + tc->keepalive_ms;
   if (tc->handoff_ms)
     due = SBX_MIN(due, tc->started_ms + tc->handoff_ms);
+  if (tc->input_asked)
+    due = now;
   uv_timer_start(&tc->timer, on_tick, due > now ? due - now : 0, 0);
 }
 
@@ -1144,7 +1154,10 @@ static void on_tick(uv_timer_t *t) {
   if (tc->state != CALL_WAITING)
     return;
   uint64_t now = sbx_now_mono_ms();
-  if (tc->handoff_ms && now >= tc->started_ms + tc->handoff_ms) {
+  int asked = tc->input_asked;
+  tc->input_asked = 0;
+  if ((asked && tc->run->state == ORCH_RUN_WAITING_INPUT) || /* still waiting: answered since? */
+      (tc->handoff_ms && now >= tc->started_ms + tc->handoff_ms)) {
     deliver(tc, still_running_result(tc)); /* the run goes on: only our wait ends */
     return;
   }
@@ -1270,6 +1283,7 @@ static struct orch_tool_call *call_new(struct orch *o, enum orch_tool t,
   tc->started_ms = tc->reported_ms = sbx_now_mono_ms();
   tc->keepalive_ms = ops->progress ? args->keepalive_ms : 0;
   tc->handoff_ms = args->handoff_ms;
+  tc->handoff_on_input = ops->progress ? args->handoff_on_input : 0;
   tc->wait_max_ms = (uint64_t)o->cfg->mcp_handoff_s * 1000;
   tc->args_json = json_incref(args_json);
   snprintf(tc->base_url, sizeof(tc->base_url), "%s", base_url ? base_url : "");
@@ -1470,6 +1484,17 @@ void orch__tool_abandon(struct orch_tool_call *tc) {
   if (!o->closing) /* at shutdown the run stays, for the next start */
     orch__run_cancel(o, run, NULL, NULL);
   call_close(tc);
+}
+
+int orch__tool_input_asked(struct orch *o, const char *run_id, char *prompt, size_t cap,
+                           char key[ORCH_TOOL_INPUT_KEY]) {
+  struct orch_run *run = orch__map_get(&o->runs, run_id);
+  if (run == NULL || run->state != ORCH_RUN_WAITING_INPUT || run->live.prompt == NULL)
+    return 0;
+  snprintf(prompt, cap, "%s", run->live.prompt);
+  snprintf(key, ORCH_TOOL_INPUT_KEY, "input-%d-%lld", run->attempts,
+           (long long)run->live.prompt_seq);
+  return 1;
 }
 
 void orch__tool_env(struct orch *o, struct orch_tool_env *env, json_t **keep) {

@@ -79,12 +79,22 @@ struct orch_tool_args {
    * again after keepalive_ms without a report (a keepalive); and past handoff_ms the call
    * answers that the run is still going (its id, the tools that wait for it) and lets it run. */
   uint64_t keepalive_ms, handoff_ms;
+  /* With a progress callback: the call answers "still going" as soon as the run waits in input()
+   * (a multi-round client asks its user and calls again with the answer). */
+  int handoff_on_input;
 };
 /* Checks a tool's arguments against its schema and the caller's scope: 0, or SBX_EINVAL with the
  * reason in why (worded for the model: "code: required, a string of Python source").  args NULL
  * counts as {}. */
 int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_tool_scope *scope,
                      int time_limit_s, struct orch_tool_args *out, char *why, size_t cap);
+
+/* The input() a live run of this node waits in: 1 with its prompt (cut to cap, maybe inside a
+ * character) and a key naming this one question ("input-<attempt>-<event>", so an answer to an
+ * earlier one is told apart); 0 when it waits in none here. */
+#define ORCH_TOOL_INPUT_KEY 48
+int orch__tool_input_asked(struct orch *o, const char *run_id, char *prompt, size_t cap,
+                           char key[ORCH_TOOL_INPUT_KEY]);
 
 /* A result the model reads: {content: [{type: "text", text}], isError} (new reference). */
 json_t *orch__tool_error_result(const char *text);
