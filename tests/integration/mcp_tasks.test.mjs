@@ -142,3 +142,43 @@ test('tasks/cancel stops a working task (an empty ack; tasks/get then says cance
   assert.match(textOf(p), /stdout:\n1\n/);
   page.close();
 });
+
+test('1,000 tasks made at once: each is answered with a task (or refused clearly, -32000 past the calls in flight), every task is a run of the chat, and /healthz answers throughout', { timeout: 300000 }, async () => {
+  const chat = await newChat(srv);
+  const N = 1000;
+  let healthy = 0, sick = 0, stop = false, slowest = 0;
+  const probe = (async () => {
+    while (!stop) {
+      const p0 = Date.now();
+      const h = await fetch(`${srv.base}/healthz`, { signal: AbortSignal.timeout(10000) }).then((r) => r.status).catch(() => 0);
+      slowest = Math.max(slowest, Date.now() - p0);
+      if (h === 200) healthy++; else sick++;
+      await sleep(100);
+    }
+  })();
+  const t0 = Date.now();
+  const all = await Promise.all(Array.from({ length: N }, (_, i) =>
+    req('tools/call', { name: 'run_python', arguments: { chat_id: chat.id, code: `print(${i})` } }).catch((e) => ({ status: 0, text: String(e) }))));
+  const ms = Date.now() - t0;
+  stop = true;
+  await probe;
+  const tasks = all.filter((r) => r.json?.result?.resultType === 'task').map((r) => r.json.result.taskId);
+  const refused = all.filter((r) => r.json?.error?.code === -32000);
+  const other = all.filter((r) => r.json?.result?.resultType !== 'task' && r.json?.error?.code !== -32000);
+  console.log(`# ${N} task creations at once: ${tasks.length} tasks, ${refused.length} refused (-32000) in ${ms} ms; /healthz ${healthy} ok (slowest ${slowest} ms), ${sick} not`);
+  assert.deepEqual(other.map((r) => `${r.status} ${(r.text ?? '').slice(0, 200)}`), [], 'every answer is a task or a clear refusal');
+  for (const r of refused) assert.match(r.json.error.message, /in flight/);
+  assert.equal(new Set(tasks).size, tasks.length, 'distinct tasks');
+  assert.ok(tasks.length > 0);
+  assert.ok(healthy >= 1 && sick === 0, '/healthz answered throughout');
+  // Nothing lost: each task is a run of this chat, and tasks/get answers it (100 at a time).
+  for (let i = 0; i < tasks.length; i += 100) {
+    const got = await Promise.all(tasks.slice(i, i + 100).map((t) => req('tasks/get', { taskId: t })));
+    got.forEach((g, j) => assert.equal(g.json?.result?.taskId, tasks[i + j], g.text));
+  }
+  const run = (await call(srv, 'GET', `/v1/runs/${tasks[tasks.length >> 1]}`)).json;
+  assert.equal(run.chat_id, chat.id);
+  assert.equal(run.origin, 'tool');
+  const c = await req('tasks/cancel', { taskId: tasks[tasks.length - 1] });
+  assert.equal(c.json.result?.resultType, 'complete');
+});
