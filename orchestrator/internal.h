@@ -366,14 +366,15 @@ int orch__pw_verify(const char *encoded, const char *pw, size_t len);
 /* The same on libuv's thread pool: cb(ud, rc, encoded) on the loop; verify: rc 1 match, 0 not
  * (encoded NULL: checked against the dummy hash, never a match); hash: rc 0 with the encoded
  * hash, or an error.  pw is copied (and wiped after).  SBX_EBUSY: ORCH_PW_WORKING_MAX already run;
- * cb is then not called.  Not called either once the server closed. */
+ * cb is then not called.  When the server closed before the work ended, drop(ud) instead of cb:
+ * it frees what waited (a held request, the first administrator's record), answering nothing.
+ * Every caller gives one (a hash outlives a close: sign-in, a password change, the first
+ * administrator). */
 typedef void (*orch_pw_cb)(void *ud, int rc, const char *encoded);
 int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
-                   orch_pw_cb cb, void *ud);
-/* The same, and drop(ud) instead of cb when the server closed before the work ended (a server
- * closed within its first tick of a first start: the first administrator's hash). */
-int orch__pw_start_drop(struct orch *o, int verify, const char *encoded, const char *pw,
-                        size_t len, orch_pw_cb cb, void (*drop)(void *ud), void *ud);
+                   orch_pw_cb cb, void (*drop)(void *ud), void *ud);
+/* Hashes and checks on the thread pool now (tests wait on it). */
+int orch__pw_working(const struct orch *o);
 /* A fresh password of 20 letters and digits (100 bits). */
 int orch__pw_generate(char *out, size_t cap);
 /* NULL when acceptable, else the reason (the API's invalid_field message).  A name: 1 to 64

@@ -66,7 +66,7 @@ struct pw_work {
   char encoded[ORCH_PW_HASH_MAX];
   int rc; /* hash: 0 or SBX_*; verify: 1 match, 0 not */
   orch_pw_cb cb;
-  void (*drop)(void *ud); /* or NULL: frees ud when the server closed first (cb not called) */
+  void (*drop)(void *ud); /* frees ud when the server closed first (cb not called) */
   void *ud;
 };
 
@@ -91,23 +91,22 @@ static void pw_work_done(uv_work_t *r, int status) {
   OPENSSL_cleanse(w->pw, w->len);
   sbx_free(w->pw);
   pp->working--;
-  if (!pp->closed && w->cb)
+  if (!pp->closed)
     w->cb(w->ud, status == 0 ? w->rc : (w->verify ? 0 : SBX_EIO), w->encoded);
-  else if (pp->closed && w->drop)
+  else
     w->drop(w->ud);
   OPENSSL_cleanse(w->encoded, sizeof w->encoded);
   sbx_free(w);
   people_release(pp);
 }
 
-int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
-                   orch_pw_cb cb, void *ud) {
-  return orch__pw_start_drop(o, verify, encoded, pw, len, cb, NULL, ud);
-}
+int orch__pw_working(const struct orch *o) { return o->people ? o->people->working : 0; }
 
-int orch__pw_start_drop(struct orch *o, int verify, const char *encoded, const char *pw,
-                        size_t len, orch_pw_cb cb, void (*drop)(void *ud), void *ud) {
+int orch__pw_start(struct orch *o, int verify, const char *encoded, const char *pw, size_t len,
+                   orch_pw_cb cb, void (*drop)(void *ud), void *ud) {
   struct orch_people *pp = o->people;
+  if (cb == NULL || drop == NULL)
+    return SBX_EINVAL;
   if (pp == NULL || pp->closed)
     return SBX_ECLOSED;
   if (pp->working >= ORCH_PW_WORKING_MAX)
@@ -488,8 +487,8 @@ void orch__people_first_admin(struct orch *o) {
     first_admin_free(fa);
     return;
   }
-  int rc = orch__pw_start_drop(o, 0, NULL, fa->password, strlen(fa->password), on_first_admin_hash,
-                               first_admin_drop, fa);
+  int rc = orch__pw_start(o, 0, NULL, fa->password, strlen(fa->password), on_first_admin_hash,
+                          first_admin_drop, fa);
   if (rc != 0) {
     first_admin_free(fa);
     pp->first_admin_due = rc == SBX_EBUSY; /* passwords being checked: the next tick */

@@ -223,9 +223,14 @@ int st__name_join(const char *stem, const char *ext, int n, char **out, struct s
   int w = n > 1 ? snprintf(s, cap, "%s (%d)%s", stem, n, ext) : snprintf(s, cap, "%s%s", stem, ext);
   if (w > STORE_NAME_MAX) {
     sbx_free(s);
-    return sbx_error_set(err, SBX_ENAME,
-                         "numbered name \"%.40s... (%d)%s\" is longer than %d bytes", stem, n, ext,
-                         STORE_NAME_MAX);
+    /* the stem's first 40 bytes or fewer, cut before a character, not inside one (the stem is
+     * UTF-8: a name normalized) */
+    size_t cut = strnlen(stem, 40);
+    if (stem[cut] != '\0')
+      while (cut > 0 && ((unsigned char)stem[cut] & 0xC0) == 0x80)
+        cut--;
+    return sbx_error_set(err, SBX_ENAME, "numbered name \"%.*s... (%d)%s\" is longer than %d bytes",
+                         (int)cut, stem, n, ext, STORE_NAME_MAX);
   }
   *out = s;
   return 0;

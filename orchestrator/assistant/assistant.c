@@ -6,7 +6,10 @@
  * written; then the model is asked with the system prompt, the chat's earlier conversation (each
  * earlier tool call with its result text) and the new message (its attachments with their
  * "available to code at" line).  Its text streams into the assistant's message (live `message`
- * deltas on the chat stream, batched every ORCH_DELTA_MS or ORCH_DELTA_BYTES).  Its tool calls
+ * deltas on the chat stream, batched every ORCH_DELTA_MS or ORCH_DELTA_BYTES), and is kept in the
+ * message's row at most every ORCH_KEEP_MS (and once more when the server closes), so an answer
+ * cut by a crash keeps what had streamed up to a second before it (marked `interrupted` at the
+ * next start).  Its tool calls
  * become tool runs of the turn, one after the other (a run waits while the page is hidden, is
  * restarted and remounted on a timeout: runs do that), each result's text goes back as the `tool`
  * message, and the model is asked again.  Its final answer finishes the turn (turn.c: the
@@ -77,8 +80,9 @@ struct orch_asst {
   struct sbx_buf text; /* the answer so far (every round's text), at most ORCH_ANSWER_BYTES */
   size_t chars;        /* its characters */
   size_t sent_bytes, sent_chars; /* of it, published as live deltas */
+  size_t kept_bytes;             /* of it, written to the message's row */
   int text_cut, round_has_text;
-  uv_timer_t *flush, *deadline; /* freed in their close callbacks */
+  uv_timer_t *flush, *deadline, *keep; /* freed in their close callbacks */
   json_t *convo;                /* the request's messages */
   json_t *tools;                /* [run_python as an OpenAI function] */
   json_t *rounds; /* each response: {content, calls: [{id, name, arguments, result}]} */
@@ -123,6 +127,8 @@ static void asst_free(struct orch_asst *t) {
     uv_close((uv_handle_t *)t->flush, on_closed_free);
   if (t->deadline)
     uv_close((uv_handle_t *)t->deadline, on_closed_free);
+  if (t->keep)
+    uv_close((uv_handle_t *)t->keep, on_closed_free);
   if (t->c && t->c->asst == t)
     t->c->asst = NULL;
   orch__map_del(&t->o->asst, t->turn_id);
@@ -255,7 +261,7 @@ static void emit_message(struct orch_asst *t, json_t *msg) {
 
 /* The message's row as it is now (fire and forget unless cb).  with_calls: its tool calls too
  * (every call's arguments and result, up to megabytes), written once, with the end; a put while
- * it streams (a run joining) leaves them as stored, so a turn's writes do not grow with the
+ * it streams (a run joining, the text kept every ORCH_KEEP_MS) leaves them as stored, so a turn's writes do not grow with the
  * square of its calls.  A turn the server stopped mid-way is replayed as its text. */
 static int put_message(struct orch_asst *t, const char *state, int with_calls, store_done_cb cb) {
   char *ids = orch__json_dump(t->run_ids, NULL);
@@ -291,6 +297,18 @@ static void on_put_logged(int rc, const struct sbx_error *err, void *ud) {
             err ? err->msg : sbx_strerror(rc));
 }
 
+/* The text streamed so far into the message's row (still `streaming`), when it grew. */
+static void keep_text(struct orch_asst *t) {
+  if (t->keep)
+    uv_timer_stop(t->keep);
+  if (t->state >= ASST_ENDING || t->kept_bytes == t->text.len)
+    return;
+  if (put_message(t, "streaming", 0, on_put_logged) == 0)
+    t->kept_bytes = t->text.len;
+}
+
+static void on_keep(uv_timer_t *h) { keep_text(h->data); }
+
 /* A run joins the message (its tool runs as they start, its auto runs at the end). */
 static void join_run(struct orch_asst *t, const char *run_id) {
   size_t i;
@@ -303,7 +321,8 @@ static void join_run(struct orch_asst *t, const char *run_id) {
   json_array_append_new(t->marks,
                         json_pack("{s:I, s:s}", "at", (json_int_t)t->chars, "run_id", run_id));
   if (t->state < ASST_ENDING) {
-    put_message(t, "streaming", 0, on_put_logged);
+    if (put_message(t, "streaming", 0, on_put_logged) == 0)
+      t->kept_bytes = t->text.len;
     emit_message(t, live_json(t, "streaming"));
   }
 }
@@ -350,6 +369,8 @@ static void end_turn(struct orch_asst *t, enum ending e, const char *code, const
     cancel_runs(t);
   if (t->deadline)
     uv_timer_stop(t->deadline);
+  if (t->keep)
+    uv_timer_stop(t->keep); /* the end writes the whole text */
   t->ending = e;
   if (code && code != t->err_code) {
     snprintf(t->err_code, sizeof t->err_code, "%s", code);
@@ -409,6 +430,8 @@ static void on_model_text(void *ud, const char *p, size_t len) {
     flush_delta(t);
   else if (!uv_is_active((uv_handle_t *)t->flush))
     uv_timer_start(t->flush, on_flush, ORCH_DELTA_MS, 0);
+  if (!uv_is_active((uv_handle_t *)t->keep)) /* one row write a second at most, not per token */
+    uv_timer_start(t->keep, on_keep, ORCH_KEEP_MS, 0);
 }
 
 static void on_turn_finished(void *ud, int rc, const struct orch_turn *ft) {
@@ -958,13 +981,14 @@ int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *a
   t->user_text = json_string(ask->text);
   t->flush = sbx_malloc(sizeof *t->flush);
   t->deadline = sbx_malloc(sizeof *t->deadline);
+  t->keep = sbx_malloc(sizeof *t->keep);
   struct sbx_buf sys;
   sbx_buf_init(&sys, 4u * ORCH_MIB);
   system_prompt(o, c, &sys);
   json_t *user = user_content(o, ask);
   int rc = SBX_ENOMEM;
   if (t->rounds && t->run_ids && t->convo && t->tools && t->user_text && t->flush && t->deadline &&
-      user &&
+      t->keep && user &&
       json_array_append_new(t->convo, json_pack("{s:s, s:s%}", "role", "system", "content",
                                                 sys.data ? sys.data : "", sys.len)) == 0 &&
       (rc = earlier(o, c, t->convo)) == 0 &&
@@ -973,12 +997,14 @@ int orch__asst_ask(struct orch *o, struct orch_chat *c, const struct orch_ask *a
       orch__map_put(&o->asst, t->turn_id, t) == 0) {
     uv_timer_init(o->loop, t->flush);
     uv_timer_init(o->loop, t->deadline);
-    t->flush->data = t->deadline->data = t;
+    uv_timer_init(o->loop, t->keep);
+    t->flush->data = t->deadline->data = t->keep->data = t;
     rc = put_start(t, ask);
   } else {
     sbx_free(t->flush);
     sbx_free(t->deadline);
-    t->flush = t->deadline = NULL;
+    sbx_free(t->keep);
+    t->flush = t->deadline = t->keep = NULL;
     if (rc == 0)
       rc = SBX_ENOMEM;
   }
@@ -1025,6 +1051,7 @@ void orch__asst_close_all(struct orch *o) {
       uv_timer_stop(t->deadline);
     if (t->flush)
       uv_timer_stop(t->flush);
+    keep_text(t); /* what streamed until now, for the next start to show as cut */
   }
 }
 

@@ -19,6 +19,7 @@
 #define ORCH_CONVERSATION_MAX  200               /* earlier messages sent to the model, newest */
 #define ORCH_DELTA_MS          50                /* live text deltas: at most this often ... */
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
+#define ORCH_KEEP_MS           1000 /* the streamed text kept in the message's row: at most this often */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
 /* What is replayed of earlier turns (assistant.c's rule, docs/api.md "The assistant"). */
 #define ORCH_REPLAY_BYTES      (1024u * 1024u) /* the earlier conversation, JSON bytes at most */
@@ -32,7 +33,7 @@
 /* The error of an answer that was streaming when its server stopped (marked at the next start). */
 #define ORCH_INTERRUPTED_JSON                                                                      \
   "{\"code\":\"interrupted\",\"message\":\"The server restarted while this answer was being "      \
-  "written; ask again.\"}"
+  "written, so it was cut here; ask again.\"}"
 /* The outcome of marking answers left streaming (store_message_interrupt*), logged. */
 void orch__on_interrupted(int rc, const struct sbx_error *err, void *ud);
 /* Whether an unfinished run being reloaded (a start, a node taking its chat over) is a tool run

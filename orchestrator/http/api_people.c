@@ -137,6 +137,14 @@ static void signin_free(struct signin *si) {
   sbx_free(si);
 }
 
+/* The server closed while the password was checked: its connection is gone (the transport
+ * closed it first), so nothing is answered; the request is let go and the rest freed. */
+static void signin_drop(void *ud) {
+  struct signin *si = ud;
+  tp_req_release(si->req);
+  signin_free(si);
+}
+
 static void on_signin_gone(struct tp_req *req, void *ud) {
   (void)req;
   ((struct signin *)ud)->gone = 1;
@@ -254,7 +262,8 @@ static void on_signin(struct tp_req *req, void *ud) {
     orch__api_error(req, 500, "storage", "cannot read people: %s", sbx_strerror(rc));
     return;
   }
-  rc = orch__pw_start(o, 1, rc == 0 ? si->p.pw_hash : NULL, pw, plen, on_password_checked, si);
+  rc = orch__pw_start(o, 1, rc == 0 ? si->p.pw_hash : NULL, pw, plen, on_password_checked,
+                      signin_drop, si);
   json_decref(body); /* the password's copy in the body goes with it */
   if (rc != 0) {
     orch__throttle_end(o->people, si->name, nlen, si->addr, -1, sbx_now_mono_ms());
@@ -421,6 +430,13 @@ static void pw_change_free(struct pw_change *c) {
   sbx_free(c);
 }
 
+/* The server closed while a password was hashed or checked: as signin_drop. */
+static void pw_change_drop(void *ud) {
+  struct pw_change *c = ud;
+  tp_req_release(c->req);
+  pw_change_free(c);
+}
+
 static void on_pw_gone(struct tp_req *req, void *ud) {
   (void)req;
   ((struct pw_change *)ud)->gone = 1;
@@ -503,7 +519,7 @@ static void on_new_hash(void *ud, int rc, const char *encoded) {
 
 /* Hashes c->new_pw (on the thread pool), then writes c->p with it. */
 static void hash_and_write(struct pw_change *c) {
-  int rc = orch__pw_start(c->o, 0, NULL, c->new_pw, c->new_len, on_new_hash, c);
+  int rc = orch__pw_start(c->o, 0, NULL, c->new_pw, c->new_len, on_new_hash, pw_change_drop, c);
   if (rc == SBX_EBUSY)
     pw_change_end(c, 503, "unavailable", "passwords are being checked: try again in a second");
   else if (rc != 0)
@@ -575,7 +591,7 @@ static void on_me_password(struct tp_req *req, void *ud) {
   c->p.must_change_password = 0;
   c->end_sessions = 1;
   memcpy(c->except, a.token_hash, sizeof c->except);
-  int rc = orch__pw_start(o, 1, c->p.pw_hash, cur, clen, on_current_checked, c);
+  int rc = orch__pw_start(o, 1, c->p.pw_hash, cur, clen, on_current_checked, pw_change_drop, c);
   json_decref(body);
   if (rc == SBX_EBUSY)
     pw_change_end(c, 503, "unavailable", "passwords are being checked: try again in a second");

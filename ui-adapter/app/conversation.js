@@ -24,6 +24,8 @@ export const MODEL_ERROR = {
   model_stalled: (m) => `The model stopped sending its answer part-way: ${m}`,
   turn_time_limit: () => 'The answer took longer than this deployment allows for one turn, so it was ended here.',
   tool_call_limit: () => 'The assistant asked to run code more times than one turn allows; it was asked to answer without running more.',
+  // The server's sentence says the answer was cut where its text ends (kept across the restart).
+  interrupted: (m) => m || 'This answer was cut.',
 };
 export function modelErrorText(err) {
   if (!err) return '';

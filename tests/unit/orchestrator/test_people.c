@@ -4,12 +4,17 @@
  * failures, the wait doubling to its bound, attempts in flight counted, a success clearing the
  * name, an address counted across names, a quiet key forgotten, memory fixed however many keys
  * come); session expiry (idle, absolute, ended); the address a peer is throttled as; and
- * Cookie headers. */
+ * Cookie headers.  And one case with the real server: closed while a sign-in's password is still
+ * checked on the thread pool, it frees that sign-in and its request (LeakSanitizer in the
+ * sanitizer build says so) and its loop closes with nothing left. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
+#include "orch.h"
 
 static struct orch_config cfg;
 
@@ -290,6 +295,92 @@ START_TEST(test_settings_pypi) {
 }
 END_TEST
 
+/* ---- the server closed while a sign-in hashes ------------------------------------------------ */
+
+static struct {
+  struct orch *o;
+  uv_tcp_t client;
+  uv_connect_t conn;
+  uv_write_t wr;
+  uv_timer_t poll;
+  char req[512];
+  int hashing_seen, closed, polls;
+} cw;
+
+static void on_orch_closed(void *ud) {
+  (void)ud;
+  cw.closed = 1;
+}
+
+/* Once the sign-in's check is on the thread pool: the client goes (its request is then gone) and
+ * the server closes, well before the check ends. */
+static void on_poll(uv_timer_t *t) {
+  if (orch__pw_working(cw.o) == 0 && ++cw.polls < 2000)
+    return;
+  cw.hashing_seen = orch__pw_working(cw.o) > 0;
+  uv_timer_stop(t);
+  uv_close((uv_handle_t *)t, NULL);
+  uv_close((uv_handle_t *)&cw.client, NULL);
+  orch_close(cw.o, on_orch_closed, NULL);
+}
+
+static void on_written(uv_write_t *w, int status) {
+  (void)w;
+  ck_assert_int_eq(status, 0);
+  uv_timer_start(&cw.poll, on_poll, 1, 1);
+}
+
+static void on_connected(uv_connect_t *c, int status) {
+  ck_assert_int_eq(status, 0);
+  uv_buf_t b = uv_buf_init(cw.req, (unsigned)strlen(cw.req));
+  ck_assert_int_eq(uv_write(&cw.wr, c->handle, &b, 1, on_written), 0);
+}
+
+START_TEST(test_close_while_signin_hashes) {
+  char dir[64] = "/tmp/cerea-tpeople-XXXXXX", www[96], py[112], cmd[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(www, sizeof www, "%s/www", dir);
+  snprintf(py, sizeof py, "%s/pyodide", www);
+  ck_assert_int_eq(mkdir(www, 0755), 0);
+  ck_assert_int_eq(mkdir(py, 0755), 0);
+  struct orch_config c;
+  ck_assert_int_eq(orch_config_defaults(&c), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_LISTEN", "127.0.0.1:0", NULL), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_DATA_DIR", dir, NULL), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_STATIC_DIR", www, NULL), 0);
+  ck_assert_int_eq(orch_config_set(&c, "CEREA_API_KEY", "unit-test-key-0123456789", NULL), 0);
+  c.argon2_memory_kib = 64 * 1024; /* a check that takes a while: the close comes during it */
+  c.argon2_iterations = 3;
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct sbx_error err;
+  sbx_error_clear(&err);
+  memset(&cw, 0, sizeof cw);
+  int rc = orch_new(&loop, &c, &cw.o, &err);
+  ck_assert_msg(rc == 0, "orch_new: %s", err.msg);
+  const char *body = "{\"name\":\"nobody\",\"password\":\"a wrong password\"}";
+  snprintf(cw.req, sizeof cw.req,
+           "POST /v1/signin HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: %zu\r\n\r\n%s",
+           strlen(body), body);
+  struct sockaddr_in addr;
+  uv_ip4_addr("127.0.0.1", orch_port(cw.o), &addr);
+  uv_tcp_init(&loop, &cw.client);
+  uv_timer_init(&loop, &cw.poll);
+  ck_assert_int_eq(uv_tcp_connect(&cw.conn, &cw.client, (const struct sockaddr *)&addr, on_connected), 0);
+  uint64_t t0 = sbx_now_mono_ms();
+  uv_run(&loop, UV_RUN_DEFAULT); /* until the server closed and the check came back */
+  ck_assert_int_eq(cw.closed, 1);
+  ck_assert_msg(cw.hashing_seen, "the sign-in's check never reached the thread pool");
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  fprintf(stderr, "# closed during a sign-in's check; all done in %llu ms\n",
+          (unsigned long long)(sbx_now_mono_ms() - t0));
+  orch_config_free(&c);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("people");
   TCase *tc = tcase_create("people");
@@ -304,6 +395,7 @@ int main(void) {
   tcase_add_test(tc, test_session_life);
   tcase_add_test(tc, test_cookie_find);
   tcase_add_test(tc, test_settings_pypi);
+  tcase_add_test(tc, test_close_while_signin_hashes);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

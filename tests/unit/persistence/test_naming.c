@@ -250,6 +250,30 @@ static const struct {
     {"x (1234567890).txt", "x (1234567890)", ".txt", 1},
 };
 
+/* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or > U+10FFFF). */
+static int utf8_valid(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p;
+    size_t n = c < 0x80 ? 0 : c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2
+                                                    : c >= 0xF0 && c <= 0xF4     ? 3
+                                                                                 : 9;
+    if (n == 9)
+      return 0;
+    unsigned cp = n == 0 ? c : c & (0x3F >> n);
+    for (size_t i = 1; i <= n; i++) {
+      if ((p[i] & 0xC0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    p += n + 1;
+  }
+  return 1;
+}
+
 START_TEST(test_split) {
   for (size_t i = 0; i < SBX_ARRAY_SIZE(splits); i++) {
     char *stem, *ext;
@@ -271,6 +295,28 @@ START_TEST(test_split) {
   big[250] = '\0';
   ck_assert_int_eq(st__name_join(big, ".pdf", 2, &out, &err), SBX_ENAME);
   ck_assert_ptr_null(out);
+  /* the message quotes the stem's start cut before a character, never inside one: stems of
+   * 2-, 3- and 4-byte characters whose 40th byte falls inside one (and one where it does not) */
+  const char *chars[][2] = {{"x", "\xc3\xa9"}, /* the 40th byte starts the 2nd half of an é */
+                            {"", "\xe2\x82\xac"},
+                            {"x", "\xf0\x9f\x98\x80"},
+                            {"xy", "\xf0\x9f\x98\x80"},
+                            {"", "\xc3\xa9"}}; /* 40 bytes are 20 whole é: nothing to step back */
+  for (size_t k = 0; k < SBX_ARRAY_SIZE(chars); k++) {
+    char stem[300];
+    snprintf(stem, sizeof stem, "%s", chars[k][0]);
+    while (strlen(stem) < 250) /* with " (2).txt": past STORE_NAME_MAX */
+      strcat(stem, chars[k][1]);
+    sbx_error_clear(&err);
+    ck_assert_int_eq(st__name_join(stem, ".txt", 2, &out, &err), SBX_ENAME);
+    const char *q = strchr(err.msg, '"') + 1, *e = strstr(q, "... (2).txt\"");
+    ck_assert_msg(e != NULL, "%s", err.msg);
+    size_t quoted = (size_t)(e - q);
+    ck_assert_msg(quoted <= 40 && quoted > 40 - 4, "%zu bytes quoted: %s", quoted, err.msg);
+    ck_assert_msg(memcmp(q, stem, quoted) == 0 && ((unsigned char)stem[quoted] & 0xC0) != 0x80,
+                  "cut inside a character: %s", err.msg);
+    ck_assert_int_eq(utf8_valid(err.msg), 1);
+  }
 }
 END_TEST
 
