@@ -1,6 +1,8 @@
 // mcp_tasks.test.mjs -- the Tasks extension (SEP-2663, stateless 2026-07-28) with several nodes,
 // against a real PostgreSQL (CEREA_TEST_PG) and two real nodes sharing DATA/chat_key_secret: a
 // task is the run, kept in the shared store, so the node that made it is not needed to answer it.
+// A multi-round run_python call through B on a chat A holds: both rounds forwarded, the
+// requestState A signed under the nodes' shared secret taken by B and A.
 // Two tasks are made through node A for a chat A holds (one ended, one running); the running one
 // asks input(), which B, not holding the chat, shows (tasks/get forwarded to A: input_required)
 // and answers (tasks/update forwarded: the page on A's run hears it); A is SIGKILLed; node B
@@ -56,6 +58,26 @@ test('a task made on node A is answered by node B after A is SIGKILLed: an ended
     assert.equal(t1.taskId, run1.run_id);
     assert.equal((await page.result(run1, { stdout: 'one\n' })).status, 200);
     assert.equal((await answered(A, t1.taskId, 'completed', [])).status, 'completed');
+
+    // a multi-round call (no Tasks) through B on A's chat: both rounds forwarded to A, the
+    // requestState A signed (the nodes' shared secret) taken by B and A alike
+    const mr = (body) => rpc(B, { jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name: 'run_python', ...body,
+      _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } } } },
+    { version: V, headers: { 'mcp-method': 'tools/call', 'mcp-name': 'run_python' } });
+    const margs = { chat_id: chat.id, code: 'print(input("who? "))' };
+    const round1 = mr({ arguments: margs });
+    const run3 = (await page.nextRun(15000)).data;
+    assert.equal((await page.started(run3)).status, 200);
+    assert.equal((await page.output(run3, { input_request: { prompt: 'who? ' } })).status, 200);
+    const r1 = (await round1).json.result;
+    assert.equal(r1.resultType, 'input_required', JSON.stringify(r1));
+    const [mkey] = Object.keys(r1.inputRequests);
+    const round2 = mr({ arguments: margs, requestState: r1.requestState, inputResponses: { [mkey]: { action: 'accept', content: { answer: 'Ada' } } } });
+    assert.equal((await page.next('input', 10000)).data.text, 'Ada');
+    assert.equal((await page.result(run3, { stdout: 'who? Ada\nAda\n' })).status, 200);
+    const r2 = (await round2).json.result;
+    assert.equal(r2.resultType, 'complete', JSON.stringify(r2));
+    assert.equal(r2.structuredContent.run_id, run3.run_id);
 
     // the second asks input(): B, which does not hold the chat, forwards tasks/get and
     // tasks/update to A, and the answer reaches the run there
