@@ -1,8 +1,12 @@
 // mcp_tasks.test.mjs -- the Tasks extension (SEP-2663, stateless 2026-07-28) with several nodes,
 // against a real PostgreSQL (CEREA_TEST_PG) and two real nodes sharing DATA/chat_key_secret: a
 // task is the run, kept in the shared store, so the node that made it is not needed to answer it.
-// Two tasks are made through node A for a chat A holds (one ended, one running); A is SIGKILLed;
-// node B answers tasks/get for both once A's lease has run out: the ended one completed with its
+// A multi-round run_python call through B on a chat A holds: both rounds forwarded, the
+// requestState A signed under the nodes' shared secret taken by B and A.
+// Two tasks are made through node A for a chat A holds (one ended, one running); the running one
+// asks input(), which B, not holding the chat, shows (tasks/get forwarded to A: input_required)
+// and answers (tasks/update forwarded: the page on A's run hears it); A is SIGKILLed; node B
+// answers tasks/get for both once A's lease has run out: the ended one completed with its
 // result, the running one working and, after B's page ran it again as a new attempt, completed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +19,7 @@ const V = '2026-07-28';
 const EXT = 'io.modelcontextprotocol/tasks';
 let ids = 0;
 function task(node, method, params) {
-  const _meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { extensions: { [EXT]: {} } } };
+  const _meta = { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { extensions: { [EXT]: {} }, elicitation: {} } };
   return rpc(node, { jsonrpc: '2.0', id: ++ids, method, params: { ...params, _meta } },
     { version: V, headers: { 'mcp-method': method, ...(params.name ? { 'mcp-name': params.name } : {}) } }).catch((e) => ({ status: 0, text: String(e) }));
 }
@@ -55,12 +59,42 @@ test('a task made on node A is answered by node B after A is SIGKILLed: an ended
     assert.equal((await page.result(run1, { stdout: 'one\n' })).status, 200);
     assert.equal((await answered(A, t1.taskId, 'completed', [])).status, 'completed');
 
-    const two = task(A, 'tools/call', { name: 'run_python', arguments: { chat_id: chat.id, code: 'print("two")' } });
+    // a multi-round call (no Tasks) through B on A's chat: both rounds forwarded to A, the
+    // requestState A signed (the nodes' shared secret) taken by B and A alike
+    const mr = (body) => rpc(B, { jsonrpc: '2.0', id: ++ids, method: 'tools/call', params: { name: 'run_python', ...body,
+      _meta: { 'io.modelcontextprotocol/protocolVersion': V, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {} } } } },
+    { version: V, headers: { 'mcp-method': 'tools/call', 'mcp-name': 'run_python' } });
+    const margs = { chat_id: chat.id, code: 'print(input("who? "))' };
+    const round1 = mr({ arguments: margs });
+    const run3 = (await page.nextRun(15000)).data;
+    assert.equal((await page.started(run3)).status, 200);
+    assert.equal((await page.output(run3, { input_request: { prompt: 'who? ' } })).status, 200);
+    const r1 = (await round1).json.result;
+    assert.equal(r1.resultType, 'input_required', JSON.stringify(r1));
+    const [mkey] = Object.keys(r1.inputRequests);
+    const round2 = mr({ arguments: margs, requestState: r1.requestState, inputResponses: { [mkey]: { action: 'accept', content: { answer: 'Ada' } } } });
+    assert.equal((await page.next('input', 10000)).data.text, 'Ada');
+    assert.equal((await page.result(run3, { stdout: 'who? Ada\nAda\n' })).status, 200);
+    const r2 = (await round2).json.result;
+    assert.equal(r2.resultType, 'complete', JSON.stringify(r2));
+    assert.equal(r2.structuredContent.run_id, run3.run_id);
+
+    // the second asks input(): B, which does not hold the chat, forwards tasks/get and
+    // tasks/update to A, and the answer reaches the run there
+    const two = task(A, 'tools/call', { name: 'run_python', arguments: { chat_id: chat.id, code: 'print(input("n? "))' } });
     const run2 = (await page.nextRun(15000)).data;
     assert.equal((await page.started(run2)).status, 200);
     const t2 = (await two).json.result;
     assert.equal(t2.taskId, run2.run_id);
-    assert.equal((await task(A, 'tasks/get', { taskId: t2.taskId })).json.result.status, 'working');
+    assert.equal((await task(B, 'tasks/get', { taskId: t2.taskId })).json.result.status, 'working');
+    assert.equal((await page.output(run2, { input_request: { prompt: 'n? ' } })).status, 200);
+    const asking = await answered(B, t2.taskId, 'input_required', []);
+    const [key] = Object.keys(asking.inputRequests);
+    assert.match(asking.inputRequests[key].params.message, /n\? /);
+    const ack = await task(B, 'tasks/update', { taskId: t2.taskId, inputResponses: { [key]: { action: 'accept', content: { answer: '21' } } } });
+    assert.equal(ack.json?.result?.resultType, 'complete', ack.text);
+    assert.equal((await page.next('input', 10000)).data.text, '21', 'the answer given through B reached the run on A');
+    assert.equal((await answered(B, t2.taskId, 'working', [])).status, 'working');
 
     // 2. A dies; B answers both
     await A.kill();
