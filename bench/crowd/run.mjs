@@ -12,8 +12,8 @@
 // restore the served memory snapshot unless CEREA_KERNEL_SNAPSHOT=0 is in the environment.
 //
 //   node bench/crowd/run.mjs [CHATS=200] [RUNS=5] [HOSTS=2] [KERNELS=auto] [MEMORY_MB=512]
-//   (CEREA_BIN picks the binary)
-import { readFileSync, rmSync } from 'node:fs';
+//   (CEREA_BIN picks the binary; CROWD_LOG=FILE writes the server's log there)
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { startStack, hostReady, newChat, call, descendants } from '../../tests/fullstack/lib.mjs';
 
@@ -45,6 +45,7 @@ try {
   const load0 = loadavg()[0];
   const t0 = Date.now();
   const lat = [], firstStart = [], statuses = {};
+  let restartedRuns = 0;   // runs whose chat lost its kernel before them (detached between runs)
   await Promise.all(Array.from({ length: CHATS }, async (_, i) => {
     const chat = await newChat(srv);
     const born = Date.now();
@@ -55,23 +56,27 @@ try {
       while (r.json && r.json.state !== 'done') r = await call(srv, 'GET', `/v1/runs/${r.json.run_id}?wait_s=240`);
       const st = r.json ? r.json.status : `http ${r.status}`;
       statuses[st] = (statuses[st] || 0) + 1;
+      if (r.json && r.json.restarted) restartedRuns++;
       lat.push(Date.now() - t);
       if (j === 0 && r.json && r.json.started_at) firstStart.push(r.json.started_at - born);
     }
   }));
   const wall = Date.now() - t0;
-  const restored = (srv.log.match(/kernel restored from the served snapshot/g) || []).length;
-  const loaded = (srv.log.match(/kernel loaded in/g) || []).length;
+  // srv.log holds each line of the server's stderr twice once the server is up
+  // (tests/integration/lib.mjs reads it with two listeners): counted by the hosts' ready lines.
+  const copies = Math.max(1, Math.round((srv.log.match(/host \d+ \(pid \d+\) ready/g) || []).length / HOSTS));
+  const restored = (srv.log.match(/kernel restored from the served snapshot/g) || []).length / copies;
+  const loaded = (srv.log.match(/kernel loaded in/g) || []).length / copies;
   console.log(JSON.stringify({
     chats: CHATS, runs_per_chat: RUNS, hosts: HOSTS, kernels_per_host: KERNELS,
     statuses, ok: `${statuses.ok || 0}/${CHATS * RUNS}`, wall_s: +(wall / 1000).toFixed(1),
     run_latency_ms: { p50: q(lat, 0.5), p99: q(lat, 0.99), max: Math.max(...lat) },
     first_run_start_ms: { p50: q(firstStart, 0.5), p99: q(firstStart, 0.99) },
-    kernels_per_host: perHost, kernel_starts: { restored, loaded },
+    kernels_per_host: perHost, kernel_starts: { restored, loaded }, restarted_runs: restartedRuns,
     peak_rss_mib: Math.round(peakRss / 1024), peak_threads: peakThreads,
     idle_hosts_rss_mib: Math.round(idleHost.rss / 1024),
     // (peak - idle hosts) / live chat kernels at the peak, the spares' share in the idle figure
     mib_per_kernel: +(((peakRss - idleHost.rss) / 1024) / Math.max(1, Math.min(CHATS, perHost * HOSTS))).toFixed(1),
     loadavg_1m: { before: +load0.toFixed(2), after: +loadavg()[0].toFixed(2) },
   }, null, 1));
-} finally { clearInterval(sampler); await srv.stop(); rmSync(srv.dataDir, { recursive: true, force: true }); }
+} finally { clearInterval(sampler); if (process.env.CROWD_LOG) writeFileSync(process.env.CROWD_LOG, srv.log); await srv.stop(); rmSync(srv.dataDir, { recursive: true, force: true }); }

@@ -50,7 +50,8 @@
  * Capacity: a host takes at most CEREA_HOST_KERNELS chats at a time (one kernel slot each); a
  * chat with live runs and no host waits in the orchestrator's queue (its head run paused, held
  * there while some host is up) until a slot frees, oldest first.  A chat without live runs gives
- * its slot up after CEREA_HOST_CHAT_IDLE_S, or after HOST_LINGER_MS when other chats wait.  So a
+ * its slot up after CEREA_HOST_CHAT_IDLE_S, or after its linger when other chats wait
+ * (HOST_LINGER_MS, longer while clients are slow to post their next run: linger_ms).  So a
  * host never loads more than its kernel count + 1 (the spare) at once, and a dispatched run never
  * waits behind a crowd of loads; while a host reports its kernel `loading` for a dispatched run,
  * that run's watchdog is held (orch__run_hold).
@@ -109,13 +110,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define HOSTS_MAX        64
-#define BACKOFF_MIN_MS   250
-#define BACKOFF_MAX_MS   10000
-#define HEALTHY_AFTER_MS 30000
-#define KILL_GRACE_MS    3000
-#define LINE_MAX_BYTES   512
-#define HOST_LINGER_MS   1000 /* an idle chat keeps its slot this long when other chats wait */
+#define HOSTS_MAX          64
+#define BACKOFF_MIN_MS     250
+#define BACKOFF_MAX_MS     10000
+#define HEALTHY_AFTER_MS   30000
+#define KILL_GRACE_MS      3000
+#define LINE_MAX_BYTES     512
+#define HOST_LINGER_MS     1000 /* an idle chat keeps its slot this long when other chats wait */
+#define HOST_LINGER_MAX_MS 5000 /* ... at most, however slow the clients' next runs come */
 #define LOADING_HOLD_MAX_MS                                                                        \
   180000                     /* a dispatched run waits this long at most for a loading kernel */
 #define HOST_BASE_MB     512 /* the host process beyond its kernels: Node, the main thread, files */
@@ -180,6 +182,7 @@ struct orch_hosts {
   int closing;
   int open_timers;
   uint64_t chat_idle_ms; /* an assigned chat idle this long is detached from its host */
+  uint64_t gap_ms;       /* recent longest wait of an assigned chat between two runs (linger_ms) */
   char *sock_dir, *sock_path, *data_dir, *root, *pyodide, *node, *bwrap;
   char *base_dir; /* root only: /tmp/cerea-hosts-XXXXXX, with sock/ and runtime/ (see below) */
   int base_lock;  /* base_dir open and flock()ed while we live: a later start sweeps it if not */
@@ -1205,14 +1208,33 @@ static void detach(struct orch_hosts *hs, struct assignment *a) {
   sbx_free(a);
 }
 
+/* How long an idle chat keeps its slot while others wait: HOST_LINGER_MS, or twice the recent
+ * longest gap between a chat's runs (a chat that had no live run for a while, then a new one: its
+ * client posting the next run), up to HOST_LINGER_MAX_MS.  On a loaded machine a client's next run
+ * comes later than on a quiet one; a chat detached in that gap loses its interpreter (its next run
+ * says restarted) and costs a kernel start (~1 s of CPU) to save a slot's second. */
+static uint64_t linger_ms(const struct orch_hosts *hs) {
+  uint64_t l = 2 * hs->gap_ms;
+  return l < HOST_LINGER_MS ? HOST_LINGER_MS : l > HOST_LINGER_MAX_MS ? HOST_LINGER_MAX_MS : l;
+}
+
+/* A chat's runs came back after `gap` ms without: the recent longest gap rises to it at once and
+ * falls back by an eighth of the difference with each shorter one. */
+static void note_gap(struct orch_hosts *hs, uint64_t gap) {
+  if (gap > HOST_LINGER_MAX_MS)
+    return; /* a chat that came back after the longest linger: not a client's round trip */
+  hs->gap_ms = gap >= hs->gap_ms ? gap : hs->gap_ms - (hs->gap_ms - gap) / 8;
+}
+
 /* Chats assigned but without live runs give their slot up: after chat_idle_ms, or after
- * HOST_LINGER_MS when `waiting` chats want one (the longest idle first, one per wanted slot).
+ * linger_ms when `waiting` chats want one (the longest idle first, one per wanted slot).
  * Their stream, kernel and file bytes go; the host remembers the chat had a kernel, so its next
  * run says restarted.  Bounds what a host holds when many chats come and go.  A chat that left
  * this node's memory (idle, its host's page gone; with nodes its lease let go, so another node
  * may hold it next) is detached at once: its host's calls for it would be refused (api.c). */
 static void detach_idle(struct orch_hosts *hs, size_t waiting) {
   uint64_t now = sbx_now_mono_ms();
+  uint64_t linger = linger_ms(hs);
   size_t i = 0;
   const char *k;
   void *v;
@@ -1221,9 +1243,11 @@ static void detach_idle(struct orch_hosts *hs, size_t waiting) {
     struct orch_chat *c = orch__map_get(&hs->o->chats, a->chat_id);
     if (c == NULL)
       detach(hs, a);
-    else if (!SBX_LIST_EMPTY(&c->runs))
+    else if (!SBX_LIST_EMPTY(&c->runs)) {
+      if (a->idle_since_ms != 0)
+        note_gap(hs, now - a->idle_since_ms);
       a->idle_since_ms = 0;
-    else if (a->idle_since_ms == 0)
+    } else if (a->idle_since_ms == 0)
       a->idle_since_ms = now;
     else if (now - a->idle_since_ms >= hs->chat_idle_ms)
       detach(hs, a);
@@ -1237,7 +1261,7 @@ static void detach_idle(struct orch_hosts *hs, size_t waiting) {
     i = 0;
     while (orch__map_next(&hs->assign, &i, &k, &v)) {
       struct assignment *a = v;
-      if (a->idle_since_ms && now - a->idle_since_ms >= HOST_LINGER_MS &&
+      if (a->idle_since_ms && now - a->idle_since_ms >= linger &&
           (oldest == NULL || a->idle_since_ms < oldest->idle_since_ms))
         oldest = a;
     }

@@ -23,7 +23,7 @@
 // Node's permission model, and bubblewrap (user, network, pid namespaces; no capability; seccomp).
 import { parentPort, workerData } from 'node:worker_threads';
 import { readFile } from 'node:fs/promises';
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { createRequire, register } from 'node:module';
 import { setFlagsFromString } from 'node:v8';
@@ -63,6 +63,16 @@ try {
 } catch (e) { /* not writable: the load fails and says why */ }
 
 const toPath = (u) => (u.startsWith('file:') ? fileURLToPath(u) : u);
+
+// ---- the start's trace (workerData.trace: bench/headless/kernel-start.mjs) ----------------------
+// Absolute times (ms since the epoch, comparable across threads) of each step of the start, and
+// this thread's CPU time at each (/proc/thread-self/schedstat, ns): added to the init reply's
+// info as start_trace.  Off unless asked: nothing of it runs in a host.
+const tracing = !!(workerData && workerData.trace);
+const trace = tracing ? {} : null;
+const threadCpuMs = () => { try { return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6; } catch { return NaN; } };
+const mark = (name) => { if (trace) { trace[name] = performance.timeOrigin + performance.now(); trace[`${name}_cpu`] = threadCpuMs(); } };
+mark('entry');
 let initId = 0;
 let core = null;
 const report = [];
@@ -244,16 +254,22 @@ function lockDown() {
     report.push(...notes.toJs());
     notes.destroy();
   });
+  mark('hide_js_api');
   step('module loading', closeModuleLoading);
+  mark('module_loading');
   step('memory', guardAllocations);
   step('memory of files', guardFiles);
   removeNodeGlobals();
 }
 
 const post = (msg, transfer) => {
+  if (trace && msg && msg.type === 'event' && msg.event === 'progress') mark(msg.stage);
   if (initId && msg && msg.id === initId && msg.type === REPLY.OK) {
+    mark('reply');
     lockDown();
+    mark('node_lockdown');
     initId = 0;
+    if (msg.info && trace) msg.info.start_trace = trace;
     if (msg.info) {
       msg.info.lockdown = [...(msg.info.lockdown || []), ...report];
       msg.info.node_lockdown = { removed: NODE_GLOBALS.filter((n) => globalThis[n] === undefined), memory_mb: KERNEL_MEMORY_MB };
@@ -273,6 +289,18 @@ const host = {
   readText: (url) => readFile(toPath(url), 'utf8'),
   importPyodide: (url) => import(/^(file):/.test(url) ? url : pathToFileURL(url).href),
 };
+if (trace) {
+  const importPyodide = host.importPyodide;
+  host.importPyodide = async (url) => {
+    mark('import'); const m = await importPyodide(url); mark('imported');
+    return { ...m, loadPyodide: async (opts) => {
+      const instantiate = WebAssembly.instantiate;
+      WebAssembly.instantiate = function (...a) { mark('instantiate'); return instantiate.apply(this, a).finally(() => mark('instantiated')); };
+      mark('load');
+      try { return await m.loadPyodide(opts); } finally { WebAssembly.instantiate = instantiate; mark('loaded'); }
+    } };
+  };
+}
 core = new KernelCore(host);
 parentPort.on('message', (msg) => {
   if (msg && msg.cmd === CMD.INIT) initId = msg.id;
