@@ -268,7 +268,7 @@ int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, 
       announce(o, c, moved, step); /* the head was another run (it had waited for a page) */
     sync_rec(run);
   }
-  int rc = store_run_put(o->st, &run->rec, on_created, ctx);
+  int rc = store_run_create(o->st, &run->rec, on_created, ctx);
   if (rc != 0) {
     if (ctx->run)
       orch__run_free(run);
