@@ -535,13 +535,17 @@ struct orch_rt_setting {
   int is_int;    /* an int field (else uint64_t) */
 };
 #define ORCH_RT_N_SETTINGS 4
-extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
+/* The settings an operator may change while the server runs: rows of config.c's table. */
+const struct orch_rt_setting *orch__rt_table(void);
+/* Every setting's name and docs line (config.c's table, in its order): the count, filling at most
+ * cap of keys[] (and docs[] unless NULL). */
+size_t orch__config_settings(const char **keys, const char **docs, size_t cap);
 void orch__rt_init(struct orch_runtime *rt, const struct orch_config *cfg);
 /* o->rt from the configuration and the operator's stored values. */
 void orch__runtime_load(struct orch *o);
-/* Sets one of orch__rt_settings by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
+/* Sets one of orch__rt_table by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
-/* The current value of setting s (one of orch__rt_settings). */
+/* The current value of setting s (one of orch__rt_table). */
 long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s);
 /* The Python packages the served tree has and lacks ({python, has: [{name, version}], lacks:
  * [{name, reason}]}, new), or JSON null; *micropip: micropip is served. */
