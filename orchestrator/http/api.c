@@ -18,6 +18,11 @@
 
 json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
 
+json_t *orch__api_chat_object(struct orch *o, struct tp_req *req, struct orch_chat **c) {
+  *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
+  return *c ? orch__api_body_object(req) : NULL;
+}
+
 json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags) {
   size_t len = 0;
   const char *body = tp_req_body(req, &len);

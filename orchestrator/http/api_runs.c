@@ -136,10 +136,8 @@ static int turn_ok(struct orch *o, struct tp_req *req, const struct orch_chat *c
 
 static void on_create_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
-  if (c == NULL)
-    return;
-  json_t *body = orch__api_body_object(req);
+  struct orch_chat *c;
+  json_t *body = orch__api_chat_object(o, req, &c);
   if (body == NULL)
     return;
   const char *code = NULL, *origin = NULL, *turn_id = NULL, *idem = NULL;
