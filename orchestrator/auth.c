@@ -3,8 +3,12 @@
  * Backend calls carry `Authorization: Bearer <CEREA_API_KEY>`.  Page calls carry the chat's page
  * token, `<chat_id>.<64 hex>`: the chat id in front lets a token for another chat be told apart
  * from garbage (403/404 instead of 401) without a lookup table; the random part is the secret.
- * Only the sha256 of a token is stored, and a credential is kept in memory no longer than its
- * request: each one is hashed and its hash compared, in constant time, with the stored ones.  The
+ * Only the sha256 of a token is stored; each request's credential is hashed and its hash
+ * compared, in constant time, with the stored ones.  A connection keeps the last credential it
+ * presented with its hash (struct orch_cred_memo, freed with the connection, which holds the same
+ * header in its HTTP/2 header table anyway), so the same bytes again are not hashed again; what
+ * the hash is then compared with is read for every request, so a chat deleted, a session ended or
+ * a secret rotated refuses the next request on the same connection as on a new one.  The
  * event stream also accepts `?token=` for clients that cannot set headers.  Headless hosts the
  * orchestrator spawns (hosts.c) get a host key, random per server start: it reaches every chat
  * like the API key, but only the calls a page token may make (never chats, turns, admin).
@@ -74,6 +78,34 @@ static int is_hex_id(const char *s, size_t n) {
 
 void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                      const char *host_key_hash, struct orch_auth *out) {
+  orch__auth_read_memo(authorization, query_token, api_key_hash, host_key_hash, NULL, out);
+}
+
+/* The credential's sha256 hex into out: memo's when it holds the same bytes (compared in constant
+ * time), computed (and memo's from now on) when not. */
+static void cred_hash(const char *cred, size_t len, struct orch_cred_memo *memo, char out[65]) {
+  if (memo != NULL && memo->len == len && CRYPTO_memcmp(memo->cred, cred, len) == 0) {
+    memcpy(out, memo->hash, 65);
+    return;
+  }
+  store_sha256_hex(cred, len, out);
+  if (memo != NULL) {
+    memcpy(memo->cred, cred, len);
+    memo->cred[len] = '\0';
+    memo->len = len;
+    memcpy(memo->hash, out, 65);
+  }
+}
+
+void orch__cred_memo_free(void *memo) {
+  if (memo != NULL)
+    OPENSSL_cleanse(memo, sizeof(struct orch_cred_memo));
+  sbx_free(memo);
+}
+
+void orch__auth_read_memo(const char *authorization, const char *query_token,
+                          const char *api_key_hash, const char *host_key_hash,
+                          struct orch_cred_memo *memo, struct orch_auth *out) {
   memset(out, 0, sizeof(*out));
   const char *cred = NULL;
   if (authorization != NULL) {
@@ -92,11 +124,11 @@ void orch__auth_read(const char *authorization, const char *query_token, const c
     return;
   }
   size_t cred_len = strlen(cred);
-  if (cred_len > 512) {
+  if (cred_len > ORCH_CRED_MAX) {
     out->kind = ORCH_CRED_BAD;
     return;
   }
-  store_sha256_hex(cred, cred_len, out->token_hash);
+  cred_hash(cred, cred_len, memo, out->token_hash);
   if (api_key_hash != NULL && ct_streq(out->token_hash, api_key_hash)) {
     out->kind = ORCH_CRED_API;
     return;

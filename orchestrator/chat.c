@@ -13,6 +13,7 @@
  */
 
 #include "internal.h"
+#include "orch_notes.h" /* the sentences a user reads, from worker/notes.js */
 #include <string.h>
 
 /* What a pump did to the head run of a chat. */
@@ -268,7 +269,7 @@ int orch__run_create(struct orch *o, struct orch_chat *c, struct orch_run *run, 
       announce(o, c, moved, step); /* the head was another run (it had waited for a page) */
     sync_rec(run);
   }
-  int rc = store_run_put(o->st, &run->rec, on_created, ctx);
+  int rc = store_run_create(o->st, &run->rec, on_created, ctx);
   if (rc != 0) {
     if (ctx->run)
       orch__run_free(run);
@@ -393,9 +394,7 @@ int orch__run_cancel(struct orch *o, struct orch_run *run, orch_end_cb cb, void 
   int ran = run->attempts > 0; /* paused: what its latest attempt printed is kept */
   orch__run_request_cancel(run, o->rt.cancel_grace_ms); /* queued or paused: done now */
   orch__live_keep(run);
-  set_error(run, "Cancelled",
-            ran ? "The run was cancelled while it waited for its page to come back."
-                : "The run was cancelled before it started.");
+  set_error(run, "Cancelled", ran ? ORCH_NOTE_CANCEL_PAUSED : ORCH_NOTE_CANCEL_QUEUED);
   orch__run_settle(o, run);
   return 0;
 }
@@ -667,12 +666,7 @@ int orch__chat_run_lost(struct orch_chat *c, struct orch_run *run) {
   if (rc != 1)
     return 0;
   char msg[400];
-  snprintf(msg, sizeof(msg),
-           "The run was not sent again: %d of its attempts were lost with their page or kernel "
-           "host while the code ran (it crashed, was killed or was closed mid-run; "
-           "CODE_MAX_ATTEMPTS=%d). The code may take the sandbox down, for instance by using too "
-           "much memory; change it before running it again.",
-           run->lost, o->rt.max_attempts);
+  snprintf(msg, sizeof(msg), ORCH_NOTE_ATTEMPTS_LOST, run->lost, o->rt.max_attempts);
   sbx_log(SBX_LOG_WARN, "chat", "run %s of chat %s: %d attempts lost mid-run: ended crashed",
           run->id, c->id, run->lost);
   set_error(run, "KernelCrashed", msg);
@@ -704,26 +698,17 @@ static void end_by_deadline(struct orch_chat *c, struct orch_run *run, enum orch
   const char *type = "Abandoned";
   if (due == ORCH_RUN_DUE_ABANDONED) {
     snprintf(msg, sizeof(msg),
-             run->attempts > 0
-                 ? "The run did not finish: its page went to the background or stopped answering, "
-                   "and no page of this chat was open and in the foreground for %llu s "
-                   "(CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again."
-                 : "The code did not run: no page of this chat was open and in the foreground for "
-                   "%llu s (CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it "
-                   "again.",
+             run->attempts > 0 ? ORCH_NOTE_ABANDONED_PAUSED : ORCH_NOTE_ABANDONED_NEVER_RAN,
              (unsigned long long)(o->rt.paused_wait_ms / 1000));
   } else if (due == ORCH_RUN_DUE_WATCHDOG) {
     type = run->status == ORCH_RUN_STATUS_TIMEOUT ? "TimeoutError" : "KernelCrashed";
     snprintf(msg, sizeof(msg),
-             run->status == ORCH_RUN_STATUS_TIMEOUT
-                 ? "The run did not finish within its time limit of %d s; the "
-                   "sandbox was restarted."
-                 : "The page never reported this run (within %d s plus a grace); "
-                   "the sandbox was restarted.",
+             run->status == ORCH_RUN_STATUS_TIMEOUT ? ORCH_NOTE_WATCHDOG_TIMEOUT
+                                                    : ORCH_NOTE_WATCHDOG_UNREPORTED,
              run->timeout_s);
   } else {
     type = "Cancelled";
-    snprintf(msg, sizeof(msg), "The run was cancelled; the sandbox was restarted.");
+    snprintf(msg, sizeof(msg), "%s", ORCH_NOTE_CANCEL_RESTARTED);
   }
   set_error(run, type, msg);
   orch__live_keep(run); /* what it printed before it was stopped */

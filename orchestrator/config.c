@@ -5,9 +5,10 @@
  * Precedence (lowest first): defaults, config file (--config or CEREA_CONFIG), environment, command
  * line (main.c calls orch_config_set with the same names).
  *
- * The runtime settings (struct orch_runtime) start from the configuration; the ones an operator
- * may change while the server runs are listed once, in orch__rt_settings, with their admin API
- * names and ranges.  What it does not do: read or write the stored values (server.c reads them at
+ * One row a setting (`settings` below: name, kind, range, default, its admin API name when an
+ * operator may change it while the server runs, a docs line), as Redis keeps its config table:
+ * defaults, parsing, the environment and the runtime list (orch__rt_table) are all read from it.
+ * The runtime settings (struct orch_runtime) start from the configuration.  What it does not do: read or write the stored values (server.c reads them at
  * start, api_admin.c writes them).
  */
 #include "internal.h"
@@ -40,52 +41,216 @@ static int set_str(char **slot, const char *v) {
   return 0;
 }
 
+/* ---- the settings, one row each ----------------------------------------------------------- */
+
+/* What a setting holds and how its text is read. */
+enum setting_kind {
+  SET_NUM,    /* a whole number in [lo, hi]: an int or a uint64_t of the config (size tells) */
+  SET_BOOL,   /* true/false, 1/0, yes/no, on/off: an int */
+  SET_TEXT,   /* a string the config owns (check: what it must look like) */
+  SET_EXEC,   /* browser, server or off */
+  SET_LISTEN, /* one more listen address (repeatable) */
+};
+
+/* A text setting's check: 0 to take it, 1 to leave the setting as it is (an empty API key: none),
+ * else the error (which names the setting). */
+typedef int (*setting_check)(const char *v, struct sbx_error *err);
+
+/* One setting: its name (the environment's and the config file's), what it holds and where, its
+ * range and default, whether an operator may change it while the server runs (rt: the admin
+ * API's name for it, with its field in struct orch_runtime), and the line docs/configuration.md
+ * explains at length (tests/unit/orchestrator/test_config.c checks the table there lists it). */
+struct setting {
+  const char *key;
+  enum setting_kind kind;
+  size_t offset, size; /* of its field in struct orch_config */
+  long long lo, hi, def; /* SET_NUM: range and default; SET_BOOL: default */
+  const char *unit, *lo_note; /* SET_NUM: "expected <unit> from <lo><lo_note> to <hi>" */
+  const char *text_def;       /* SET_TEXT: default (NULL: unset) */
+  setting_check check;        /* SET_TEXT: NULL takes any non-empty text */
+  int empty_env_unset;        /* an empty environment variable leaves it as it is */
+  const char *rt;             /* runtime setting: its admin API name (NULL: fixed at start) */
+  size_t rt_offset, rt_size;  /* its field in struct orch_runtime */
+  const char *doc;
+};
+
+static int check_node_url(const char *v, struct sbx_error *err) {
+  size_t n = strlen(v);
+  if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) || n > 200 ||
+      v[n - 1] == '/')
+    return sbx_error_set(err, SBX_EINVAL,
+                         "CEREA_NODE_URL=%s: expected http://HOST:PORT (how the other nodes "
+                         "reach this one; no trailing slash, at most 200 bytes)",
+                         v);
+  return 0;
+}
+
+static int check_public_url(const char *v, struct sbx_error *err) {
+  const char *host = strncmp(v, "http://", 7) == 0    ? v + 7
+                     : strncmp(v, "https://", 8) == 0 ? v + 8
+                                                      : NULL;
+  if (host == NULL || *host == '\0' || *host == '/' || strlen(v) > 200 || strchr(host, '/'))
+    return sbx_error_set(err, SBX_EINVAL,
+                         "CEREA_PUBLIC_URL=%s: expected http://HOST[:PORT] or "
+                         "https://HOST[:PORT] (how clients reach this server; no path, at "
+                         "most 200 bytes)",
+                         v);
+  return 0;
+}
+
+static int check_llm_url(const char *v, struct sbx_error *err) {
+  if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+    return sbx_error_set(err, SBX_EINVAL, /* not echoed: a URL may carry a password */
+                         "CEREA_LLM_URL: expected an http:// or https:// base URL, such as "
+                         "http://127.0.0.1:8080/v1");
+  return 0;
+}
+
+static int check_llm_api_key(const char *v, struct sbx_error *err) {
+  (void)err;
+  return *v == '\0'; /* set but empty: no key */
+}
+
+static int check_api_key(const char *v, struct sbx_error *err) {
+  if (strlen(v) < 16)
+    return sbx_error_set(err, SBX_EINVAL, "CEREA_API_KEY: at least 16 characters");
+  return 0;
+}
+
+#define FIELD(f) offsetof(struct orch_config, f), sizeof(((struct orch_config *)0)->f)
+#define RT(name, f)                                                                                \
+  .rt = name, .rt_offset = offsetof(struct orch_runtime, f),                                      \
+  .rt_size = sizeof(((struct orch_runtime *)0)->f)
+#define NUM(key_, f, lo_, hi_, def_, unit_, lo_note_)                                              \
+  .key = key_, .kind = SET_NUM, .offset = offsetof(struct orch_config, f),                         \
+  .size = sizeof(((struct orch_config *)0)->f), .lo = lo_, .hi = hi_, .def = def_, .unit = unit_,  \
+  .lo_note = lo_note_
+#define TEXT(key_, f, def_, check_)                                                                \
+  .key = key_, .kind = SET_TEXT, .offset = offsetof(struct orch_config, f),                        \
+  .size = sizeof(((struct orch_config *)0)->f), .text_def = def_, .check = check_
+#define DAY_MS (24LL * 3600 * 1000)
+static const struct setting settings[] = {
+    {.key = "CHAT_CODE_EXECUTION", .kind = SET_EXEC, FIELD(exec_mode), .def = ORCH_EXEC_BROWSER,
+     .doc = "where code runs: browser, server or off"},
+    {NUM("ARTIFACT_RETENTION_DAYS", retention_days, 1, 36500, 30, "whole days", ""),
+     RT("retention_days", retention_days), .doc = "how long files are kept"},
+    {NUM("CODE_TIME_LIMIT_S", time_limit_s, 1, ORCH_TIME_LIMIT_MAX_S, 60, "whole seconds", ""),
+     RT("time_limit_s", time_limit_s), .doc = "a run's time limit"},
+    {NUM("CODE_PAUSED_WAIT_MS", paused_wait_ms, 0, DAY_MS, 120000, "milliseconds", ""),
+     RT("paused_wait_ms", paused_wait_ms), .doc = "how long a run waits for a visible page"},
+    {NUM("PAGE_GRACE_MS", page_grace_ms, 0, DAY_MS, 10000, "milliseconds", ""),
+     RT("page_grace_ms", page_grace_ms), .doc = "how long a dropped page may reconnect"},
+    {NUM("CODE_WATCHDOG_GRACE_MS", watchdog_grace_ms, 0, DAY_MS, 15000, "milliseconds", ""),
+     .doc = "how long past its limit a run's result is waited for"},
+    {NUM("CODE_CANCEL_GRACE_MS", cancel_grace_ms, 0, DAY_MS, 5000, "milliseconds", ""),
+     .doc = "how long a page has to answer a cancel"},
+    {NUM("CODE_INPUT_WAIT_S", input_wait_s, 1, 86400, 300, "whole seconds", ""),
+     .doc = "how long input() waits for an answer"},
+    {NUM("PAGE_HEARTBEAT_MS", page_heartbeat_ms, 100, 60000, 2000, "milliseconds", ""),
+     .doc = "how often a page holding a run shows a sign of life"},
+    {NUM("PAGE_SILENT_MS", page_silent_ms, 0, DAY_MS, 6000, "milliseconds", ""),
+     .doc = "a page silent this long is paused (0: never)"},
+    {NUM("CHAT_OUTPUT_QUOTA_MB", output_quota_mb, 0, 1024 * 1024, 500, "whole MB", " (no quota)"),
+     .doc = "output files a chat may keep"},
+    {NUM("CHAT_ATTACHMENT_QUOTA_MB", attachment_quota_mb, 0, 1024 * 1024, 500, "whole MB",
+         " (no quota)"),
+     .doc = "files a chat's users and tools may add"},
+    {NUM("CODE_MAX_ATTEMPTS", max_attempts, 0, 100, 3, "whole attempts (0: no bound)", ""),
+     .doc = "attempts lost mid-run before a run ends crashed"},
+    {.key = "CHAT_PYODIDE_PYPI_DISABLED", .kind = SET_BOOL, FIELD(pypi_disabled), .def = 0,
+     .empty_env_unset = 1, .doc = "no pure-Python installs from PyPI"},
+    {.key = "CEREA_MCP_CONFORMANCE_FIXTURES", .kind = SET_BOOL, FIELD(mcp_fixtures), .def = 0,
+     .doc = "tests only: the MCP conformance suite's fixtures"},
+    {.key = "CEREA_LISTEN", .kind = SET_LISTEN, .doc = "a listening address (repeatable)"},
+    {TEXT("CEREA_DATA_DIR", data_dir, "./var", NULL), .doc = "the data directory"},
+    {TEXT("CEREA_DATABASE_URL", database_url, NULL, NULL), /* checked by store_open_url */
+     .doc = "a PostgreSQL store instead of SQLite"},
+    {TEXT("CEREA_NODE_URL", node_url, NULL, check_node_url),
+     .doc = "how the other nodes reach this one"},
+    {TEXT("CEREA_PUBLIC_URL", public_url, NULL, check_public_url),
+     .doc = "how clients reach this server"},
+    {NUM("CEREA_LEASE_MS", lease_ms, 1000, 600000, 10000, "milliseconds", ""),
+     .doc = "how long a chat's lease lasts unrenewed"},
+    {TEXT("CEREA_TLS_CERT", tls_cert, NULL, NULL), .doc = "TLS certificate (PEM)"},
+    {TEXT("CEREA_TLS_KEY", tls_key, NULL, NULL), .doc = "TLS key (PEM)"},
+    {TEXT("CEREA_API_KEY", api_key, NULL, check_api_key), .doc = "the backend's bearer key"},
+    {TEXT("CEREA_STATIC_DIR", static_dir, NULL, NULL), .doc = "the generated static tree"},
+    {TEXT("CEREA_LLM_URL", llm_url, NULL, check_llm_url), .doc = "the assistant's model API"},
+    {TEXT("CEREA_LLM_MODEL", llm_model, NULL, NULL), .doc = "the model's name"},
+    {TEXT("CEREA_LLM_API_KEY", llm_api_key, NULL, check_llm_api_key),
+     .doc = "the model API's bearer key"},
+    {TEXT("CEREA_LLM_CA_FILE", llm_ca_file, NULL, NULL), .doc = "CA certificates for the model"},
+    {NUM("CEREA_LLM_MAX_TOOL_CALLS", llm_max_tool_calls, 0, 100, 8, "whole tool calls", ""),
+     .doc = "tool calls in one assistant turn"},
+    {NUM("CEREA_LLM_MAX_TOKENS", llm_max_tokens, 1, 1000000, 4096, "whole tokens", ""),
+     .doc = "tokens the model may answer with"},
+    {NUM("CEREA_LLM_TURN_S", llm_turn_s, 1, 86400, 600, "whole seconds", ""),
+     .doc = "how long an assistant turn may take"},
+    {NUM("CEREA_LLM_STALL_S", llm_stall_s, 1, 3600, 60, "whole seconds", ""),
+     .doc = "how long the model may say nothing"},
+    {NUM("CEREA_MCP_HANDOFF_S", mcp_handoff_s, 5, 280, 50, "whole seconds", ""),
+     .doc = "when a long MCP run_python answers with the run's id"},
+    {NUM("CEREA_SESSION_IDLE_S", session_idle_s, 1, 31536000, 7 * 24 * 3600, "whole seconds", ""),
+     .doc = "a sign-in session unused this long ends"},
+    {NUM("CEREA_SESSION_MAX_S", session_max_s, 1, 31536000, 30 * 24 * 3600, "whole seconds", ""),
+     .doc = "a sign-in session ends this long after it began"},
+    /* OWASP's minimum for Argon2id: 19 MiB, 2 passes, 1 lane */
+    {NUM("CEREA_ARGON2_MEMORY_KIB", argon2_memory_kib, 8, 1048576, 19456, "whole KiB", ""),
+     .doc = "memory of a password hash"},
+    {NUM("CEREA_ARGON2_ITERATIONS", argon2_iterations, 1, 16, 2, "whole passes", ""),
+     .doc = "passes of a password hash"},
+};
+#undef DAY_MS
+#undef TEXT
+#undef NUM
+#undef RT
+#undef FIELD
+
+static const struct setting *setting_find(const char *key) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(settings); i++)
+    if (strcmp(settings[i].key, key) == 0)
+      return &settings[i];
+  return NULL;
+}
+
+static void *field_of(void *base, size_t offset) { return (char *)base + offset; }
+
+/* A whole number into an int or a uint64_t field. */
+static void put_number(void *slot, size_t size, long long n) {
+  if (size == sizeof(uint64_t))
+    *(uint64_t *)slot = (uint64_t)n;
+  else
+    *(int *)slot = (int)n;
+}
+
+size_t orch__config_settings(const char **keys, const char **docs, size_t cap) {
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(settings) && i < cap; i++) {
+    keys[i] = settings[i].key;
+    if (docs)
+      docs[i] = settings[i].doc;
+  }
+  return SBX_ARRAY_SIZE(settings);
+}
+
 int orch_config_defaults(struct orch_config *c) {
   memset(c, 0, sizeof(*c));
-  c->exec_mode = ORCH_EXEC_BROWSER;
-  c->time_limit_s = 60;
-  c->paused_wait_ms = 120000;
-  c->page_grace_ms = 10000;
-  c->watchdog_grace_ms = 15000;
-  c->cancel_grace_ms = 5000;
-  c->lease_ms = 10000;
-  c->pypi_disabled = 0;
-  c->retention_days = 30;
-  c->input_wait_s = 300;
-  c->page_heartbeat_ms = 2000;
-  c->page_silent_ms = 6000;
-  c->output_quota_mb = 500;
-  c->attachment_quota_mb = 500;
-  c->max_attempts = 3;
-  c->llm_max_tool_calls = 8;
-  c->llm_max_tokens = 4096;
-  c->llm_turn_s = 600;
-  c->llm_stall_s = 60;
-  c->mcp_handoff_s = 50;
-  c->session_idle_s = 7 * 24 * 3600;
-  c->session_max_s = 30 * 24 * 3600;
-  c->argon2_memory_kib = 19456; /* OWASP's minimum for Argon2id: 19 MiB, 2 passes, 1 lane */
-  c->argon2_iterations = 2;
-  if (set_str(&c->data_dir, "./var") != 0)
-    return SBX_ENOMEM;
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(settings); i++) {
+    const struct setting *s = &settings[i];
+    void *slot = field_of(c, s->offset);
+    if (s->kind == SET_NUM || s->kind == SET_BOOL || s->kind == SET_EXEC)
+      put_number(slot, s->kind == SET_NUM ? s->size : sizeof(int), s->def);
+    else if (s->kind == SET_TEXT && s->text_def && set_str(slot, s->text_def) != 0)
+      return SBX_ENOMEM;
+  }
   return 0;
 }
 
 void orch_config_free(struct orch_config *c) {
   for (size_t i = 0; i < c->n_listen; i++)
     sbx_free(c->listen[i]);
-  sbx_free(c->data_dir);
-  sbx_free(c->database_url);
-  sbx_free(c->node_url);
-  sbx_free(c->public_url);
-  sbx_free(c->tls_cert);
-  sbx_free(c->tls_key);
-  sbx_free(c->api_key);
-  sbx_free(c->static_dir);
-  sbx_free(c->llm_url);
-  sbx_free(c->llm_model);
-  sbx_free(c->llm_api_key);
-  sbx_free(c->llm_ca_file);
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(settings); i++)
+    if (settings[i].kind == SET_TEXT)
+      sbx_free(*(char **)field_of(c, settings[i].offset));
   memset(c, 0, sizeof(*c));
 }
 
@@ -120,92 +285,6 @@ static int parse_bool(const char *v, int *out) {
   return SBX_EINVAL;
 }
 
-/* The numeric settings: whole numbers in a range, into an int or a uint64_t of the config, with
- * what the error says they are ("expected <unit> from <lo><lo_note> to <hi>"). */
-#define NUM(key, field, lo, hi, unit, lo_note)                                                     \
-  {                                                                                                \
-    key, offsetof(struct orch_config, field), sizeof(((struct orch_config *)0)->field), lo, hi,    \
-        unit, lo_note                                                                              \
-  }
-static const struct {
-  const char *key;
-  size_t offset, size; /* size: sizeof(int) or sizeof(uint64_t) */
-  long long lo, hi;
-  const char *unit, *lo_note;
-} nums[] = {
-    NUM("CODE_TIME_LIMIT_S", time_limit_s, 1, ORCH_TIME_LIMIT_MAX_S, "whole seconds", ""),
-    NUM("CODE_INPUT_WAIT_S", input_wait_s, 1, 86400, "whole seconds", ""),
-    NUM("PAGE_HEARTBEAT_MS", page_heartbeat_ms, 100, 60000, "milliseconds", ""),
-    NUM("CHAT_OUTPUT_QUOTA_MB", output_quota_mb, 0, 1024 * 1024, "whole MB", " (no quota)"),
-    NUM("CHAT_ATTACHMENT_QUOTA_MB", attachment_quota_mb, 0, 1024 * 1024, "whole MB", " (no quota)"),
-    NUM("CEREA_LLM_MAX_TOOL_CALLS", llm_max_tool_calls, 0, 100, "whole tool calls", ""),
-    NUM("CEREA_LLM_MAX_TOKENS", llm_max_tokens, 1, 1000000, "whole tokens", ""),
-    NUM("CEREA_LLM_TURN_S", llm_turn_s, 1, 86400, "whole seconds", ""),
-    NUM("CEREA_LLM_STALL_S", llm_stall_s, 1, 3600, "whole seconds", ""),
-    NUM("CODE_MAX_ATTEMPTS", max_attempts, 0, 100, "whole attempts (0: no bound)", ""),
-    NUM("CEREA_MCP_HANDOFF_S", mcp_handoff_s, 5, 280, "whole seconds", ""),
-    NUM("CODE_PAUSED_WAIT_MS", paused_wait_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
-    NUM("PAGE_GRACE_MS", page_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
-    NUM("CODE_WATCHDOG_GRACE_MS", watchdog_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
-    NUM("CODE_CANCEL_GRACE_MS", cancel_grace_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
-    NUM("PAGE_SILENT_MS", page_silent_ms, 0, 24LL * 3600 * 1000, "milliseconds", ""),
-    NUM("CEREA_LEASE_MS", lease_ms, 1000, 600000, "milliseconds", ""),
-    NUM("ARTIFACT_RETENTION_DAYS", retention_days, 1, 36500, "whole days", ""),
-    NUM("CEREA_SESSION_IDLE_S", session_idle_s, 1, 31536000, "whole seconds", ""),
-    NUM("CEREA_SESSION_MAX_S", session_max_s, 1, 31536000, "whole seconds", ""),
-    NUM("CEREA_ARGON2_MEMORY_KIB", argon2_memory_kib, 8, 1048576, "whole KiB", ""),
-    NUM("CEREA_ARGON2_ITERATIONS", argon2_iterations, 1, 16, "whole passes", ""),
-};
-#undef NUM
-
-/* A numeric setting's value: 0, SBX_EINVAL, or SBX_ENOENT when key is not one of nums. */
-static int set_number(struct orch_config *c, const char *key, const char *v,
-                      struct sbx_error *err) {
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(nums); i++) {
-    if (strcmp(key, nums[i].key) != 0)
-      continue;
-    long long n;
-    if (parse_int(v, nums[i].lo, nums[i].hi, &n) != 0)
-      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected %s from %lld%s to %lld", key, v,
-                           nums[i].unit, nums[i].lo, nums[i].lo_note, nums[i].hi);
-    char *slot = (char *)c + nums[i].offset;
-    if (nums[i].size == sizeof(uint64_t))
-      *(uint64_t *)(void *)slot = (uint64_t)n;
-    else
-      *(int *)(void *)slot = (int)n;
-    return 0;
-  }
-  return SBX_ENOENT;
-}
-
-/* A URL setting: CEREA_NODE_URL (how the other nodes reach this one) or CEREA_PUBLIC_URL (how
- * clients do); SBX_ENOENT for another key. */
-static int set_url(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
-  size_t n_url = strlen(v);
-  if (strcmp(key, "CEREA_NODE_URL") == 0) {
-    if ((strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) || n_url > 200 ||
-        v[n_url - 1] == '/')
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_NODE_URL=%s: expected http://HOST:PORT (how the other nodes "
-                           "reach this one; no trailing slash, at most 200 bytes)",
-                           v);
-    return set_str(&c->node_url, v) == 0 ? 0 : SBX_ENOMEM;
-  }
-  if (strcmp(key, "CEREA_PUBLIC_URL") == 0) {
-    const char *host = strncmp(v, "http://", 7) == 0    ? v + 7
-                       : strncmp(v, "https://", 8) == 0 ? v + 8
-                                                        : NULL;
-    if (host == NULL || *host == '\0' || *host == '/' || n_url > 200 || strchr(host, '/'))
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_PUBLIC_URL=%s: expected http://HOST[:PORT] or "
-                           "https://HOST[:PORT] (how clients reach this server; no path, at "
-                           "most 200 bytes)",
-                           v);
-    return set_str(&c->public_url, v) == 0 ? 0 : SBX_ENOMEM;
-  }
-  return SBX_ENOENT;
-}
-
 /* One more CEREA_LISTEN address. */
 static int add_listen(struct orch_config *c, const char *v, struct sbx_error *err) {
   if (*v == '\0')
@@ -221,129 +300,55 @@ static int add_listen(struct orch_config *c, const char *v, struct sbx_error *er
   return 0;
 }
 
-/* A text setting (a path, a name, a key): not empty, and what some of them must look like. */
-static int set_text(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
-  char **slot = NULL;
-  if (strcmp(key, "CEREA_DATA_DIR") == 0)
-    slot = &c->data_dir;
-  else if (strcmp(key, "CEREA_DATABASE_URL") == 0) /* checked by store_open_url */
-    slot = &c->database_url;
-  else if (strcmp(key, "CEREA_TLS_CERT") == 0)
-    slot = &c->tls_cert;
-  else if (strcmp(key, "CEREA_TLS_KEY") == 0)
-    slot = &c->tls_key;
-  else if (strcmp(key, "CEREA_STATIC_DIR") == 0)
-    slot = &c->static_dir;
-  else if (strcmp(key, "CEREA_LLM_MODEL") == 0)
-    slot = &c->llm_model;
-  else if (strcmp(key, "CEREA_LLM_CA_FILE") == 0)
-    slot = &c->llm_ca_file;
-  else if (strcmp(key, "CEREA_LLM_API_KEY") == 0) {
-    if (*v == '\0')
-      return 0; /* set but empty: no key */
-    slot = &c->llm_api_key;
-  } else if (strcmp(key, "CEREA_LLM_URL") == 0) {
-    if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
-      return sbx_error_set(err, SBX_EINVAL, /* not echoed: a URL may carry a password */
-                           "CEREA_LLM_URL: expected an http:// or https:// base URL, such as "
-                           "http://127.0.0.1:8080/v1");
-    slot = &c->llm_url;
-  } else if (strcmp(key, "CEREA_API_KEY") == 0) {
-    if (strlen(v) < 16)
-      return sbx_error_set(err, SBX_EINVAL, "CEREA_API_KEY: at least 16 characters");
-    slot = &c->api_key;
-  }
-  if (slot == NULL)
-    return sbx_error_set(err, SBX_ENOENT, "%s: unknown setting", key);
-  if (*v == '\0')
-    return sbx_error_set(err, SBX_EINVAL, "%s: empty value", key);
-  return set_str(slot, v) == 0 ? 0 : SBX_ENOMEM;
+static int set_exec(struct orch_config *c, const char *v, struct sbx_error *err) {
+  static const enum orch_exec_mode modes[] = {ORCH_EXEC_BROWSER, ORCH_EXEC_SERVER, ORCH_EXEC_OFF};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(modes); i++)
+    if (strcmp(v, orch_exec_mode_name(modes[i])) == 0)
+      return c->exec_mode = modes[i], 0;
+  return sbx_error_set(err, SBX_EINVAL, "CHAT_CODE_EXECUTION=%s: expected browser, server or off",
+                       v);
 }
 
 int orch_config_set(struct orch_config *c, const char *key, const char *v, struct sbx_error *err) {
   if (v == NULL)
     return sbx_error_set(err, SBX_EINVAL, "%s: missing value", key);
-  if (strcmp(key, "CHAT_CODE_EXECUTION") == 0) {
-    if (strcmp(v, "browser") == 0)
-      c->exec_mode = ORCH_EXEC_BROWSER;
-    else if (strcmp(v, "server") == 0)
-      c->exec_mode = ORCH_EXEC_SERVER;
-    else if (strcmp(v, "off") == 0)
-      c->exec_mode = ORCH_EXEC_OFF;
-    else
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CHAT_CODE_EXECUTION=%s: expected browser, server or off", v);
-    return 0;
-  }
-  if (strcmp(key, "CEREA_MCP_CONFORMANCE_FIXTURES") == 0) {
-    if (parse_bool(v, &c->mcp_fixtures) != 0)
-      return sbx_error_set(err, SBX_EINVAL,
-                           "CEREA_MCP_CONFORMANCE_FIXTURES=%s: expected true or false", v);
-    return 0;
-  }
-  if (strcmp(key, "CHAT_PYODIDE_PYPI_DISABLED") == 0) {
-    if (parse_bool(v, &c->pypi_disabled) != 0)
-      return sbx_error_set(err, SBX_EINVAL, "CHAT_PYODIDE_PYPI_DISABLED=%s: expected true or false",
-                           v);
-    return 0;
-  }
-  if (strcmp(key, "CEREA_LISTEN") == 0)
+  const struct setting *s = setting_find(key);
+  if (s == NULL)
+    return sbx_error_set(err, SBX_ENOENT, "%s: unknown setting", key);
+  void *slot = field_of(c, s->offset);
+  long long n;
+  int rc;
+  switch (s->kind) {
+  case SET_EXEC:
+    return set_exec(c, v, err);
+  case SET_LISTEN:
     return add_listen(c, v, err);
-  int rc = set_number(c, key, v, err);
-  if (rc == SBX_ENOENT)
-    rc = set_url(c, key, v, err);
-  return rc == SBX_ENOENT ? set_text(c, key, v, err) : rc;
+  case SET_BOOL:
+    if (parse_bool(v, slot) != 0)
+      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected true or false", key, v);
+    return 0;
+  case SET_NUM:
+    if (parse_int(v, s->lo, s->hi, &n) != 0)
+      return sbx_error_set(err, SBX_EINVAL, "%s=%s: expected %s from %lld%s to %lld", key, v,
+                           s->unit, s->lo, s->lo_note, s->hi);
+    put_number(slot, s->size, n);
+    return 0;
+  case SET_TEXT:
+    if (s->check && (rc = s->check(v, err)) != 0)
+      return rc == 1 ? 0 : rc;
+    if (*v == '\0')
+      return sbx_error_set(err, SBX_EINVAL, "%s: empty value", key);
+    return set_str(slot, v) == 0 ? 0 : SBX_ENOMEM;
+  }
+  return SBX_EINVAL;
 }
 
-static const char *known_keys[] = {
-    "CHAT_CODE_EXECUTION",
-    "CODE_TIME_LIMIT_S",
-    "CODE_PAUSED_WAIT_MS",
-    "PAGE_GRACE_MS",
-    "CODE_WATCHDOG_GRACE_MS",
-    "CODE_CANCEL_GRACE_MS",
-    "CODE_INPUT_WAIT_S",
-    "PAGE_HEARTBEAT_MS",
-    "PAGE_SILENT_MS",
-    "CHAT_OUTPUT_QUOTA_MB",
-    "CHAT_ATTACHMENT_QUOTA_MB",
-    "CODE_MAX_ATTEMPTS",
-    "CHAT_PYODIDE_PYPI_DISABLED",
-    "CEREA_MCP_CONFORMANCE_FIXTURES",
-    "ARTIFACT_RETENTION_DAYS",
-    "CEREA_LISTEN",
-    "CEREA_DATA_DIR",
-    "CEREA_DATABASE_URL",
-    "CEREA_NODE_URL",
-    "CEREA_PUBLIC_URL",
-    "CEREA_LEASE_MS",
-    "CEREA_TLS_CERT",
-    "CEREA_TLS_KEY",
-    "CEREA_API_KEY",
-    "CEREA_STATIC_DIR",
-    "CEREA_LLM_URL",
-    "CEREA_LLM_MODEL",
-    "CEREA_LLM_API_KEY",
-    "CEREA_LLM_CA_FILE",
-    "CEREA_LLM_MAX_TOOL_CALLS",
-    "CEREA_LLM_MAX_TOKENS",
-    "CEREA_LLM_TURN_S",
-    "CEREA_LLM_STALL_S",
-    "CEREA_MCP_HANDOFF_S",
-    "CEREA_SESSION_IDLE_S",
-    "CEREA_SESSION_MAX_S",
-    "CEREA_ARGON2_MEMORY_KIB",
-    "CEREA_ARGON2_ITERATIONS",
-};
-
 int orch_config_load_env(struct orch_config *c, struct sbx_error *err) {
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(known_keys); i++) {
-    const char *v = getenv(known_keys[i]);
-    if (v == NULL)
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(settings); i++) {
+    const char *v = getenv(settings[i].key);
+    if (v == NULL || (settings[i].empty_env_unset && *v == '\0'))
       continue;
-    if (strcmp(known_keys[i], "CHAT_PYODIDE_PYPI_DISABLED") == 0 && *v == '\0')
-      continue;
-    int rc = orch_config_set(c, known_keys[i], v, err);
+    int rc = orch_config_set(c, settings[i].key, v, err);
     if (rc != 0)
       return rc;
   }
@@ -434,14 +439,25 @@ int orch_config_validate(const struct orch_config *c, struct sbx_error *err) {
 
 /* ---- runtime settings ------------------------------------------------------------------------ */
 
-#define AT(field_) offsetof(struct orch_runtime, field_)
-const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS] = {
-    {"ARTIFACT_RETENTION_DAYS", "retention_days", 1, 36500, AT(retention_days), 1},
-    {"CODE_TIME_LIMIT_S", "time_limit_s", 1, ORCH_TIME_LIMIT_MAX_S, AT(time_limit_s), 1},
-    {"CODE_PAUSED_WAIT_MS", "paused_wait_ms", 0, 86400000, AT(paused_wait_ms), 0},
-    {"PAGE_GRACE_MS", "page_grace_ms", 0, 86400000, AT(page_grace_ms), 0},
-};
-#undef AT
+/* The rows of `settings` with an admin API name, in its order, as the admin API reads them. */
+const struct orch_rt_setting *orch__rt_table(void) {
+  static struct orch_rt_setting rows[ORCH_RT_N_SETTINGS];
+  static int built;
+  for (size_t i = 0, n = 0; !built && i < SBX_ARRAY_SIZE(settings); i++) {
+    const struct setting *s = &settings[i];
+    if (s->rt == NULL)
+      continue;
+    if (n == ORCH_RT_N_SETTINGS) { /* ORCH_RT_N_SETTINGS counts the rows with an rt */
+      sbx_log(SBX_LOG_ERROR, "config", "more runtime settings than ORCH_RT_N_SETTINGS");
+      abort();
+    }
+    rows[n++] = (struct orch_rt_setting){.key = s->key, .field = s->rt, .lo = s->lo, .hi = s->hi,
+                                         .offset = s->rt_offset,
+                                         .is_int = s->rt_size == sizeof(int)};
+  }
+  built = 1;
+  return rows;
+}
 
 void orch__rt_init(struct orch_runtime *rt, const struct orch_config *c) {
   rt->time_limit_s = c->time_limit_s;
@@ -460,7 +476,7 @@ void orch__rt_init(struct orch_runtime *rt, const struct orch_config *c) {
 
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v) {
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
-    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    const struct orch_rt_setting *s = &orch__rt_table()[i];
     if (strcmp(s->key, key) != 0)
       continue;
     if (v < s->lo || v > s->hi)
@@ -485,7 +501,7 @@ long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setti
 void orch__runtime_load(struct orch *o) {
   orch__rt_init(&o->rt, o->cfg);
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
-    const char *key = orch__rt_settings[i].key;
+    const char *key = orch__rt_table()[i].key;
     char *v = NULL;
     if (store_setting_get(o->st, key, &v) == 0 && v != NULL) {
       if (orch__rt_set(&o->rt, key, atoll(v)) != 0)

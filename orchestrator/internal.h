@@ -39,6 +39,7 @@ struct orch_mcp;
 #define ORCH_FIGURES         20
 #define ORCH_PAGE_ID_MAX     64
 #define ORCH_WAIT_S_MAX      600
+#define ORCH_CRED_MAX        512 /* bytes of a credential: longer ones are refused unread */
 #define ORCH_DISPLAYS        20              /* display() bundles per run */
 #define ORCH_BUNDLE_BYTES    (256u * 1024u)  /* rich parts of one bundle (beside text/plain) */
 #define ORCH_SHOWN_BYTES     (1024u * 1024u) /* rich parts of a run's value and displays */
@@ -293,6 +294,20 @@ int orch__token_new(const char *chat_id, char *token, size_t cap, char hash_out[
  * key (NULL or "" when none). */
 void orch__auth_read(const char *authorization, const char *query_token, const char *api_key_hash,
                      const char *host_key_hash, struct orch_auth *out);
+/* The last credential a connection presented and its sha256 hex (http/api.c keeps one with each
+ * connection): the same bytes again are not hashed again.  Only the hash is remembered, never a
+ * verdict: every request is still judged against the keys and tokens as they are now. */
+struct orch_cred_memo {
+  size_t len; /* 0: none yet */
+  char cred[ORCH_CRED_MAX + 1];
+  char hash[65];
+};
+/* orch__auth_read, taking the credential's hash from memo when it holds the same credential (and
+ * leaving this one's there); memo NULL: hashed every time. */
+void orch__auth_read_memo(const char *authorization, const char *query_token,
+                          const char *api_key_hash, const char *host_key_hash,
+                          struct orch_cred_memo *memo, struct orch_auth *out);
+void orch__cred_memo_free(void *memo); /* wipes the credential, then frees */
 /* 1 when auth reaches chat (API key, or a page token whose hash matches the chat's). */
 int orch__auth_allows(const struct orch_auth *a, const char *chat_id, const char *chat_token_hash);
 
@@ -521,13 +536,17 @@ struct orch_rt_setting {
   int is_int;    /* an int field (else uint64_t) */
 };
 #define ORCH_RT_N_SETTINGS 4
-extern const struct orch_rt_setting orch__rt_settings[ORCH_RT_N_SETTINGS];
+/* The settings an operator may change while the server runs: rows of config.c's table. */
+const struct orch_rt_setting *orch__rt_table(void);
+/* Every setting's name and docs line (config.c's table, in its order): the count, filling at most
+ * cap of keys[] (and docs[] unless NULL). */
+size_t orch__config_settings(const char **keys, const char **docs, size_t cap);
 void orch__rt_init(struct orch_runtime *rt, const struct orch_config *cfg);
 /* o->rt from the configuration and the operator's stored values. */
 void orch__runtime_load(struct orch *o);
-/* Sets one of orch__rt_settings by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
+/* Sets one of orch__rt_table by key: SBX_ENOENT unknown, SBX_EINVAL out of its range. */
 int orch__rt_set(struct orch_runtime *rt, const char *key, long long v);
-/* The current value of setting s (one of orch__rt_settings). */
+/* The current value of setting s (one of orch__rt_table). */
 long long orch__rt_get(const struct orch_runtime *rt, const struct orch_rt_setting *s);
 /* The Python packages the served tree has and lacks ({python, has: [{name, version}], lacks:
  * [{name, reason}]}, new), or JSON null; *micropip: micropip is served. */

@@ -614,6 +614,10 @@ struct store {
   void *on_fenced_ud;
   uv_async_t *async; /* freed in its close callback */
   size_t inflight;   /* loop thread only: submitted, callback not yet run */
+  /* loop thread only: the writes submitted in this turn of the loop, handed to the writer
+   * together by an idle handle (writer.c) so that what one event asked for commits as one group */
+  struct sbx_list corked;
+  uv_idle_t *cork; /* freed in its close callback */
   enum st_life life; /* loop thread only: written by set_life in open.c */
   int lock_fd;       /* DATA/cerea.lock, flock'ed: one process per data directory */
   /* Files generation (store_files_generation): bumped by the writer thread after every commit or
@@ -757,7 +761,10 @@ int st__pg_int(struct st_db *db, const char *sql, int64_t *out, struct sbx_error
 /* writer.c */
 int st__writer_start(struct store *st, struct sbx_error *err);
 void st__writer_stop(struct store *st); /* drains, joins, runs every pending callback */
-int st__submit(struct store *st, struct st_write *w);
+int st__submit(struct store *st, struct st_write *w); /* corked until the loop goes idle */
+/* The corked writes handed to the writer now (the idle handle does it; tests that wait on the
+ * writer thread without running the loop call it). */
+void st__uncork(struct store *st);
 struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
 /* st__submit for a write that belongs to chat_id (NULL: to none): fenced by its lease. */
 int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id);

@@ -197,6 +197,7 @@ int store_open_url(uv_loop_t *loop, const char *data_dir, const char *database_u
   st->group_max = ST_GROUP_MAX_DEFAULT;
   SBX_LIST_INIT(&st->queue);
   SBX_LIST_INIT(&st->done);
+  SBX_LIST_INIT(&st->corked);
   st->dir = sbx_strdup(data_dir);
   st->db_path = path_join(data_dir, "cerea.db");
   st->blob_dir = path_join(data_dir, "blobs");

@@ -113,6 +113,7 @@ struct run_op {
   struct st_write w;
   store_done_cb cb;
   void *ud;
+  int create; /* store_run_create: the run is new, no UPDATE is tried first */
   struct store_run r;
 };
 
@@ -154,12 +155,14 @@ static int run_put_exec(struct store *st, struct st_write *w, struct sbx_error *
   /* Update first: a put of a run that exists rewrites its row and, of the indexes, only
    * runs_unfinished (state); its chat, seq, idempotency key and creation time stay as created, so
    * neither the chat nor the idempotency key needs checking again. */
-  s = st__q(&st->w, ST_RUN_UPDATE);
-  run_bind(s, r);
-  if ((rc = st__step_done(s, "run update", err)) != 0)
-    return rc;
-  if (st__changes(&st->w) > 0)
-    return 0;
+  if (!op->create) {
+    s = st__q(&st->w, ST_RUN_UPDATE);
+    run_bind(s, r);
+    if ((rc = st__step_done(s, "run update", err)) != 0)
+      return rc;
+    if (st__changes(&st->w) > 0)
+      return 0;
+  }
   /* A new run (or an id of another chat, refused below). */
   if (r->idempotency_key) {
     s = st__q(&st->w, ST_RUN_BY_IDEM);
@@ -206,7 +209,8 @@ static void run_put_release(struct store *st, struct st_write *w) {
   sbx_free(op);
 }
 
-int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud) {
+static int run_submit(struct store *st, const struct store_run *r, int create, store_done_cb cb,
+                      void *ud) {
   if (r == NULL || !r->id[0] || !r->chat_id[0])
     return SBX_EINVAL;
   struct run_op *op = sbx_calloc(1, sizeof *op);
@@ -222,7 +226,16 @@ int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb,
   op->w.release = run_put_release;
   op->cb = cb;
   op->ud = ud;
+  op->create = create;
   return st__submit_fenced(st, &op->w, r->chat_id);
+}
+
+int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud) {
+  return run_submit(st, r, 0, cb, ud);
+}
+
+int store_run_create(struct store *st, const struct store_run *r, store_done_cb cb, void *ud) {
+  return run_submit(st, r, 1, cb, ud);
 }
 
 /* ---- reads --------------------------------------------------------------------------------- */

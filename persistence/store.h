@@ -415,6 +415,9 @@ int store_run_copy(struct store_run *dst, const struct store_run *src);
  * run's id in existing_id (via cb's err->msg); a run id of another chat fails with
  * SBX_ECONFLICT. */
 int store_run_put(struct store *st, const struct store_run *r, store_done_cb cb, void *ud);
+/* store_run_put of a run that is new (its id just made): the row is inserted without an UPDATE
+ * tried first; a run of that id that exists fails it with SBX_ECONFLICT. */
+int store_run_create(struct store *st, const struct store_run *r, store_done_cb cb, void *ud);
 int store_run_get(struct store *st, const char *run_id, struct store_run *out);
 int store_run_by_idempotency(struct store *st, const char *chat_id, const char *key,
                              store_id out_run_id); /* SBX_ENOENT when none */

@@ -1,10 +1,15 @@
 /* writer.c -- the one writer: a thread that owns the write connection and commits queued writes
  * in groups.
  *
- * Loop thread: st__submit() puts a write on the queue (mutex-protected) and wakes the writer.
+ * Loop thread: st__submit() corks a write: what one turn of the loop submits (a run's row and its
+ * event, say) is handed to the writer together when the loop goes idle (a uv_idle_t: it runs
+ * before the loop polls again, and keeps the poll from sleeping while a write is corked), so it
+ * commits as one group instead of one commit each, as the writer happened to wake.  Nothing is
+ * acknowledged sooner: each callback still follows the commit of its write.
  * Writer thread: takes everything queued (at most group_max), BEGIN IMMEDIATE, then for each
  * write SAVEPOINT / exec / RELEASE (or ROLLBACK TO + RELEASE when that write failed, so it rolls
- * back alone), makes the group's new blob files durable (blobs.c: parallel fsync, rename,
+ * back alone) -- the transaction's first write needs no savepoint: when it fails the transaction
+ * holds nothing else, and it is rolled back whole (the rest go on in a new one) -- makes the group's new blob files durable (blobs.c: parallel fsync, rename,
  * directory fsync), COMMIT (fsync of the WAL: synchronous=FULL), runs after_commit hooks, moves the
  * group to the done list and pokes the loop through a uv_async_t, then (checkpoint.c) may run a
  * checkpoint before taking the next group.  Loop thread (on_async): runs
@@ -41,7 +46,7 @@ static void set_state_(struct store *st, enum st_writer_state to, const char *fi
     st->wstate = to;
 }
 
-static void on_async_close(uv_handle_t *h) { sbx_free(h); }
+static void on_async_close(uv_handle_t *h) { sbx_free(h); } /* the async and the idle handle */
 
 static void run_completions(struct store *st) {
   struct sbx_list local, *it, *tmp;
@@ -66,6 +71,25 @@ static void run_completions(struct store *st) {
 }
 
 static void on_async(uv_async_t *h) { run_completions(h->data); }
+
+/* The corked writes go to the writer's queue, in the order they were submitted. */
+void st__uncork(struct store *st) {
+  if (SBX_LIST_EMPTY(&st->corked))
+    return;
+  pthread_mutex_lock(&st->mu);
+  while (!SBX_LIST_EMPTY(&st->corked)) {
+    struct sbx_list *it = st->corked.next;
+    sbx_list_remove(it);
+    sbx_list_insert_tail(&st->queue, it);
+  }
+  pthread_cond_signal(&st->cv);
+  pthread_mutex_unlock(&st->mu);
+}
+
+static void on_cork(uv_idle_t *h) {
+  st__uncork(h->data);
+  uv_idle_stop(h);
+}
 
 static int step_ctl(struct store *st, enum st_stmt_id id, struct sbx_error *err) {
   return st__step_done(st__q(&st->w, id), st__stmt_names[id], err);
@@ -155,9 +179,18 @@ static int run_group(struct store *st, struct sbx_list *group, struct sbx_list *
       continue;
     }
     struct st_write *w = SBX_CONTAINER_OF(group->next, struct st_write, link);
+    int first = SBX_LIST_EMPTY(&txn); /* alone in the transaction: it is its own savepoint */
     sbx_list_remove(&w->link);
     sbx_list_insert_tail(&txn, &w->link);
-    if ((rc = step_ctl(st, ST_SAVEPOINT, &w->err)) == 0) {
+    if (first) {
+      rc = st__fence_check(st, w, fenced, nfenced, &w->err);
+      if (rc == 0)
+        rc = w->exec(st, w, &w->err);
+      if (rc != 0 && st__in_txn(&st->w)) {
+        struct sbx_error ignored;
+        step_ctl(st, ST_ROLLBACK, &ignored);
+      }
+    } else if ((rc = step_ctl(st, ST_SAVEPOINT, &w->err)) == 0) {
       rc = st__fence_check(st, w, fenced, nfenced, &w->err);
       if (rc == 0)
         rc = w->exec(st, w, &w->err);
@@ -267,6 +300,14 @@ int st__writer_start(struct store *st, struct sbx_error *err) {
   }
   st->async->data = st;
   uv_unref((uv_handle_t *)st->async);
+  if ((st->cork = sbx_malloc(sizeof *st->cork)) == NULL) {
+    uv_close((uv_handle_t *)st->async, on_async_close);
+    st->async = NULL;
+    return sbx_error_set(err, SBX_ENOMEM, "writer: out of memory");
+  }
+  uv_idle_init(st->loop, st->cork);
+  st->cork->data = st;
+  uv_unref((uv_handle_t *)st->cork); /* the async's reference keeps the loop while writes fly */
   pthread_mutex_init(&st->mu, NULL);
   pthread_cond_init(&st->cv, NULL);
   if ((rc = pthread_create(&st->thread, NULL, writer_main, st)) != 0) {
@@ -274,6 +315,8 @@ int st__writer_start(struct store *st, struct sbx_error *err) {
     pthread_mutex_destroy(&st->mu);
     uv_close((uv_handle_t *)st->async, on_async_close);
     st->async = NULL;
+    uv_close((uv_handle_t *)st->cork, on_async_close);
+    st->cork = NULL;
     return sbx_error_set(err, SBX_EIO, "writer: pthread_create: %s", strerror(rc));
   }
   st->thread_started = 1;
@@ -283,6 +326,7 @@ int st__writer_start(struct store *st, struct sbx_error *err) {
 void st__writer_stop(struct store *st) {
   if (!st->thread_started)
     return;
+  st__uncork(st); /* the writer drains its queue before it stops */
   pthread_mutex_lock(&st->mu);
   st->stopping = 1;
   pthread_cond_signal(&st->cv);
@@ -295,6 +339,8 @@ void st__writer_stop(struct store *st) {
   st__fences_free(st);
   uv_close((uv_handle_t *)st->async, on_async_close);
   st->async = NULL;
+  uv_close((uv_handle_t *)st->cork, on_async_close);
+  st->cork = NULL;
 }
 
 int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id) {
@@ -313,10 +359,9 @@ int st__submit(struct store *st, struct st_write *w) {
   sbx_error_clear(&w->err);
   if (st->inflight++ == 0)
     uv_ref((uv_handle_t *)st->async);
-  pthread_mutex_lock(&st->mu);
-  sbx_list_insert_tail(&st->queue, &w->link);
-  pthread_cond_signal(&st->cv);
-  pthread_mutex_unlock(&st->mu);
+  if (SBX_LIST_EMPTY(&st->corked))
+    uv_idle_start(st->cork, on_cork);
+  sbx_list_insert_tail(&st->corked, &w->link);
   return 0;
 }
 

@@ -429,6 +429,8 @@ static void on_conn_handle_closed(uv_handle_t *h) {
   struct tp_server *s = c->srv;
   if (c->pdata && c->destroy)
     c->destroy(c->pdata);
+  if (c->user && c->user_free)
+    c->user_free(c->user);
   if (c->tls)
     tp__tls_free(c->tls);
   sbx_free(c);

@@ -279,6 +279,8 @@ struct tp_conn {
   char sniff[24];
   size_t sniff_len;
   char peer[64];
+  void *user; /* tp_req_set_conn_data's, freed with user_free */
+  void (*user_free)(void *);
 };
 
 void tp__conn_accept(struct tp_listener *l);

@@ -487,6 +487,19 @@ void tp_req_on_close(struct tp_req *r, tp_req_close_cb cb, void *ud) {
 void tp_req_set_data(struct tp_req *r, void *data) { r->data = data; }
 void *tp_req_get_data(const struct tp_req *r) { return r->data; }
 
+void *tp_req_conn_data(const struct tp_req *r) { return r->conn ? r->conn->user : NULL; }
+
+void tp_req_set_conn_data(struct tp_req *r, void *data, void (*free_fn)(void *)) {
+  struct tp_conn *c = r->conn;
+  if (c == NULL || c->user != NULL) {
+    if (data && free_fn)
+      free_fn(data);
+    return;
+  }
+  c->user = data;
+  c->user_free = free_fn;
+}
+
 /* ---- responses ------------------------------------------------------------------------------- */
 
 /* Builds the header block: the caller's headers, per-path headers, Date, Server, and

@@ -176,6 +176,11 @@ void tp_req_on_close(struct tp_req *r, tp_req_close_cb cb, void *ud);
 /* Per-request user pointer, for handlers. */
 void tp_req_set_data(struct tp_req *r, void *data);
 void *tp_req_get_data(const struct tp_req *r);
+/* One user pointer per connection, shared by the requests it carries (HTTP/1.1 keep-alive, HTTP/2
+ * streams): set once, freed with free_fn when the connection is freed.  NULL when none was set or
+ * the peer is gone; setting it on a request whose peer is gone frees data at once. */
+void *tp_req_conn_data(const struct tp_req *r);
+void tp_req_set_conn_data(struct tp_req *r, void *data, void (*free_fn)(void *));
 
 /* ---- responses ------------------------------------------------------------------------------
  * `headers` is NULL or "Name: value\r\n"-joined text; Content-Length / Date / Server are added.

@@ -14,8 +14,9 @@
 // once; a note says why the sandbox was restarted when nothing else does (eviction, a kernel that
 // stopped between runs), never that it was; the time limit and a crash are told by the error.
 //
-// What it is not: the words Python itself writes (kernel/: figures dropped, files unlisted) and
-// those of the C orchestrator (its watchdog's errors) live with their code.
+// What it is not: the words Python itself writes (kernel/: figures dropped, files unlisted) live
+// with their code.  The C orchestrator's (its watchdog's errors, SERVER below) are worded here and
+// reach C through a header made at build time (scripts/notes_header.mjs).
 
 const n = (x) => Number(x).toLocaleString('en-US');
 const s = (ms) => `${+(ms / 1000).toFixed(3)} s`;
@@ -197,3 +198,27 @@ const UI_TEXT = {
 export const UI = Object.freeze(Object.fromEntries(Object.entries(UI_TEXT).map(([name, [, say]]) => [name, say])));
 /** @type {Readonly<Record<string, string>>} their stable codes by name */
 export const UI_CODE = Object.freeze(Object.fromEntries(Object.entries(UI_TEXT).map(([name, [code]]) => [name, code])));
+
+// The C orchestrator's own sentences (its watchdog's and scheduler's errors, the command line's),
+// worded here like the rest: orchestrator/ reads them from a header made from this table at build
+// time (scripts/notes_header.mjs), so they are not kept twice.  name → [stable code, wording, the
+// C conversion of each argument ('d', 'llu', 's')]; a wording is plain text around its arguments
+// (no number formatting: C prints them).  The restart notice above (NOTE.restarted) goes to C too.
+const SERVER_TEXT = {
+  attemptsLost: ['attempts_lost', (lost, max) => `The run was not sent again: ${lost} of its attempts were lost with their page or kernel host while the code ran (it crashed, was killed or was closed mid-run; CODE_MAX_ATTEMPTS=${max}). The code may take the sandbox down, for instance by using too much memory; change it before running it again.`, ['d', 'd']],
+  abandonedPaused: ['abandoned_paused', (waitS) => `The run did not finish: its page went to the background or stopped answering, and no page of this chat was open and in the foreground for ${waitS} s (CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again.`, ['llu']],
+  abandonedNeverRan: ['abandoned_never_ran', (waitS) => `The code did not run: no page of this chat was open and in the foreground for ${waitS} s (CODE_PAUSED_WAIT_MS). Ask the user to keep the chat open, then run it again.`, ['llu']],
+  watchdogTimeout: ['watchdog_timeout', (limitS) => `The run did not finish within its time limit of ${limitS} s; the sandbox was restarted.`, ['d']],
+  watchdogUnreported: ['watchdog_unreported', (limitS) => `The page never reported this run (within ${limitS} s plus a grace); the sandbox was restarted.`, ['d']],
+  cancelRestarted: ['cancel_restarted', () => 'The run was cancelled; the sandbox was restarted.', []],
+  cancelPaused: ['cancel_paused', () => 'The run was cancelled while it waited for its page to come back.', []],
+  cancelQueued: ['cancel_queued', () => 'The run was cancelled before it started.', []],
+  cliRerun: ['cli_rerun', (attempt) => `the run started again as attempt ${attempt} (its page went away or stopped answering); its output follows from the start`, ['d']],
+};
+
+/** @type {Readonly<Record<string, (...args: any[]) => string>>} the orchestrator's sentences by name */
+export const SERVER = Object.freeze(Object.fromEntries(Object.entries(SERVER_TEXT).map(([name, [, say]]) => [name, say])));
+/** @type {Readonly<Record<string, string>>} their stable codes by name */
+export const SERVER_CODE = Object.freeze(Object.fromEntries(Object.entries(SERVER_TEXT).map(([name, [code]]) => [name, code])));
+/** @type {Readonly<Record<string, readonly string[]>>} the C conversion of each one's arguments */
+export const SERVER_ARGS = Object.freeze(Object.fromEntries(Object.entries(SERVER_TEXT).map(([name, [, , args]]) => [name, Object.freeze(args)])));

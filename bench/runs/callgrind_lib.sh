@@ -12,7 +12,7 @@ TMP="$(mktemp -d "${BENCH_TMP:-/dev/shm}/cg-XXXXXX")"; PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 1 300); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+wait_port() { for _ in $(seq 1 1200); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 cg_serve() {
   PORT="$(free_port)"; CG_OUT="$TMP/callgrind.$1.out"

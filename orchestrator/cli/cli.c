@@ -28,6 +28,7 @@
  * `Connection: close` (no TLS: point it at a local cleartext or unix: listener).
  */
 #include "internal.h"
+#include "orch_notes.h" /* the sentences a user reads, from worker/notes.js */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -678,10 +679,7 @@ static void follow_attempt(struct follow *f, json_t *d) {
   if (attempt == f->attempt)
     return;
   if (f->printed[0] + f->printed[1] + f->printed[2] > 0)
-    fprintf(stderr,
-            "cerea-sandbox: the run started again as attempt %d (its page went away or "
-            "stopped answering); its output follows from the start\n",
-            attempt);
+    fprintf(stderr, "cerea-sandbox: " ORCH_NOTE_CLI_RERUN "\n", attempt);
   f->attempt = attempt;
   f->printed[0] = f->printed[1] = f->printed[2] = 0;
 }

@@ -18,6 +18,11 @@
 
 json_t *orch__api_body_object(struct tp_req *req) { return orch__api_body_object_flags(req, 0); }
 
+json_t *orch__api_chat_object(struct orch *o, struct tp_req *req, struct orch_chat **c) {
+  *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
+  return *c ? orch__api_body_object(req) : NULL;
+}
+
 json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags) {
   size_t len = 0;
   const char *body = tp_req_body(req, &len);
@@ -77,10 +82,21 @@ static int state_changing(struct tp_req *req) {
   return strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 && strcmp(m, "OPTIONS") != 0;
 }
 
+/* The connection's credential memo (auth.c), made on its first request that carries one. */
+static struct orch_cred_memo *conn_memo(struct tp_req *req) {
+  struct orch_cred_memo *m = tp_req_conn_data(req);
+  if (m == NULL && (m = sbx_calloc(1, sizeof(*m))) != NULL) {
+    tp_req_set_conn_data(req, m, orch__cred_memo_free);
+    m = tp_req_conn_data(req); /* NULL when the peer is gone: hashed without one */
+  }
+  return m;
+}
+
 void orch__api_auth(struct orch *o, struct tp_req *req, const char *query_token,
                     struct orch_auth *a) {
-  orch__auth_read(tp_req_header(req, "authorization"), query_token, o->api_key_hash,
-                  o->host_key_hash, a);
+  const char *authz = tp_req_header(req, "authorization");
+  orch__auth_read_memo(authz, query_token, o->api_key_hash, o->host_key_hash,
+                       authz || query_token ? conn_memo(req) : NULL, a);
   const char *v;
   size_t n;
   if (a->kind != ORCH_CRED_NONE || o->people == NULL ||

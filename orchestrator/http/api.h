@@ -18,6 +18,9 @@
 /* api.c: bodies, fields, access checks, waiters */
 /* Parses the body as a JSON object; answers 400 and returns NULL when it is not one. */
 json_t *orch__api_body_object(struct tp_req *req);
+/* A person's call on the chat of the path (its {chat}) with an object body: the body (new
+ * reference) and *c, or NULL once an answer was sent. */
+json_t *orch__api_chat_object(struct orch *o, struct tp_req *req, struct orch_chat **c);
 /* The same with extra jansson decoding flags (JSON_ALLOW_NUL for program output). */
 json_t *orch__api_body_object_flags(struct tp_req *req, size_t flags);
 /* One field of a request body for orch__api_unpack: its key, the json_unpack format of its value

@@ -114,7 +114,7 @@ static void on_admin_pages(struct tp_req *req, void *ud) {
 static json_t *settings_json(struct orch *o) {
   json_t *j = json_object();
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
-    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    const struct orch_rt_setting *s = &orch__rt_table()[i];
     json_object_set_new(j, s->field, json_integer((json_int_t)orch__rt_get(&o->rt, s)));
   }
   json_object_set_new(j, "code_execution", json_string(orch_exec_mode_name(o->cfg->exec_mode)));
@@ -151,7 +151,7 @@ static void on_put_part(int rc, const struct sbx_error *err, void *ud) {
   } else {
     for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++)
       if (p->set[i])
-        orch__rt_set(&p->o->rt, orch__rt_settings[i].key, p->vals[i]);
+        orch__rt_set(&p->o->rt, orch__rt_table()[i].key, p->vals[i]);
     orch__node_settings_changed(p->o); /* nodes: the others read them again */
     orch__api_json(p->req, 200, settings_json(p->o));
   }
@@ -183,7 +183,7 @@ static void on_put_settings(struct tp_req *req, void *ud) {
   json_t *val;
   json_object_foreach(body, key, val) {
     size_t i = 0;
-    while (i < ORCH_RT_N_SETTINGS && strcmp(orch__rt_settings[i].field, key) != 0)
+    while (i < ORCH_RT_N_SETTINGS && strcmp(orch__rt_table()[i].field, key) != 0)
       i++;
     if (i == ORCH_RT_N_SETTINGS) {
       orch__api_error(
@@ -192,7 +192,7 @@ static void on_put_settings(struct tp_req *req, void *ud) {
           key);
       goto fail;
     }
-    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    const struct orch_rt_setting *s = &orch__rt_table()[i];
     if (!json_is_integer(val) || json_integer_value(val) < s->lo ||
         json_integer_value(val) > s->hi) {
       orch__api_error(req, 400, "invalid_field", "%s: an integer from %lld to %lld", key, s->lo,
@@ -209,7 +209,7 @@ static void on_put_settings(struct tp_req *req, void *ud) {
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
     if (!p->set[i])
       continue;
-    const char *k = orch__rt_settings[i].key;
+    const char *k = orch__rt_table()[i].key;
     char text[32];
     snprintf(text, sizeof(text), "%lld", p->vals[i]);
     queued(p, store_setting_put(o->st, k, text, on_put_part, p));

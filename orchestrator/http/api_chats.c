@@ -247,10 +247,8 @@ static void on_title_set(int rc, const struct sbx_error *err, void *ud) {
 
 static void on_rename_chat(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
-  if (c == NULL)
-    return;
-  json_t *body = orch__api_body_object(req);
+  struct orch_chat *c;
+  json_t *body = orch__api_chat_object(o, req, &c);
   if (body == NULL)
     return;
   const char *given = NULL, *why = NULL;

@@ -418,6 +418,48 @@ static void replace_nul(json_t *j) {
   }
 }
 
+/* The output files a result lists, each matched to its upload of this attempt (into ups, their
+ * kinds into kinds).  Answers 400 and returns nonzero when one is wrong. */
+static int result_files(struct tp_req *req, struct orch_run *run, const json_t *files,
+                        struct orch_upload **ups, const char **kinds) {
+  for (size_t i = 0; i < json_array_size(files); i++) {
+    const char *name, *sha;
+    json_int_t size;
+    int has_size;
+    if (read_file_entry(req, json_array_get(files, i), &name, &kinds[i], &sha, &size, &has_size) !=
+        0)
+      return -1;
+    struct sbx_error err;
+    char *norm = NULL;
+    if (store_name_normalize(name, STORE_SRC_OUTPUT, &norm, &err) != 0) {
+      orch__api_error(req, 400, "invalid_name", "%s", err.msg);
+      return -1;
+    }
+    struct orch_upload *u = orch__run_upload(run, norm);
+    if (u == NULL || u->attempt != run->attempts ||
+        (u->stage == NULL && u->file_id[0] == '\0' && !u->over_quota)) {
+      orch__api_error(req, 400, "file_not_uploaded",
+                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)",
+                      norm, run->id);
+      sbx_free(norm);
+      return -1;
+    }
+    sbx_free(norm);
+    if ((sha && strcmp(sha, u->sha256) != 0) || (has_size && (size_t)size != u->size)) {
+      orch__api_error(req, 400, "file_mismatch",
+                      "files: %s differs from the uploaded content (size or sha256)", u->name);
+      return -1;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (ups[k] == u) {
+        orch__api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
+        return -1;
+      }
+    ups[i] = u;
+  }
+  return 0;
+}
+
 static void on_result(struct tp_req *req, void *ud) {
   struct orch *o = ud;
   struct orch_run *run;
@@ -471,41 +513,8 @@ static void on_result(struct tp_req *req, void *ud) {
     orch__api_error(req, 500, "internal", "out of memory");
     goto out;
   }
-  for (size_t i = 0; i < n; i++) {
-    const char *name, *sha;
-    json_int_t size;
-    int has_size;
-    if (read_file_entry(req, json_array_get(files, i), &name, &kinds[i], &sha, &size, &has_size) !=
-        0)
-      goto out;
-    struct sbx_error err;
-    char *norm = NULL;
-    if (store_name_normalize(name, STORE_SRC_OUTPUT, &norm, &err) != 0) {
-      orch__api_error(req, 400, "invalid_name", "%s", err.msg);
-      goto out;
-    }
-    struct orch_upload *u = orch__run_upload(run, norm);
-    if (u == NULL || u->attempt != run->attempts ||
-        (u->stage == NULL && u->file_id[0] == '\0' && !u->over_quota)) {
-      orch__api_error(req, 400, "file_not_uploaded",
-                      "files: %s was listed but not uploaded (PUT /v1/runs/%s/files/<name> first)",
-                      norm, run->id);
-      sbx_free(norm);
-      goto out;
-    }
-    sbx_free(norm);
-    if ((sha && strcmp(sha, u->sha256) != 0) || (has_size && (size_t)size != u->size)) {
-      orch__api_error(req, 400, "file_mismatch",
-                      "files: %s differs from the uploaded content (size or sha256)", u->name);
-      goto out;
-    }
-    for (size_t k = 0; k < i; k++)
-      if (ups[k] == u) {
-        orch__api_error(req, 400, "invalid_field", "files: %s listed twice", u->name);
-        goto out;
-      }
-    ups[i] = u;
-  }
+  if (n && result_files(req, run, files, ups, kinds) != 0)
+    goto out;
   res.files = ups;
   res.kinds = kinds;
   res.n_files = n;

@@ -94,12 +94,50 @@ static void on_created(void *ud, int rc, const struct sbx_error *err, struct orc
   sbx_free(ctx);
 }
 
+/* A new run's origin, turn id and idempotency key, each within its bound (and the origin one of
+ * ours).  Answers 400 and returns nonzero when one is not. */
+static int labels_ok(struct tp_req *req, const char *origin, const char *turn_id,
+                     const char *idem) {
+  static const struct {
+    const char *name;
+    size_t max;
+  } caps[] = {{"origin", 16}, {"turn_id", 64}, {"idempotency_key", 200}};
+  const char *capped[] = {origin, turn_id, idem};
+  for (size_t i = 0; i < SBX_ARRAY_SIZE(caps); i++)
+    if (capped[i] && strlen(capped[i]) > caps[i].max) {
+      orch__api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", caps[i].name,
+                      caps[i].max);
+      return -1;
+    }
+  if (strcmp(origin, "tool") && strcmp(origin, "auto") && strcmp(origin, "user")) {
+    orch__api_error(req, 400, "invalid_field", "origin: one of tool, auto, user");
+    return -1;
+  }
+  return 0;
+}
+
+/* The turn a new run says it belongs to is a turn of its chat.  Answers 404 and returns nonzero
+ * when it is not. */
+static int turn_ok(struct orch *o, struct tp_req *req, const struct orch_chat *c,
+                   const char *turn_id) {
+  struct store_turn t;
+  if (!orch__valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
+    orch__api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
+    return -1;
+  }
+  int same = strcmp(t.chat_id, c->id) == 0;
+  store_turn_free(&t);
+  if (!same) {
+    orch__api_error(req, 404, "not_found", "turn_id: no turn %s in this chat", turn_id);
+    return -1;
+  }
+  return 0;
+}
+
 static void on_create_run(struct tp_req *req, void *ud) {
   struct orch *o = ud;
-  struct orch_chat *c = orch__api_chat(o, req, tp_req_param(req, "chat"), ORCH_API_PERSON, 0);
-  if (c == NULL)
-    return;
-  json_t *body = orch__api_body_object(req);
+  struct orch_chat *c;
+  json_t *body = orch__api_chat_object(o, req, &c);
   if (body == NULL)
     return;
   const char *code = NULL, *origin = NULL, *turn_id = NULL, *idem = NULL;
@@ -116,36 +154,10 @@ static void on_create_run(struct tp_req *req, void *ud) {
   };
   if (orch__api_unpack(req, body, NULL, fields, F__N) != 0)
     goto out;
-  static const struct {
-    const char *name;
-    size_t max;
-  } caps[] = {{"origin", 16}, {"turn_id", 64}, {"idempotency_key", 200}};
-  const char *capped[] = {origin, turn_id, idem};
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(caps); i++)
-    if (capped[i] && strlen(capped[i]) > caps[i].max) {
-      orch__api_error(req, 400, "invalid_field", "%s: a string of at most %zu bytes", caps[i].name,
-                      caps[i].max);
-      goto out;
-    }
   if (origin == NULL)
     origin = "tool";
-  if (strcmp(origin, "tool") && strcmp(origin, "auto") && strcmp(origin, "user")) {
-    orch__api_error(req, 400, "invalid_field", "origin: one of tool, auto, user");
+  if (labels_ok(req, origin, turn_id, idem) != 0 || (turn_id && turn_ok(o, req, c, turn_id) != 0))
     goto out;
-  }
-  if (turn_id) {
-    struct store_turn t;
-    if (!orch__valid_id(turn_id) || store_turn_get(o->st, turn_id, &t) != 0) {
-      orch__api_error(req, 404, "not_found", "turn_id: no turn %s", turn_id);
-      goto out;
-    }
-    int same = strcmp(t.chat_id, c->id) == 0;
-    store_turn_free(&t);
-    if (!same) {
-      orch__api_error(req, 404, "not_found", "turn_id: no turn %s in this chat", turn_id);
-      goto out;
-    }
-  }
   int timeout_s = o->rt.time_limit_s;
   if (fields[F_TIMEOUT].given) {
     if (timeout < 1 || timeout > o->rt.time_limit_s) {

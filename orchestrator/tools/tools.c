@@ -39,6 +39,7 @@
  * files (chat.c, files.c, manifest.c do; a tool run is an ordinary run).
  */
 #include "tools.h"
+#include "orch_notes.h" /* the sentences a user reads, from worker/notes.js */
 
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -525,24 +526,24 @@ static void error_part(struct sbx_buf *b, const json_t *run) {
     sbx_buf_appendf(b, "Split the work into smaller steps, or work on a sample of the data.\n");
 }
 
-/* The restart, in the card's words (worker/notes.js NOTE.restarted), so a model and a user read
- * the same sentence about the same run. */
+/* The restart, in the card's words (worker/notes.js NOTE.restarted, through orch_notes.h), so a
+ * model and a user read the same sentence about the same run. */
 static void restart_part(struct sbx_buf *b, const json_t *run) {
   if (!json_is_true(json_object_get(run, "restarted")))
     return;
   const json_t *rem = json_object_get(run, "remounted");
-  sbx_buf_appendf(b, "\nThe sandbox was restarted: variables and files written outside "
-                     "/mnt/output are gone.");
   if (json_array_size(rem) == 0) {
-    sbx_buf_appendf(b, " No files to remount.\n");
+    sbx_buf_appendf(b, "\n%s\n", ORCH_NOTE_RESTARTED);
     return;
   }
-  sbx_buf_appendf(b, " Files back in /mnt/data: ");
+  struct sbx_buf names;
+  sbx_buf_init(&names, 1u << 20);
   size_t i;
   json_t *v;
   json_array_foreach(rem, i, v)
-      sbx_buf_appendf(b, "%s%s", i ? ", " : "", json_is_string(v) ? json_string_value(v) : "?");
-  sbx_buf_appendf(b, ".\n");
+      sbx_buf_appendf(&names, "%s%s", i ? ", " : "", json_is_string(v) ? json_string_value(v) : "?");
+  sbx_buf_appendf(b, "\n" ORCH_NOTE_RESTARTED_FILES "\n", names.data ? names.data : "");
+  sbx_buf_free(&names);
 }
 
 static void notes_part(struct sbx_buf *b, const json_t *run) {

@@ -51,3 +51,31 @@ test('the web app shell\'s sentences: one distinct code each, every wording a no
   assert.equal(UI.signinThrottled(1), 'Too many attempts: try again in 1 second.');
   assert.equal(UI.signinThrottled(30), 'Too many attempts: try again in 30 seconds.');
 });
+
+// The C orchestrator reads its sentences from orch_notes.h, made from this table at build time
+// (scripts/notes_header.mjs): every ORCH_NOTE_* the C code names is one the table makes, each of
+// the orchestrator's codes is distinct from the notes', and no C file keeps a wording of its own.
+test('every sentence C names (ORCH_NOTE_*) is made from worker/notes.js, and C keeps no copy', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const { readFileSync, readdirSync } = await import('node:fs');
+  const path = await import('node:path');
+  const { SERVER, SERVER_CODE } = await import('../../worker/notes.js');
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+  const header = execFileSync(process.execPath, [path.join(root, 'scripts/notes_header.mjs')], { encoding: 'utf8' });
+  const made = new Set([...header.matchAll(/^#define (ORCH_NOTE_\w+) /gm)].map((m) => m[1]));
+  const sources = readdirSync(path.join(root, 'orchestrator'), { recursive: true })
+    .filter((f) => f.endsWith('.c') || f.endsWith('.h'))
+    .map((f) => [f, readFileSync(path.join(root, 'orchestrator', f), 'utf8')]);
+  const named = new Set(sources.flatMap(([, text]) => [...text.matchAll(/\bORCH_NOTE_\w+/g)].map((m) => m[0])));
+  assert.ok(named.size >= 8, `C names the table's sentences (${[...named].join(', ')})`);
+  for (const name of named) assert.ok(made.has(name), `${name} is made from worker/notes.js`);
+  const codes = [...Object.values(SERVER_CODE), ...Object.values(NOTE_CODE)];
+  assert.equal(new Set(codes).size, codes.length, 'codes are distinct');
+  // A wording's fixed start (up to its first argument) appears in no C file: C has no copy.
+  for (const [name, say] of Object.entries(SERVER)) {
+    const start = say('\u0001', '\u0001').split('\u0001')[0].slice(0, 40);
+    for (const [f, text] of sources) assert.ok(!text.includes(start), `${f} keeps its own copy of ${name}: ${start}`);
+  }
+  const restart = NOTE.restarted([]).slice(0, 40);
+  for (const [f, text] of sources) assert.ok(!text.includes(restart), `${f} keeps its own copy of the restart notice`);
+});

@@ -59,6 +59,45 @@ START_TEST(test_tokens) {
 }
 END_TEST
 
+/* The connection's memo: the same credential again takes its hash from the memo; another one
+ * (of the same length too) is hashed and replaces it; the memo holds a hash, never a verdict, so a
+ * key that no longer matches (rotated, revoked) is refused with the memo full. */
+START_TEST(test_cred_memo) {
+  char api_hash[65], other_hash[65], tok[128], tok_hash[65];
+  hash("the-api-key-0123456789", api_hash);
+  hash("the-new-key-0123456789", other_hash);
+  const char *chat = "0123456789abcdef0123456789abcdef";
+  ck_assert_int_eq(orch__token_new(chat, tok, sizeof(tok), tok_hash), 0);
+  struct orch_cred_memo m = {0};
+  struct orch_auth a;
+  orch__auth_read_memo("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &m, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_API);
+  ck_assert_str_eq(m.hash, api_hash);
+  /* the memo's hash is the one taken: a planted one shows it was not computed again */
+  snprintf(m.hash, sizeof(m.hash), "%s", other_hash);
+  orch__auth_read_memo("Bearer the-api-key-0123456789", NULL, api_hash, NULL, &m, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
+  snprintf(m.hash, sizeof(m.hash), "%s", api_hash);
+  /* the key rotated: the same credential on the same connection is refused */
+  orch__auth_read_memo("Bearer the-api-key-0123456789", NULL, other_hash, NULL, &m, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_BAD);
+  /* another credential of the same length is hashed, not taken for the memo's */
+  orch__auth_read_memo("Bearer the-new-key-0123456789", NULL, other_hash, NULL, &m, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_API);
+  ck_assert_str_eq(m.hash, other_hash);
+  /* a page token: its hash is what the chat's stored one is compared with, request by request */
+  char hdr[200];
+  snprintf(hdr, sizeof(hdr), "Bearer %s", tok);
+  orch__auth_read_memo(hdr, NULL, api_hash, NULL, &m, &a);
+  ck_assert_int_eq(a.kind, ORCH_CRED_PAGE);
+  ck_assert_int_eq(orch__auth_allows(&a, chat, tok_hash), 1);
+  orch__auth_read_memo(hdr, NULL, api_hash, NULL, &m, &a);
+  ck_assert_int_eq(orch__auth_allows(&a, chat, api_hash), 0); /* the chat's token replaced */
+  orch__auth_read_memo(NULL, tok, api_hash, NULL, &m, &a); /* ?token= alike */
+  ck_assert_int_eq(orch__auth_allows(&a, chat, tok_hash), 1);
+}
+END_TEST
+
 START_TEST(test_host_key) {
   const char *chat_a = "0123456789abcdef0123456789abcdef";
   char api_hash[65], host_hash[65], hash_a[65], tok_a[128];
@@ -257,6 +296,7 @@ int main(void) {
   TCase *tc = tcase_create("credentials");
   tcase_add_test(tc, test_tokens);
   tcase_add_test(tc, test_host_key);
+  tcase_add_test(tc, test_cred_memo);
   tcase_add_test(tc, test_api_key_file);
   tcase_add_test(tc, test_each_credential_its_own);
   tcase_add_test(tc, test_chat_keys);

@@ -236,7 +236,7 @@ START_TEST(test_runtime) {
   ck_assert_uint_eq(rt.cancel_grace_ms, 777);
   ck_assert_uint_eq(rt.paused_wait_ms, 120000);
   for (size_t i = 0; i < ORCH_RT_N_SETTINGS; i++) {
-    const struct orch_rt_setting *s = &orch__rt_settings[i];
+    const struct orch_rt_setting *s = &orch__rt_table()[i];
     ck_assert_ptr_nonnull(s->key);
     ck_assert_int_eq(orch__rt_set(&rt, s->key, s->hi), 0);
     ck_assert_int_eq(orch__rt_get(&rt, s), s->hi);
@@ -256,6 +256,45 @@ START_TEST(test_runtime) {
 }
 END_TEST
 
+/* The table is the one list of settings: each of its rows has a docs line and a row of its own in
+ * docs/configuration.md's table; the environment reads every one of them (an unknown name is
+ * refused by orch_config_set, so the table and the environment cannot disagree). */
+START_TEST(test_table_documented) {
+  const char *keys[64], *docs[64];
+  size_t n = orch__config_settings(keys, docs, 64);
+  ck_assert_uint_gt(n, 30);
+  ck_assert_uint_le(n, 64);
+  FILE *f = fopen(SBX_SOURCE_DIR "/docs/configuration.md", "r");
+  ck_assert_ptr_nonnull(f);
+  static char md[256 * 1024];
+  size_t len = fread(md, 1, sizeof(md) - 1, f);
+  md[len] = '\0';
+  fclose(f);
+  size_t rt = 0;
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_msg(docs[i] != NULL && *docs[i], "%s has a docs line", keys[i]);
+    char cell[96];
+    snprintf(cell, sizeof(cell), "`%s`", keys[i]);
+    int found = 0;
+    for (const char *p = strstr(md, cell); p && !found; p = strstr(p + 1, cell)) {
+      const char *line = p;
+      while (line > md && line[-1] != '\n')
+        line--;
+      found = line[0] == '|' && (size_t)(p - line) < 80; /* in a row's first cell */
+    }
+    ck_assert_msg(found, "docs/configuration.md has a row for %s", keys[i]);
+    for (size_t j = 0; j < ORCH_RT_N_SETTINGS; j++)
+      rt += strcmp(orch__rt_table()[j].key, keys[i]) == 0;
+    struct orch_config c;
+    struct sbx_error err = {0};
+    orch_config_defaults(&c);
+    ck_assert_int_ne(orch_config_set(&c, keys[i], "?bad?", &err), SBX_ENOENT); /* known */
+    orch_config_free(&c);
+  }
+  ck_assert_uint_eq(rt, ORCH_RT_N_SETTINGS); /* each runtime setting is a row of the table */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("config");
   TCase *tc = tcase_create("settings");
@@ -266,6 +305,7 @@ int main(void) {
   tcase_add_test(tc, test_file);
   tcase_add_test(tc, test_env);
   tcase_add_test(tc, test_runtime);
+  tcase_add_test(tc, test_table_documented);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

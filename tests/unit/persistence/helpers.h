@@ -434,6 +434,7 @@ static inline void t_hold_queue(struct tctx *t, struct done *d) {
   struct st_simple *op = st__simple_new(t_hold_exec, on_done, d);
   ck_assert_ptr_nonnull(op);
   ck_assert_int_eq(st__submit(t->st, &op->w), 0);
+  st__uncork(t->st); /* what was submitted before it goes with it, as the loop's idle would */
 }
 static inline void t_held(void) { sem_wait(&t_entered); }
 static inline void t_hold(struct tctx *t, struct done *d) {

@@ -104,6 +104,42 @@ START_TEST(test_savepoint_per_write) {
 }
 END_TEST
 
+/* A transaction's first write runs without a savepoint of its own (writer.c): when it fails
+ * after a change, the transaction, which holds nothing else, is rolled back whole and the writes
+ * behind it commit in a new one; and what one turn of the loop submits goes to the writer as one
+ * group (the cork), one commit. */
+START_TEST(test_first_write_alone) {
+  struct tctx t;
+  t_open(&t);
+  struct done d0 = {0}, d1 = {0}, d2 = {0};
+  t_hold(&t, &d0);
+  struct st_simple *bad = st__simple_new(partial_exec, on_done, &d1);
+  ck_assert_int_eq(st__submit(t.st, &bad->w), 0); /* the first of the next group */
+  ck_assert_int_eq(store_setting_put(t.st, "after", "1", on_done, &d2), 0);
+  st__uncork(t.st);
+  t_let_go();
+  t_wait(&t);
+  ck_assert_int_eq(d1.rc, SBX_EINVAL);
+  ck_assert_int_eq(d2.rc, 0);
+  char *v;
+  ck_assert_int_eq(store_setting_get(t.st, "partial", &v), SBX_ENOENT); /* rolled back */
+  ck_assert_int_eq(store_setting_get(t.st, "after", &v), 0);
+  ck_assert_str_eq(v, "1");
+  sbx_free(v);
+  /* three writes in one turn of the loop: one commit */
+  struct store_stats s0, s1;
+  store_get_stats(t.st, &s0);
+  struct done e[3] = {{0}};
+  for (int i = 0; i < 3; i++)
+    ck_assert_int_eq(store_setting_put(t.st, "turn", "x", on_done, &e[i]), 0);
+  t_wait(&t);
+  store_get_stats(t.st, &s1);
+  ck_assert_uint_eq(s1.commits - s0.commits, 1);
+  ck_assert_uint_eq(s1.writes - s0.writes, 3);
+  t_close(&t);
+}
+END_TEST
+
 /* Callbacks come after the commit: a connection of its own sees the row already. */
 struct seen {
   const char *dir;
@@ -276,6 +312,7 @@ int main(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_group_commit);
   tcase_add_test(tc, test_savepoint_per_write);
+  tcase_add_test(tc, test_first_write_alone);
   tcase_add_test(tc, test_callback_after_commit);
   tcase_add_test(tc, test_close_drains);
   tcase_add_test(tc, test_alloc_fail_at_n);
