@@ -261,8 +261,9 @@ static void emit_message(struct orch_asst *t, json_t *msg) {
 
 /* The message's row as it is now (fire and forget unless cb).  with_calls: its tool calls too
  * (every call's arguments and result, up to megabytes), written once, with the end; a put while
- * it streams (a run joining, the text kept every ORCH_KEEP_MS) leaves them as stored, so a turn's writes do not grow with the
- * square of its calls.  A turn the server stopped mid-way is replayed as its text. */
+ * it streams (a run joining, the text kept every ORCH_KEEP_MS) leaves them as stored, so a
+ * turn's writes do not grow with the square of its calls.  A turn the server stopped mid-way is
+ * replayed as its text. */
 static int put_message(struct orch_asst *t, const char *state, int with_calls, store_done_cb cb) {
   char *ids = orch__json_dump(t->run_ids, NULL);
   char *calls = with_calls ? orch__json_dump(t->rounds, NULL) : NULL;

@@ -19,7 +19,7 @@
 #define ORCH_CONVERSATION_MAX  200               /* earlier messages sent to the model, newest */
 #define ORCH_DELTA_MS          50                /* live text deltas: at most this often ... */
 #define ORCH_DELTA_BYTES       4096              /* ... or when this much is waiting */
-#define ORCH_KEEP_MS           1000 /* the streamed text kept in the message's row: at most this often */
+#define ORCH_KEEP_MS           1000              /* the streaming text kept in its row: this often */
 #define ORCH_RESULT_TEXT_BYTES (64u * 1024u)     /* a tool result's text for the model */
 /* What is replayed of earlier turns (assistant.c's rule, docs/api.md "The assistant"). */
 #define ORCH_REPLAY_BYTES      (1024u * 1024u) /* the earlier conversation, JSON bytes at most */

@@ -57,20 +57,20 @@
 #include "../../orchestrator/internal.h"
 #include "../../transport/internal.h"
 
+#define FUZZ_NAME "api"
+#include "fuzz_server.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 #define API_KEY       "fuzz-api-key-0123456789abcdef"
 #define RESTART_EVERY 20000
-#define SPIN_MAX      2000000 /* loop turns before a wait counts as a hang */
 #define ANSWER_MAX    (8u << 20)
 #define OUT_TXT       "hi\n"
 
-static uv_loop_t loop;
 static struct orch_config cfg;
 static struct orch *o;
 static struct orch_runtime rt0; /* the runtime settings as the server starts with them */
-static char root[64] = "/dev/shm/fuzz-api-XXXXXX";
 static char sock_path[128];
 static unsigned generation;
 static uint64_t inputs;
@@ -85,23 +85,7 @@ struct fixture {
 static struct fixture fx_a, fx_b, fx_f, fx_x; /* runs and turns; page reports; files; another */
 static char turn_id[STORE_ID_LEN + 1], run_id[STORE_ID_LEN + 1], file_id[STORE_ID_LEN + 1];
 
-static void die(const char *what, const char *detail) {
-  fprintf(stderr, "fuzz_api: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-  abort();
-}
-
 /* ---- the loop and the client's sockets ------------------------------------------------------ */
-
-static void on_walk(uv_handle_t *h, void *arg) {
-  if (h->type == UV_ASYNC && uv_has_ref(h)) /* the store's: referenced while writes are in flight */
-    *(int *)arg = 1;
-}
-
-static int store_busy(void) {
-  int busy = 0;
-  uv_walk(&loop, on_walk, &busy);
-  return busy;
-}
 
 /* Reads what is there on fd into b (dropped when b is NULL or full): 1 once the peer closed. */
 static int take(int fd, struct sbx_buf *b, int *progress) {
@@ -417,13 +401,6 @@ static void ready_f(int fresh) {
 
 /* ---- the server's life ------------------------------------------------------------------- */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(p);
-}
-
-static void cleanup(void) { nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
 static void start(void) {
   char dir[160], www[160];
   snprintf(dir, sizeof(dir), "%s/data-%u", root, ++generation);
@@ -456,39 +433,22 @@ static void start(void) {
   ready_f(1);
 }
 
-static void on_closed(void *ud) { *(int *)ud = 1; }
-
 static void stop(void) {
   struct fixture *all[] = {&fx_a, &fx_b};
   for (size_t i = 0; i < SBX_ARRAY_SIZE(all); i++) {
     close(all[i]->page_fd);
     all[i]->page_fd = -1;
   }
-  volatile int closed = 0; /* set by the close callback */
-  orch_close(o, on_closed, (void *)&closed);
-  for (int i = 0; !closed; i++)
-    if (i > SPIN_MAX)
-      die("the server never closed", NULL);
-    else
-      uv_run(&loop, UV_RUN_NOWAIT);
+  close_server(o);
   o = NULL;
   char dir[160];
   snprintf(dir, sizeof(dir), "%s/data-%u", root, generation);
-  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  rm_tree(dir);
   unlink(sock_path);
 }
 
 static void setup(void) {
-  if (mkdtemp(root) == NULL) {
-    snprintf(root, sizeof(root), "%s/fuzz-api-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(root) == NULL)
-      die("no temporary directory", strerror(errno));
-  }
-  atexit(cleanup);
-  sbx_log_set_level(SBX_LOG_ERROR);
-  if (uv_loop_init(&loop) != 0)
-    die("no loop", NULL);
+  setup_root();
   start();
 }
 
@@ -515,23 +475,8 @@ static void prepare(struct sbx_buf *out, const uint8_t *p, size_t n, int url) {
   sbx_buf_append(out, p + n - plain, plain);
 }
 
-/* libFuzzer's leak check after each input is off unless asked for (-detect_leaks=1): a server's
- * state grows with what it stores, so nearly every input would set off a scan of the whole heap
- * (most of the time went to it).  LeakSanitizer still checks the process at exit. */
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  static char off[] = "-detect_leaks=0";
-  static char *args[256];
-  for (int i = 0; i < *argc; i++)
-    if (strncmp((*argv)[i], "-detect_leaks=", 14) == 0)
-      return 0;
-  if (*argc + 2 > (int)SBX_ARRAY_SIZE(args))
-    return 0;
-  memcpy(args, *argv, (size_t)*argc * sizeof(*args));
-  args[(*argc)++] = off;
-  args[*argc] = NULL;
-  *argv = args;
-  return 0;
-}
+/* libFuzzer's leak check after each input off (fuzz_server.h says why). */
+int LLVMFuzzerInitialize(int *argc, char ***argv) { return leak_check_off(argc, argv); }
 
 enum handler {
   H_CHAT_NEW,

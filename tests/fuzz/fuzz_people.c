@@ -5,12 +5,15 @@
  * and an address made from the input, and the address a peer is throttled as
  * (orch__throttle_key_addr).
  *
- * One input: byte 0 picks the part (even: the Cookie header, the rest of the input; odd: the
- * sign-in body, the rest).  Checked:
- *  - cookie: a value found lies inside the header, holds no ';', has no space or tab at either
- *    end unless quoted, and the header really holds "<name>=" before it at a pair's start (the
- *    independent judge: a plain scan of the pairs written here); a header without the name finds
- *    nothing; every cookie name present at a pair's start is found by name;
+ * One input: byte 0 picks the part (0 mod 4: the Cookie header, the rest of the input; 2 mod 4:
+ * a well-formed cookie-string built from the rest; odd: the sign-in body, the rest).  Checked:
+ *  - cookie: the judge is RFC 6265's grammar (section 4.2.1: cookie-string = cookie-pair *("; "
+ *    cookie-pair), cookie-name a token of RFC 2616, cookie-value *cookie-octet or the same in
+ *    DQUOTEs; the header's OWS around it), parsed here without looking at orch__cookie_find's
+ *    way: for a header the grammar takes, the cookie found by a name is exactly the first pair of
+ *    that name, with its value (DQUOTEs taken off), and a name no pair has (or no token at all:
+ *    "", "x y") finds nothing.  For any header: a value found lies inside it, holds no ';', and
+ *    has no space or tab at either end unless quoted;
  *  - body: orch__utf8_valid agrees with utf8proc's decoder on the raw bytes; a body jansson
  *    accepts as an object is UTF-8; an accepted name is 1..64 code points with no control
  *    character and no space at either end, an accepted password 1..1024 bytes; a name or
@@ -38,35 +41,116 @@ static void fail(const char *what) {
   abort();
 }
 
-/* The judge's reading of a Cookie header: is there a pair whose name (trimmed) is `name`? */
-static int judge_has(const char *h, const char *name) {
-  size_t nl = strlen(name);
-  for (const char *p = h; *p;) {
-    while (*p == ' ' || *p == '\t' || *p == ';')
-      p++;
+/* ---- the judge: RFC 6265 section 4.2.1's grammar ---------------------------------------------
+ *   cookie-header = "Cookie:" OWS cookie-string OWS
+ *   cookie-string = cookie-pair *( ";" SP cookie-pair )
+ *   cookie-pair   = cookie-name "=" cookie-value
+ *   cookie-name   = token                                  (RFC 2616 2.2)
+ *   cookie-value  = *cookie-octet / ( DQUOTE *cookie-octet DQUOTE )
+ *   cookie-octet  = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E
+ *   token         = 1*<any CHAR except CTLs or separators>
+ *   separators    = "(" | ")" | "<" | ">" | "@" | "," | ";" | ":" | "\" | <"> | "/" | "[" | "]"
+ *                   | "?" | "=" | "{" | "}" | SP | HT
+ *   OWS           = *( SP / HTAB ) */
+static int is_token_char(unsigned char c) {
+  return c > 0x20 && c < 0x7f && strchr("()<>@,;:\\\"/[]?={} \t", c) == NULL;
+}
+static int is_cookie_octet(unsigned char c) {
+  return c == 0x21 || (c >= 0x23 && c <= 0x2b) || (c >= 0x2d && c <= 0x3a) ||
+         (c >= 0x3c && c <= 0x5b) || (c >= 0x5d && c <= 0x7e);
+}
+
+/* h as the grammar reads it: -1 when it is no cookie-string (with OWS around); else whether a
+ * pair is named `name`, the first such pair's value in *v, *vl (DQUOTEs taken off). */
+static int judge_find(const char *h, const char *name, const char **v, size_t *vl) {
+  const char *p = h, *end = h + strlen(h);
+  while (p < end && (*p == ' ' || *p == '\t'))
+    p++;
+  while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+    end--;
+  int found = 0;
+  for (;;) {
     const char *k = p;
-    while (*p && *p != '=' && *p != ';')
+    while (p < end && is_token_char((unsigned char)*p))
       p++;
-    const char *ke = p;
-    while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-      ke--;
-    int has_eq = *p == '=';
-    while (*p && *p != ';')
+    if (p == k || p == end || *p != '=')
+      return -1;
+    size_t kl = (size_t)(p - k);
+    const char *val = ++p;
+    int quoted = p < end && *p == '"';
+    if (quoted)
       p++;
-    if (has_eq && (size_t)(ke - k) == nl && memcmp(k, name, nl) == 0)
-      return 1;
+    while (p < end && is_cookie_octet((unsigned char)*p))
+      p++;
+    if (quoted && (p == end || *p != '"'))
+      return -1;
+    const char *ve = p;
+    if (quoted)
+      val++, p++;
+    if (!found && kl == strlen(name) && memcmp(k, name, kl) == 0) {
+      found = 1;
+      *v = val;
+      *vl = (size_t)(ve - val);
+    }
+    if (p == end)
+      return found;
+    if (end - p < 2 || p[0] != ';' || p[1] != ' ')
+      return -1;
+    p += 2;
   }
-  return 0;
+}
+
+/* A well-formed cookie-string made from d[0..n) into out (cap bytes, NUL-terminated): one pair
+ * or more, named ORCH_SESSION_COOKIE, "a" or a token of the input's bytes, values of
+ * cookie-octets, some quoted, OWS around some. */
+static void make_cookie_string(const uint8_t *d, size_t n, char *out, size_t cap) {
+  static const char *known[] = {ORCH_SESSION_COOKIE, "a"};
+  size_t o = 0, i = 0;
+  const size_t room = cap - 64; /* a pair's worst case fits past it */
+  if (n > 0 && d[0] & 1)
+    out[o++] = d[0] & 2 ? '\t' : ' ';
+  for (int pairs = 0; (i < n || pairs == 0) && o < room; pairs++) { /* one pair at least */
+    if (pairs)
+      out[o++] = ';', out[o++] = ' ';
+    uint8_t b = i < n ? d[i++] : 0;
+    if (b % 4 < 2) {
+      o += (size_t)snprintf(out + o, cap - o, "%s", known[b % 4]);
+    } else {
+      size_t len = 1 + (b >> 2) % 8;
+      for (size_t j = 0; j < len; j++) {
+        unsigned char c = (unsigned char)(0x21 + (i < n ? d[i++] : j) % 0x5e);
+        out[o++] = (char)(is_token_char(c) ? c : 'k');
+      }
+    }
+    out[o++] = '=';
+    uint8_t vb = i < n ? d[i++] : 0;
+    int quoted = vb & 0x80;
+    if (quoted)
+      out[o++] = '"';
+    for (size_t j = 0, len = vb % 12; j < len; j++) {
+      unsigned char c = (unsigned char)(0x21 + (i < n ? d[i++] : j) % 0x5e);
+      out[o++] = (char)(is_cookie_octet(c) ? c : 'v');
+    }
+    if (quoted)
+      out[o++] = '"';
+  }
+  if (n > 1 && d[1] & 1)
+    out[o++] = ' ';
+  out[o] = '\0';
 }
 
 static void cookie(const char *h, size_t len) {
   const char *names[] = {ORCH_SESSION_COOKIE, "a", "", "cerea_session ", "x y"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-    const char *v = NULL;
-    size_t vl = 0;
+    const char *v = NULL, *jv = NULL;
+    size_t vl = 0, jvl = 0;
     int found = orch__cookie_find(h, names[i], &v, &vl);
-    if (found != judge_has(h, names[i]))
-      fail("orch__cookie_find and the judge disagree");
+    int judged = judge_find(h, names[i], &jv, &jvl);
+    if (judged >= 0 && found != judged)
+      fail(found ? "orch__cookie_find found a cookie the grammar says is not there"
+                 : "orch__cookie_find missed a cookie the grammar finds");
+    if (judged == 1 && (vl != jvl || memcmp(v, jv, vl) != 0))
+      fail("orch__cookie_find's value is not the grammar's");
     if (!found)
       continue;
     if (v < h || v + vl > h + len)
@@ -159,7 +243,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     abort();
   memcpy(s, data + 1, n - 1);
   s[n - 1] = '\0';
-  if (data[0] % 2 == 0)
+  if (data[0] % 4 == 2) {
+    char h[4096 + 64];
+    make_cookie_string(data + 1, n - 1 < 4096 ? n - 1 : 4096, h, sizeof h);
+    if (judge_find(h, "a", &(const char *){NULL}, &(size_t){0}) < 0)
+      fail("the judge refuses the cookie-string it was built from its grammar");
+    cookie(h, strlen(h));
+  } else if (data[0] % 2 == 0)
     cookie(s, strlen(s)); /* a header is text: up to its first NUL */
   else
     signin(s, n - 1);

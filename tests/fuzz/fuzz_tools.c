@@ -35,37 +35,21 @@
 
 #include "tools.h"
 
+#define FUZZ_NAME "tools"
+#include "fuzz_server.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 #define API_KEY       "fuzz-tools-api-key-0123456789abcdef"
 #define RESTART_EVERY 5000
-#define SPIN_MAX      2000000
 
-static uv_loop_t loop;
 static struct orch_config cfg;
 static struct orch *o;
-static char root[64] = "/dev/shm/fuzz-tools-XXXXXX";
 static unsigned generation;
 static uint64_t inputs;
 static char chat_a[STORE_ID_LEN + 1], chat_x[STORE_ID_LEN + 1];
 static char run_d[STORE_ID_LEN + 1], run_l[STORE_ID_LEN + 1];
-
-static void die(const char *what, const char *detail) {
-  fprintf(stderr, "fuzz_tools: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
-  abort();
-}
-
-static void on_walk(uv_handle_t *h, void *arg) {
-  if (h->type == UV_ASYNC && uv_has_ref(h)) /* the store's: referenced while writes are in flight */
-    *(int *)arg = 1;
-}
-
-static int store_busy(void) {
-  int busy = 0;
-  uv_walk(&loop, on_walk, &busy);
-  return busy;
-}
 
 static void settle(void) {
   for (int i = 0, quiet = 0; quiet < 8; i++) {
@@ -261,13 +245,6 @@ static void ready(void) {
     run_make(run_l);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  return remove(p);
-}
-
-static void cleanup(void) { nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
 static void start(void) {
   char dir[160], www[160], listen[160];
   snprintf(dir, sizeof(dir), "%s/data-%u", root, ++generation);
@@ -290,54 +267,23 @@ static void start(void) {
   run_make(run_l);
 }
 
-static void on_closed(void *ud) { *(int *)ud = 1; }
-
 static void stop(void) {
-  volatile int closed = 0;
-  orch_close(o, on_closed, (void *)&closed);
-  for (int i = 0; !closed; i++)
-    if (i > SPIN_MAX)
-      die("the server never closed", NULL);
-    else
-      uv_run(&loop, UV_RUN_NOWAIT);
+  close_server(o);
   o = NULL;
   char dir[160], sock[160];
   snprintf(dir, sizeof(dir), "%s/data-%u", root, generation);
   snprintf(sock, sizeof(sock), "%s/s-%u", root, generation);
-  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  rm_tree(dir);
   unlink(sock);
 }
 
 static void setup(void) {
-  if (mkdtemp(root) == NULL) {
-    snprintf(root, sizeof(root), "%s/fuzz-tools-XXXXXX",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (mkdtemp(root) == NULL)
-      die("no temporary directory", strerror(errno));
-  }
-  atexit(cleanup);
-  sbx_log_set_level(SBX_LOG_ERROR);
-  if (uv_loop_init(&loop) != 0)
-    die("no loop", NULL);
+  setup_root();
   start();
 }
 
-/* The server's state grows with what it stores (fuzz_api.c says why the per-input leak check is
- * off); LeakSanitizer still checks the process at exit. */
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-  static char off[] = "-detect_leaks=0";
-  static char *args[256];
-  for (int i = 0; i < *argc; i++)
-    if (strncmp((*argv)[i], "-detect_leaks=", 14) == 0)
-      return 0;
-  if (*argc + 2 > (int)SBX_ARRAY_SIZE(args))
-    return 0;
-  memcpy(args, *argv, (size_t)*argc * sizeof(*args));
-  args[(*argc)++] = off;
-  args[*argc] = NULL;
-  *argv = args;
-  return 0;
-}
+/* libFuzzer's leak check after each input off (fuzz_server.h says why). */
+int LLVMFuzzerInitialize(int *argc, char ***argv) { return leak_check_off(argc, argv); }
 
 /* ---- one input ------------------------------------------------------------------------------ */
 

@@ -367,7 +367,8 @@ START_TEST(test_close_while_signin_hashes) {
   uv_ip4_addr("127.0.0.1", orch_port(cw.o), &addr);
   uv_tcp_init(&loop, &cw.client);
   uv_timer_init(&loop, &cw.poll);
-  ck_assert_int_eq(uv_tcp_connect(&cw.conn, &cw.client, (const struct sockaddr *)&addr, on_connected), 0);
+  ck_assert_int_eq(
+      uv_tcp_connect(&cw.conn, &cw.client, (const struct sockaddr *)&addr, on_connected), 0);
   uint64_t t0 = sbx_now_mono_ms();
   uv_run(&loop, UV_RUN_DEFAULT); /* until the server closed and the check came back */
   ck_assert_int_eq(cw.closed, 1);
