@@ -13,7 +13,16 @@
 //                       writes compiled wasm to its code cache a little after compiling)
 //   --www DIR           the built static tree to serve (default build/www; another checkout's, to
 //                       compare two versions of the app against the same floor)
+//   --before DIR        a third variant, "before": the app of another built tree (e.g. main's
+//                       build/www) on a second server, alternated with ours and the floor, so a
+//                       change is measured before/after in one run (ratios against the floor)
 //   --only ours|floor   one variant alone (for experiments)
+//   --trace             print each first visit's status-line phases and its requests (the page's
+//                       and its workers'): when each was sent, answered and ended (ms from the
+//                       navigation), its bytes on the wire (Playwright's encoded body size; 0 or
+//                       less: nothing came over the wire for it, e.g. it joined another request's
+//                       transfer in the HTTP cache; an aborted one: what its headers announced),
+//                       and when each kernel worker was made
 //   CEREA_BIN           the orchestrator binary (default build/cerea-sandbox)
 //
 // Per visit it prints: when the page created its kernel worker, when Python was ready (both from
@@ -40,6 +49,8 @@ const { values: opt } = parseArgs({ options: {
   rounds: { type: 'string', default: '5' }, 'settle-ms': { type: 'string', default: '4000' },
   throttle: { type: 'string' }, 'timeout-ms': { type: 'string', default: '90000' },
   www: { type: 'string', default: path.join(ROOT, 'build', 'www') }, only: { type: 'string' },
+  before: { type: 'string' },
+  trace: { type: 'boolean', default: false },
 } });
 const WWW = path.resolve(opt.www);
 const ROUNDS = Number(opt.rounds), SETTLE_MS = Number(opt['settle-ms']), TIMEOUT_MS = Number(opt['timeout-ms']);
@@ -48,12 +59,19 @@ const THROTTLE = opt.throttle ? opt.throttle.split(',').map(Number) : null;
 // Read in the page: when the first Worker was made, when the status line first said ready.
 const PROBE = `(() => {
   const W = window.Worker;
-  window.__startup = { worker: null, ready: null };
-  window.Worker = function (...a) { if (window.__startup.worker === null) window.__startup.worker = performance.now(); return new W(...a); };
+  window.__startup = { worker: null, ready: null, workers: [], labels: [] };
+  window.Worker = function (...a) {
+    if (window.__startup.worker === null) window.__startup.worker = performance.now();
+    window.__startup.workers.push(Math.round(performance.now()));
+    return new W(...a);
+  };
   window.Worker.prototype = W.prototype;
   const check = () => {
     const el = document.querySelector('[data-testid=runtime-status]');
     if (window.__startup.ready === null && el && el.textContent.startsWith('Python ready')) window.__startup.ready = performance.now();
+    // --trace: the status line's phases (not each download step) with their times
+    const text = el && el.textContent.replace(/:\\s*\\d+\\s*%.*/, ': downloading');
+    if (text && window.__startup.labels.at(-1)?.[1] !== text) window.__startup.labels.push([Math.round(performance.now()), text]);
   };
   new MutationObserver(check).observe(document, { subtree: true, childList: true, characterData: true });
 })();`;
@@ -68,10 +86,45 @@ function dirBytes(p) {
   return n;
 }
 
-async function visit(profile, url) {
+// --trace: every request of the visit, the page's and its workers' (Playwright reports both on the
+// context), → rows {url, start, first (the response's start), end, bytes, failed} with times in ms
+// from the navigation's start.
+function traceRequests(ctx) {
+  const rows = [];
+  const row = (req) => {
+    let r = rows.find((x) => x.req === req);
+    if (!r) rows.push(r = { req, url: req.url(), start: null, end: null, bytes: null, failed: null });
+    return r;
+  };
+  ctx.on('request', (req) => { row(req).seen = Date.now(); });
+  const finish = async (req, failed) => {
+    const r = row(req), t = req.timing();
+    r.start = t.startTime; r.end = t.responseEnd >= 0 ? t.startTime + t.responseEnd : Date.now();
+    r.first = t.responseStart >= 0 ? t.startTime + t.responseStart : null;
+    r.failed = failed;
+    try { r.bytes = (await req.sizes()).responseBodySize; } catch { r.bytes = null; }
+  };
+  ctx.on('requestfinished', (req) => finish(req, null));
+  ctx.on('requestfailed', (req) => finish(req, req.failure()?.errorText || 'failed'));
+  return rows;
+}
+
+function printTrace(rows, t0, r) {
+  const short = (u) => u.replace(/^https?:\/\/[^/]+/, '').slice(0, 70);
+  console.log(`  trace: workers made at ${r.workers.join(', ')} ms, ready at ${Math.round(r.ready)} ms (page clock)`);
+  for (const [t, text] of r.labels) console.log(`  ${String(t).padStart(6)} ms  status: ${text.slice(0, 90)}`);
+  for (const x of rows.slice().sort((a, b) => (a.start ?? a.seen) - (b.start ?? b.seen))) {
+    const s = Math.round((x.start ?? x.seen) - t0), e = x.end ? Math.round(x.end - t0) : null;
+    const f = x.first ? Math.round(x.first - t0) : '-';
+    console.log(`  ${String(s).padStart(6)} → ${String(f).padStart(6)} → ${String(e ?? '-').padStart(6)} ms ${String(x.bytes ?? '?').padStart(9)} B  ${short(x.url)}${x.failed ? `  (${x.failed})` : ''}`);
+  }
+}
+
+async function visit(profile, url, trace = false) {
   const ctx = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
     await ctx.addInitScript(PROBE);
+    const rows = trace ? traceRequests(ctx) : null;
     const page = ctx.pages()[0] || await ctx.newPage();
     if (THROTTLE) {
       const cdp = await ctx.newCDPSession(page);
@@ -82,7 +135,9 @@ async function visit(profile, url) {
     await page.goto(url);
     await page.waitForFunction(() => window.__startup && window.__startup.ready !== null, null, { timeout: TIMEOUT_MS, polling: 50 });
     const r = await page.evaluate(() => window.__startup);
+    const t0 = rows ? await page.evaluate(() => performance.timeOrigin) : 0;
     await page.waitForTimeout(SETTLE_MS);
+    if (rows) printTrace(rows, t0, r);
     return r;
   } finally { await ctx.close(); }
 }
@@ -91,17 +146,24 @@ const median = (a) => { const s = a.slice().sort((x, y) => x - y); const m = s.l
 const fmt = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-startup-'));
-let srv = null;
+let srv = null, srvBefore = null;
 try {
   srv = await startServer(tmp, WWW);
   const urls = { ours: `${srv.origin}/playground`, floor: `${srv.origin}/assets/floor.html` };
+  if (opt.before) {
+    const dir = path.join(tmp, 'before'); fs.mkdirSync(dir);
+    srvBefore = await startServer(dir, path.resolve(opt.before));
+    urls.before = `${srvBefore.origin}/playground`;
+  }
+  const VARIANTS = Object.keys(urls).sort((a, b) => ['ours', 'before', 'floor'].indexOf(a) - ['ours', 'before', 'floor'].indexOf(b));
   console.log(`== startup: ${ROUNDS} rounds, ours and the floor alternated; settle ${SETTLE_MS} ms` +
     `${THROTTLE ? `; throttled to ${THROTTLE[0]} Mbit/s, ${THROTTLE[1]} ms` : ''}; ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
-  const res = { ours: { cold: [], warm: [], coldWorker: [], warmWorker: [], cache: [] }, floor: { cold: [], warm: [], coldWorker: [], warmWorker: [], cache: [] } };
+  const res = Object.fromEntries(VARIANTS.map((v) => [v, { cold: [], warm: [], coldWorker: [], warmWorker: [], cache: [] }]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const v of opt.only ? [opt.only] : round % 2 ? ['floor', 'ours'] : ['ours', 'floor']) {
+    // The order turns each round (ours, before, floor; before, floor, ours; …).
+    for (const v of opt.only ? [opt.only] : VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length])) {
       const profile = fs.mkdtempSync(path.join(tmp, `profile-${v}-`));
-      const cold = await visit(profile, urls[v]);
+      const cold = await visit(profile, urls[v], opt.trace);
       const cache = dirBytes(path.join(profile, 'Default', 'Code Cache', 'wasm'));
       const warm = await visit(profile, urls[v]);
       fs.rmSync(profile, { recursive: true, force: true });
@@ -113,12 +175,16 @@ try {
   }
   const m = (v, k) => median(res[v][k]);
   console.log('== medians');
-  for (const v of ['ours', 'floor'])
+  for (const v of VARIANTS)
     console.log(`${v.padEnd(5)}  cold ${fmt(m(v, 'cold'))}  warm ${fmt(m(v, 'warm'))}  worker created at ${m(v, 'coldWorker').toFixed(0)} / ${m(v, 'warmWorker').toFixed(0)} ms  wasm code cache ${(m(v, 'cache') / 1048576).toFixed(1)} MB`);
   console.log(`ours : floor  cold ${(m('ours', 'cold') / m('floor', 'cold')).toFixed(2)}x  warm ${(m('ours', 'warm') / m('floor', 'warm')).toFixed(2)}x` +
     `   (ours warm / ours cold ${(m('ours', 'warm') / m('ours', 'cold')).toFixed(2)}, floor ${(m('floor', 'warm') / m('floor', 'cold')).toFixed(2)})`);
+  if (res.before) console.log(`before : floor  cold ${(m('before', 'cold') / m('floor', 'cold')).toFixed(2)}x  warm ${(m('before', 'warm') / m('floor', 'warm')).toFixed(2)}x`);
+  console.log(`load average at the end: ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
   console.log(JSON.stringify({ rounds: ROUNDS, throttle: THROTTLE, ...res }));
 } finally {
-  if (srv && srv.child.exitCode === null) { process.kill(srv.pid, 'SIGTERM'); await new Promise((r) => srv.child.once('exit', r)); }
+  for (const s of [srv, srvBefore]) {
+    if (s && s.child.exitCode === null) { process.kill(s.pid, 'SIGTERM'); await new Promise((r) => s.child.once('exit', r)); }
+  }
   fs.rmSync(tmp, { recursive: true, force: true });
 }
