@@ -25,7 +25,9 @@
 //                       and when each kernel worker was made
 //   CEREA_BIN           the orchestrator binary (default build/cerea-sandbox)
 //
-// Per visit it prints: when the page created its kernel worker, when Python was ready (both from
+// Per visit it prints: when the page created its kernel worker, when the runtime's last byte was
+// in on a first visit (the link's share of it, read from the worker's resource timing), when
+// Python was ready (both from
 // the navigation's start, read in the page), and the size of the profile's wasm code cache after
 // the visit.  At the end: medians per variant and the ratios ours : floor.  "Python ready" is the
 // runtime status line saying so (ours: the supervisor's ready, after the lock-down and the
@@ -120,6 +122,20 @@ function printTrace(rows, t0, r) {
   }
 }
 
+// When the runtime's last byte was in (pyodide.asm.wasm and python_stdlib.zip, as the first kernel
+// worker fetched them), in ms on the page's clock: the link's share of a visit, apart from the
+// CPU's.  null when the worker is gone or took nothing over the network.
+async function runtimeIn(page) {
+  const w = page.workers()[0];
+  if (!w) return null;
+  try {
+    const [origin, ends] = await w.evaluate(() => [performance.timeOrigin, performance.getEntriesByType('resource')
+      .filter((e) => /\/(pyodide\.asm\.wasm|python_stdlib\.zip)$/.test(e.name)).map((e) => e.responseEnd)]);
+    const pageOrigin = await page.evaluate(() => performance.timeOrigin);
+    return ends.length ? Math.max(...ends) + origin - pageOrigin : null;
+  } catch { return null; }
+}
+
 async function visit(profile, url, trace = false) {
   const ctx = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
@@ -135,6 +151,7 @@ async function visit(profile, url, trace = false) {
     await page.goto(url);
     await page.waitForFunction(() => window.__startup && window.__startup.ready !== null, null, { timeout: TIMEOUT_MS, polling: 50 });
     const r = await page.evaluate(() => window.__startup);
+    r.runtimeIn = await runtimeIn(page);
     const t0 = rows ? await page.evaluate(() => performance.timeOrigin) : 0;
     await page.waitForTimeout(SETTLE_MS);
     if (rows) printTrace(rows, t0, r);
@@ -158,7 +175,7 @@ try {
   const VARIANTS = Object.keys(urls).sort((a, b) => ['ours', 'before', 'floor'].indexOf(a) - ['ours', 'before', 'floor'].indexOf(b));
   console.log(`== startup: ${ROUNDS} rounds, ours and the floor alternated; settle ${SETTLE_MS} ms` +
     `${THROTTLE ? `; throttled to ${THROTTLE[0]} Mbit/s, ${THROTTLE[1]} ms` : ''}; ${fs.readFileSync('/proc/loadavg', 'utf8').trim()}`);
-  const res = Object.fromEntries(VARIANTS.map((v) => [v, { cold: [], warm: [], coldWorker: [], warmWorker: [], cache: [] }]));
+  const res = Object.fromEntries(VARIANTS.map((v) => [v, { cold: [], warm: [], coldWorker: [], warmWorker: [], cache: [], coldIn: [] }]));
   for (let round = 0; round < ROUNDS; round++) {
     // The order turns each round (ours, before, floor; before, floor, ours; …).
     for (const v of opt.only ? [opt.only] : VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length])) {
@@ -169,7 +186,8 @@ try {
       fs.rmSync(profile, { recursive: true, force: true });
       const r = res[v];
       r.cold.push(cold.ready); r.warm.push(warm.ready); r.coldWorker.push(cold.worker); r.warmWorker.push(warm.worker); r.cache.push(cache);
-      console.log(`round ${round + 1} ${v.padEnd(5)}  cold ready ${fmt(cold.ready)} (worker at ${cold.worker.toFixed(0)} ms)  ` +
+      r.coldIn.push(cold.runtimeIn);
+      console.log(`round ${round + 1} ${v.padEnd(5)}  cold ready ${fmt(cold.ready)} (worker at ${cold.worker.toFixed(0)} ms, runtime in at ${cold.runtimeIn === null ? '?' : fmt(cold.runtimeIn)})  ` +
         `warm ready ${fmt(warm.ready)} (worker at ${warm.worker.toFixed(0)} ms)  wasm code cache after the first visit ${(cache / 1048576).toFixed(1)} MB`);
     }
   }
@@ -177,6 +195,8 @@ try {
   console.log('== medians');
   for (const v of VARIANTS)
     console.log(`${v.padEnd(5)}  cold ${fmt(m(v, 'cold'))}  warm ${fmt(m(v, 'warm'))}  worker created at ${m(v, 'coldWorker').toFixed(0)} / ${m(v, 'warmWorker').toFixed(0)} ms  wasm code cache ${(m(v, 'cache') / 1048576).toFixed(1)} MB`);
+  const inMedian = (v) => { const a = res[v].coldIn.filter((x) => x !== null); return a.length ? median(a) : NaN; };
+  console.log(`first visit, the runtime's last byte in at (median): ${VARIANTS.map((v) => `${v} ${fmt(inMedian(v))}`).join(', ')}`);
   console.log(`ours : floor  cold ${(m('ours', 'cold') / m('floor', 'cold')).toFixed(2)}x  warm ${(m('ours', 'warm') / m('floor', 'warm')).toFixed(2)}x` +
     `   (ours warm / ours cold ${(m('ours', 'warm') / m('ours', 'cold')).toFixed(2)}, floor ${(m('floor', 'warm') / m('floor', 'cold')).toFixed(2)})`);
   if (res.before) console.log(`before : floor  cold ${(m('before', 'cold') / m('floor', 'cold')).toFixed(2)}x  warm ${(m('before', 'warm') / m('floor', 'warm')).toFixed(2)}x`);
