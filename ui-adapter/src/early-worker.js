@@ -13,8 +13,9 @@
 // worker's own requests for them then join the transfer or read the cache.
 const SLOT = '__cereaEarlyWorker';
 const PREFETCH = '__cereaRuntimePrefetch';
-// Pyodide's own file names (pyodide.mjs imports the first, loadPyodide fetches the other three).
-export const RUNTIME_FILES = Object.freeze(['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip']);
+// Pyodide's own file names: the worker imports pyodide.mjs, which imports pyodide.asm.mjs;
+// loadPyodide fetches the wasm and the standard library.
+const RUNTIME_FILES = Object.freeze(['pyodide.mjs', 'pyodide.asm.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip']);
 
 export function startEarlyWorker(url, name = 'kernel-early') {
   if (typeof Worker !== 'function' || globalThis[SLOT]) return;
