@@ -2,7 +2,7 @@
 // caching headers matter here): the runtime bar is one percentage over the runtime's total bytes
 // that only grows and never names a file; the page makes its kernel worker before it even
 // requests its own bundle (editor, cards); a first visit makes its worker once /v1/config said
-// whether PyPI can be used, a repeat visit (the server said no last time, kept in localStorage)
+// whether PyPI can be used (the runtime's files fetched meanwhile), a repeat visit (the server said no last time, kept in localStorage)
 // makes the strict worker without waiting for it; Pyodide compiles the wasm from the Response the
 // network stack gave it, so a first visit leaves the compiled runtime in the profile's wasm code
 // cache, and a repeat visit (same profile, new browser process) takes it from there (V8 traces a
@@ -173,8 +173,16 @@ test('a first visit leaves the compiled runtime in the wasm code cache; a repeat
     // This deployment has no micropip: the first visit makes its worker only once /v1/config
     // said so (held 3 s here: no worker meanwhile), and keeps the verdict for the next visit.
     const firstHeld = (await holdConfig(first.ctx, first.ctx.pages()[0], 3000)).made;
+    // ... while the page fetches the runtime's files that either worker needs (prefetchRuntime):
+    // the download does not wait for the answer.
+    const early = new Set();
+    let configAnswered = false;
+    first.ctx.pages()[0].on('request', (r) => { if (!configAnswered && /\/pyodide\/[^/]+$/.test(r.url())) early.add(r.url().split('/').pop()); });
+    firstHeld.then(() => { configAnswered = true; });
     const firstPage = await openReady(first.ctx);
     assert.equal(await firstHeld, false, 'a first visit waits for /v1/config before it makes the worker');
+    assert.ok(['pyodide.asm.wasm', 'python_stdlib.zip', 'pyodide.asm.mjs'].every((f) => early.has(f)),
+      `the runtime's files asked for while /v1/config was held: ${[...early]}`);
     assert.equal(await verdict(firstPage), 'unavailable', 'the server\'s word on PyPI kept for the next visit');
     // Chromium writes compiled code a little after compiling (once the hot functions are
     // optimized), and writes it again as the spare kernel tiers up: wait (up to 120 s) until the
