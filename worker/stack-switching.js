@@ -40,14 +40,18 @@ export async function matchStackSwitching(py, readRuntimeScript) {
   const def = u32(self + 8);
   if (M.UTF8ToString(u32(def)) !== 'run_sync') throw new Error("run_sync's method definition is not where it was");
   const now = M.getWasmTableEntry(u32(def + 4));
-  if (now === want) return 'kept';
-  if (now !== other) throw new Error("run_sync's method is neither of Pyodide's two");
+  if (same(now, want)) return 'kept';
+  if (!same(now, other)) throw new Error("run_sync's method is neither of Pyodide's two");
   const index = M.getFunctionAddress(want);
   if (!index) throw new Error("run_sync's function is not in the function table");
   if (canSwitch) await useWasmTrampoline(M, await readRuntimeScript());
   M.HEAPU32[(def + 4) >>> 2] = index;
   return canSwitch ? 'switched on' : 'switched off';
 }
+
+// One wasm function of the runtime, as a table entry and as an export: the same object in V8 and
+// SpiderMonkey; JavaScriptCore may wrap it twice, and both wrappers are named by its index.
+const same = (a, b) => a === b || (typeof a === 'function' && typeof b === 'function' && a.name === b.name && a.length === b.length);
 
 // CPython's call trampoline as a loaded runtime in this engine has it (pyodide.asm.mjs's
 // getPyEMTrampolinePtr: a tiny wasm module over the runtime's table and memory, added to the table).
