@@ -63,9 +63,9 @@ def sleep(secs):
     if host is None or not host.can_wait():
         output.flush_live(True)   # no wait to wake for it: what came before goes out first
         if host is not None:
-            # CPython's own (a busy wait), not Pyodide's: a kernel restored from the image setup
-            # made in Node inherits Node's word that the stack can be suspended, and Chromium
-            # without shared memory then fails "WebAssembly stack switching not supported".
+            # CPython's own (a busy wait), not Pyodide's, which with JSPI would suspend the cell
+            # (see above): the same wait in every engine, and never a suspended run that a second
+            # attempt of it could meet.
             return _orig["time.sleep.c"](s)
         return _orig["time.sleep"](s)
     output.flush_live()

@@ -45,6 +45,7 @@ import { Fsm, machine } from './fsm.js';
 import { NOTE, START } from './notes.js';
 import { OutputSink } from './output.js';
 import { LOCK_FIELD, checkServed } from './snapshot.js';
+import { matchStackSwitching } from './stack-switching.js';
 
 const KERNEL_DIR = '/opt/cerea';
 const LIFE = machine('kernel core', {
@@ -257,6 +258,9 @@ export class KernelCore {
           const unpatch = this.host.isNode ? useCompiled(msg.wasmModule) : () => {};
           try { py = await Promise.race([lockFailed, loadPyodide({ ...options, _loadSnapshot: img.bytes })]); } finally { unpatch(); }
           if (py.runPython('1 + 1') !== 2) throw new Error('the restored runtime does not compute');
+          // The image holds its maker's word on stack switching (setup's Node: none): this
+          // engine's is put in its place (stack-switching.js), or the image is not used.
+          await matchStackSwitching(py, () => this.host.readText(`${indexURL}pyodide.asm.mjs`));
           // Every kernel restored from one image would draw the same random numbers: `random`
           // was imported before the image was taken, its state is in it.
           py.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");

@@ -139,13 +139,6 @@ for (const [what, code, expect] of [
   test(`hidden but not frozen while the run waits in ${what}: the superseded attempt stops before the next starts; the re-run ends ok, no fatal error`, async (t) => {
     if (!need(t)) return;
     const { chat, page, logs } = await openChat();
-    if (what.startsWith('asyncio.run()') && await page.evaluate(() => window.cereaSupervisor.kernel?.info?.snapshot) === 'restored') {
-      // docs/ui-adapter.md "Start-up from a memory snapshot": a restored kernel cannot suspend its
-      // stack, so asyncio.run() raises there (asserted in tests/e2e/engines); open in issue 30.
-      t.skip('the kernel was restored from the served image, which cannot suspend its stack (JSPI): asyncio.run() raises there (known limit, issue 30)');
-      await page.close();
-      return;
-    }
     const runId = await startRun(chat, page, code);
     await sleep(1200);
     const other = await hide(page);

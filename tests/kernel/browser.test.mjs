@@ -141,10 +141,18 @@ test('browser worker: a memory snapshot of another build is refused (a normal lo
 });
 
 // The image setup made in Node (scripts/make_snapshot.mjs) restores in Chromium's worker as well:
-// one image for every host.  And one byte changed in it: refused before Pyodide sees it, a load.
+// one image for every host, and the restored kernel suspends its stack (JSPI) as a loaded one does,
+// though Node, which made the image, cannot.  And one byte changed in it: refused before Pyodide
+// sees it, a load.
+const SUSPENDING = `import asyncio, js
+from pyodide.ffi import run_sync
+async def main():
+    await asyncio.sleep(0.01)
+    return 7
+print(asyncio.run(main()), run_sync(js.Promise.resolve(5)))`;
 const SERVED = (() => { try { return JSON.parse(fs.readFileSync(path.join(PYODIDE_DIR, 'pyodide-lock.json'), 'utf8')).cerea_snapshot; } catch { return null; } })();
 test('browser worker: the served image (made by setup in Node) restores, the lock-down intact and the progress counting it; one byte changed in it means a normal load', { skip: skip || (!SERVED && 'the served lock lists no memory snapshot: run scripts/setup.sh') }, async () => {
-  const out = await page.evaluate(async (base) => {
+  const out = await page.evaluate(async ({ base, SUSPENDING }) => {
     const { KernelClient } = await import(base + '/src/worker/kernel-client.js');
     const start = async (dir) => {
       const events = [];
@@ -163,18 +171,24 @@ except Exception: print('eval refused')
 try:
     await js.fetch('${base}/leak'); print('fetch REACHED')
 except Exception: print('fetch refused')` });
+      // Stack switching (JSPI) from a cell's synchronous code: asyncio.run() and run_sync() of a
+      // JS promise (worker/stack-switching.js: the image's word on it was Node's).
+      const s = await k.run({ code: SUSPENDING });
       k.terminate('cancelled');
-      return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, events, total: events.total, ms };
+      return { snapshot: info.snapshot, lockdown: info.lockdown, stdout: r.stdout, events, total: events.total, ms,
+        suspended: s.error ? `${s.error.type}: ${s.error.message}` : s.stdout };
     };
     return { served: await start('/pyodide/'), tampered: await start('/pyodide/tampered/') };
-  }, base);
+  }, { base, SUSPENDING });
   const { served, tampered } = out;
   assert.equal(served.snapshot, 'served', JSON.stringify(served));
   assert.deepEqual(served.lockdown, []);
   assert.equal(served.stdout, '45 []\neval refused\nfetch refused\n');
   assert.deepEqual(served.events, ["progress: restoring the Python runtime from the server's snapshot"]);
   assert.ok(served.total > SERVED.size, `the download total counts the image: ${served.total}`);
+  assert.equal(served.suspended, '7 5\n', 'the restored kernel suspends its stack as a loaded one does');
   assert.equal(tampered.snapshot, 'refused: its bytes do not match the sha256 of the served lock');
+  assert.equal(tampered.suspended, '7 5\n', 'the loaded kernel suspends its stack');
   assert.deepEqual(tampered.lockdown, []);
   assert.equal(tampered.stdout, served.stdout);
   assert.deepEqual(tampered.events, ["progress: restoring the Python runtime from the server's snapshot",
