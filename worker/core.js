@@ -111,7 +111,8 @@ async function sha256Hex(bytes) {
 }
 
 export class KernelCore {
-  // host: {post(msg, transfer), readText(url) → Promise<string>, readBytes(url) → Promise<Uint8Array>
+  // host: {post(msg, transfer), readText(url, {immutable}) → Promise<string> (immutable: a runtime
+  //        file the HTTP cache may answer), readBytes(url) → Promise<Uint8Array>
   //        (Node) or openBytes(url) → Promise<Response> (browser: the served image, streamed),
   //        importPyodide(url) → module, scope: the worker's global object, isNode: bool,
   //        snapshotKey?: this build's key for memory snapshots (worker/snapshot-key.js; none:
@@ -260,7 +261,7 @@ export class KernelCore {
           if (py.runPython('1 + 1') !== 2) throw new Error('the restored runtime does not compute');
           // The image holds its maker's word on stack switching (setup's Node: none): this
           // engine's is put in its place (stack-switching.js), or the image is not used.
-          await matchStackSwitching(py, () => this.host.readText(`${indexURL}pyodide.asm.mjs`));
+          await matchStackSwitching(py, () => this.host.readText(`${indexURL}pyodide.asm.mjs`, { immutable: true }));
           // Every kernel restored from one image would draw the same random numbers: `random`
           // was imported before the image was taken, its state is in it.
           py.runPython("import sys\nif 'random' in sys.modules: sys.modules['random'].seed()");

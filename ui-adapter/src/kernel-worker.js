@@ -23,7 +23,7 @@ const host = {
   runtimeBytes: RUNTIME_BYTES,
   snapshotKey: typeof CEREA_SNAPSHOT_KEY === 'string' ? CEREA_SNAPSHOT_KEY : '',
   post: (msg, transfer) => post(msg, transfer),
-  readText: async (url) => {
+  readText: async (url, { immutable = false } = {}) => {
     if (url.startsWith(BUNDLED_KERNEL_URL)) {
       const name = url.slice(BUNDLED_KERNEL_URL.length).replace(/\.py$/, '');
       if (!(name in KERNEL_SOURCES)) throw new Error(`kernel module ${name} is not bundled`);
@@ -31,7 +31,8 @@ const host = {
     }
     // The lock file and deployment.json change in place (an operator adds packages) under
     // /pyodide/'s year-long immutable caching: asked again each load (a 304 when unchanged).
-    const r = await realFetch(url, { credentials: 'omit', cache: 'no-cache' });
+    // A runtime file (immutable: named by its build) comes from the HTTP cache when there.
+    const r = await realFetch(url, { credentials: 'omit', cache: immutable ? 'default' : 'no-cache' });
     if (!r.ok) throw new Error(`${url}: HTTP ${r.status}`);
     return r.text();
   },
