@@ -1154,6 +1154,8 @@ static void on_tick(uv_timer_t *t) {
   struct orch_tool_call *tc = t->data;
   if (tc->state != CALL_WAITING)
     return;
+  if (tc->run->state == ORCH_RUN_DONE)
+    return; /* ended, its result being stored: that result comes (on_end), never "still going" */
   uint64_t now = sbx_now_mono_ms();
   int asked = tc->input_asked;
   tc->input_asked = 0;

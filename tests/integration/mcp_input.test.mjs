@@ -119,6 +119,41 @@ test('a task whose input() is never answered: the run\'s input wait ends it, and
   page.close();
 });
 
+// The watchdog ends a run whose page never answers (the time limit, then the grace): the run is
+// done while its end is being stored. A tasks/get in that moment once answered "completed" with
+// wait_for_run's "still going" text (isError false), as the test above saw under load in CI.
+test('a task polled hard as its run ends stays working until the end is stored, then completes with the run\'s own result, never with a "still going" answer', async () => {
+  const { chat, page } = await pageRun();
+  const made = req(srv, 'tools/call', { name: 'run_python', arguments: { chat_id: chat.id, code: 'while True: print("x" * 1000)' } }, { caps: TASKS });
+  const ev = (await page.nextRun()).data;
+  await page.started(ev);
+  const { taskId } = (await made).json.result;
+  // what it printed is kept with its end: a bigger write, a wider moment between done and stored
+  for (let off = 0, i = 0; i < 8; i++, off += 64 * 1024)
+    await page.output(ev, { chunks: [{ stream: 'stdout', offset: off, text: 'x'.repeat(64 * 1024) }] });
+  // Polled from just before the time limit by pollers in a tight loop, so that one lands in the
+  // moment the watchdog ends the run (the limit is 5 s, the grace 1 s, both from \`started\`).
+  await sleep(4000);
+  let done = null, polls = 0;
+  const end = Date.now() + 30000;
+  const poller = async () => {
+    while (!done) {
+      assert.ok(Date.now() < end, 'the watchdog ends the run within 30 s');
+      const t = await taskOf(srv, taskId);
+      polls++;
+      if (t.status === 'working') continue;
+      assert.equal(t.status, 'completed', JSON.stringify(t).slice(0, 300));
+      assert.doesNotMatch(textOf(t.result), /is still going/, 'a completed task carries the run\'s result');
+      done ??= t;
+    }
+  };
+  await Promise.all(Array.from({ length: 24 }, poller));
+  console.log(`# polled ${polls} times`);
+  assert.equal(done.result.isError, true, textOf(done.result));
+  assert.equal(done.result.structuredContent.status, 'timeout');
+  page.close();
+});
+
 test('multi-round run_python: the round ends with an InputRequiredResult when the run waits in input(); the next call with its requestState and the answer feeds the run and waits for its end', async () => {
   const { chat, page } = await pageRun();
   const args = { chat_id: chat.id, code: 'print("hello", input("Name? "))' };
