@@ -12,7 +12,7 @@ fi
 # the served memory snapshot (setup's 55-snapshot.sh) by default; the kernel's own tests and the
 # escape probes run again on kernels that load Python from scratch (CEREA_KERNEL_SNAPSHOT=0), so
 # both start paths are held to the same lock-down.
-node --test --test-concurrency=1 --test-reporter=spec tests/kernel/
+node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 --test-reporter=spec tests/kernel/
 echo "kernel tests again, on kernels loaded without the memory snapshot:"
-CEREA_KERNEL_SNAPSHOT=0 exec node --test --test-concurrency=1 --test-reporter=spec \
+CEREA_KERNEL_SNAPSHOT=0 exec node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 --test-reporter=spec \
   tests/kernel/basic.test.mjs tests/kernel/lockdown.test.mjs tests/kernel/lockdown-node.test.mjs tests/kernel/files.test.mjs

@@ -10,6 +10,6 @@ if [ -z "${CEREA_BIN:-}" ]; then
   cmake --build build --target cerea-sandbox -j2 2>&1 | grep -E "warning|error|Error" || true
   export CEREA_BIN="$ROOT/build/cerea-sandbox"
 fi
-node --test --test-concurrency=1 --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/mcp*.test.mjs \
+node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/mcp*.test.mjs \
   tests/integration/cli.test.mjs tests/integration/deploy.test.mjs tests/integration/backup.test.mjs \
   tests/integration/upgrade.test.mjs tests/integration/openapi.test.mjs

@@ -27,6 +27,6 @@ if [ -z "${CEREA_BIN:-}" ]; then
   cmake --build build --target cerea-sandbox -j2 2>&1 | grep -E "warning|error|Error" || true
   export CEREA_BIN="$ROOT/build/cerea-sandbox"
 fi
-CEREA_TEST_PG="$PGTEST_URL" CEREA_TEST_PG_TCP="$PGTEST_TCP_URL" node --test --test-concurrency=1 \
+CEREA_TEST_PG="$PGTEST_URL" CEREA_TEST_PG_TCP="$PGTEST_TCP_URL" node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 \
   --test-reporter=spec tests/integration/orchestrator*.test.mjs tests/integration/cli.test.mjs \
   tests/nodes/*.test.mjs

@@ -14,4 +14,4 @@ if [ -z "${CEREA_BIN:-}" ]; then
   export CEREA_BIN="$ROOT/build/cerea-sandbox"
 fi
 # One file at a time: each starts its own server and hosts, and a Pyodide load costs ~3 s of CPU.
-exec node --test --test-concurrency=1 --test-reporter=spec tests/fullstack/
+exec node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 --test-reporter=spec tests/fullstack/

@@ -6,4 +6,4 @@
 set -euo pipefail
 cd "$ROOT"
 test -s build/www/index.html || node ui-adapter/build.mjs
-node --test --test-concurrency=1 --test-reporter=spec tests/e2e/*.test.mjs
+node --test --test-force-exit --test-timeout=900000 --test-concurrency=1 --test-reporter=spec tests/e2e/*.test.mjs
