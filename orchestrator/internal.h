@@ -918,6 +918,9 @@ const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len
 json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char *page_id,
                             const char *code, const char *origin, int timeout_s, int attempt,
                             const struct orch_manifest *m, int pypi, const struct orch_runtime *rt);
+/* The limits a page applies to every run, set in lim: {out_chars, files_listed, figures,
+ * file_load_bytes, displays} (the `run` event's and GET /v1/config's). */
+void orch__run_limits_set(json_t *lim);
 json_t *orch__file_json(const struct store_file *f, int exec_on);
 /* The line an assistant reads about a mounted file: "The file is available to code at PATH (its
  * latest version, if it has been edited)." */

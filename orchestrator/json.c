@@ -51,6 +51,9 @@ static json_t *parse_text(const char *text) {
   return json_loads(text, JSON_DECODE_ANY, NULL);
 }
 
+/* An id or a sha256 of ours (lower-case hex, made here): nothing in it for jansson's UTF-8 check. */
+static json_t *hex_string(const char *s) { return json_string_nocheck(s); }
+
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 static json_t *ms_or_null(int64_t ms) { return ms ? json_integer(ms) : json_null(); }
 
@@ -59,35 +62,41 @@ void orch__code_note(const char *path, char *buf, size_t cap) {
            path);
 }
 
+/* Sets a member whose key is a literal of ours: jansson's check that the key is UTF-8 is for keys
+ * that come from outside. */
+static void set_lit(json_t *obj, const char *key, json_t *v) {
+  json_object_set_new_nocheck(obj, key, v);
+}
+
 json_t *orch__file_json(const struct store_file *f, int exec_on) {
   json_t *j = json_object();
-  json_object_set_new(j, "file_id", json_string(f->id));
-  json_object_set_new(j, "name", json_string(f->name));
-  json_object_set_new(j, "version", json_integer(f->version));
-  json_object_set_new(j, "size", json_integer((json_int_t)f->size));
-  json_object_set_new(j, "sha256", json_string(f->sha256));
-  json_object_set_new(j, "source", json_string(store_source_name(f->source)));
-  json_object_set_new(j, "kind", str_or_null(f->kind));
-  json_object_set_new(j, "text_of", f->text_of[0] ? json_string(f->text_of) : json_null());
-  json_object_set_new(j, "run_id", f->run_id[0] ? json_string(f->run_id) : json_null());
-  json_object_set_new(j, "mounted", json_boolean(f->mounted));
-  json_object_set_new(j, "left_out_reason", str_or_null(f->mounted ? NULL : f->left_out_reason));
+  set_lit(j, "file_id", hex_string(f->id));
+  set_lit(j, "name", json_string(f->name));
+  set_lit(j, "version", json_integer(f->version));
+  set_lit(j, "size", json_integer((json_int_t)f->size));
+  set_lit(j, "sha256", hex_string(f->sha256));
+  set_lit(j, "source", json_string(store_source_name(f->source)));
+  set_lit(j, "kind", str_or_null(f->kind));
+  set_lit(j, "text_of", f->text_of[0] ? json_string(f->text_of) : json_null());
+  set_lit(j, "run_id", f->run_id[0] ? json_string(f->run_id) : json_null());
+  set_lit(j, "mounted", json_boolean(f->mounted));
+  set_lit(j, "left_out_reason", str_or_null(f->mounted ? NULL : f->left_out_reason));
   if (f->mounted) {
     char path[STORE_NAME_MAX + 32], note[STORE_NAME_MAX + 160];
     snprintf(path, sizeof(path), "/mnt/data/%s", f->name);
-    json_object_set_new(j, "path", json_string(path));
+    set_lit(j, "path", json_string(path));
     if (exec_on) {
       orch__code_note(path, note, sizeof(note));
-      json_object_set_new(j, "code_note", json_string(note));
+      set_lit(j, "code_note", json_string(note));
     } else {
-      json_object_set_new(j, "code_note", json_null());
+      set_lit(j, "code_note", json_null());
     }
   } else {
-    json_object_set_new(j, "path", json_null());
-    json_object_set_new(j, "code_note", json_null());
+    set_lit(j, "path", json_null());
+    set_lit(j, "code_note", json_null());
   }
-  json_object_set_new(j, "created_at", json_integer(f->created_at));
-  json_object_set_new(j, "expires_at", ms_or_null(f->expires_at));
+  set_lit(j, "created_at", json_integer(f->created_at));
+  set_lit(j, "expires_at", ms_or_null(f->expires_at));
   return j;
 }
 
@@ -98,13 +107,13 @@ static json_t *run_files_json(const struct store_file *fv, size_t n) {
     json_t *f = json_object();
     char path[STORE_NAME_MAX + 32];
     snprintf(path, sizeof(path), "/mnt/output/%s", fv[i].name);
-    json_object_set_new(f, "name", json_string(fv[i].name));
-    json_object_set_new(f, "path", json_string(path));
-    json_object_set_new(f, "size", json_integer((json_int_t)fv[i].size));
-    json_object_set_new(f, "sha256", json_string(fv[i].sha256));
-    json_object_set_new(f, "artifact_id", json_string(fv[i].id));
-    json_object_set_new(f, "version", json_integer(fv[i].version));
-    json_object_set_new(f, "kind", json_string(fv[i].kind ? fv[i].kind : "file"));
+    set_lit(f, "name", json_string(fv[i].name));
+    set_lit(f, "path", json_string(path));
+    set_lit(f, "size", json_integer((json_int_t)fv[i].size));
+    set_lit(f, "sha256", hex_string(fv[i].sha256));
+    set_lit(f, "artifact_id", hex_string(fv[i].id));
+    set_lit(f, "version", json_integer(fv[i].version));
+    set_lit(f, "kind", json_string(fv[i].kind ? fv[i].kind : "file"));
     json_array_append_new(files, f);
   }
   return files;
@@ -122,41 +131,38 @@ json_t *orch__run_json(struct orch *o, const struct store_run *r) {
 
 json_t *orch__run_json_files(const struct store_run *r, const struct store_file *fv, size_t nf) {
   json_t *j = json_object();
-  json_object_set_new(j, "run_id", json_string(r->id));
-  json_object_set_new(j, "chat_id", json_string(r->chat_id));
-  json_object_set_new(j, "turn_id", r->turn_id[0] ? json_string(r->turn_id) : json_null());
-  json_object_set_new(j, "code", str_or_null(r->code));
-  json_object_set_new(j, "origin", str_or_null(r->origin));
-  json_object_set_new(j, "state", str_or_null(r->state));
-  json_object_set_new(j, "status", str_or_null(r->status));
-  json_object_set_new(j, "stdout", json_string(r->stdout_text ? r->stdout_text : ""));
-  json_object_set_new(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
-  json_object_set_new(j, "stdout_truncated", json_boolean(r->stdout_truncated));
-  json_object_set_new(j, "stderr_truncated", json_boolean(r->stderr_truncated));
+  set_lit(j, "run_id", hex_string(r->id));
+  set_lit(j, "chat_id", hex_string(r->chat_id));
+  set_lit(j, "turn_id", r->turn_id[0] ? hex_string(r->turn_id) : json_null());
+  set_lit(j, "code", str_or_null(r->code));
+  set_lit(j, "origin", str_or_null(r->origin));
+  set_lit(j, "state", str_or_null(r->state));
+  set_lit(j, "status", str_or_null(r->status));
+  set_lit(j, "stdout", json_string(r->stdout_text ? r->stdout_text : ""));
+  set_lit(j, "stderr", json_string(r->stderr_text ? r->stderr_text : ""));
+  set_lit(j, "stdout_truncated", json_boolean(r->stdout_truncated));
+  set_lit(j, "stderr_truncated", json_boolean(r->stderr_truncated));
   json_t *err = parse_text(r->error_json);
-  json_object_set_new(j, "error", err ? err : json_null());
-  json_object_set_new(j, "files", run_files_json(fv, nf));
-  json_object_set_new(j, "files_unlisted", json_integer(r->files_unlisted));
-  json_object_set_new(j, "figures_dropped", json_integer(r->figures_dropped));
+  set_lit(j, "error", err ? err : json_null());
+  set_lit(j, "files", run_files_json(fv, nf));
+  set_lit(j, "files_unlisted", json_integer(r->files_unlisted));
+  set_lit(j, "figures_dropped", json_integer(r->figures_dropped));
   json_t *notes = parse_text(r->notes_json);
-  json_object_set_new(j, "notes",
-                      json_is_array(notes) ? notes : (json_decref(notes), json_array()));
-  json_object_set_new(j, "restarted", json_boolean(r->restarted));
+  set_lit(j, "notes", json_is_array(notes) ? notes : (json_decref(notes), json_array()));
+  set_lit(j, "restarted", json_boolean(r->restarted));
   json_t *rem = parse_text(r->remounted_json);
-  json_object_set_new(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
+  set_lit(j, "remounted", json_is_array(rem) ? rem : (json_decref(rem), json_array()));
   json_t *value = parse_text(r->value_json);
-  json_object_set_new(j, "value",
-                      json_is_object(value) ? value : (json_decref(value), json_null()));
+  set_lit(j, "value", json_is_object(value) ? value : (json_decref(value), json_null()));
   json_t *shown = parse_text(r->displays_json);
-  json_object_set_new(j, "displays",
-                      json_is_array(shown) ? shown : (json_decref(shown), json_array()));
-  json_object_set_new(j, "attempts", json_integer(r->attempts));
-  json_object_set_new(j, "created_at", ms_or_null(r->created_at));
-  json_object_set_new(j, "started_at", ms_or_null(r->started_at));
-  json_object_set_new(j, "finished_at", ms_or_null(r->finished_at));
-  json_object_set_new(j, "duration_ms",
-                      r->started_at && r->finished_at ? json_integer(r->finished_at - r->started_at)
-                                                      : json_null());
+  set_lit(j, "displays", json_is_array(shown) ? shown : (json_decref(shown), json_array()));
+  set_lit(j, "attempts", json_integer(r->attempts));
+  set_lit(j, "created_at", ms_or_null(r->created_at));
+  set_lit(j, "started_at", ms_or_null(r->started_at));
+  set_lit(j, "finished_at", ms_or_null(r->finished_at));
+  set_lit(j, "duration_ms",
+          r->started_at && r->finished_at ? json_integer(r->finished_at - r->started_at)
+                                          : json_null());
   return j;
 }
 
@@ -170,6 +176,14 @@ const char *orch__run_end_text(struct orch *o, struct orch_run *run, size_t *len
   }
   *len = run->end_len;
   return run->end_text;
+}
+
+void orch__run_limits_set(json_t *lim) {
+  set_lit(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
+  set_lit(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
+  set_lit(lim, "figures", json_integer(ORCH_FIGURES));
+  set_lit(lim, "file_load_bytes", json_integer((json_int_t)ORCH_UPLOAD_MAX));
+  set_lit(lim, "displays", json_integer(ORCH_DISPLAYS));
 }
 
 /* The `run` event's payload: {run_id, chat_id, page_id, code, origin, timeout_s, attempt, mounts,
@@ -187,36 +201,35 @@ json_t *orch__dispatch_json(const char *run_id, const char *chat_id, const char 
     char url[80];
     snprintf(url, sizeof(url), "/v1/files/%s", f->id);
     json_t *e = json_object();
-    json_object_set_new(e, "name", json_string(f->name));
-    json_object_set_new(e, "file_id", json_string(f->id));
-    json_object_set_new(e, "version", json_integer(f->version));
-    json_object_set_new(e, "sha256", json_string(f->sha256));
-    json_object_set_new(e, "size", json_integer((json_int_t)f->size));
-    json_object_set_new(e, "url", json_string(url));
+    set_lit(e, "name", json_string(f->name));
+    set_lit(e, "file_id", hex_string(f->id));
+    set_lit(e, "version", json_integer(f->version));
+    set_lit(e, "sha256", hex_string(f->sha256));
+    set_lit(e, "size", json_integer((json_int_t)f->size));
+    set_lit(e, "url", json_string(url));
     json_array_append_new(mounts, e);
   }
   for (size_t i = 0; m && i < m->n_left_out; i++) {
     json_t *e = json_object();
-    json_object_set_new(e, "name", json_string(m->left_out[i].file->name));
-    json_object_set_new(e, "reason", json_string(m->left_out[i].reason));
+    set_lit(e, "name", json_string(m->left_out[i].file->name));
+    set_lit(e, "reason", json_string(m->left_out[i].reason));
     json_array_append_new(left, e);
   }
   json_t *j = json_object();
-  json_object_set_new(j, "run_id", json_string(run_id));
-  json_object_set_new(j, "chat_id", json_string(chat_id));
-  json_object_set_new(j, "page_id", json_string(page_id));
-  json_object_set_new(j, "code", json_string(code));
-  json_object_set_new(j, "origin", json_string(origin));
-  json_object_set_new(j, "timeout_s", json_integer(timeout_s));
-  json_object_set_new(j, "attempt", json_integer(attempt));
-  json_object_set_new(j, "mounts", mounts);
-  json_object_set_new(j, "left_out", left);
-  json_object_set_new(j, "limits",
-                      json_pack("{s:i, s:i, s:i, s:I, s:i, s:i}", "out_chars", ORCH_OUT_CHARS,
-                                "files_listed", ORCH_FILES_LISTED, "figures", ORCH_FIGURES,
-                                "file_load_bytes", (json_int_t)ORCH_UPLOAD_MAX, "displays",
-                                ORCH_DISPLAYS, "input_wait_s", rt->input_wait_s));
-  json_object_set_new(j, "pypi", json_boolean(pypi));
-  json_object_set_new(j, "heartbeat_ms", json_integer((json_int_t)rt->page_heartbeat_ms));
+  set_lit(j, "run_id", hex_string(run_id));
+  set_lit(j, "chat_id", hex_string(chat_id));
+  set_lit(j, "page_id", json_string(page_id));
+  set_lit(j, "code", json_string(code));
+  set_lit(j, "origin", json_string(origin));
+  set_lit(j, "timeout_s", json_integer(timeout_s));
+  set_lit(j, "attempt", json_integer(attempt));
+  set_lit(j, "mounts", mounts);
+  set_lit(j, "left_out", left);
+  json_t *limits = json_object();
+  orch__run_limits_set(limits);
+  set_lit(limits, "input_wait_s", json_integer(rt->input_wait_s));
+  set_lit(j, "limits", limits);
+  set_lit(j, "pypi", json_boolean(pypi));
+  set_lit(j, "heartbeat_ms", json_integer((json_int_t)rt->page_heartbeat_ms));
   return j;
 }

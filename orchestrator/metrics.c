@@ -115,8 +115,8 @@ json_t *orch__metrics_history_json(const struct orch *o) {
   return json_pack("{s:i, s:o}", "interval_s", ORCH_HISTORY_EVERY_MS / 1000, "samples", samples);
 }
 
-int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
-  struct orch_metrics *m = &o->m;
+/* The runs: created, ended by status, the duration histogram.  Nonzero when out of memory. */
+static int render_runs(const struct orch_metrics *m, struct sbx_buf *out) {
   int rc = 0;
   rc |= sbx_buf_appendf(out,
                         "# HELP cerea_runs_created_total Runs accepted (durable).\n"
@@ -141,7 +141,12 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       "cerea_run_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
       "cerea_run_duration_seconds_sum %.6f\ncerea_run_duration_seconds_count %llu\n",
       (unsigned long long)cum, m->dur_sum_s, (unsigned long long)m->dur_count);
-  /* gauges from live objects */
+  return rc;
+}
+
+/* The gauges counted from live objects: runs by state, the queue, pages, event streams. */
+static int render_live(struct orch *o, struct sbx_buf *out) {
+  int rc = 0;
   struct live_counts lc;
   count_live(o, &lc);
   const uint64_t *by_state = lc.by_state;
@@ -163,6 +168,12 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
                         (unsigned long long)lc.pages_visible, (unsigned long long)lc.pages_hidden,
                         (unsigned long long)lc.pages_grace, (unsigned long long)lc.pages_silent,
                         (unsigned long long)lc.streams);
+  return rc;
+}
+
+/* The counters of what happened since start. */
+static int render_counters(struct orch *o, const struct orch_metrics *m, struct sbx_buf *out) {
+  int rc = 0;
   rc |= sbx_buf_appendf(
       out,
       "# HELP cerea_pages_silent_total Pages that held a run and showed no sign of life for "
@@ -213,5 +224,12 @@ int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
       (unsigned long long)m->results_refused, (unsigned long long)m->runs_dispatched,
       (unsigned long long)m->attempts_redispatched, (unsigned long long)m->uploads,
       (unsigned long long)m->pauses, (unsigned long long)m->restarts);
+  return rc;
+}
+
+int orch__metrics_render(struct orch *o, struct sbx_buf *out) {
+  int rc = render_runs(&o->m, out); /* in this order: one statement each */
+  rc |= render_live(o, out);
+  rc |= render_counters(o, &o->m, out);
   return rc ? SBX_ENOMEM : 0;
 }

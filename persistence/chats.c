@@ -255,11 +255,8 @@ int store_chat_delete(struct store *st, const char *chat_id, store_done_cb cb, v
   struct chat_delete_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return SBX_ENOMEM;
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = chat_delete_exec;
-  op->w.after_commit = chat_delete_after_commit;
-  op->w.done = chat_delete_done;
-  op->w.release = chat_delete_release;
+  st__write_init(&op->w, chat_delete_exec, chat_delete_after_commit, chat_delete_done,
+                 chat_delete_release);
   op->cb = cb;
   op->ud = ud;
   memcpy(op->chat_id, chat_id, sizeof op->chat_id);

@@ -222,10 +222,7 @@ int store_event_trim(struct store *st, int64_t older_than_ms, size_t keep_per_ch
   struct trim_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return SBX_ENOMEM;
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = trim_exec;
-  op->w.done = trim_done;
-  op->w.release = trim_release;
+  st__write_init(&op->w, trim_exec, NULL, trim_done, trim_release);
   op->cb = cb;
   op->ud = ud;
   op->older_than_ms = older_than_ms;

@@ -270,10 +270,7 @@ static struct file_op *file_op_new(const struct store_file_in *in, store_file_cb
   struct file_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return NULL;
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = file_add_exec;
-  op->w.done = file_add_done;
-  op->w.release = file_add_release;
+  st__write_init(&op->w, file_add_exec, NULL, file_add_done, file_add_release);
   op->cb = cb;
   op->ud = ud;
   op->source = in->source;
@@ -387,26 +384,24 @@ int store_file_list(struct store *st, const char *chat_id, int all_versions,
   return st__file_rows(s, out, n);
 }
 
-int store_chat_added_bytes(struct store *st, const char *chat_id, uint64_t *out) {
+/* One of a chat's byte sums (the statement q, named what). */
+static int chat_bytes(struct store *st, enum st_stmt_id q, const char *what, const char *chat_id,
+                      uint64_t *out) {
   *out = 0;
   if (chat_id == NULL)
     return SBX_EINVAL;
-  struct st_stmt *s = st__q(&st->r, ST_CHAT_ADDED_BYTES);
+  struct st_stmt *s = st__q(&st->r, q);
   st__bind_text(s, 1, chat_id);
   int64_t v = 0;
-  int rc = st__step_int64(s, "chat added bytes", &v, NULL);
+  int rc = st__step_int64(s, what, &v, NULL);
   *out = (uint64_t)v;
   return rc;
 }
 
+int store_chat_added_bytes(struct store *st, const char *chat_id, uint64_t *out) {
+  return chat_bytes(st, ST_CHAT_ADDED_BYTES, "chat added bytes", chat_id, out);
+}
+
 int store_chat_output_bytes(struct store *st, const char *chat_id, uint64_t *out) {
-  *out = 0;
-  if (chat_id == NULL)
-    return SBX_EINVAL;
-  struct st_stmt *s = st__q(&st->r, ST_CHAT_OUTPUT_BYTES);
-  st__bind_text(s, 1, chat_id);
-  int64_t v = 0;
-  int rc = st__step_int64(s, "chat output bytes", &v, NULL);
-  *out = (uint64_t)v;
-  return rc;
+  return chat_bytes(st, ST_CHAT_OUTPUT_BYTES, "chat output bytes", chat_id, out);
 }

@@ -765,6 +765,9 @@ int st__submit(struct store *st, struct st_write *w); /* corked until the loop g
 /* The corked writes handed to the writer now (the idle handle does it; tests that wait on the
  * writer thread without running the loop call it). */
 void st__uncork(struct store *st);
+/* A new write's hooks (after_commit may be NULL) and its link, ready to submit. */
+void st__write_init(struct st_write *w, st_exec_fn exec, st_op_fn after_commit, st_op_fn done,
+                    st_op_fn release);
 struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud);
 /* st__submit for a write that belongs to chat_id (NULL: to none): fenced by its lease. */
 int st__submit_fenced(struct store *st, struct st_write *w, const char *chat_id);

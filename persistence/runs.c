@@ -220,10 +220,7 @@ static int run_submit(struct store *st, const struct store_run *r, int create, s
     sbx_free(op);
     return SBX_ENOMEM;
   }
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = run_put_exec;
-  op->w.done = run_put_done;
-  op->w.release = run_put_release;
+  st__write_init(&op->w, run_put_exec, NULL, run_put_done, run_put_release);
   op->cb = cb;
   op->ud = ud;
   op->create = create;

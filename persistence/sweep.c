@@ -146,11 +146,7 @@ int store_sweep(struct store *st, int64_t now_ms, size_t budget, store_sweep_cb 
   struct sweep_op *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return SBX_ENOMEM;
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = sweep_exec;
-  op->w.after_commit = sweep_after_commit;
-  op->w.done = sweep_done;
-  op->w.release = sweep_release;
+  st__write_init(&op->w, sweep_exec, sweep_after_commit, sweep_done, sweep_release);
   op->cb = cb;
   op->ud = ud;
   op->now_ms = now_ms;

@@ -395,14 +395,20 @@ static void simple_release(struct store *st, struct st_write *w) {
   st__simple_discard((struct st_simple *)w);
 }
 
+void st__write_init(struct st_write *w, st_exec_fn exec, st_op_fn after_commit, st_op_fn done,
+                    st_op_fn release) {
+  SBX_LIST_INIT(&w->link);
+  w->exec = exec;
+  w->after_commit = after_commit;
+  w->done = done;
+  w->release = release;
+}
+
 struct st_simple *st__simple_new(st_exec_fn exec, store_done_cb cb, void *ud) {
   struct st_simple *op = sbx_calloc(1, sizeof *op);
   if (op == NULL)
     return NULL;
-  SBX_LIST_INIT(&op->w.link);
-  op->w.exec = exec;
-  op->w.done = simple_done;
-  op->w.release = simple_release;
+  st__write_init(&op->w, exec, NULL, simple_done, simple_release);
   op->cb = cb;
   op->ud = ud;
   return op;

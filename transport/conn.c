@@ -347,16 +347,22 @@ static int conn_write_raw(struct tp_conn *c, char *owned, const uv_buf_t *bufs, 
   return wreq_submit(c, wr, owned ? owned : wr->data, total);
 }
 
-static int conn_flush_tls_output(struct tp_conn *c) {
-  char *out;
-  size_t len;
-  int rc = tp__tls_take_output(c->tls, &out, &len);
+/* Writes the bytes TLS made (out, len, from a TLS call that returned rc; conn_write_raw takes
+ * out). */
+static int conn_write_sealed(struct tp_conn *c, int rc, char *out, size_t len) {
   if (rc != 0)
     return rc;
   if (len == 0)
     return 0;
   uv_buf_t b = uv_buf_init(out, (unsigned)len);
   return conn_write_raw(c, out, &b, 1);
+}
+
+static int conn_flush_tls_output(struct tp_conn *c) {
+  char *out;
+  size_t len;
+  int rc = tp__tls_take_output(c->tls, &out, &len);
+  return conn_write_sealed(c, rc, out, len);
 }
 
 int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n) {
@@ -367,12 +373,7 @@ int tp__conn_write(struct tp_conn *c, const uv_buf_t *bufs, unsigned n) {
   char *out;
   size_t len;
   int rc = tp__tls_encrypt(c->tls, bufs, n, &out, &len);
-  if (rc != 0)
-    return rc;
-  if (len == 0)
-    return 0;
-  uv_buf_t b = uv_buf_init(out, (unsigned)len);
-  return conn_write_raw(c, out, &b, 1);
+  return conn_write_sealed(c, rc, out, len);
 }
 
 int tp__conn_write_take(struct tp_conn *c, char *data, size_t len) {

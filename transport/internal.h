@@ -60,21 +60,19 @@ struct tp_stats {
  */
 enum srv_state { SRV_RUNNING = 0, SRV_DRAINING, SRV_CLOSING };
 
+/* A listener's or a connection's stream: TCP or a Unix socket, as libuv's handle types. */
+union tp_stream_handle {
+  uv_tcp_t tcp;
+  uv_pipe_t pipe;
+  uv_handle_t handle;
+  uv_stream_t stream;
+};
+
 struct tp_listener {
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-    uv_handle_t handle;
-    uv_stream_t stream;
-  } h;
+  union tp_stream_handle h;
   /* A handle to accept into and close at once when there is no memory for a connection: a
    * connection libuv accepted must be taken, or the listener stops. */
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-    uv_handle_t handle;
-    uv_stream_t stream;
-  } reject;
+  union tp_stream_handle reject;
   int reject_busy, reject_pending, listener_closed;
   struct tp_server *srv;
   struct sbx_list node;
@@ -251,12 +249,7 @@ struct tp_proto_ops {
 struct tp_tls; /* tls.c */
 
 struct tp_conn {
-  union {
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-    uv_handle_t handle;
-    uv_stream_t stream;
-  } h;
+  union tp_stream_handle h;
   uv_timer_t timer;
   uv_shutdown_t shutdown; /* LINGERING's half-close */
   size_t lingered;        /* bytes dropped while lingering */

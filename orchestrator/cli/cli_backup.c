@@ -52,36 +52,30 @@ static int parse(int argc, char **argv, const char **folder, const char **data) 
 
 static double mib(uint64_t n) { return (double)n / (1024.0 * 1024.0); }
 
-int orch_cli_backup(int argc, char **argv) {
-  const char *dest, *data;
-  int p = parse(argc, argv, &dest, &data);
+/* backup and restore: the same arguments (the copy's folder, --data), one store call, a line that
+ * sums the copy up. */
+static int copy_command(int argc, char **argv, int restore) {
+  const char *copy, *data;
+  int p = parse(argc, argv, &copy, &data);
   if (p != 0)
     return p < 0 ? 0 : p;
   struct store_backup_stats st;
   struct sbx_error err = {0};
-  if (store_backup(data, dest, &st, &err) != 0) {
-    fprintf(stderr, "cerea-sandbox backup: %s\n", err.msg);
+  if ((restore ? store_restore(copy, data, &st, &err) : store_backup(data, copy, &st, &err)) != 0) {
+    fprintf(stderr, "cerea-sandbox %s: %s\n", restore ? "restore" : "backup", err.msg);
     return 1;
   }
-  printf("backup of %s in %s: database %.1f MiB (schema version %d), %zu blobs %.1f MiB; "
-         "check it with: cd %s && sha256sum -c --quiet manifest.sha256\n",
-         data, dest, mib(st.db_bytes), st.schema_version, st.blobs, mib(st.blob_bytes), dest);
+  if (restore)
+    printf("restored %s into %s: database %.1f MiB (schema version %d), %zu blobs %.1f MiB; "
+           "start the server with --data %s\n",
+           copy, data, mib(st.db_bytes), st.schema_version, st.blobs, mib(st.blob_bytes), data);
+  else
+    printf("backup of %s in %s: database %.1f MiB (schema version %d), %zu blobs %.1f MiB; "
+           "check it with: cd %s && sha256sum -c --quiet manifest.sha256\n",
+           data, copy, mib(st.db_bytes), st.schema_version, st.blobs, mib(st.blob_bytes), copy);
   return 0;
 }
 
-int orch_cli_restore(int argc, char **argv) {
-  const char *src, *data;
-  int p = parse(argc, argv, &src, &data);
-  if (p != 0)
-    return p < 0 ? 0 : p;
-  struct store_backup_stats st;
-  struct sbx_error err = {0};
-  if (store_restore(src, data, &st, &err) != 0) {
-    fprintf(stderr, "cerea-sandbox restore: %s\n", err.msg);
-    return 1;
-  }
-  printf("restored %s into %s: database %.1f MiB (schema version %d), %zu blobs %.1f MiB; "
-         "start the server with --data %s\n",
-         src, data, mib(st.db_bytes), st.schema_version, st.blobs, mib(st.blob_bytes), data);
-  return 0;
-}
+int orch_cli_backup(int argc, char **argv) { return copy_command(argc, argv, 0); }
+
+int orch_cli_restore(int argc, char **argv) { return copy_command(argc, argv, 1); }

@@ -555,162 +555,161 @@ static void on_host_exit(uv_process_t *p, int64_t status, int sig) {
   h->backoff_ms = h->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : h->backoff_ms * 2;
 }
 
-static void host_spawn(struct host *h) {
-  struct orch_hosts *hs = h->hs;
+/* What one spawn's command line and environment point into: alive until uv_spawn returns. */
+struct spawn_text {
   char kernels[16], fs_worker[PATH_MAX + 32], fs_kernel[PATH_MAX + 32], fs_py[PATH_MAX + 32],
       script[PATH_MAX], orch_arg[PATH_MAX + 8], env_py[PATH_MAX + 32], heap[48], data_limit[48],
-      seccomp_fd[16], env_mem[48], env_heap[48], env_snap[48];
-  /* Sandboxed, the host sees our sources and the runtime at APP_DIR (bound from app_src and
-   * pyodide_src); trusted, where they are. */
+      seccomp_fd[16], env_mem[48], env_heap[48], env_snap[48], env_path[4096];
+  char pkg[PATH_MAX + 16], worker_dir[PATH_MAX + 8], kernel_dir[PATH_MAX + 8];
+  char *argv[96];
+  int argc;
+  char *env[8];
+};
+
+/* The arguments' and the environment's text.  Sandboxed, the host sees our sources and the
+ * runtime at APP_DIR (bound from app_src and pyodide_src); trusted, where they are. */
+static void spawn_text_fill(const struct orch_hosts *hs, struct spawn_text *t) {
   const char *app = hs->trusted ? hs->root : APP_DIR;
   const char *py = hs->trusted ? hs->pyodide : PYODIDE_IN;
-  snprintf(kernels, sizeof(kernels), "%d", hs->kernels);
-  snprintf(fs_worker, sizeof(fs_worker), "--allow-fs-read=%s/worker", app);
-  snprintf(fs_kernel, sizeof(fs_kernel), "--allow-fs-read=%s/kernel", app);
-  snprintf(fs_py, sizeof(fs_py), "--allow-fs-read=%s", py);
-  snprintf(script, sizeof(script), "%s/worker/headless-host.js", app);
-  snprintf(orch_arg, sizeof(orch_arg), "unix:%s", hs->sock_path);
-  snprintf(env_py, sizeof(env_py), "CEREA_PYODIDE_DIR=%s", py);
-  snprintf(env_mem, sizeof(env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
-  snprintf(env_heap, sizeof(env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
-  snprintf(env_snap, sizeof(env_snap), "CEREA_KERNEL_SNAPSHOT=%d", hs->snapshot);
-  snprintf(heap, sizeof(heap), "--max-old-space-size=%d", JS_HEAP_MB);
+  snprintf(t->kernels, sizeof(t->kernels), "%d", hs->kernels);
+  snprintf(t->fs_worker, sizeof(t->fs_worker), "--allow-fs-read=%s/worker", app);
+  snprintf(t->fs_kernel, sizeof(t->fs_kernel), "--allow-fs-read=%s/kernel", app);
+  snprintf(t->fs_py, sizeof(t->fs_py), "--allow-fs-read=%s", py);
+  snprintf(t->script, sizeof(t->script), "%s/worker/headless-host.js", app);
+  snprintf(t->orch_arg, sizeof(t->orch_arg), "unix:%s", hs->sock_path);
+  snprintf(t->env_py, sizeof(t->env_py), "CEREA_PYODIDE_DIR=%s", py);
+  snprintf(t->env_mem, sizeof(t->env_mem), "CEREA_KERNEL_MEMORY_MB=%d", hs->kernel_mb);
+  snprintf(t->env_heap, sizeof(t->env_heap), "CEREA_KERNEL_JS_HEAP_MB=%d", JS_HEAP_MB);
+  snprintf(t->env_snap, sizeof(t->env_snap), "CEREA_KERNEL_SNAPSHOT=%d", hs->snapshot);
+  snprintf(t->heap, sizeof(t->heap), "--max-old-space-size=%d", JS_HEAP_MB);
   snprintf(
-      data_limit, sizeof(data_limit), "--data=%llu",
+      t->data_limit, sizeof(t->data_limit), "--data=%llu",
       (unsigned long long)((uint64_t)(hs->kernels + 1) * (uint64_t)(hs->kernel_mb + JS_HEAP_MB) +
                            HOST_BASE_MB) *
           ORCH_MIB);
-  snprintf(seccomp_fd, sizeof(seccomp_fd), "%d", SECCOMP_FD);
+  snprintf(t->seccomp_fd, sizeof(t->seccomp_fd), "%d", SECCOMP_FD);
+  snprintf(t->pkg, sizeof(t->pkg), "%s/package.json", hs->app_src);
+  snprintf(t->worker_dir, sizeof(t->worker_dir), "%s/worker", hs->app_src);
+  snprintf(t->kernel_dir, sizeof(t->kernel_dir), "%s/kernel", hs->app_src);
+  /* The host's environment: only what it needs (no API key, no settings of ours). */
+  const char *path = getenv("PATH");
+  snprintf(t->env_path, sizeof(t->env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
+  char *env[] = {t->env_path,     t->env_py,
+                 t->env_mem,      t->env_heap,
+                 t->env_snap,     hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
+                 "NODE_OPTIONS=", NULL};
+  memcpy(t->env, env, sizeof(env));
+}
 
-  char *argv[96];
-  int a = 0;
-  argv[a++] = hs->prlimit;
-  argv[a++] = data_limit;
-  argv[a++] = "--";
-  char pkg[PATH_MAX + 16], worker_dir[PATH_MAX + 8], kernel_dir[PATH_MAX + 8];
-  snprintf(pkg, sizeof(pkg), "%s/package.json", hs->app_src);
-  snprintf(worker_dir, sizeof(worker_dir), "%s/worker", hs->app_src);
-  snprintf(kernel_dir, sizeof(kernel_dir), "%s/kernel", hs->app_src);
-  int sfd = -1;
-  if (!hs->trusted) {
-    if ((sfd = filter_fd(hs)) < 0) {
-      /* Nothing was started (no handle to close): tried again after the backoff. */
-      sbx_log(SBX_LOG_ERROR, "hosts", "host %d: the seccomp filter cannot be passed: %s", h->slot,
-              strerror(errno));
-      host_set_state(h, HOST_STARTING);
-      host_set_state(h, HOST_EXITED);
-      uv_timer_start(&h->timer, on_backoff, h->backoff_ms, 0);
-      return;
-    }
-    /* The sandbox sees /usr (with the usual /bin, /lib symlinks), the node install when it lives
-     * elsewhere, our sources and the runtime read-only, and the socket's folder: nothing else of
-     * the machine (no /etc but the loader cache, no /home, /root, data dir or other checkouts).
-     * It runs as SANDBOX_UID in a user namespace of its own with no capability, may create no
-     * namespace, and runs Node under the seccomp filter (fd SECCOMP_FD). */
-    const char *bw[] = {hs->bwrap,
-                        "--unshare-user",
-                        "--uid",
-                        SANDBOX_UID,
-                        "--gid",
-                        SANDBOX_UID,
-                        "--disable-userns",
-                        "--cap-drop",
-                        "ALL",
-                        "--unshare-net",
-                        "--unshare-pid",
-                        "--unshare-ipc",
-                        "--unshare-uts",
-                        "--unshare-cgroup-try",
-                        "--die-with-parent",
-                        "--new-session",
-                        "--seccomp",
-                        seccomp_fd,
-                        "--ro-bind",
-                        "/usr",
-                        "/usr",
-                        "--symlink",
-                        "usr/bin",
-                        "/bin",
-                        "--symlink",
-                        "usr/sbin",
-                        "/sbin",
-                        "--symlink",
-                        "usr/lib",
-                        "/lib",
-                        "--symlink",
-                        "usr/lib64",
-                        "/lib64",
-                        "--ro-bind-try",
-                        "/etc/ld.so.cache",
-                        "/etc/ld.so.cache",
-                        "--dev",
-                        "/dev",
-                        "--proc",
-                        "/proc",
-                        "--tmpfs",
-                        "/tmp",
-                        "--ro-bind",
-                        pkg,
-                        APP_DIR "/package.json",
-                        "--ro-bind",
-                        worker_dir,
-                        APP_DIR "/worker",
-                        "--ro-bind",
-                        kernel_dir,
-                        APP_DIR "/kernel",
-                        "--ro-bind",
-                        hs->pyodide_src,
-                        PYODIDE_IN,
-                        "--chdir",
-                        "/"};
-    for (size_t i = 0; i < SBX_ARRAY_SIZE(bw); i++)
-      argv[a++] = (char *)bw[i];
-    if (strncmp(hs->node_prefix, "/usr/", 5) != 0) {
-      argv[a++] = "--ro-bind";
-      argv[a++] = hs->node_prefix;
-      argv[a++] = hs->node_prefix;
-    }
-    /* Last: the socket's folder, writable (a later bind wins over an earlier one). */
-    argv[a++] = "--bind";
-    argv[a++] = hs->sock_dir;
-    argv[a++] = hs->sock_dir;
-    argv[a++] = "--";
+static void spawn_args(struct spawn_text *t, const char *const *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    t->argv[t->argc++] = (char *)v[i];
+}
+
+/* bubblewrap's part of the command line.  The sandbox sees /usr (with the usual /bin, /lib
+ * symlinks), the node install when it lives elsewhere, our sources and the runtime read-only, and
+ * the socket's folder: nothing else of the machine (no /etc but the loader cache, no /home, /root,
+ * data dir or other checkouts).  It runs as SANDBOX_UID in a user namespace of its own with no
+ * capability, may create no namespace, and runs Node under the seccomp filter (fd SECCOMP_FD). */
+static void spawn_bwrap_args(const struct orch_hosts *hs, struct spawn_text *t) {
+  const char *bw[] = {hs->bwrap,
+                      "--unshare-user",
+                      "--uid",
+                      SANDBOX_UID,
+                      "--gid",
+                      SANDBOX_UID,
+                      "--disable-userns",
+                      "--cap-drop",
+                      "ALL",
+                      "--unshare-net",
+                      "--unshare-pid",
+                      "--unshare-ipc",
+                      "--unshare-uts",
+                      "--unshare-cgroup-try",
+                      "--die-with-parent",
+                      "--new-session",
+                      "--seccomp",
+                      t->seccomp_fd,
+                      "--ro-bind",
+                      "/usr",
+                      "/usr",
+                      "--symlink",
+                      "usr/bin",
+                      "/bin",
+                      "--symlink",
+                      "usr/sbin",
+                      "/sbin",
+                      "--symlink",
+                      "usr/lib",
+                      "/lib",
+                      "--symlink",
+                      "usr/lib64",
+                      "/lib64",
+                      "--ro-bind-try",
+                      "/etc/ld.so.cache",
+                      "/etc/ld.so.cache",
+                      "--dev",
+                      "/dev",
+                      "--proc",
+                      "/proc",
+                      "--tmpfs",
+                      "/tmp",
+                      "--ro-bind",
+                      t->pkg,
+                      APP_DIR "/package.json",
+                      "--ro-bind",
+                      t->worker_dir,
+                      APP_DIR "/worker",
+                      "--ro-bind",
+                      t->kernel_dir,
+                      APP_DIR "/kernel",
+                      "--ro-bind",
+                      hs->pyodide_src,
+                      PYODIDE_IN,
+                      "--chdir",
+                      "/"};
+  spawn_args(t, bw, SBX_ARRAY_SIZE(bw));
+  if (strncmp(hs->node_prefix, "/usr/", 5) != 0) {
+    const char *node[] = {"--ro-bind", hs->node_prefix, hs->node_prefix};
+    spawn_args(t, node, SBX_ARRAY_SIZE(node));
   }
-  /* /proc/self/status is readable so that the host can check its own sandbox (uid, capabilities,
-   * seccomp, no_new_privs) before it runs anything.  (Its uid outside cannot be checked from
-   * inside: --disable-userns nests its namespace in bwrap's, where it maps to 0.) */
+  /* Last: the socket's folder, writable (a later bind wins over an earlier one). */
+  const char *sock[] = {"--bind", hs->sock_dir, hs->sock_dir, "--"};
+  spawn_args(t, sock, SBX_ARRAY_SIZE(sock));
+}
+
+/* Node's part.  /proc/self/status is readable so that the host can check its own sandbox (uid,
+ * capabilities, seccomp, no_new_privs) before it runs anything.  (Its uid outside cannot be
+ * checked from inside: --disable-userns nests its namespace in bwrap's, where it maps to 0.) */
+static void spawn_node_args(const struct orch_hosts *hs, const struct host *h,
+                            struct spawn_text *t) {
   const char *nd[] = {hs->node,
                       "--disallow-code-generation-from-strings",
                       "--experimental-permission",
                       "--allow-worker",
-                      fs_worker,
-                      fs_kernel,
-                      fs_py,
+                      t->fs_worker,
+                      t->fs_kernel,
+                      t->fs_py,
                       "--allow-fs-read=/proc/self/status",
-                      heap,
+                      t->heap,
                       "--no-warnings",
-                      script,
+                      t->script,
                       "--orchestrator",
-                      orch_arg,
+                      t->orch_arg,
                       "--page-id",
                       h->page_id,
                       "--kernels",
-                      kernels,
+                      t->kernels,
                       "--control",
                       "stdin"};
-  for (size_t i = 0; i < SBX_ARRAY_SIZE(nd); i++)
-    argv[a++] = (char *)nd[i];
-  argv[a] = NULL;
+  spawn_args(t, nd, SBX_ARRAY_SIZE(nd));
+  t->argv[t->argc] = NULL;
+}
 
-  /* The host's environment: only what it needs (no API key, no settings of ours). */
-  const char *path = getenv("PATH");
-  char env_path[4096];
-  snprintf(env_path, sizeof(env_path), "PATH=%s", path ? path : "/usr/bin:/bin");
-  char *env[] = {env_path,        env_py,
-                 env_mem,         env_heap,
-                 env_snap,        hs->trusted ? "CEREA_SERVER_TRUSTED=1" : "CEREA_SERVER_TRUSTED=0",
-                 "NODE_OPTIONS=", NULL};
-
+/* The process itself: its pipes (stdin for control, stdout for "ready"), the filter's fd, the uid
+ * outside its namespace.  Returns uv_spawn's code; the three handles are open either way. */
+static int spawn_process(struct host *h, struct spawn_text *t, int sfd) {
+  struct orch_hosts *hs = h->hs;
   uv_pipe_init(hs->o->loop, &h->in, 0);
   uv_pipe_init(hs->o->loop, &h->out, 0);
   h->in.data = h->out.data = h;
@@ -725,9 +724,9 @@ static void host_spawn(struct host *h) {
   stdio[SECCOMP_FD].data.fd = sfd;
   uv_process_options_t opt;
   memset(&opt, 0, sizeof(opt));
-  opt.file = argv[0];
-  opt.args = argv;
-  opt.env = env;
+  opt.file = t->argv[0];
+  opt.args = t->argv;
+  opt.env = t->env;
   opt.cwd = hs->trusted ? hs->root : "/"; /* a nobody's process has no business in the checkout */
   opt.exit_cb = on_host_exit;
   opt.stdio_count = hs->trusted ? 3 : SECCOMP_FD + 1;
@@ -743,11 +742,36 @@ static void host_spawn(struct host *h) {
   host_set_state(h, HOST_STARTING);
   h->started_ms = sbx_now_mono_ms();
   int rc = uv_spawn(hs->o->loop, &h->proc, &opt);
+  h->open_handles += 3;
+  return rc;
+}
+
+static void host_spawn(struct host *h) {
+  struct orch_hosts *hs = h->hs;
+  struct spawn_text t;
+  t.argc = 0;
+  spawn_text_fill(hs, &t);
+  const char *limit[] = {hs->prlimit, t.data_limit, "--"};
+  spawn_args(&t, limit, SBX_ARRAY_SIZE(limit));
+  int sfd = -1;
+  if (!hs->trusted) {
+    if ((sfd = filter_fd(hs)) < 0) {
+      /* Nothing was started (no handle to close): tried again after the backoff. */
+      sbx_log(SBX_LOG_ERROR, "hosts", "host %d: the seccomp filter cannot be passed: %s", h->slot,
+              strerror(errno));
+      host_set_state(h, HOST_STARTING);
+      host_set_state(h, HOST_EXITED);
+      uv_timer_start(&h->timer, on_backoff, h->backoff_ms, 0);
+      return;
+    }
+    spawn_bwrap_args(hs, &t);
+  }
+  spawn_node_args(hs, h, &t);
+  int rc = spawn_process(h, &t, sfd);
   if (sfd >= 0)
     close(sfd); /* the child has its copy */
-  h->open_handles += 3;
   if (rc != 0) {
-    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: cannot start %s: %s", h->slot, argv[0],
+    sbx_log(SBX_LOG_ERROR, "hosts", "host %d: cannot start %s: %s", h->slot, t.argv[0],
             uv_strerror(rc));
     /* As if it exited at once: the handles close, the backoff timer tries again. */
     h->running = 1;
@@ -1013,13 +1037,19 @@ static int kernels_for(int budget_mb, int kernel_mb, int snapshot) {
 
 /* ---- public -------------------------------------------------------------------------------- */
 
-int orch__hosts_start(struct orch *o, struct sbx_error *err) {
-  int n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
-  int kernels = env_int("CEREA_HOST_KERNELS", 0, 1, 64);
-  int idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
-  int kernel_mb = env_int("CEREA_KERNEL_MEMORY_MB", 1024, 128, 16384);
-  int budget_mb = env_int("CEREA_HOST_MEMORY_MB", 0, 1024, 1 << 22);
-  if (n < 0 || kernels < 0 || idle_s < 0 || kernel_mb < 0 || budget_mb < 0)
+/* What server mode is configured with: the environment's settings and the programs it runs. */
+struct hosts_settings {
+  int n, kernels, idle_s, kernel_mb, budget_mb, snapshot, trusted;
+  char node[PATH_MAX], bwrap[PATH_MAX], prlimit[PATH_MAX];
+};
+
+static int hosts_settings_read(struct hosts_settings *st, struct sbx_error *err) {
+  st->n = env_int("CEREA_HOSTS", 1, 1, HOSTS_MAX);
+  st->kernels = env_int("CEREA_HOST_KERNELS", 0, 1, 64);
+  st->idle_s = env_int("CEREA_HOST_CHAT_IDLE_S", 600, 1, 86400 * 30);
+  st->kernel_mb = env_int("CEREA_KERNEL_MEMORY_MB", 1024, 128, 16384);
+  st->budget_mb = env_int("CEREA_HOST_MEMORY_MB", 0, 1024, 1 << 22);
+  if (st->n < 0 || st->kernels < 0 || st->idle_s < 0 || st->kernel_mb < 0 || st->budget_mb < 0)
     return sbx_error_set(
         err, SBX_EINVAL,
         "CEREA_HOSTS must be 1..%d, CEREA_HOST_KERNELS 1..64, CEREA_HOST_CHAT_IDLE_S "
@@ -1028,60 +1058,43 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   /* Kernels restore the served memory snapshot unless CEREA_KERNEL_SNAPSHOT says 0 (then each
    * loads Python from scratch; worker/node-kernel.js reads it in the host). */
   const char *sv = getenv("CEREA_KERNEL_SNAPSHOT");
-  int snapshot = !(sv && (strcmp(sv, "0") == 0 || strcmp(sv, "false") == 0 ||
+  st->snapshot = !(sv && (strcmp(sv, "0") == 0 || strcmp(sv, "false") == 0 ||
                           strcmp(sv, "no") == 0 || strcmp(sv, "off") == 0));
-  if (budget_mb == 0)
-    budget_mb = default_budget_mb(n);
-  if (kernels == 0)
-    kernels = kernels_for(budget_mb, kernel_mb, snapshot);
+  if (st->budget_mb == 0)
+    st->budget_mb = default_budget_mb(st->n);
+  if (st->kernels == 0)
+    st->kernels = kernels_for(st->budget_mb, st->kernel_mb, st->snapshot);
   const char *tv = getenv("CEREA_SERVER_TRUSTED");
-  int trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
+  st->trusted = tv && (strcmp(tv, "1") == 0 || strcmp(tv, "true") == 0);
   const char *node = getenv("CEREA_NODE") ? getenv("CEREA_NODE") : "node";
   const char *bwrap = getenv("CEREA_BWRAP") ? getenv("CEREA_BWRAP") : "bwrap";
-  char node_real[PATH_MAX];
-  if (!find_program(node, node_real))
+  if (!find_program(node, st->node))
     return sbx_error_set(err, SBX_ENOENT, "server mode: %s not found (set CEREA_NODE)", node);
-  char bwrap_real[PATH_MAX];
-  snprintf(bwrap_real, sizeof(bwrap_real), "%s", bwrap);
-  if (!trusted && !find_program(bwrap, bwrap_real))
+  snprintf(st->bwrap, sizeof(st->bwrap), "%s", bwrap);
+  if (!st->trusted && !find_program(bwrap, st->bwrap))
     return sbx_error_set(
         err, SBX_EPERM,
         "server mode refuses to start kernel hosts without bubblewrap (%s not found): "
         "install it, or set CEREA_SERVER_TRUSTED=1 if the code it runs is trusted",
         bwrap);
-
-  char prlimit[PATH_MAX];
-  if (!find_program("prlimit", prlimit))
+  if (!find_program("prlimit", st->prlimit))
     return sbx_error_set(err, SBX_ENOENT,
                          "server mode: prlimit (util-linux) not found: it bounds each "
                          "host's memory");
-  struct orch_hosts *hs = sbx_calloc(1, sizeof(*hs));
-  if (hs == NULL)
-    return SBX_ENOMEM;
-  hs->o = o;
-  hs->base_lock = -1;
-  hs->n = n;
-  hs->kernels = kernels;
-  sbx_log(SBX_LOG_INFO, "hosts",
-          "%d kernels per host besides its spare (memory budget %d MiB, %d MiB per kernel%s)",
-          kernels, budget_mb, kernel_mb + JS_HEAP_MB,
-          snapshot ? ", restored from the memory snapshot" : ", loaded without the snapshot");
-  hs->kernel_mb = kernel_mb;
-  hs->snapshot = snapshot;
-  snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", prlimit);
-  hs->trusted = trusted;
-  hs->chat_idle_ms = (uint64_t)idle_s * 1000;
-  orch__map_init(&hs->assign);
+  return 0;
+}
+
+/* Where everything is: the data dir, the checkout (the static tree is ROOT/build/www unless
+ * --static moved it; then the sources are found from CEREA_ROOT), the runtime, Node's prefix, and
+ * what the sandbox binds its APP_DIR and socket folder from. */
+static int hosts_paths(struct orch_hosts *hs, const char *node, const char *bwrap,
+                       struct sbx_error *err) {
+  struct orch *o = hs->o;
   char real_data[PATH_MAX], real_static[PATH_MAX];
-  int rc = 0;
-  if (realpath(o->cfg->data_dir, real_data) == NULL ||
-      realpath(o->static_dir, real_static) == NULL) {
-    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot resolve the data or static directory: %s",
-                       strerror(errno));
-    goto fail;
-  }
-  /* The repository root: the static tree is ROOT/build/www unless --static moved it; then the
-   * sources are found from CEREA_ROOT. */
+  if (realpath(o->cfg->data_dir, real_data) == NULL || realpath(o->static_dir, real_static) == NULL)
+    return sbx_error_set(err, SBX_EIO,
+                         "server mode: cannot resolve the data or static directory: %s",
+                         strerror(errno));
   char root[PATH_MAX];
   if (getenv("CEREA_ROOT")) {
     snprintf(root, sizeof(root), "%s", getenv("CEREA_ROOT"));
@@ -1096,35 +1109,30 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
   hs->data_dir = sbx_strdup(real_data);
   hs->root = sbx_strdup(root);
   hs->pyodide = join(real_static, "pyodide");
-  hs->node = sbx_strdup(node_real);
+  hs->node = sbx_strdup(node);
   /* /opt/node/bin/node -> /opt/node/bin (Node is one binary over system libraries); /usr/bin/node
    * is under /usr already. */
-  snprintf(hs->node_prefix, sizeof(hs->node_prefix), "%s", node_real);
-  {
-    char *slash = strrchr(hs->node_prefix, '/');
-    if (slash && slash != hs->node_prefix)
-      *slash = '\0';
-  }
-  hs->bwrap = sbx_strdup(bwrap_real);
-  hs->h = sbx_calloc((size_t)n, sizeof(*hs->h));
-  if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->node || !hs->bwrap || !hs->h) {
-    rc = SBX_ENOMEM;
-    goto fail;
-  }
-  if (!trusted && (rc = build_filter(hs, err)) != 0)
-    goto fail;
+  snprintf(hs->node_prefix, sizeof(hs->node_prefix), "%s", node);
+  char *slash = strrchr(hs->node_prefix, '/');
+  if (slash && slash != hs->node_prefix)
+    *slash = '\0';
+  hs->bwrap = sbx_strdup(bwrap);
+  hs->h = sbx_calloc((size_t)hs->n, sizeof(*hs->h));
+  if (!hs->data_dir || !hs->root || !hs->pyodide || !hs->node || !hs->bwrap || !hs->h)
+    return SBX_ENOMEM;
+  int rc;
+  if (!hs->trusted && (rc = build_filter(hs, err)) != 0)
+    return rc;
   char script[PATH_MAX + 32];
   snprintf(script, sizeof(script), "%s/worker/headless-host.js", hs->root);
-  if (access(script, R_OK) != 0) {
-    rc = sbx_error_set(err, SBX_ENOENT,
-                       "server mode: %s not found (set CEREA_ROOT to the checkout)", script);
-    goto fail;
-  }
+  if (access(script, R_OK) != 0)
+    return sbx_error_set(err, SBX_ENOENT,
+                         "server mode: %s not found (set CEREA_ROOT to the checkout)", script);
   /* As root the hosts run as nobody from a copy (prepare_nobody); else as our own uid, bound
    * from the checkout, with the socket in DATA/hosts. */
-  if (!trusted && geteuid() == 0) {
+  if (!hs->trusted && geteuid() == 0) {
     if ((rc = prepare_nobody(hs, err)) != 0)
-      goto fail;
+      return rc;
     hs->outside_uid = HOST_OUTSIDE_UID;
   } else {
     hs->sock_dir = join(real_data, "hosts");
@@ -1132,59 +1140,85 @@ int orch__hosts_start(struct orch *o, struct sbx_error *err) {
     hs->pyodide_src = sbx_strdup(hs->pyodide);
   }
   hs->sock_path = hs->sock_dir ? join(hs->sock_dir, "hosts.sock") : NULL;
-  if (!hs->sock_path || !hs->app_src || !hs->pyodide_src) {
-    rc = SBX_ENOMEM;
-    goto fail;
-  }
-  if (strlen(hs->sock_path) >= 100) {
-    rc = sbx_error_set(err, SBX_EINVAL, "server mode: socket path %s is too long for a Unix socket",
-                       hs->sock_path);
-    goto fail;
-  }
-  if (mkdir(hs->sock_dir, 0700) != 0 && errno != EEXIST) {
-    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot create %s: %s", hs->sock_dir,
-                       strerror(errno));
-    goto fail;
-  }
+  if (!hs->sock_path || !hs->app_src || !hs->pyodide_src)
+    return SBX_ENOMEM;
+  return 0;
+}
+
+/* The hosts' socket: its folder made, listened on, readable by the hosts' uid alone. */
+static int hosts_listen(struct orch_hosts *hs, struct sbx_error *err) {
+  if (strlen(hs->sock_path) >= 100)
+    return sbx_error_set(err, SBX_EINVAL,
+                         "server mode: socket path %s is too long for a Unix socket",
+                         hs->sock_path);
+  if (mkdir(hs->sock_dir, 0700) != 0 && errno != EEXIST)
+    return sbx_error_set(err, SBX_EIO, "server mode: cannot create %s: %s", hs->sock_dir,
+                         strerror(errno));
   char addr[PATH_MAX + 8];
   snprintf(addr, sizeof(addr), "unix:%s", hs->sock_path);
   struct sbx_error le;
   sbx_error_clear(&le);
-  if ((rc = tp_server_listen(o->tp, addr, &le)) != 0) {
-    rc = sbx_error_set(err, rc, "server mode: cannot listen on %s: %s", addr,
-                       le.msg[0] ? le.msg : sbx_strerror(rc));
-    goto fail;
-  }
+  int rc = tp_server_listen(hs->o->tp, addr, &le);
+  if (rc != 0)
+    return sbx_error_set(err, rc, "server mode: cannot listen on %s: %s", addr,
+                         le.msg[0] ? le.msg : sbx_strerror(rc));
   chmod(hs->sock_path, 0600);
-  if (hs->outside_uid != 0 && chown(hs->sock_path, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) != 0) {
-    rc = sbx_error_set(err, SBX_EIO, "server mode: cannot hand %s to uid %d: %s", hs->sock_path,
-                       HOST_OUTSIDE_UID, strerror(errno));
-    goto fail;
-  }
-  for (int i = 0; i < n; i++) {
+  if (hs->outside_uid != 0 && chown(hs->sock_path, HOST_OUTSIDE_UID, HOST_OUTSIDE_UID) != 0)
+    return sbx_error_set(err, SBX_EIO, "server mode: cannot hand %s to uid %d: %s", hs->sock_path,
+                         HOST_OUTSIDE_UID, strerror(errno));
+  return 0;
+}
+
+/* Each host's slot: its page id (with nodes, "host-<node id's first 8 hex>-<slot>": the chat's
+ * page list, its runs' page_id and /v1/admin/pages tell which node's host ran what) and timer. */
+static void hosts_init_slots(struct orch_hosts *hs) {
+  const char *node_id = orch__node_id(hs->o);
+  for (int i = 0; i < hs->n; i++) {
     struct host *h = &hs->h[i];
     h->hs = hs;
     h->slot = i;
     h->backoff_ms = BACKOFF_MIN_MS;
-    /* with nodes, "host-<node id's first 8 hex>-<slot>": the chat's page list, its runs'
-     * page_id and /v1/admin/pages tell which node's host ran what */
-    const char *node_id = orch__node_id(o);
     if (node_id)
       snprintf(h->page_id, sizeof(h->page_id), "host-%.8s-%d", node_id, i);
     else
       snprintf(h->page_id, sizeof(h->page_id), "host-%d", i);
-    uv_timer_init(o->loop, &h->timer);
+    uv_timer_init(hs->o->loop, &h->timer);
     h->timer.data = h;
     hs->open_timers++;
   }
+}
+
+int orch__hosts_start(struct orch *o, struct sbx_error *err) {
+  struct hosts_settings st;
+  int rc;
+  if ((rc = hosts_settings_read(&st, err)) != 0)
+    return rc;
+  struct orch_hosts *hs = sbx_calloc(1, sizeof(*hs));
+  if (hs == NULL)
+    return SBX_ENOMEM;
+  hs->o = o;
+  hs->base_lock = -1;
+  hs->n = st.n;
+  hs->kernels = st.kernels;
+  sbx_log(SBX_LOG_INFO, "hosts",
+          "%d kernels per host besides its spare (memory budget %d MiB, %d MiB per kernel%s)",
+          st.kernels, st.budget_mb, st.kernel_mb + JS_HEAP_MB,
+          st.snapshot ? ", restored from the memory snapshot" : ", loaded without the snapshot");
+  hs->kernel_mb = st.kernel_mb;
+  hs->snapshot = st.snapshot;
+  snprintf(hs->prlimit, sizeof(hs->prlimit), "%s", st.prlimit);
+  hs->trusted = st.trusted;
+  hs->chat_idle_ms = (uint64_t)st.idle_s * 1000;
+  orch__map_init(&hs->assign);
+  if ((rc = hosts_paths(hs, st.node, st.bwrap, err)) != 0 || (rc = hosts_listen(hs, err)) != 0) {
+    hosts_free(hs);
+    return rc;
+  }
+  hosts_init_slots(hs);
   o->hosts = hs;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < hs->n; i++)
     host_spawn(&hs->h[i]);
   return 0;
-
-fail:
-  hosts_free(hs);
-  return rc;
 }
 
 static struct orch_run *head_run(struct orch_chat *c) {

@@ -76,14 +76,10 @@ static void on_config(struct tp_req *req, void *ud) {
   json_object_set_new(j, "page_grace_ms", json_integer((json_int_t)o->rt.page_grace_ms));
   json_object_set_new(j, "retention_days", json_integer(o->rt.retention_days));
   json_t *lim = json_object();
-  json_object_set_new(lim, "out_chars", json_integer(ORCH_OUT_CHARS));
-  json_object_set_new(lim, "files_listed", json_integer(ORCH_FILES_LISTED));
-  json_object_set_new(lim, "figures", json_integer(ORCH_FIGURES));
-  json_object_set_new(lim, "file_load_bytes", json_integer(ORCH_UPLOAD_MAX));
+  orch__run_limits_set(lim);
   json_object_set_new(lim, "upload_bytes", json_integer(ORCH_UPLOAD_MAX));
   json_object_set_new(lim, "mount_file_bytes", json_integer((json_int_t)ORCH_MOUNT_FILE_MAX));
   json_object_set_new(lim, "mount_total_bytes", json_integer((json_int_t)ORCH_MOUNT_TOTAL_MAX));
-  json_object_set_new(lim, "displays", json_integer(ORCH_DISPLAYS));
   json_object_set_new(lim, "bundle_bytes", json_integer(ORCH_BUNDLE_BYTES));
   json_object_set_new(lim, "shown_bytes", json_integer(ORCH_SHOWN_BYTES));
   json_object_set_new(lim, "input_bytes", json_integer(ORCH_INPUT_BYTES));

@@ -79,7 +79,7 @@ const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS] = {"2025-11-25", "2025
 #define SERVER_NAME    "cerea-sandbox"
 #define SERVER_VERSION "0.1.0"
 
-#define TASKS_EXT    "io.modelcontextprotocol/tasks" /* SEP-2663, stateless only */
+#define TASKS_EXT    ORCH_MCP_TASKS_EXT
 #define TASK_POLL_MS 2000                            /* the pollIntervalMs a task suggests */
 
 /* The sessions of one credential: each credential has a budget of its own, so what one does
@@ -942,21 +942,6 @@ static const struct orch_tool_ops call_ops_quiet = {NULL, on_done}; /* no progre
  * declared elicitation (its prompt in inputRequests); tasks/update is wait_for_run not waiting
  * too, whose answer, under the key of the question the run waits on, becomes its input. */
 
-static int tasks_negotiated(const json_t *params) {
-  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
-                                       "io.modelcontextprotocol/clientCapabilities");
-  return json_is_object(json_object_get(json_object_get(caps, "extensions"), TASKS_EXT));
-}
-
-/* ms since the epoch as ISO 8601 (UTC, milliseconds) */
-static void iso_ms(long long ms, char out[32]) {
-  time_t sec = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&sec, &tm);
-  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
 /* The task's own fields from a run object (NULL: the result is no run's). */
 static json_t *task_of_run(const json_t *run, const char **status) {
   const char *id = json_string_value(json_object_get(run, "run_id"));
@@ -972,11 +957,7 @@ static json_t *task_of_run(const json_t *run, const char **status) {
     last = json_integer_value(json_object_get(run, "started_at"));
   if (last == 0)
     last = made;
-  char a[32], b[32];
-  iso_ms(made, a);
-  iso_ms(last, b);
-  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", *status, "createdAt",
-                   a, "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", TASK_POLL_MS);
+  return orch__mcp_task_json(id, *status, made, last, TASK_POLL_MS);
 }
 
 /* The tool call's result as the task request's (steals result). */
@@ -1115,35 +1096,36 @@ static void on_task_method(struct orch_mcp *m, const struct orch_mcp_request *rq
 }
 
 /* s: the call's session, or m->stateless (scope: the request's); version: the request's. */
-static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
-                          const struct orch_tool_scope *scope, int version,
-                          const struct orch_mcp_request *rq, const json_t *id,
-                          const json_t *params, struct orch_mcp_reply *out) {
+/* tools/call's params checked: the tool (its index, or -1 answered in out), its arguments and
+ * progress token (borrowed), and room in the session for another call. */
+static int call_params(struct orch_mcp *m, struct orch_mcp_session *s, const json_t *id,
+                       const json_t *params, json_t **args, json_t **tok,
+                       struct orch_mcp_reply *out) {
   const char *name = json_string_value(json_object_get(params, "name"));
   if (name == NULL) {
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
                 "tools/call: params.name (the tool's name, a string) is required");
-    return;
+    return -1;
   }
   int t = orch__tool_find(name);
   if (t < 0) {
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
-    return;
+    return -1;
   }
-  json_t *args = json_object_get(params, "arguments");
-  if (args != NULL && !json_is_object(args)) {
+  *args = json_object_get(params, "arguments");
+  if (*args != NULL && !json_is_object(*args)) {
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
                 "tools/call: params.arguments must be an object");
-    return;
+    return -1;
   }
   /* The token is copied into every notification of the call: its size is bounded. */
-  json_t *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
-  if (json_is_string(tok) && json_string_length(tok) > ORCH_MCP_PROGRESS_TOKEN_MAX) {
+  *tok = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  if (json_is_string(*tok) && json_string_length(*tok) > ORCH_MCP_PROGRESS_TOKEN_MAX) {
     reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
                 "tools/call: params._meta.progressToken is %zu bytes; at most %d (a string or "
                 "an integer)",
-                json_string_length(tok), ORCH_MCP_PROGRESS_TOKEN_MAX);
-    return;
+                json_string_length(*tok), ORCH_MCP_PROGRESS_TOKEN_MAX);
+    return -1;
   }
   if (s == &m->stateless ? s->n_calls >= ORCH_MCP_STATELESS_CALLS_MAX
                          : s->n_calls >= ORCH_MCP_CALLS_MAX) {
@@ -1151,8 +1133,84 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
                 "%d tool calls are in flight %s already; wait for one to end",
                 s == &m->stateless ? ORCH_MCP_STATELESS_CALLS_MAX : ORCH_MCP_CALLS_MAX,
                 s == &m->stateless ? "without a session" : "in this session");
-    return;
+    return -1;
   }
+  return t;
+}
+
+/* A later round of a multi-round call (params.requestState, only where mrtr): the run the state
+ * names, for this credential, checked as wait_for_run's arguments into a; *again is {run_id}
+ * (new), again_run its id.  0, or -1 answered in out. */
+static int call_later_round(struct orch_mcp *m, const struct orch_tool_scope *scope,
+                            const struct orch_mcp_request *rq, const json_t *id,
+                            const json_t *params, int mrtr, int time_limit_s,
+                            struct orch_tool_args *a, json_t **again,
+                            char again_run[STORE_ID_LEN + 1], struct orch_mcp_reply *out) {
+  if (!mrtr ||
+      state_run(m, rq->cred_hash, json_string_value(json_object_get(params, "requestState")),
+                again_run) != 0) {
+    reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
+                "tools/call: params.requestState is not one this server gave this credential "
+                "(send back the one an InputRequiredResult of run_python gave, unchanged, with "
+                "elicitation in the client's capabilities)");
+    return -1;
+  }
+  char why[600];
+  *again = json_pack("{s:s}", "run_id", again_run);
+  int rc = *again ? orch__tool_check(ORCH_TOOL_WAIT_FOR_RUN, *again, scope, time_limit_s, a, why,
+                                     sizeof(why))
+                  : SBX_ENOMEM;
+  if (rc != 0) {
+    json_decref(*again);
+    *again = NULL;
+    reply_error(out, 200, id, rc == SBX_ENOMEM ? ORCH_RPC_INTERNAL : ORCH_RPC_INVALID_PARAMS,
+                "tools/call: %s", rc == SBX_ENOMEM ? "out of memory" : why);
+    return -1;
+  }
+  return 0;
+}
+
+/* How the call keeps its client: a task answered once the run is made (stateless, the Tasks
+ * extension), keepalives on a stream, or a handoff before a client's timeout. */
+static void call_mode(struct orch_mcp_call *c, int version, int t, const json_t *params,
+                      const struct orch_mcp_request *rq, int handoff_s, struct orch_tool_args *a) {
+  if (version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON && orch__mcp_tasks_negotiated(params)) {
+    c->task = TASK_CREATE; /* answered once the run is made: the task is the run */
+    a->handoff_ms = 1;
+    json_decref(c->progress_token);
+    c->progress_token = NULL;
+  } else if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
+    a->keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
+  else if (t == ORCH_TOOL_RUN_PYTHON && handoff_s > 0) /* nothing to reset a client's timeout */
+    a->handoff_ms = (uint64_t)handoff_s * 1000;
+}
+
+/* A call that ended as it started (rc, or its result now, stolen): answered in out, c freed. */
+static void call_answer_now(struct orch_mcp *m, struct orch_mcp_session *s, struct orch_mcp_call *c,
+                            int version, const json_t *id, const char *name, int rc, json_t *now,
+                            const char *chat_id, const char *why, struct orch_mcp_reply *out) {
+  now = task_result(c, now);
+  call_free(c);
+  if (rc == SBX_EREMOTE) { /* another node's chat: that node carries the call out */
+    out->status = 200;
+    snprintf(out->forward_chat, sizeof(out->forward_chat), "%s", chat_id);
+  } else if (rc == SBX_EINVAL)
+    reply_bad_args(out, version, id, name, why);
+  else if (rc != 0)
+    reply_error(out, 200, id, ORCH_RPC_INTERNAL, "the call could not start: %s", sbx_strerror(rc));
+  else
+    reply_result(out, id, s == &m->stateless ? stateless_result(now) : now);
+}
+
+static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
+                          const struct orch_tool_scope *scope, int version,
+                          const struct orch_mcp_request *rq, const json_t *id, const json_t *params,
+                          struct orch_mcp_reply *out) {
+  json_t *args, *tok;
+  int t = call_params(m, s, id, params, &args, &tok, out);
+  if (t < 0)
+    return;
+  const char *name = json_string_value(json_object_get(params, "name"));
   struct orch_tool_env env;
   json_t *keep = NULL;
   m->tools.env(m->tools.ud, &env, &keep);
@@ -1167,31 +1225,16 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   }
   /* Multi-round (stateless, elicitation declared, not a task): the run's input() ends a round;
    * a later round names the run in its requestState and waits for it again. */
-  int mrtr = version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON && !tasks_negotiated(params) &&
-             elicitation_declared(params);
+  int mrtr = version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON &&
+             !orch__mcp_tasks_negotiated(params) && elicitation_declared(params);
   json_t *again = NULL; /* a later round: {run_id} for wait_for_run */
   char again_run[STORE_ID_LEN + 1] = "";
   if (version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON &&
       json_object_get(params, "requestState") != NULL) {
-    if (!mrtr || state_run(m, rq->cred_hash,
-                           json_string_value(json_object_get(params, "requestState")),
-                           again_run) != 0) {
-      reply_error(out, 200, id, ORCH_RPC_INVALID_PARAMS,
-                  "tools/call: params.requestState is not one this server gave this credential "
-                  "(send back the one an InputRequiredResult of run_python gave, unchanged, with "
-                  "elicitation in the client's capabilities)");
+    if (call_later_round(m, scope, rq, id, params, mrtr, env.time_limit_s, &a, &again, again_run,
+                         out) != 0)
       return;
-    }
-    again = json_pack("{s:s}", "run_id", again_run);
     t = ORCH_TOOL_WAIT_FOR_RUN;
-    rc = again ? orch__tool_check(t, again, scope, env.time_limit_s, &a, why, sizeof(why))
-               : SBX_ENOMEM;
-    if (rc != 0) {
-      json_decref(again);
-      reply_error(out, 200, id, rc == SBX_ENOMEM ? ORCH_RPC_INTERNAL : ORCH_RPC_INVALID_PARAMS,
-                  "tools/call: %s", rc == SBX_ENOMEM ? "out of memory" : why);
-      return;
-    }
   }
   struct orch_mcp_call *c = sbx_calloc(1, sizeof(*c));
   if (c == NULL) {
@@ -1207,15 +1250,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   c->s = s;
   c->id = json_incref((json_t *)id);
   c->progress_token = id_ok(tok) ? json_incref(tok) : NULL;
-  if (version == V_STATELESS && t == ORCH_TOOL_RUN_PYTHON && tasks_negotiated(params)) {
-    c->task = TASK_CREATE; /* answered once the run is made: the task is the run */
-    a.handoff_ms = 1;
-    json_decref(c->progress_token);
-    c->progress_token = NULL;
-  } else if (c->progress_token && rq->sse_ok) /* a stream to send on: never quiet for long */
-    a.keepalive_ms = ORCH_MCP_KEEPALIVE_MS;
-  else if (t == ORCH_TOOL_RUN_PYTHON && handoff_s > 0) /* nothing to reset a client's timeout */
-    a.handoff_ms = (uint64_t)handoff_s * 1000;
+  call_mode(c, version, t, params, rq, handoff_s, &a);
   sbx_list_insert_tail(&s->calls, &c->link);
   s->n_calls++;
   json_t *now = NULL;
@@ -1227,18 +1262,7 @@ static void on_tools_call(struct orch_mcp *m, struct orch_mcp_session *s,
   if (rc == 0 && now == NULL && again) /* the run waits for this round's answer: given now */
     give_answer(m, again_run, json_object_get(params, "inputResponses"));
   if (rc != 0 || now != NULL) {
-    now = task_result(c, now);
-    call_free(c);
-    if (rc == SBX_EREMOTE) { /* another node's chat: that node carries the call out */
-      out->status = 200;
-      snprintf(out->forward_chat, sizeof(out->forward_chat), "%s", a.chat_id);
-    } else if (rc == SBX_EINVAL)
-      reply_bad_args(out, version, id, name, why);
-    else if (rc != 0)
-      reply_error(out, 200, id, ORCH_RPC_INTERNAL, "the call could not start: %s",
-                  sbx_strerror(rc));
-    else
-      reply_result(out, id, s == &m->stateless ? stateless_result(now) : now);
+    call_answer_now(m, s, c, version, id, name, rc, now, a.chat_id, why, out);
     return;
   }
   out->status = 200;
@@ -1471,7 +1495,7 @@ static void on_stateless(struct orch_mcp *m, const struct orch_mcp_request *rq, 
     on_discover(m, rq, id, out);
   else if (strcmp(method, "tools/list") == 0)
     on_tools_list(m, rq->scope, V_STATELESS, id, out);
-  else if (strncmp(method, "tasks/", 6) == 0 && !tasks_negotiated(params))
+  else if (strncmp(method, "tasks/", 6) == 0 && !orch__mcp_tasks_negotiated(params))
     reply_error_data(out, 400, id, ORCH_RPC_MISSING_CAPABILITY,
                      "Missing required client capability: tasks/* needs the extension " TASKS_EXT
                      " in params._meta[\"io.modelcontextprotocol/clientCapabilities\"].extensions",

@@ -40,6 +40,7 @@ extern const char *const orch__mcp_versions[ORCH_MCP_N_VERSIONS];
  * session, every request's params._meta names the revision and the client's capabilities, and
  * the headers mirror the body (MCP-Protocol-Version, Mcp-Method, Mcp-Name). */
 #define ORCH_MCP_STATELESS "2026-07-28"
+#define ORCH_MCP_TASKS_EXT "io.modelcontextprotocol/tasks" /* SEP-2663, stateless only */
 /* Stateless tool calls in flight together (each has its own HTTP request; past it -32000). */
 #define ORCH_MCP_STATELESS_CALLS_MAX 1024
 /* How long a stateless client may keep tools/list and server/discover (the list changes only
@@ -165,6 +166,12 @@ struct orch_mcp_fixture_reply {
   int code;
   char message[200];
 };
+/* 1 when the request's clientCapabilities name the Tasks extension (mcp_task.c). */
+int orch__mcp_tasks_negotiated(const json_t *params);
+/* A task's own fields {taskId, status, createdAt, lastUpdatedAt (ISO 8601), ttlMs, pollIntervalMs}
+ * (new reference; mcp_task.c). */
+json_t *orch__mcp_task_json(const char *id, const char *status, long long made, long long last,
+                            int poll_ms);
 /* Answers method when a fixture has it (1), else 0 (ours, or not found). */
 int orch__mcp_fixture_method(const char *method, const json_t *params, int stateless,
                              struct orch_mcp_fixture_reply *r);

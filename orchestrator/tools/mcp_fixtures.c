@@ -327,44 +327,26 @@ static const char *kind_of(const json_t *st) {
   return json_string_value(json_object_get(st, "kind")) ?: "";
 }
 
-/* The multi-round tools and prompt: 1 when name is one (answered into r). */
-static int mrtr(const char *method, const char *name, const json_t *params,
-                struct orch_mcp_fixture_reply *r) {
-  if (name == NULL || strncmp(name, "test_input_required_result_", 27) != 0)
-    return 0;
-  const char *t = name + 27;
-  const json_t *ir = json_object_get(params, "inputResponses");
-  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
-                                       "io.modelcontextprotocol/clientCapabilities");
-  const char *k;
-  json_t *v;
-  int bad = ir != NULL && !json_is_object(ir);
-  json_object_foreach((json_t *)ir, k, v) bad |= !json_is_object(v);
-  if (bad) {
-    refuse(r, 200, ORCH_RPC_INVALID_PARAMS,
-           "inputResponses is an object of responses, each an object", NULL);
-    return 1;
-  }
-  json_t *st;
-  if (!state_read(params, &st)) {
-    refuse(r, 200, ORCH_RPC_INVALID_PARAMS, "requestState integrity check failed", NULL);
-    return 1;
-  }
+/* The multi-round prompt: its message once the client said its context. */
+static json_t *mrtr_prompt(const char *t, const json_t *ir) {
+  if (strcmp(t, "prompt") != 0)
+    return NULL;
+  if (json_object_get(ir, "user_context") == NULL)
+    return input_required(
+        json_pack("{s:o}", "user_context",
+                  elicit("What context should the prompt use?", "context", "string")),
+        NULL);
+  char text[600];
+  snprintf(text, sizeof(text), "Prompt with context: %s", said(ir, "user_context", "context"));
+  return json_pack("{s:[{s:s, s:{s:s, s:s}}]}", "messages", "role", "user", "content", "type",
+                   "text", "text", text);
+}
+
+/* The tools that ask the client one thing (elicitation, sampling, roots) and answer with it. */
+static json_t *mrtr_one_question(const char *t, const json_t *ir) {
   char text[600];
   json_t *res = NULL;
-  if (strcmp(method, "prompts/get") == 0) {
-    if (strcmp(t, "prompt") != 0)
-      res = NULL;
-    else if (json_object_get(ir, "user_context")) {
-      snprintf(text, sizeof(text), "Prompt with context: %s", said(ir, "user_context", "context"));
-      res = json_pack("{s:[{s:s, s:{s:s, s:s}}]}", "messages", "role", "user", "content", "type",
-                      "text", "text", text);
-    } else
-      res = input_required(json_pack("{s:o}", "user_context",
-                                     elicit("What context should the prompt use?", "context",
-                                            "string")),
-                           NULL);
-  } else if (strcmp(t, "elicitation") == 0) {
+  if (strcmp(t, "elicitation") == 0) {
     if (json_object_get(ir, "user_name")) {
       snprintf(text, sizeof(text), "Hello, %s!", said(ir, "user_name", "name"));
       res = text_result(text);
@@ -389,7 +371,15 @@ static int mrtr(const char *method, const char *name, const json_t *params,
     } else
       res = input_required(
           json_pack("{s:{s:s, s:{}}}", "roots_request", "method", "roots/list", "params"), NULL);
-  } else if (strcmp(t, "request_state") == 0) {
+  }
+  return res;
+}
+
+/* The tools whose rounds are told apart by their requestState (st, verified; NULL: none). */
+static json_t *mrtr_stateful(const char *t, const json_t *ir, const json_t *st) {
+  char text[600];
+  json_t *res = NULL;
+  if (strcmp(t, "request_state") == 0) {
     if (st && strcmp(kind_of(st), "request-state") == 0 &&
         json_is_true(json_object_get(json_object_get(json_object_get(ir, "confirm"), "content"), "ok")))
       res = text_result("state-ok: requestState validated");
@@ -434,28 +424,68 @@ static int mrtr(const char *method, const char *name, const json_t *params,
     else
       res = input_required(json_pack("{s:o}", "confirm", elicit("Please confirm", "ok", "boolean")),
                            json_pack("{s:s}", "kind", "tamper-test"));
-  } else if (strcmp(t, "capabilities") == 0) {
-    json_t *asks = json_object();
-    if (json_object_get(caps, "elicitation"))
-      json_object_set_new(asks, "elicit_input", elicit("Elicitation input", "value", "string"));
-    if (json_object_get(caps, "sampling"))
-      json_object_set_new(asks, "sample_input", sample("Sample request", 50));
-    if (json_object_size(ir) > 0) {
-      size_t n = (size_t)snprintf(text, sizeof(text), "capabilities-ok: received ");
-      int first = 1;
-      json_object_foreach((json_t *)ir, k, v) {
-        n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s",
-                              first ? "" : ",", k);
-        first = 0;
-      }
-      json_decref(asks);
-      res = text_result(text);
-    } else if (json_object_size(asks) == 0) {
-      json_decref(asks);
-      res = text_result("No supported capabilities declared");
-    } else
-      res = input_required(asks, json_pack("{s:s}", "kind", "capabilities-test"));
   }
+  return res;
+}
+
+/* The capabilities tool: asks what the client declared it can be asked, then names what it got. */
+static json_t *mrtr_capabilities(const json_t *ir, const json_t *caps) {
+  char text[600];
+  const char *k;
+  json_t *v, *res;
+  json_t *asks = json_object();
+  if (json_object_get(caps, "elicitation"))
+    json_object_set_new(asks, "elicit_input", elicit("Elicitation input", "value", "string"));
+  if (json_object_get(caps, "sampling"))
+    json_object_set_new(asks, "sample_input", sample("Sample request", 50));
+  if (json_object_size(ir) > 0) {
+    size_t n = (size_t)snprintf(text, sizeof(text), "capabilities-ok: received ");
+    int first = 1;
+    json_object_foreach((json_t *)ir, k, v) {
+      n += (size_t)snprintf(text + n, n < sizeof(text) ? sizeof(text) - n : 0, "%s%s",
+                            first ? "" : ",", k);
+      first = 0;
+    }
+    json_decref(asks);
+    res = text_result(text);
+  } else if (json_object_size(asks) == 0) {
+    json_decref(asks);
+    res = text_result("No supported capabilities declared");
+  } else
+    res = input_required(asks, json_pack("{s:s}", "kind", "capabilities-test"));
+  return res;
+}
+
+/* The multi-round tools and prompt: 1 when name is one (answered into r). */
+static int mrtr(const char *method, const char *name, const json_t *params,
+                struct orch_mcp_fixture_reply *r) {
+  if (name == NULL || strncmp(name, "test_input_required_result_", 27) != 0)
+    return 0;
+  const char *t = name + 27;
+  const json_t *ir = json_object_get(params, "inputResponses");
+  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
+                                       "io.modelcontextprotocol/clientCapabilities");
+  const char *k;
+  json_t *v;
+  int bad = ir != NULL && !json_is_object(ir);
+  json_object_foreach((json_t *)ir, k, v) bad |= !json_is_object(v);
+  if (bad) {
+    refuse(r, 200, ORCH_RPC_INVALID_PARAMS,
+           "inputResponses is an object of responses, each an object", NULL);
+    return 1;
+  }
+  json_t *st;
+  if (!state_read(params, &st)) {
+    refuse(r, 200, ORCH_RPC_INVALID_PARAMS, "requestState integrity check failed", NULL);
+    return 1;
+  }
+  json_t *res;
+  if (strcmp(method, "prompts/get") == 0)
+    res = mrtr_prompt(t, ir);
+  else if (strcmp(t, "capabilities") == 0)
+    res = mrtr_capabilities(ir, caps);
+  else if ((res = mrtr_one_question(t, ir)) == NULL)
+    res = mrtr_stateful(t, ir, st);
   json_decref(st);
   if (res == NULL)
     return 0;
@@ -584,27 +614,8 @@ static struct fixture_ask {
 } fixture_asks[FIXTURE_ASKS];
 static unsigned fixture_asks_made;
 
-static int tasks_asked(const json_t *params) {
-  const json_t *caps = json_object_get(json_object_get(params, "_meta"),
-                                       "io.modelcontextprotocol/clientCapabilities");
-  return json_is_object(
-      json_object_get(json_object_get(caps, "extensions"), "io.modelcontextprotocol/tasks"));
-}
-
-static void iso(long long ms, char out[32]) {
-  time_t sec = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&sec, &tm);
-  size_t n = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
 static json_t *fixture_task(const char *id, const char *status, long long made, long long last) {
-  char a[32], b[32];
-  iso(made, a);
-  iso(last, b);
-  return json_pack("{s:s, s:s, s:s, s:s, s:n, s:i}", "taskId", id, "status", status, "createdAt", a,
-                   "lastUpdatedAt", b, "ttlMs", "pollIntervalMs", 500);
+  return orch__mcp_task_json(id, status, made, last, 500);
 }
 
 /* A new input-asking task (the oldest one's slot reused): its CreateTaskResult. */
@@ -674,73 +685,78 @@ static void ask_task_method(const char *method, const char *id, struct fixture_a
   answer(r, t);
 }
 
+/* A tools/call of a task tool: 1 when name is one (answered into r). */
+static int task_tool_call(const json_t *params, long long now, struct orch_mcp_fixture_reply *r) {
+  const char *name = json_string_value(json_object_get(params, "name"));
+  const json_t *args = json_object_get(params, "arguments");
+  int k = -1;
+  for (int i = 0; name && i < (int)SBX_ARRAY_SIZE(task_tools); i++)
+    if (strcmp(name, task_tools[i][0]) == 0)
+      k = i;
+  if (k < 0)
+    return 0;
+  char text[300];
+  if (k == TASK_GREET) {
+    snprintf(text, sizeof(text), "Hello, %.200s!",
+             json_string_value(json_object_get(args, "name")) ?: "World");
+    answer(r, text_result(text));
+    return 1;
+  }
+  if (!orch__mcp_tasks_negotiated(params)) { /* no extension: answered at once, as a plain call */
+    if (strcmp(task_tools[k][2], "required") == 0)
+      refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
+             "Missing required client capability: this tool runs only as a task (the "
+             "extension io.modelcontextprotocol/tasks)",
+             json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions",
+                       "io.modelcontextprotocol/tasks"));
+    else if (k == TASK_PROTOCOL_ERROR)
+      refuse(r, 200, ORCH_RPC_INTERNAL, "protocol_error_job: an internal error", NULL);
+    else if (k == TASK_CONFIRM || k == TASK_MULTI)
+      answer(r, orch__tool_error_result("This tool asks for input as a task only."));
+    else
+      answer(r, text_result("computed"));
+    return 1;
+  }
+  if (k == TASK_CONFIRM) {
+    snprintf(text, sizeof(text), "Deleted %.200s",
+             json_string_value(json_object_get(args, "filename")) ?: "the file");
+    answer(r, ask_task_new(1u << 0, text, now));
+    return 1;
+  }
+  if (k == TASK_MULTI) {
+    answer(r, ask_task_new(1u << 0 | 1u << 1, "Both inputs received", now));
+    return 1;
+  }
+  if (k == TASK_COMPOSED) { /* the input first (round 1), then the task that uses it */
+    const json_t *ir = json_object_get(params, "inputResponses");
+    if (json_object_get(ir, "user_name") == NULL) {
+      answer(r, input_required(
+                    json_pack("{s:o}", "user_name", elicit("What is your name?", "name", "string")),
+                    NULL));
+      return 1;
+    }
+    snprintf(text, sizeof(text), "Hello, %.200s!", said(ir, "user_name", "name"));
+    answer(r, ask_task_new(0, text, now));
+    return 1;
+  }
+  const json_t *sec = json_object_get(args, "seconds");
+  long long wait = k == TASK_SLOW      ? (long long)(json_number_value(sec) * 1000)
+                   : k == TASK_FAILING ? 1000
+                                       : 300;
+  char id[64];
+  snprintf(id, sizeof(id), "fixture-%d-%lld-%lld", k, now, now + (wait > 0 ? wait : 0));
+  json_t *t = fixture_task(id, "working", now, now);
+  json_object_set_new(t, "resultType", json_string("task"));
+  answer(r, t);
+  return 1;
+}
+
+/* The task tools (tools/call), and tasks/get, tasks/cancel, tasks/update of the tasks they made. */
 static int task_fixture(const char *method, const json_t *params,
                         struct orch_mcp_fixture_reply *r) {
   long long now = sbx_now_wall_ms();
-  if (strcmp(method, "tools/call") == 0) {
-    const char *name = json_string_value(json_object_get(params, "name"));
-    const json_t *args = json_object_get(params, "arguments");
-    int k = -1;
-    for (int i = 0; name && i < (int)SBX_ARRAY_SIZE(task_tools); i++)
-      if (strcmp(name, task_tools[i][0]) == 0)
-        k = i;
-    if (k < 0)
-      return 0;
-    char text[300];
-    if (k == TASK_GREET) {
-      snprintf(text, sizeof(text), "Hello, %.200s!",
-               json_string_value(json_object_get(args, "name")) ?: "World");
-      answer(r, text_result(text));
-      return 1;
-    }
-    if (!tasks_asked(params)) { /* no extension: answered at once, as a plain call */
-      if (strcmp(task_tools[k][2], "required") == 0)
-        refuse(r, 400, ORCH_RPC_MISSING_CAPABILITY,
-               "Missing required client capability: this tool runs only as a task (the "
-               "extension io.modelcontextprotocol/tasks)",
-               json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions",
-                         "io.modelcontextprotocol/tasks"));
-      else if (k == TASK_PROTOCOL_ERROR)
-        refuse(r, 200, ORCH_RPC_INTERNAL, "protocol_error_job: an internal error", NULL);
-      else if (k == TASK_CONFIRM || k == TASK_MULTI)
-        answer(r, orch__tool_error_result("This tool asks for input as a task only."));
-      else
-        answer(r, text_result("computed"));
-      return 1;
-    }
-    if (k == TASK_CONFIRM) {
-      snprintf(text, sizeof(text), "Deleted %.200s",
-               json_string_value(json_object_get(args, "filename")) ?: "the file");
-      answer(r, ask_task_new(1u << 0, text, now));
-      return 1;
-    }
-    if (k == TASK_MULTI) {
-      answer(r, ask_task_new(1u << 0 | 1u << 1, "Both inputs received", now));
-      return 1;
-    }
-    if (k == TASK_COMPOSED) { /* the input first (round 1), then the task that uses it */
-      const json_t *ir = json_object_get(params, "inputResponses");
-      if (json_object_get(ir, "user_name") == NULL) {
-        answer(r, input_required(json_pack("{s:o}", "user_name",
-                                           elicit("What is your name?", "name", "string")),
-                                 NULL));
-        return 1;
-      }
-      snprintf(text, sizeof(text), "Hello, %.200s!", said(ir, "user_name", "name"));
-      answer(r, ask_task_new(0, text, now));
-      return 1;
-    }
-    const json_t *sec = json_object_get(args, "seconds");
-    long long wait = k == TASK_SLOW      ? (long long)(json_number_value(sec) * 1000)
-                     : k == TASK_FAILING ? 1000
-                                         : 300;
-    char id[64];
-    snprintf(id, sizeof(id), "fixture-%d-%lld-%lld", k, now, now + (wait > 0 ? wait : 0));
-    json_t *t = fixture_task(id, "working", now, now);
-    json_object_set_new(t, "resultType", json_string("task"));
-    answer(r, t);
-    return 1;
-  }
+  if (strcmp(method, "tools/call") == 0)
+    return task_tool_call(params, now, r);
   int get = strcmp(method, "tasks/get") == 0, cancel = strcmp(method, "tasks/cancel") == 0;
   int update = strcmp(method, "tasks/update") == 0;
   const char *id = json_string_value(json_object_get(params, "taskId"));

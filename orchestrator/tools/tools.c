@@ -326,42 +326,43 @@ static int arg_str(const json_t *args, const char *key, const char **out, char *
   return 0;
 }
 
-int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_tool_scope *scope,
-                     int time_limit_s, struct orch_tool_args *out, char *why, size_t cap) {
-  memset(out, 0, sizeof(*out));
-  if (args != NULL && !json_is_object(args)) {
-    snprintf(why, cap, "the arguments must be an object");
+/* A number argument as a double (a model may write 30 as 30.0); -1 when it is not a number. */
+static double arg_number(const json_t *v) {
+  return json_is_integer(v) ? (double)json_integer_value(v)
+         : json_is_real(v)  ? json_real_value(v)
+                            : -1;
+}
+
+/* wait_for_run's and cancel_run's arguments: the run (it says its chat), wait_s. */
+static int check_run_ref(enum orch_tool t, const json_t *args, const struct orch_tool_scope *scope,
+                         struct orch_tool_args *out, char *why, size_t cap) {
+  out->chat_id = scope->chat_id[0] ? scope->chat_id : NULL;
+  if (arg_str(args, "run_id", &out->run_id, why, cap) != 0)
+    return SBX_EINVAL;
+  if (out->run_id == NULL) {
+    snprintf(why, cap, "run_id: required, the id of the run (run_id in the run_python result)");
     return SBX_EINVAL;
   }
-  if (arg_str(args, "chat_id", &out->chat_id, why, cap) != 0)
+  if (!orch__valid_id(out->run_id)) {
+    snprintf(why, cap, "run_id: no run %.*s (a run id is %d hex digits)",
+             quoted_len(out->run_id, 80), out->run_id, STORE_ID_LEN);
     return SBX_EINVAL;
-  out->wait_s = -1;
-  if (t == ORCH_TOOL_WAIT_FOR_RUN || t == ORCH_TOOL_CANCEL_RUN) { /* the run says its chat */
-    out->chat_id = scope->chat_id[0] ? scope->chat_id : NULL;
-    if (arg_str(args, "run_id", &out->run_id, why, cap) != 0)
-      return SBX_EINVAL;
-    if (out->run_id == NULL) {
-      snprintf(why, cap, "run_id: required, the id of the run (run_id in the run_python result)");
-      return SBX_EINVAL;
-    }
-    if (!orch__valid_id(out->run_id)) {
-      snprintf(why, cap, "run_id: no run %.*s (a run id is %d hex digits)",
-               quoted_len(out->run_id, 80), out->run_id, STORE_ID_LEN);
-      return SBX_EINVAL;
-    }
-    const json_t *v = json_object_get(args, "wait_s");
-    if (t == ORCH_TOOL_WAIT_FOR_RUN && v != NULL && !json_is_null(v)) {
-      double d = json_is_integer(v) ? (double)json_integer_value(v)
-                 : json_is_real(v)  ? json_real_value(v)
-                                    : -1;
-      if (!(d >= 0 && d <= 86400 && d == (double)(int)d)) {
-        snprintf(why, cap, "wait_s: whole seconds from 0");
-        return SBX_EINVAL;
-      }
-      out->wait_s = (int)d; /* past the most a wait may take: that most (orch__tool_start) */
-    }
-    return 0;
   }
+  const json_t *v = json_object_get(args, "wait_s");
+  if (t == ORCH_TOOL_WAIT_FOR_RUN && v != NULL && !json_is_null(v)) {
+    double d = arg_number(v);
+    if (!(d >= 0 && d <= 86400 && d == (double)(int)d)) {
+      snprintf(why, cap, "wait_s: whole seconds from 0");
+      return SBX_EINVAL;
+    }
+    out->wait_s = (int)d; /* past the most a wait may take: that most (orch__tool_start) */
+  }
+  return 0;
+}
+
+/* The chat the call acts on: the connection's own when it reaches one chat only, else chat_id. */
+static int check_chat(const struct orch_tool_scope *scope, struct orch_tool_args *out, char *why,
+                      size_t cap) {
   if (scope->chat_id[0] && out->chat_id && strcmp(out->chat_id, scope->chat_id) != 0) {
     snprintf(why, cap, "chat_id: this connection reaches chat %s only; leave chat_id out",
              scope->chat_id);
@@ -378,53 +379,78 @@ int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_too
              quoted_len(out->chat_id, 80), out->chat_id, STORE_ID_LEN);
     return SBX_EINVAL;
   }
-  if (t == ORCH_TOOL_RUN_PYTHON) {
-    if (arg_str(args, "code", &out->code, why, cap) != 0)
-      return SBX_EINVAL;
-    if (out->code == NULL) {
-      snprintf(why, cap, "code: required, a string of Python source");
-      return SBX_EINVAL;
-    }
-    if (strlen(out->code) > ORCH_TOOL_CODE_MAX) {
-      snprintf(why, cap, "code: at most %u MB of source", ORCH_TOOL_CODE_MAX / ORCH_MIB);
-      return SBX_EINVAL;
-    }
-    const json_t *v = json_object_get(args, "timeout_s");
-    if (v != NULL && !json_is_null(v)) {
-      /* A whole number, also when a model writes it as 30.0. */
-      double d = json_is_integer(v) ? (double)json_integer_value(v)
-                 : json_is_real(v)  ? json_real_value(v)
-                                    : -1;
-      if (!(d >= 1 && d <= time_limit_s && d == (double)(int)d)) {
-        snprintf(why, cap, "timeout_s: whole seconds from 1 to %d (the deployment's limit)",
-                 time_limit_s);
-        return SBX_EINVAL;
-      }
-      out->timeout_s = (int)d;
-    }
+  return 0;
+}
+
+/* run_python's: code, timeout_s within the deployment's limit. */
+static int check_run_python(const json_t *args, int time_limit_s, struct orch_tool_args *out,
+                            char *why, size_t cap) {
+  if (arg_str(args, "code", &out->code, why, cap) != 0)
+    return SBX_EINVAL;
+  if (out->code == NULL) {
+    snprintf(why, cap, "code: required, a string of Python source");
+    return SBX_EINVAL;
   }
-  if (t == ORCH_TOOL_ADD_FILE) {
-    if (arg_str(args, "name", &out->name, why, cap) != 0 ||
-        arg_str(args, "text", &out->text, why, cap) != 0 ||
-        arg_str(args, "base64", &out->base64, why, cap) != 0)
-      return SBX_EINVAL;
-    if (out->name == NULL || *out->name == '\0') {
-      snprintf(why, cap, "name: required, the file's name");
-      return SBX_EINVAL;
-    }
-    if ((out->text == NULL) == (out->base64 == NULL)) {
-      snprintf(why, cap, "give the content as text or as base64 (one of them)");
-      return SBX_EINVAL;
-    }
-    size_t len = out->text ? strlen(out->text) : strlen(out->base64) / 4 * 3;
-    if (len > ORCH_TOOL_FILE_MAX) {
-      snprintf(why, cap,
-               "the content is over %u MB: add_file takes at most that; larger files are "
-               "uploaded with POST /v1/chats/{chat}/files (up to 50 MB)",
-               ORCH_TOOL_FILE_MAX / ORCH_MIB);
-      return SBX_EINVAL;
-    }
+  if (strlen(out->code) > ORCH_TOOL_CODE_MAX) {
+    snprintf(why, cap, "code: at most %u MB of source", ORCH_TOOL_CODE_MAX / ORCH_MIB);
+    return SBX_EINVAL;
   }
+  const json_t *v = json_object_get(args, "timeout_s");
+  if (v != NULL && !json_is_null(v)) {
+    double d = arg_number(v);
+    if (!(d >= 1 && d <= time_limit_s && d == (double)(int)d)) {
+      snprintf(why, cap, "timeout_s: whole seconds from 1 to %d (the deployment's limit)",
+               time_limit_s);
+      return SBX_EINVAL;
+    }
+    out->timeout_s = (int)d;
+  }
+  return 0;
+}
+
+/* add_file's: a name, the content as text or as base64, within add_file's size. */
+static int check_add_file(const json_t *args, struct orch_tool_args *out, char *why, size_t cap) {
+  if (arg_str(args, "name", &out->name, why, cap) != 0 ||
+      arg_str(args, "text", &out->text, why, cap) != 0 ||
+      arg_str(args, "base64", &out->base64, why, cap) != 0)
+    return SBX_EINVAL;
+  if (out->name == NULL || *out->name == '\0') {
+    snprintf(why, cap, "name: required, the file's name");
+    return SBX_EINVAL;
+  }
+  if ((out->text == NULL) == (out->base64 == NULL)) {
+    snprintf(why, cap, "give the content as text or as base64 (one of them)");
+    return SBX_EINVAL;
+  }
+  size_t len = out->text ? strlen(out->text) : strlen(out->base64) / 4 * 3;
+  if (len > ORCH_TOOL_FILE_MAX) {
+    snprintf(why, cap,
+             "the content is over %u MB: add_file takes at most that; larger files are "
+             "uploaded with POST /v1/chats/{chat}/files (up to 50 MB)",
+             ORCH_TOOL_FILE_MAX / ORCH_MIB);
+    return SBX_EINVAL;
+  }
+  return 0;
+}
+
+int orch__tool_check(enum orch_tool t, const json_t *args, const struct orch_tool_scope *scope,
+                     int time_limit_s, struct orch_tool_args *out, char *why, size_t cap) {
+  memset(out, 0, sizeof(*out));
+  if (args != NULL && !json_is_object(args)) {
+    snprintf(why, cap, "the arguments must be an object");
+    return SBX_EINVAL;
+  }
+  if (arg_str(args, "chat_id", &out->chat_id, why, cap) != 0)
+    return SBX_EINVAL;
+  out->wait_s = -1;
+  if (t == ORCH_TOOL_WAIT_FOR_RUN || t == ORCH_TOOL_CANCEL_RUN)
+    return check_run_ref(t, args, scope, out, why, cap);
+  if (check_chat(scope, out, why, cap) != 0)
+    return SBX_EINVAL;
+  if (t == ORCH_TOOL_RUN_PYTHON)
+    return check_run_python(args, time_limit_s, out, why, cap);
+  if (t == ORCH_TOOL_ADD_FILE)
+    return check_add_file(args, out, why, cap);
   return 0;
 }
 
