@@ -44,8 +44,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define API_KEY       "fuzz-tools-api-key-0123456789abcdef"
-#define RESTART_EVERY 5000
+#define API_KEY        "fuzz-tools-api-key-0123456789abcdef"
+#define RESTART_EVERY  5000
 #define CHAT_FILES_MAX 16
 
 static struct orch_config cfg;
@@ -380,7 +380,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     /* A call that goes on: waited for while anything can still happen (the store's writes),
      * abandoned when the input says so, or once nothing is left to wait for (a run with no page). */
     for (int i = 0, idle = 0; tc != NULL && !c.done; i++) {
-      if (leave == 1 || (leave == 2 && i == 3) || idle > 50 || (idle > 8 && loop_quiet())) {
+      int gone = idle > 50 || (idle > 8 && loop_quiet()); /* nothing more can happen */
+      if (leave == 1 || (leave == 2 && i == 3) || gone) {
         c.abandoned = 1;
         orch__tool_abandon(tc);
         break;
