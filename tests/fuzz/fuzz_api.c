@@ -104,7 +104,7 @@ static int take(int fd, struct sbx_buf *b, int *progress) {
 
 /* One turn of the loop without waiting; the pages' event streams are read and dropped. */
 static void turn(void) {
-  uv_run(&loop, UV_RUN_NOWAIT);
+  loop_turn();
   struct fixture *pages[] = {&fx_a, &fx_b};
   int progress;
   for (size_t i = 0; i < SBX_ARRAY_SIZE(pages); i++)
@@ -148,7 +148,7 @@ static void exchange(const char *msg, size_t len, size_t piece, int eof_early,
     closed = take(fd, ans, &progress);
   }
   for (int i = 0, idle = 0; !closed; i++) {
-    if ((eof_early || idle > 200) && !shut)
+    if ((eof_early || idle > 200 || (idle > 8 && loop_quiet())) && !shut)
       shut = shutdown(fd, SHUT_WR) == 0;
     progress = 0;
     turn();

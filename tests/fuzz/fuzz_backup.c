@@ -8,9 +8,11 @@
  *   bit 0  backup.info is gone          bit 2  an extra file the manifest does not list
  *   bit 1  the blob is cut short        bit 3  backup.info says another format
  *   bits 4-5  the target: 0 absent, 1 an empty folder, 2 a folder holding a file, 3 absent
- * -- and the rest is the manifest's text.  "@D", "@I", "@B", "@K", "@S" in it become the sha256
- * of cerea.db, backup.info, the blob, api_key and chat_key_secret, and "@P" the blob's path
- * (blobs/xx/<sha256>), so the fuzzer writes manifests that name the real files.
+ * -- and the rest is the manifest's text, written into the source folder made once for that
+ * `how` (checked unchanged after every refusal, made again after a success).  "@D", "@I", "@B",
+ * "@K", "@S" in it become the sha256 of cerea.db, backup.info, the blob, api_key and
+ * chat_key_secret, and "@P" the blob's path (blobs/xx/<sha256>), so the fuzzer writes manifests
+ * that name the real files.
  *
  * Checked for every input:
  * - a refusal has a message, and leaves the target as it was (absent, empty, or its one file) and
@@ -19,6 +21,8 @@
  *   folder holding exactly the files its manifest lists, each byte for byte the good backup's;
  * - the good manifest itself, its lines in any order, is restored whenever the backup is unchanged
  *   and the target absent or empty (a check that refuses everything would pass the above).
+ * - after every input the work folder holds the source folders alone: the target and anything
+ *   beside it are gone, so no input leaves anything for the next.
  * A hang or a sanitizer's report aborts.
  */
 #include <dirent.h>
@@ -167,6 +171,8 @@ static void setup(void) {
   file_sha(good, "api_key", sha_key);
   file_sha(good, "chat_key_secret", sha_secret);
   rm_rf(data);
+  if (mkdir(work, 0700) != 0)
+    die("mkdir", work);
 }
 
 /* ---- one input ------------------------------------------------------------------------------ */
@@ -191,8 +197,9 @@ static void prepare(struct sbx_buf *out, const uint8_t *p, size_t n) {
   }
 }
 
-/* The folder handed to the restore: the good backup's files (hard links, or a changed copy). */
-static void make_src(const char *src, unsigned how, const char *manifest, size_t len) {
+/* The folder handed to the restore: the good backup's files (hard links, or a changed copy), and
+ * manifest.sha256 (written by each input). */
+static void make_src(const char *src, unsigned how) {
   char a[400], b[400];
   if (mkdir(src, 0700) != 0)
     die("mkdir", src);
@@ -223,7 +230,97 @@ static void make_src(const char *src, unsigned how, const char *manifest, size_t
     spit(b, "x", 1);
   }
   snprintf(b, sizeof(b), "%s/manifest.sha256", src);
-  spit(b, manifest, len);
+  spit(b, "", 0);
+}
+
+/* ---- the source folders, made once -----------------------------------------------------------
+ * One per `how` (16), made at its first input and kept: each input writes its manifest into it.
+ * A restore only reads its source, and that is checked after each one it refuses: every entry of
+ * the folder (the folders themselves: an entry made, removed or renamed moves their times) is as
+ * it was made (inode, mode, size, mtime; and a folder's links and ctime), the manifest aside.
+ * After a restore that succeeds the folder is made again. */
+#define SRC_ENTRIES 9
+struct src {
+  char dir[160];
+  int made;
+  struct stat st[SRC_ENTRIES]; /* as made: lstat of each path of src_path (errno: absent) */
+};
+static struct src srcs[16];
+
+/* The i-th path of a source folder (i < SRC_ENTRIES), into out. */
+static void src_path(const struct src *v, int i, char *out, size_t cap) {
+  static const char *const rel[SRC_ENTRIES] = {
+      "", "cerea.db", "backup.info", "api_key", "chat_key_secret", "blobs", "extra", "", ""};
+  if (i == 7)
+    snprintf(out, cap, "%s/blobs/%.2s", v->dir, sha_blob);
+  else if (i == 8)
+    snprintf(out, cap, "%s/%s", v->dir, blob_path);
+  else
+    snprintf(out, cap, "%s%s%s", v->dir, *rel[i] ? "/" : "", rel[i]);
+}
+
+static void src_stat(const struct src *v, struct stat st[SRC_ENTRIES]) {
+  char p[400];
+  for (int i = 0; i < SRC_ENTRIES; i++) {
+    src_path(v, i, p, sizeof(p));
+    memset(&st[i], 0, sizeof(st[i]));
+    if (lstat(p, &st[i]) != 0)
+      st[i].st_ino = 0; /* absent */
+  }
+}
+
+/* (A file's links and ctime are left out: the good backup's files are linked into every source
+ * folder, so making or removing another folder moves them; a write moves mtime.) */
+static int stat_same(const struct stat *a, const struct stat *b) {
+  int dir = S_ISDIR(a->st_mode);
+  return a->st_ino == b->st_ino && a->st_mode == b->st_mode && a->st_size == b->st_size &&
+         a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+         (!dir || (a->st_nlink == b->st_nlink && a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+                   a->st_ctim.tv_nsec == b->st_ctim.tv_nsec));
+}
+
+/* The source folder for `how`, made when it is not there yet. */
+static struct src *src_get(unsigned how) {
+  struct src *v = &srcs[how];
+  if (!v->made) {
+    snprintf(v->dir, sizeof(v->dir), "%s/src-%u", work, how);
+    make_src(v->dir, how);
+    src_stat(v, v->st);
+    v->made = 1;
+  }
+  return v;
+}
+
+/* After a refused restore: the source folder is as it was made. */
+static void src_check(const struct src *v) {
+  struct stat now[SRC_ENTRIES];
+  src_stat(v, now);
+  for (int i = 0; i < SRC_ENTRIES; i++)
+    if (!stat_same(&now[i], &v->st[i])) {
+      char p[400];
+      src_path(v, i, p, sizeof(p));
+      die("a restore changed its source folder", p);
+    }
+}
+
+/* After a restore that succeeded: its source folder made again at the next input. */
+static void src_forget(struct src *v) {
+  rm_rf(v->dir);
+  v->made = 0;
+}
+
+/* After each input: the work folder holds the source folders alone (the target and anything a
+ * restore made beside it are gone), so nothing of an input is left for the next. */
+static void work_check(void) {
+  DIR *d = opendir(work);
+  struct dirent *e;
+  if (d == NULL)
+    die("the work folder is gone", work);
+  while ((e = readdir(d)) != NULL)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+        strncmp(e->d_name, "src-", 4) != 0)
+      die("an input left something in the work folder", e->d_name);
+  closedir(d);
 }
 
 /* The paths in the manifest text (its lines' tails), sorted: what a restored folder must hold. */
@@ -320,13 +417,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   prepare(&text, data + 1, n - 1);
   const char *manifest = text.data ? text.data : "";
 
-  char src[200], target[200], keep[300];
-  if (mkdir(work, 0700) != 0)
-    die("mkdir", work);
-  snprintf(src, sizeof(src), "%s/src", work);
+  char target[200], keep[300], mpath[300];
+  struct src *sv = src_get(how);
+  const char *src = sv->dir;
   snprintf(target, sizeof(target), "%s/target", work);
   snprintf(keep, sizeof(keep), "%s/kept", target);
-  make_src(src, how, manifest, text.len);
+  snprintf(mpath, sizeof(mpath), "%s/manifest.sha256", src);
+  spit(mpath, manifest, text.len);
   if (target_kind == 1 || target_kind == 2)
     mkdir(target, 0700);
   if (target_kind == 2)
@@ -362,7 +459,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
         closedir(d);
       if (files != (target_kind == 2))
         die("a refused restore wrote into the target", err.msg);
+      if ((target_kind == 2 && unlink(keep) != 0) || rmdir(target) != 0)
+        die("the target could not be removed", target);
     }
+    src_check(sv);
   } else {
     if (!usable)
       die("a changed backup or a non-empty target was restored", manifest);
@@ -373,8 +473,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     for (int i = 0; i < nv; i++)
       sbx_free(v[i]);
     sbx_free(v);
+    rm_rf(target);
+    src_forget(sv);
   }
   sbx_buf_free(&text);
-  rm_rf(work);
+  work_check();
   return 0;
 }

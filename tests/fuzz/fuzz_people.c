@@ -36,6 +36,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 static struct orch_people *pp;
 static uint64_t now_ms = 1000000;
 
+/* Whether the input reached the throttle (only orch__throttle_begin and _end change its counts). */
+static int throttled;
+
+/* Whether a slot of either table counts an attempt in flight.  Not instrumented: the scan of the
+ * 2 x ORCH_THROTTLE_SLOTS slots is the harness's, not the code under test, and with the coverage's
+ * comparison tracing on every slot it took ~85% of the target's time (2,900 inputs a second). */
+__attribute__((no_sanitize("coverage", "address"))) static int
+throttle_inflight(const struct orch_people *p) {
+  uint32_t any = 0;
+  for (size_t i = 0; i < ORCH_THROTTLE_SLOTS; i++)
+    any |= p->names.slot[i].inflight | p->addrs.slot[i].inflight;
+  return any != 0;
+}
+
 static void fail(const char *what) {
   fprintf(stderr, "fuzz_people: %s\n", what);
   abort();
@@ -210,6 +224,7 @@ static void signin(const char *b, size_t len) {
       char addr[80], peer[96];
       snprintf(peer, sizeof peer, "10.0.%u.%u:1", (unsigned)(len & 255), (unsigned)(nl & 255));
       orch__throttle_key_addr(peer, addr, sizeof addr);
+      throttled = 1;
       uint64_t wait = orch__throttle_begin(pp, name, nl, addr, now_ms);
       if (wait > ORCH_LOCK_MAX_S)
         fail("a wait past the lock's bound");
@@ -254,9 +269,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
   else
     signin(s, n - 1);
   /* the inflight counts go back to 0: each attempt let through was ended */
-  for (size_t i = 0; i < ORCH_THROTTLE_SLOTS; i++)
-    if (pp->names.slot[i].inflight || pp->addrs.slot[i].inflight)
-      fail("an attempt counted in flight after its end");
+  if (throttled && throttle_inflight(pp))
+    fail("an attempt counted in flight after its end");
+  throttled = 0;
   free(s);
   return 0;
 }

@@ -44,6 +44,17 @@ static int store_busy(void) {
   return busy;
 }
 
+/* One turn of the loop: waits in the loop's poll while the store has writes in flight (they end
+ * with the store's async, which wakes it), else does not wait.  Turning the loop without waiting
+ * while the writer thread commits only took the CPU from that thread (two cores shared). */
+static void loop_turn(void) { uv_run(&loop, store_busy() ? UV_RUN_ONCE : UV_RUN_NOWAIT); }
+
+/* Whether the loop has nothing left to do but wait: no write in flight, no work on the thread
+ * pool, no callback pending (libuv's own timeout for its poll is not 0). */
+static int loop_quiet(void) {
+  return !store_busy() && loop.active_reqs.count == 0 && uv_backend_timeout(&loop) != 0;
+}
+
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   return remove(p);

@@ -21,8 +21,11 @@
  *   with UTF-8 text; each progress report names the call's run, a state, and text of its length;
  * - a refused call (the check's or the start's SBX_EINVAL) changed nothing: no file, no run, L
  *   still queued; a call in chat X's scope changed nothing in A, and one in A's nothing in X.
- * The state checks of the build (SBX_DEBUG) abort on a refused transition; a hang aborts.  Every
- * 5,000 inputs the server is made again on a fresh data directory (the files added pile up).
+ * The state checks of the build (SBX_DEBUG) abort on a refused transition; a hang aborts.  Chats
+ * A and X are made again (with D and L) once either holds more than CHAT_FILES_MAX files: each
+ * input lists both chats' files four times, and with the files added piling up over thousands of
+ * inputs those lists were most of an input's time.  Every 5,000 inputs the server is made again
+ * on a fresh data directory.
  *
  * What it does not do: run code (no page attaches; fuzz_api drives pages and results), nodes.
  */
@@ -41,8 +44,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
-#define API_KEY       "fuzz-tools-api-key-0123456789abcdef"
-#define RESTART_EVERY 5000
+#define API_KEY        "fuzz-tools-api-key-0123456789abcdef"
+#define RESTART_EVERY  5000
+#define CHAT_FILES_MAX 16
 
 static struct orch_config cfg;
 static struct orch *o;
@@ -53,7 +57,7 @@ static char run_d[STORE_ID_LEN + 1], run_l[STORE_ID_LEN + 1];
 
 static void settle(void) {
   for (int i = 0, quiet = 0; quiet < 8; i++) {
-    uv_run(&loop, UV_RUN_NOWAIT);
+    loop_turn();
     quiet = store_busy() ? 0 : quiet + 1;
     if (i > SPIN_MAX)
       die("the store never came to rest", NULL);
@@ -175,7 +179,7 @@ static void chat_make(char id[STORE_ID_LEN + 1]) {
     if (i > SPIN_MAX)
       die("a chat was never stored", NULL);
     else
-      uv_run(&loop, UV_RUN_NOWAIT);
+      loop_turn();
   if (orch__chat_add(o, chat.id, chat.token_hash, 0) == NULL)
     die("no live chat", chat.id);
   memcpy(id, chat.id, STORE_ID_LEN + 1);
@@ -207,7 +211,7 @@ static struct orch_run *run_make(char id[STORE_ID_LEN + 1]) {
     if (i > SPIN_MAX)
       die("a run was never made", NULL);
     else
-      uv_run(&loop, UV_RUN_NOWAIT);
+      loop_turn();
   memcpy(id, m.id, STORE_ID_LEN + 1);
   settle();
   return orch__map_get(&o->runs, id);
@@ -235,8 +239,29 @@ static void runs_end(const char *chat_id, const char *keep) {
   }
 }
 
-/* Before each input: A's live run is L (queued) alone, X has nothing live. */
+static size_t files_seen; /* the most files chat A or X held after the last input */
+
+/* Chats A and X new: A with its ended run D and its live (queued) run L. */
+static void chats_make(void) {
+  chat_make(chat_a);
+  chat_make(chat_x);
+  struct orch_run *d = run_make(run_d);
+  if (d == NULL || orch__run_cancel(o, d, NULL, NULL) != 0)
+    die("the ended run could not be made", run_d);
+  settle();
+  run_make(run_l);
+  files_seen = 0;
+}
+
+/* Before each input: A's live run is L (queued) alone, X has nothing live; neither holds more
+ * than CHAT_FILES_MAX files. */
 static void ready(void) {
+  if (files_seen > CHAT_FILES_MAX) { /* the old chats' live runs end first */
+    runs_end(chat_a, NULL);
+    runs_end(chat_x, NULL);
+    chats_make();
+    return;
+  }
   struct orch_run *l = orch__map_get(&o->runs, run_l);
   runs_end(chat_a, l && l->state == ORCH_RUN_QUEUED ? run_l : NULL);
   runs_end(chat_x, NULL);
@@ -258,13 +283,7 @@ static void start(void) {
       orch_config_set(&cfg, "CEREA_LISTEN", listen, &err) ||
       orch_config_set(&cfg, "CEREA_API_KEY", API_KEY, &err) || orch_new(&loop, &cfg, &o, &err))
     die("no server", err.msg);
-  chat_make(chat_a);
-  chat_make(chat_x);
-  struct orch_run *d = run_make(run_d);
-  if (d == NULL || orch__run_cancel(o, d, NULL, NULL) != 0)
-    die("the ended run could not be made", run_d);
-  settle();
-  run_make(run_l);
+  chats_make();
 }
 
 static void stop(void) {
@@ -361,12 +380,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     /* A call that goes on: waited for while anything can still happen (the store's writes),
      * abandoned when the input says so, or once nothing is left to wait for (a run with no page). */
     for (int i = 0, idle = 0; tc != NULL && !c.done; i++) {
-      if (leave == 1 || (leave == 2 && i == 3) || idle > 50) {
+      int gone = idle > 50 || (idle > 8 && loop_quiet()); /* nothing more can happen */
+      if (leave == 1 || (leave == 2 && i == 3) || gone) {
         c.abandoned = 1;
         orch__tool_abandon(tc);
         break;
       }
-      uv_run(&loop, UV_RUN_NOWAIT);
+      loop_turn();
       idle = store_busy() ? 0 : idle + 1;
       if (i > SPIN_MAX)
         die("a call never ended", NULL);
@@ -383,6 +403,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n) {
     same(&a0, &a1, "a call in chat X's scope changed chat A");
   if (who == 1)
     same(&x0, &x1, "a call in chat A's scope changed chat X");
+  files_seen = SBX_MAX(a1.files, x1.files);
   json_decref(args);
   return 0;
 }
