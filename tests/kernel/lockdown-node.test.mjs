@@ -52,9 +52,12 @@ test('the Pyodide JS API is out of Python\'s reach: pyodide_js internals, useNod
     probe('globalThis.require', 'js.globalThis.require'),
     probe('process', 'js.process.binding'),
     probe('webloop', "import pyodide.webloop as w\nw.scheduleCallback._module.FS"),
+    // the loader that imported pyodide_js, found among every object Python's collector tracks
+    probe('loader', "import gc\nfrom _pyodide._importhook import JsLoader\n" +
+      "next(o.jsproxy for o in gc.get_objects() if isinstance(o, JsLoader) and hasattr(o.jsproxy, 'useNodeSockFS')).useNodeSockFS"),
   ].join('\n'));
   assert.equal(r.status, 'ok', JSON.stringify(r.error));
-  assert.equal(lines(r).length, 11, r.stdout);
+  assert.equal(lines(r).length, 12, r.stdout);
   for (const l of lines(r)) assert.match(l, / refused /, l);
 });
 
