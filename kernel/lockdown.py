@@ -115,7 +115,7 @@ def apply():
     return failed
 
 
-def hide_js_api():
+def hide_js_api(scan=True):
     """Takes the Pyodide JS API (`pyodide_js`: _api, _module, FS, useNodeSockFS, loadPackage, ...)
     out of Python's reach: the JS module is unregistered and its entries leave sys.modules, so
     `import pyodide_js` and `from pyodide_js._api import _nodeSock` fail.  Pyodide's own Python
@@ -124,7 +124,8 @@ def hide_js_api():
     combines signals with _api.abortSignalAny): a stand-in module answers those, with copies or
     the plain functions, and nothing else.  Called by the Node headless host's kernel worker
     (worker/host/sandbox-worker.js) once the kernel loaded.  Returns notes for what could not be
-    done, and for any object still leading to the API (_scan_for_api)."""
+    done, and for any object still leading to the API (_scan_for_api; skipped when `scan` is
+    false: the host knows the scan's answer for this kernel's image already, sandbox-worker.js)."""
     import sys
     import types
 
@@ -158,7 +159,7 @@ def hide_js_api():
     except Exception as e:  # reported, never silent
         return ["lock-down: the Pyodide JS API could not be hidden: %r" % (e,)]
 
-    return _scan_for_api()
+    return _scan_for_api() if scan else []
 
 
 # What a JS object still leading to the Pyodide JS API has (the API module, its _api or _module).

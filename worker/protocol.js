@@ -29,7 +29,8 @@
 //            origin's storage cannot plant one).  In a browser the served image streams while its
 //            rate is measured and is given up for a load when the rest of it would take longer
 //            than the start it saves (servedSnapshot: {budgetMs} sets that; Node hosts pass
-//            {bytes, sha256} read and checked once per process, or {refused}).  A refused image
+//            {bytes, sha256, apiScanned?} read and checked once per process, or {refused};
+//            apiScanned: host/sandbox-worker.js's lock-down scan is known clean for this image).  A refused image
 //            (and one whose restore fails) means a normal load with a log event; the `runtime`
 //            progress says which start ran (notes.js START).  `makeSnapshot` (this build's key)
 //            asks for an image in a `snapshot` event before the reply: the served file this
@@ -37,8 +38,11 @@
 //            without a build key does neither.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
 //                  reason}]}, load_ms, snapshot: 'served'|'restored'|'made'|'none'|'refused: why'|
-//                  'skipped: why'}}  (served: from the served image; restored: from init's;
-//                  skipped: loaded, faster than downloading the image)
+//                  'skipped: why', kernel_modules: 'image'|'source'|'stale'}}  (served: from the
+//                  served image; restored: from init's; skipped: loaded, faster than downloading
+//                  the image; kernel_modules: the image's imported modules were used, or imported
+//                  from kernelURL's sources — stale: the image held other sources' — core.js
+//                  importKernel)
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
 //            Makes /mnt/data match the manifest: writes new and changed files (data required for
 //            those), removes files no longer listed when `complete` (default true).  Names are
