@@ -84,7 +84,7 @@ const PROBE_MS = 300;
 const SERVED_BUDGET_MS = 1500;
 
 // The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
-// image is taken (nothing of ours: the kernel itself is imported after every load or restore).
+// image is taken (with the kernel's own modules: importKernel).
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
 
 // Node hosts compile the runtime's wasm once per process and hand the module to each kernel

@@ -97,12 +97,14 @@
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
 //   snapshot  {ref: init id, key, bytes}   the memory image init's makeSnapshot asked for,
-//             taken as loadPyodide returned (and standard-library modules the kernel uses were
-//             imported): before the kernel, the lock-down or any user code.
+//             taken once loadPyodide returned and the kernel's modules were imported (with the
+//             standard-library modules they use): before anything of ours ran, the lock-down or
+//             any user code.
 //
 // SNAPSHOTS: Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
-// _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has run
-// nothing of ours; MEMFS is not in it (the kernel's files are written again) and neither is any
+// _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has imported
+// the kernel's modules and run nothing of ours (core.js importKernel: used after a restore only
+// when their sources are the files'); MEMFS is not in it (the kernel's files are written again) and neither is any
 // JS state (stdout, the cerea_host module, the interrupt buffer: set again), and the lock-down is
 // applied after a restore exactly as after a load.  The key names the build: the runtime's files
 // and the worker's and kernel's sources (worker/snapshot-key.js), so a new deployment never
