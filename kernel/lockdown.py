@@ -115,7 +115,7 @@ def apply():
     return failed
 
 
-def hide_js_api():
+def hide_js_api(scan=True):
     """Takes the Pyodide JS API (`pyodide_js`: _api, _module, FS, useNodeSockFS, loadPackage, ...)
     out of Python's reach: the JS module is unregistered and its entries leave sys.modules, so
     `import pyodide_js` and `from pyodide_js._api import _nodeSock` fail.  Pyodide's own Python
@@ -124,15 +124,13 @@ def hide_js_api():
     combines signals with _api.abortSignalAny): a stand-in module answers those, with copies or
     the plain functions, and nothing else.  Called by the Node headless host's kernel worker
     (worker/host/sandbox-worker.js) once the kernel loaded.  Returns notes for what could not be
-    done, and for any object still leading to the API (a check over every container Python's
-    garbage collector tracks)."""
-    import gc
+    done, and for any object still leading to the API (_scan_for_api; skipped when `scan` is
+    false: the host knows the scan's answer for this kernel's image already, sandbox-worker.js)."""
     import sys
     import types
 
-    notes = []
     try:
-        from pyodide.ffi import JsProxy, unregister_js_module
+        from pyodide.ffi import unregister_js_module
 
         real = sys.modules.get("pyodide_js")
         api = getattr(real, "_api", None)
@@ -147,28 +145,58 @@ def hide_js_api():
         stand._api = stand_api
         unregister_js_module("pyodide_js")
         for name in [m for m in sys.modules if m == "pyodide_js" or m.startswith("pyodide_js.")]:
-            del sys.modules[name]
+            # The loader that imported it keeps the JS object (JsLoader.jsproxy), and Python finds
+            # loaders among every object its collector tracks (gc.get_objects): it lets go.
+            module = sys.modules.pop(name)
+            for loader in {id(x): x for x in (getattr(module, "__loader__", None),
+                                               getattr(getattr(module, "__spec__", None), "loader", None))}.values():
+                if loader is not None and hasattr(loader, "jsproxy"):
+                    loader.jsproxy = None
+            del module
         sys.modules["pyodide_js"] = stand
         sys.modules["pyodide_js._api"] = stand_api
         del real, api
     except Exception as e:  # reported, never silent
         return ["lock-down: the Pyodide JS API could not be hidden: %r" % (e,)]
 
-    marks = ("useNodeSockFS", "_module", "_nodeSock", "runPythonAsync", "registerJsModule", "pyodide_py")
-    for o in gc.get_objects():
-        if isinstance(o, dict):
-            values = list(o.values())
-        elif isinstance(o, (list, tuple)):
-            values = list(o)
-        else:
-            continue
-        for v in values:
-            if isinstance(v, JsProxy):
-                try:
-                    found = [m for m in marks if hasattr(v, m)]
-                except Exception:
-                    found = []
-                if found:
-                    notes.append("lock-down: the Pyodide JS API is still reachable from Python (%s)" % ", ".join(found))
-                    return notes
-    return notes
+    return _scan_for_api() if scan else []
+
+
+# What a JS object still leading to the Pyodide JS API has (the API module, its _api or _module).
+_API_MARKS = ("useNodeSockFS", "_module", "_nodeSock", "runPythonAsync", "registerJsModule", "pyodide_py")
+
+
+def _scan_for_api():
+    """Notes for any JS object (a JsProxy) referred to by an object Python's garbage collector
+    tracks that still leads to the API: every value of every tracked dict, list and tuple, and
+    every other tracked object's referents (closure cells, instances, frames) too.  The walk and
+    the type test run in C (gc.get_referents, map, itertools.compress), and JsProxy's own check
+    once per type seen: isinstance(v, JsProxy) runs JsProxy's metaclass, Python code, and once per
+    value it was the bulk of a kernel's lock-down.  A type the check cannot answer for counts as
+    a JsProxy type: its objects are then asked for the marks."""
+    import gc
+    from itertools import compress
+
+    from pyodide.ffi import JsProxy
+
+    def is_proxy_type(t):
+        try:
+            return issubclass(t, JsProxy)
+        except Exception:
+            return True
+
+    gc.collect()   # what no one holds any more: neither Python code nor this scan can see it then
+    referents = gc.get_referents(*gc.get_objects())
+    proxy_types = {t for t in set(map(type, referents)) if is_proxy_type(t)}
+    if not proxy_types:
+        return []
+    proxies = {id(v): v for v in compress(referents, map(proxy_types.__contains__, map(type, referents)))}
+    del referents
+    for v in proxies.values():
+        try:
+            found = [m for m in _API_MARKS if hasattr(v, m)]
+        except Exception:
+            found = []
+        if found:
+            return ["lock-down: the Pyodide JS API is still reachable from Python (%s)" % ", ".join(found)]
+    return []

@@ -1,7 +1,8 @@
 // make_snapshot.mjs -- the served memory snapshot (worker/snapshot.js): a Node kernel of this
 // checkout (worker/node-worker.js over worker/core.js, the same code that hosts every kernel)
 // loads the synced runtime in build/www/pyodide/ and takes the image exactly as a browser kernel
-// does (init's makeSnapshot: the heap of a runtime that has run nothing of ours), which is written
+// does (init's makeSnapshot: the heap of a runtime with the kernel's modules imported and nothing
+// of ours run), which is written
 // beside the runtime as cerea-snapshot-<key>.bin with its header (the build key), precompressed
 // (.br, .gz: browsers take those), and listed in the served lock (pyodide-lock.json, field
 // cerea_snapshot: file name, sha256, key, size).  Images of other builds are removed.

@@ -84,7 +84,7 @@ const PROBE_MS = 300;
 const SERVED_BUDGET_MS = 1500;
 
 // The standard-library modules kernel/ imports, imported into a snapshot's runtime before the
-// image is taken (nothing of ours: the kernel itself is imported after every load or restore).
+// image is taken (with the kernel's own modules: importKernel).
 const SNAPSHOT_IMPORTS = 'import ast, asyncio, base64, hashlib, inspect, json, linecache, shutil, signal, traceback';
 
 // Node hosts compile the runtime's wasm once per process and hand the module to each kernel
@@ -103,6 +103,46 @@ function useCompiled(compiled) {
     return instantiate.call(this, module, imports).then((instance) => ({ instance, module }));
   } });
   return () => Object.defineProperty(WebAssembly, 'instantiate', own);
+}
+
+// The kernel package: its sources written into /opt/cerea/cerea_kernel (as UTF-8 bytes: Emscripten
+// encodes a string in JavaScript, character by character), then imported, unless the runtime
+// holds it already: a runtime restored from an image setup made (makeSnapshot) has every module
+// imported, and they are used when the package's record of its sources (each file's SHA-256,
+// taken when they were imported) is these files'.  Else whatever of cerea_kernel the runtime
+// holds leaves sys.modules and the package is imported from these sources.  Tracebacks read the
+// files (linecache), so they are written either way.
+// → 'image' (the runtime's modules used), 'source' (imported), 'stale' (the runtime held modules
+// of other sources: imported).
+const KERNEL_IMPORT = `
+import hashlib, sys
+def _cerea_kernel_import(d, names):
+    want = {}
+    for m in names:
+        with open(f"{d}/cerea_kernel/{m}.py", "rb") as f:
+            want[m] = hashlib.sha256(f.read()).hexdigest()
+    pkg = sys.modules.get("cerea_kernel")
+    if (pkg is not None and getattr(pkg, "__source_sha256__", None) == want
+            and all(f"cerea_kernel.{m}" in sys.modules for m in names if m != "__init__")):
+        return "image"
+    held = [m for m in sys.modules if m == "cerea_kernel" or m.startswith("cerea_kernel.")]
+    for m in held:
+        del sys.modules[m]
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    import cerea_kernel.runner
+    sys.modules["cerea_kernel"].__source_sha256__ = want
+    return "stale" if held else "source"
+`;
+function importKernel(py, kernelSources) {
+  const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
+  py.FS.mkdirTree(pkgDir);
+  const utf8 = new TextEncoder();
+  for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, utf8.encode(src));
+  const ns = py.toPy({});   // a namespace of its own: nothing of it is left in __main__
+  try {
+    return py.runPython(`${KERNEL_IMPORT}\n_cerea_kernel_import(${JSON.stringify(KERNEL_DIR)}, ${JSON.stringify(Object.keys(kernelSources))})`, { globals: ns });
+  } finally { ns.destroy(); }
 }
 
 async function sha256Hex(bytes) {
@@ -285,8 +325,11 @@ export class KernelCore {
         py = await Promise.race([lockFailed, loadPyodide({ ...options, _makeSnapshot: making || undefined })]);
       }
     } finally { restoreFetch(); }
-    // The image is taken here, before anything of ours is in the runtime.
-    const made = making && this.makeSnapshot(py, msg.id);
+    const [texts, deployment] = await Promise.all([sources, deploymentRead]);
+    const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, texts[i]]));
+    // The image is taken here, with the kernel's modules imported (nothing of ours has run: no JS
+    // object of ours is in the runtime yet).
+    const made = making && this.makeSnapshot(py, msg.id, kernelSources);
     if (asked && snapshot === 'served') {
       const img = await image;
       if (img.file) this.post(event(EVENT.SNAPSHOT, { ref: msg.id, key: this.host.snapshotKey, bytes: img.file }));
@@ -295,8 +338,6 @@ export class KernelCore {
     this.lock = JSON.parse(await lockText);
     for (const [name, p] of Object.entries(this.lock.packages || {}))
       for (const imp of p.imports || []) if (!this.importMap.has(imp)) this.importMap.set(imp, name);
-    const [texts, deployment] = await Promise.all([sources, deploymentRead]);
-    const kernelSources = Object.fromEntries(KERNEL_MODULES.map((m, i) => [m, texts[i]]));
 
     this.progress(msg.id, 'kernel', 'loading the kernel');
     // Pyodide's fatal-error handler dumps the Python stack to fd 1 before it gives up: that is the
@@ -310,14 +351,12 @@ export class KernelCore {
     py.setStderr({ write: (b) => (this.fatal ? b.length : this.err.write(b)), isatty: false });
     // No stdin: input() fails at once instead of blocking the worker (Node) or calling prompt().
     py.setStdin({ error: true });
-    const pkgDir = `${KERNEL_DIR}/cerea_kernel`;
-    py.FS.mkdirTree(pkgDir);
-    for (const [m, src] of Object.entries(kernelSources)) py.FS.writeFile(`${pkgDir}/${m}.py`, src);
     py.registerJsModule('cerea_host', this.hostModule());
     if (this.control) {
       py.setInterruptBuffer({ get 0() { return core.control.take(core.armed); }, set 0(_v) {}, length: 1 });
     }
-    py.runPython(`import sys\nsys.path.insert(0, ${JSON.stringify(KERNEL_DIR)})\nimport cerea_kernel.runner`);
+    const kernelFrom = importKernel(py, kernelSources);
+    if (kernelFrom === 'stale') this.post(event(EVENT.LOG, { ref: msg.id, level: 'warn', message: "the image's kernel modules are not these sources: imported from source" }));
     this.runner = py.pyimport('cerea_kernel.runner');
 
     this.progress(msg.id, 'lockdown', 'locking the sandbox down');
@@ -328,7 +367,7 @@ export class KernelCore {
     this.out.reset(); this.err.reset();
     this.info = {
       pyodide: py.version, python: py.runPython('import sys; sys.version.split()[0]'),
-      interrupts: !!this.control, load_ms: Math.round(performance.now() - t0),
+      interrupts: !!this.control, load_ms: Math.round(performance.now() - t0), kernel_modules: kernelFrom,
       packages: { has: deployment.has || [], lacks: deployment.lacks || [] },
       lockdown: this.lockdownReport.slice(),
     };
@@ -426,11 +465,13 @@ export class KernelCore {
     return { bytes: n === out.length ? out : out.subarray(0, n) };
   }
 
-  // The runtime's memory image (Pyodide loaded with _makeSnapshot), posted as a `snapshot` event
-  // (the page hashes it when it keeps it).  → whether it was sent.  Never fails the load.
-  makeSnapshot(py, ref) {
+  // The runtime's memory image (Pyodide loaded with _makeSnapshot, the kernel's modules imported:
+  // importKernel), posted as a `snapshot` event (the page hashes it when it keeps it).  → whether
+  // it was sent.  Never fails the load.
+  makeSnapshot(py, ref, kernelSources) {
     try {
       py.runPython(SNAPSHOT_IMPORTS);
+      importKernel(py, kernelSources);
       const bytes = py.makeMemorySnapshot();
       this.post(event(EVENT.SNAPSHOT, { ref, key: this.host.snapshotKey, bytes }));
       return true;

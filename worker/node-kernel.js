@@ -90,8 +90,16 @@ async function restoreFields(dir) {
   const f = {};
   if (wasm) f.wasmModule = wasm;
   if (image && image.refused) f.servedSnapshot = { refused: image.refused };
-  else if (image) f.servedSnapshot = { bytes: image.bytes.slice(), sha256: image.sha256 };
+  else if (image) f.servedSnapshot = { bytes: image.bytes.slice(), sha256: image.sha256, apiScanned: image.apiScanned === true };
   return f;
+}
+
+// A sandboxed kernel restored from the served image whose lock-down scan found nothing
+// (sandbox-worker.js info.api_scan): the image's answer, known for this host's later kernels.
+async function noteScan(dir, info) {
+  if (!info || info.snapshot !== 'served' || info.api_scan !== 'clean') return;
+  const { image } = await servedRuntime(dir);
+  if (image && image.bytes) image.apiScanned = true;
 }
 
 // opts: {pyodideDir, entry, workerOptions, restore (default RESTORE_SNAPSHOT), init (extra init
@@ -99,8 +107,10 @@ async function restoreFields(dir) {
 export function newNodeKernel(opts = {}) {
   const { restore = RESTORE_SNAPSHOT, init, ...rest } = opts;
   const base = { ...nodeInitOptions(opts.pyodideDir, { restore }), ...(init || {}) };
-  return new KernelClient({ createWorker: createNodeWorker(opts.workerOptions, opts.entry, opts.pyodideDir),
+  const k = new KernelClient({ createWorker: createNodeWorker(opts.workerOptions, opts.entry, opts.pyodideDir),
     ...rest, init: restore ? restoreFields(opts.pyodideDir).then((f) => ({ ...base, ...f })) : base });
+  if (restore) k.ready.then((info) => noteScan(opts.pyodideDir, info), () => {});
+  return k;
 }
 
 // A pool of Node kernels: {max, spare, spareDelayMs, log} as KernelPool takes them.

@@ -29,7 +29,8 @@
 //            origin's storage cannot plant one).  In a browser the served image streams while its
 //            rate is measured and is given up for a load when the rest of it would take longer
 //            than the start it saves (servedSnapshot: {budgetMs} sets that; Node hosts pass
-//            {bytes, sha256} read and checked once per process, or {refused}).  A refused image
+//            {bytes, sha256, apiScanned?} read and checked once per process, or {refused};
+//            apiScanned: host/sandbox-worker.js's lock-down scan is known clean for this image).  A refused image
 //            (and one whose restore fails) means a normal load with a log event; the `runtime`
 //            progress says which start ran (notes.js START).  `makeSnapshot` (this build's key)
 //            asks for an image in a `snapshot` event before the reply: the served file this
@@ -37,8 +38,11 @@
 //            without a build key does neither.
 //            ok → {info: {pyodide, python, interrupts, packages: {has: [...], lacks: [{name,
 //                  reason}]}, load_ms, snapshot: 'served'|'restored'|'made'|'none'|'refused: why'|
-//                  'skipped: why'}}  (served: from the served image; restored: from init's;
-//                  skipped: loaded, faster than downloading the image)
+//                  'skipped: why', kernel_modules: 'image'|'source'|'stale'}}  (served: from the
+//                  served image; restored: from init's; skipped: loaded, faster than downloading
+//                  the image; kernel_modules: the image's imported modules were used, or imported
+//                  from kernelURL's sources — stale: the image held other sources' — core.js
+//                  importKernel)
 //   mount    {files: [{name, version, sha256, size, data?: Uint8Array}], complete?: true}
 //            Makes /mnt/data match the manifest: writes new and changed files (data required for
 //            those), removes files no longer listed when `complete` (default true).  Names are
@@ -93,12 +97,14 @@
 //   input_request {ref: run_id, prompt}   input(prompt) waits for the controller's answer
 //             (CONTROL below); the prompt itself went out as stdout first.
 //   snapshot  {ref: init id, key, bytes}   the memory image init's makeSnapshot asked for,
-//             taken as loadPyodide returned (and standard-library modules the kernel uses were
-//             imported): before the kernel, the lock-down or any user code.
+//             taken once loadPyodide returned and the kernel's modules were imported (with the
+//             standard-library modules they use): before anything of ours ran, the lock-down or
+//             any user code.
 //
 // SNAPSHOTS: Pyodide's private memory-snapshot API (loadPyodide's _makeSnapshot /
-// _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has run
-// nothing of ours; MEMFS is not in it (the kernel's files are written again) and neither is any
+// _loadSnapshot, makeMemorySnapshot).  The image is the wasm heap of a runtime that has imported
+// the kernel's modules and run nothing of ours (core.js importKernel: used after a restore only
+// when their sources are the files'); MEMFS is not in it (the kernel's files are written again) and neither is any
 // JS state (stdout, the cerea_host module, the interrupt buffer: set again), and the lock-down is
 // applied after a restore exactly as after a load.  The key names the build: the runtime's files
 // and the worker's and kernel's sources (worker/snapshot-key.js), so a new deployment never

@@ -12,7 +12,10 @@ import { newNodeKernel } from '../../worker/node-kernel.js';
 import { run, EXPECTED_START } from './helpers.mjs';
 
 const MEMORY_MB = 384;
-let k, info, server, port, hits = 0;
+// k2: a second kernel of this process.  Restored from the same image as k, it skips the scan for
+// objects leading to the Pyodide JS API (k's found none: sandbox-worker.js lockDown), and is held
+// to the same probes.
+let k, info, k2, info2, server, port, hits = 0;
 before(async () => {
   server = http.createServer((req, res) => { hits++; res.end('leak'); });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
@@ -20,8 +23,10 @@ before(async () => {
   process.env.CEREA_KERNEL_MEMORY_MB = String(MEMORY_MB);   // read by the worker at its start
   k = newNodeKernel({ entry: 'sandbox', loadTimeoutMs: 120000 });
   info = await k.ready;
+  k2 = newNodeKernel({ entry: 'sandbox', loadTimeoutMs: 120000 });
+  info2 = await k2.ready;
 });
-after(() => { k && k.terminate('cancelled'); server && server.close(); });
+after(() => { k && k.terminate('cancelled'); k2 && k2.terminate('cancelled'); server && server.close(); });
 
 // Each probe prints "<label> refused <Type>" or "<label> REACHED".
 export const probe = (label, code) => `
@@ -34,13 +39,36 @@ except BaseException as e:
 const lines = (r) => r.stdout.trim().split('\n');
 
 test('the lock-down reports nothing left undone (on the start path this run holds to the probes)', () => {
-  assert.equal(info.snapshot, EXPECTED_START);
-  assert.deepEqual(info.lockdown, []);
-  assert.equal(info.node_lockdown.memory_mb, MEMORY_MB);
+  for (const i of [info, info2]) {
+    assert.equal(i.snapshot, EXPECTED_START);
+    assert.deepEqual(i.lockdown, []);
+    assert.equal(i.node_lockdown.memory_mb, MEMORY_MB);
+  }
+  // the scan ran for the first kernel; for the second only when it loaded (no image to know it by)
+  assert.equal(info.api_scan, 'clean');
+  assert.equal(info2.api_scan, EXPECTED_START === 'served' ? 'skipped' : 'clean');
 });
 
-test('the Pyodide JS API is out of Python\'s reach: pyodide_js internals, useNodeSockFS, _nodeSock, js globals', async () => {
-  const r = await run(k, ['import js, sys',
+test('the scan for objects leading to the API finds one held where the old walk of dicts, lists and tuples did not look (a closure cell)', async () => {
+  // a plain worker (node-worker.js): no lock-down of its own; the API is planted, then hidden
+  const plain = newNodeKernel({ loadTimeoutMs: 120000 });
+  try {
+    await plain.ready;
+    const r = await run(plain, ['import pyodide_js',
+      'def keep(x):', '    return lambda: x',
+      'kept = keep(pyodide_js)', 'del pyodide_js',
+      'from cerea_kernel import lockdown',
+      'print(lockdown.hide_js_api())'].join('\n'));
+    assert.equal(r.status, 'ok', JSON.stringify(r.error));
+    assert.match(r.stdout, /the Pyodide JS API is still reachable from Python \(useNodeSockFS/);
+  } finally { plain.terminate('cancelled'); }
+});
+
+test('the Pyodide JS API is out of Python\'s reach: pyodide_js internals, useNodeSockFS, _nodeSock, js globals (both kernels)', async () => {
+  for (const kernel of [k, k2]) await apiOutOfReach(kernel);
+});
+async function apiOutOfReach(kernel) {
+  const r = await run(kernel, ['import js, sys',
     probe('useNodeSockFS', 'import pyodide_js\nawait pyodide_js.useNodeSockFS()'),
     probe('_nodeSock', 'from pyodide_js._api import _nodeSock\n_nodeSock.connect'),
     probe('_module', 'import pyodide_js\npyodide_js._module.FS'),
@@ -52,11 +80,14 @@ test('the Pyodide JS API is out of Python\'s reach: pyodide_js internals, useNod
     probe('globalThis.require', 'js.globalThis.require'),
     probe('process', 'js.process.binding'),
     probe('webloop', "import pyodide.webloop as w\nw.scheduleCallback._module.FS"),
+    // the loader that imported pyodide_js, found among every object Python's collector tracks
+    probe('loader', "import gc\nfrom _pyodide._importhook import JsLoader\n" +
+      "next(o.jsproxy for o in gc.get_objects() if isinstance(o, JsLoader) and hasattr(o.jsproxy, 'useNodeSockFS')).useNodeSockFS"),
   ].join('\n'));
   assert.equal(r.status, 'ok', JSON.stringify(r.error));
-  assert.equal(lines(r).length, 11, r.stdout);
+  assert.equal(lines(r).length, 12, r.stdout);
   for (const l of lines(r)) assert.match(l, / refused /, l);
-});
+}
 
 test('Pyodide\'s own Python still works without the API: asyncio sleeps on its WebLoop', async () => {
   const r = await run(k, 'import asyncio\nawait asyncio.sleep(0.01)\nloop = asyncio.get_event_loop()\nprint(type(loop).__name__, "slept")');

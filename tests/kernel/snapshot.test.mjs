@@ -12,7 +12,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { newNodeKernel, PYODIDE_DIR, buildKey } from '../../worker/node-kernel.js';
+import { newNodeKernel, PYODIDE_DIR, ROOT, buildKey } from '../../worker/node-kernel.js';
 import { LOCK_FIELD, HEADER_BYTES, wrapImage } from '../../worker/snapshot.js';
 import { START } from '../../worker/notes.js';
 import { run } from './helpers.mjs';
@@ -88,6 +88,34 @@ test('the headless host\'s locked-down worker restores it too, with its Node loc
   assert.equal(s.info.snapshot, 'served');
   assert.deepEqual(s.info.lockdown, []);
   assert.ok(s.info.node_lockdown.removed.includes('process'));
+});
+
+test('a restored kernel has the kernel modules of the image (made with them imported), a loaded one imports them', { skip }, async () => {
+  const restored = await start({ restore: true });
+  assert.equal(restored.info.kernel_modules, 'image');
+  const loaded = await start({ restore: false });
+  assert.equal(loaded.info.kernel_modules, 'source');
+});
+
+test('kernel sources other than the image\'s: the image\'s modules are dropped, these imported, with a log line', { skip }, async () => {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'snapshot-kernel-'));
+  dirs.push(d);
+  const src = path.join(ROOT, 'kernel');
+  for (const f of fs.readdirSync(src)) if (f.endsWith('.py')) fs.copyFileSync(path.join(src, f), path.join(d, f));
+  fs.appendFileSync(path.join(d, 'values.py'), '\nCEREA_TEST_MARK = "these sources"\n');
+  const k = newNodeKernel({ loadTimeoutMs: 120000, restore: true, init: { kernelURL: d + '/' } });
+  const logs = [];
+  k.onEvent((e) => { if (e.event === 'log') logs.push(e.message); });
+  try {
+    const info = await k.ready;
+    assert.equal(info.snapshot, 'served');
+    assert.equal(info.kernel_modules, 'stale');
+    assert.deepEqual(logs, ["the image's kernel modules are not these sources: imported from source"]);
+    assert.deepEqual(info.lockdown, []);
+    const r = await run(k, 'import cerea_kernel.values as v, cerea_kernel.runner as r\nprint(v.CEREA_TEST_MARK, r.values is v)');
+    assert.equal(r.status, 'ok', JSON.stringify(r.error));
+    assert.equal(r.stdout.trim(), 'these sources True');
+  } finally { k.terminate('cancelled'); }
 });
 
 test('without restore (CEREA_KERNEL_SNAPSHOT=0) a kernel loads and says so; asyncio.run() fails as in a restored one', { skip }, async () => {

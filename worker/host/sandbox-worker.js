@@ -74,6 +74,7 @@ const threadCpuMs = () => { try { return Number(readFileSync('/proc/thread-self/
 const mark = (name) => { if (trace) { trace[name] = performance.timeOrigin + performance.now(); trace[`${name}_cpu`] = threadCpuMs(); } };
 mark('entry');
 let initId = 0;
+let scanKnown = false;   // init's servedSnapshot.apiScanned: see lockDown
 let core = null;
 const report = [];
 
@@ -247,12 +248,21 @@ function removeNodeGlobals() {
   }
 }
 
-function lockDown() {
+// info: the init reply's.  hide_js_api's scan for objects still leading to the API walks every
+// object Python tracks; its answer is the same for every kernel restored from one image (the same
+// heap, the same start, no user code yet), so a host that saw one such kernel's scan find nothing
+// says so in init (servedSnapshot.apiScanned, node-kernel.js) and its later kernels from that
+// image skip it.  A loaded kernel always scans.  info.api_scan says which: 'clean', 'found' or
+// 'skipped'.
+function lockDown(info) {
   const step = (label, fn) => { try { fn(); } catch (e) { report.push(`node lock-down: ${label}: ${e.message}`); } };
   step('the Pyodide JS API', () => {
-    const notes = core.py.pyimport('cerea_kernel.lockdown').hide_js_api();
-    report.push(...notes.toJs());
+    const scan = !(scanKnown && info.snapshot === 'served');
+    const notes = core.py.pyimport('cerea_kernel.lockdown').hide_js_api(scan);
+    const found = notes.toJs();
     notes.destroy();
+    report.push(...found);
+    info.api_scan = !scan ? 'skipped' : found.length ? 'found' : 'clean';
   });
   mark('hide_js_api');
   step('module loading', closeModuleLoading);
@@ -266,7 +276,7 @@ const post = (msg, transfer) => {
   if (trace && msg && msg.type === 'event' && msg.event === 'progress') mark(msg.stage);
   if (initId && msg && msg.id === initId && msg.type === REPLY.OK) {
     mark('reply');
-    lockDown();
+    lockDown(msg.info || {});
     mark('node_lockdown');
     initId = 0;
     if (msg.info && trace) msg.info.start_trace = trace;
@@ -303,6 +313,6 @@ if (trace) {
 }
 core = new KernelCore(host);
 parentPort.on('message', (msg) => {
-  if (msg && msg.cmd === CMD.INIT) initId = msg.id;
+  if (msg && msg.cmd === CMD.INIT) { initId = msg.id; scanKnown = !!(msg.servedSnapshot && msg.servedSnapshot.apiScanned === true); }
   core.onMessage(msg);
 });
