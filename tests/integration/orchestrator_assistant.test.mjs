@@ -377,73 +377,82 @@ test('the message list pages: the newest by default, before and after a message 
 });
 
 test('what is replayed of earlier turns has a budget: long tool arguments and results shortened, the oldest turns dropped past 1 MiB', async (t) => {
-  const chat = await newChat(srv);
-  const page = await openPage(chat);
-  const RESULT = `${'o'.repeat(6000)}\nRESULT-END\n`;
-  runsEverything(page, () => RESULT);
-  const big = (t, k) => `# head ${t}.${k}\n${'print(1)\n'.repeat(100000)}# tail ${t}.${k}\n`; // ~900 KB each
-  const firsts = [];
-  for (let i = 0; i < 4; i++) {
-    model.script.push({ calls: [big(i, 0), big(i, 1)] }, { text: `turn ${i} done` });
-    firsts.push(model.requests.length);
-    const r = await ask(chat, `turn ${i}`);
-    assert.equal(r.status, 201);
-    const fin = await ended(page, r.json.answer_id, 30000);
-    assert.equal(fin.data.state, 'done', JSON.stringify(fin.data.error));
-  }
-  // the turn in progress is sent whole: its own calls and results
-  const within = model.requests[firsts[3] + 1].body.messages;
-  const own = within.filter((m) => m.tool_calls).at(-1);
-  assert.equal(JSON.parse(own.tool_calls[0].function.arguments).code, big(3, 0));
-  assert.equal(within.at(-1).role, 'tool');
-  assert.ok(within.at(-1).content.includes(RESULT), 'its result whole');
-  model.script.push({ text: 'and now?' });
-  const n0 = model.requests.length;
-  const r = await ask(chat, 'one more');
-  await ended(page, r.json.answer_id);
-  const rq = model.requests[n0];
-  // before the budget every request carried every earlier 900 KB argument whole (~7 MB here)
-  t.diagnostic(`the fifth turn's request: ${rq.bytes} bytes`);
-  assert.ok(rq.bytes < 200 * 1024, `the request is ${rq.bytes} bytes`);
-  const msgs = rq.body.messages;
-  assert.deepEqual(msgs.filter((m) => m.role === 'user').map((m) => m.content), ['turn 0', 'turn 1', 'turn 2', 'turn 3', 'one more']);
-  const calls = msgs.filter((m) => m.tool_calls).flatMap((m) => m.tool_calls);
-  assert.equal(calls.length, 8);
-  for (const [i, c] of calls.entries()) {
-    const code = JSON.parse(c.function.arguments).code; // still JSON
-    assert.ok(code.startsWith(`# head ${Math.floor(i / 2)}.${i % 2}\n`), code.slice(0, 40));
-    assert.ok(code.endsWith(`# tail ${Math.floor(i / 2)}.${i % 2}\n`));
-    assert.match(code, /\n\[… \d+ characters left out …\]\n/);
-    assert.ok([...code].length < 3100, `${[...code].length} characters kept`);
-  }
-  const results = msgs.filter((m) => m.role === 'tool');
-  assert.equal(results.length, 8);
-  for (const m of results) {
-    assert.ok(m.content.includes('RESULT-END'), 'its end kept');
-    assert.match(m.content, /characters left out/);
-    assert.ok([...m.content].length < 3100, `${[...m.content].length} characters kept`);
-  }
-  page.close();
+  // Its own server, whose stall bound is not this file's 1 s: the model double reads requests of
+  // megabytes here, and on a busy machine took longer than 1 s to send a first byte (model_stalled).
+  const m2 = await startModelDouble();
+  const s2 = await startServer({ env: env(m2, { CEREA_LLM_STALL_S: '30' }) });
+  try {
+    const chat = await newChat(s2);
+    const page = await openPage(chat, 'tab', s2);
+    const RESULT = `${'o'.repeat(6000)}\nRESULT-END\n`;
+    runsEverything(page, () => RESULT);
+    const big = (t, k) => `# head ${t}.${k}\n${'print(1)\n'.repeat(100000)}# tail ${t}.${k}\n`; // ~900 KB each
+    const firsts = [];
+    for (let i = 0; i < 4; i++) {
+      m2.script.push({ calls: [big(i, 0), big(i, 1)] }, { text: `turn ${i} done` });
+      firsts.push(m2.requests.length);
+      const r = await ask(chat, `turn ${i}`, chat.token, s2);
+      assert.equal(r.status, 201);
+      const fin = await ended(page, r.json.answer_id, 30000);
+      assert.equal(fin.data.state, 'done', JSON.stringify(fin.data.error));
+    }
+    // the turn in progress is sent whole: its own calls and results
+    const within = m2.requests[firsts[3] + 1].body.messages;
+    const own = within.filter((m) => m.tool_calls).at(-1);
+    assert.equal(JSON.parse(own.tool_calls[0].function.arguments).code, big(3, 0));
+    assert.equal(within.at(-1).role, 'tool');
+    assert.ok(within.at(-1).content.includes(RESULT), 'its result whole');
+    m2.script.push({ text: 'and now?' });
+    const n0 = m2.requests.length;
+    const r = await ask(chat, 'one more', chat.token, s2);
+    await ended(page, r.json.answer_id);
+    const rq = m2.requests[n0];
+    // before the budget every request carried every earlier 900 KB argument whole (~7 MB here)
+    t.diagnostic(`the fifth turn's request: ${rq.bytes} bytes`);
+    assert.ok(rq.bytes < 200 * 1024, `the request is ${rq.bytes} bytes`);
+    const msgs = rq.body.messages;
+    assert.deepEqual(msgs.filter((m) => m.role === 'user').map((m) => m.content), ['turn 0', 'turn 1', 'turn 2', 'turn 3', 'one more']);
+    const calls = msgs.filter((m) => m.tool_calls).flatMap((m) => m.tool_calls);
+    assert.equal(calls.length, 8);
+    for (const [i, c] of calls.entries()) {
+      const code = JSON.parse(c.function.arguments).code; // still JSON
+      assert.ok(code.startsWith(`# head ${Math.floor(i / 2)}.${i % 2}\n`), code.slice(0, 40));
+      assert.ok(code.endsWith(`# tail ${Math.floor(i / 2)}.${i % 2}\n`));
+      assert.match(code, /\n\[… \d+ characters left out …\]\n/);
+      assert.ok([...code].length < 3100, `${[...code].length} characters kept`);
+    }
+    const results = msgs.filter((m) => m.role === 'tool');
+    assert.equal(results.length, 8);
+    for (const m of results) {
+      assert.ok(m.content.includes('RESULT-END'), 'its end kept');
+      assert.match(m.content, /characters left out/);
+      assert.ok([...m.content].length < 3100, `${[...m.content].length} characters kept`);
+    }
+    page.close();
 
-  // the overall budget: answers of 200,000 characters; the oldest turns go first, whole
-  const chat2 = await newChat(srv);
-  const page2 = await openPage(chat2);
-  for (let i = 0; i < 7; i++) {
-    model.script.push({ text: `answer ${i} ${'w'.repeat(200000)}`, pieces: 4 });
-    const r2 = await ask(chat2, `long ${i}`);
-    await ended(page2, r2.json.answer_id, 20000);
+    // the overall budget: answers of 200,000 characters; the oldest turns go first, whole
+    const chat2 = await newChat(s2);
+    const page2 = await openPage(chat2, 'tab', s2);
+    for (let i = 0; i < 7; i++) {
+      m2.script.push({ text: `answer ${i} ${'w'.repeat(200000)}`, pieces: 4 });
+      const r2 = await ask(chat2, `long ${i}`, chat2.token, s2);
+      await ended(page2, r2.json.answer_id, 20000);
+    }
+    const last = m2.requests.at(-1);
+    t.diagnostic(`the seventh long turn's request: ${last.bytes} bytes`);
+    assert.ok(last.bytes < 1024 * 1024 + 64 * 1024, `${last.bytes} bytes`);
+    const roles = last.body.messages.map((m) => m.role);
+    assert.equal(roles[0], 'system');
+    assert.equal(roles[1], 'user', 'the replay starts at a question');
+    const asked = last.body.messages.filter((m) => m.role === 'user').map((m) => m.content);
+    assert.equal(asked.at(-1), 'long 6');
+    assert.ok(asked.length >= 4 && asked.length < 7, asked.join(', '));
+    assert.deepEqual(asked, Array.from({ length: asked.length }, (_, i) => `long ${7 - asked.length + i}`), 'the newest kept, in order');
+    page2.close();
+  } finally {
+    await s2.stop();
+    await m2.close();
   }
-  const last = model.requests.at(-1);
-  t.diagnostic(`the seventh long turn's request: ${last.bytes} bytes`);
-  assert.ok(last.bytes < 1024 * 1024 + 64 * 1024, `${last.bytes} bytes`);
-  const roles = last.body.messages.map((m) => m.role);
-  assert.equal(roles[0], 'system');
-  assert.equal(roles[1], 'user', 'the replay starts at a question');
-  const asked = last.body.messages.filter((m) => m.role === 'user').map((m) => m.content);
-  assert.equal(asked.at(-1), 'long 6');
-  assert.ok(asked.length >= 4 && asked.length < 7, asked.join(', '));
-  assert.deepEqual(asked, Array.from({ length: asked.length }, (_, i) => `long ${7 - asked.length + i}`), 'the newest kept, in order');
-  page2.close();
 });
 
 test('a page link opens a chat made through the API (backend only)', async () => {
